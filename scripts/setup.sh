@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what fsynclab needs on a Debian machine: the Rust toolchain is expected; the
+# Debian packages are only installed when missing and when we are root.
+set -euo pipefail
+need=()
+for pkg in e2fsprogs; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ "${#need[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+  else
+    echo "missing Debian packages: ${need[*]} (run: sudo apt-get install ${need[*]})" >&2
+  fi
+fi

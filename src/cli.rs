@@ -1,0 +1,103 @@
+//! The command line as typed (clap definitions). Validation into typed settings happens in
+//! `app`, where scenario parameters are known.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::report::Format;
+
+const AFTER_HELP: &str = "\
+Examples:
+  fsynclab list                                   scenarios, their seeds and parameters
+  fsynclab run overwrite-fsync --dir /mnt/test    seed 000: fsync behind a streaming writer
+  fsynclab run random-writeback --set sleep=4s --format seed
+  fsynclab run overwrite-fsync --set sync=fdatasync --set background=none
+  fsynclab load random --dir /mnt/test --set duration=2m   (load for another tool)
+  fsynclab probe --dir /mnt/test                  the cost of a bare flush there
+
+Sizes take 4k, 1M, 8G (binary); durations 250ms, 1s, 2m. Exit status: 0 success,
+1 failure (including failed sync calls, which are reported), 2 bad input,
+130/143 interrupted by SIGINT/SIGTERM (the partial result is still printed).";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "fsynclab",
+    version,
+    about = "Reproduce, measure and explain fsync latency on Linux",
+    long_about = "Reproduce, measure and explain fsync latency on Linux.\n\n\
+fsynclab runs the experiments of five Linux mailing-list threads (2007-2011) as named \
+scenarios: a foreground prober times every write and sync call while a background writer \
+loads writeback, and the report puts latency percentiles beside the writer's throughput.",
+    after_help = AFTER_HELP
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every scenario: purpose, seed, parameters with defaults and the seed's values
+    List {
+        /// Show only this scenario
+        scenario: Option<String>,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+        format: ListFormat,
+    },
+    /// Run a scenario and report every sync call
+    Run {
+        /// The scenario (see `fsynclab list`)
+        scenario: String,
+        #[command(flatten)]
+        common: RunArgs,
+    },
+    /// Run only a background writer for `duration`, to load writeback under another program
+    Load {
+        /// Which writer: random (4 KiB random buffered writes) or stream (sequential overwrite)
+        #[arg(value_enum)]
+        kind: LoadKind,
+        #[command(flatten)]
+        common: RunArgs,
+    },
+    /// Fingerprint the environment and measure the cost of a bare flush there
+    Probe {
+        #[command(flatten)]
+        common: RunArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Directory on the filesystem under test; fsynclab works in a new subdirectory of it
+    #[arg(long, short = 'd', value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+    /// Set a parameter, e.g. --set sleep=250ms --set sync=fdatasync (repeatable)
+    #[arg(long = "set", short = 's', value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// What to print on stdout
+    #[arg(long, short = 'f', value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Also write the JSON result to FILE (atomically), whatever --format is
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Keep the work directory and its files afterwards
+    #[arg(long)]
+    pub keep: bool,
+    /// No progress display on stderr
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LoadKind {
+    Random,
+    Stream,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Text,
+    Json,
+}

@@ -1,0 +1,395 @@
+//! The environment fingerprint recorded in every result: kernel, filesystem and mount
+//! options of the target, its block device (scheduler, write cache, rotational), the
+//! `vm.dirty_*` sysctls, CPUs and memory. Two results can only be compared if these agree.
+//!
+//! Sources, each parsed by a `FromStr` or a small function with its kernel document:
+//! - `/proc/self/mountinfo` — Documentation/filesystems/proc.rst, section 3.5
+//! - `/sys/dev/block/MAJ:MIN/queue/{scheduler,write_cache,rotational}` —
+//!   Documentation/ABI/stable/sysfs-block
+//! - `/proc/sys/vm/dirty_*` — Documentation/admin-guide/sysctl/vm.rst
+//! - `/proc/meminfo` — Documentation/filesystems/proc.rst, section 1.2 (MemTotal only)
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The vm sysctls that decide when buffered data is written back.
+pub const DIRTY_SYSCTLS: [&str; 6] = [
+    "dirty_ratio",
+    "dirty_background_ratio",
+    "dirty_bytes",
+    "dirty_background_bytes",
+    "dirty_expire_centisecs",
+    "dirty_writeback_centisecs",
+];
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub fsynclab_version: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub memory_bytes: u64,
+    /// The directory the run worked in.
+    pub target: String,
+    pub filesystem: Option<FilesystemInfo>,
+    pub device: Option<DeviceInfo>,
+    /// `vm.dirty_*` sysctls by name (without the `vm.` prefix).
+    pub sysctls: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesystemInfo {
+    pub fstype: String,
+    pub mount_point: String,
+    /// The mount source (`/dev/vda`, `tmpfs`, `/dev/loop3`).
+    pub source: String,
+    /// Per-mount options (`rw,relatime`).
+    pub mount_options: String,
+    /// Per-superblock options (`rw,data=ordered,commit=5`): where ext4 and xfs report theirs.
+    pub super_options: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Kernel name of the whole disk (`vda`, `loop3`, `nvme0n1`).
+    pub name: String,
+    /// `major:minor` of the device the filesystem is on (a partition's own numbers).
+    pub dev: String,
+    /// The active I/O scheduler (`mq-deadline`, `none`, ...).
+    pub scheduler: Option<String>,
+    /// Every scheduler the device offers.
+    pub schedulers: Vec<String>,
+    /// `write back` (volatile cache: flushes matter) or `write through`.
+    pub write_cache: Option<String>,
+    pub rotational: Option<bool>,
+    /// For a loop device, the file behind it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_file: Option<String>,
+}
+
+/// One line of `/proc/self/mountinfo`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountInfo {
+    pub mount_id: u32,
+    pub major: u32,
+    pub minor: u32,
+    pub root: String,
+    pub mount_point: String,
+    pub mount_options: String,
+    pub fstype: String,
+    pub source: String,
+    pub super_options: String,
+}
+
+impl FromStr for MountInfo {
+    type Err = String;
+
+    /// `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`:
+    /// mount id, parent id, major:minor, root, mount point, mount options, optional fields
+    /// up to `-`, fstype, source, super options. The parent id and optional fields are ignored.
+    fn from_str(line: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("malformed mountinfo line: {line}");
+        let (left, right) = line.split_once(" - ").ok_or_else(bad)?;
+        let l: Vec<&str> = left.split(' ').collect();
+        let r: Vec<&str> = right.split(' ').collect();
+        if l.len() < 6 || r.len() < 3 {
+            return Err(bad());
+        }
+        let (major, minor) = l[2].split_once(':').ok_or_else(bad)?;
+        Ok(MountInfo {
+            mount_id: l[0].parse().map_err(|_| bad())?,
+            major: major.parse().map_err(|_| bad())?,
+            minor: minor.parse().map_err(|_| bad())?,
+            root: unescape(l[3]),
+            mount_point: unescape(l[4]),
+            mount_options: l[5].to_string(),
+            fstype: r[0].to_string(),
+            source: unescape(r[1]),
+            super_options: r[2].to_string(),
+        })
+    }
+}
+
+/// Undoes the octal escapes (`\040` for a space) the kernel uses in mountinfo paths.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
+            let digits = std::str::from_utf8(&bytes[i + 1..i + 4]).unwrap_or("");
+            if let Ok(v) = u8::from_str_radix(digits, 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Parses all of mountinfo, skipping lines it cannot read.
+pub fn parse_mountinfo(text: &str) -> Vec<MountInfo> {
+    text.lines().filter_map(|l| l.parse().ok()).collect()
+}
+
+/// The mount that holds `path` (canonical): the longest mount point that is a prefix of it;
+/// of several mounts on the same point, the last (the one on top).
+pub fn mount_of<'a>(mounts: &'a [MountInfo], path: &Path) -> Option<&'a MountInfo> {
+    mounts
+        .iter()
+        .filter(|m| path.starts_with(&m.mount_point))
+        .fold(None, |best: Option<&MountInfo>, m| match best {
+            Some(b) if b.mount_point.len() > m.mount_point.len() => Some(b),
+            _ => Some(m),
+        })
+}
+
+/// The active scheduler and all offered, from `queue/scheduler`: `mq-deadline kyber [bfq] none`.
+pub fn parse_scheduler(text: &str) -> (Option<String>, Vec<String>) {
+    let mut active = None;
+    let all = text
+        .split_whitespace()
+        .map(|w| {
+            if let Some(inner) = w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+                active = Some(inner.to_string());
+                inner.to_string()
+            } else {
+                w.to_string()
+            }
+        })
+        .collect();
+    (active, all)
+}
+
+/// `MemTotal` from `/proc/meminfo`, in bytes.
+pub fn parse_memtotal(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// The sysfs directory of the whole disk for device `major:minor` (a partition's parent).
+fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    if dir.join("partition").exists() {
+        dir.parent().map(Path::to_path_buf)
+    } else {
+        Some(dir)
+    }
+}
+
+/// The device numbers behind a mount: those of its source when that is a block device
+/// (btrfs reports anonymous numbers in mountinfo), else mountinfo's own.
+fn device_numbers(m: &MountInfo) -> (u32, u32) {
+    if m.source.starts_with("/dev/") {
+        if let Ok(meta) = std::fs::metadata(&m.source) {
+            use std::os::unix::fs::FileTypeExt;
+            if meta.file_type().is_block_device() {
+                let rdev = meta.rdev();
+                return (libc::major(rdev), libc::minor(rdev));
+            }
+        }
+    }
+    (m.major, m.minor)
+}
+
+pub fn device_info(major: u32, minor: u32) -> Option<DeviceInfo> {
+    let dir = disk_dir(major, minor)?;
+    let queue = dir.join("queue");
+    let (scheduler, schedulers) = read_trimmed(queue.join("scheduler"))
+        .map(|s| parse_scheduler(&s))
+        .unwrap_or_default();
+    Some(DeviceInfo {
+        name: dir.file_name()?.to_string_lossy().into_owned(),
+        dev: format!("{major}:{minor}"),
+        scheduler,
+        schedulers,
+        write_cache: read_trimmed(queue.join("write_cache")),
+        rotational: read_trimmed(queue.join("rotational")).map(|r| r == "1"),
+        backing_file: read_trimmed(dir.join("loop/backing_file")),
+    })
+}
+
+pub fn read_sysctls() -> BTreeMap<String, u64> {
+    DIRTY_SYSCTLS
+        .iter()
+        .filter_map(|name| {
+            let v = read_trimmed(format!("/proc/sys/vm/{name}"))?.parse().ok()?;
+            Some((name.to_string(), v))
+        })
+        .collect()
+}
+
+fn kernel_release() -> String {
+    read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into())
+}
+
+/// Takes the fingerprint of the machine and of the filesystem holding `target`.
+pub fn fingerprint(target: &Path) -> Fingerprint {
+    let canonical = std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
+    let mounts =
+        parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
+    let mount = mount_of(&mounts, &canonical);
+    let device = mount.and_then(|m| {
+        let (major, minor) = device_numbers(m);
+        device_info(major, minor)
+    });
+    Fingerprint {
+        fsynclab_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel: kernel_release(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        memory_bytes: std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| parse_memtotal(&m))
+            .unwrap_or(0),
+        target: canonical.display().to_string(),
+        filesystem: mount.map(|m| FilesystemInfo {
+            fstype: m.fstype.clone(),
+            mount_point: m.mount_point.clone(),
+            source: m.source.clone(),
+            mount_options: m.mount_options.clone(),
+            super_options: m.super_options.clone(),
+        }),
+        device,
+        sysctls: read_sysctls(),
+    }
+}
+
+impl Fingerprint {
+    /// One line for reports: `ext4 (rw,relatime) on vda [mq-deadline, write back, ssd]`.
+    pub fn target_line(&self) -> String {
+        let fs = match &self.filesystem {
+            Some(f) => format!(
+                "{} ({}; {}) at {}",
+                f.fstype, f.mount_options, f.super_options, f.mount_point
+            ),
+            None => "unknown filesystem".into(),
+        };
+        let dev = match &self.device {
+            Some(d) => format!(
+                " on {} [scheduler {}, write cache {}, {}]",
+                d.name,
+                d.scheduler.as_deref().unwrap_or("?"),
+                d.write_cache.as_deref().unwrap_or("?"),
+                match d.rotational {
+                    Some(true) => "rotational",
+                    Some(false) => "non-rotational",
+                    None => "rotational ?",
+                }
+            ),
+            None => String::new(),
+        };
+        format!("{fs}{dev}")
+    }
+
+    /// One line for reports: kernel, CPUs, memory, dirty sysctls.
+    pub fn machine_line(&self) -> String {
+        let s = |k: &str| {
+            self.sysctls
+                .get(k)
+                .map(u64::to_string)
+                .unwrap_or_else(|| "?".into())
+        };
+        format!(
+            "Linux {}, {} CPUs, {:.1} GiB; vm.dirty_ratio={} dirty_background_ratio={} dirty_expire_centisecs={}",
+            self.kernel,
+            self.cpus,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            s("dirty_ratio"),
+            s("dirty_background_ratio"),
+            s("dirty_expire_centisecs"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = include_str!("../tests/fixtures/mountinfo.txt");
+
+    #[test]
+    fn parses_mountinfo_fixture() {
+        let mounts = parse_mountinfo(MOUNTINFO);
+        assert_eq!(mounts.len(), 6);
+        let root = &mounts[0];
+        assert_eq!(root.fstype, "ext4");
+        assert_eq!(root.source, "/dev/vda");
+        assert_eq!((root.major, root.minor), (254, 0));
+        assert_eq!(root.mount_options, "rw,relatime");
+        assert_eq!(root.super_options, "rw");
+        let spaced = mounts.iter().find(|m| m.fstype == "xfs").unwrap();
+        assert_eq!(spaced.mount_point, "/mnt/with space");
+    }
+
+    #[test]
+    fn longest_prefix_and_topmost_mount_wins() {
+        let mounts = parse_mountinfo(MOUNTINFO);
+        assert_eq!(
+            mount_of(&mounts, Path::new("/home/u/x")).unwrap().fstype,
+            "ext4"
+        );
+        assert_eq!(
+            mount_of(&mounts, Path::new("/tmp/fsynclab-1"))
+                .unwrap()
+                .fstype,
+            "tmpfs"
+        );
+        assert_eq!(
+            mount_of(&mounts, Path::new("/mnt/with space/a"))
+                .unwrap()
+                .fstype,
+            "xfs"
+        );
+        // Two mounts on /srv: the later one is on top.
+        assert_eq!(
+            mount_of(&mounts, Path::new("/srv/db")).unwrap().fstype,
+            "btrfs"
+        );
+        // A sibling whose name merely starts the same is not inside.
+        assert_eq!(
+            mount_of(&mounts, Path::new("/tmpx")).unwrap().fstype,
+            "ext4"
+        );
+    }
+
+    #[test]
+    fn scheduler_marks_the_active_one() {
+        let (active, all) = parse_scheduler("mq-deadline kyber [bfq] none");
+        assert_eq!(active.as_deref(), Some("bfq"));
+        assert_eq!(all, ["mq-deadline", "kyber", "bfq", "none"]);
+        assert_eq!(parse_scheduler("none").0, None);
+    }
+
+    #[test]
+    fn memtotal_in_bytes() {
+        assert_eq!(
+            parse_memtotal("MemTotal:       24563764 kB\nMemFree: 1 kB\n"),
+            Some(24563764 * 1024)
+        );
+        assert_eq!(parse_memtotal("nothing"), None);
+    }
+
+    #[test]
+    fn fingerprint_of_this_machine_names_a_filesystem() {
+        let f = fingerprint(Path::new("."));
+        assert!(!f.kernel.is_empty());
+        assert!(f.cpus >= 1);
+        assert!(f.filesystem.is_some(), "no mount found for .");
+        assert!(f.sysctls.contains_key("dirty_ratio"));
+    }
+}

@@ -1,0 +1,100 @@
+//! Per-call samples of the foreground and the statistics per operation kind built from them.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use super::histogram::{LatencyHistogram, LatencySummary};
+use crate::sys;
+
+/// One timed foreground call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Start of the call, ns since the start of the run (CLOCK_MONOTONIC).
+    pub t_ns: u64,
+    /// Operation kind: `write`, `fsync`, `fdatasync`, `sync_file_range`, `write_osync`, ...
+    pub op: String,
+    pub latency_ns: u64,
+    /// Bytes the call wrote or covered (0 for a sync of the whole file).
+    pub bytes: u64,
+    /// The errno name (`EIO`, `ENOSPC`) when the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The statistics of one operation kind.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpStats {
+    pub count: u64,
+    pub errors: u64,
+    pub bytes: u64,
+    pub latency_ns: LatencySummary,
+}
+
+/// Collects samples and a histogram per operation kind.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    samples: Vec<Sample>,
+    histograms: BTreeMap<String, (LatencyHistogram, u64, u64)>,
+}
+
+impl Recorder {
+    pub fn new() -> Recorder {
+        Recorder::default()
+    }
+
+    /// Records one call and returns the sample as stored.
+    pub fn record(
+        &mut self,
+        op: &str,
+        t_ns: u64,
+        latency_ns: u64,
+        bytes: u64,
+        outcome: &io::Result<()>,
+    ) -> &Sample {
+        let error = outcome.as_ref().err().map(sys::error_name);
+        let entry = self.histograms.entry(op.to_string()).or_default();
+        entry.0.record(latency_ns);
+        entry.1 += u64::from(error.is_some());
+        entry.2 += bytes;
+        self.samples.push(Sample {
+            t_ns,
+            op: op.to_string(),
+            latency_ns,
+            bytes,
+            error,
+        });
+        self.samples.last().expect("just pushed")
+    }
+
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.histograms.values().map(|h| h.1).sum()
+    }
+
+    pub fn ops(&self) -> BTreeMap<String, OpStats> {
+        self.histograms
+            .iter()
+            .map(|(op, (h, errors, bytes))| {
+                (
+                    op.clone(),
+                    OpStats {
+                        count: h.count(),
+                        errors: *errors,
+                        bytes: *bytes,
+                        latency_ns: h.summary(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    pub fn into_parts(self) -> (BTreeMap<String, OpStats>, Vec<Sample>) {
+        let ops = self.ops();
+        (ops, self.samples)
+    }
+}

@@ -1,0 +1,371 @@
+//! Scenario parameters: what each scenario declares (`ParamSpec`), what the user sets with
+//! `--set KEY=VALUE`, and the validated, typed values a scenario reads (`Params`).
+//!
+//! Every parameter has a scaled default (finishes in seconds) and, where the seed post states
+//! it, the original value, so `fsynclab list` can show both and `--set` restores the original.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::units::{format_duration, format_size, parse_duration, parse_size, Bytes};
+
+/// The type of a parameter, which decides how its text is parsed.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// A size: `4k`, `1M`, `8G`.
+    Size,
+    /// A duration: `250ms`, `1s`, `2m`.
+    Duration,
+    /// A whole number.
+    Count,
+    /// `0` or `1`.
+    Flag,
+    /// One word out of a fixed set.
+    Choice(&'static [&'static str]),
+    /// A comma-separated list of sizes.
+    SizeList,
+    /// A comma-separated list of whole numbers.
+    CountList,
+    /// A comma-separated list of words out of a fixed set.
+    ChoiceList(&'static [&'static str]),
+    /// Free text checked by the scenario's own validator, which returns what it expected.
+    Custom(fn(&str) -> Result<(), String>),
+}
+
+impl Kind {
+    /// What a value of this kind looks like, for `fsynclab list` and error messages.
+    pub fn expected(&self) -> String {
+        match self {
+            Kind::Size => "a size like 4k, 1M or 8G".into(),
+            Kind::Duration => "a duration like 1s, 250ms or 2m".into(),
+            Kind::Count => "a whole number".into(),
+            Kind::Flag => "0 or 1".into(),
+            Kind::Choice(words) => format!("one of {}", words.join(", ")),
+            Kind::SizeList => "a comma-separated list of sizes like 4k,64k,1M".into(),
+            Kind::CountList => "a comma-separated list of whole numbers like 1,2,4".into(),
+            Kind::ChoiceList(words) => format!("a comma-separated list of {}", words.join(", ")),
+            Kind::Custom(check) => check("").err().unwrap_or_else(|| "text".into()),
+        }
+    }
+
+    fn unit(&self) -> &'static str {
+        match self {
+            Kind::Size | Kind::SizeList => "bytes",
+            Kind::Duration => "time",
+            Kind::Count | Kind::CountList => "count",
+            Kind::Flag => "0|1",
+            Kind::Choice(_) | Kind::ChoiceList(_) => "choice",
+            Kind::Custom(_) => "text",
+        }
+    }
+}
+
+/// One parameter as a scenario declares it.
+#[derive(Clone, Debug)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// The scaled default, as text a user could type.
+    pub default: &'static str,
+    /// The seed's original value, where the post states it.
+    pub seed: Option<&'static str>,
+    pub help: &'static str,
+}
+
+impl ParamSpec {
+    pub const fn new(
+        name: &'static str,
+        kind: Kind,
+        default: &'static str,
+        help: &'static str,
+    ) -> Self {
+        ParamSpec {
+            name,
+            kind,
+            default,
+            seed: None,
+            help,
+        }
+    }
+
+    /// The same parameter with the seed's original value.
+    pub const fn seed(mut self, value: &'static str) -> Self {
+        self.seed = Some(value);
+        self
+    }
+
+    pub fn unit(&self) -> &'static str {
+        self.kind.unit()
+    }
+}
+
+/// A parsed parameter value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Size(Bytes),
+    Duration(Duration),
+    Count(u64),
+    Flag(bool),
+    Choice(String),
+    SizeList(Vec<Bytes>),
+    CountList(Vec<u64>),
+    ChoiceList(Vec<String>),
+    Text(String),
+}
+
+impl Value {
+    /// The canonical text of the value: what `--set` would take to reproduce it.
+    pub fn to_text(&self) -> String {
+        let join = |parts: Vec<String>| parts.join(",");
+        match self {
+            Value::Size(b) => format_size(*b),
+            Value::Duration(d) => format_duration(*d),
+            Value::Count(n) => n.to_string(),
+            Value::Flag(f) => u8::from(*f).to_string(),
+            Value::Choice(s) | Value::Text(s) => s.clone(),
+            Value::SizeList(v) => join(v.iter().map(|b| format_size(*b)).collect()),
+            Value::CountList(v) => join(v.iter().map(u64::to_string).collect()),
+            Value::ChoiceList(v) => v.join(","),
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ParamError {
+    #[error("--set {key}: unknown parameter for {scope}; valid: {valid}")]
+    Unknown {
+        key: String,
+        scope: String,
+        valid: String,
+    },
+    #[error("--set {key}={value}: expected {expected}")]
+    Invalid {
+        key: String,
+        value: String,
+        expected: String,
+    },
+    #[error("--set {0}: expected KEY=VALUE, e.g. --set sleep=250ms")]
+    Malformed(String),
+    #[error("{0}")]
+    Conflict(String),
+}
+
+/// Parses one value of `kind` from `text`.
+pub fn parse_value(kind: &Kind, text: &str) -> Result<Value, String> {
+    let bad = || kind.expected();
+    let list = |t: &str| -> Vec<String> { t.split(',').map(|s| s.trim().to_string()).collect() };
+    match kind {
+        Kind::Size => parse_size(text).map(Value::Size).map_err(|_| bad()),
+        Kind::Duration => parse_duration(text).map(Value::Duration).map_err(|_| bad()),
+        Kind::Count => text.trim().parse().map(Value::Count).map_err(|_| bad()),
+        Kind::Flag => match text.trim() {
+            "0" | "false" | "no" | "off" => Ok(Value::Flag(false)),
+            "1" | "true" | "yes" | "on" => Ok(Value::Flag(true)),
+            _ => Err(bad()),
+        },
+        Kind::Choice(words) => {
+            let t = text.trim();
+            if words.contains(&t) {
+                Ok(Value::Choice(t.to_string()))
+            } else {
+                Err(bad())
+            }
+        }
+        Kind::SizeList => list(text)
+            .iter()
+            .map(|s| parse_size(s).map_err(|_| bad()))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::SizeList),
+        Kind::CountList => list(text)
+            .iter()
+            .map(|s| s.parse::<u64>().map_err(|_| bad()))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::CountList),
+        Kind::ChoiceList(words) => {
+            let items = list(text);
+            if items.iter().all(|i| words.contains(&i.as_str())) {
+                Ok(Value::ChoiceList(items))
+            } else {
+                Err(bad())
+            }
+        }
+        Kind::Custom(check) => check(text.trim()).map(|()| Value::Text(text.trim().to_string())),
+    }
+}
+
+/// Splits a `--set` argument into key and value.
+pub fn split_assignment(arg: &str) -> Result<(String, String), ParamError> {
+    match arg.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(ParamError::Malformed(arg.to_string())),
+    }
+}
+
+/// The effective, validated parameters of one run.
+#[derive(Clone, Debug, Default)]
+pub struct Params {
+    values: BTreeMap<&'static str, Value>,
+}
+
+impl Params {
+    /// Applies `--set` assignments over the defaults of `specs`. `scope` names the scenario in
+    /// error messages.
+    pub fn resolve(
+        scope: &str,
+        specs: &[ParamSpec],
+        sets: &[String],
+    ) -> Result<Params, ParamError> {
+        let mut values = BTreeMap::new();
+        for spec in specs {
+            let value = parse_value(&spec.kind, spec.default)
+                .unwrap_or_else(|e| panic!("default of {} does not parse: {e}", spec.name));
+            values.insert(spec.name, value);
+        }
+        for arg in sets {
+            let (key, text) = split_assignment(arg)?;
+            let spec = specs
+                .iter()
+                .find(|s| s.name == key)
+                .ok_or_else(|| ParamError::Unknown {
+                    key: key.clone(),
+                    scope: scope.to_string(),
+                    valid: specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+                })?;
+            let value = parse_value(&spec.kind, &text).map_err(|expected| ParamError::Invalid {
+                key: key.clone(),
+                value: text.clone(),
+                expected,
+            })?;
+            values.insert(spec.name, value);
+        }
+        Ok(Params { values })
+    }
+
+    fn get(&self, name: &str) -> &Value {
+        self.values
+            .get(name)
+            .unwrap_or_else(|| panic!("scenario reads parameter {name} it did not declare"))
+    }
+
+    pub fn size(&self, name: &str) -> Bytes {
+        match self.get(name) {
+            Value::Size(b) => *b,
+            other => panic!("parameter {name} is not a size: {other:?}"),
+        }
+    }
+
+    pub fn duration(&self, name: &str) -> Duration {
+        match self.get(name) {
+            Value::Duration(d) => *d,
+            other => panic!("parameter {name} is not a duration: {other:?}"),
+        }
+    }
+
+    pub fn count(&self, name: &str) -> u64 {
+        match self.get(name) {
+            Value::Count(n) => *n,
+            other => panic!("parameter {name} is not a count: {other:?}"),
+        }
+    }
+
+    pub fn flag(&self, name: &str) -> bool {
+        match self.get(name) {
+            Value::Flag(f) => *f,
+            other => panic!("parameter {name} is not a flag: {other:?}"),
+        }
+    }
+
+    /// A choice or free-text parameter.
+    pub fn text(&self, name: &str) -> &str {
+        match self.get(name) {
+            Value::Choice(s) | Value::Text(s) => s,
+            other => panic!("parameter {name} is not text: {other:?}"),
+        }
+    }
+
+    pub fn size_list(&self, name: &str) -> &[Bytes] {
+        match self.get(name) {
+            Value::SizeList(v) => v,
+            other => panic!("parameter {name} is not a size list: {other:?}"),
+        }
+    }
+
+    pub fn count_list(&self, name: &str) -> &[u64] {
+        match self.get(name) {
+            Value::CountList(v) => v,
+            other => panic!("parameter {name} is not a count list: {other:?}"),
+        }
+    }
+
+    pub fn choice_list(&self, name: &str) -> &[String] {
+        match self.get(name) {
+            Value::ChoiceList(v) => v,
+            other => panic!("parameter {name} is not a choice list: {other:?}"),
+        }
+    }
+
+    /// Every parameter with its effective value as canonical text, for the JSON result.
+    pub fn to_text_map(&self) -> BTreeMap<String, String> {
+        self.values
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_text()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[ParamSpec] = &[
+        ParamSpec::new("write_size", Kind::Size, "1M", "bytes per write").seed("1M"),
+        ParamSpec::new("sleep", Kind::Duration, "1s", "pause"),
+        ParamSpec::new("iterations", Kind::Count, "10", "how many"),
+        ParamSpec::new(
+            "sync",
+            Kind::Choice(&["fsync", "fdatasync"]),
+            "fsync",
+            "method",
+        ),
+        ParamSpec::new("sizes", Kind::SizeList, "4k,64k", "sizes"),
+    ];
+
+    #[test]
+    fn defaults_then_sets() {
+        let p =
+            Params::resolve("t", SPECS, &["sleep=250ms".into(), "sync=fdatasync".into()]).unwrap();
+        assert_eq!(p.size("write_size"), Bytes(1 << 20));
+        assert_eq!(p.duration("sleep"), Duration::from_millis(250));
+        assert_eq!(p.count("iterations"), 10);
+        assert_eq!(p.text("sync"), "fdatasync");
+        assert_eq!(p.size_list("sizes"), &[Bytes(4096), Bytes(65536)]);
+        assert_eq!(p.to_text_map()["sleep"], "250ms");
+    }
+
+    #[test]
+    fn unknown_key_names_the_valid_ones() {
+        let err = Params::resolve("t", SPECS, &["nope=1".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--set nope: unknown parameter for t; valid: write_size, sleep, iterations, sync, sizes"
+        );
+    }
+
+    #[test]
+    fn bad_value_says_what_was_expected() {
+        let err = Params::resolve("t", SPECS, &["sleep=abc".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--set sleep=abc: expected a duration like 1s, 250ms or 2m"
+        );
+        let err = Params::resolve("t", SPECS, &["sync=nosuch".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--set sync=nosuch: expected one of fsync, fdatasync"
+        );
+        let err = Params::resolve("t", SPECS, &["sleep".into()]).unwrap_err();
+        assert!(matches!(err, ParamError::Malformed(_)));
+    }
+}

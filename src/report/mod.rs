@@ -1,0 +1,140 @@
+//! Presentation: one exporter per `--format` (text, seed, json) behind [`Exporter`], and
+//! [`Live`], the observer that shows progress on stderr and prints an exporter's live lines
+//! while a run goes on. The engine never prints; it only emits events and a result.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::observe::{Event, Observer, Unit};
+use crate::result::RunResult;
+use crate::units::format_latency_ns;
+
+pub mod json;
+pub mod seed;
+pub mod text;
+
+/// The output formats of `--format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A summary table per operation kind and the background writer's throughput.
+    Text,
+    /// The lines the seed's original programs printed, as they happen.
+    Seed,
+    /// The full result with every call (schema/result-v1.schema.json).
+    Json,
+}
+
+pub trait Exporter {
+    /// A line to print on stdout now, while the run goes on.
+    fn live_line(&mut self, _event: &Event<'_>) -> Option<String> {
+        None
+    }
+    /// The output once the run is over.
+    fn render(&self, result: &RunResult) -> String;
+}
+
+pub fn exporter(format: Format) -> Box<dyn Exporter> {
+    match format {
+        Format::Text => Box::new(text::Text),
+        Format::Seed => Box::new(seed::Seed),
+        Format::Json => Box::new(json::Json),
+    }
+}
+
+/// Shows progress on stderr (when it is a terminal and not `--quiet`) and prints the
+/// exporter's live lines on stdout without tearing the bar.
+pub struct Live<'a> {
+    exporter: &'a mut dyn Exporter,
+    bar: Option<ProgressBar>,
+    show_progress: bool,
+    worst_ns: u64,
+    sync_calls: u64,
+}
+
+impl<'a> Live<'a> {
+    pub fn new(exporter: &'a mut dyn Exporter, quiet: bool) -> Live<'a> {
+        Live {
+            exporter,
+            bar: None,
+            show_progress: !quiet && std::io::stderr().is_terminal(),
+            worst_ns: 0,
+            sync_calls: 0,
+        }
+    }
+
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn start_phase(&mut self, name: &str, total: Option<u64>, unit: Unit) {
+        self.finish();
+        if !self.show_progress {
+            return;
+        }
+        let bar = match total {
+            Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::stderr()),
+            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+        };
+        let template = match (total, unit) {
+            (None, _) => "{spinner} {prefix} {elapsed} {msg}",
+            (_, Unit::Bytes) => "{prefix} [{bar:30}] {bytes}/{total_bytes} {msg}",
+            (_, Unit::Millis) => "{prefix} [{bar:30}] {elapsed}/{duration_total} {msg}",
+            (_, Unit::Items) => "{prefix} [{bar:30}] {pos}/{len} {msg}",
+        };
+        let style = ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .with_key(
+                "duration_total",
+                |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{}s", s.len().unwrap_or(0) / 1000);
+                },
+            )
+            .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_prefix(name.to_string());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        self.bar = Some(bar);
+    }
+}
+
+impl Observer for Live<'_> {
+    fn event(&mut self, event: Event<'_>) {
+        if let Some(line) = self.exporter.live_line(&event) {
+            let print = || {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            };
+            match &self.bar {
+                Some(bar) => bar.suspend(print),
+                None => print(),
+            }
+        }
+        match event {
+            Event::Phase { name, total, unit } => self.start_phase(name, total, unit),
+            Event::Progress { done } => {
+                if let Some(bar) = &self.bar {
+                    bar.set_position(done);
+                }
+            }
+            Event::Sample(s) if !s.op.starts_with("write") => {
+                self.sync_calls += 1;
+                self.worst_ns = self.worst_ns.max(s.latency_ns);
+                if let Some(bar) = &self.bar {
+                    bar.set_message(format!(
+                        "{} calls, last {} {}, worst {}",
+                        self.sync_calls,
+                        s.op,
+                        format_latency_ns(s.latency_ns),
+                        format_latency_ns(self.worst_ns)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+}

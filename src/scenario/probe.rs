@@ -1,0 +1,140 @@
+//! `fsynclab probe`: the floor every other figure is compared with — what a bare flush
+//! costs on this filesystem and device, with nothing else going on:
+//! - a 4 KiB O_DIRECT overwrite of an allocated, synced block, then fdatasync (no data in
+//!   the page cache, no metadata to commit: close to one device write plus one cache flush);
+//! - fsync of a file with nothing dirty (the cost of the call itself).
+//!
+//! Reached through its own subcommand, not listed among the scenarios.
+
+use anyhow::{Context as _, Result};
+
+use super::{Context, Outcome, Scenario};
+use crate::measure::Recorder;
+use crate::observe::{Event, Unit};
+use crate::params::{Kind, ParamSpec, Params};
+use crate::sync::SyncMethod;
+use crate::sys::{self, AlignedBuf};
+use crate::units::format_latency_ns;
+
+pub struct Probe;
+
+const BLOCK: u64 = 4096;
+
+impl Scenario for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+
+    fn purpose(&self) -> &'static str {
+        "the cost of a bare flush on this filesystem: the floor of every other figure"
+    }
+
+    fn seed(&self) -> &'static str {
+        "none (a calibration)"
+    }
+
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![ParamSpec::new(
+            "iterations",
+            Kind::Count,
+            "100",
+            "how many times each measurement is repeated",
+        )]
+    }
+
+    fn validate(&self, params: &Params) -> Result<()> {
+        if params.count("iterations") == 0 {
+            return Err(crate::error::Usage(
+                "--set iterations=0: the probe needs at least one iteration".into(),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    fn space_needed(&self, _params: &Params) -> u64 {
+        2 * BLOCK
+    }
+
+    fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome> {
+        let iterations = params.count("iterations");
+        let mut recorder = Recorder::new();
+        let mut findings = Vec::new();
+
+        // A block that is allocated and on disk before the first measurement.
+        let path = ctx.dir.join("probe-block");
+        let buffered = SyncMethod::None
+            .open(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let buf = AlignedBuf::filled(BLOCK as usize, b'p');
+        sys::pwrite_all(&buffered, buf.as_slice(), 0, false)
+            .context("cannot preallocate the probe block")?;
+        sys::fsync(&buffered).context("cannot sync the probe block")?;
+
+        // 1. O_DIRECT overwrite + fdatasync; buffered if the filesystem has no O_DIRECT.
+        let (file, method) = match SyncMethod::Direct.open(&path) {
+            Ok(f) => (f, SyncMethod::Direct),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                findings.push(
+                    "this filesystem does not support O_DIRECT: the overwrite is buffered"
+                        .to_string(),
+                );
+                (buffered.try_clone()?, SyncMethod::Fdatasync)
+            }
+            Err(e) => return Err(e).context("cannot open the probe block with O_DIRECT"),
+        };
+        ctx.observer.event(Event::Phase {
+            name: "4 KiB overwrite + fdatasync",
+            total: Some(iterations),
+            unit: Unit::Items,
+        });
+        for i in 0..iterations {
+            if ctx.stop.is_set() {
+                break;
+            }
+            let (w, t, lat) = ctx.clock.time(|| method.write(&file, buf.as_slice(), 0));
+            recorder.record(method.write_op(), t, lat, BLOCK, &w);
+            let (s, t, lat) = ctx.clock.time(|| sys::fdatasync(&file));
+            ctx.observer
+                .event(Event::Sample(recorder.record("fdatasync", t, lat, 0, &s)));
+            ctx.observer.event(Event::Progress { done: i + 1 });
+        }
+
+        // 2. fsync of a file with nothing to write.
+        ctx.observer.event(Event::Phase {
+            name: "fsync of an unchanged file",
+            total: Some(iterations),
+            unit: Unit::Items,
+        });
+        for i in 0..iterations {
+            if ctx.stop.is_set() {
+                break;
+            }
+            let (s, t, lat) = ctx.clock.time(|| sys::fsync(&buffered));
+            ctx.observer.event(Event::Sample(recorder.record(
+                "fsync_unchanged",
+                t,
+                lat,
+                0,
+                &s,
+            )));
+            ctx.observer.event(Event::Progress { done: i + 1 });
+        }
+
+        let ops = recorder.ops();
+        let p50 = |op: &str| ops.get(op).map(|o| o.latency_ns.p50).unwrap_or(0);
+        findings.push(format!(
+            "floor: a durable 4 KiB overwrite costs {} at the median ({} {} + fdatasync {}); fsync with nothing to write costs {}",
+            format_latency_ns(p50(method.write_op()) + p50("fdatasync")),
+            method.write_op(),
+            format_latency_ns(p50(method.write_op())),
+            format_latency_ns(p50("fdatasync")),
+            format_latency_ns(p50("fsync_unchanged")),
+        ));
+        Ok(Outcome {
+            recorder,
+            findings,
+            ..Outcome::default()
+        })
+    }
+}

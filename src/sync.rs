@@ -1,0 +1,161 @@
+//! The ways to make a write durable, each a variant of [`SyncMethod`].
+//!
+//! A method decides three things: extra `open(2)` flags (O_SYNC, O_DSYNC, O_DIRECT), how the
+//! write itself is issued (plain `pwrite`, or `pwritev2` with RWF_DSYNC), and which call, if
+//! any, follows the write. Each call is timed as its own operation kind, as fio keeps
+//! `DDIR_SYNC` apart from writes: the write of `osync` is `write_osync`, not `write`, because
+//! its latency includes the flush.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use crate::params::{Kind, ParamSpec};
+use crate::sys;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SyncMethod {
+    /// `write` then `fsync(2)`: data and all metadata.
+    Fsync,
+    /// `write` then `fdatasync(2)`: data and the metadata needed to read it back.
+    Fdatasync,
+    /// `write` then `sync_file_range(2)` WAIT_BEFORE|WRITE|WAIT_AFTER: data only, no journal
+    /// commit, no device cache flush (not durable on a volatile write cache).
+    SyncFileRange,
+    /// The file opened with O_SYNC: every write is synchronous, like write + fsync.
+    Osync,
+    /// The file opened with O_DSYNC: every write is synchronous, like write + fdatasync.
+    Odsync,
+    /// `pwritev2(2)` with RWF_DSYNC: a per-write O_DSYNC.
+    RwfDsync,
+    /// The file opened with O_DIRECT (bypassing the page cache), then `fdatasync(2)`.
+    Direct,
+    /// No sync at all: the buffered write alone.
+    None,
+}
+
+impl SyncMethod {
+    pub const ALL: [SyncMethod; 8] = [
+        SyncMethod::Fsync,
+        SyncMethod::Fdatasync,
+        SyncMethod::SyncFileRange,
+        SyncMethod::Osync,
+        SyncMethod::Odsync,
+        SyncMethod::RwfDsync,
+        SyncMethod::Direct,
+        SyncMethod::None,
+    ];
+
+    /// The names `--set sync=...` accepts, in the order of [`SyncMethod::ALL`].
+    pub const NAMES: &'static [&'static str] = &[
+        "fsync",
+        "fdatasync",
+        "sync_file_range",
+        "osync",
+        "odsync",
+        "rwf_dsync",
+        "direct",
+        "none",
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[Self::ALL.iter().position(|m| *m == self).expect("listed")]
+    }
+
+    pub fn from_name(name: &str) -> Option<SyncMethod> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| Self::ALL[i])
+    }
+
+    /// The `sync` parameter every scenario takes.
+    pub const fn param(default: &'static str) -> ParamSpec {
+        ParamSpec::new(
+            "sync",
+            Kind::Choice(Self::NAMES),
+            default,
+            "how each write is made durable: fsync, fdatasync, sync_file_range, osync (O_SYNC), odsync (O_DSYNC), rwf_dsync (pwritev2 RWF_DSYNC), direct (O_DIRECT + fdatasync), none",
+        )
+    }
+
+    /// The operation kind under which the write is recorded.
+    pub fn write_op(self) -> &'static str {
+        match self {
+            SyncMethod::Osync => "write_osync",
+            SyncMethod::Odsync => "write_odsync",
+            SyncMethod::RwfDsync => "write_rwf_dsync",
+            SyncMethod::Direct => "write_direct",
+            _ => "write",
+        }
+    }
+
+    /// The operation kind of the call that follows the write, if there is one.
+    pub fn sync_op(self) -> Option<&'static str> {
+        match self {
+            SyncMethod::Fsync => Some("fsync"),
+            SyncMethod::Fdatasync | SyncMethod::Direct => Some("fdatasync"),
+            SyncMethod::SyncFileRange => Some("sync_file_range"),
+            _ => None,
+        }
+    }
+
+    /// Whether writes must use block-aligned buffers, offsets and sizes (O_DIRECT).
+    pub fn needs_alignment(self) -> bool {
+        self == SyncMethod::Direct
+    }
+
+    /// Opens (creating if needed, never truncating) `path` for writing with this method's flags.
+    pub fn open(self, path: &Path) -> io::Result<File> {
+        let flags = match self {
+            SyncMethod::Osync => libc::O_SYNC,
+            SyncMethod::Odsync => libc::O_DSYNC,
+            SyncMethod::Direct => libc::O_DIRECT,
+            _ => 0,
+        };
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(flags)
+            .mode(0o644)
+            .open(path)
+    }
+
+    /// Issues the write the way this method does.
+    pub fn write(self, file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+        sys::pwrite_all(file, buf, offset, self == SyncMethod::RwfDsync)
+    }
+
+    /// Issues the call that follows the write over `offset..offset+len`, if the method has one.
+    pub fn sync(self, file: &File, offset: u64, len: u64) -> Option<io::Result<()>> {
+        match self {
+            SyncMethod::Fsync => Some(sys::fsync(file)),
+            SyncMethod::Fdatasync | SyncMethod::Direct => Some(sys::fdatasync(file)),
+            SyncMethod::SyncFileRange => Some(sys::sync_file_range(file, offset, len)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for m in SyncMethod::ALL {
+            assert_eq!(SyncMethod::from_name(m.name()), Some(m));
+        }
+        assert_eq!(SyncMethod::from_name("O_SYNC"), None);
+    }
+
+    #[test]
+    fn every_method_records_a_durable_step_except_none() {
+        for m in SyncMethod::ALL {
+            let durable = m.sync_op().is_some() || m.write_op() != "write";
+            assert_eq!(durable, m != SyncMethod::None, "{m:?}");
+        }
+    }
+}
