@@ -12,21 +12,15 @@ use crate::report::{self, Live};
 use crate::result::{write_json_atomically, RunResult};
 use crate::role::stop::Stop;
 use crate::scenario::{self, load, probe, Scenario};
+use crate::target;
 
 /// Runs the command and returns the process exit status.
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::List { scenario, format } => list(scenario.as_deref(), format),
-        Command::Run {
-            scenario: name,
-            common,
-        } => {
-            let s = scenario::find(&name).ok_or_else(|| {
-                Usage(format!(
-                    "unknown scenario '{name}'; valid: {}",
-                    scenario::names()
-                ))
-            })?;
+        Command::Run { scenario: name, common } => {
+            let s = scenario::find(&name)
+                .ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())))?;
             measure(s, &common)
         }
         Command::Load { kind, common } => measure(
@@ -45,11 +39,12 @@ pub fn run(cli: Cli) -> Result<i32> {
 fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
     let params = engine::resolve(s, &args.sets)?;
     let stop = Stop::on_signals()?;
+    let target = target::prepare(&args.target)?;
     let mut exporter = report::exporter(args.format);
     let result = {
         let mut live = Live::new(exporter.as_mut(), args.quiet);
         let setup = Setup {
-            dir: &args.dir,
+            dir: target.dir(),
             keep: args.keep,
             stop: &stop,
         };
@@ -67,9 +62,7 @@ fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
 
 fn exit_status(result: &RunResult, stop: &Stop) -> i32 {
     if let Some(sig) = stop.signal() {
-        eprintln!(
-            "fsynclab: interrupted by signal {sig}; the result above covers the run until then"
-        );
+        eprintln!("fsynclab: interrupted by signal {sig}; the result above covers the run until then");
         return 128 + sig;
     }
     let errors = result.errors() + result.background.as_ref().map_or(0, |b| b.errors);
@@ -96,12 +89,8 @@ fn exit_status(result: &RunResult, stop: &Stop) -> i32 {
 
 fn list(only: Option<&str>, format: ListFormat) -> Result<i32> {
     let scenarios: Vec<&dyn Scenario> = match only {
-        Some(name) => vec![scenario::find(name).ok_or_else(|| {
-            Usage(format!(
-                "unknown scenario '{name}'; valid: {}",
-                scenario::names()
-            ))
-        })?],
+        Some(name) => vec![scenario::find(name)
+            .ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())))?],
         None => scenario::all(),
     };
     let out = match format {
@@ -115,12 +104,7 @@ fn list(only: Option<&str>, format: ListFormat) -> Result<i32> {
 fn list_text(scenarios: &[&dyn Scenario]) -> String {
     let mut out = String::new();
     for s in scenarios {
-        out.push_str(&format!(
-            "{}\n  {}\n  seed {}\n",
-            s.name(),
-            s.purpose(),
-            s.seed()
-        ));
+        out.push_str(&format!("{}\n  {}\n  seed {}\n", s.name(), s.purpose(), s.seed()));
         let specs = s.params();
         let w = specs.iter().map(|p| p.name.len()).max().unwrap_or(0);
         let dw = specs.iter().map(|p| p.default.len()).max().unwrap_or(0);

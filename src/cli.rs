@@ -68,11 +68,18 @@ pub enum Command {
     },
 }
 
+/// Where the run's I/O goes (`--dir`; scratch filesystems join here).
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct TargetArgs {
     /// Directory on the filesystem under test; fsynclab works in a new subdirectory of it
     #[arg(long, short = 'd', value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Set a parameter, e.g. --set sleep=250ms --set sync=fdatasync (repeatable)
     #[arg(long = "set", short = 's', value_name = "KEY=VALUE")]
     pub sets: Vec<String>,

@@ -40,11 +40,7 @@ pub fn execute(
 ) -> Result<RunResult> {
     // Checks: refuse before creating anything if the files would not fit.
     let work = WorkDir::create(setup.dir, setup.keep)?;
-    workdir::preflight(
-        setup.dir,
-        scenario.space_needed(params),
-        scenario.space_hint(),
-    )?;
+    workdir::preflight(setup.dir, scenario.space_needed(params), scenario.space_hint())?;
 
     // Fingerprint of the filesystem the work directory is on.
     let environment = environment::fingerprint(work.path());

@@ -175,9 +175,7 @@ pub fn parse_memtotal(meminfo: &str) -> Option<u64> {
 }
 
 fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
 /// The sysfs directory of the whole disk for device `major:minor` (a partition's parent).
@@ -239,8 +237,7 @@ fn kernel_release() -> String {
 /// Takes the fingerprint of the machine and of the filesystem holding `target`.
 pub fn fingerprint(target: &Path) -> Fingerprint {
     let canonical = std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
-    let mounts =
-        parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
+    let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
     let mount = mount_of(&mounts, &canonical);
     let device = mount.and_then(|m| {
         let (major, minor) = device_numbers(m);
@@ -249,9 +246,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
     Fingerprint {
         fsynclab_version: env!("CARGO_PKG_VERSION").to_string(),
         kernel: kernel_release(),
-        cpus: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         memory_bytes: std::fs::read_to_string("/proc/meminfo")
             .ok()
             .and_then(|m| parse_memtotal(&m))
@@ -298,12 +293,7 @@ impl Fingerprint {
 
     /// One line for reports: kernel, CPUs, memory, dirty sysctls.
     pub fn machine_line(&self) -> String {
-        let s = |k: &str| {
-            self.sysctls
-                .get(k)
-                .map(u64::to_string)
-                .unwrap_or_else(|| "?".into())
-        };
+        let s = |k: &str| self.sysctls.get(k).map(u64::to_string).unwrap_or_else(|| "?".into());
         format!(
             "Linux {}, {} CPUs, {:.1} GiB; vm.dirty_ratio={} dirty_background_ratio={} dirty_expire_centisecs={}",
             self.kernel,
@@ -339,32 +329,13 @@ mod tests {
     #[test]
     fn longest_prefix_and_topmost_mount_wins() {
         let mounts = parse_mountinfo(MOUNTINFO);
-        assert_eq!(
-            mount_of(&mounts, Path::new("/home/u/x")).unwrap().fstype,
-            "ext4"
-        );
-        assert_eq!(
-            mount_of(&mounts, Path::new("/tmp/fsynclab-1"))
-                .unwrap()
-                .fstype,
-            "tmpfs"
-        );
-        assert_eq!(
-            mount_of(&mounts, Path::new("/mnt/with space/a"))
-                .unwrap()
-                .fstype,
-            "xfs"
-        );
+        assert_eq!(mount_of(&mounts, Path::new("/home/u/x")).unwrap().fstype, "ext4");
+        assert_eq!(mount_of(&mounts, Path::new("/tmp/fsynclab-1")).unwrap().fstype, "tmpfs");
+        assert_eq!(mount_of(&mounts, Path::new("/mnt/with space/a")).unwrap().fstype, "xfs");
         // Two mounts on /srv: the later one is on top.
-        assert_eq!(
-            mount_of(&mounts, Path::new("/srv/db")).unwrap().fstype,
-            "btrfs"
-        );
+        assert_eq!(mount_of(&mounts, Path::new("/srv/db")).unwrap().fstype, "btrfs");
         // A sibling whose name merely starts the same is not inside.
-        assert_eq!(
-            mount_of(&mounts, Path::new("/tmpx")).unwrap().fstype,
-            "ext4"
-        );
+        assert_eq!(mount_of(&mounts, Path::new("/tmpx")).unwrap().fstype, "ext4");
     }
 
     #[test]

@@ -75,12 +75,7 @@ pub struct ParamSpec {
 }
 
 impl ParamSpec {
-    pub const fn new(
-        name: &'static str,
-        kind: Kind,
-        default: &'static str,
-        help: &'static str,
-    ) -> Self {
+    pub const fn new(name: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Self {
         ParamSpec {
             name,
             kind,
@@ -135,11 +130,7 @@ impl Value {
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ParamError {
     #[error("--set {key}: unknown parameter for {scope}; valid: {valid}")]
-    Unknown {
-        key: String,
-        scope: String,
-        valid: String,
-    },
+    Unknown { key: String, scope: String, valid: String },
     #[error("--set {key}={value}: expected {expected}")]
     Invalid {
         key: String,
@@ -212,11 +203,7 @@ pub struct Params {
 impl Params {
     /// Applies `--set` assignments over the defaults of `specs`. `scope` names the scenario in
     /// error messages.
-    pub fn resolve(
-        scope: &str,
-        specs: &[ParamSpec],
-        sets: &[String],
-    ) -> Result<Params, ParamError> {
+    pub fn resolve(scope: &str, specs: &[ParamSpec], sets: &[String]) -> Result<Params, ParamError> {
         let mut values = BTreeMap::new();
         for spec in specs {
             let value = parse_value(&spec.kind, spec.default)
@@ -308,10 +295,7 @@ impl Params {
 
     /// Every parameter with its effective value as canonical text, for the JSON result.
     pub fn to_text_map(&self) -> BTreeMap<String, String> {
-        self.values
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_text()))
-            .collect()
+        self.values.iter().map(|(k, v)| (k.to_string(), v.to_text())).collect()
     }
 }
 
@@ -323,19 +307,13 @@ mod tests {
         ParamSpec::new("write_size", Kind::Size, "1M", "bytes per write").seed("1M"),
         ParamSpec::new("sleep", Kind::Duration, "1s", "pause"),
         ParamSpec::new("iterations", Kind::Count, "10", "how many"),
-        ParamSpec::new(
-            "sync",
-            Kind::Choice(&["fsync", "fdatasync"]),
-            "fsync",
-            "method",
-        ),
+        ParamSpec::new("sync", Kind::Choice(&["fsync", "fdatasync"]), "fsync", "method"),
         ParamSpec::new("sizes", Kind::SizeList, "4k,64k", "sizes"),
     ];
 
     #[test]
     fn defaults_then_sets() {
-        let p =
-            Params::resolve("t", SPECS, &["sleep=250ms".into(), "sync=fdatasync".into()]).unwrap();
+        let p = Params::resolve("t", SPECS, &["sleep=250ms".into(), "sync=fdatasync".into()]).unwrap();
         assert_eq!(p.size("write_size"), Bytes(1 << 20));
         assert_eq!(p.duration("sleep"), Duration::from_millis(250));
         assert_eq!(p.count("iterations"), 10);
@@ -361,10 +339,7 @@ mod tests {
             "--set sleep=abc: expected a duration like 1s, 250ms or 2m"
         );
         let err = Params::resolve("t", SPECS, &["sync=nosuch".into()]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "--set sync=nosuch: expected one of fsync, fdatasync"
-        );
+        assert_eq!(err.to_string(), "--set sync=nosuch: expected one of fsync, fdatasync");
         let err = Params::resolve("t", SPECS, &["sleep".into()]).unwrap_err();
         assert!(matches!(err, ParamError::Malformed(_)));
     }

@@ -59,10 +59,7 @@ impl RunResult {
 
     /// The worst latency of `op`, if any call of it ran.
     pub fn max_ns(&self, op: &str) -> Option<u64> {
-        self.ops
-            .get(op)
-            .filter(|o| o.count > 0)
-            .map(|o| o.latency_ns.max)
+        self.ops.get(op).filter(|o| o.count > 0).map(|o| o.latency_ns.max)
     }
 }
 
@@ -76,11 +73,7 @@ pub fn write_json_atomically<T: Serialize>(value: &T, path: &Path) -> Result<()>
     let name = path
         .file_name()
         .with_context(|| format!("--output {}: not a file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
     let write = || -> Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         serde_json::to_writer_pretty(&mut f, value)?;
@@ -144,8 +137,7 @@ mod tests {
         let p = d.path().join("r.json");
         write_json_atomically(&serde_json::json!({"a": 1}), &p).unwrap();
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(v["a"], 1);
     }
 }

@@ -64,10 +64,7 @@ impl SyncMethod {
     }
 
     pub fn from_name(name: &str) -> Option<SyncMethod> {
-        Self::NAMES
-            .iter()
-            .position(|n| *n == name)
-            .map(|i| Self::ALL[i])
+        Self::NAMES.iter().position(|n| *n == name).map(|i| Self::ALL[i])
     }
 
     /// The `sync` parameter every scenario takes.

@@ -33,12 +33,7 @@ pub fn pwrite_all(file: &File, buf: &[u8], offset: u64, dsync: bool) -> io::Resu
                 };
                 libc::pwritev2(file.as_raw_fd(), &iov, 1, at, libc::RWF_DSYNC)
             } else {
-                libc::pwrite(
-                    file.as_raw_fd(),
-                    rest.as_ptr() as *const libc::c_void,
-                    rest.len(),
-                    at,
-                )
+                libc::pwrite(file.as_raw_fd(), rest.as_ptr() as *const libc::c_void, rest.len(), at)
             }
         };
         if n < 0 {
@@ -69,18 +64,9 @@ pub fn fdatasync(file: &File) -> io::Result<()> {
 /// `sync_file_range(2)` with WAIT_BEFORE|WRITE|WAIT_AFTER: writes and waits for the data of
 /// the range, but commits no metadata and issues no device cache flush.
 pub fn sync_file_range(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
-        | libc::SYNC_FILE_RANGE_WRITE
-        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE | libc::SYNC_FILE_RANGE_WAIT_AFTER;
     // SAFETY: plain syscall on an open descriptor.
-    check(unsafe {
-        libc::sync_file_range(
-            file.as_raw_fd(),
-            offset as libc::off64_t,
-            len as libc::off64_t,
-            flags,
-        )
-    })
+    check(unsafe { libc::sync_file_range(file.as_raw_fd(), offset as libc::off64_t, len as libc::off64_t, flags) })
 }
 
 /// `syncfs(2)`: flushes the whole filesystem that holds `file`.

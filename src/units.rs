@@ -34,9 +34,7 @@ pub enum UnitError {
 /// Parses `4k`, `1M`, `8G`, `512`, `1.5G`, `64KiB`.
 pub fn parse_size(text: &str) -> Result<Bytes, UnitError> {
     let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, suffix) = t.split_at(split);
     if number.is_empty() {
         return Err(UnitError::Size);
@@ -58,19 +56,14 @@ pub fn parse_size(text: &str) -> Result<Bytes, UnitError> {
         Ok(Bytes(bytes as u64))
     } else {
         let value: u64 = number.parse().map_err(|_| UnitError::Size)?;
-        value
-            .checked_mul(multiplier)
-            .map(Bytes)
-            .ok_or(UnitError::Size)
+        value.checked_mul(multiplier).map(Bytes).ok_or(UnitError::Size)
     }
 }
 
 /// Parses `250ms`, `1s`, `2m`, `1h`, `500us`, `1.5s`; a bare number is seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, suffix) = t.split_at(split);
     if number.is_empty() {
         return Err(UnitError::Duration);

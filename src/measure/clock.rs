@@ -11,9 +11,7 @@ pub struct RunClock {
 
 impl RunClock {
     pub fn start() -> RunClock {
-        RunClock {
-            start: Instant::now(),
-        }
+        RunClock { start: Instant::now() }
     }
 
     /// Nanoseconds since the start of the run.

@@ -40,8 +40,7 @@ impl Default for LatencyHistogram {
 impl LatencyHistogram {
     pub fn new() -> LatencyHistogram {
         LatencyHistogram {
-            hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, SIGNIFICANT_DIGITS)
-                .expect("valid bounds"),
+            hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, SIGNIFICANT_DIGITS).expect("valid bounds"),
             min: u64::MAX,
             max: 0,
             sum: 0,
@@ -50,8 +49,7 @@ impl LatencyHistogram {
 
     #[inline]
     pub fn record(&mut self, latency_ns: u64) {
-        self.hist
-            .saturating_record(latency_ns.clamp(1, MAX_TRACKABLE_NS));
+        self.hist.saturating_record(latency_ns.clamp(1, MAX_TRACKABLE_NS));
         self.min = self.min.min(latency_ns);
         self.max = self.max.max(latency_ns);
         self.sum += latency_ns as u128;
@@ -67,9 +65,7 @@ impl LatencyHistogram {
             return 0;
         }
         // HDR reports the highest value equivalent to the bucket; clamp to what was seen.
-        self.hist
-            .value_at_quantile(quantile)
-            .clamp(self.min, self.max)
+        self.hist.value_at_quantile(quantile).clamp(self.min, self.max)
     }
 
     pub fn summary(&self) -> LatencySummary {

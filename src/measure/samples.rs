@@ -45,14 +45,7 @@ impl Recorder {
     }
 
     /// Records one call and returns the sample as stored.
-    pub fn record(
-        &mut self,
-        op: &str,
-        t_ns: u64,
-        latency_ns: u64,
-        bytes: u64,
-        outcome: &io::Result<()>,
-    ) -> &Sample {
+    pub fn record(&mut self, op: &str, t_ns: u64, latency_ns: u64, bytes: u64, outcome: &io::Result<()>) -> &Sample {
         let error = outcome.as_ref().err().map(sys::error_name);
         let entry = self.histograms.entry(op.to_string()).or_default();
         entry.0.record(latency_ns);

@@ -7,8 +7,7 @@ pub struct Json;
 
 impl Exporter for Json {
     fn render(&self, result: &RunResult) -> String {
-        let mut s = serde_json::to_string_pretty(result)
-            .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        let mut s = serde_json::to_string_pretty(result).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
         s.push('\n');
         s
     }

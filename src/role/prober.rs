@@ -28,19 +28,9 @@ pub enum Placement {
 }
 
 /// The prober's parameters; scenarios add them to their own and choose the defaults.
-pub fn params(
-    iterations: &'static str,
-    duration: &'static str,
-    sleep: &'static str,
-) -> [ParamSpec; 6] {
+pub fn params(iterations: &'static str, duration: &'static str, sleep: &'static str) -> [ParamSpec; 6] {
     [
-        ParamSpec::new(
-            "write_size",
-            Kind::Size,
-            "1M",
-            "prober: bytes written before each sync",
-        )
-        .seed("1M"),
+        ParamSpec::new("write_size", Kind::Size, "1M", "prober: bytes written before each sync").seed("1M"),
         SyncMethod::param("fsync"),
         ParamSpec::new(
             "placement",
@@ -48,12 +38,7 @@ pub fn params(
             "overwrite",
             "prober: write at offset 0 (overwrite) or at the end of the file (append)",
         ),
-        ParamSpec::new(
-            "sleep",
-            Kind::Duration,
-            sleep,
-            "prober: pause between iterations",
-        ),
+        ParamSpec::new("sleep", Kind::Duration, sleep, "prober: pause between iterations"),
         ParamSpec::new(
             "iterations",
             Kind::Count,
@@ -202,8 +187,7 @@ impl Prober {
                 .clone();
             observer.event(Event::Sample(&write));
             let sync = c.method.sync_op().and_then(|op| {
-                let (synced, t_s, lat_s) =
-                    clock.time(|| c.method.sync(&self.file, offset, c.write_size));
+                let (synced, t_s, lat_s) = clock.time(|| c.method.sync(&self.file, offset, c.write_size));
                 let synced = synced?;
                 let bytes = if c.method == SyncMethod::SyncFileRange {
                     c.write_size

@@ -38,8 +38,18 @@ pub trait Writer: Send {
 
 /// The parameters of the stream writer, shared by every scenario that can run it.
 pub const STREAM_PARAMS: [ParamSpec; 2] = [
-    ParamSpec::new("file_size", Kind::Size, "4G", "stream writer: size of the file it overwrites sequentially, looping (overwrite.c's size is not known)"),
-    ParamSpec::new("chunk", Kind::Size, "1M", "stream writer: bytes per write (overwrite.c's chunk is not known)"),
+    ParamSpec::new(
+        "file_size",
+        Kind::Size,
+        "4G",
+        "stream writer: size of the file it overwrites sequentially, looping (overwrite.c's size is not known)",
+    ),
+    ParamSpec::new(
+        "chunk",
+        Kind::Size,
+        "1M",
+        "stream writer: bytes per write (overwrite.c's chunk is not known)",
+    ),
 ];
 
 /// The parameters of the random writer, shared by every scenario that can run it.
@@ -167,9 +177,8 @@ impl RandomWriter {
             if stop.is_set() {
                 return Ok(false);
             }
-            sys::pwrite_all(&self.file, &self.buf, offset, false).with_context(|| {
-                format!("setting up {} at {}", self.path.display(), Bytes(offset))
-            })?;
+            sys::pwrite_all(&self.file, &self.buf, offset, false)
+                .with_context(|| format!("setting up {} at {}", self.path.display(), Bytes(offset)))?;
             offset += RANDOM_BLOCK;
             if offset % (8 * Bytes::MIB) == 0 {
                 observer.event(Event::Progress { done: offset });
@@ -284,12 +293,8 @@ mod tests {
 
     #[test]
     fn splitmix_is_fixed_for_a_seed() {
-        let a: Vec<u64> = (0..4)
-            .scan(SplitMix64::new(1), |r, _| Some(r.next_u64()))
-            .collect();
-        let b: Vec<u64> = (0..4)
-            .scan(SplitMix64::new(1), |r, _| Some(r.next_u64()))
-            .collect();
+        let a: Vec<u64> = (0..4).scan(SplitMix64::new(1), |r, _| Some(r.next_u64())).collect();
+        let b: Vec<u64> = (0..4).scan(SplitMix64::new(1), |r, _| Some(r.next_u64())).collect();
         assert_eq!(a, b);
         assert_ne!(
             a,

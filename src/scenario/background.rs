@@ -40,14 +40,12 @@ pub fn space_needed(params: &Params) -> u64 {
 pub fn validate(params: &Params) -> Result<()> {
     use crate::error::Usage;
     match params.text("background") {
-        "stream" if params.size("chunk").get() == 0 || params.size("file_size").get() == 0 => Err(
-            Usage("--set chunk and file_size must be larger than 0 for background=stream".into())
-                .into(),
-        ),
-        "random" if params.size("random_file_size").get() < 2 * Bytes::KIB * 4 => Err(Usage(
-            "--set random_file_size must be at least 8k for background=random".into(),
-        )
-        .into()),
+        "stream" if params.size("chunk").get() == 0 || params.size("file_size").get() == 0 => {
+            Err(Usage("--set chunk and file_size must be larger than 0 for background=stream".into()).into())
+        }
+        "random" if params.size("random_file_size").get() < 2 * Bytes::KIB * 4 => {
+            Err(Usage("--set random_file_size must be at least 8k for background=random".into()).into())
+        }
         _ => Ok(()),
     }
 }
@@ -73,11 +71,7 @@ pub struct Running(Option<Background>);
 
 impl Running {
     pub fn start(writer: Option<Box<dyn Writer>>, clock: RunClock, stop: &Stop) -> Result<Running> {
-        Ok(Running(
-            writer
-                .map(|w| Background::start(w, clock, stop))
-                .transpose()?,
-        ))
+        Ok(Running(writer.map(|w| Background::start(w, clock, stop)).transpose()?))
     }
 
     pub fn stop(self) -> Option<BackgroundReport> {
@@ -90,10 +84,7 @@ impl Running {
 /// 24 MB/s, in 93.77 s → 21 MB/s).
 pub fn seed_stream_line(r: &BackgroundReport) -> String {
     let gb = r.bytes as f64 / Bytes::GIB as f64;
-    format!(
-        "{:.3} GB written in {:.2} ({} MB/s)",
-        gb, r.seconds, r.mb_per_s as u64
-    )
+    format!("{:.3} GB written in {:.2} ({} MB/s)", gb, r.seconds, r.mb_per_s as u64)
 }
 
 #[cfg(test)]

@@ -59,10 +59,7 @@ pub trait Scenario: Sync {
 
 /// Every scenario, in the order `list` and `suite` show them.
 pub fn all() -> Vec<&'static dyn Scenario> {
-    vec![
-        &overwrite_fsync::OverwriteFsync,
-        &random_writeback::RandomWriteback,
-    ]
+    vec![&overwrite_fsync::OverwriteFsync, &random_writeback::RandomWriteback]
 }
 
 pub fn find(name: &str) -> Option<&'static dyn Scenario> {
@@ -70,9 +67,5 @@ pub fn find(name: &str) -> Option<&'static dyn Scenario> {
 }
 
 pub fn names() -> String {
-    all()
-        .iter()
-        .map(|s| s.name())
-        .collect::<Vec<_>>()
-        .join(", ")
+    all().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
 }

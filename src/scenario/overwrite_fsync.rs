@@ -47,9 +47,7 @@ impl Scenario for OverwriteFsync {
     }
 
     fn space_needed(&self, params: &Params) -> u64 {
-        let prober = ProberConfig::from_params(params)
-            .map(|c| c.space_needed())
-            .unwrap_or(0);
+        let prober = ProberConfig::from_params(params).map(|c| c.space_needed()).unwrap_or(0);
         prober + background::space_needed(params)
     }
 
@@ -62,20 +60,13 @@ impl Scenario for OverwriteFsync {
         let writer = background::prepare(ctx, params)?;
         let mut recorder = Recorder::new();
         let running = background::Running::start(writer, ctx.clock, ctx.stop)?;
-        prober.run(
-            &ctx.clock,
-            ctx.stop,
-            &mut recorder,
-            ctx.observer,
-            |it, obs| {
-                let timed = it.sync.unwrap_or(it.write);
-                obs.event(Event::SeedLine(&seed_line(timed)));
-            },
-        );
+        prober.run(&ctx.clock, ctx.stop, &mut recorder, ctx.observer, |it, obs| {
+            let timed = it.sync.unwrap_or(it.write);
+            obs.event(Event::SeedLine(&seed_line(timed)));
+        });
         let background = running.stop();
         if let Some(b) = background.as_ref().filter(|b| b.kind == "stream") {
-            ctx.observer
-                .event(Event::SeedLine(&background::seed_stream_line(b)));
+            ctx.observer.event(Event::SeedLine(&background::seed_stream_line(b)));
         }
         Ok(Outcome {
             recorder,

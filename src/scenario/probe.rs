@@ -44,10 +44,9 @@ impl Scenario for Probe {
 
     fn validate(&self, params: &Params) -> Result<()> {
         if params.count("iterations") == 0 {
-            return Err(crate::error::Usage(
-                "--set iterations=0: the probe needs at least one iteration".into(),
-            )
-            .into());
+            return Err(
+                crate::error::Usage("--set iterations=0: the probe needs at least one iteration".into()).into(),
+            );
         }
         Ok(())
     }
@@ -67,18 +66,14 @@ impl Scenario for Probe {
             .open(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
         let buf = AlignedBuf::filled(BLOCK as usize, b'p');
-        sys::pwrite_all(&buffered, buf.as_slice(), 0, false)
-            .context("cannot preallocate the probe block")?;
+        sys::pwrite_all(&buffered, buf.as_slice(), 0, false).context("cannot preallocate the probe block")?;
         sys::fsync(&buffered).context("cannot sync the probe block")?;
 
         // 1. O_DIRECT overwrite + fdatasync; buffered if the filesystem has no O_DIRECT.
         let (file, method) = match SyncMethod::Direct.open(&path) {
             Ok(f) => (f, SyncMethod::Direct),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                findings.push(
-                    "this filesystem does not support O_DIRECT: the overwrite is buffered"
-                        .to_string(),
-                );
+                findings.push("this filesystem does not support O_DIRECT: the overwrite is buffered".to_string());
                 (buffered.try_clone()?, SyncMethod::Fdatasync)
             }
             Err(e) => return Err(e).context("cannot open the probe block with O_DIRECT"),
@@ -111,13 +106,8 @@ impl Scenario for Probe {
                 break;
             }
             let (s, t, lat) = ctx.clock.time(|| sys::fsync(&buffered));
-            ctx.observer.event(Event::Sample(recorder.record(
-                "fsync_unchanged",
-                t,
-                lat,
-                0,
-                &s,
-            )));
+            ctx.observer
+                .event(Event::Sample(recorder.record("fsync_unchanged", t, lat, 0, &s)));
             ctx.observer.event(Event::Progress { done: i + 1 });
         }
 

@@ -19,12 +19,7 @@ pub struct RandomWriteback;
 pub fn seed_line(write: &Sample, sync: Option<&Sample>) -> String {
     let secs = |s: &Sample| s.latency_ns as f64 / 1e9;
     match sync {
-        Some(s) => format!(
-            "write time: {:.4}s {} time: {:.4}s",
-            secs(write),
-            s.op,
-            secs(s)
-        ),
+        Some(s) => format!("write time: {:.4}s {} time: {:.4}s", secs(write), s.op, secs(s)),
         None => format!("write time: {:.4}s", secs(write)),
     }
 }
@@ -71,9 +66,7 @@ impl Scenario for RandomWriteback {
     }
 
     fn space_needed(&self, params: &Params) -> u64 {
-        let prober = ProberConfig::from_params(params)
-            .map(|c| c.space_needed())
-            .unwrap_or(0);
+        let prober = ProberConfig::from_params(params).map(|c| c.space_needed()).unwrap_or(0);
         prober + background::space_needed(params)
     }
 
@@ -90,19 +83,11 @@ impl Scenario for RandomWriteback {
         if params.text("background") == "random" {
             ctx.observer.event(Event::SeedLine("starting random io!"));
         }
-        let done = prober.run(
-            &ctx.clock,
-            ctx.stop,
-            &mut recorder,
-            ctx.observer,
-            |it, obs| {
-                obs.event(Event::SeedLine(&seed_line(it.write, it.sync)));
-            },
-        );
-        ctx.observer.event(Event::SeedLine(&seed_done_line(
-            done,
-            params.text("background"),
-        )));
+        let done = prober.run(&ctx.clock, ctx.stop, &mut recorder, ctx.observer, |it, obs| {
+            obs.event(Event::SeedLine(&seed_line(it.write, it.sync)));
+        });
+        ctx.observer
+            .event(Event::SeedLine(&seed_done_line(done, params.text("background"))));
         let background = running.stop();
         Ok(Outcome {
             recorder,

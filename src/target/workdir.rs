@@ -81,8 +81,7 @@ fn check_parent(parent: &Path) -> Result<()> {
 
 /// Refuses, with the numbers, a run whose files would not fit in `dir` with the margin.
 pub fn preflight(dir: &Path, needed: u64, what_to_lower: &str) -> Result<()> {
-    let space = sys::fs_space(dir)
-        .map_err(|e| anyhow::anyhow!("cannot read free space of {}: {e}", dir.display()))?;
+    let space = sys::fs_space(dir).map_err(|e| anyhow::anyhow!("cannot read free space of {}: {e}", dir.display()))?;
     let margin = margin(space.total);
     if needed.saturating_add(margin) > space.available {
         return Err(Usage(format!(
