@@ -38,7 +38,7 @@ use crate::error::Usage;
 use crate::measure::{LatencyHistogram, Recorder, RunClock};
 use crate::observe::{Event, Observer, Unit};
 use crate::params::{Kind, ParamSpec, Params};
-use crate::result::Table;
+use crate::result::{RunResult, Table};
 use crate::sys;
 use crate::units::{format_latency_ns, format_size, Bytes};
 
@@ -138,6 +138,37 @@ impl Scenario for SmallFiles {
 
     fn space_hint(&self) -> &'static str {
         "lower --set sizes, files or file_size"
+    }
+
+    fn expected_duration(&self, _params: &Params) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// `64k files: write 1452 KB/s, rewrite 1788 KB/s; fs_mark 85.1 files/s, fsync p99 ...`
+    /// (the 64k row, the seed's size, when it ran, else the first).
+    fn headline(&self, r: &RunResult) -> String {
+        let mut parts = Vec::new();
+        for t in &r.tables {
+            if t.title.starts_with("iozone") {
+                let row = t.rows.iter().find(|row| row[0] == json!(64)).or(t.rows.first());
+                if let Some(row) = row {
+                    parts.push(format!(
+                        "{}k files write {} KB/s, rewrite {} KB/s",
+                        row[0], row[2], row[3]
+                    ));
+                }
+            } else if t.title.starts_with("fs_mark") {
+                if let Some(row) = t.rows.first() {
+                    parts.push(format!("fs_mark {} files/s, fsync p99 {} ms", row[1], row[4]));
+                }
+            }
+        }
+        let scheduler = r.environment.device.as_ref().and_then(|d| d.scheduler.clone());
+        format!(
+            "{} [{}]",
+            parts.join("; "),
+            scheduler.as_deref().unwrap_or("scheduler ?")
+        )
     }
 
     fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome> {
