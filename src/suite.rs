@@ -289,7 +289,7 @@ fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
         )
     };
     eprintln!(
-        "fsynclab suite --full: the seeds' original sizes and durations: {time}, plus writing each scenario's files; up to {} free space in {} at once ({largest})",
+        "fsynclab suite --full: the seeds' original sizes and durations: {time}, plus writing each scenario's files; needs up to {} of free space in {} at once ({largest})",
         human_size(space),
         dir.display()
     );
