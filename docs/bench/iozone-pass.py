@@ -2,6 +2,7 @@
 """The iozone -e -i 0 pass in plain system calls, as a sanity check of small-files timing:
 new file, 4 KiB pwrites, fsync (timed; open and close outside), then the same over it.
 Usage: iozone-pass.py SIZE_BYTES PASSES [BYTE] (in the directory under test)."""
+import os, statistics, sys, time
 size=int(sys.argv[1]); n=int(sys.argv[2]); buf=(sys.argv[3] if len(sys.argv)>3 else 'z').encode()*4096
 w=[];r=[]
 for i in range(n):
