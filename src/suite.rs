@@ -36,7 +36,6 @@ pub const SUITE_DURATION_CAP: Duration = Duration::from_secs(10);
 /// branches before they land.
 const SUITE_SETS: &[(&str, &[&str])] = &[
     ("random-writeback", &["iterations=10"]),
-    ("small-files", &["runs=3", "files=200"]),
     ("datasync", &["rounds=2", "duration=400ms"]),
 ];
 
