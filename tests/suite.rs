@@ -11,13 +11,15 @@ use std::time::Duration;
 use common::{fsynclab, leftovers};
 use serde_json::Value;
 
-/// Settings that make every scenario tiny: global keys apply to each scenario declaring them.
+/// Settings that make every scenario tiny: global keys apply to each scenario declaring them
+/// (scenarios of other branches included), SCENARIO.KEY ones to that scenario only.
 const TINY: &[&str] = &[
     "duration=1s",
     "sleep=100ms",
     "iterations=2",
-    "file_size=64k",
-    "random_file_size=8M",
+    "overwrite-fsync.file_size=64k",
+    "random-writeback.random_file_size=8M",
+    "datasync.file_size=64k",
     "small-files.sizes=4k,64k",
     "small-files.runs=1",
     "small-files.files=5",
