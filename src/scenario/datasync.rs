@@ -274,32 +274,42 @@ fn prepare_files(ctx: &mut Context<'_>, c: &Config) -> Result<Files> {
         append: ctx.dir.join("datasync-append.dat"),
         mtime: ctx.dir.join("datasync-mtime.dat"),
     };
-    let fill = |path: &Path, size: u64, byte: u8| -> Result<()> {
-        let f = SyncMethod::None
-            .open(path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        let buf = vec![byte; c.write_size as usize];
-        let mut offset = 0;
-        while offset < size {
-            let len = c.write_size.min(size - offset);
-            sys::pwrite_all(&f, &buf[..len as usize], offset, false)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            offset += len;
-        }
-        sys::fsync(&f).with_context(|| format!("fsync of {} failed", path.display()))
-    };
     if c.cases.contains(&"overwrite") {
         ctx.observer.event(Event::Phase {
             name: "preallocating",
-            total: None,
+            total: Some(c.file_size),
             unit: Unit::Bytes,
         });
-        fill(&files.overwrite, c.file_size, b'a')?;
+        fill(ctx, &files.overwrite, c.file_size, c.write_size)?;
     }
-    if c.cases.contains(&"mtime") {
-        fill(&files.mtime, c.write_size, b'a')?;
+    if c.cases.contains(&"mtime") && !ctx.stop.is_set() {
+        fill(ctx, &files.mtime, c.write_size, c.write_size)?;
     }
     Ok(files)
+}
+
+/// Writes `size` bytes of `a` into `path` in `record`-sized writes, then fsyncs it. Stops
+/// early (leaving the run to end at once) when the stop is set: an 8 GiB seed-sized file
+/// takes a while.
+fn fill(ctx: &mut Context<'_>, path: &Path, size: u64, record: u64) -> Result<()> {
+    let f = SyncMethod::None
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    let buf = vec![b'a'; record as usize];
+    let mut offset = 0;
+    while offset < size {
+        if ctx.stop.is_set() {
+            return Ok(());
+        }
+        let len = record.min(size - offset);
+        sys::pwrite_all(&f, &buf[..len as usize], offset, false)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        offset += len;
+        if offset % (64 << 20) < record {
+            ctx.observer.event(Event::Progress { done: offset });
+        }
+    }
+    sys::fsync(&f).with_context(|| format!("fsync of {} failed", path.display()))
 }
 
 /// One (case, method) pair and what its slots measured.
