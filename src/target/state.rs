@@ -73,6 +73,10 @@ impl Step {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct StateFile {
     pid: u32,
+    /// The process's start time (clock ticks after boot, /proc/PID/stat field 22): with the
+    /// pid, it tells the process apart from a later one that reuses the pid.
+    #[serde(default)]
+    start_time: Option<u64>,
     steps: Vec<Step>,
 }
 
@@ -113,6 +117,7 @@ impl Undo {
         }
         let state = StateFile {
             pid: std::process::id(),
+            start_time: start_time(std::process::id()),
             steps: self.steps.clone(),
         };
         let tmp = file.with_extension("json.tmp");
@@ -164,11 +169,23 @@ fn undo_steps(steps: &mut Vec<Step>) -> Vec<String> {
     failures
 }
 
-/// Whether process `pid` is an fsynclab that is still running.
-fn alive(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| String::from_utf8_lossy(&c).contains("fsynclab"))
-        .unwrap_or(false)
+/// The start time of process `pid`, field 22 of `/proc/PID/stat` (Documentation/
+/// filesystems/proc.rst, table 1-4); the fields are counted after the `)` that ends the
+/// command name, which may itself contain spaces.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // After the name come field 3 (state) onwards: starttime is field 22.
+    after_name.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// Whether the process that wrote `state` is still running.
+fn alive(state: &StateFile) -> bool {
+    match (start_time(state.pid), state.start_time) {
+        (Some(now), Some(then)) => now == then,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
 }
 
 /// What `fsynclab cleanup` did: one line per step undone or left, per state file.
@@ -193,10 +210,15 @@ pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupReport> {
         if path.extension().is_none_or(|x| x != "json") {
             continue;
         }
-        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            // Its run has just ended and removed it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
+        };
         let mut state: StateFile =
             serde_json::from_str(&text).with_context(|| format!("{}: not an fsynclab state file", path.display()))?;
-        if state.pid == std::process::id() || alive(state.pid) {
+        if state.pid == std::process::id() || alive(&state) {
             report.running.push(state.pid);
             continue;
         }
@@ -255,12 +277,18 @@ mod tests {
         let pid = u32::MAX - 1;
         let file = state.path().join(format!("{pid}.json"));
         let steps = vec![Step::Directory { path: dead.clone() }];
-        std::fs::write(&file, serde_json::to_vec(&StateFile { pid, steps }).unwrap()).unwrap();
+        let dead_state = StateFile {
+            pid,
+            start_time: Some(1),
+            steps,
+        };
+        std::fs::write(&file, serde_json::to_vec(&dead_state).unwrap()).unwrap();
         let mine = state.path().join(format!("{}.json", std::process::id()));
         std::fs::write(
             &mine,
             serde_json::to_vec(&StateFile {
                 pid: std::process::id(),
+                start_time: start_time(std::process::id()),
                 steps: vec![],
             })
             .unwrap(),
@@ -272,5 +300,12 @@ mod tests {
         assert!(mine.exists(), "a running process's state is left alone");
         assert_eq!(report.undone.len(), 1, "{report:?}");
         assert_eq!(report.running, [std::process::id()]);
+    }
+
+    #[test]
+    fn start_time_tells_processes_apart() {
+        let mine = start_time(std::process::id()).expect("own start time");
+        assert!(start_time(1).is_some_and(|init| init <= mine));
+        assert_eq!(start_time(u32::MAX - 1), None);
     }
 }
