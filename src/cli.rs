@@ -26,15 +26,7 @@ Sizes take 4k, 1M, 8G (binary); durations 250ms, 1s, 2m. Exit status: 0 success,
 Scratch targets (--scratch, root): image file -> loop device -> mkfs -> mount, all under
 BACKING/fsynclab-scratch-PID-*/, undone in reverse when the run ends (also on error,
 Ctrl-C, SIGTERM); /run/fsynclab/PID.json records what is in place for `fsynclab cleanup`.
-
-Device profiles (--device):
-  host       image on the host filesystem (default): flushes cost what the host disk charges
-  ram        image on a private tmpfs: flushes cost nothing (the lower bound)
-  flush=DURATION[,write=RATE]   emulated disk (FUSE): each flush waits DURATION, writes RATE/s
-  hdd-5400   flush 20ms, write 80M/s    (11 ms a rotation at 5400 rpm, plus seeks)
-  hdd-7200   flush 12ms, write 120M/s   (8.3 ms a rotation at 7200 rpm, plus seeks)
-  ssd-sata   flush 2ms, write 400M/s    (consumer SATA SSD without power-loss protection)
-  nvme       flush 500us, write 1500M/s (consumer NVMe without power-loss protection)";
+Device profiles: `fsynclab run --help` (under --device).";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -126,8 +118,14 @@ pub struct TargetArgs {
     )]
     pub scheduler: Option<String>,
     /// Disk behind the scratch filesystem: host (default), ram, hdd-5400, hdd-7200, ssd-sata,
-    /// nvme, or flush=DURATION[,write=RATE] (see `fsynclab help run`)
-    #[arg(long, value_name = "PROFILE", requires = "scratch", help_heading = "Scratch target")]
+    /// nvme, or flush=DURATION[,write=RATE] (`--help` shows their figures)
+    #[arg(
+        long,
+        value_name = "PROFILE",
+        requires = "scratch",
+        long_help = crate::target::device::PROFILES_HELP,
+        help_heading = "Scratch target"
+    )]
     pub device: Option<String>,
     /// vm.dirty_ratio for the run (restored afterwards; root)
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(0..=100), help_heading = "Writeback sysctls")]

@@ -49,14 +49,14 @@ pub const NAMED: [(&str, Duration, u64, &str); 4] = [
 
 /// One line per named profile, for `--help` and the docs.
 pub const PROFILES_HELP: &str = "\
-Device profiles (--device):
-  host       image on the host filesystem (default): flushes cost what the host disk charges
-  ram        image on a private tmpfs: flushes cost nothing (the lower bound)
-  flush=DURATION[,write=RATE]   emulated disk: each flush waits DURATION, writes paced to RATE/s
-  hdd-5400   flush 20ms, write 80M/s   (11 ms a rotation at 5400 rpm, plus seeks)
-  hdd-7200   flush 12ms, write 120M/s  (8.3 ms a rotation at 7200 rpm, plus seeks)
-  ssd-sata   flush 2ms, write 400M/s   (consumer SATA SSD without power-loss protection)
-  nvme       flush 500us, write 1500M/s (consumer NVMe without power-loss protection)";
+The disk behind the scratch filesystem; emulated ones are served by FUSE inside fsynclab.
+  host        image on the host filesystem (default): real flushes of the host disk
+  ram         image on a private tmpfs: flushes cost nothing (the lower bound)
+  flush=D[,write=R]  emulated: each flush waits D (20ms), writes paced to R/s (80M)
+  hdd-5400    flush 20ms, write 80M/s    11 ms a rotation at 5400 rpm, plus seeks
+  hdd-7200    flush 12ms, write 120M/s   8.3 ms a rotation at 7200 rpm, plus seeks
+  ssd-sata    flush 2ms, write 400M/s    SATA SSD without power-loss protection
+  nvme        flush 500us, write 1500M/s NVMe without power-loss protection";
 
 /// An emulated disk's figures.
 #[derive(Clone, Debug, PartialEq, Eq)]
