@@ -340,3 +340,43 @@ fn issue4_bad_scratch_options_are_usage_errors() {
         );
     }
 }
+
+#[test]
+fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let dir = backing();
+    let r = probe(
+        dir.path(),
+        &["--scratch", "ext2", "--scratch-size", "128M", "--device", "hdd-5400"],
+    );
+    let env = &r["environment"];
+    assert_eq!(
+        env["device"]["rotational"], true,
+        "hdd profiles mark the loop device rotational"
+    );
+    assert_eq!(env["device_profile"]["name"], "hdd-5400");
+    assert_eq!(env["device_profile"]["flush_ms"], 20.0);
+    assert_eq!(env["device_profile"]["write_bytes_per_s"], 80 << 20);
+    assert!(
+        env["device_profile"]["flushes"].as_u64() >= Some(10),
+        "{}",
+        env["device_profile"]
+    );
+    assert!(r["ops"]["fdatasync"]["latency_ns"]["p50"].as_u64() >= Some(20_000_000));
+    let findings = r["findings"].to_string();
+    assert!(findings.contains("per foreground sync call"), "{findings}");
+
+    let r = probe(
+        dir.path(),
+        &["--scratch", "ext2", "--scratch-size", "128M", "--device", "ram"],
+    );
+    assert_eq!(r["environment"]["device_profile"]["name"], "ram");
+    assert!(
+        r["ops"]["fdatasync"]["latency_ns"]["p50"].as_u64() < Some(5_000_000),
+        "flushes on tmpfs cost nothing: {}",
+        r["ops"]["fdatasync"]
+    );
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}

@@ -48,3 +48,16 @@ pub fn set_scheduler(device: &str, name: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Whether `device` is marked rotational (`queue/rotational`).
+pub fn rotational(device: &str) -> Result<bool> {
+    let path = format!("{}/queue/rotational", sysfs_dir(device));
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    Ok(text.trim() == "1")
+}
+
+/// Marks `device` rotational or not.
+pub fn set_rotational(device: &str, rotational: bool) -> Result<()> {
+    let path = format!("{}/queue/rotational", sysfs_dir(device));
+    std::fs::write(&path, if rotational { "1" } else { "0" }).with_context(|| format!("cannot write {path}"))
+}

@@ -95,23 +95,8 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
             "--scratch needs root (loop devices, mkfs, mount): run fsynclab as root, e.g. with sudo".into(),
         ));
     }
-    let package = FILESYSTEMS
-        .iter()
-        .find(|f| f.0 == request.spec.fstype)
-        .map_or("e2fsprogs", |f| f.1);
-    let mkfs = format!("mkfs.{}", request.spec.fstype);
-    for (tool, pkg) in [
-        (mkfs.as_str(), package),
-        ("losetup", "mount"),
-        ("mount", "mount"),
-        ("umount", "mount"),
-    ] {
-        if find_tool(tool).is_none() {
-            return Err(Usage(format!(
-                "--scratch {}: {tool} is not installed; install it with `apt-get install {pkg}`",
-                request.spec.fstype
-            )));
-        }
+    if let Some(missing) = missing_tool(&request.spec.fstype, |t| find_tool(t).is_some()) {
+        return Err(Usage(missing));
     }
     if matches!(request.device, DeviceProfile::Emulated { .. }) && !Path::new("/dev/fuse").exists() {
         return Err(Usage(
@@ -125,7 +110,21 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
             backing.display()
         )));
     }
-    if request.device != DeviceProfile::Ram {
+    if request.device == DeviceProfile::Ram {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let available = meminfo
+            .lines()
+            .find(|l| l.starts_with("MemAvailable:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .map_or(u64::MAX, |kib| kib * 1024);
+        if request.size > available / 2 {
+            return Err(Usage(format!(
+                "--device ram: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
+                human_size(request.size),
+                human_size(available)
+            )));
+        }
+    } else {
         let space = sys::fs_space(backing).map_err(|e| {
             Usage(format!(
                 "--backing {}: cannot read its free space ({e})",
@@ -142,6 +141,23 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
         }
     }
     Ok(())
+}
+
+/// The first tool `--scratch FSTYPE` needs that `installed` says is missing, as the one-line
+/// message saying which Debian package brings it.
+pub fn missing_tool(fstype: &str, installed: impl Fn(&str) -> bool) -> Option<String> {
+    let package = FILESYSTEMS.iter().find(|f| f.0 == fstype).map_or("e2fsprogs", |f| f.1);
+    let mkfs = format!("mkfs.{fstype}");
+    let missing = [
+        (mkfs.as_str(), package),
+        ("losetup", "mount"),
+        ("mount", "mount"),
+        ("umount", "mount"),
+    ]
+    .into_iter()
+    .find(|(tool, _)| !installed(tool))
+    .map(|(tool, pkg)| format!("--scratch {fstype}: {tool} is not installed; install it with `apt-get install {pkg}`"));
+    missing
 }
 
 /// A provisioned scratch filesystem: what the run needs to know about it.
@@ -200,6 +216,17 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
     undo.push(Step::Loop {
         device: loop_device.clone(),
     })?;
+
+    if let DeviceProfile::Emulated { profile, .. } = &request.device {
+        let previous = loopdev::rotational(&loop_device)?;
+        if previous != profile.rotational {
+            loopdev::set_rotational(&loop_device, profile.rotational)?;
+            undo.push(Step::Rotational {
+                device: loop_device.clone(),
+                previous,
+            })?;
+        }
+    }
 
     if let Some(wanted) = &request.scheduler {
         let (previous, _) = loopdev::scheduler(&loop_device)?;
@@ -261,6 +288,22 @@ mod tests {
             err.contains("unknown filesystem 'zfs'; valid: ext2, ext3, ext4, xfs, btrfs"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_missing_mkfs_names_its_package() {
+        let msg = missing_tool("xfs", |t| t != "mkfs.xfs").unwrap();
+        assert_eq!(
+            msg,
+            "--scratch xfs: mkfs.xfs is not installed; install it with `apt-get install xfsprogs`"
+        );
+        assert!(missing_tool("btrfs", |t| t != "mkfs.btrfs")
+            .unwrap()
+            .contains("btrfs-progs"));
+        assert!(missing_tool("ext4", |t| t != "losetup")
+            .unwrap()
+            .contains("apt-get install mount"));
+        assert_eq!(missing_tool("ext4", |_| true), None);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub enum Step {
     Mount { mount_point: PathBuf },
     /// The I/O scheduler of a block device, and the one it had before.
     Scheduler { device: String, previous: String },
+    /// Whether a block device is marked rotational, and what it was before.
+    Rotational { device: String, previous: bool },
     /// A `vm.` sysctl and the value it had before.
     Sysctl { name: String, previous: u64 },
 }
@@ -52,6 +54,13 @@ impl Step {
             }
             Step::Loop { device } => loopdev::detach(device),
             Step::Scheduler { device, previous } => loopdev::set_scheduler(device, previous),
+            Step::Rotational { device, previous } => match loopdev::set_rotational(device, *previous) {
+                // A detached loop device may refuse; the next attach sets it afresh.
+                Err(_) if !Path::new(&format!("/sys/block/{}/loop", device.trim_start_matches("/dev/"))).exists() => {
+                    Ok(())
+                }
+                r => r,
+            },
             Step::Sysctl { name, previous } => sysctl::write(name, *previous),
         }
     }
@@ -65,6 +74,7 @@ impl Step {
             Step::Loop { device } => format!("loop device {device}"),
             Step::Mount { mount_point } => format!("mount {}", mount_point.display()),
             Step::Scheduler { device, previous } => format!("scheduler of {device} (back to {previous})"),
+            Step::Rotational { device, previous } => format!("rotational flag of {device} (back to {previous})"),
             Step::Sysctl { name, previous } => format!("vm.{name} (back to {previous})"),
         }
     }

@@ -65,6 +65,9 @@ pub struct FlushProfile {
     pub flush: Duration,
     /// Write bandwidth in bytes per second; unlimited when None.
     pub write_bytes_per_s: Option<u64>,
+    /// Whether the loop device is marked rotational (the hdd profiles), which schedulers
+    /// such as bfq and the block layer's merging heuristics take into account.
+    pub rotational: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -98,6 +101,7 @@ impl DeviceProfile {
                 profile: FlushProfile {
                     flush: *flush,
                     write_bytes_per_s: Some(*write),
+                    rotational: name.starts_with("hdd"),
                 },
             });
         }
@@ -125,6 +129,7 @@ impl DeviceProfile {
             profile: FlushProfile {
                 flush,
                 write_bytes_per_s: write,
+                rotational: false,
             },
         })
     }
@@ -194,6 +199,7 @@ mod tests {
             panic!("hdd-5400 is emulated")
         };
         assert_eq!(profile.flush, Duration::from_millis(20));
+        assert!(profile.rotational);
         let DeviceProfile::Emulated { profile, .. } = DeviceProfile::parse("flush=5ms,write=60M/s").unwrap() else {
             panic!("flush= is emulated")
         };
