@@ -40,7 +40,15 @@ pub fn run(cli: Cli) -> Result<i32> {
 fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
     let params = engine::resolve(s, &args.sets)?;
     let stop = Stop::on_signals()?;
-    let target = target::prepare_for(&args.target, s.space_needed(&params))?;
+    let target = match target::prepare_for(&args.target, s.space_needed(&params)) {
+        // Ctrl-C reaches the mkfs or mount we were waiting for: say so rather than its error.
+        Err(_) if stop.signal().is_some() => {
+            let sig = stop.signal().unwrap_or(2);
+            eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; what was set up is undone");
+            return Ok(128 + sig);
+        }
+        r => r?,
+    };
     if let Some(sig) = stop.signal() {
         eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; nothing was measured");
         return Ok(128 + sig);

@@ -42,6 +42,19 @@ pub fn is_mount_point(path: &Path) -> bool {
         .any(|m| Path::new(&m.mount_point) == path)
 }
 
+/// Returns `dir` if no filesystem is mounted inside it, so that removing it cannot reach
+/// into a mount that failed to come off; else an error naming the mount.
+pub fn nothing_mounted_under(dir: &Path) -> Result<&Path> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    match crate::environment::parse_mountinfo(&text)
+        .into_iter()
+        .find(|m| Path::new(&m.mount_point).starts_with(dir))
+    {
+        Some(m) => anyhow::bail!("{} is still mounted", m.mount_point),
+        None => Ok(dir),
+    }
+}
+
 /// Unmounts `mount_point`; not mounted is not an error. Falls back to a lazy unmount
 /// (MNT_DETACH) when busy, so that cleanup never stops halfway.
 pub fn unmount(mount_point: &Path) -> Result<()> {

@@ -43,7 +43,7 @@ impl Step {
     /// Undoes this step; an error says what could not be undone.
     pub fn undo(&self) -> Result<()> {
         match self {
-            Step::Directory { path } => match std::fs::remove_dir_all(path) {
+            Step::Directory { path } => match std::fs::remove_dir_all(mount::nothing_mounted_under(path)?) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     Err(anyhow::anyhow!("cannot remove {}: {e}", path.display()))
                 }
