@@ -11,7 +11,17 @@ use super::command;
 /// driver then turns a cache flush into an fsync of the image file) and returns its path.
 pub fn attach(image: &Path) -> Result<String> {
     let image = image.to_str().context("image path is not UTF-8")?;
-    let out = command::run("losetup", &["--find", "--show", "--direct-io=off", image])?;
+    // Two processes may pick the same free device at once; the loser gets EBUSY and retries.
+    let mut attempt = 0;
+    let out = loop {
+        match command::run("losetup", &["--find", "--show", "--direct-io=off", image]) {
+            Err(e) if attempt < 5 && e.to_string().contains("busy") => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50 * attempt));
+            }
+            r => break r?,
+        }
+    };
     let device = out.trim().to_string();
     if !device.starts_with("/dev/loop") {
         anyhow::bail!("losetup printed no loop device for {image}: {device:?}");
