@@ -380,3 +380,34 @@ fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
     );
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
+
+#[test]
+fn issue4_write_rate_paces_the_emulated_disk() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let dir = backing();
+    let out = fsynclab()
+        .args(["run", "overwrite-fsync", "-q", "-f", "json", "--backing"])
+        .arg(dir.path())
+        .args([
+            "--scratch",
+            "ext2",
+            "--scratch-size",
+            "128M",
+            "--device",
+            "flush=1ms,write=20M",
+        ])
+        .args(["--set", "write_size=4M", "--set", "background=none", "--set", "sleep=0"])
+        .args(["--set", "iterations=3", "--set", "duration=0"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 4 MiB at 20 MiB/s is 200 ms of writing before the flush.
+    let p50 = r["ops"]["fsync"]["latency_ns"]["p50"].as_u64().unwrap();
+    assert!(p50 >= 200_000_000, "fsync of 4 MiB took {p50} ns at 20 MiB/s");
+    assert!(p50 < 2_000_000_000, "fsync of 4 MiB took {p50} ns at 20 MiB/s");
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
