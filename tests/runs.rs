@@ -132,6 +132,11 @@ fn random_writeback_text_summary_has_percentiles_and_background() {
     assert!(Regex::new(r"(?m)^fsync\s+2\s+0\s").unwrap().is_match(&text), "{text}");
     assert!(Regex::new(r"(?m)^write\s+2\s+0\s").unwrap().is_match(&text), "{text}");
     assert!(text.contains("background random:") && text.contains("MiB/s"), "{text}");
+    // A 16 MiB file stays under any machine's dirty background threshold: the report says so.
+    assert!(
+        text.contains("note: the random writer's file (16.0 MiB) is smaller than the dirty background threshold"),
+        "{text}"
+    );
     assert!(leftovers(dir.path()).is_empty());
 }
 

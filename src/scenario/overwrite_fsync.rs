@@ -68,9 +68,11 @@ impl Scenario for OverwriteFsync {
         if let Some(b) = background.as_ref().filter(|b| b.kind == "stream") {
             ctx.observer.event(Event::SeedLine(&background::seed_stream_line(b)));
         }
+        let findings = background::pressure_note(params).into_iter().collect();
         Ok(Outcome {
             recorder,
             background,
+            findings,
             ..Outcome::default()
         })
     }

@@ -89,9 +89,11 @@ impl Scenario for RandomWriteback {
         ctx.observer
             .event(Event::SeedLine(&seed_done_line(done, params.text("background"))));
         let background = running.stop();
+        let findings = background::pressure_note(params).into_iter().collect();
         Ok(Outcome {
             recorder,
             background,
+            findings,
             ..Outcome::default()
         })
     }
