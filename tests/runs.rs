@@ -332,6 +332,30 @@ fn load_stream_reports_its_rate() {
     assert_eq!(r["scenario"], "load-stream");
     assert_eq!(r["background"]["kind"], "stream");
     assert!(r["background"]["mb_per_s"].as_f64().unwrap() > 0.0);
+    // In seed format, overwrite.c's final report.
+    let out = fsynclab()
+        .args([
+            "load",
+            "stream",
+            "--quiet",
+            "--format",
+            "seed",
+            "--set",
+            "duration=500ms",
+            "--set",
+            "file_size=16M",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        Regex::new(r"^\d+\.\d{3} GB written in \d+\.\d{2} \(\d+ MB/s\)\n$")
+            .unwrap()
+            .is_match(&text),
+        "{text}"
+    );
 }
 
 #[test]
