@@ -122,6 +122,9 @@ impl Scenario for Load {
             }
         }
         let background = running.stop();
+        if let Some(b) = background.as_ref().filter(|b| b.kind == "stream") {
+            ctx.observer.event(Event::SeedLine(&background::seed_stream_line(b)));
+        }
         Ok(Outcome {
             background,
             ..Outcome::default()
