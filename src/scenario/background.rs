@@ -6,6 +6,7 @@ use anyhow::Result;
 use super::Context;
 use crate::measure::RunClock;
 use crate::params::{Kind, ParamSpec, Params};
+use crate::role::prober::ProberConfig;
 use crate::role::stop::Stop;
 use crate::role::writer::{
     Background, BackgroundReport, RandomWriter, StreamWriter, Writer, RANDOM_PARAMS, STREAM_PARAMS,
@@ -48,6 +49,18 @@ pub fn validate(params: &Params) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Checks of a scenario that runs the prober against this background.
+pub fn validate_with_prober(params: &Params) -> Result<()> {
+    ProberConfig::from_params(params)?;
+    validate(params)
+}
+
+/// Bytes of the prober's file and the background writer's file.
+pub fn space_with_prober(params: &Params) -> u64 {
+    let prober = ProberConfig::from_params(params).map(|c| c.space_needed()).unwrap_or(0);
+    prober + space_needed(params)
 }
 
 /// Opens the chosen writer and, for `random`, writes its file out first (printing the
