@@ -73,6 +73,9 @@ fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
     if let Some(path) = &args.output {
         write_json_atomically(&result, path)?;
     }
+    if args.keep {
+        eprintln!("fsynclab: kept the work directory {}", result.environment.target);
+    }
     Ok(exit_status(&result, &stop))
 }
 

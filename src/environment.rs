@@ -196,6 +196,33 @@ pub fn parse_scheduler(text: &str) -> (Option<String>, Vec<String>) {
     (active, all)
 }
 
+/// A field of `/proc/meminfo` (`MemFree`, `Active(file)`), in bytes.
+pub fn meminfo_field(meminfo: &str, name: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.split(':').next() == Some(name))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// About how many dirty bytes the kernel lets pile up before background writeback starts:
+/// `vm.dirty_background_bytes` when set, else `dirty_background_ratio` percent of the
+/// dirtyable memory, approximated as MemFree + Active(file) + Inactive(file) (the kernel's
+/// `global_dirtyable_memory()` also subtracts reserves; this is an estimate).
+pub fn dirty_background_threshold(sysctls: &BTreeMap<String, u64>, meminfo: &str) -> Option<u64> {
+    if let Some(bytes) = sysctls.get("dirty_background_bytes").filter(|b| **b > 0) {
+        return Some(*bytes);
+    }
+    let ratio = *sysctls.get("dirty_background_ratio")?;
+    let dirtyable = meminfo_field(meminfo, "MemFree")?
+        + meminfo_field(meminfo, "Active(file)").unwrap_or(0)
+        + meminfo_field(meminfo, "Inactive(file)").unwrap_or(0);
+    Some(dirtyable / 100 * ratio)
+}
+
+/// The same, for this machine now.
+pub fn current_dirty_background_threshold() -> Option<u64> {
+    dirty_background_threshold(&read_sysctls(), &std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
 /// `MemTotal` from `/proc/meminfo`, in bytes.
 pub fn parse_memtotal(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
@@ -384,6 +411,21 @@ mod tests {
         assert_eq!(active.as_deref(), Some("bfq"));
         assert_eq!(all, ["mq-deadline", "kyber", "bfq", "none"]);
         assert_eq!(parse_scheduler("none").0, None);
+    }
+
+    #[test]
+    fn dirty_background_threshold_from_ratio_or_bytes() {
+        let meminfo = "MemTotal: 1000 kB\nMemFree: 600 kB\nActive(file): 200 kB\nInactive(file): 200 kB\n";
+        let mut sysctls = BTreeMap::from([
+            ("dirty_background_ratio".to_string(), 10),
+            ("dirty_background_bytes".to_string(), 0),
+        ]);
+        assert_eq!(
+            dirty_background_threshold(&sysctls, meminfo),
+            Some(1000 * 1024 / 100 * 10)
+        );
+        sysctls.insert("dirty_background_bytes".into(), 4096);
+        assert_eq!(dirty_background_threshold(&sysctls, meminfo), Some(4096));
     }
 
     #[test]
