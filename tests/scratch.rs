@@ -58,7 +58,9 @@ fn probe(backing: &Path, extra: &[&str]) -> Value {
         "fsynclab probe {extra:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("JSON result")
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON result");
+    common::assert_matches_schema(&result);
+    result
 }
 
 fn scratch_run(spec: &str, fstype: &str, option: Option<&str>) {
@@ -405,6 +407,7 @@ fn issue4_write_rate_paces_the_emulated_disk() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&r);
     // 4 MiB at 20 MiB/s is 200 ms of writing before the flush.
     let p50 = r["ops"]["fsync"]["latency_ns"]["p50"].as_u64().unwrap();
     assert!(p50 >= 200_000_000, "fsync of 4 MiB took {p50} ns at 20 MiB/s");
