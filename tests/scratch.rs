@@ -173,6 +173,9 @@ fn fresh_block_fsync(mount_options: &str, backing: &Path) -> (Duration, f64) {
     };
     let target = fsynclab::target::prepare(&args).expect("scratch ext4 on flush=20ms");
     let mut latencies = Vec::new();
+    let loop_device = target.loop_device().expect("a loop device").to_string();
+    let block_flushes = || fsynclab::target::loopdev::flushes_completed(&loop_device).expect("block stats");
+    let block_before = block_flushes();
     let flushes_before = target.flushes().expect("emulated device counts flushes");
     for i in 0..5 {
         let path = target.dir().join(format!("block-{i}"));
@@ -188,6 +191,12 @@ fn fresh_block_fsync(mount_options: &str, backing: &Path) -> (Duration, f64) {
         latencies.push(start.elapsed());
     }
     let flushes = target.flushes().unwrap() - flushes_before;
+    // Every flush request the loop device completed reached the daemon as one fsync.
+    assert_eq!(
+        block_flushes() - block_before,
+        flushes,
+        "block-layer flushes vs the daemon's count"
+    );
     latencies.sort();
     (latencies[2], flushes as f64 / 5.0)
 }

@@ -50,9 +50,28 @@ impl Prepared {
         &self.dir
     }
 
-    /// Device flushes counted so far by the emulated device, if there is one.
+    /// Device cache flushes so far: counted by the emulated device when there is one, else
+    /// the flush requests the block layer completed on the scratch loop device (`host`,
+    /// `ram`); None for `--dir` runs.
     pub fn flushes(&self) -> Option<u64> {
-        self.device.as_ref().map(EmulatedDevice::flushes)
+        match (&self.device, &self.scratch) {
+            (Some(d), _) => Some(d.flushes()),
+            (None, Some(s)) => loopdev::flushes_completed(&s.loop_device).ok(),
+            (None, None) => None,
+        }
+    }
+
+    /// The scratch loop device (`/dev/loop3`), if there is one.
+    pub fn loop_device(&self) -> Option<&str> {
+        self.scratch.as_ref().map(|s| s.loop_device.as_str())
+    }
+
+    fn flushes_counted_by(&self) -> &'static str {
+        if self.device.is_some() {
+            "emulated device"
+        } else {
+            "block layer"
+        }
     }
 
     /// What was put in place, in order (for messages and tests).
@@ -77,6 +96,7 @@ impl Prepared {
                 .map(|(_, o)| o.count)
                 .sum();
             info.flushes = Some(flushes);
+            info.flushes_counted_by = Some(self.flushes_counted_by().to_string());
             if syncs > 0 {
                 let per = flushes as f64 / syncs as f64;
                 info.flushes_per_sync = Some(per);

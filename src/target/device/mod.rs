@@ -162,9 +162,13 @@ pub struct DeviceProfileInfo {
     /// The emulated write bandwidth in bytes per second, when paced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bytes_per_s: Option<u64>,
-    /// Device flushes (fsyncs of the image) counted during the run (emulated profiles).
+    /// Device cache flushes counted during the run (setup included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flushes: Option<u64>,
+    /// Who counted them: `emulated device` (the FUSE daemon's fsyncs of the image) or
+    /// `block layer` (flush requests completed on the loop device, /sys/block/NAME/stat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushes_counted_by: Option<String>,
     /// Device flushes per foreground sync call of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flushes_per_sync: Option<f64>,
