@@ -311,14 +311,20 @@ fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
 
 #[test]
 fn issue4_without_root_a_one_line_error_says_so() {
+    // As root, run a copy as nobody from a directory nobody can reach (the build directory
+    // may sit under a private home).
+    let reachable = tempfile::tempdir().unwrap();
     let mut cmd = if common::is_root() {
         if !Path::new("/usr/bin/setpriv").exists() {
             eprintln!("skipped: needs setpriv to drop root");
             return;
         }
+        use std::os::unix::fs::PermissionsExt;
+        let bin = reachable.path().join("fsynclab");
+        std::fs::copy(assert_cmd::cargo::cargo_bin("fsynclab"), &bin).unwrap();
+        std::fs::set_permissions(reachable.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut c = Command::new("/usr/bin/setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(assert_cmd::cargo::cargo_bin("fsynclab"));
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&bin);
         c
     } else {
         Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
