@@ -39,6 +39,13 @@ pub fn run(cli: Cli) -> Result<i32> {
 /// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit status.
 fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
     let params = engine::resolve(s, &args.sets)?;
+    if args.keep && args.target.scratch.is_some() {
+        return Err(Usage(
+            "--keep has nothing to keep with --scratch: the scratch filesystem is removed after the run; use --dir to keep files"
+                .into(),
+        )
+        .into());
+    }
     let stop = Stop::on_signals()?;
     let target = match target::prepare_for(&args.target, s.space_needed(&params)) {
         // Ctrl-C reaches the mkfs or mount we were waiting for: say so rather than its error.

@@ -222,6 +222,10 @@ fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
+/// The tests that kill runs and call `fsynclab cleanup` run one at a time: one's cleanup
+/// would otherwise remove the leftovers the other is checking.
+static KILL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `fsynclab cleanup` when dropped, so a failing test leaves nothing behind.
 struct CleanupGuard;
 
@@ -276,6 +280,7 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
     if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
         return;
     }
+    let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let _guard = CleanupGuard;
     let dir = backing();
     let (mut child, state) = start_long_run(dir.path());
@@ -284,6 +289,27 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
     assert!(
         !traces_under(dir.path()).is_empty(),
         "a killed run leaves its scratch filesystem"
+    );
+    // The next scratch run points at the leftovers.
+    let next = fsynclab()
+        .args([
+            "probe",
+            "-q",
+            "--set",
+            "iterations=1",
+            "--scratch",
+            "ext2",
+            "--scratch-size",
+            "128M",
+            "--backing",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let hint = String::from_utf8_lossy(&next.stderr);
+    assert!(
+        hint.contains(&format!("{}", child.id())) && hint.contains("`fsynclab cleanup` removes them"),
+        "{hint}"
     );
     let out = fsynclab().arg("cleanup").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -298,6 +324,7 @@ fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
     if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
         return;
     }
+    let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let _guard = CleanupGuard;
     let dir = backing();
     let (mut child, state) = start_long_run(dir.path());
@@ -347,6 +374,7 @@ fn issue4_bad_scratch_options_are_usage_errors() {
         &["probe", "--scheduler", "bfq"],
         &["probe", "--scratch", "ext4", "--device", "floppy"],
         &["probe", "--scratch", "xfs", "--scratch-size", "64M"],
+        &["probe", "--scratch", "ext4", "--keep"],
     ] {
         let out = fsynclab().args(args).output().unwrap();
         assert_eq!(

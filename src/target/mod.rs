@@ -125,6 +125,13 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
     let sysctls = sysctl_request(args)?;
     if let Some(r) = &request {
         scratch::check_prerequisites(r)?;
+        let dead = state::dead_leftovers(Path::new(state::STATE_DIR));
+        if !dead.is_empty() {
+            eprintln!(
+                "fsynclab: runs killed earlier (pid {}) left scratch filesystems behind; `fsynclab cleanup` removes them",
+                dead.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            );
+        }
     } else if !sysctls.is_empty() && !crate::sys::is_root() {
         return Err(Usage(
             "--dirty-ratio, --dirty-background-ratio and --dirty-expire need root: run fsynclab as root".into(),

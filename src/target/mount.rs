@@ -31,7 +31,11 @@ pub fn mount(fstype: &str, source: &str, mount_point: &Path, options: &str) -> R
         args.extend(["-o", options]);
     }
     args.extend([source, mp]);
-    command::run("mount", &args).map(|_| ())
+    // A loop device just reattached may still be settling (udev probing it): retry once.
+    command::run("mount", &args).map(|_| ()).or_else(|first| {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        command::run("mount", &args).map(|_| ()).map_err(|_| first)
+    })
 }
 
 /// Whether something is mounted exactly at `path`.

@@ -198,6 +198,21 @@ fn alive(state: &StateFile) -> bool {
     }
 }
 
+/// The pids of dead processes whose leftovers are recorded in `dir` (for a hint to run
+/// `fsynclab cleanup`).
+pub fn dead_leftovers(dir: &Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| serde_json::from_slice::<StateFile>(&std::fs::read(e.path()).ok()?).ok())
+        .filter(|s| s.pid != std::process::id() && !alive(s))
+        .map(|s| s.pid)
+        .collect()
+}
+
 /// What `fsynclab cleanup` did: one line per step undone or left, per state file.
 #[derive(Debug, Default)]
 pub struct CleanupReport {
