@@ -29,12 +29,39 @@ pub fn attach(image: &Path) -> Result<String> {
     Ok(device)
 }
 
-/// Detaches a loop device; one already gone is not an error.
-pub fn detach(device: &str) -> Result<()> {
-    if !Path::new(&sysfs_dir(device)).join("loop").exists() {
+/// The file behind loop `device` as the kernel shows it (with ` (deleted)` once removed),
+/// or None when the device is not attached.
+pub fn backing_file(device: &str) -> Option<String> {
+    std::fs::read_to_string(format!("{}/loop/backing_file", sysfs_dir(device)))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Whether loop `device` is attached to `image` (any file when `image` is None).
+fn attached_to(device: &str, image: Option<&Path>) -> bool {
+    match (backing_file(device), image) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some(file), Some(image)) => file.starts_with(&*image.to_string_lossy()),
+    }
+}
+
+/// Detaches loop `device` if it is still attached to `image`: one already gone, or reused
+/// since for another file, is left alone. Waits until the kernel has let go (a device that
+/// someone still holds open, udev probing it for instance, detaches on its last close).
+pub fn detach(device: &str, image: Option<&Path>) -> Result<()> {
+    if !attached_to(device, image) {
         return Ok(());
     }
-    command::run("losetup", &["-d", device]).map(|_| ())
+    command::run("losetup", &["-d", device])?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while attached_to(device, image) {
+        if std::time::Instant::now() > deadline {
+            anyhow::bail!("{device} is still attached 10 s after losetup -d: something holds it open");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 /// `/sys/block/loop3` for `/dev/loop3`.

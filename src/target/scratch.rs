@@ -215,6 +215,7 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
     let loop_device = loopdev::attach(&loop_target)?;
     undo.push(Step::Loop {
         device: loop_device.clone(),
+        image: Some(loop_target.clone()),
     })?;
 
     if let DeviceProfile::Emulated { profile, .. } = &request.device {

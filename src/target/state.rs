@@ -27,8 +27,13 @@ pub enum Step {
     Tmpfs { mount_point: PathBuf },
     /// The FUSE file system serving the image (the emulated device).
     Fuse { mount_point: PathBuf },
-    /// A loop device attached to the image.
-    Loop { device: String },
+    /// A loop device attached to the image (the file, so that a device reused since by
+    /// someone else is left alone).
+    Loop {
+        device: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image: Option<PathBuf>,
+    },
     /// The scratch filesystem, mounted.
     Mount { mount_point: PathBuf },
     /// The I/O scheduler of a block device, and the one it had before.
@@ -52,7 +57,7 @@ impl Step {
             Step::Tmpfs { mount_point } | Step::Fuse { mount_point } | Step::Mount { mount_point } => {
                 mount::unmount(mount_point)
             }
-            Step::Loop { device } => loopdev::detach(device),
+            Step::Loop { device, image } => loopdev::detach(device, image.as_deref()),
             Step::Scheduler { device, previous } => loopdev::set_scheduler(device, previous),
             Step::Rotational { device, previous } => match loopdev::set_rotational(device, *previous) {
                 // A detached loop device may refuse; the next attach sets it afresh.
@@ -71,7 +76,7 @@ impl Step {
             Step::Directory { path } => format!("directory {}", path.display()),
             Step::Tmpfs { mount_point } => format!("tmpfs at {}", mount_point.display()),
             Step::Fuse { mount_point } => format!("emulated device (FUSE) at {}", mount_point.display()),
-            Step::Loop { device } => format!("loop device {device}"),
+            Step::Loop { device, .. } => format!("loop device {device}"),
             Step::Mount { mount_point } => format!("mount {}", mount_point.display()),
             Step::Scheduler { device, previous } => format!("scheduler of {device} (back to {previous})"),
             Step::Rotational { device, previous } => format!("rotational flag of {device} (back to {previous})"),
