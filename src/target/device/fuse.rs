@@ -183,8 +183,8 @@ impl Filesystem for ImageFs {
     }
 }
 
-/// A mounted emulated device; unmounting is the owner's job (the undo stack), dropping
-/// this joins the session thread.
+/// A mounted emulated device; unmounting is the owner's job (the undo stack, through the
+/// mount point), dropping this joins the session thread.
 pub struct EmulatedDevice {
     session: Option<BackgroundSession>,
     pub counters: Arc<Counters>,
@@ -230,10 +230,21 @@ impl EmulatedDevice {
 }
 
 impl Drop for EmulatedDevice {
+    /// The undo stack has unmounted the file system by now, which ends the session thread:
+    /// join it. If something still holds the device (an unmount that had to be lazy), the
+    /// thread would serve it forever; then leave it, and the kernel ends the connection when
+    /// the process exits and closes /dev/fuse.
     fn drop(&mut self) {
-        if let Some(session) = self.session.take() {
-            // Unmounts (if still mounted) and joins the session thread.
-            let _ = session.umount_and_join();
+        let Some(session) = self.session.take() else { return };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !session.guard.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if session.guard.is_finished() {
+            let _ = session.join();
+        } else {
+            eprintln!("fsynclab: the emulated device is still in use; it ends with this process");
+            std::mem::forget(session);
         }
     }
 }
