@@ -457,3 +457,29 @@ fn issue4_write_rate_paces_the_emulated_disk() {
     assert!(p50 < 2_000_000_000, "fsync of 4 MiB took {p50} ns at 20 MiB/s");
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
+
+#[test]
+fn issue4_a_panic_during_the_run_still_undoes_everything() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let dir = backing();
+    let args = fsynclab::cli::TargetArgs {
+        scratch: Some("ext4".into()),
+        device: Some("flush=1ms".into()),
+        scratch_size: Some("64M".into()),
+        backing: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let outcome = std::panic::catch_unwind(|| {
+        let target = fsynclab::target::prepare(&args).expect("scratch ext4");
+        std::fs::write(target.dir().join("f"), b"x").unwrap();
+        assert!(
+            !traces_under(dir.path()).is_empty(),
+            "the scratch filesystem is in place"
+        );
+        panic!("a scenario bug");
+    });
+    assert!(outcome.is_err());
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}

@@ -108,10 +108,20 @@ impl Undo {
         Undo::in_dir(Path::new(STATE_DIR))
     }
 
+    /// An empty stack whose state file is `dir/<pid>.json`; further stacks of the same
+    /// process (a library user preparing several targets at once) get `<pid>-<n>.json`.
     pub fn in_dir(dir: &Path) -> Undo {
+        static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let pid = std::process::id();
+        let name = if n == 0 {
+            format!("{pid}.json")
+        } else {
+            format!("{pid}-{n}.json")
+        };
         Undo {
             steps: Vec::new(),
-            file: Some(dir.join(format!("{}.json", std::process::id()))),
+            file: Some(dir.join(name)),
         }
     }
 
@@ -283,9 +293,9 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let outer = work.path().join("fsynclab-outer");
         let inner = outer.join("inner");
-        let file = state.path().join(format!("{}.json", std::process::id()));
+        let mut undo = Undo::in_dir(state.path());
+        let file = undo.file.clone().unwrap();
         {
-            let mut undo = Undo::in_dir(state.path());
             std::fs::create_dir(&outer).unwrap();
             undo.push(Step::Directory { path: outer.clone() }).unwrap();
             std::fs::create_dir(&inner).unwrap();
@@ -293,6 +303,7 @@ mod tests {
             let saved: StateFile = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
             assert_eq!(saved.steps.len(), 2);
         }
+        drop(undo);
         assert!(!outer.exists());
         assert!(!file.exists());
     }
