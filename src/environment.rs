@@ -16,6 +16,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::target::device::DeviceProfileInfo;
+
 /// The vm sysctls that decide when buffered data is written back.
 pub const DIRTY_SYSCTLS: [&str; 6] = [
     "dirty_ratio",
@@ -38,6 +40,33 @@ pub struct Fingerprint {
     pub device: Option<DeviceInfo>,
     /// `vm.dirty_*` sysctls by name (without the `vm.` prefix).
     pub sysctls: BTreeMap<String, u64>,
+    /// The scratch filesystem fsynclab made for the run (`--scratch`), as requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scratch: Option<ScratchInfo>,
+    /// The device profile behind the scratch filesystem (`--device`), with flush counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_profile: Option<DeviceProfileInfo>,
+    /// The sysctls fsynclab set for the run (`--dirty-ratio`...), restored afterwards.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctls_set: BTreeMap<String, u64>,
+}
+
+/// A scratch filesystem as requested; what the kernel made of the mount options is in
+/// [`FilesystemInfo`], the scheduler in [`DeviceInfo`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScratchInfo {
+    pub fstype: String,
+    /// Mount options as given after `FS:` (empty for the defaults).
+    pub mount_options: String,
+    /// `--mkfs-opts`, as given.
+    pub mkfs_options: String,
+    pub size_bytes: u64,
+    /// The image file behind the loop device.
+    pub image: String,
+    pub loop_device: String,
+    /// `--scheduler`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -288,6 +317,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         }),
         device,
         sysctls: read_sysctls(),
+        ..Fingerprint::default()
     }
 }
 
@@ -315,7 +345,17 @@ impl Fingerprint {
             ),
             None => String::new(),
         };
-        format!("{fs}{dev}")
+        let scratch = match (&self.scratch, &self.device_profile) {
+            (Some(s), p) => format!(
+                "; scratch {} image {} on {}{}",
+                s.fstype,
+                crate::units::human_size(s.size_bytes),
+                s.loop_device,
+                p.as_ref().map(|p| format!(", device {}", p.name)).unwrap_or_default()
+            ),
+            (None, _) => String::new(),
+        };
+        format!("{fs}{dev}{scratch}")
     }
 
     /// One line for reports: kernel, CPUs, memory, dirty sysctls.
