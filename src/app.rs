@@ -17,6 +17,7 @@ use crate::target;
 /// Runs the command and returns the process exit status.
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
+        Command::Suite(args) => crate::suite::run(&args),
         Command::List { scenario, format } => list(scenario.as_deref(), format),
         Command::Run { scenario: name, common } => {
             let s = scenario::find(&name)

@@ -9,6 +9,7 @@ use crate::report::Format;
 
 const AFTER_HELP: &str = "\
 Examples:
+  fsynclab suite --dir /mnt/test                  every scenario, scaled, with a summary (start here)
   fsynclab list                                   scenarios, their seeds and parameters
   fsynclab run overwrite-fsync --dir /mnt/test    seed 000: fsync behind a streaming writer
   fsynclab run random-writeback --set sleep=4s --format seed
@@ -46,6 +47,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run every scenario with scaled defaults (under 3 minutes) and print a one-screen summary
+    Suite(SuiteArgs),
     /// List every scenario: purpose, seed, parameters with defaults and the seed's values
     List {
         /// Show only this scenario
@@ -136,6 +139,26 @@ pub struct TargetArgs {
     /// vm.dirty_expire_centisecs for the run, as a duration like 30s (restored afterwards; root)
     #[arg(long, value_name = "DURATION", help_heading = "Writeback sysctls")]
     pub dirty_expire: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Write every scenario's JSON result and summary.json here [default: a new
+    /// fsynclab-results-<timestamp> directory in the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+    /// Run the seeds' original sizes and durations (says how long and how much space first)
+    #[arg(long)]
+    pub full: bool,
+    /// Set a parameter of one scenario, e.g. --set datasync.rounds=5, or of every scenario
+    /// that has it, e.g. --set duration=5s (repeatable)
+    #[arg(long = "set", short = 's', value_name = "[SCENARIO.]KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// No progress display on stderr
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@
 //! Modules, from the outside in:
 //! - [`cli`], [`app`]: the command line and what each subcommand does
 //! - [`engine`]: one run, phase by phase; [`result`]: its versioned JSON shape
+//! - [`suite`]: every scenario in one go, with a summary
 //! - [`scenario`]: one file per experiment; [`params`]: their typed `--set` parameters
 //! - [`role`]: prober, writers, the stop signal; [`sync`]: the sync methods
 //! - [`measure`]: clock, samples, histograms, throughput; [`observe`]: live events
@@ -28,6 +29,7 @@ pub mod report;
 pub mod result;
 pub mod role;
 pub mod scenario;
+pub mod suite;
 pub mod sync;
 pub mod sys;
 pub mod target;

@@ -236,6 +236,15 @@ impl Params {
             .unwrap_or_else(|| panic!("scenario reads parameter {name} it did not declare"))
     }
 
+    /// The duration parameter `name`, if the scenario declares one (for estimates that
+    /// work across scenarios, like the suite's).
+    pub fn find_duration(&self, name: &str) -> Option<Duration> {
+        match self.values.get(name) {
+            Some(Value::Duration(d)) => Some(*d),
+            _ => None,
+        }
+    }
+
     pub fn size(&self, name: &str) -> Bytes {
         match self.get(name) {
             Value::Size(b) => *b,

@@ -1,0 +1,366 @@
+//! `fsynclab suite`: every scenario of [`scenario::all`], one after another in one
+//! directory, with defaults scaled to finish in under three minutes (or, with `--full`, the
+//! seeds' original sizes), then a one-screen summary.
+//!
+//! Phases: plan (resolve every scenario's parameters, so bad input stops us before anything
+//! runs; with `--full`, the time and space it takes) → runs (each result written to the
+//! results directory as soon as it exists, so a later failure loses nothing) → summary
+//! (`summary.json` and the screen). Ctrl-C ends the current scenario early, skips the rest,
+//! and still writes the summary of what ran.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::SuiteArgs;
+use crate::engine::{self, Setup};
+use crate::environment::{self, Fingerprint};
+use crate::error::Usage;
+use crate::params::{split_assignment, Params};
+use crate::report::{self, Format, Live};
+use crate::result::{now_rfc3339, write_json_atomically};
+use crate::role::stop::Stop;
+use crate::scenario::{self, Scenario};
+use crate::target::{self, workdir};
+use crate::units::{format_duration, human_size};
+
+/// The longest a suite run lets any scenario's `duration` be, so that six scenarios fit in
+/// three minutes on a small VM with room for their setup phases.
+pub const SUITE_DURATION_CAP: Duration = Duration::from_secs(10);
+
+/// Per-scenario settings the suite uses over the scenario's own defaults (scaled runs only).
+/// Keys a scenario does not declare are skipped, so the table may name scenarios of other
+/// branches before they land.
+const SUITE_SETS: &[(&str, &[&str])] = &[
+    ("random-writeback", &["iterations=10"]),
+    ("small-files", &["runs=3", "files=200"]),
+    ("datasync", &["rounds=2", "duration=400ms"]),
+];
+
+pub const SUMMARY_FILE: &str = "summary.json";
+
+/// `summary.json`: what ran, where its result is, and its headline.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    pub started_at: String,
+    pub duration_s: f64,
+    pub full: bool,
+    pub interrupted: bool,
+    pub environment: Fingerprint,
+    pub scenarios: Vec<Entry>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Entry {
+    pub scenario: String,
+    /// `ok`, `errors` (some calls failed), `interrupted`, `failed` (no result), `skipped`.
+    pub status: String,
+    /// The result file, relative to the results directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    pub duration_s: f64,
+    pub headline: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub params: BTreeMap<String, String>,
+}
+
+/// A scenario with the parameters the suite will run it with.
+struct Planned {
+    scenario: &'static dyn Scenario,
+    params: Params,
+}
+
+pub fn run(args: &SuiteArgs) -> Result<i32> {
+    // Plan: parameters of every scenario, checked before anything runs.
+    let planned = plan(&args.sets, args.full)?;
+    let target = target::prepare(&args.target)?;
+    let dir = target.dir();
+    workdir::WorkDir::create(dir, false)?; // checks --dir is usable; removed at once
+    if args.full {
+        full_preflight(dir, &planned)?;
+    }
+    let results = results_dir(args.results.as_deref())?;
+    let stop = Stop::on_signals()?;
+    let started_at = now_rfc3339();
+    let clock = Instant::now();
+    let environment = environment::fingerprint(dir);
+
+    // Runs, one after another, each result on disk as soon as it exists.
+    let mut entries = Vec::new();
+    let n = planned.len();
+    for (i, p) in planned.iter().enumerate() {
+        let name = p.scenario.name();
+        if stop.is_set() {
+            entries.push(entry(p, "skipped", None, 0.0, String::new(), None));
+            continue;
+        }
+        if !args.quiet {
+            eprintln!("[{}/{n}] {name}: {}", i + 1, p.scenario.purpose());
+        }
+        let t0 = Instant::now();
+        let mut exporter = report::exporter(Format::Text);
+        let outcome = {
+            let mut live = Live::new(exporter.as_mut(), args.quiet);
+            let setup = Setup {
+                dir,
+                keep: false,
+                stop: &stop,
+            };
+            let r = engine::execute(p.scenario, &p.params, &setup, &mut live);
+            live.finish();
+            r
+        };
+        let secs = t0.elapsed().as_secs_f64();
+        let e = match outcome {
+            Ok(result) => {
+                let file = format!("{name}.json");
+                write_json_atomically(&result, &results.join(&file))?;
+                let status = if result.interrupted {
+                    "interrupted"
+                } else if result.errors() + result.background.as_ref().map_or(0, |b| b.errors) > 0 {
+                    "errors"
+                } else {
+                    "ok"
+                };
+                entry(p, status, Some(file), secs, p.scenario.headline(&result), None)
+            }
+            Err(err) => entry(p, "failed", None, secs, String::new(), Some(format!("{err:#}"))),
+        };
+        if !args.quiet {
+            eprintln!(
+                "[{}/{n}] {name} {} in {secs:.1} s: {}",
+                i + 1,
+                e.status,
+                e.error.as_ref().unwrap_or(&e.headline)
+            );
+        }
+        entries.push(e);
+    }
+
+    // Summary: the file, then the screen.
+    let summary = Summary {
+        started_at,
+        duration_s: clock.elapsed().as_secs_f64(),
+        full: args.full,
+        interrupted: stop.signal().is_some(),
+        environment,
+        scenarios: entries,
+    };
+    write_json_atomically(&summary, &results.join(SUMMARY_FILE))?;
+    print!("{}", render(&summary, &results));
+    if let Some(sig) = stop.signal() {
+        eprintln!("fsynclab: interrupted by signal {sig}; the summary covers what ran until then");
+        return Ok(128 + sig);
+    }
+    let bad = summary.scenarios.iter().filter(|e| e.status != "ok").count();
+    Ok(if bad > 0 { 1 } else { 0 })
+}
+
+fn entry(
+    p: &Planned,
+    status: &str,
+    result: Option<String>,
+    secs: f64,
+    headline: String,
+    error: Option<String>,
+) -> Entry {
+    Entry {
+        scenario: p.scenario.name().to_string(),
+        status: status.to_string(),
+        result,
+        duration_s: secs,
+        headline,
+        error,
+        params: p.params.to_text_map(),
+    }
+}
+
+/// Each scenario's parameters: its defaults, then the suite's scaled settings (or, with
+/// `full`, every seed value), then the user's `--set SCENARIO.KEY=VALUE` (or `KEY=VALUE`
+/// for every scenario that has KEY).
+fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
+    let scenarios = scenario::all();
+    let mut user: Vec<(Option<String>, String)> = Vec::new();
+    for arg in sets {
+        let (key, value) = split_assignment(arg)?;
+        match key.split_once('.') {
+            Some((name, k)) => {
+                if scenario::find(name).is_none() {
+                    return Err(Usage(format!(
+                        "--set {arg}: unknown scenario '{name}'; valid: {}",
+                        scenario::names()
+                    ))
+                    .into());
+                }
+                user.push((Some(name.to_string()), format!("{k}={value}")));
+            }
+            None => {
+                if !scenarios.iter().any(|s| s.params().iter().any(|p| p.name == key)) {
+                    return Err(Usage(format!(
+                        "--set {arg}: no scenario has a parameter '{key}'; use SCENARIO.KEY=VALUE (see fsynclab list)"
+                    ))
+                    .into());
+                }
+                user.push((None, format!("{key}={value}")));
+            }
+        }
+    }
+    let mut planned = Vec::new();
+    for s in scenarios {
+        let specs = s.params();
+        let declares = |assignment: &str| {
+            let key = assignment.split('=').next().unwrap_or("");
+            specs.iter().any(|p| p.name == key)
+        };
+        let mut assignments: Vec<String> = if full {
+            specs
+                .iter()
+                .filter_map(|p| p.seed.map(|v| format!("{}={v}", p.name)))
+                .collect()
+        } else {
+            scaled_sets(s)
+        };
+        for (only, a) in &user {
+            let mine = match only {
+                Some(name) => name == s.name(),
+                None => declares(a),
+            };
+            if mine {
+                assignments.push(a.clone());
+            }
+        }
+        let params = engine::resolve(s, &assignments).with_context(|| format!("suite: scenario {}", s.name()))?;
+        planned.push(Planned { scenario: s, params });
+    }
+    Ok(planned)
+}
+
+/// The suite's scaled settings for `s`: its entry in [`SUITE_SETS`] and a `duration` no
+/// longer than [`SUITE_DURATION_CAP`], each only where the scenario declares the key.
+fn scaled_sets(s: &dyn Scenario) -> Vec<String> {
+    let specs = s.params();
+    let mut out = Vec::new();
+    if let Some(d) = specs.iter().find(|p| p.name == "duration") {
+        let longer = crate::units::parse_duration(d.default).is_ok_and(|v| v.is_zero() || v > SUITE_DURATION_CAP);
+        if longer {
+            out.push(format!("duration={}", format_duration(SUITE_DURATION_CAP)));
+        }
+    }
+    for (name, sets) in SUITE_SETS {
+        if *name == s.name() {
+            for a in *sets {
+                let key = a.split('=').next().unwrap_or("");
+                if specs.iter().any(|p| p.name == key) {
+                    out.push(a.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// With `--full`: says how long and how much space it takes, and refuses if it does not fit.
+fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
+    let mut known = Duration::ZERO;
+    let mut unknown = Vec::new();
+    for p in planned {
+        match p.scenario.expected_duration(&p.params) {
+            Some(d) => known += d,
+            None => unknown.push(p.scenario.name()),
+        }
+    }
+    // Scenarios run one at a time and each removes its files: the largest one must fit.
+    let (largest, space) = planned
+        .iter()
+        .map(|p| (p.scenario.name(), p.scenario.space_needed(&p.params)))
+        .max_by_key(|(_, s)| *s)
+        .unwrap_or(("-", 0));
+    let time = if unknown.is_empty() {
+        format!("about {}", format_duration(round_to_seconds(known)))
+    } else {
+        format!(
+            "at least {} of measurement, plus {} as long as the device takes",
+            format_duration(round_to_seconds(known)),
+            unknown.join(", ")
+        )
+    };
+    eprintln!(
+        "fsynclab suite --full: the seeds' original sizes and durations: {time}, plus writing each scenario's files; needs up to {} of free space in {} at once ({largest})",
+        human_size(space),
+        dir.display()
+    );
+    workdir::preflight(
+        dir,
+        space,
+        &format!("{largest} is the largest: run without --full, or lower its sizes with --set {largest}.KEY=VALUE,"),
+    )?;
+    eprintln!("fsynclab suite --full: the space fits; starting (Ctrl-C stops and keeps what ran)");
+    Ok(())
+}
+
+fn round_to_seconds(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
+}
+
+/// The results directory: `--results DIR` (created if needed), or a new timestamped one in
+/// the current directory.
+fn results_dir(arg: Option<&Path>) -> Result<PathBuf> {
+    let path = match arg {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let stamp: String = now_rfc3339().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+            PathBuf::from(format!("fsynclab-results-{stamp}"))
+        }
+    };
+    std::fs::create_dir_all(&path)
+        .map_err(|e| Usage(format!("--results {}: cannot create it ({e})", path.display())))?;
+    Ok(path)
+}
+
+/// The one-screen summary.
+pub fn render(s: &Summary, results: &Path) -> String {
+    let mut out = String::new();
+    let e = &s.environment;
+    let fs = e
+        .filesystem
+        .as_ref()
+        .map_or("?".to_string(), |f| format!("{} at {}", f.fstype, f.mount_point));
+    let dev = e.device.as_ref().map_or(String::new(), |d| {
+        format!(
+            " on {} [{}, {}]",
+            d.name,
+            d.scheduler.as_deref().unwrap_or("?"),
+            d.write_cache.as_deref().unwrap_or("?")
+        )
+    });
+    out.push_str(&format!(
+        "fsynclab suite{}: {} scenarios in {:.0} s{}\n",
+        if s.full { " --full" } else { "" },
+        s.scenarios.iter().filter(|x| x.status != "skipped").count(),
+        s.duration_s,
+        if s.interrupted { " (interrupted)" } else { "" }
+    ));
+    out.push_str(&format!(
+        "  env  Linux {}, {} CPUs, {:.1} GiB; {fs}{dev}; dirty_ratio={}\n\n",
+        e.kernel,
+        e.cpus,
+        e.memory_bytes as f64 / (1u64 << 30) as f64,
+        e.sysctls.get("dirty_ratio").map_or("?".to_string(), u64::to_string)
+    ));
+    let w = s.scenarios.iter().map(|x| x.scenario.len()).max().unwrap_or(0);
+    for x in &s.scenarios {
+        let what = match (x.status.as_str(), &x.error) {
+            (_, Some(err)) => format!("FAILED: {err}"),
+            ("skipped", _) => "skipped (interrupted)".to_string(),
+            ("ok", _) => x.headline.clone(),
+            (status, _) => format!("{} ({status})", x.headline),
+        };
+        out.push_str(&format!("  {:<w$}  {what}\n", x.scenario));
+    }
+    out.push_str(&format!("\nresults: {}\n", results.display()));
+    out
+}

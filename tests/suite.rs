@@ -1,0 +1,187 @@
+//! Issue 3: `fsynclab suite` — runs every registered scenario (counted from `fsynclab list`,
+//! not hard-coded), writes one JSON result per scenario plus summary.json, prints a summary
+//! with the results path, leaves nothing in --dir, stops cleanly on Ctrl-C, refuses a
+//! `--full` run that does not fit, and rejects bad `--set`s with status 2.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{fsynclab, leftovers};
+use serde_json::Value;
+
+/// Settings that make every scenario tiny: global keys apply to each scenario declaring them.
+const TINY: &[&str] = &[
+    "duration=1s",
+    "sleep=100ms",
+    "iterations=2",
+    "file_size=64k",
+    "random_file_size=8M",
+    "small-files.sizes=4k,64k",
+    "small-files.runs=1",
+    "small-files.files=5",
+    "datasync.rounds=1",
+    "datasync.duration=20ms",
+];
+
+fn scenario_names() -> Vec<String> {
+    let out = fsynclab()
+        .args(["list", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let list: Value = serde_json::from_slice(&out).unwrap();
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn suite(dir: &Path, cwd: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    let mut cmd = fsynclab();
+    cmd.current_dir(cwd).args(["suite", "--quiet", "--dir"]).arg(dir);
+    for s in TINY {
+        cmd.args(["--set", s]);
+    }
+    cmd.args(extra);
+    cmd.assert()
+}
+
+#[test]
+fn suite_runs_every_scenario_and_writes_each_result_and_a_summary() {
+    let names = scenario_names();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = suite(dir.path(), cwd.path(), &[]).success().get_output().stdout.clone();
+    let text = String::from_utf8(out).unwrap();
+
+    // The default results directory is a new timestamped one in the current directory.
+    let shown = text
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .expect("results path printed");
+    assert!(shown.starts_with("fsynclab-results-"), "{shown}");
+    let results = cwd.path().join(shown);
+    let mut files = leftovers(&results);
+    files.sort();
+    let mut want: Vec<String> = names.iter().map(|n| format!("{n}.json")).collect();
+    want.push("summary.json".into());
+    want.sort();
+    assert_eq!(files, want);
+
+    // One summary line per scenario, and the environment in one line.
+    for n in &names {
+        assert_eq!(
+            text.lines().filter(|l| l.trim_start().starts_with(n.as_str())).count(),
+            1,
+            "{n}: {text}"
+        );
+    }
+    assert!(text.lines().any(|l| l.trim_start().starts_with("env  Linux")), "{text}");
+
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(results.join("summary.json")).unwrap()).unwrap();
+    let entries = summary["scenarios"].as_array().unwrap();
+    assert_eq!(entries.len(), names.len());
+    for (e, n) in entries.iter().zip(&names) {
+        assert_eq!(e["scenario"], n.as_str());
+        assert_eq!(e["status"], "ok", "{e}");
+        assert!(!e["headline"].as_str().unwrap().is_empty());
+        let r: Value =
+            serde_json::from_str(&std::fs::read_to_string(results.join(format!("{n}.json"))).unwrap()).unwrap();
+        assert_eq!(r["scenario"], n.as_str());
+    }
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}
+
+#[test]
+fn ctrl_c_stops_the_suite_and_still_writes_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+        .args([
+            "suite",
+            "--quiet",
+            "--set",
+            "duration=20s",
+            "--set",
+            "iterations=0",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .arg("--results")
+        .arg(results.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.path().join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["interrupted"], true);
+    let entries = summary["scenarios"].as_array().unwrap();
+    assert_eq!(entries[0]["status"], "interrupted");
+    assert!(entries[1..].iter().all(|e| e["status"] == "skipped"), "{entries:?}");
+    assert!(results
+        .path()
+        .join(format!("{}.json", entries[0]["scenario"].as_str().unwrap()))
+        .exists());
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}
+
+#[test]
+fn full_refuses_with_numbers_when_it_does_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let out = fsynclab()
+        .args([
+            "suite",
+            "--full",
+            "--quiet",
+            "--set",
+            "random-writeback.random_file_size=100T",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .arg("--results")
+        .arg(results.path())
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("of measurement"), "says how long: {err}");
+    assert!(err.contains("not enough space in"), "{err}");
+    assert!(err.contains("random-writeback"), "names the scenario: {err}");
+    assert!(leftovers(results.path()).is_empty());
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn bad_sets_are_one_line_errors_with_status_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (set, says) in [
+        ("nosuch.duration=1s", "unknown scenario 'nosuch'"),
+        ("nosuchkey=1", "no scenario has a parameter 'nosuchkey'"),
+        ("datasync.methods=fastsync", "expected a comma-separated list"),
+        ("small-files.runs=0", "runs=0"),
+    ] {
+        let out = fsynclab()
+            .args(["suite", "--quiet", "--set", set, "--dir"])
+            .arg(dir.path())
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{set}: {err}");
+        assert!(err.contains(says), "{set}: {err}");
+    }
+    assert!(leftovers(dir.path()).is_empty());
+}
