@@ -79,12 +79,17 @@ impl Prepared {
         self.undo.steps()
     }
 
+    /// Adds the target's configuration, without flush counts, to a fingerprint.
+    pub fn annotate_environment(&self, env: &mut crate::environment::Fingerprint) {
+        env.scratch = self.scratch.clone();
+        env.sysctls_set = self.sysctls_set.clone();
+        env.device_profile = self.profile.as_ref().map(DeviceProfile::info);
+    }
+
     /// Adds the target's configuration to a result: the scratch filesystem, the device
     /// profile with the flushes counted since `flushes_before`, the sysctls set.
     pub fn annotate(&self, result: &mut RunResult, flushes_before: Option<u64>) {
-        let env = &mut result.environment;
-        env.scratch = self.scratch.clone();
-        env.sysctls_set = self.sysctls_set.clone();
+        self.annotate_environment(&mut result.environment);
         let Some(profile) = &self.profile else { return };
         let mut info = profile.info();
         if let (Some(before), Some(now)) = (flushes_before, self.flushes()) {
