@@ -483,3 +483,56 @@ fn issue4_a_panic_during_the_run_still_undoes_everything() {
     assert!(outcome.is_err());
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
+
+#[test]
+fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let dir = backing();
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd = fsynclab();
+    cmd.args([
+        "suite",
+        "--quiet",
+        "--scratch",
+        "ext4",
+        "--device",
+        "flush=1ms",
+        "--backing",
+    ])
+    .arg(dir.path())
+    .arg("--results")
+    .arg(results.path());
+    for s in [
+        "duration=1s",
+        "sleep=100ms",
+        "iterations=2",
+        "file_size=64k",
+        "random_file_size=8M",
+        "small-files.sizes=4k,64k",
+        "small-files.runs=1",
+        "small-files.files=5",
+        "datasync.rounds=1",
+        "datasync.duration=20ms",
+    ] {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.timeout(Duration::from_secs(300)).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.path().join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["environment"]["scratch"]["fstype"], "ext4");
+    assert_eq!(summary["environment"]["device_profile"]["name"], "flush=1ms");
+    for e in summary["scenarios"].as_array().unwrap() {
+        let file = e["result"].as_str().expect("a result file");
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(results.path().join(file)).unwrap()).unwrap();
+        common::assert_matches_schema(&r);
+        assert_eq!(r["environment"]["filesystem"]["fstype"], "ext4", "{file}");
+        assert!(
+            r["environment"]["device_profile"]["flushes"].as_u64().is_some(),
+            "{file}"
+        );
+    }
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
