@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what fsynclab needs on a Debian machine: the Rust toolchain is expected; the
-# Debian packages are only installed when missing and when we are root.
+# Debian packages are only installed when missing and when we are root. mkfs.* for the
+# scratch filesystems, fuse3 for emulated disks, mount for losetup.
 set -euo pipefail
 need=()
-for pkg in e2fsprogs; do
+for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then

@@ -33,14 +33,35 @@ pub fn run(cli: Cli) -> Result<i32> {
             &common,
         ),
         Command::Probe { common } => measure(&probe::Probe, &common),
+        Command::Cleanup => cleanup(),
     }
 }
 
 /// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit status.
 fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
     let params = engine::resolve(s, &args.sets)?;
+    if args.keep && args.target.scratch.is_some() {
+        return Err(Usage(
+            "--keep has nothing to keep with --scratch: the scratch filesystem is removed after the run; use --dir to keep files"
+                .into(),
+        )
+        .into());
+    }
     let stop = Stop::on_signals()?;
-    let target = target::prepare(&args.target)?;
+    let target = match target::prepare_for(&args.target, s.space_needed(&params)) {
+        // Ctrl-C reaches the mkfs or mount we were waiting for: say so rather than its error.
+        Err(_) if stop.signal().is_some() => {
+            let sig = stop.signal().unwrap_or(2);
+            eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; what was set up is undone");
+            return Ok(128 + sig);
+        }
+        r => r?,
+    };
+    if let Some(sig) = stop.signal() {
+        eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; nothing was measured");
+        return Ok(128 + sig);
+    }
+    let flushes_before = target.flushes();
     let mut exporter = report::exporter(args.format);
     let result = {
         let mut live = Live::new(exporter.as_mut(), args.quiet);
@@ -51,14 +72,40 @@ fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
         };
         let result = engine::execute(s, &params, &setup, &mut live);
         live.finish();
-        result?
+        let mut result = result?;
+        target.annotate(&mut result, flushes_before);
+        result
     };
     print!("{}", exporter.render(&result));
     std::io::stdout().flush()?;
     if let Some(path) = &args.output {
         write_json_atomically(&result, path)?;
     }
+    if args.keep {
+        eprintln!("fsynclab: kept the work directory {}", result.environment.target);
+    }
     Ok(exit_status(&result, &stop))
+}
+
+/// `fsynclab cleanup`: undoes what killed runs left, says what it did.
+fn cleanup() -> Result<i32> {
+    if !crate::sys::is_root() {
+        return Err(Usage("cleanup undoes mounts and loop devices: run it as root".into()).into());
+    }
+    let report = target::state::cleanup_leftovers(std::path::Path::new(target::state::STATE_DIR))?;
+    for line in &report.undone {
+        println!("undone: {line}");
+    }
+    for pid in &report.running {
+        println!("left alone: pid {pid} is still running");
+    }
+    for line in &report.failed {
+        eprintln!("fsynclab: cleanup: could not undo {line}");
+    }
+    if report.undone.is_empty() && report.failed.is_empty() {
+        println!("nothing to clean up");
+    }
+    Ok(if report.failed.is_empty() { 0 } else { 1 })
 }
 
 fn exit_status(result: &RunResult, stop: &Stop) -> i32 {

@@ -16,10 +16,18 @@ Examples:
   fsynclab run overwrite-fsync --set sync=fdatasync --set background=none
   fsynclab load random --dir /mnt/test --set duration=2m   (load for another tool)
   fsynclab probe --dir /mnt/test                  the cost of a bare flush there
+  fsynclab run overwrite-fsync --scratch ext3:data=writeback --device hdd-5400   (as root)
+  fsynclab probe --scratch ext4:nobarrier --device flush=20ms
+  fsynclab cleanup                                leftovers of a run killed with SIGKILL
 
 Sizes take 4k, 1M, 8G (binary); durations 250ms, 1s, 2m. Exit status: 0 success,
 1 failure (including failed sync calls, which are reported), 2 bad input,
-130/143 interrupted by SIGINT/SIGTERM (the partial result is still printed).";
+130/143 interrupted by SIGINT/SIGTERM (the partial result is still printed).
+
+Scratch targets (--scratch, root): image file -> loop device -> mkfs -> mount, all under
+BACKING/fsynclab-scratch-PID-*/, undone in reverse when the run ends (also on error,
+Ctrl-C, SIGTERM); /run/fsynclab/PID.json records what is in place for `fsynclab cleanup`.
+Device profiles: `fsynclab run --help` (under --device).";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -69,14 +77,68 @@ pub enum Command {
         #[command(flatten)]
         common: RunArgs,
     },
+    /// Remove what runs killed with SIGKILL left behind: mounts, loop devices, images, sysctls
+    Cleanup,
 }
 
-/// Where the run's I/O goes (`--dir`; scratch filesystems join here).
-#[derive(Debug, Args)]
+/// Where the run's I/O goes: `--dir`, or a scratch filesystem made for the run.
+#[derive(Debug, Default, Args)]
 pub struct TargetArgs {
     /// Directory on the filesystem under test; fsynclab works in a new subdirectory of it
     #[arg(long, short = 'd', value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
+    /// Run on a scratch filesystem made for the run on a loop device (root): ext2, ext3,
+    /// ext4, xfs, btrfs, with mount options after a colon (ext3:data=writeback, ext4:nobarrier)
+    #[arg(
+        long,
+        value_name = "FS[:OPTS]",
+        conflicts_with = "dir",
+        help_heading = "Scratch target"
+    )]
+    pub scratch: Option<String>,
+    /// Extra mkfs options for --scratch, e.g. "-b 1024" or "-J size=64"
+    #[arg(
+        long,
+        value_name = "OPTS",
+        requires = "scratch",
+        allow_hyphen_values = true,
+        help_heading = "Scratch target"
+    )]
+    pub mkfs_opts: Option<String>,
+    /// Size of the scratch image [default: what the scenario needs plus a margin, at least 1G]
+    #[arg(long, value_name = "SIZE", requires = "scratch", help_heading = "Scratch target")]
+    pub scratch_size: Option<String>,
+    /// Directory that holds the scratch image and mount point [default: .]
+    #[arg(long, value_name = "DIR", requires = "scratch", help_heading = "Scratch target")]
+    pub backing: Option<PathBuf>,
+    /// I/O scheduler of the scratch loop device
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "scratch",
+        value_parser = ["none", "mq-deadline", "bfq", "kyber"],
+        help_heading = "Scratch target"
+    )]
+    pub scheduler: Option<String>,
+    /// Disk behind the scratch filesystem: host (default), ram, hdd-5400, hdd-7200, ssd-sata,
+    /// nvme, or flush=DURATION[,write=RATE] (`--help` shows their figures)
+    #[arg(
+        long,
+        value_name = "PROFILE",
+        requires = "scratch",
+        long_help = crate::target::device::PROFILES_HELP,
+        help_heading = "Scratch target"
+    )]
+    pub device: Option<String>,
+    /// vm.dirty_ratio for the run (restored afterwards; root)
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(0..=100), help_heading = "Writeback sysctls")]
+    pub dirty_ratio: Option<u64>,
+    /// vm.dirty_background_ratio for the run (restored afterwards; root)
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(0..=100), help_heading = "Writeback sysctls")]
+    pub dirty_background_ratio: Option<u64>,
+    /// vm.dirty_expire_centisecs for the run, as a duration like 30s (restored afterwards; root)
+    #[arg(long, value_name = "DURATION", help_heading = "Writeback sysctls")]
+    pub dirty_expire: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::target::device::DeviceProfileInfo;
+
 /// The vm sysctls that decide when buffered data is written back.
 pub const DIRTY_SYSCTLS: [&str; 6] = [
     "dirty_ratio",
@@ -38,6 +40,33 @@ pub struct Fingerprint {
     pub device: Option<DeviceInfo>,
     /// `vm.dirty_*` sysctls by name (without the `vm.` prefix).
     pub sysctls: BTreeMap<String, u64>,
+    /// The scratch filesystem fsynclab made for the run (`--scratch`), as requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scratch: Option<ScratchInfo>,
+    /// The device profile behind the scratch filesystem (`--device`), with flush counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_profile: Option<DeviceProfileInfo>,
+    /// The sysctls fsynclab set for the run (`--dirty-ratio`...), restored afterwards.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctls_set: BTreeMap<String, u64>,
+}
+
+/// A scratch filesystem as requested; what the kernel made of the mount options is in
+/// [`FilesystemInfo`], the scheduler in [`DeviceInfo`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScratchInfo {
+    pub fstype: String,
+    /// Mount options as given after `FS:` (empty for the defaults).
+    pub mount_options: String,
+    /// `--mkfs-opts`, as given.
+    pub mkfs_options: String,
+    pub size_bytes: u64,
+    /// The image file behind the loop device.
+    pub image: String,
+    pub loop_device: String,
+    /// `--scheduler`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -167,6 +196,33 @@ pub fn parse_scheduler(text: &str) -> (Option<String>, Vec<String>) {
     (active, all)
 }
 
+/// A field of `/proc/meminfo` (`MemFree`, `Active(file)`), in bytes.
+pub fn meminfo_field(meminfo: &str, name: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.split(':').next() == Some(name))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// About how many dirty bytes the kernel lets pile up before background writeback starts:
+/// `vm.dirty_background_bytes` when set, else `dirty_background_ratio` percent of the
+/// dirtyable memory, approximated as MemFree + Active(file) + Inactive(file) (the kernel's
+/// `global_dirtyable_memory()` also subtracts reserves; this is an estimate).
+pub fn dirty_background_threshold(sysctls: &BTreeMap<String, u64>, meminfo: &str) -> Option<u64> {
+    if let Some(bytes) = sysctls.get("dirty_background_bytes").filter(|b| **b > 0) {
+        return Some(*bytes);
+    }
+    let ratio = *sysctls.get("dirty_background_ratio")?;
+    let dirtyable = meminfo_field(meminfo, "MemFree")?
+        + meminfo_field(meminfo, "Active(file)").unwrap_or(0)
+        + meminfo_field(meminfo, "Inactive(file)").unwrap_or(0);
+    Some(dirtyable / 100 * ratio)
+}
+
+/// The same, for this machine now.
+pub fn current_dirty_background_threshold() -> Option<u64> {
+    dirty_background_threshold(&read_sysctls(), &std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
 /// `MemTotal` from `/proc/meminfo`, in bytes.
 pub fn parse_memtotal(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
@@ -261,6 +317,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         }),
         device,
         sysctls: read_sysctls(),
+        ..Fingerprint::default()
     }
 }
 
@@ -288,7 +345,17 @@ impl Fingerprint {
             ),
             None => String::new(),
         };
-        format!("{fs}{dev}")
+        let scratch = match (&self.scratch, &self.device_profile) {
+            (Some(s), p) => format!(
+                "; scratch {} image {} on {}{}",
+                s.fstype,
+                crate::units::human_size(s.size_bytes),
+                s.loop_device,
+                p.as_ref().map(|p| format!(", device {}", p.name)).unwrap_or_default()
+            ),
+            (None, _) => String::new(),
+        };
+        format!("{fs}{dev}{scratch}")
     }
 
     /// One line for reports: kernel, CPUs, memory, dirty sysctls.
@@ -344,6 +411,21 @@ mod tests {
         assert_eq!(active.as_deref(), Some("bfq"));
         assert_eq!(all, ["mq-deadline", "kyber", "bfq", "none"]);
         assert_eq!(parse_scheduler("none").0, None);
+    }
+
+    #[test]
+    fn dirty_background_threshold_from_ratio_or_bytes() {
+        let meminfo = "MemTotal: 1000 kB\nMemFree: 600 kB\nActive(file): 200 kB\nInactive(file): 200 kB\n";
+        let mut sysctls = BTreeMap::from([
+            ("dirty_background_ratio".to_string(), 10),
+            ("dirty_background_bytes".to_string(), 0),
+        ]);
+        assert_eq!(
+            dirty_background_threshold(&sysctls, meminfo),
+            Some(1000 * 1024 / 100 * 10)
+        );
+        sysctls.insert("dirty_background_bytes".into(), 4096);
+        assert_eq!(dirty_background_threshold(&sysctls, meminfo), Some(4096));
     }
 
     #[test]

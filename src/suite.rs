@@ -76,17 +76,25 @@ struct Planned {
 pub fn run(args: &SuiteArgs) -> Result<i32> {
     // Plan: parameters of every scenario, checked before anything runs.
     let planned = plan(&args.sets, args.full)?;
-    let target = target::prepare(&args.target)?;
+    // Signals first: a Ctrl-C while a scratch target is being made must not kill us halfway.
+    let stop = Stop::on_signals()?;
+    // A scratch image big enough for the largest scenario.
+    let needed = planned
+        .iter()
+        .map(|p| p.scenario.space_needed(&p.params))
+        .max()
+        .unwrap_or(0);
+    let target = target::prepare_for(&args.target, needed)?;
     let dir = target.dir();
     workdir::WorkDir::create(dir, false)?; // checks --dir is usable; removed at once
     if args.full {
         full_preflight(dir, &planned)?;
     }
     let results = results_dir(args.results.as_deref())?;
-    let stop = Stop::on_signals()?;
     let started_at = now_rfc3339();
     let clock = Instant::now();
-    let environment = environment::fingerprint(dir);
+    let mut environment = environment::fingerprint(dir);
+    target.annotate_environment(&mut environment);
 
     // Runs, one after another, each result on disk as soon as it exists.
     let mut entries = Vec::new();
@@ -101,6 +109,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32> {
             eprintln!("[{}/{n}] {name}: {}", i + 1, p.scenario.purpose());
         }
         let t0 = Instant::now();
+        let flushes_before = target.flushes();
         let mut exporter = report::exporter(Format::Text);
         let outcome = {
             let mut live = Live::new(exporter.as_mut(), args.quiet);
@@ -115,7 +124,8 @@ pub fn run(args: &SuiteArgs) -> Result<i32> {
         };
         let secs = t0.elapsed().as_secs_f64();
         let e = match outcome {
-            Ok(result) => {
+            Ok(mut result) => {
+                target.annotate(&mut result, flushes_before);
                 let file = format!("{name}.json");
                 write_json_atomically(&result, &results.join(&file))?;
                 let status = if result.interrupted {

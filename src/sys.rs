@@ -163,3 +163,9 @@ impl Drop for AlignedBuf {
         unsafe { std::alloc::dealloc(self.ptr, self.layout) }
     }
 }
+
+/// Whether this process runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}

@@ -6,11 +6,12 @@ use anyhow::Result;
 use super::Context;
 use crate::measure::RunClock;
 use crate::params::{Kind, ParamSpec, Params};
+use crate::role::prober::ProberConfig;
 use crate::role::stop::Stop;
 use crate::role::writer::{
     Background, BackgroundReport, RandomWriter, StreamWriter, Writer, RANDOM_PARAMS, STREAM_PARAMS,
 };
-use crate::units::Bytes;
+use crate::units::{human_size, Bytes};
 
 pub const KINDS: &[&str] = &["none", "stream", "random"];
 
@@ -50,6 +51,18 @@ pub fn validate(params: &Params) -> Result<()> {
     }
 }
 
+/// Checks of a scenario that runs the prober against this background.
+pub fn validate_with_prober(params: &Params) -> Result<()> {
+    ProberConfig::from_params(params)?;
+    validate(params)
+}
+
+/// Bytes of the prober's file and the background writer's file.
+pub fn space_with_prober(params: &Params) -> u64 {
+    let prober = ProberConfig::from_params(params).map(|c| c.space_needed()).unwrap_or(0);
+    prober + space_needed(params)
+}
+
 /// Opens the chosen writer and, for `random`, writes its file out first (printing the
 /// seed's setup lines). `None` for `background=none`, or when stopped during setup.
 pub fn prepare(ctx: &mut Context<'_>, params: &Params) -> Result<Option<Box<dyn Writer>>> {
@@ -63,6 +76,32 @@ pub fn prepare(ctx: &mut Context<'_>, params: &Params) -> Result<Option<Box<dyn 
             Some(Box::new(w))
         }
         _ => None,
+    })
+}
+
+/// A note for the result when the writer's file is smaller than the dirty background
+/// threshold: then the kernel starts writeback only when data expires
+/// (`dirty_expire_centisecs`), and a short run barely loads the disk. Computed from this
+/// machine's memory and sysctls, so the reader knows what the figures do and do not show.
+pub fn pressure_note(params: &Params) -> Option<String> {
+    let (what, param, size) = match params.text("background") {
+        "stream" => ("stream writer's file", "file_size", params.size("file_size").get()),
+        "random" => (
+            "random writer's file",
+            "random_file_size",
+            params.size("random_file_size").get(),
+        ),
+        _ => return None,
+    };
+    let threshold = crate::environment::current_dirty_background_threshold()?;
+    (size < threshold).then(|| {
+        format!(
+            "note: the {what} ({}) is smaller than the dirty background threshold (about {}), so writeback starts \
+             only as dirty data expires and this run loads the disk lightly; for the seed's pressure raise --set {param} \
+             above it, or lower vm.dirty_background_ratio",
+            human_size(size),
+            human_size(threshold)
+        )
     })
 }
 

@@ -94,6 +94,9 @@ impl Scenario for Load {
         let writer = background::prepare(ctx, &full)?;
         let duration = params.duration("duration");
         let running = background::Running::start(writer, ctx.clock, ctx.stop)?;
+        if self.kind == "random" {
+            ctx.observer.event(Event::SeedLine("starting random io!"));
+        }
         let started = ctx.clock.elapsed();
         let total = (!duration.is_zero()).then_some(duration.as_millis() as u64);
         ctx.observer.event(Event::Phase {
@@ -119,6 +122,9 @@ impl Scenario for Load {
             }
         }
         let background = running.stop();
+        if let Some(b) = background.as_ref().filter(|b| b.kind == "stream") {
+            ctx.observer.event(Event::SeedLine(&background::seed_stream_line(b)));
+        }
         Ok(Outcome {
             background,
             ..Outcome::default()

@@ -42,13 +42,11 @@ impl Scenario for OverwriteFsync {
     }
 
     fn validate(&self, params: &Params) -> Result<()> {
-        ProberConfig::from_params(params)?;
-        background::validate(params)
+        background::validate_with_prober(params)
     }
 
     fn space_needed(&self, params: &Params) -> u64 {
-        let prober = ProberConfig::from_params(params).map(|c| c.space_needed()).unwrap_or(0);
-        prober + background::space_needed(params)
+        background::space_with_prober(params)
     }
 
     fn space_hint(&self) -> &'static str {
@@ -68,9 +66,11 @@ impl Scenario for OverwriteFsync {
         if let Some(b) = background.as_ref().filter(|b| b.kind == "stream") {
             ctx.observer.event(Event::SeedLine(&background::seed_stream_line(b)));
         }
+        let findings = background::pressure_note(params).into_iter().collect();
         Ok(Outcome {
             recorder,
             background,
+            findings,
             ..Outcome::default()
         })
     }

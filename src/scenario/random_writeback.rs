@@ -61,13 +61,11 @@ impl Scenario for RandomWriteback {
     }
 
     fn validate(&self, params: &Params) -> Result<()> {
-        ProberConfig::from_params(params)?;
-        background::validate(params)
+        background::validate_with_prober(params)
     }
 
     fn space_needed(&self, params: &Params) -> u64 {
-        let prober = ProberConfig::from_params(params).map(|c| c.space_needed()).unwrap_or(0);
-        prober + background::space_needed(params)
+        background::space_with_prober(params)
     }
 
     fn space_hint(&self) -> &'static str {
@@ -89,9 +87,11 @@ impl Scenario for RandomWriteback {
         ctx.observer
             .event(Event::SeedLine(&seed_done_line(done, params.text("background"))));
         let background = running.stop();
+        let findings = background::pressure_note(params).into_iter().collect();
         Ok(Outcome {
             recorder,
             background,
+            findings,
             ..Outcome::default()
         })
     }

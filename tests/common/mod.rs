@@ -50,3 +50,34 @@ pub fn leftovers(dir: &Path) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Parameters that make any prober scenario finish in about a second.
+pub const TINY: &[&str] = &[
+    "--set",
+    "duration=1s",
+    "--set",
+    "sleep=100ms",
+    "--set",
+    "file_size=16M",
+    "--set",
+    "chunk=1M",
+    "--set",
+    "random_file_size=16M",
+    "--quiet",
+];
+
+/// Validates `result` against `schema/result-v1.schema.json`, panicking with every error.
+pub fn assert_matches_schema(result: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../schema/result-v1.schema.json")).expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(result)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "result does not match the schema:\n{}",
+        errors.join("\n")
+    );
+}

@@ -1,0 +1,317 @@
+//! Scratch filesystems (`--scratch FS[:MOUNT_OPTIONS]`): a filesystem made for one run on a
+//! loop device, and removed afterwards.
+//!
+//! Lifecycle, each step pushed on the undo stack ([`super::state::Undo`]) as soon as done:
+//! private directory → (tmpfs for `--device ram`) → sparse image file → mkfs → (FUSE
+//! emulated device) → loop device → scheduler → mount. Undone in reverse: unmount, scheduler
+//! back, detach, FUSE unmount, directory removed.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Result;
+
+use super::command::find_tool;
+use super::device::fuse::{EmulatedDevice, IMAGE_NAME};
+use super::device::DeviceProfile;
+use super::state::{Step, Undo};
+use super::{loopdev, mount};
+use crate::environment::ScratchInfo;
+use crate::error::Usage;
+use crate::sys;
+use crate::units::{human_size, Bytes};
+
+/// The filesystems `--scratch` can make, and the Debian package with their mkfs.
+pub const FILESYSTEMS: [(&str, &str); 5] = [
+    ("ext2", "e2fsprogs"),
+    ("ext3", "e2fsprogs"),
+    ("ext4", "e2fsprogs"),
+    ("xfs", "xfsprogs"),
+    ("btrfs", "btrfs-progs"),
+];
+
+/// The smallest scratch image made when the scenario needs little.
+pub const DEFAULT_MIN_SIZE: u64 = Bytes::GIB;
+
+/// `FS[:MOUNT_OPTIONS]` as typed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScratchSpec {
+    pub fstype: String,
+    pub mount_options: String,
+}
+
+impl ScratchSpec {
+    pub fn parse(text: &str) -> Result<ScratchSpec, Usage> {
+        let (fstype, opts) = text.split_once(':').unwrap_or((text, ""));
+        if !FILESYSTEMS.iter().any(|(fs, _)| *fs == fstype) {
+            let valid: Vec<&str> = FILESYSTEMS.iter().map(|f| f.0).collect();
+            return Err(Usage(format!(
+                "--scratch {text}: unknown filesystem '{fstype}'; valid: {} (mount options after a colon, e.g. ext4:nobarrier)",
+                valid.join(", ")
+            )));
+        }
+        Ok(ScratchSpec {
+            fstype: fstype.to_string(),
+            mount_options: opts.to_string(),
+        })
+    }
+
+    /// The smallest image mkfs accepts for this filesystem.
+    pub fn min_size(&self) -> u64 {
+        match self.fstype.as_str() {
+            "xfs" => 300 * Bytes::MIB,
+            "btrfs" => 256 * Bytes::MIB,
+            _ => 16 * Bytes::MIB,
+        }
+    }
+
+    /// The image size for a run whose files need `needed` bytes: a quarter more plus 256 MiB
+    /// for metadata and journal, at least [`DEFAULT_MIN_SIZE`], rounded up to a MiB.
+    pub fn default_size(&self, needed: u64) -> u64 {
+        let size = needed
+            .saturating_add(needed / 4)
+            .saturating_add(256 * Bytes::MIB)
+            .max(DEFAULT_MIN_SIZE)
+            .max(self.min_size());
+        size.div_ceil(Bytes::MIB) * Bytes::MIB
+    }
+}
+
+/// Everything `--scratch` takes, checked.
+#[derive(Clone, Debug)]
+pub struct ScratchRequest {
+    pub spec: ScratchSpec,
+    pub mkfs_options: Vec<String>,
+    pub size: u64,
+    pub backing: PathBuf,
+    pub scheduler: Option<String>,
+    pub device: DeviceProfile,
+}
+
+/// Refuses, in one line saying how to get it, what the machine lacks for `request`.
+pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
+    if !sys::is_root() {
+        return Err(Usage(
+            "--scratch needs root (loop devices, mkfs, mount): run fsynclab as root, e.g. with sudo".into(),
+        ));
+    }
+    if let Some(missing) = missing_tool(&request.spec.fstype, |t| find_tool(t).is_some()) {
+        return Err(Usage(missing));
+    }
+    if matches!(request.device, DeviceProfile::Emulated { .. }) && !Path::new("/dev/fuse").exists() {
+        return Err(Usage(
+            "--device: emulated disks need FUSE and /dev/fuse is missing; load it with `modprobe fuse`".into(),
+        ));
+    }
+    let backing = &request.backing;
+    if !backing.is_dir() {
+        return Err(Usage(format!(
+            "--backing {}: no such directory; create it or choose another",
+            backing.display()
+        )));
+    }
+    if request.device == DeviceProfile::Ram {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let available = meminfo
+            .lines()
+            .find(|l| l.starts_with("MemAvailable:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .map_or(u64::MAX, |kib| kib * 1024);
+        if request.size > available / 2 {
+            return Err(Usage(format!(
+                "--device ram: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
+                human_size(request.size),
+                human_size(available)
+            )));
+        }
+    } else {
+        let space = sys::fs_space(backing).map_err(|e| {
+            Usage(format!(
+                "--backing {}: cannot read its free space ({e})",
+                backing.display()
+            ))
+        })?;
+        if space.available < request.size {
+            return Err(Usage(format!(
+                "--backing {}: {} free, the scratch image needs {}; lower --scratch-size or choose another --backing",
+                backing.display(),
+                human_size(space.available),
+                human_size(request.size)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The first tool `--scratch FSTYPE` needs that `installed` says is missing, as the one-line
+/// message saying which Debian package brings it.
+pub fn missing_tool(fstype: &str, installed: impl Fn(&str) -> bool) -> Option<String> {
+    let package = FILESYSTEMS.iter().find(|f| f.0 == fstype).map_or("e2fsprogs", |f| f.1);
+    let mkfs = format!("mkfs.{fstype}");
+    let missing = [
+        (mkfs.as_str(), package),
+        ("losetup", "mount"),
+        ("mount", "mount"),
+        ("umount", "mount"),
+    ]
+    .into_iter()
+    .find(|(tool, _)| !installed(tool))
+    .map(|(tool, pkg)| format!("--scratch {fstype}: {tool} is not installed; install it with `apt-get install {pkg}`"));
+    missing
+}
+
+/// A provisioned scratch filesystem: what the run needs to know about it.
+pub struct Scratch {
+    pub mount_point: PathBuf,
+    pub info: ScratchInfo,
+}
+
+/// Provisions `request`, pushing every step on `undo`; `device` receives the emulated
+/// device (which must outlive the undo of the loop device: the caller drops it last).
+pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<EmulatedDevice>) -> Result<Scratch> {
+    // The private directory: everything of the run lives in it.
+    let stamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let backing = std::fs::canonicalize(&request.backing)?;
+    let dir = backing.join(format!("fsynclab-scratch-{}-{stamp:08x}", std::process::id()));
+    std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    undo.push(Step::Directory { path: dir.clone() })?;
+
+    // The image, on a private tmpfs for `ram`.
+    let image_dir = if request.device == DeviceProfile::Ram {
+        let ram = dir.join("ram");
+        std::fs::create_dir(&ram)?;
+        let size = format!("size={}", request.size + 16 * Bytes::MIB);
+        mount::mount("tmpfs", "fsynclab-ram", &ram, &size)?;
+        undo.push(Step::Tmpfs {
+            mount_point: ram.clone(),
+        })?;
+        ram
+    } else {
+        dir.clone()
+    };
+    let image = image_dir.join("fsynclab.img");
+    std::fs::File::create(&image)
+        .and_then(|f| f.set_len(request.size))
+        .map_err(|e| anyhow::anyhow!("cannot create the image {}: {e}", image.display()))?;
+    mount::mkfs(&request.spec.fstype, &image, &request.mkfs_options)?;
+
+    // The emulated device serving the image, for flush= profiles.
+    let loop_target = match &request.device {
+        DeviceProfile::Emulated { profile, .. } => {
+            let dev_dir = dir.join("dev");
+            std::fs::create_dir(&dev_dir)?;
+            *device = Some(EmulatedDevice::mount(&image, &dev_dir, profile)?);
+            undo.push(Step::Fuse {
+                mount_point: dev_dir.clone(),
+            })?;
+            dev_dir.join(IMAGE_NAME)
+        }
+        _ => image.clone(),
+    };
+
+    let loop_device = loopdev::attach(&loop_target)?;
+    undo.push(Step::Loop {
+        device: loop_device.clone(),
+        image: Some(loop_target.clone()),
+    })?;
+
+    if let DeviceProfile::Emulated { profile, .. } = &request.device {
+        let previous = loopdev::rotational(&loop_device)?;
+        if previous != profile.rotational {
+            loopdev::set_rotational(&loop_device, profile.rotational)?;
+            undo.push(Step::Rotational {
+                device: loop_device.clone(),
+                previous,
+            })?;
+        }
+    }
+
+    if let Some(wanted) = &request.scheduler {
+        let (previous, _) = loopdev::scheduler(&loop_device)?;
+        loopdev::set_scheduler(&loop_device, wanted).map_err(|e| Usage(format!("--scheduler {wanted}: {e:#}")))?;
+        undo.push(Step::Scheduler {
+            device: loop_device.clone(),
+            previous: previous.unwrap_or_else(|| "none".into()),
+        })?;
+    }
+
+    let mount_point = dir.join("mnt");
+    std::fs::create_dir(&mount_point)?;
+    mount::mount(
+        &request.spec.fstype,
+        &loop_device,
+        &mount_point,
+        &request.spec.mount_options,
+    )
+    .map_err(|e| {
+        if request.spec.mount_options.is_empty() {
+            e
+        } else {
+            anyhow::anyhow!(Usage(format!(
+                "--scratch {}:{}: the kernel refused these mount options ({e:#})",
+                request.spec.fstype, request.spec.mount_options
+            )))
+        }
+    })?;
+    undo.push(Step::Mount {
+        mount_point: mount_point.clone(),
+    })?;
+
+    Ok(Scratch {
+        mount_point,
+        info: ScratchInfo {
+            fstype: request.spec.fstype.clone(),
+            mount_options: request.spec.mount_options.clone(),
+            mkfs_options: request.mkfs_options.join(" "),
+            size_bytes: request.size,
+            image: image.display().to_string(),
+            loop_device,
+            scheduler: request.scheduler.clone(),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_fs_and_mount_options() {
+        let s = ScratchSpec::parse("ext4:nobarrier,commit=5").unwrap();
+        assert_eq!(s.fstype, "ext4");
+        assert_eq!(s.mount_options, "nobarrier,commit=5");
+        assert_eq!(ScratchSpec::parse("xfs").unwrap().mount_options, "");
+        let err = ScratchSpec::parse("zfs:foo").unwrap_err().to_string();
+        assert!(
+            err.contains("unknown filesystem 'zfs'; valid: ext2, ext3, ext4, xfs, btrfs"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_missing_mkfs_names_its_package() {
+        let msg = missing_tool("xfs", |t| t != "mkfs.xfs").unwrap();
+        assert_eq!(
+            msg,
+            "--scratch xfs: mkfs.xfs is not installed; install it with `apt-get install xfsprogs`"
+        );
+        assert!(missing_tool("btrfs", |t| t != "mkfs.btrfs")
+            .unwrap()
+            .contains("btrfs-progs"));
+        assert!(missing_tool("ext4", |t| t != "losetup")
+            .unwrap()
+            .contains("apt-get install mount"));
+        assert_eq!(missing_tool("ext4", |_| true), None);
+    }
+
+    #[test]
+    fn default_size_covers_the_scenario_with_a_floor() {
+        let ext4 = ScratchSpec::parse("ext4").unwrap();
+        assert_eq!(ext4.default_size(0), Bytes::GIB);
+        let big = ext4.default_size(4 * Bytes::GIB);
+        assert!(big >= 5 * Bytes::GIB && big % Bytes::MIB == 0, "{big}");
+    }
+}

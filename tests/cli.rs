@@ -1,0 +1,176 @@
+//! Issue 2: the command line as a user meets it — `list`, `--help`, and one-line errors with
+//! exit status 2 for every kind of bad input, leaving nothing behind.
+
+mod common;
+
+use common::{fsynclab, leftovers};
+use predicates::prelude::*;
+
+#[test]
+fn list_shows_every_scenario_with_seed_and_parameters() {
+    let out = fsynclab().arg("list").assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(out).unwrap();
+    for needle in [
+        "overwrite-fsync",
+        "random-writeback",
+        "seed 000",
+        "seed 003",
+        "write_size",
+        "random_file_size  512M",
+        "(seed: 8G)",
+        "(seed: 60)",
+    ] {
+        assert!(text.contains(needle), "list lacks {needle:?}:\n{text}");
+    }
+}
+
+#[test]
+fn list_json_gives_defaults_and_seed_values() {
+    let out = fsynclab()
+        .args(["list", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let rw = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "random-writeback")
+        .unwrap();
+    let iterations = rw["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "iterations")
+        .unwrap();
+    assert_eq!(iterations["default"], "20");
+    assert_eq!(iterations["seed"], "60");
+}
+
+#[test]
+fn help_teaches_with_examples() {
+    fsynclab()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Examples:").and(predicate::str::contains("fsynclab run overwrite-fsync")));
+    fsynclab()
+        .args(["run", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("--set <KEY=VALUE>"));
+}
+
+/// Runs fsynclab with `args` in an empty directory and checks: exit 2, one line on stderr
+/// containing `needle`, and nothing created.
+fn refused(args: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let assert = fsynclab().current_dir(dir.path()).args(args).assert().code(2);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "more than one line for {args:?}:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "stderr for {args:?} lacks {needle:?}: {stderr}"
+    );
+    assert!(leftovers(dir.path()).is_empty(), "files left behind by {args:?}");
+}
+
+#[test]
+fn unknown_scenario_names_the_valid_ones() {
+    refused(
+        &["run", "nosuch"],
+        "unknown scenario 'nosuch'; valid: overwrite-fsync, random-writeback",
+    );
+}
+
+#[test]
+fn unknown_parameter_names_the_valid_ones() {
+    refused(
+        &["run", "overwrite-fsync", "--set", "colour=red"],
+        "--set colour: unknown parameter for overwrite-fsync; valid: write_size",
+    );
+}
+
+#[test]
+fn malformed_size_and_duration_say_what_they_expect() {
+    refused(
+        &["run", "overwrite-fsync", "--set", "write_size=1Q"],
+        "--set write_size=1Q: expected a size like 4k, 1M or 8G",
+    );
+    refused(
+        &["run", "random-writeback", "--set", "sleep=abc"],
+        "--set sleep=abc: expected a duration like 1s, 250ms or 2m",
+    );
+    refused(
+        &["run", "overwrite-fsync", "--set", "sync=O_SYNC"],
+        "--set sync=O_SYNC: expected one of fsync, fdatasync",
+    );
+    refused(&["run", "overwrite-fsync", "--set", "sleep"], "expected KEY=VALUE");
+}
+
+#[test]
+fn bad_combinations_are_refused() {
+    refused(
+        &[
+            "run",
+            "overwrite-fsync",
+            "--set",
+            "sync=direct",
+            "--set",
+            "write_size=1000",
+        ],
+        "needs a multiple of 4k",
+    );
+    refused(
+        &["run", "overwrite-fsync", "--set", "write_size=0"],
+        "at least one byte",
+    );
+    refused(&["load", "stream", "--set", "chunk=0"], "must be larger than 0");
+}
+
+#[test]
+fn missing_or_wrong_directory_is_refused() {
+    refused(
+        &["run", "overwrite-fsync", "--dir", "/nonexistent/fsynclab"],
+        "--dir /nonexistent/fsynclab: no such directory",
+    );
+    refused(&["probe", "--dir", "/etc/hostname"], "not a directory");
+}
+
+#[test]
+fn unknown_format_is_a_usage_error() {
+    fsynclab()
+        .args(["run", "overwrite-fsync", "--format", "xml"])
+        .assert()
+        .code(2);
+    fsynclab().args(["load", "sideways"]).assert().code(2);
+}
+
+#[test]
+fn free_space_preflight_refuses_with_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let assert = fsynclab()
+        .args([
+            "run",
+            "random-writeback",
+            "--quiet",
+            "--set",
+            "random_file_size=200T",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("not enough space in"), "{stderr}");
+    assert!(stderr.contains("this run needs 204800.0 GiB plus a"), "{stderr}");
+    assert!(stderr.contains("lower --set random_file_size"), "{stderr}");
+    assert!(leftovers(dir.path()).is_empty());
+}

@@ -1,0 +1,538 @@
+//! Issue 4: scratch filesystems and emulated disks. Each privileged test provisions a small
+//! scratch filesystem under its own temporary --backing directory and checks that the run
+//! measured what was asked for and left nothing behind (no files, loop devices, mounts).
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fsynclab, leftovers, require, require_root};
+use serde_json::Value;
+
+/// Loop devices and mounts whose paths lie under `dir`, plus files left in it.
+fn traces_under(dir: &Path) -> Vec<String> {
+    let d = dir.to_string_lossy().to_string();
+    let mut out: Vec<String> = leftovers(dir);
+    let losetup = Command::new("losetup")
+        .arg("-a")
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    out.extend(
+        String::from_utf8_lossy(&losetup)
+            .lines()
+            .filter(|l| l.contains(&d))
+            .map(String::from),
+    );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    out.extend(mountinfo.lines().filter(|l| l.contains(&d)).map(String::from));
+    out
+}
+
+fn backing() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fsynclab-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+fn tool(name: &str) -> bool {
+    fsynclab::target::command::find_tool(name).is_some()
+}
+
+/// Runs `fsynclab probe` on a scratch filesystem and returns the JSON result.
+fn probe(backing: &Path, extra: &[&str]) -> Value {
+    let out = fsynclab()
+        .args(["probe", "-q", "-f", "json", "--set", "iterations=5", "--backing"])
+        .arg(backing)
+        .args(extra)
+        .timeout(Duration::from_secs(240))
+        .output()
+        .expect("run fsynclab");
+    assert!(
+        out.status.success(),
+        "fsynclab probe {extra:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON result");
+    common::assert_matches_schema(&result);
+    result
+}
+
+fn scratch_run(spec: &str, fstype: &str, option: Option<&str>) {
+    if !require_root() || !require(&format!("mkfs.{fstype}"), tool(&format!("mkfs.{fstype}"))) {
+        return;
+    }
+    let dir = backing();
+    let r = probe(dir.path(), &["--scratch", spec]);
+    let env = &r["environment"];
+    assert_eq!(env["filesystem"]["fstype"], fstype, "{env}");
+    assert_eq!(
+        env["filesystem"]["source"].as_str().map(|s| s.starts_with("/dev/loop")),
+        Some(true)
+    );
+    assert_eq!(env["scratch"]["fstype"], fstype);
+    assert_eq!(env["device_profile"]["name"], "host");
+    if let Some(opt) = option {
+        let kernel = format!(
+            "{},{}",
+            env["filesystem"]["mount_options"], env["filesystem"]["super_options"]
+        );
+        assert!(kernel.contains(opt), "the kernel does not report {opt}: {kernel}");
+    }
+    assert!(r["ops"]["fdatasync"]["count"].as_u64() == Some(5), "{}", r["ops"]);
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue4_scratch_ext4_runs_and_cleans_up() {
+    scratch_run("ext4", "ext4", None);
+}
+
+#[test]
+fn issue4_scratch_ext3_data_writeback_reports_the_mount_option() {
+    scratch_run("ext3:data=writeback", "ext3", Some("data=writeback"));
+}
+
+#[test]
+fn issue4_scratch_xfs_runs_and_cleans_up() {
+    scratch_run("xfs", "xfs", None);
+}
+
+#[test]
+fn issue4_scratch_btrfs_runs_and_cleans_up() {
+    scratch_run("btrfs", "btrfs", None);
+}
+
+#[test]
+fn issue4_scheduler_is_switched_for_the_run() {
+    if !require_root() {
+        return;
+    }
+    let dir = backing();
+    for scheduler in ["mq-deadline", "bfq", "none"] {
+        let r = probe(
+            dir.path(),
+            &["--scratch", "ext2", "--scratch-size", "128M", "--scheduler", scheduler],
+        );
+        assert_eq!(
+            r["environment"]["device"]["scheduler"], scheduler,
+            "{}",
+            r["environment"]
+        );
+        assert_eq!(r["environment"]["scratch"]["scheduler"], scheduler);
+    }
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue4_sysctls_are_set_for_the_run_and_restored() {
+    if !require_root() {
+        return;
+    }
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let before = (read("dirty_ratio"), read("dirty_expire_centisecs"));
+    let dir = backing();
+    let r = probe(
+        dir.path(),
+        &[
+            "--scratch",
+            "ext2",
+            "--scratch-size",
+            "128M",
+            "--dirty-ratio",
+            "13",
+            "--dirty-expire",
+            "7s",
+        ],
+    );
+    assert_eq!(r["environment"]["sysctls"]["dirty_ratio"], 13);
+    assert_eq!(r["environment"]["sysctls"]["dirty_expire_centisecs"], 700);
+    assert_eq!(r["environment"]["sysctls_set"]["dirty_ratio"], 13);
+    assert_eq!((read("dirty_ratio"), read("dirty_expire_centisecs")), before);
+}
+
+/// Times fsync of a freshly written 4 KiB file on a scratch ext4 over an emulated disk whose
+/// flushes take 20 ms; returns the median latency and the device flushes per fsync.
+fn fresh_block_fsync(mount_options: &str, backing: &Path) -> (Duration, f64) {
+    let args = fsynclab::cli::TargetArgs {
+        scratch: Some(format!("ext4{mount_options}")),
+        device: Some("flush=20ms".into()),
+        scratch_size: Some("64M".into()),
+        backing: Some(backing.to_path_buf()),
+        ..Default::default()
+    };
+    let target = fsynclab::target::prepare(&args).expect("scratch ext4 on flush=20ms");
+    let mut latencies = Vec::new();
+    let loop_device = target.loop_device().expect("a loop device").to_string();
+    let block_flushes = || fsynclab::target::loopdev::flushes_completed(&loop_device).expect("block stats");
+    let block_before = block_flushes();
+    let flushes_before = target.flushes().expect("emulated device counts flushes");
+    for i in 0..5 {
+        let path = target.dir().join(format!("block-{i}"));
+        let mut f = std::fs::OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .unwrap();
+        f.write_all(&[b'x'; 4096]).unwrap();
+        let start = Instant::now();
+        f.sync_all().expect("fsync");
+        latencies.push(start.elapsed());
+    }
+    let flushes = target.flushes().unwrap() - flushes_before;
+    // Every flush request the loop device completed reached the daemon as one fsync.
+    assert_eq!(
+        block_flushes() - block_before,
+        flushes,
+        "block-layer flushes vs the daemon's count"
+    );
+    latencies.sort();
+    (latencies[2], flushes as f64 / 5.0)
+}
+
+#[test]
+fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let dir = backing();
+    let (barrier, per_fsync) = fresh_block_fsync("", dir.path());
+    assert!(
+        barrier >= Duration::from_millis(20),
+        "fsync took {barrier:?} on a 20 ms flush device"
+    );
+    assert!(per_fsync >= 1.0, "{per_fsync} device flushes per fsync");
+    let (nobarrier, per_fsync_nb) = fresh_block_fsync(":nobarrier", dir.path());
+    assert!(
+        nobarrier < Duration::from_millis(10),
+        "fsync took {nobarrier:?} with nobarrier: the flush should be gone"
+    );
+    assert_eq!(per_fsync_nb, 0.0);
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+/// The tests that kill runs and call `fsynclab cleanup` run one at a time: one's cleanup
+/// would otherwise remove the leftovers the other is checking.
+static KILL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `fsynclab cleanup` when dropped, so a failing test leaves nothing behind.
+struct CleanupGuard;
+
+impl Drop for CleanupGuard {
+    fn drop(&mut self) {
+        let _ = fsynclab().arg("cleanup").output();
+    }
+}
+
+/// Starts a long scratch run and waits until its state file shows the filesystem mounted.
+fn start_long_run(backing: &Path) -> (std::process::Child, PathBuf) {
+    let bin = assert_cmd::cargo::cargo_bin("fsynclab");
+    let child = Command::new(bin)
+        .args([
+            "run",
+            "overwrite-fsync",
+            "-q",
+            "--set",
+            "duration=60s",
+            "--set",
+            "file_size=32M",
+        ])
+        .args([
+            "--scratch",
+            "ext4",
+            "--scratch-size",
+            "256M",
+            "--device",
+            "flush=1ms",
+            "--backing",
+        ])
+        .arg(backing)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fsynclab");
+    let state = PathBuf::from(format!("/run/fsynclab/{}.json", child.id()));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\"mount\"")) {
+        assert!(
+            Instant::now() < deadline,
+            "the run never mounted its scratch filesystem"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    (child, state)
+}
+
+#[test]
+fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = CleanupGuard;
+    let dir = backing();
+    let (mut child, state) = start_long_run(dir.path());
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    assert!(
+        !traces_under(dir.path()).is_empty(),
+        "a killed run leaves its scratch filesystem"
+    );
+    // The next scratch run points at the leftovers.
+    let next = fsynclab()
+        .args([
+            "probe",
+            "-q",
+            "--set",
+            "iterations=1",
+            "--scratch",
+            "ext2",
+            "--scratch-size",
+            "128M",
+            "--backing",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let hint = String::from_utf8_lossy(&next.stderr);
+    assert!(
+        hint.contains(&format!("{}", child.id())) && hint.contains("`fsynclab cleanup` removes them"),
+        "{hint}"
+    );
+    let out = fsynclab().arg("cleanup").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("loop device /dev/loop"), "{stdout}");
+    assert!(!state.exists());
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = CleanupGuard;
+    let dir = backing();
+    let (mut child, state) = start_long_run(dir.path());
+    // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(143));
+    assert!(!state.exists());
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue4_without_root_a_one_line_error_says_so() {
+    // As root, run a copy as nobody from a directory nobody can reach (the build directory
+    // may sit under a private home).
+    let reachable = tempfile::tempdir().unwrap();
+    let mut cmd = if common::is_root() {
+        if !Path::new("/usr/bin/setpriv").exists() {
+            eprintln!("skipped: needs setpriv to drop root");
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let bin = reachable.path().join("fsynclab");
+        std::fs::copy(assert_cmd::cargo::cargo_bin("fsynclab"), &bin).unwrap();
+        std::fs::set_permissions(reachable.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = Command::new("/usr/bin/setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&bin);
+        c
+    } else {
+        Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+    };
+    let out = cmd
+        .args(["probe", "--scratch", "ext4", "--backing", "/tmp"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("needs root"), "{stderr}");
+}
+
+#[test]
+fn issue4_bad_scratch_options_are_usage_errors() {
+    for args in [
+        &["probe", "--scratch", "zfs"][..],
+        &["probe", "--scratch", "ext4", "--dir", "/tmp"],
+        &["probe", "--scheduler", "bfq"],
+        &["probe", "--scratch", "ext4", "--device", "floppy"],
+        &["probe", "--scratch", "xfs", "--scratch-size", "64M"],
+        &["probe", "--scratch", "ext4", "--keep"],
+    ] {
+        let out = fsynclab().args(args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let dir = backing();
+    let r = probe(
+        dir.path(),
+        &["--scratch", "ext2", "--scratch-size", "128M", "--device", "hdd-5400"],
+    );
+    let env = &r["environment"];
+    assert_eq!(
+        env["device"]["rotational"], true,
+        "hdd profiles mark the loop device rotational"
+    );
+    assert_eq!(env["device_profile"]["name"], "hdd-5400");
+    assert_eq!(env["device_profile"]["flush_ms"], 20.0);
+    assert_eq!(env["device_profile"]["write_bytes_per_s"], 80 << 20);
+    assert!(
+        env["device_profile"]["flushes"].as_u64() >= Some(10),
+        "{}",
+        env["device_profile"]
+    );
+    assert!(r["ops"]["fdatasync"]["latency_ns"]["p50"].as_u64() >= Some(20_000_000));
+    let findings = r["findings"].to_string();
+    assert!(findings.contains("per foreground sync call"), "{findings}");
+
+    let r = probe(
+        dir.path(),
+        &["--scratch", "ext2", "--scratch-size", "128M", "--device", "ram"],
+    );
+    assert_eq!(r["environment"]["device_profile"]["name"], "ram");
+    assert!(
+        r["ops"]["fdatasync"]["latency_ns"]["p50"].as_u64() < Some(5_000_000),
+        "flushes on tmpfs cost nothing: {}",
+        r["ops"]["fdatasync"]
+    );
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue4_write_rate_paces_the_emulated_disk() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let dir = backing();
+    let out = fsynclab()
+        .args(["run", "overwrite-fsync", "-q", "-f", "json", "--backing"])
+        .arg(dir.path())
+        .args([
+            "--scratch",
+            "ext2",
+            "--scratch-size",
+            "128M",
+            "--device",
+            "flush=1ms,write=20M",
+        ])
+        .args(["--set", "write_size=4M", "--set", "background=none", "--set", "sleep=0"])
+        .args(["--set", "iterations=3", "--set", "duration=0"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&r);
+    // 4 MiB at 20 MiB/s is 200 ms of writing before the flush.
+    let p50 = r["ops"]["fsync"]["latency_ns"]["p50"].as_u64().unwrap();
+    assert!(p50 >= 200_000_000, "fsync of 4 MiB took {p50} ns at 20 MiB/s");
+    assert!(p50 < 2_000_000_000, "fsync of 4 MiB took {p50} ns at 20 MiB/s");
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue4_a_panic_during_the_run_still_undoes_everything() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let dir = backing();
+    let args = fsynclab::cli::TargetArgs {
+        scratch: Some("ext4".into()),
+        device: Some("flush=1ms".into()),
+        scratch_size: Some("64M".into()),
+        backing: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let outcome = std::panic::catch_unwind(|| {
+        let target = fsynclab::target::prepare(&args).expect("scratch ext4");
+        std::fs::write(target.dir().join("f"), b"x").unwrap();
+        assert!(
+            !traces_under(dir.path()).is_empty(),
+            "the scratch filesystem is in place"
+        );
+        panic!("a scenario bug");
+    });
+    assert!(outcome.is_err());
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
+    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
+        return;
+    }
+    let dir = backing();
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd = fsynclab();
+    cmd.args([
+        "suite",
+        "--quiet",
+        "--scratch",
+        "ext4",
+        "--device",
+        "flush=1ms",
+        "--backing",
+    ])
+    .arg(dir.path())
+    .arg("--results")
+    .arg(results.path());
+    for s in [
+        "duration=1s",
+        "sleep=100ms",
+        "iterations=2",
+        "file_size=64k",
+        "random_file_size=8M",
+        "small-files.sizes=4k,64k",
+        "small-files.runs=1",
+        "small-files.files=5",
+        "datasync.rounds=1",
+        "datasync.duration=20ms",
+    ] {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.timeout(Duration::from_secs(300)).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.path().join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["environment"]["scratch"]["fstype"], "ext4");
+    assert_eq!(summary["environment"]["device_profile"]["name"], "flush=1ms");
+    for e in summary["scenarios"].as_array().unwrap() {
+        let file = e["result"].as_str().expect("a result file");
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(results.path().join(file)).unwrap()).unwrap();
+        common::assert_matches_schema(&r);
+        assert_eq!(r["environment"]["filesystem"]["fstype"], "ext4", "{file}");
+        assert!(
+            r["environment"]["device_profile"]["flushes"].as_u64().is_some(),
+            "{file}"
+        );
+    }
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
