@@ -61,6 +61,29 @@ impl Recorder {
         self.samples.last().expect("just pushed")
     }
 
+    /// Adds everything `other` recorded (a worker thread's own recorder), keeping the samples
+    /// in order of their start time.
+    pub fn merge(&mut self, other: Recorder) {
+        for (op, (h, errors, bytes)) in other.histograms {
+            let entry = self.histograms.entry(op).or_default();
+            entry.0.merge(&h);
+            entry.1 += errors;
+            entry.2 += bytes;
+        }
+        self.samples.extend(other.samples);
+        self.samples.sort_by_key(|s| s.t_ns);
+    }
+
+    /// The statistics of one operation kind, if any call of it was recorded.
+    pub fn op(&self, op: &str) -> Option<OpStats> {
+        self.histograms.get(op).map(|(h, errors, bytes)| OpStats {
+            count: h.count(),
+            errors: *errors,
+            bytes: *bytes,
+            latency_ns: h.summary(),
+        })
+    }
+
     pub fn samples(&self) -> &[Sample] {
         &self.samples
     }
@@ -89,5 +112,26 @@ impl Recorder {
     pub fn into_parts(self) -> (BTreeMap<String, OpStats>, Vec<Sample>) {
         let ops = self.ops();
         (ops, self.samples)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_keeps_counts_errors_and_time_order() {
+        let mut a = Recorder::new();
+        let mut b = Recorder::new();
+        a.record("write", 10, 5, 4096, &Ok(()));
+        b.record("write", 5, 7, 4096, &Ok(()));
+        b.record("fsync", 12, 900, 0, &Err(io::Error::from_raw_os_error(libc::EIO)));
+        a.merge(b);
+        let w = a.op("write").unwrap();
+        assert_eq!((w.count, w.bytes, w.latency_ns.max), (2, 8192, 7));
+        assert_eq!(a.op("fsync").unwrap().errors, 1);
+        assert_eq!(a.errors(), 1);
+        let starts: Vec<u64> = a.samples().iter().map(|s| s.t_ns).collect();
+        assert_eq!(starts, vec![5, 10, 12]);
     }
 }

@@ -14,10 +14,12 @@ use crate::role::stop::Stop;
 use crate::role::writer::BackgroundReport;
 
 pub mod background;
+pub mod fsync_tps;
 pub mod load;
 pub mod overwrite_fsync;
 pub mod probe;
 pub mod random_writeback;
+pub mod rndwr;
 
 /// What a scenario gets to run with.
 pub struct Context<'a> {
@@ -59,7 +61,12 @@ pub trait Scenario: Sync {
 
 /// Every scenario, in the order `list` and `suite` show them.
 pub fn all() -> Vec<&'static dyn Scenario> {
-    vec![&overwrite_fsync::OverwriteFsync, &random_writeback::RandomWriteback]
+    vec![
+        &overwrite_fsync::OverwriteFsync,
+        &random_writeback::RandomWriteback,
+        &fsync_tps::FsyncTps,
+        &rndwr::Rndwr,
+    ]
 }
 
 pub fn find(name: &str) -> Option<&'static dyn Scenario> {

@@ -43,6 +43,10 @@ pub fn require_root() -> bool {
 /// Entries left in `dir` (a test's parent directory must be empty after a run).
 pub fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
