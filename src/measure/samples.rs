@@ -47,7 +47,11 @@ impl Recorder {
     /// Records one call and returns the sample as stored.
     pub fn record(&mut self, op: &str, t_ns: u64, latency_ns: u64, bytes: u64, outcome: &io::Result<()>) -> &Sample {
         let error = outcome.as_ref().err().map(sys::error_name);
-        let entry = self.histograms.entry(op.to_string()).or_default();
+        // Look up before inserting: no allocation for an op kind already seen.
+        if !self.histograms.contains_key(op) {
+            self.histograms.insert(op.to_string(), Default::default());
+        }
+        let entry = self.histograms.get_mut(op).expect("just inserted");
         entry.0.record(latency_ns);
         entry.1 += u64::from(error.is_some());
         entry.2 += bytes;
@@ -70,8 +74,21 @@ impl Recorder {
             entry.1 += errors;
             entry.2 += bytes;
         }
-        self.samples.extend(other.samples);
-        self.samples.sort_by_key(|s| s.t_ns);
+        // Both sides are in start order already (each recorder belongs to one thread, or is
+        // itself a merge): one linear merge, not a sort.
+        let mine = std::mem::take(&mut self.samples);
+        let mut merged = Vec::with_capacity(mine.len() + other.samples.len());
+        let (mut a, mut b) = (mine.into_iter().peekable(), other.samples.into_iter().peekable());
+        loop {
+            let take_a = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => x.t_ns <= y.t_ns,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            merged.extend(if take_a { a.next() } else { b.next() });
+        }
+        self.samples = merged;
     }
 
     /// The statistics of one operation kind, if any call of it was recorded.

@@ -378,8 +378,10 @@ impl Files {
                 total: Some(total),
                 unit: Unit::Bytes,
             });
-            let chunk = (Bytes::MIB).min(cfg.lap()).max(cfg.record_size);
-            let chunk = chunk / cfg.record_size * cfg.record_size;
+            // Written in records, as fio lays out its files: the write size decides the size
+            // of the page-cache folios, and an overwrite of a record inside a large folio
+            // makes the sync write back the whole folio.
+            let chunk = cfg.record_size;
             let buf = AlignedBuf::filled(chunk as usize, b'p');
             let mut done = 0;
             for (f, p) in files.iter().zip(&paths) {
