@@ -395,7 +395,9 @@ impl Files {
                         .with_context(|| format!("writing out {}", p.display()))?;
                     offset += len;
                     done += len;
-                    observer.event(Event::Progress { done });
+                    if done % Bytes::MIB < len {
+                        observer.event(Event::Progress { done });
+                    }
                 }
                 sys::fsync(f).with_context(|| format!("fsync of {}", p.display()))?;
             }
@@ -654,6 +656,20 @@ pub fn findings(rows: &[Row], avg_flush_ns: u64, cfg: &Config) -> Vec<String> {
     if compared > 0 {
         out.push(format!(
             "coordination beat none at {helped} of {compared} thread counts"
+        ));
+    }
+    let mean_sync = |c: Coordination| {
+        let at: Vec<&Row> = rows.iter().filter(|r| r.coordination == c && r.syncs > 0).collect();
+        let syncs: u64 = at.iter().map(|r| r.syncs).sum();
+        let total: f64 = at.iter().map(|r| r.sync_mean_ns as f64 * r.syncs as f64).sum();
+        (syncs > 0).then(|| total / syncs as f64)
+    };
+    if let (Some(fs), Some(own)) = (mean_sync(Coordination::Syncfs), mean_sync(Coordination::None)) {
+        out.push(format!(
+            "syncfs took {:.3} ms on average against {:.3} ms for {}: it writes back every dirty file of the filesystem, not only the workers'",
+            fs / 1e6,
+            own / 1e6,
+            cfg.sync.name()
         ));
     }
     out

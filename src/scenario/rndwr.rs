@@ -227,7 +227,9 @@ fn prepare(dir: &Path, cfg: &Config, stop: &Stop, observer: &mut dyn Observer) -
                 .with_context(|| format!("writing out {}", path.display()))?;
             offset += len;
             done += len;
-            observer.event(Event::Progress { done });
+            if done % Bytes::MIB < len {
+                observer.event(Event::Progress { done });
+            }
         }
         sys::fsync(&f).with_context(|| format!("fsync of {}", path.display()))?;
         files.push(f);
