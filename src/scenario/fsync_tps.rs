@@ -433,7 +433,8 @@ struct Step<'a> {
 impl Step<'_> {
     /// One worker: transactions until the deadline, each recorded as `commit` (write start to
     /// acknowledgement), with its write and every sync call it issued recorded as well.
-    fn worker(&self, index: usize) -> Recorder {
+    /// Returns the worker's recorder and when it finished its last transaction.
+    fn worker(&self, index: usize) -> (Recorder, Instant) {
         let mut rec = Recorder::new();
         let cfg = self.cfg;
         let own = &self.files.workers[index];
@@ -471,7 +472,7 @@ impl Step<'_> {
                 break;
             }
         }
-        rec
+        (rec, Instant::now())
     }
 
     fn make_durable(&self, own: &File, rec: &mut Recorder) -> io::Result<()> {
@@ -805,7 +806,7 @@ fn run_step(
         deadline: started + cfg.duration,
     };
     let observer = &mut *ctx.observer;
-    let recorders: Vec<Recorder> = std::thread::scope(|s| {
+    let finished: Vec<(Recorder, Instant)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads as usize)
             .map(|i| {
                 let step = &step;
@@ -820,12 +821,14 @@ fn run_step(
         }
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    let elapsed = started.elapsed().as_secs_f64();
-    if recorders.len() != threads as usize {
+    if finished.len() != threads as usize {
         bail!("a {name} worker panicked");
     }
+    // The step lasts until its last worker finished, not until the progress loop noticed.
+    let ended = finished.iter().map(|(_, t)| *t).max().unwrap_or(started);
+    let elapsed = ended.duration_since(started).as_secs_f64();
     let mut rec = Recorder::new();
-    for r in recorders {
+    for (r, _) in finished {
         rec.merge(r);
     }
     let commit = rec.op("commit").unwrap_or_default();

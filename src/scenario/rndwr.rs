@@ -241,6 +241,7 @@ fn prepare(dir: &Path, cfg: &Config, stop: &Stop, observer: &mut dyn Observer) -
 struct WorkerReport {
     recorder: Recorder,
     writes: u64,
+    ended: Instant,
 }
 
 fn worker(
@@ -282,7 +283,11 @@ fn worker(
             break;
         }
     }
-    WorkerReport { recorder, writes }
+    WorkerReport {
+        recorder,
+        writes,
+        ended: Instant::now(),
+    }
 }
 
 /// sysbench 0.4's figures, computed from the run.
@@ -580,10 +585,12 @@ impl Scenario for Rndwr {
             }
             handles.into_iter().filter_map(|h| h.join().ok()).collect()
         });
-        let mut elapsed = started.elapsed();
         if reports.len() != cfg.threads as usize {
             bail!("an rndwr worker panicked");
         }
+        // The run lasts until its last worker finished, not until the progress loop noticed.
+        let ended = reports.iter().map(|r| r.ended).max().unwrap_or(started);
+        let mut elapsed = ended.duration_since(started);
         let mut recorder = Recorder::new();
         let mut per_thread = Vec::new();
         for r in reports {
