@@ -59,6 +59,18 @@ impl LatencyHistogram {
         self.hist.len()
     }
 
+    /// Adds every value of `other` (a histogram kept by another thread).
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        if other.count() == 0 {
+            return;
+        }
+        // Same bounds and precision on both sides, so adding cannot fail.
+        let _ = self.hist.add(&other.hist);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+    }
+
     /// The value at `quantile` (0.0..=1.0), nearest rank, within the histogram's error bound.
     pub fn quantile(&self, quantile: f64) -> u64 {
         if self.count() == 0 {
@@ -138,6 +150,22 @@ mod tests {
         assert_eq!(s.max, 2_604_600_000);
         assert!(within_bound(s.p50, 2_014_200_000));
         assert!(within_bound(s.p999, 2_604_600_000));
+    }
+
+    #[test]
+    fn merge_equals_recording_everything_in_one() {
+        let (mut a, mut b, mut all) = (
+            LatencyHistogram::new(),
+            LatencyHistogram::new(),
+            LatencyHistogram::new(),
+        );
+        for v in 1..1000u64 {
+            let h = if v % 3 == 0 { &mut a } else { &mut b };
+            h.record(v * 997);
+            all.record(v * 997);
+        }
+        a.merge(&b);
+        assert_eq!(a.summary(), all.summary());
     }
 
     #[test]

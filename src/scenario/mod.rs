@@ -17,10 +17,12 @@ use crate::units::format_latency_ns;
 
 pub mod background;
 pub mod datasync;
+pub mod fsync_tps;
 pub mod load;
 pub mod overwrite_fsync;
 pub mod probe;
 pub mod random_writeback;
+pub mod rndwr;
 pub mod small_files;
 
 /// What a scenario gets to run with.
@@ -106,7 +108,9 @@ pub fn all() -> Vec<&'static dyn Scenario> {
         &overwrite_fsync::OverwriteFsync,
         &random_writeback::RandomWriteback,
         &small_files::SmallFiles,
+        &fsync_tps::FsyncTps,
         &datasync::Datasync,
+        &rndwr::Rndwr,
     ]
 }
 

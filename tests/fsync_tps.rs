@@ -1,0 +1,179 @@
+//! Issue 3: scenario `fsync-tps` (seed 002, flush coordination) — tiny real runs of every
+//! coordination strategy through the binary, the group-commit accounting a user can check in
+//! the JSON, and one-line errors for bad combinations.
+
+mod common;
+
+use common::{fsynclab, leftovers};
+use serde_json::Value;
+
+fn run_json(dir: &std::path::Path, sets: &[&str]) -> Value {
+    let mut cmd = fsynclab();
+    cmd.args(["run", "fsync-tps", "--dir"])
+        .arg(dir)
+        .args(["--format", "json", "--quiet"]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.assert().success().get_output().stdout.clone();
+    serde_json::from_slice(&out).expect("json result")
+}
+
+fn column(table: &Value, name: &str) -> usize {
+    table["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c == name)
+        .unwrap_or_else(|| panic!("no column {name}"))
+}
+
+#[test]
+fn issue_3_every_strategy_reports_a_row_per_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_json(
+        dir.path(),
+        &[
+            "threads=1,3",
+            "duration=300ms",
+            "file_size=256k",
+            "coordination=none,syncfs,wal",
+        ],
+    );
+    let table = &r["tables"][0];
+    let rows = table["rows"].as_array().unwrap();
+    let (c, t, tps, commits, syncs) = (
+        column(table, "coordination"),
+        column(table, "threads"),
+        column(table, "tps"),
+        column(table, "commits"),
+        column(table, "syncs"),
+    );
+    let shape: Vec<(String, u64)> = rows
+        .iter()
+        .map(|row| (row[c].as_str().unwrap().to_string(), row[t].as_u64().unwrap()))
+        .collect();
+    let want: Vec<(String, u64)> = ["none", "syncfs", "wal"]
+        .iter()
+        .flat_map(|s| [1, 3].map(|n| (s.to_string(), n)))
+        .collect();
+    assert_eq!(shape, want);
+    for row in rows {
+        assert!(row[commits].as_u64().unwrap() >= 1, "{row:?}");
+        assert!(row[tps].as_f64().unwrap() > 0.0, "{row:?}");
+        // One sync can serve many commits, never the other way round.
+        assert!(
+            row[syncs].as_u64().unwrap() <= row[commits].as_u64().unwrap(),
+            "{row:?}"
+        );
+        assert!(row[syncs].as_u64().unwrap() >= 1, "{row:?}");
+    }
+    let ops = &r["ops"];
+    // Every commit is one write plus a durable step; nothing failed.
+    assert_eq!(ops["commit"]["count"], ops["write"]["count"]);
+    assert_eq!(ops["commit"]["errors"], 0);
+    assert!(ops["syncfs"]["count"].as_u64().unwrap() >= 1);
+    assert!(ops["flush_calibration"]["count"].as_u64().unwrap() >= 1);
+    let findings = r["findings"].as_array().unwrap();
+    assert!(
+        findings[0].as_str().unwrap().starts_with("average flush: "),
+        "{findings:?}"
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.as_str().unwrap().starts_with("3 threads: best coordination")),
+        "{findings:?}"
+    );
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "left behind: {:?}",
+        leftovers(dir.path())
+    );
+}
+
+#[test]
+fn issue_3_wal_with_avg_flush_delay_and_append_batches_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_json(
+        dir.path(),
+        &[
+            "threads=4",
+            "duration=400ms",
+            "file_size=128k",
+            "coordination=wal",
+            "delay=avg-flush",
+            "placement=append",
+            "sync=fsync",
+        ],
+    );
+    let ops = &r["ops"];
+    let commits = ops["commit"]["count"].as_u64().unwrap();
+    assert_eq!(ops["write"]["count"].as_u64().unwrap(), commits);
+    let syncs = ops["fsync"]["count"].as_u64().unwrap();
+    assert!((1..=commits).contains(&syncs), "{syncs} fsyncs for {commits} commits");
+    assert!(ops.get("fdatasync").is_none());
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn issue_3_directio_and_seed_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fsynclab()
+        .args(["run", "fsync-tps", "--dir"])
+        .arg(dir.path())
+        .args(["--format", "seed", "--quiet"])
+        .args([
+            "--set",
+            "threads=2",
+            "--set",
+            "duration=200ms",
+            "--set",
+            "file_size=64k",
+        ])
+        .args(["--set", "coordination=none", "--set", "directio=1"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("average fdatasync time: "), "{text}");
+    assert!(
+        lines[1].starts_with("none threads 2: ") && lines[1].ends_with(" tps"),
+        "{text}"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn issue_3_bad_combinations_exit_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (set, says) in [
+        ("threads=0", "at least 1"),
+        ("threads=2,0", "at least 1"),
+        ("record_size=32M", "larger than file_size"),
+        (
+            "coordination=batch",
+            "expected a comma-separated list of none, syncfs, wal",
+        ),
+        ("delay=soon", "avg-flush"),
+        ("delay=-5", "avg-flush"),
+        ("directio=1", ""),
+    ] {
+        let mut cmd = fsynclab();
+        cmd.args(["run", "fsync-tps", "--dir"])
+            .arg(dir.path())
+            .args(["--set", set]);
+        if set == "directio=1" {
+            // Only bad together with a record that O_DIRECT cannot write.
+            cmd.args(["--set", "record_size=1000"]);
+        }
+        let out = cmd.assert().code(2).get_output().clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{set}: {err}");
+        assert!(err.contains(says), "{set}: {err}");
+    }
+    assert!(leftovers(dir.path()).is_empty());
+}

@@ -1,0 +1,110 @@
+//! Issue 3: scenario `rndwr` (seed 004, sysbench fileio rndwr with fdatasync) — tiny real
+//! runs through the binary: sysbench's request accounting (a sweep of syncs over every file
+//! after each `fsync_freq` requests, one more sync per file at the end), its summary lines,
+//! the sync calls' own latency, and one-line errors for bad combinations.
+
+mod common;
+
+use common::{fsynclab, leftovers};
+use serde_json::Value;
+
+#[test]
+fn issue_3_max_requests_run_counts_like_sysbench() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fsynclab()
+        .args(["run", "rndwr", "--dir"])
+        .arg(dir.path())
+        .args(["--format", "json", "--quiet"])
+        .args(["--set", "files=4", "--set", "total_size=2M", "--set", "threads=3"])
+        .args(["--set", "max_requests=250", "--set", "fsync_freq=100"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let r: Value = serde_json::from_slice(&out).unwrap();
+    let ops = &r["ops"];
+    assert_eq!(ops["write"]["count"], 250);
+    assert_eq!(ops["write"]["bytes"], 250 * 16384);
+    // Sweeps after 100 and 200 writes (4 files each), and one per file at the end.
+    assert_eq!(ops["fdatasync"]["count"], 2 * 4 + 4);
+    assert_eq!(ops["fdatasync"]["errors"], 0);
+    let table = &r["tables"][0];
+    assert_eq!(table["columns"][0], "requests/s");
+    assert_eq!(table["rows"][0][2], 250);
+    assert_eq!(table["rows"][0][3], 12);
+    assert!(table["rows"][0][0].as_f64().unwrap() > 0.0);
+    assert!(r["findings"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("fdatasync calls (sysbench's 'Other'"));
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "left behind: {:?}",
+        leftovers(dir.path())
+    );
+}
+
+#[test]
+fn issue_3_seed_format_prints_sysbench_0_4_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fsynclab()
+        .args(["run", "rndwr", "--dir"])
+        .arg(dir.path())
+        .args(["--format", "seed", "--quiet"])
+        .args(["--set", "files=2", "--set", "total_size=1M", "--set", "threads=2"])
+        .args([
+            "--set",
+            "max_requests=0",
+            "--set",
+            "duration=300ms",
+            "--set",
+            "fsync_mode=fsync",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("2 files, 512Kb each, 1Mb total"), "{text}");
+    let ops = text
+        .lines()
+        .find(|l| l.starts_with("Operations performed:  0 Read, "))
+        .expect(&text);
+    assert!(
+        ops.contains(" Write, ") && ops.contains(" Other = ") && ops.ends_with(" Total"),
+        "{ops}"
+    );
+    assert!(text.lines().any(|l| l.starts_with("Read 0b  Written ")), "{text}");
+    assert!(text.lines().any(|l| l.ends_with(" Requests/sec executed")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("approx.  95 percentile:")),
+        "{text}"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn issue_3_bad_combinations_exit_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (sets, says) in [
+        (vec!["threads=0"], "threads=0"),
+        (vec!["files=0"], "files=0"),
+        (vec!["files=4", "total_size=32k"], "smaller than block_size"),
+        (vec!["max_requests=0", "duration=0"], "never stop"),
+        (vec!["fsync_mode=sometimes"], "expected one of fsync, fdatasync"),
+    ] {
+        let mut cmd = fsynclab();
+        cmd.args(["run", "rndwr", "--dir"]).arg(dir.path());
+        for s in &sets {
+            cmd.args(["--set", s]);
+        }
+        let out = cmd.assert().code(2).get_output().clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{sets:?}: {err}");
+        assert!(err.contains(says), "{sets:?}: {err}");
+    }
+    assert!(leftovers(dir.path()).is_empty());
+}
