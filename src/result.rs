@@ -23,6 +23,20 @@ pub struct Table {
     pub rows: Vec<Vec<serde_json::Value>>,
 }
 
+impl Table {
+    /// The cells of column `name`, one per row (null where a row is short).
+    pub fn column(&self, name: &str) -> Vec<&serde_json::Value> {
+        match self.columns.iter().position(|c| c == name) {
+            Some(i) => self
+                .rows
+                .iter()
+                .map(|r| r.get(i).unwrap_or(&serde_json::Value::Null))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema_version: u32,

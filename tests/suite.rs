@@ -84,6 +84,45 @@ fn suite_runs_every_scenario_and_writes_each_result_and_a_summary() {
         );
     }
     assert!(text.lines().any(|l| l.trim_start().starts_with("env  Linux")), "{text}");
+    // Each headline is the scenario's own figure: transactions/s, requests/s, KB/s, fsync.
+    let line = |n: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(n))
+            .unwrap_or("")
+            .to_string()
+    };
+    let headline_shapes = [
+        (
+            "overwrite-fsync",
+            r"fsync worst \S+, p99 \S+ .*background stream [\d.]+ MiB/s",
+        ),
+        (
+            "random-writeback",
+            r"fsync worst \S+, p99 \S+ .*background random [\d.]+ MiB/s",
+        ),
+        (
+            "small-files",
+            r"files write \d+ KB/s, rewrite \d+ KB/s; fs_mark [\d.]+ files/s",
+        ),
+        (
+            "fsync-tps",
+            r"best \d+ tps \(\w+, \d+ threads\), none x1 \d+ tps; avg flush [\d.]+ ms",
+        ),
+        ("datasync", r"fdatasync on overwrite: [\d.]+x fsync's rate"),
+        (
+            "rndwr",
+            r"\d+ requests/s \([\d.]+ MiB/s\); fdatasync p99 \S+, worst \S+",
+        ),
+    ];
+    for (n, shape) in headline_shapes {
+        if names.iter().any(|m| m == n) {
+            assert!(
+                regex::Regex::new(shape).unwrap().is_match(&line(n)),
+                "{n} headline: {}",
+                line(n)
+            );
+        }
+    }
 
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(results.join("summary.json")).unwrap()).unwrap();
     let entries = summary["scenarios"].as_array().unwrap();

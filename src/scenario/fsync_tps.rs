@@ -38,7 +38,7 @@ use crate::error::Usage;
 use crate::measure::{Recorder, RunClock};
 use crate::observe::{Event, Observer, Unit};
 use crate::params::{Kind, ParamSpec, Params};
-use crate::result::Table;
+use crate::result::{RunResult, Table};
 use crate::role::stop::Stop;
 use crate::sys::{self, AlignedBuf};
 use crate::units::{format_size, parse_duration, Bytes};
@@ -676,7 +676,40 @@ pub fn findings(rows: &[Row], avg_flush_ns: u64, cfg: &Config) -> Vec<String> {
     out
 }
 
+/// The suite's line: the best transactions/s of the sweep with its strategy and thread
+/// count, the single-thread `none` rate it compares with, and the average flush time.
+pub fn headline(r: &RunResult) -> String {
+    let Some(t) = r.tables.first() else {
+        return super::default_headline(r);
+    };
+    let rows: Vec<(String, u64, f64)> = t
+        .column("coordination")
+        .iter()
+        .zip(t.column("threads"))
+        .zip(t.column("tps"))
+        .filter_map(|((c, n), tps)| Some((c.as_str()?.to_string(), n.as_u64()?, tps.as_f64()?)))
+        .collect();
+    let Some(best) = rows.iter().max_by(|a, b| a.2.total_cmp(&b.2)) else {
+        return super::default_headline(r);
+    };
+    let mut line = format!("best {:.0} tps ({}, {} threads)", best.2, best.0, best.1);
+    if let Some(base) = rows.iter().find(|(c, n, _)| c == "none" && *n == 1) {
+        line.push_str(&format!(", none x1 {:.0} tps", base.2));
+    }
+    if let Some(flush) = r.findings.iter().find_map(|f| f.strip_prefix("average flush: ")) {
+        line.push_str(&format!(
+            "; avg flush {}",
+            flush.split(' ').take(2).collect::<Vec<_>>().join(" ")
+        ));
+    }
+    line
+}
+
 impl Scenario for FsyncTps {
+    fn headline(&self, r: &RunResult) -> String {
+        headline(r)
+    }
+
     fn name(&self) -> &'static str {
         "fsync-tps"
     }

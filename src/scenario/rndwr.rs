@@ -38,7 +38,7 @@ use crate::error::Usage;
 use crate::measure::{Recorder, RunClock};
 use crate::observe::{Event, Observer, Unit};
 use crate::params::{Kind, ParamSpec, Params};
-use crate::result::Table;
+use crate::result::{RunResult, Table};
 use crate::role::stop::Stop;
 use crate::role::writer::SplitMix64;
 use crate::sync::SyncMethod;
@@ -462,7 +462,34 @@ fn sync_findings(rec: &Recorder, sync_op: &str, s: &Summary) -> Vec<String> {
     out
 }
 
+/// The suite's line: what sysbench reported (requests/s, MiB/s) and what it cannot show,
+/// the sync calls' own p99 and worst latency.
+pub fn headline(r: &RunResult) -> String {
+    let num = |name: &str| {
+        r.tables
+            .first()
+            .and_then(|t| t.column(name).first().and_then(|v| v.as_f64()))
+    };
+    let mut line = match (num("requests/s"), num("MiB/s")) {
+        (Some(rps), Some(mib)) => format!("{rps:.0} requests/s ({mib:.1} MiB/s)"),
+        _ => return super::default_headline(r),
+    };
+    let sync = r.params.get("fsync_mode").map(String::as_str).unwrap_or("fdatasync");
+    if let Some(s) = r.ops.get(sync).filter(|s| s.count > 0) {
+        line.push_str(&format!(
+            "; {sync} p99 {}, worst {}",
+            crate::units::format_latency_ns(s.latency_ns.p99),
+            crate::units::format_latency_ns(s.latency_ns.max)
+        ));
+    }
+    line
+}
+
 impl Scenario for Rndwr {
+    fn headline(&self, r: &RunResult) -> String {
+        headline(r)
+    }
+
     fn name(&self) -> &'static str {
         "rndwr"
     }
