@@ -24,7 +24,7 @@ trap 'rm -rf "$tmpfs" "$disk"' EXIT
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 echo "machine: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); fio $(fio --version); $($bin --version)"
-echo "disk dir: $disk ($(stat -f -c %T "$disk")), tmpfs dir: $tmpfs; $rounds rounds of $secs s each"
+echo "disk dir: $disk ($(df --output=fstype "$disk" | tail -1)), tmpfs dir: $tmpfs; $rounds rounds of $secs s each"
 
 echo
 echo "== 1. random 4 KiB buffered writes on tmpfs (writes/s) =="
