@@ -174,3 +174,17 @@ fn free_space_preflight_refuses_with_numbers() {
     assert!(stderr.contains("lower --set random_file_size"), "{stderr}");
     assert!(leftovers(dir.path()).is_empty());
 }
+
+#[test]
+fn scratch_only_options_need_scratch_even_with_an_explicit_dir() {
+    // Regression: clap's `requires` did not fire with --dir given, and the scheduler was
+    // silently left as it was.
+    refused(
+        &["probe", "--dir", ".", "--scheduler", "bfq"],
+        "--scheduler applies to a scratch filesystem only",
+    );
+    refused(
+        &["run", "overwrite-fsync", "--dir", ".", "--device", "hdd-5400"],
+        "--device applies to a scratch filesystem only",
+    );
+}

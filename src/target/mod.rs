@@ -123,9 +123,33 @@ pub fn prepare(args: &TargetArgs) -> Result<Prepared> {
     prepare_for(args, 0)
 }
 
+/// Refuses the scratch-only options without `--scratch`. clap's `requires` does not fire
+/// when `--dir` (which `--scratch` conflicts with) is given, and a silently ignored
+/// `--scheduler bfq` would make a user compare two runs on the same scheduler.
+fn require_scratch_for_its_options(args: &TargetArgs) -> Result<()> {
+    if args.scratch.is_some() {
+        return Ok(());
+    }
+    let given = [
+        ("--mkfs-opts", args.mkfs_opts.is_some()),
+        ("--scratch-size", args.scratch_size.is_some()),
+        ("--backing", args.backing.is_some()),
+        ("--scheduler", args.scheduler.is_some()),
+        ("--device", args.device.is_some()),
+    ];
+    match given.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(crate::error::Usage(format!(
+            "{flag} applies to a scratch filesystem only: add --scratch FS (e.g. --scratch ext4) instead of --dir"
+        ))
+        .into()),
+        None => Ok(()),
+    }
+}
+
 /// Prepares the target the options name; a scratch image without `--scratch-size` gets
 /// room for `space_needed` bytes of files plus a margin.
 pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
+    require_scratch_for_its_options(args)?;
     let request = scratch_request(args, space_needed)?;
     let sysctls = sysctl_request(args)?;
     if let Some(r) = &request {
