@@ -134,6 +134,7 @@ fn suite_runs_every_scenario_and_writes_each_result_and_a_summary() {
         let r: Value =
             serde_json::from_str(&std::fs::read_to_string(results.join(format!("{n}.json"))).unwrap()).unwrap();
         assert_eq!(r["scenario"], n.as_str());
+        common::assert_matches_schema(&r);
     }
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
 }
