@@ -223,6 +223,22 @@ pub fn current_dirty_background_threshold() -> Option<u64> {
     dirty_background_threshold(&read_sysctls(), &std::fs::read_to_string("/proc/meminfo").ok()?)
 }
 
+/// Refuses a parameter that sizes an in-memory buffer beyond half the RAM: the allocation
+/// would abort the process (or wake the OOM killer) before any cleanup could run.
+pub fn check_fits_in_memory(param: &str, bytes: u64) -> Result<(), crate::error::Usage> {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| parse_memtotal(&m));
+    match total.map(|t| t / 2) {
+        Some(limit) if bytes > limit => Err(crate::error::Usage(format!(
+            "--set {param}={}: fsynclab holds one such write in memory; at most half the RAM ({})",
+            crate::units::format_size(crate::units::Bytes(bytes)),
+            crate::units::human_size(limit)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `MemTotal` from `/proc/meminfo`, in bytes.
 pub fn parse_memtotal(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;

@@ -132,6 +132,10 @@ fn bad_combinations_are_refused() {
         &["run", "overwrite-fsync", "--set", "write_size=0"],
         "at least one byte",
     );
+    refused(
+        &["run", "overwrite-fsync", "--set", "write_size=9000000T"],
+        "at most half the RAM",
+    );
     refused(&["load", "stream", "--set", "chunk=0"], "must be larger than 0");
 }
 
@@ -186,5 +190,23 @@ fn scratch_only_options_need_scratch_even_with_an_explicit_dir() {
     refused(
         &["run", "overwrite-fsync", "--dir", ".", "--device", "hdd-5400"],
         "--device applies to a scratch filesystem only",
+    );
+}
+
+#[test]
+fn buffers_larger_than_memory_are_refused_before_anything_is_created() {
+    // Regression: an allocation this large aborted the process (exit 134) after the work
+    // directory existed, and the abort skipped its removal.
+    refused(
+        &["load", "stream", "--set", "chunk=9000000T"],
+        "--set chunk=9000000T: fsynclab holds one such write in memory",
+    );
+    refused(
+        &["run", "small-files", "--set", "record=9000000T"],
+        "at most half the RAM",
+    );
+    refused(
+        &["run", "datasync", "--set", "write_size=9000000T"],
+        "at most half the RAM",
     );
 }

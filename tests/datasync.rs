@@ -107,15 +107,7 @@ fn bad_combinations_are_one_line_errors_with_status_2() {
         (vec!["duration=0s", "writes=0"], "one of them must limit"),
         (vec!["cases=prepend"], "expected a comma-separated list of overwrite"),
     ] {
-        let mut cmd = fsynclab();
-        cmd.args(["run", "datasync", "--quiet", "--dir"]).arg(dir.path());
-        for s in &sets {
-            cmd.args(["--set", s]);
-        }
-        let out = cmd.assert().code(2).get_output().clone();
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(err.trim_end().lines().count(), 1, "{sets:?}: {err}");
-        assert!(err.contains(says), "{sets:?}: {err}");
+        common::assert_refused("datasync", dir.path(), &sets, says);
     }
     assert!(leftovers(dir.path()).is_empty());
 }

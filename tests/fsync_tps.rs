@@ -162,18 +162,13 @@ fn issue_3_bad_combinations_exit_2_with_one_line() {
         ("delay=-5", "avg-flush"),
         ("directio=1", ""),
     ] {
-        let mut cmd = fsynclab();
-        cmd.args(["run", "fsync-tps", "--dir"])
-            .arg(dir.path())
-            .args(["--set", set]);
-        if set == "directio=1" {
-            // Only bad together with a record that O_DIRECT cannot write.
-            cmd.args(["--set", "record_size=1000"]);
-        }
-        let out = cmd.assert().code(2).get_output().clone();
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(err.trim_end().lines().count(), 1, "{set}: {err}");
-        assert!(err.contains(says), "{set}: {err}");
+        // directio=1 is only bad together with a record that O_DIRECT cannot write.
+        let sets: &[&str] = if set == "directio=1" {
+            &[set, "record_size=1000"]
+        } else {
+            &[set]
+        };
+        common::assert_refused("fsync-tps", dir.path(), sets, says);
     }
     assert!(leftovers(dir.path()).is_empty());
 }

@@ -96,15 +96,7 @@ fn issue_3_bad_combinations_exit_2_with_one_line() {
         (vec!["max_requests=0", "duration=0"], "never stop"),
         (vec!["fsync_mode=sometimes"], "expected one of fsync, fdatasync"),
     ] {
-        let mut cmd = fsynclab();
-        cmd.args(["run", "rndwr", "--dir"]).arg(dir.path());
-        for s in &sets {
-            cmd.args(["--set", s]);
-        }
-        let out = cmd.assert().code(2).get_output().clone();
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(err.trim_end().lines().count(), 1, "{sets:?}: {err}");
-        assert!(err.contains(says), "{sets:?}: {err}");
+        common::assert_refused("rndwr", dir.path(), &sets, says);
     }
     assert!(leftovers(dir.path()).is_empty());
 }

@@ -102,15 +102,7 @@ fn bad_combinations_are_one_line_errors_with_status_2() {
         ),
         (vec!["mode=sideways"], "expected one of iozone, fs_mark, both"),
     ] {
-        let mut cmd = fsynclab();
-        cmd.args(["run", "small-files", "--quiet", "--dir"]).arg(dir.path());
-        for s in &sets {
-            cmd.args(["--set", s]);
-        }
-        let out = cmd.assert().code(2).get_output().clone();
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(err.trim_end().lines().count(), 1, "{sets:?}: {err}");
-        assert!(err.contains(says), "{sets:?}: {err}");
+        common::assert_refused("small-files", dir.path(), &sets, says);
     }
     assert!(leftovers(dir.path()).is_empty());
 }

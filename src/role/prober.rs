@@ -73,6 +73,7 @@ impl ProberConfig {
                 "--set write_size=0: the prober must write at least one byte".into()
             ));
         }
+        crate::environment::check_fits_in_memory("write_size", write_size)?;
         if method.needs_alignment() && write_size % AlignedBuf::ALIGN as u64 != 0 {
             bail!(crate::error::Usage(format!(
                 "--set write_size={}: sync=direct (O_DIRECT) needs a multiple of 4k",

@@ -40,6 +40,9 @@ pub fn space_needed(params: &Params) -> u64 {
 /// Checks the writer's sizes.
 pub fn validate(params: &Params) -> Result<()> {
     use crate::error::Usage;
+    if params.text("background") == "stream" {
+        crate::environment::check_fits_in_memory("chunk", params.size("chunk").get())?;
+    }
     match params.text("background") {
         "stream" if params.size("chunk").get() == 0 || params.size("file_size").get() == 0 => {
             Err(Usage("--set chunk and file_size must be larger than 0 for background=stream".into()).into())

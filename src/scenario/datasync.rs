@@ -109,6 +109,7 @@ impl Scenario for Datasync {
     }
 
     fn validate(&self, p: &Params) -> Result<()> {
+        crate::environment::check_fits_in_memory("write_size", p.size("write_size").get())?;
         Config::from_params(p).map(|_| ())
     }
 

@@ -768,6 +768,7 @@ impl Scenario for FsyncTps {
     }
 
     fn validate(&self, params: &Params) -> Result<()> {
+        crate::environment::check_fits_in_memory("record_size", params.size("record_size").get())?;
         Config::from_params(params).map(|_| ())
     }
 

@@ -50,7 +50,7 @@ impl Scenario for OverwriteFsync {
     }
 
     fn space_hint(&self) -> &'static str {
-        "lower --set file_size (or random_file_size)"
+        "lower --set file_size (or random_file_size, write_size)"
     }
 
     fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome> {

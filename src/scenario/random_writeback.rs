@@ -69,7 +69,7 @@ impl Scenario for RandomWriteback {
     }
 
     fn space_hint(&self) -> &'static str {
-        "lower --set random_file_size"
+        "lower --set random_file_size (or write_size)"
     }
 
     fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome> {

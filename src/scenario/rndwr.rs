@@ -564,6 +564,7 @@ impl Scenario for Rndwr {
     }
 
     fn validate(&self, params: &Params) -> Result<()> {
+        crate::environment::check_fits_in_memory("block_size", params.size("block_size").get())?;
         Config::from_params(params).map(|_| ())
     }
 

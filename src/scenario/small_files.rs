@@ -117,6 +117,7 @@ impl Scenario for SmallFiles {
     }
 
     fn validate(&self, p: &Params) -> Result<()> {
+        crate::environment::check_fits_in_memory("record", p.size("record").get())?;
         Config::from_params(p).map(|_| ())
     }
 

@@ -81,3 +81,17 @@ pub fn assert_matches_schema(result: &serde_json::Value) {
         errors.join("\n")
     );
 }
+
+/// Runs `fsynclab run SCENARIO --quiet --dir DIR --set S...` and checks that it is refused as
+/// bad input: exit status 2 and exactly one line on stderr, containing `says`.
+pub fn assert_refused(scenario: &str, dir: &Path, sets: &[&str], says: &str) {
+    let mut cmd = fsynclab();
+    cmd.args(["run", scenario, "--quiet", "--dir"]).arg(dir);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.assert().code(2).get_output().clone();
+    let err = String::from_utf8(out.stderr).expect("stderr is text");
+    assert_eq!(err.trim_end().lines().count(), 1, "{scenario} {sets:?}: {err}");
+    assert!(err.contains(says), "{scenario} {sets:?}: {err}");
+}
