@@ -12,7 +12,7 @@ use crate::report::{self, Live};
 use crate::result::{write_json_atomically, RunResult};
 use crate::role::stop::Stop;
 use crate::scenario::{self, load, probe, Scenario};
-use crate::target;
+use crate::testbed;
 
 /// Runs the command and returns the process exit status.
 pub fn run(cli: Cli) -> Result<i32> {
@@ -48,7 +48,7 @@ fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
         .into());
     }
     let stop = Stop::on_signals()?;
-    let target = match target::prepare_for(&args.target, s.space_needed(&params)) {
+    let target = match testbed::prepare_for(&args.target, s.space_needed(&params)) {
         // Ctrl-C reaches the mkfs or mount we were waiting for: say so rather than its error.
         Err(_) if stop.signal().is_some() => {
             let sig = stop.signal().unwrap_or(2);
@@ -92,7 +92,7 @@ fn cleanup() -> Result<i32> {
     if !crate::sys::is_root() {
         return Err(Usage("cleanup undoes mounts and loop devices: run it as root".into()).into());
     }
-    let report = target::state::cleanup_leftovers(std::path::Path::new(target::state::STATE_DIR))?;
+    let report = testbed::state::cleanup_leftovers(std::path::Path::new(testbed::state::STATE_DIR))?;
     for line in &report.undone {
         println!("undone: {line}");
     }

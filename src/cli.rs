@@ -126,7 +126,7 @@ pub struct TargetArgs {
         long,
         value_name = "PROFILE",
         requires = "scratch",
-        long_help = crate::target::device::PROFILES_HELP,
+        long_help = crate::testbed::device::PROFILES_HELP,
         help_heading = "Scratch target"
     )]
     pub device: Option<String>,

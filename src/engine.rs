@@ -14,7 +14,7 @@ use crate::params::Params;
 use crate::result::{now_rfc3339, RunResult, SCHEMA_VERSION};
 use crate::role::stop::Stop;
 use crate::scenario::{Context, Scenario};
-use crate::target::{workdir, WorkDir};
+use crate::testbed::{workdir, WorkDir};
 
 /// Where and how a run happens.
 pub struct Setup<'a> {

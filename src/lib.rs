@@ -3,7 +3,7 @@
 //! A run composes *roles* — a foreground [`role::prober`] timing every write and sync
 //! call, a background [`role::writer`] loading writeback — into a named [`scenario`] that
 //! reproduces one of the seed experiments. The [`engine`] runs it in a private work
-//! directory ([`target`]), [`measure`] turns calls into HDR-histogram percentiles and
+//! directory ([`testbed`]), [`measure`] turns calls into HDR-histogram percentiles and
 //! per-second throughput, [`environment`] fingerprints where it ran, and a [`report`]
 //! exporter prints the [`result`].
 //!
@@ -14,7 +14,7 @@
 //! - [`scenario`]: one file per experiment; [`params`]: their typed `--set` parameters
 //! - [`role`]: prober, writers, the stop signal; [`sync`]: the sync methods
 //! - [`measure`]: clock, samples, histograms, throughput; [`observe`]: live events
-//! - [`target`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
+//! - [`testbed`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
 //! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
 
 pub mod app;
@@ -32,5 +32,5 @@ pub mod scenario;
 pub mod suite;
 pub mod sync;
 pub mod sys;
-pub mod target;
+pub mod testbed;
 pub mod units;

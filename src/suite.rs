@@ -24,7 +24,7 @@ use crate::report::{self, Format, Live};
 use crate::result::{now_rfc3339, write_json_atomically};
 use crate::role::stop::Stop;
 use crate::scenario::{self, Scenario};
-use crate::target::{self, workdir};
+use crate::testbed::{self, workdir};
 use crate::units::{format_duration, human_size};
 
 /// The longest a suite run lets any scenario's `duration` be, so that six scenarios fit in
@@ -84,7 +84,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32> {
         .map(|p| p.scenario.space_needed(&p.params))
         .max()
         .unwrap_or(0);
-    let target = target::prepare_for(&args.target, needed)?;
+    let target = testbed::prepare_for(&args.target, needed)?;
     let dir = target.dir();
     workdir::WorkDir::create(dir, false)?; // checks --dir is usable; removed at once
     if args.full {

@@ -11,8 +11,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
+use crate::environment::DeviceProfileInfo;
 use crate::error::Usage;
 use crate::units::{format_duration, format_size, parse_duration, parse_size, Bytes};
 
@@ -149,29 +148,6 @@ impl fmt::Display for DeviceProfile {
             }
         }
     }
-}
-
-/// The device profile as the result records it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DeviceProfileInfo {
-    /// `host`, `ram`, or the emulated profile as typed (`hdd-5400`, `flush=5ms`).
-    pub name: String,
-    /// The emulated flush time in ms (emulated profiles only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flush_ms: Option<f64>,
-    /// The emulated write bandwidth in bytes per second, when paced.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub write_bytes_per_s: Option<u64>,
-    /// Device cache flushes counted during the run (setup included).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flushes: Option<u64>,
-    /// Who counted them: `emulated device` (the FUSE daemon's fsyncs of the image) or
-    /// `block layer` (flush requests completed on the loop device, /sys/block/NAME/stat).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flushes_counted_by: Option<String>,
-    /// Device flushes per foreground sync call of the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flushes_per_sync: Option<f64>,
 }
 
 impl DeviceProfile {
