@@ -16,6 +16,7 @@ Examples:
   fsynclab run overwrite-fsync --set sync=fdatasync --set background=none
   fsynclab load random --dir /mnt/test --set duration=2m   (load for another tool)
   fsynclab probe --dir /mnt/test                  the cost of a bare flush there
+  fsynclab run random-writeback -o r.json && fsynclab show r.json --format seed
   fsynclab run overwrite-fsync --scratch ext3:data=writeback --device hdd-5400   (as root)
   fsynclab probe --scratch ext4:nobarrier --device flush=20ms
   fsynclab cleanup                                leftovers of a run killed with SIGKILL
@@ -76,6 +77,14 @@ pub enum Command {
     Probe {
         #[command(flatten)]
         common: RunArgs,
+    },
+    /// Print a saved result again (`--output` or a suite's file), in any format
+    Show {
+        /// The JSON result file
+        result: PathBuf,
+        /// What to print on stdout
+        #[arg(long, short = 'f', value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Remove what runs killed with SIGKILL left behind: mounts, loop devices, images, sysctls
     Cleanup,

@@ -247,13 +247,26 @@ pub fn current_dirty_background_threshold() -> Option<u64> {
 /// Refuses a parameter that sizes an in-memory buffer beyond half the RAM: the allocation
 /// would abort the process (or wake the OOM killer) before any cleanup could run.
 pub fn check_fits_in_memory(param: &str, bytes: u64) -> Result<(), crate::error::Usage> {
+    check_buffers_fit(param, bytes, 1)
+}
+
+/// Refuses `count` buffers of `size` bytes (one per worker thread) that together would take
+/// more than half the RAM: an allocation that fails aborts the process, and one that
+/// succeeds invites the OOM killer (issue 8: 3 x 10 GiB passed a per-buffer check).
+pub fn check_buffers_fit(param: &str, size: u64, count: u64) -> Result<(), crate::error::Usage> {
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| parse_memtotal(&m));
+    let needed = size.saturating_mul(count);
+    let shown = crate::units::format_size(crate::units::Bytes(size));
     match total.map(|t| t / 2) {
-        Some(limit) if bytes > limit => Err(crate::error::Usage(format!(
-            "--set {param}={}: fsynclab holds one such write in memory; at most half the RAM ({})",
-            crate::units::format_size(crate::units::Bytes(bytes)),
+        Some(limit) if needed > limit && count == 1 => Err(crate::error::Usage(format!(
+            "--set {param}={shown}: fsynclab holds one such write in memory; at most half the RAM ({})",
+            crate::units::human_size(limit)
+        ))),
+        Some(limit) if needed > limit => Err(crate::error::Usage(format!(
+            "--set {param}={shown}: {count} workers each hold such a buffer, {} in all; at most half the RAM ({}): lower {param} or the thread count",
+            crate::units::human_size(needed),
             crate::units::human_size(limit)
         ))),
         _ => Ok(()),
@@ -393,6 +406,18 @@ impl Fingerprint {
             (None, _) => String::new(),
         };
         format!("{fs}{dev}{scratch}")
+    }
+
+    /// The finding about the device's cache flushes, when they were counted: how many, and
+    /// per foreground sync call (`sync_calls` of them).
+    pub fn device_finding(&self, sync_calls: u64) -> Option<String> {
+        let flushes = self.device_profile.as_ref()?.flushes?;
+        Some(match self.device_profile.as_ref()?.flushes_per_sync {
+            Some(per) => format!(
+                "device: {flushes} cache flushes during the run, {per:.2} per foreground sync call ({sync_calls} calls; setup included)"
+            ),
+            None => format!("device: {flushes} cache flushes during the run"),
+        })
     }
 
     /// One line for reports: kernel, CPUs, memory, dirty sysctls.

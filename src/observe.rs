@@ -30,22 +30,3 @@ pub enum Unit {
 pub trait Observer {
     fn event(&mut self, event: Event<'_>);
 }
-
-/// Ignores everything (library use, tests).
-pub struct Silent;
-
-impl Observer for Silent {
-    fn event(&mut self, _: Event<'_>) {}
-}
-
-/// Keeps the seed lines (tests of the seed format).
-#[derive(Default)]
-pub struct SeedLines(pub Vec<String>);
-
-impl Observer for SeedLines {
-    fn event(&mut self, event: Event<'_>) {
-        if let Event::SeedLine(line) = event {
-            self.0.push(line.to_string());
-        }
-    }
-}

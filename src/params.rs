@@ -139,8 +139,22 @@ pub enum ParamError {
     },
     #[error("--set {0}: expected KEY=VALUE, e.g. --set sleep=250ms")]
     Malformed(String),
-    #[error("{0}")]
-    Conflict(String),
+}
+
+/// A parameter that takes one word of a fixed set, parsed into its own type (`SyncMethod`,
+/// `Placement`...). `NAMES[i]` is the name of `ALL[i]`.
+pub trait Choice: Copy + PartialEq + 'static {
+    const NAMES: &'static [&'static str];
+    const ALL: &'static [Self];
+
+    fn name(self) -> &'static str {
+        let i = Self::ALL.iter().position(|c| *c == self).unwrap_or(0);
+        Self::NAMES[i]
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::NAMES.iter().position(|n| *n == name).map(|i| Self::ALL[i])
+    }
 }
 
 /// Parses one value of `kind` from `text`.
@@ -278,6 +292,32 @@ impl Params {
         match self.get(name) {
             Value::Choice(s) | Value::Text(s) => s,
             other => panic!("parameter {name} is not text: {other:?}"),
+        }
+    }
+
+    /// A choice parameter as its type.
+    pub fn choice<T: Choice>(&self, name: &str) -> Result<T, ParamError> {
+        let text = self.text(name);
+        T::from_name(text).ok_or_else(|| self.invalid::<T>(name, text))
+    }
+
+    /// A choice-list parameter as its type, each item once, in the order given.
+    pub fn choices<T: Choice>(&self, name: &str) -> Result<Vec<T>, ParamError> {
+        let mut out = Vec::new();
+        for text in self.choice_list(name) {
+            let item = T::from_name(text).ok_or_else(|| self.invalid::<T>(name, text))?;
+            if !out.contains(&item) {
+                out.push(item);
+            }
+        }
+        Ok(out)
+    }
+
+    fn invalid<T: Choice>(&self, name: &str, text: &str) -> ParamError {
+        ParamError::Invalid {
+            key: name.to_string(),
+            value: text.to_string(),
+            expected: format!("one of {}", T::NAMES.join(", ")),
         }
     }
 

@@ -1,5 +1,10 @@
-//! The result of one run: what `--format json` prints and `--output` writes. Its shape is
-//! versioned (`schema_version`) and described by `schema/result-v1.schema.json`.
+//! The result of one run: what `--format json` prints, `--output` writes and `fsynclab show`
+//! reads back. Its shape is versioned (`schema_version`) and described by
+//! `schema/result-v1.schema.json`.
+//!
+//! A result carries the scenario's typed [`Details`] (the rows, counts and figures its tables,
+//! findings, headline and seed lines are computed from) beside their rendered forms
+//! (`tables`, `findings`), so that a saved result can be printed again in any format.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -9,12 +14,16 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::environment::Fingerprint;
-use crate::measure::{OpStats, Sample};
+use crate::measure::{OpKind, OpStats, Sample};
 use crate::role::writer::BackgroundReport;
+use crate::scenario::Details;
 
+/// Optional keys may be added within a version (`details` was); a key's meaning never
+/// changes without a new version. Results without `details` (written by older versions)
+/// still load, but cannot be printed again in the seed format.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// A table a scenario adds to its result (iozone-style KB/s rows, per-thread-count rows...).
+/// A table as results store and reports print it: typed rows rendered to cells.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Table {
     pub title: String,
@@ -23,16 +32,19 @@ pub struct Table {
     pub rows: Vec<Vec<serde_json::Value>>,
 }
 
+/// A typed table row: its columns' titles, and its cells in that order.
+pub trait Row {
+    const COLUMNS: &'static [&'static str];
+    fn cells(&self) -> Vec<serde_json::Value>;
+}
+
 impl Table {
-    /// The cells of column `name`, one per row (null where a row is short).
-    pub fn column(&self, name: &str) -> Vec<&serde_json::Value> {
-        match self.columns.iter().position(|c| c == name) {
-            Some(i) => self
-                .rows
-                .iter()
-                .map(|r| r.get(i).unwrap_or(&serde_json::Value::Null))
-                .collect(),
-            None => Vec::new(),
+    /// Renders typed rows under `title`.
+    pub fn of<R: Row>(title: String, rows: &[R]) -> Table {
+        Table {
+            title,
+            columns: R::COLUMNS.iter().map(|c| c.to_string()).collect(),
+            rows: rows.iter().map(Row::cells).collect(),
         }
     }
 }
@@ -46,23 +58,26 @@ pub struct RunResult {
     pub started_at: String,
     /// Length of the measured part of the run.
     pub duration_s: f64,
-    /// True when Ctrl-C or SIGTERM ended the run early.
+    /// True when a signal ended the run early.
     pub interrupted: bool,
     /// Every parameter with its effective value, as `--set` takes it.
     pub params: BTreeMap<String, String>,
     pub environment: Fingerprint,
     /// Statistics per foreground operation kind (`write`, `fsync`, ...).
-    pub ops: BTreeMap<String, OpStats>,
+    pub ops: BTreeMap<OpKind, OpStats>,
     /// Every foreground call, in order.
     pub samples: Vec<Sample>,
     /// The background writer, when there was one.
     pub background: Option<BackgroundReport>,
-    /// Scenario-specific tables.
+    /// Scenario-specific tables, rendered from `details`.
     #[serde(default)]
     pub tables: Vec<Table>,
-    /// Conclusions computed from this run's figures.
+    /// Conclusions computed from this run's figures, rendered from `details` and the device.
     #[serde(default)]
     pub findings: Vec<String>,
+    /// The scenario's typed figures (absent in results of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Details>,
 }
 
 impl RunResult {
@@ -71,14 +86,50 @@ impl RunResult {
         self.ops.values().map(|o| o.errors).sum()
     }
 
-    /// The worst latency of `op`, if any call of it ran.
-    pub fn max_ns(&self, op: &str) -> Option<u64> {
-        self.ops.get(op).filter(|o| o.count > 0).map(|o| o.latency_ns.max)
+    /// Failed calls of the foreground and the background writer.
+    pub fn all_errors(&self) -> u64 {
+        self.errors() + self.background.as_ref().map_or(0, |b| b.errors)
+    }
+
+    /// Foreground calls that make data durable ([`OpKind::is_sync`]).
+    pub fn sync_calls(&self) -> u64 {
+        self.ops
+            .iter()
+            .filter(|(op, _)| op.is_sync())
+            .map(|(_, s)| s.count)
+            .sum()
+    }
+
+    /// Renders `tables` and `findings` from the details and the environment.
+    pub fn render_views(&mut self) {
+        let Some(details) = &self.details else { return };
+        let report = details.report();
+        self.tables = report.tables();
+        self.findings = report.findings();
+        self.findings.extend(self.environment.device_finding(self.sync_calls()));
+    }
+
+    /// The one line the suite's summary shows for this run.
+    pub fn headline(&self) -> String {
+        match &self.details {
+            Some(d) => d.report().headline(self),
+            None => crate::scenario::default_headline(self),
+        }
+    }
+
+    /// Reads a result file written by `--output` or a suite.
+    pub fn load(path: &Path) -> Result<RunResult> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| crate::error::Usage(format!("{}: cannot open it ({e})", path.display())))?;
+        serde_json::from_reader(std::io::BufReader::new(file))
+            .map_err(|e| crate::error::Usage(format!("{}: not an fsynclab result ({e})", path.display())).into())
     }
 }
 
 /// Writes `value` as JSON to `path` atomically: a temporary file beside it, fsync, rename,
-/// then fsync of the directory, so a reader sees the old file or the whole new one.
+/// then fsync of the directory, so a reader sees the old file or the whole new one. The
+/// file is written through a buffer: serde issues one small write per token, and a 7 MB
+/// result once took 3 million write(2) calls (issue 8).
 pub fn write_json_atomically<T: Serialize>(value: &T, path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -86,13 +137,15 @@ pub fn write_json_atomically<T: Serialize>(value: &T, path: &Path) -> Result<()>
     };
     let name = path
         .file_name()
-        .with_context(|| format!("--output {}: not a file name", path.display()))?;
+        .with_context(|| format!("{}: not a file name", path.display()))?;
     let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
     let write = || -> Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        serde_json::to_writer_pretty(&mut f, value)?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
+        let file = std::fs::File::create(&tmp)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        serde_json::to_writer_pretty(&mut out, value)?;
+        out.write_all(b"\n")?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
         std::fs::rename(&tmp, path)?;
         std::fs::File::open(&dir)?.sync_all()?;
         Ok(())
@@ -103,34 +156,9 @@ pub fn write_json_atomically<T: Serialize>(value: &T, path: &Path) -> Result<()>
     })
 }
 
-/// Now as RFC 3339 UTC (`2026-11-22T03:45:55Z`), without a date library: days since the
-/// epoch to a civil date by Howard Hinnant's `civil_from_days` algorithm.
+/// Now as RFC 3339 UTC to the second (`2026-11-22T03:45:55Z`).
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    rfc3339(secs)
-}
-
-pub fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]
@@ -138,11 +166,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rfc3339_known_dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_238_742_063), "2009-04-03T07:01:03Z");
-        assert_eq!(rfc3339(1_951_098_355), "2031-10-30T03:45:55Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    fn rfc3339_to_the_second() {
+        let now = now_rfc3339();
+        assert_eq!(now.len(), "2026-11-22T03:45:55Z".len(), "{now}");
+        assert!(now.ends_with('Z') && now.as_bytes()[10] == b'T', "{now}");
     }
 
     #[test]

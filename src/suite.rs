@@ -16,10 +16,10 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::SuiteArgs;
-use crate::engine::{self, Setup};
+use crate::engine::{self, Planned};
 use crate::environment::{self, Fingerprint};
 use crate::error::Usage;
-use crate::params::{split_assignment, Params};
+use crate::params::split_assignment;
 use crate::report::{self, Format, Live};
 use crate::result::{now_rfc3339, write_json_atomically};
 use crate::role::stop::Stop;
@@ -67,30 +67,20 @@ pub struct Entry {
     pub params: BTreeMap<String, String>,
 }
 
-/// A scenario with the parameters the suite will run it with.
-struct Planned {
-    scenario: &'static dyn Scenario,
-    params: Params,
-}
-
 pub fn run(args: &SuiteArgs) -> Result<i32> {
     // Plan: parameters of every scenario, checked before anything runs.
     let planned = plan(&args.sets, args.full)?;
+    let results = results_dir(args.results.as_deref())?;
     // Signals first: a Ctrl-C while a scratch target is being made must not kill us halfway.
     let stop = Stop::on_signals()?;
     // A scratch image big enough for the largest scenario.
-    let needed = planned
-        .iter()
-        .map(|p| p.scenario.space_needed(&p.params))
-        .max()
-        .unwrap_or(0);
+    let needed = planned.iter().map(|p| p.plan.space_needed()).max().unwrap_or(0);
     let target = testbed::prepare_for(&args.target, needed)?;
     let dir = target.dir();
     workdir::WorkDir::create(dir, false)?; // checks --dir is usable; removed at once
     if args.full {
         full_preflight(dir, &planned)?;
     }
-    let results = results_dir(args.results.as_deref())?;
     let started_at = now_rfc3339();
     let clock = Instant::now();
     let mut environment = environment::fingerprint(dir);
@@ -109,33 +99,20 @@ pub fn run(args: &SuiteArgs) -> Result<i32> {
             eprintln!("[{}/{n}] {name}: {}", i + 1, p.scenario.purpose());
         }
         let t0 = Instant::now();
-        let flushes_before = target.flushes();
-        let mut exporter = report::exporter(Format::Text);
+        let mut exporter = report::exporter(Format::Text, true);
         let outcome = {
-            let mut live = Live::new(exporter.as_mut(), args.quiet);
-            let setup = Setup {
-                dir,
-                keep: false,
-                stop: &stop,
-            };
-            let r = engine::execute(p.scenario, &p.params, &setup, &mut live);
+            let mut live = Live::new(exporter.as_mut(), args.quiet, None);
+            let r = engine::run(p, &target, false, &stop, &mut live);
             live.finish();
             r
         };
         let secs = t0.elapsed().as_secs_f64();
         let e = match outcome {
-            Ok(mut result) => {
-                target.annotate(&mut result, flushes_before);
+            Ok(finished) => {
                 let file = format!("{name}.json");
-                write_json_atomically(&result, &results.join(&file))?;
-                let status = if result.interrupted {
-                    "interrupted"
-                } else if result.errors() + result.background.as_ref().map_or(0, |b| b.errors) > 0 {
-                    "errors"
-                } else {
-                    "ok"
-                };
-                entry(p, status, Some(file), secs, p.scenario.headline(&result), None)
+                write_json_atomically(&finished.result, &results.join(&file))?;
+                let headline = finished.result.headline();
+                entry(p, finished.status.word(), Some(file), secs, headline, None)
             }
             Err(err) => entry(p, "failed", None, secs, String::new(), Some(format!("{err:#}"))),
         };
@@ -242,8 +219,7 @@ fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
                 assignments.push(a.clone());
             }
         }
-        let params = engine::resolve(s, &assignments).with_context(|| format!("suite: scenario {}", s.name()))?;
-        planned.push(Planned { scenario: s, params });
+        planned.push(Planned::new(s, &assignments).with_context(|| format!("suite: scenario {}", s.name()))?);
     }
     Ok(planned)
 }
@@ -277,7 +253,7 @@ fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
     let mut known = Duration::ZERO;
     let mut unknown = Vec::new();
     for p in planned {
-        match p.scenario.expected_duration(&p.params) {
+        match p.plan.expected_duration() {
             Some(d) => known += d,
             None => unknown.push(p.scenario.name()),
         }
@@ -285,7 +261,7 @@ fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
     // Scenarios run one at a time and each removes its files: the largest one must fit.
     let (largest, space) = planned
         .iter()
-        .map(|p| (p.scenario.name(), p.scenario.space_needed(&p.params)))
+        .map(|p| (p.scenario.name(), p.plan.space_needed()))
         .max_by_key(|(_, s)| *s)
         .unwrap_or(("-", 0));
     let time = if unknown.is_empty() {
@@ -327,6 +303,14 @@ fn results_dir(arg: Option<&Path>) -> Result<PathBuf> {
     };
     std::fs::create_dir_all(&path)
         .map_err(|e| Usage(format!("--results {}: cannot create it ({e})", path.display())))?;
+    if !crate::sys::writable(&path) {
+        return Err(Usage(format!(
+            "--results {}: cannot write there ({}); choose another directory",
+            path.display(),
+            crate::sys::why_not_writable(&path)
+        ))
+        .into());
+    }
     Ok(path)
 }
 

@@ -150,6 +150,25 @@ pub fn format_latency_ns(ns: u64) -> String {
     }
 }
 
+/// Nanoseconds as seconds, milliseconds, microseconds: the units tables and seed lines print.
+pub fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+pub fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+pub fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// `x` rounded to `decimals` places, for table cells that should not print 17 digits.
+pub fn rounded(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (x * scale).round() / scale
+}
+
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&format_size(*self))

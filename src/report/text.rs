@@ -61,7 +61,7 @@ fn ops_table(r: &RunResult) -> String {
     let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
     for (op, s) in &r.ops {
         let l = &s.latency_ns;
-        let mut row = vec![op.clone(), s.count.to_string(), s.errors.to_string()];
+        let mut row = vec![op.to_string(), s.count.to_string(), s.errors.to_string()];
         row.extend([l.min, l.p50, l.p90, l.p99, l.p999, l.max, l.mean].map(format_latency_ns));
         rows.push(row);
     }

@@ -1,11 +1,19 @@
 //! Scenarios: each reproduces one seed experiment as a composition of roles (prober,
-//! writers) with named parameters. One file per scenario; [`all`] is the registry that
-//! `fsynclab list`, `run` and `suite` read.
+//! writers, worker pools) with named parameters.
+//!
+//! A scenario is a [`Plan`] factory: [`Scenario::plan`] reads the `--set` parameters once
+//! into the experiment's typed configuration and checks every combination; the plan then
+//! says how much space and time it needs and runs. What it measured comes back as samples
+//! plus typed [`Details`], from which tables, findings, the suite's headline and the seed's
+//! own output lines are computed ([`Report`]) — during the run or from a saved result.
+//!
+//! [`all`] is the registry that `fsynclab list`, `run` and `suite` read.
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use crate::measure::{Recorder, RunClock};
 use crate::observe::Observer;
@@ -17,6 +25,7 @@ use crate::units::format_latency_ns;
 
 pub mod background;
 pub mod datasync;
+pub mod fsync_tester;
 pub mod fsync_tps;
 pub mod load;
 pub mod overwrite_fsync;
@@ -35,14 +44,13 @@ pub struct Context<'a> {
 }
 
 /// What a scenario measured.
-#[derive(Default)]
 pub struct Outcome {
     pub recorder: Recorder,
     pub background: Option<BackgroundReport>,
-    pub tables: Vec<Table>,
-    pub findings: Vec<String>,
+    pub details: Details,
 }
 
+/// An experiment as `fsynclab list` shows it, and the factory of its plans.
 pub trait Scenario: Sync {
     fn name(&self) -> &'static str;
     /// One line: what the experiment shows.
@@ -50,36 +58,76 @@ pub trait Scenario: Sync {
     /// The seed it reproduces: `000 (Ts'o, ext3 latency fixes, 2009)`.
     fn seed(&self) -> &'static str;
     fn params(&self) -> Vec<ParamSpec>;
-    /// Checks combinations of parameters that no single parameter's type can.
-    fn validate(&self, _params: &Params) -> Result<()> {
-        Ok(())
-    }
+    /// Reads the parameters once into the experiment's typed plan, refusing (as a usage
+    /// error) any combination that cannot run.
+    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>>;
+}
+
+/// One experiment with every parameter decided.
+pub trait Plan: Send + Sync {
     /// Bytes of files the run will create, for the free-space preflight.
-    fn space_needed(&self, params: &Params) -> u64;
+    fn space_needed(&self) -> u64;
     /// Which parameter to lower when space runs short, for the preflight's message.
     fn space_hint(&self) -> &'static str {
         "lower the file sizes with --set"
     }
-    fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome>;
-    /// How long the measured part of a run lasts, when the parameters decide it (the
-    /// suite's `--full` plan); `None` when it depends on the machine.
-    fn expected_duration(&self, params: &Params) -> Option<Duration> {
-        params.find_duration("duration").filter(|d| !d.is_zero())
+    /// How long the measured part lasts when the parameters decide it (the suite's `--full`
+    /// plan); `None` when it depends on the machine.
+    fn expected_duration(&self) -> Option<Duration>;
+    fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome>;
+}
+
+/// What a scenario's typed details give the exporters. Each is computed from the details
+/// (and the run's samples), never read back from rendered text.
+pub trait Report {
+    fn tables(&self) -> Vec<Table> {
+        Vec::new()
     }
+    fn findings(&self) -> Vec<String>;
     /// One line with the run's headline figure, for the suite's summary.
     fn headline(&self, result: &RunResult) -> String {
         default_headline(result)
+    }
+    /// The lines the seed's original program printed, in order (`--format seed`).
+    fn seed_lines(&self, result: &RunResult) -> Vec<String>;
+}
+
+/// Each scenario's typed figures, as results store them (`"details": {"fsync-tps": ...}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Details {
+    OverwriteFsync(overwrite_fsync::Details),
+    RandomWriteback(random_writeback::Details),
+    SmallFiles(small_files::Details),
+    FsyncTps(fsync_tps::Details),
+    Datasync(datasync::Details),
+    Rndwr(rndwr::Details),
+    Probe(probe::Details),
+    Load(load::Details),
+}
+
+impl Details {
+    pub fn report(&self) -> &dyn Report {
+        match self {
+            Details::OverwriteFsync(d) => d,
+            Details::RandomWriteback(d) => d,
+            Details::SmallFiles(d) => d,
+            Details::FsyncTps(d) => d,
+            Details::Datasync(d) => d,
+            Details::Rndwr(d) => d,
+            Details::Probe(d) => d,
+            Details::Load(d) => d,
+        }
     }
 }
 
 /// The worst and p99 latency of the main sync call (the sync kind called most often, else
 /// the most frequent call), and the background writer's rate when there was one.
 pub fn default_headline(r: &RunResult) -> String {
-    let is_sync = |op: &str| !op.starts_with("write") && !matches!(op, "create" | "close");
     let main = r
         .ops
         .iter()
-        .filter(|(op, s)| is_sync(op) && s.count > 0)
+        .filter(|(op, s)| op.is_sync() && s.count > 0)
         .max_by_key(|(_, s)| s.count)
         .or_else(|| r.ops.iter().max_by_key(|(_, s)| s.count));
     let mut line = match main {
@@ -120,4 +168,28 @@ pub fn find(name: &str) -> Option<&'static dyn Scenario> {
 
 pub fn names() -> String {
     all().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+pub mod tests_support {
+    use crate::result::{RunResult, SCHEMA_VERSION};
+
+    /// A result with nothing in it, for tests of headlines and exporters.
+    pub fn empty_result() -> RunResult {
+        RunResult {
+            schema_version: SCHEMA_VERSION,
+            scenario: "test".into(),
+            started_at: "2026-11-22T00:00:00Z".into(),
+            duration_s: 0.0,
+            interrupted: false,
+            params: Default::default(),
+            environment: Default::default(),
+            ops: Default::default(),
+            samples: Vec::new(),
+            background: None,
+            tables: Vec::new(),
+            findings: Vec::new(),
+            details: None,
+        }
+    }
 }

@@ -4,13 +4,20 @@
 //! times or 60 s. On xfs one such write took 128.9 s, stuck in balance_dirty_pages: the
 //! write time matters as much as the fsync time, so both are reported per call.
 
-use anyhow::Result;
+use std::time::Duration;
 
-use super::{background, Context, Outcome, Scenario};
-use crate::measure::{Recorder, Sample};
-use crate::observe::Event;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::background;
+use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails};
+use super::{Context, Outcome, Plan, Report, Scenario};
+use crate::measure::Sample;
+use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
-use crate::role::prober::{self, Prober, ProberConfig};
+use crate::result::RunResult;
+use crate::role::prober::Iteration;
+use crate::role::writer::{BackgroundReport, WriterKind};
 
 pub struct RandomWriteback;
 
@@ -25,12 +32,15 @@ pub fn seed_line(write: &Sample, sync: Option<&Sample>) -> String {
 }
 
 /// `run done 2 fsyncs total, killing random writer`.
-pub fn seed_done_line(iterations: u64, background: &str) -> String {
+pub fn seed_done_line(iterations: u64, background: Option<WriterKind>) -> String {
     match background {
-        "random" => format!("run done {iterations} fsyncs total, killing random writer"),
+        Some(WriterKind::Random) => format!("run done {iterations} fsyncs total, killing random writer"),
         _ => format!("run done {iterations} fsyncs total"),
     }
 }
+
+const STARTING: &str = "starting fsync run";
+const STARTING_RANDOM: &str = "starting random io!";
 
 impl Scenario for RandomWriteback {
     fn name(&self) -> &'static str {
@@ -46,7 +56,7 @@ impl Scenario for RandomWriteback {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        let mut specs: Vec<ParamSpec> = prober::params("20", "20s", "1s")
+        let mut specs: Vec<ParamSpec> = fsync_tester::prober_params("20", "20s", "1s")
             .into_iter()
             .map(|p| match p.name {
                 "iterations" => p.seed("60"),
@@ -60,39 +70,79 @@ impl Scenario for RandomWriteback {
         specs
     }
 
-    fn validate(&self, params: &Params) -> Result<()> {
-        background::validate_with_prober(params)
+    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
+        Ok(Box::new(Config(TesterConfig::from_params(params)?)))
     }
+}
 
-    fn space_needed(&self, params: &Params) -> u64 {
-        background::space_with_prober(params)
+struct Config(TesterConfig);
+
+impl Plan for Config {
+    fn space_needed(&self) -> u64 {
+        self.0.space_needed()
     }
 
     fn space_hint(&self) -> &'static str {
         "lower --set random_file_size (or write_size)"
     }
 
-    fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome> {
-        let mut prober = Prober::open(ctx.dir, ProberConfig::from_params(params)?)?;
-        let writer = background::prepare(ctx, params)?;
-        let mut recorder = Recorder::new();
-        ctx.observer.event(Event::SeedLine("starting fsync run"));
-        let running = background::Running::start(writer, ctx.clock, ctx.stop)?;
-        if params.text("background") == "random" {
-            ctx.observer.event(Event::SeedLine("starting random io!"));
-        }
-        let done = prober.run(&ctx.clock, ctx.stop, &mut recorder, ctx.observer, |it, obs| {
-            obs.event(Event::SeedLine(&seed_line(it.write, it.sync)));
-        });
-        ctx.observer
-            .event(Event::SeedLine(&seed_done_line(done, params.text("background"))));
-        let background = running.stop();
-        let findings = background::pressure_note(params).into_iter().collect();
+    fn expected_duration(&self) -> Option<Duration> {
+        Some(self.0.prober.duration).filter(|d| !d.is_zero())
+    }
+
+    fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {
+        let (recorder, background, details) = fsync_tester::run(ctx, &self.0, &Seed003)?;
         Ok(Outcome {
             recorder,
             background,
-            findings,
-            ..Outcome::default()
+            details: super::Details::RandomWriteback(Details(details)),
         })
+    }
+}
+
+/// Mason's lines, live.
+struct Seed003;
+
+impl Lines for Seed003 {
+    fn before_writer(&self, _cfg: &TesterConfig, observer: &mut dyn Observer) {
+        observer.event(Event::SeedLine(STARTING));
+    }
+
+    fn writer_started(&self, cfg: &TesterConfig, observer: &mut dyn Observer) {
+        if cfg.background.kind() == Some(WriterKind::Random) {
+            observer.event(Event::SeedLine(STARTING_RANDOM));
+        }
+    }
+
+    fn iteration(&self, it: &Iteration<'_>, observer: &mut dyn Observer) {
+        observer.event(Event::SeedLine(&seed_line(it.write, it.sync)));
+    }
+
+    fn done(&self, cfg: &TesterConfig, iterations: u64, _: Option<&BackgroundReport>, observer: &mut dyn Observer) {
+        observer.event(Event::SeedLine(&seed_done_line(iterations, cfg.background.kind())));
+    }
+}
+
+/// What the run recorded beside its samples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Details(pub TesterDetails);
+
+impl Report for Details {
+    fn findings(&self) -> Vec<String> {
+        self.0.findings()
+    }
+
+    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
+        let d = &self.0;
+        let mut lines: Vec<String> = d.setup.seed_lines().iter().map(|l| l.to_string()).collect();
+        lines.push(STARTING.into());
+        if d.background == Some(WriterKind::Random) {
+            lines.push(STARTING_RANDOM.into());
+        }
+        for (write, sync) in fsync_tester::iterations(&r.samples) {
+            lines.push(seed_line(&write, sync.as_ref()));
+        }
+        lines.push(seed_done_line(d.iterations, d.background));
+        lines
     }
 }

@@ -14,7 +14,6 @@ use anyhow::Result;
 
 use crate::cli::TargetArgs;
 use crate::error::Usage;
-use crate::result::RunResult;
 use crate::units::{parse_duration, parse_size};
 
 pub mod command;
@@ -86,35 +85,23 @@ impl Prepared {
         env.device_profile = self.profile.as_ref().map(DeviceProfile::info);
     }
 
-    /// Adds the target's configuration to a result: the scratch filesystem, the device
-    /// profile with the flushes counted since `flushes_before`, the sysctls set.
-    pub fn annotate(&self, result: &mut RunResult, flushes_before: Option<u64>) {
-        self.annotate_environment(&mut result.environment);
+    /// Records in `env` the device cache flushes since `flushes_before`, and per foreground
+    /// sync call of the run.
+    pub fn count_flushes(
+        &self,
+        env: &mut crate::environment::Fingerprint,
+        flushes_before: Option<u64>,
+        sync_calls: u64,
+    ) {
         let Some(profile) = &self.profile else { return };
         let mut info = profile.info();
         if let (Some(before), Some(now)) = (flushes_before, self.flushes()) {
             let flushes = now.saturating_sub(before);
-            let syncs: u64 = result
-                .ops
-                .iter()
-                .filter(|(op, _)| op.contains("sync"))
-                .map(|(_, o)| o.count)
-                .sum();
             info.flushes = Some(flushes);
             info.flushes_counted_by = Some(self.flushes_counted_by().to_string());
-            if syncs > 0 {
-                let per = flushes as f64 / syncs as f64;
-                info.flushes_per_sync = Some(per);
-                result.findings.push(format!(
-                    "device: {flushes} cache flushes during the run, {per:.2} per foreground sync call ({syncs} calls; setup included)"
-                ));
-            } else {
-                result
-                    .findings
-                    .push(format!("device: {flushes} cache flushes during the run"));
-            }
+            info.flushes_per_sync = (sync_calls > 0).then(|| flushes as f64 / sync_calls as f64);
         }
-        result.environment.device_profile = Some(info);
+        env.device_profile = Some(info);
     }
 }
 

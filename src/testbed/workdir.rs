@@ -81,7 +81,8 @@ fn check_parent(parent: &Path) -> Result<()> {
         Err(e) => Err(Usage(format!("--dir {shown}: cannot use it ({e})")).into()),
         Ok(m) if !m.is_dir() => Err(Usage(format!("--dir {shown}: not a directory")).into()),
         Ok(_) if !sys::writable(parent) => Err(Usage(format!(
-            "--dir {shown}: not writable by this user; choose a directory you can write to"
+            "--dir {shown}: cannot write there ({}); choose a directory you can write to",
+            sys::why_not_writable(parent)
         ))
         .into()),
         Ok(_) => Ok(()),
