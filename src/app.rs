@@ -106,7 +106,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
 /// Refuses, before anything runs, an `--output` that cannot be written: a directory, or a
 /// file in a directory that does not exist or is not writable (issue 8: these were found
 /// only after measuring, and the measurement was lost).
-pub fn check_output_file(path: &Path) -> Result<(), Usage> {
+pub(crate) fn check_output_file(path: &Path) -> Result<(), Usage> {
     let shown = path.display();
     if path.is_dir() {
         return Err(Usage(format!(

@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::report::Format;
-
 const AFTER_HELP: &str = "\
 Examples:
   fsynclab suite --dir /mnt/test                  every scenario, scaled, with a summary (start here)
@@ -200,5 +198,16 @@ pub enum LoadKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
     Text,
+    Json,
+}
+
+/// The output formats of `--format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A summary table per operation kind and the background writer's throughput.
+    Text,
+    /// The lines the seed's original programs printed, as they happen.
+    Seed,
+    /// The full result with every call (schema/result-v1.schema.json).
     Json,
 }

@@ -19,15 +19,15 @@ use crate::scenario::{Context, Plan, Scenario};
 use crate::testbed::{workdir, Prepared, WorkDir};
 
 /// A scenario with its parameters decided.
-pub struct Planned {
-    pub scenario: &'static dyn Scenario,
-    pub params: Params,
-    pub plan: Box<dyn Plan>,
+pub(crate) struct Planned {
+    pub(crate) scenario: &'static dyn Scenario,
+    pub(crate) params: Params,
+    pub(crate) plan: Box<dyn Plan>,
 }
 
 impl Planned {
     /// Applies `--set` assignments over the scenario's defaults and reads them into its plan.
-    pub fn new(scenario: &'static dyn Scenario, sets: &[String]) -> Result<Planned> {
+    pub(crate) fn new(scenario: &'static dyn Scenario, sets: &[String]) -> Result<Planned> {
         let params = Params::resolve(scenario.name(), &scenario.params(), sets)?;
         let plan = scenario.plan(&params)?;
         Ok(Planned { scenario, params, plan })
@@ -36,7 +36,7 @@ impl Planned {
 
 /// How a run ended, when it produced a result.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Status {
+pub(crate) enum Status {
     Ok,
     /// Some calls failed; each is recorded in the result.
     Errors {
@@ -73,7 +73,7 @@ impl Status {
     }
 
     /// The process exit status: 0, 1 when calls failed, 128 + the signal.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             Status::Ok => 0,
             Status::Errors { .. } => 1,
@@ -82,7 +82,7 @@ impl Status {
     }
 
     /// The word summary.json uses.
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::Errors { .. } => "errors",
@@ -106,13 +106,13 @@ impl fmt::Display for Status {
 }
 
 /// A finished run: its result and how it ended.
-pub struct Finished {
-    pub result: RunResult,
-    pub status: Status,
+pub(crate) struct Finished {
+    pub(crate) result: RunResult,
+    pub(crate) status: Status,
 }
 
 /// Runs `planned` in a new work directory on `testbed`.
-pub fn run(
+pub(crate) fn run(
     planned: &Planned,
     testbed: &Prepared,
     keep: bool,

@@ -17,20 +17,23 @@
 //! - [`testbed`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
 //! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
 
-pub mod app;
+mod app;
 pub mod cli;
-pub mod engine;
+mod engine;
 pub mod environment;
 pub mod error;
 pub mod measure;
-pub mod observe;
-pub mod params;
-pub mod report;
-pub mod result;
-pub mod role;
-pub mod scenario;
-pub mod suite;
-pub mod sync;
+mod observe;
+mod params;
+mod report;
+mod result;
+mod role;
+mod scenario;
+mod suite;
+mod sync;
 pub mod sys;
 pub mod testbed;
-pub mod units;
+mod units;
+
+pub use app::run;
+pub use error::exit_status;

@@ -21,26 +21,26 @@ use crate::scenario::Details;
 /// Optional keys may be added within a version (`details` was); a key's meaning never
 /// changes without a new version. Results without `details` (written by older versions)
 /// still load, but cannot be printed again in the seed format.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// A table as results store and reports print it: typed rows rendered to cells.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Table {
-    pub title: String,
-    pub columns: Vec<String>,
+pub(crate) struct Table {
+    pub(crate) title: String,
+    pub(crate) columns: Vec<String>,
     /// Cells are numbers or strings, one row per line of the table.
-    pub rows: Vec<Vec<serde_json::Value>>,
+    pub(crate) rows: Vec<Vec<serde_json::Value>>,
 }
 
 /// A typed table row: its columns' titles, and its cells in that order.
-pub trait Row {
+pub(crate) trait Row {
     const COLUMNS: &'static [&'static str];
     fn cells(&self) -> Vec<serde_json::Value>;
 }
 
 impl Table {
     /// Renders typed rows under `title`.
-    pub fn of<R: Row>(title: String, rows: &[R]) -> Table {
+    pub(crate) fn of<R: Row>(title: String, rows: &[R]) -> Table {
         Table {
             title,
             columns: R::COLUMNS.iter().map(|c| c.to_string()).collect(),
@@ -50,49 +50,49 @@ impl Table {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunResult {
-    pub schema_version: u32,
+pub(crate) struct RunResult {
+    pub(crate) schema_version: u32,
     /// The scenario, or `load-random`, `load-stream`, `probe`.
-    pub scenario: String,
+    pub(crate) scenario: String,
     /// Wall-clock start, RFC 3339 UTC.
-    pub started_at: String,
+    pub(crate) started_at: String,
     /// Length of the measured part of the run.
-    pub duration_s: f64,
+    pub(crate) duration_s: f64,
     /// True when a signal ended the run early.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
     /// Every parameter with its effective value, as `--set` takes it.
-    pub params: BTreeMap<String, String>,
-    pub environment: Fingerprint,
+    pub(crate) params: BTreeMap<String, String>,
+    pub(crate) environment: Fingerprint,
     /// Statistics per foreground operation kind (`write`, `fsync`, ...).
-    pub ops: BTreeMap<OpKind, OpStats>,
+    pub(crate) ops: BTreeMap<OpKind, OpStats>,
     /// Every foreground call, in order.
-    pub samples: Vec<Sample>,
+    pub(crate) samples: Vec<Sample>,
     /// The background writer, when there was one.
-    pub background: Option<BackgroundReport>,
+    pub(crate) background: Option<BackgroundReport>,
     /// Scenario-specific tables, rendered from `details`.
     #[serde(default)]
-    pub tables: Vec<Table>,
+    pub(crate) tables: Vec<Table>,
     /// Conclusions computed from this run's figures, rendered from `details` and the device.
     #[serde(default)]
-    pub findings: Vec<String>,
+    pub(crate) findings: Vec<String>,
     /// The scenario's typed figures (absent in results of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Details>,
+    pub(crate) details: Option<Details>,
 }
 
 impl RunResult {
     /// Failed foreground calls in all.
-    pub fn errors(&self) -> u64 {
+    pub(crate) fn errors(&self) -> u64 {
         self.ops.values().map(|o| o.errors).sum()
     }
 
     /// Failed calls of the foreground and the background writer.
-    pub fn all_errors(&self) -> u64 {
+    pub(crate) fn all_errors(&self) -> u64 {
         self.errors() + self.background.as_ref().map_or(0, |b| b.errors)
     }
 
     /// Foreground calls that make data durable ([`OpKind::is_sync`]).
-    pub fn sync_calls(&self) -> u64 {
+    pub(crate) fn sync_calls(&self) -> u64 {
         self.ops
             .iter()
             .filter(|(op, _)| op.is_sync())
@@ -101,7 +101,7 @@ impl RunResult {
     }
 
     /// Renders `tables` and `findings` from the details and the environment.
-    pub fn render_views(&mut self) {
+    pub(crate) fn render_views(&mut self) {
         let Some(details) = &self.details else { return };
         let report = details.report();
         self.tables = report.tables();
@@ -110,7 +110,7 @@ impl RunResult {
     }
 
     /// The one line the suite's summary shows for this run.
-    pub fn headline(&self) -> String {
+    pub(crate) fn headline(&self) -> String {
         match &self.details {
             Some(d) => d.report().headline(self),
             None => crate::scenario::default_headline(self),
@@ -118,7 +118,7 @@ impl RunResult {
     }
 
     /// Reads a result file written by `--output` or a suite.
-    pub fn load(path: &Path) -> Result<RunResult> {
+    pub(crate) fn load(path: &Path) -> Result<RunResult> {
         let file = std::fs::File::open(path)
             .map_err(|e| crate::error::Usage(format!("{}: cannot open it ({e})", path.display())))?;
         serde_json::from_reader(std::io::BufReader::new(file))
@@ -130,7 +130,7 @@ impl RunResult {
 /// then fsync of the directory, so a reader sees the old file or the whole new one. The
 /// file is written through a buffer: serde issues one small write per token, and a 7 MB
 /// result once took 3 million write(2) calls (issue 8).
-pub fn write_json_atomically<T: Serialize>(value: &T, path: &Path) -> Result<()> {
+pub(crate) fn write_json_atomically<T: Serialize>(value: &T, path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -157,7 +157,7 @@ pub fn write_json_atomically<T: Serialize>(value: &T, path: &Path) -> Result<()>
 }
 
 /// Now as RFC 3339 UTC to the second (`2026-11-22T03:45:55Z`).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 

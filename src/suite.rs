@@ -29,7 +29,7 @@ use crate::units::{format_duration, human_size};
 
 /// The longest a suite run lets any scenario's `duration` be, so that six scenarios fit in
 /// three minutes on a small VM with room for their setup phases.
-pub const SUITE_DURATION_CAP: Duration = Duration::from_secs(10);
+pub(crate) const SUITE_DURATION_CAP: Duration = Duration::from_secs(10);
 
 /// Per-scenario settings the suite uses over the scenario's own defaults (scaled runs only).
 /// Keys a scenario does not declare are skipped, so the table may name scenarios of other
@@ -39,35 +39,35 @@ const SUITE_SETS: &[(&str, &[&str])] = &[
     ("datasync", &["rounds=2", "duration=400ms"]),
 ];
 
-pub const SUMMARY_FILE: &str = "summary.json";
+pub(crate) const SUMMARY_FILE: &str = "summary.json";
 
 /// `summary.json`: what ran, where its result is, and its headline.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Summary {
-    pub started_at: String,
-    pub duration_s: f64,
-    pub full: bool,
-    pub interrupted: bool,
-    pub environment: Fingerprint,
-    pub scenarios: Vec<Entry>,
+pub(crate) struct Summary {
+    pub(crate) started_at: String,
+    pub(crate) duration_s: f64,
+    pub(crate) full: bool,
+    pub(crate) interrupted: bool,
+    pub(crate) environment: Fingerprint,
+    pub(crate) scenarios: Vec<Entry>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Entry {
-    pub scenario: String,
+pub(crate) struct Entry {
+    pub(crate) scenario: String,
     /// `ok`, `errors` (some calls failed), `interrupted`, `failed` (no result), `skipped`.
-    pub status: String,
+    pub(crate) status: String,
     /// The result file, relative to the results directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<String>,
-    pub duration_s: f64,
-    pub headline: String,
+    pub(crate) result: Option<String>,
+    pub(crate) duration_s: f64,
+    pub(crate) headline: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub params: BTreeMap<String, String>,
+    pub(crate) error: Option<String>,
+    pub(crate) params: BTreeMap<String, String>,
 }
 
-pub fn run(args: &SuiteArgs) -> Result<i32> {
+pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
     // Plan: parameters of every scenario, checked before anything runs.
     let planned = plan(&args.sets, args.full)?;
     let results = results_dir(args.results.as_deref())?;
@@ -315,7 +315,7 @@ fn results_dir(arg: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// The one-screen summary.
-pub fn render(s: &Summary, results: &Path) -> String {
+pub(crate) fn render(s: &Summary, results: &Path) -> String {
     let mut out = String::new();
     let e = &s.environment;
     let fs = e

@@ -16,7 +16,7 @@ use crate::params::{Choice, Kind, ParamSpec};
 use crate::sys;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SyncMethod {
+pub(crate) enum SyncMethod {
     /// `write` then `fsync(2)`: data and all metadata.
     Fsync,
     /// `write` then `fdatasync(2)`: data and the metadata needed to read it back.
@@ -76,7 +76,7 @@ impl<'de> serde::Deserialize<'de> for SyncMethod {
 
 impl SyncMethod {
     /// The `sync` parameter every scenario takes.
-    pub const fn param(default: &'static str) -> ParamSpec {
+    pub(crate) const fn param(default: &'static str) -> ParamSpec {
         ParamSpec::new(
             "sync",
             Kind::Choice(<Self as Choice>::NAMES),
@@ -86,7 +86,7 @@ impl SyncMethod {
     }
 
     /// The operation kind under which the write is recorded.
-    pub fn write_op(self) -> OpKind {
+    pub(crate) fn write_op(self) -> OpKind {
         match self {
             SyncMethod::Osync => OpKind::WriteOsync,
             SyncMethod::Odsync => OpKind::WriteOdsync,
@@ -97,7 +97,7 @@ impl SyncMethod {
     }
 
     /// The operation kind of the call that follows the write, if there is one.
-    pub fn sync_op(self) -> Option<OpKind> {
+    pub(crate) fn sync_op(self) -> Option<OpKind> {
         match self {
             SyncMethod::Fsync => Some(OpKind::Fsync),
             SyncMethod::Fdatasync | SyncMethod::Direct => Some(OpKind::Fdatasync),
@@ -107,12 +107,12 @@ impl SyncMethod {
     }
 
     /// Whether writes must use block-aligned buffers, offsets and sizes (O_DIRECT).
-    pub fn needs_alignment(self) -> bool {
+    pub(crate) fn needs_alignment(self) -> bool {
         self == SyncMethod::Direct
     }
 
     /// Opens (creating if needed, never truncating) `path` for writing with this method's flags.
-    pub fn open(self, path: &Path) -> io::Result<File> {
+    pub(crate) fn open(self, path: &Path) -> io::Result<File> {
         let flags = match self {
             SyncMethod::Osync => libc::O_SYNC,
             SyncMethod::Odsync => libc::O_DSYNC,
@@ -130,7 +130,7 @@ impl SyncMethod {
 
     /// Opens `path` like [`SyncMethod::open`], and says in one line (a usage error) when the
     /// filesystem of `dir` refuses O_DIRECT, naming the parameter `param` that chose it.
-    pub fn open_in(self, path: &Path, dir: &Path, param: &str) -> anyhow::Result<File> {
+    pub(crate) fn open_in(self, path: &Path, dir: &Path, param: &str) -> anyhow::Result<File> {
         self.open(path).map_err(|e| {
             if self.needs_alignment() && e.raw_os_error() == Some(libc::EINVAL) {
                 anyhow::anyhow!(crate::error::Usage(format!(
@@ -144,12 +144,12 @@ impl SyncMethod {
     }
 
     /// Issues the write the way this method does.
-    pub fn write(self, file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    pub(crate) fn write(self, file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
         sys::pwrite_all(file, buf, offset, self == SyncMethod::RwfDsync)
     }
 
     /// Issues the call that follows the write over `offset..offset+len`, if the method has one.
-    pub fn sync(self, file: &File, offset: u64, len: u64) -> Option<io::Result<()>> {
+    pub(crate) fn sync(self, file: &File, offset: u64, len: u64) -> Option<io::Result<()>> {
         match self {
             SyncMethod::Fsync => Some(sys::fsync(file)),
             SyncMethod::Fdatasync | SyncMethod::Direct => Some(sys::fdatasync(file)),

@@ -92,12 +92,19 @@ pub struct FsSpace {
     pub total: u64,
 }
 
-pub fn fs_space(path: &Path) -> io::Result<FsSpace> {
+/// `statvfs(3)` of the filesystem holding `path`.
+fn statvfs(path: &Path) -> io::Result<libc::statvfs> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path has a NUL byte"))?;
+    // SAFETY: statvfs is a plain C struct of integers, for which all zeroes is a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: `c` is a valid C string and `st` a writable statvfs.
     check(unsafe { libc::statvfs(c.as_ptr(), &mut st) })?;
+    Ok(st)
+}
+
+pub fn fs_space(path: &Path) -> io::Result<FsSpace> {
+    let st = statvfs(path)?;
     Ok(FsSpace {
         available: st.f_bavail as u64 * st.f_frsize as u64,
         total: st.f_blocks as u64 * st.f_frsize as u64,
@@ -118,14 +125,7 @@ pub fn writable(path: &Path) -> bool {
 /// whom `access(2)` would otherwise let through in words that blame the user), or the
 /// user's permissions.
 pub fn why_not_writable(path: &Path) -> &'static str {
-    let read_only = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .ok()
-        .and_then(|c| {
-            let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-            // SAFETY: `c` is a valid C string and `st` a writable statvfs.
-            (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then_some(st.f_flag & libc::ST_RDONLY != 0)
-        })
-        .unwrap_or(false);
+    let read_only = statvfs(path).is_ok_and(|st| st.f_flag & libc::ST_RDONLY != 0);
     if read_only {
         "it is on a read-only mount"
     } else {

@@ -11,20 +11,20 @@ use thiserror::Error;
 
 /// A number of bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Bytes(pub u64);
+pub(crate) struct Bytes(pub u64);
 
 impl Bytes {
-    pub const KIB: u64 = 1024;
-    pub const MIB: u64 = 1024 * 1024;
-    pub const GIB: u64 = 1024 * 1024 * 1024;
+    pub(crate) const KIB: u64 = 1024;
+    pub(crate) const MIB: u64 = 1024 * 1024;
+    pub(crate) const GIB: u64 = 1024 * 1024 * 1024;
 
-    pub fn get(self) -> u64 {
+    pub(crate) fn get(self) -> u64 {
         self.0
     }
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum UnitError {
+pub(crate) enum UnitError {
     #[error("expected a size like 4k, 1M or 8G")]
     Size,
     #[error("expected a duration like 1s, 250ms or 2m")]
@@ -32,7 +32,7 @@ pub enum UnitError {
 }
 
 /// Parses `4k`, `1M`, `8G`, `512`, `1.5G`, `64KiB`.
-pub fn parse_size(text: &str) -> Result<Bytes, UnitError> {
+pub(crate) fn parse_size(text: &str) -> Result<Bytes, UnitError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, suffix) = t.split_at(split);
@@ -61,7 +61,7 @@ pub fn parse_size(text: &str) -> Result<Bytes, UnitError> {
 }
 
 /// Parses `250ms`, `1s`, `2m`, `1h`, `500us`, `1.5s`; a bare number is seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, suffix) = t.split_at(split);
@@ -86,7 +86,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
 }
 
 /// Prints a size the shortest exact way a user could type it back (`1M`, `4k`, `1536`).
-pub fn format_size(bytes: Bytes) -> String {
+pub(crate) fn format_size(bytes: Bytes) -> String {
     let b = bytes.0;
     for (unit, suffix) in [
         (Bytes::GIB * 1024, "T"),
@@ -102,7 +102,7 @@ pub fn format_size(bytes: Bytes) -> String {
 }
 
 /// Prints a size for humans, rounded: `1.5 GiB`, `640 KiB`.
-pub fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     let b = bytes as f64;
     if b >= Bytes::GIB as f64 {
         format!("{:.1} GiB", b / Bytes::GIB as f64)
@@ -116,7 +116,7 @@ pub fn human_size(bytes: u64) -> String {
 }
 
 /// Prints a duration the shortest exact way a user could type it back (`1s`, `250ms`, `2m`).
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     for (unit, suffix) in [
         (3_600_000_000_000u128, "h"),
@@ -137,7 +137,7 @@ pub fn format_duration(d: Duration) -> String {
 }
 
 /// Prints a latency in nanoseconds with a unit that keeps three significant digits.
-pub fn format_latency_ns(ns: u64) -> String {
+pub(crate) fn format_latency_ns(ns: u64) -> String {
     let v = ns as f64;
     if v >= 1e9 {
         format!("{:.3}s", v / 1e9)
@@ -151,20 +151,20 @@ pub fn format_latency_ns(ns: u64) -> String {
 }
 
 /// Nanoseconds as seconds, milliseconds, microseconds: the units tables and seed lines print.
-pub fn secs(ns: u64) -> f64 {
+pub(crate) fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
-pub fn ms(ns: u64) -> f64 {
+pub(crate) fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-pub fn us(ns: u64) -> f64 {
+pub(crate) fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
 
 /// `x` rounded to `decimals` places, for table cells that should not print 17 digits.
-pub fn rounded(x: f64, decimals: i32) -> f64 {
+pub(crate) fn rounded(x: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (x * scale).round() / scale
 }

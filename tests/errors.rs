@@ -1,6 +1,7 @@
 //! Issue 2: a read-only directory is refused in one line (as root), and failing writes
 //! (EFBIG past a file size limit, as ENOSPC on a full disk) are counted and reported in
 //! the result, never a panic.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Issue 4: scratch filesystems and emulated disks. Each privileged test provisions a small
 //! scratch filesystem under its own temporary --backing directory and checks that the run
 //! measured what was asked for and left nothing behind (no files, loop devices, mounts).
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Issue 7: a result carries its typed details, so a saved result prints again exactly as
 //! the run printed it — the seed programs' lines included (they used to exist only while
 //! the run went on).
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 

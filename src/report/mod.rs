@@ -12,22 +12,13 @@ use crate::result::RunResult;
 use crate::role::stop::Stop;
 use crate::units::format_latency_ns;
 
-pub mod json;
-pub mod seed;
-pub mod text;
+pub(crate) mod json;
+pub(crate) mod seed;
+pub(crate) mod text;
 
-/// The output formats of `--format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A summary table per operation kind and the background writer's throughput.
-    Text,
-    /// The lines the seed's original programs printed, as they happen.
-    Seed,
-    /// The full result with every call (schema/result-v1.schema.json).
-    Json,
-}
+pub(crate) use crate::cli::Format;
 
-pub trait Exporter {
+pub(crate) trait Exporter {
     /// A line to print on stdout now, while the run goes on.
     fn live_line(&mut self, _event: &Event<'_>) -> Option<String> {
         None
@@ -38,7 +29,7 @@ pub trait Exporter {
 
 /// The exporter of `format`; `live` when a run is going on (the seed format then prints its
 /// lines as they happen, and nothing at the end).
-pub fn exporter(format: Format, live: bool) -> Box<dyn Exporter> {
+pub(crate) fn exporter(format: Format, live: bool) -> Box<dyn Exporter> {
     match format {
         Format::Text => Box::new(text::Text),
         Format::Seed => Box::new(seed::Seed { live }),
@@ -47,7 +38,7 @@ pub fn exporter(format: Format, live: bool) -> Box<dyn Exporter> {
 }
 
 /// Prints `text` on stdout, reporting (not panicking on) a closed pipe.
-pub fn print_stdout(text: &str) -> io::Result<()> {
+pub(crate) fn print_stdout(text: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()
@@ -55,7 +46,7 @@ pub fn print_stdout(text: &str) -> io::Result<()> {
 
 /// Shows progress on stderr (when it is a terminal and not `--quiet`) and prints the
 /// exporter's live lines on stdout without tearing the bar.
-pub struct Live<'a> {
+pub(crate) struct Live<'a> {
     exporter: &'a mut dyn Exporter,
     bar: Option<ProgressBar>,
     show_progress: bool,
@@ -67,7 +58,7 @@ pub struct Live<'a> {
 }
 
 impl<'a> Live<'a> {
-    pub fn new(exporter: &'a mut dyn Exporter, quiet: bool, stop: Option<&'a Stop>) -> Live<'a> {
+    pub(crate) fn new(exporter: &'a mut dyn Exporter, quiet: bool, stop: Option<&'a Stop>) -> Live<'a> {
         Live {
             exporter,
             bar: None,
@@ -80,11 +71,11 @@ impl<'a> Live<'a> {
     }
 
     /// Whether a live line could not be printed because stdout's reader is gone.
-    pub fn stdout_closed(&self) -> bool {
+    pub(crate) fn stdout_closed(&self) -> bool {
         self.stdout_closed
     }
 
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }

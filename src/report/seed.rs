@@ -7,9 +7,9 @@ use super::Exporter;
 use crate::observe::Event;
 use crate::result::RunResult;
 
-pub struct Seed {
+pub(crate) struct Seed {
     /// A run is going on: print each line as it happens, and nothing at the end.
-    pub live: bool,
+    pub(crate) live: bool,
 }
 
 impl Exporter for Seed {

@@ -9,7 +9,7 @@ use crate::result::{RunResult, Table};
 use crate::role::writer::BackgroundReport;
 use crate::units::{format_latency_ns, human_size};
 
-pub struct Text;
+pub(crate) struct Text;
 
 impl Exporter for Text {
     fn render(&self, r: &RunResult) -> String {
@@ -68,7 +68,7 @@ fn ops_table(r: &RunResult) -> String {
     align(&rows)
 }
 
-pub fn background_line(b: &BackgroundReport) -> String {
+pub(crate) fn background_line(b: &BackgroundReport) -> String {
     let mut s = format!(
         "background {}: {} in {:.1} s = {:.1} MiB/s, {:.0} writes/s (write p50 {}, p99 {}, max {})",
         b.kind,

@@ -21,7 +21,7 @@ use crate::units::Bytes;
 const PROGRESS_EVERY: u64 = Bytes::MIB;
 
 /// Fills one or more files under one progress phase.
-pub struct Filler<'a> {
+pub(crate) struct Filler<'a> {
     stop: &'a Stop,
     observer: &'a mut dyn Observer,
     done: u64,
@@ -29,7 +29,7 @@ pub struct Filler<'a> {
 
 impl<'a> Filler<'a> {
     /// Starts the phase `name` of `total` bytes.
-    pub fn new(name: &str, total: u64, stop: &'a Stop, observer: &'a mut dyn Observer) -> Filler<'a> {
+    pub(crate) fn new(name: &str, total: u64, stop: &'a Stop, observer: &'a mut dyn Observer) -> Filler<'a> {
         observer.event(Event::Phase {
             name,
             total: Some(total),
@@ -45,7 +45,7 @@ impl<'a> Filler<'a> {
     /// Writes `len` bytes from offset 0 of `file` in `buf`-sized writes (the last one
     /// shorter), then fsyncs it when `sync` is set. Returns false, leaving the file short,
     /// when the stop was set first.
-    pub fn fill(&mut self, file: &File, path: &Path, buf: &[u8], len: u64, sync: bool) -> Result<bool> {
+    pub(crate) fn fill(&mut self, file: &File, path: &Path, buf: &[u8], len: u64, sync: bool) -> Result<bool> {
         let mut offset = 0;
         while offset < len {
             if self.stop.is_set() {

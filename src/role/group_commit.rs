@@ -15,7 +15,7 @@ use crate::units::parse_duration;
 
 /// How long a leader waits for other transactions before it syncs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delay {
+pub(crate) enum Delay {
     Fixed(Duration),
     /// The running average of the leader's own sync calls (the seed's "use avg sync time").
     AvgFlush,
@@ -24,7 +24,7 @@ pub enum Delay {
 const DELAY_EXPECTED: &str = "0, microseconds like 500 (or 500us, 2ms), or avg-flush";
 
 /// `0`, `500` (microseconds, the seed's unit), `500us`, `2ms`, or `avg-flush`.
-pub fn parse_delay(text: &str) -> Result<Delay, String> {
+pub(crate) fn parse_delay(text: &str) -> Result<Delay, String> {
     let t = text.trim();
     if t == "avg-flush" {
         return Ok(Delay::AvgFlush);
@@ -42,7 +42,7 @@ pub fn parse_delay(text: &str) -> Result<Delay, String> {
 }
 
 /// The check `--set delay=...` runs.
-pub fn check_delay(text: &str) -> Result<(), String> {
+pub(crate) fn check_delay(text: &str) -> Result<(), String> {
     parse_delay(text).map(|_| ())
 }
 
@@ -52,7 +52,7 @@ pub fn check_delay(text: &str) -> Result<(), String> {
 /// the leader reads the highest registered ticket, under the lock, before it issues the sync,
 /// and registration happens only after a write returns.
 #[derive(Default)]
-pub struct GroupCommit {
+pub(crate) struct GroupCommit {
     state: Mutex<GroupState>,
     done: Condvar,
     /// Sum and count of the leaders' sync latencies, for `delay=avg-flush`.
@@ -74,7 +74,7 @@ struct GroupState {
 
 impl GroupCommit {
     /// A group whose average flush starts at `seed_ns` (the calibration's measurement).
-    pub fn new(seed_ns: u64) -> GroupCommit {
+    pub(crate) fn new(seed_ns: u64) -> GroupCommit {
         let g = GroupCommit::default();
         if seed_ns > 0 {
             g.flush_sum_ns.store(seed_ns, Ordering::Relaxed);
@@ -87,7 +87,7 @@ impl GroupCommit {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn avg_flush(&self) -> Duration {
+    pub(crate) fn avg_flush(&self) -> Duration {
         let n = self.flush_count.load(Ordering::Relaxed);
         match n {
             0 => Duration::ZERO,
@@ -97,7 +97,12 @@ impl GroupCommit {
 
     /// Called once the transaction's write has completed; returns when a sync covers it.
     /// `sync` issues (and records) the sync call and returns its result and latency.
-    pub fn commit(&self, delay: Delay, stop: &Stop, mut sync: impl FnMut() -> (io::Result<()>, u64)) -> io::Result<()> {
+    pub(crate) fn commit(
+        &self,
+        delay: Delay,
+        stop: &Stop,
+        mut sync: impl FnMut() -> (io::Result<()>, u64),
+    ) -> io::Result<()> {
         let mut st = self.lock();
         st.registered += 1;
         let ticket = st.registered;

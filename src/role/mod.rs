@@ -4,9 +4,9 @@
 //! transactions), [`fill`] (writing files out before measuring), and the [`stop::Stop`]
 //! signal that ends them all together (work done, Ctrl-C or SIGTERM).
 
-pub mod fill;
-pub mod group_commit;
-pub mod pool;
-pub mod prober;
-pub mod stop;
-pub mod writer;
+pub(crate) mod fill;
+pub(crate) mod group_commit;
+pub(crate) mod pool;
+pub(crate) mod prober;
+pub(crate) mod stop;
+pub(crate) mod writer;

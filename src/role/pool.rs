@@ -14,7 +14,7 @@ const POLL: Duration = Duration::from_millis(50);
 /// Runs `work(0..workers)` on `workers` scoped threads and returns their results in order.
 /// Progress events carry the milliseconds since `started`. A worker that panicked fails
 /// the step, named by `what`.
-pub fn run_workers<T: Send>(
+pub(crate) fn run_workers<T: Send>(
     what: &str,
     workers: usize,
     started: Instant,

@@ -20,7 +20,7 @@ use crate::sys::AlignedBuf;
 
 /// Where each iteration writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
+pub(crate) enum Placement {
     /// Always at offset 0: after the first iteration, an overwrite of allocated blocks.
     Overwrite,
     /// At the end of the file: every iteration allocates and grows the file.
@@ -34,19 +34,19 @@ impl Choice for Placement {
 
 /// What the prober does, decided before it starts.
 #[derive(Clone, Debug)]
-pub struct ProberConfig {
-    pub write_size: u64,
-    pub method: SyncMethod,
-    pub placement: Placement,
-    pub sleep: Duration,
-    pub iterations: u64,
-    pub duration: Duration,
+pub(crate) struct ProberConfig {
+    pub(crate) write_size: u64,
+    pub(crate) method: SyncMethod,
+    pub(crate) placement: Placement,
+    pub(crate) sleep: Duration,
+    pub(crate) iterations: u64,
+    pub(crate) duration: Duration,
 }
 
 impl ProberConfig {
     /// The bytes the prober's file can grow to (for the free-space preflight). An appending
     /// prober with neither limit is bounded by the space check during the run instead.
-    pub fn space_needed(&self) -> u64 {
+    pub(crate) fn space_needed(&self) -> u64 {
         match self.placement {
             Placement::Overwrite => self.write_size,
             Placement::Append => {
@@ -68,22 +68,21 @@ impl ProberConfig {
 
 /// One iteration as it happened.
 #[derive(Debug)]
-pub struct Iteration<'a> {
-    pub index: u64,
-    pub write: &'a Sample,
-    pub sync: Option<&'a Sample>,
+pub(crate) struct Iteration<'a> {
+    pub(crate) write: &'a Sample,
+    pub(crate) sync: Option<&'a Sample>,
 }
 
-pub struct Prober {
+pub(crate) struct Prober {
     config: ProberConfig,
     file: File,
     buf: AlignedBuf,
 }
 
 impl Prober {
-    pub const FILE: &'static str = "fsync-tester.tst-file";
+    pub(crate) const FILE: &'static str = "fsync-tester.tst-file";
 
-    pub fn open(dir: &Path, config: ProberConfig) -> Result<Prober> {
+    pub(crate) fn open(dir: &Path, config: ProberConfig) -> Result<Prober> {
         let path = dir.join(Self::FILE);
         let file = config.method.open_in(&path, dir, "sync=direct")?;
         let buf = AlignedBuf::filled(config.write_size as usize, b'a');
@@ -93,7 +92,7 @@ impl Prober {
     /// Runs iterations until `iterations` or `duration` is reached or `stop` is set, recording
     /// every call in `recorder` and calling `each` after every iteration. Returns how many
     /// iterations ran.
-    pub fn run(
+    pub(crate) fn run(
         &mut self,
         clock: &RunClock,
         stop: &Stop,
@@ -141,7 +140,6 @@ impl Prober {
             }
             each(
                 &Iteration {
-                    index: done,
                     write: &write,
                     sync: sync.as_ref(),
                 },

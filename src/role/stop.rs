@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
-pub struct Stop {
+pub(crate) struct Stop {
     /// The number of the signal that asked us to stop, or 0.
     signal: Arc<AtomicUsize>,
     /// Set when the run (or this part of it) is over.
@@ -23,7 +23,7 @@ impl Default for Stop {
 
 impl Stop {
     /// A stop that no signal sets (for tests and library use).
-    pub fn new() -> Stop {
+    pub(crate) fn new() -> Stop {
         Stop {
             signal: Arc::new(AtomicUsize::new(0)),
             local: Arc::new(AtomicBool::new(false)),
@@ -32,7 +32,7 @@ impl Stop {
 
     /// A stop that SIGINT and SIGTERM set. A second Ctrl-C while the first is being handled
     /// exits at once (status 130), as users of long-running tools expect.
-    pub fn on_signals() -> io::Result<Stop> {
+    pub(crate) fn on_signals() -> io::Result<Stop> {
         let stop = Stop::new();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             let armed = Arc::new(AtomicBool::new(false));
@@ -44,24 +44,24 @@ impl Stop {
     }
 
     /// A stop for one part of the run: it is set by its own `set`, or by a signal.
-    pub fn child(&self) -> Stop {
+    pub(crate) fn child(&self) -> Stop {
         Stop {
             signal: self.signal.clone(),
             local: Arc::new(AtomicBool::new(false)),
         }
     }
 
-    pub fn set(&self) {
+    pub(crate) fn set(&self) {
         self.local.store(true, Ordering::SeqCst);
     }
 
     #[inline]
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.local.load(Ordering::Relaxed) || self.signal.load(Ordering::Relaxed) != 0
     }
 
     /// The signal that interrupted the run, if one did.
-    pub fn signal(&self) -> Option<i32> {
+    pub(crate) fn signal(&self) -> Option<i32> {
         match self.signal.load(Ordering::SeqCst) {
             0 => None,
             s => Some(s as i32),
@@ -69,7 +69,7 @@ impl Stop {
     }
 
     /// Sleeps `d` unless stopped first; returns false when stopped.
-    pub fn sleep(&self, d: Duration) -> bool {
+    pub(crate) fn sleep(&self, d: Duration) -> bool {
         let end = Instant::now() + d;
         loop {
             if self.is_set() {

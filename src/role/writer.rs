@@ -26,10 +26,10 @@ use crate::sys::{self, Errno};
 use crate::units::Bytes;
 
 /// Block size of the random writer and of its file's setup (the seed's `bigbuf`).
-pub const RANDOM_BLOCK: u64 = 4096;
+pub(crate) const RANDOM_BLOCK: u64 = 4096;
 
 /// One background workload: `step` issues one write.
-pub trait Writer: Send {
+pub(crate) trait Writer: Send {
     fn kind(&self) -> WriterKind;
     /// Issues one write and returns the bytes it covered.
     fn step(&mut self) -> io::Result<u64>;
@@ -38,7 +38,7 @@ pub trait Writer: Send {
 /// Which writer loads writeback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum WriterKind {
+pub(crate) enum WriterKind {
     Stream,
     Random,
 }
@@ -54,20 +54,20 @@ impl std::fmt::Display for WriterKind {
 
 /// The stream writer's figures: overwrite.c's are not known, so both are parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StreamConfig {
-    pub file_size: u64,
-    pub chunk: u64,
+pub(crate) struct StreamConfig {
+    pub(crate) file_size: u64,
+    pub(crate) chunk: u64,
 }
 
 /// The random writer's figures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RandomConfig {
-    pub file_size: u64,
+pub(crate) struct RandomConfig {
+    pub(crate) file_size: u64,
     /// Seed of the offset generator (fixed, so runs are repeatable).
-    pub seed: u64,
+    pub(crate) seed: u64,
 }
 
-pub struct StreamWriter {
+pub(crate) struct StreamWriter {
     file: File,
     buf: Vec<u8>,
     file_size: u64,
@@ -75,9 +75,9 @@ pub struct StreamWriter {
 }
 
 impl StreamWriter {
-    pub const FILE: &'static str = "stream-writer.dat";
+    pub(crate) const FILE: &'static str = "stream-writer.dat";
 
-    pub fn open(dir: &Path, config: StreamConfig) -> Result<StreamWriter> {
+    pub(crate) fn open(dir: &Path, config: StreamConfig) -> Result<StreamWriter> {
         let path = dir.join(Self::FILE);
         let file = SyncMethod::None
             .open(&path)
@@ -110,14 +110,14 @@ impl Writer for StreamWriter {
 /// SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number generators", 2014):
 /// small, fast, and the same sequence for the same seed on every machine.
 #[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
+pub(crate) struct SplitMix64(u64);
 
 impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
+    pub(crate) fn new(seed: u64) -> SplitMix64 {
         SplitMix64(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -126,7 +126,7 @@ impl SplitMix64 {
     }
 }
 
-pub struct RandomWriter {
+pub(crate) struct RandomWriter {
     file: File,
     path: PathBuf,
     buf: Vec<u8>,
@@ -135,9 +135,9 @@ pub struct RandomWriter {
 }
 
 impl RandomWriter {
-    pub const FILE: &'static str = "fsync-tester.rnd-file";
+    pub(crate) const FILE: &'static str = "fsync-tester.rnd-file";
 
-    pub fn open(dir: &Path, config: RandomConfig) -> Result<RandomWriter> {
+    pub(crate) fn open(dir: &Path, config: RandomConfig) -> Result<RandomWriter> {
         let path = dir.join(Self::FILE);
         let file = SyncMethod::None
             .open(&path)
@@ -153,7 +153,7 @@ impl RandomWriter {
 
     /// Writes the file sequentially in 4 KiB writes up to its full size if it is smaller, as
     /// the seed does (without a sync), printing the seed's two setup lines.
-    pub fn set_up(&mut self, stop: &Stop, observer: &mut dyn Observer) -> Result<Setup> {
+    pub(crate) fn set_up(&mut self, stop: &Stop, observer: &mut dyn Observer) -> Result<Setup> {
         let total = self.blocks * RANDOM_BLOCK;
         let have = self
             .file
@@ -174,12 +174,12 @@ impl RandomWriter {
 }
 
 /// The lines the seed prints around writing the random file out.
-pub const SETUP_LINES: [&str; 2] = ["setting up random write file", "done setting up random write file"];
+pub(crate) const SETUP_LINES: [&str; 2] = ["setting up random write file", "done setting up random write file"];
 
 /// Whether the random writer's file had to be written out first.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Setup {
+pub(crate) enum Setup {
     /// The file had its size already (or there is no random writer).
     #[default]
     NotNeeded,
@@ -190,7 +190,7 @@ pub enum Setup {
 
 impl Setup {
     /// The seed's setup lines this setup printed.
-    pub fn seed_lines(self) -> &'static [&'static str] {
+    pub(crate) fn seed_lines(self) -> &'static [&'static str] {
         match self {
             Setup::NotNeeded => &[],
             Setup::Interrupted => &SETUP_LINES[..1],
@@ -213,27 +213,27 @@ impl Writer for RandomWriter {
 
 /// What a background writer did over the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BackgroundReport {
-    pub kind: WriterKind,
-    pub bytes: u64,
-    pub ops: u64,
-    pub errors: u64,
+pub(crate) struct BackgroundReport {
+    pub(crate) kind: WriterKind,
+    pub(crate) bytes: u64,
+    pub(crate) ops: u64,
+    pub(crate) errors: u64,
     /// The error that stopped the writer, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<Errno>,
+    pub(crate) error: Option<Errno>,
     /// How long the writer ran.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// Mebibytes (2^20 bytes) per second over `seconds`.
-    pub mb_per_s: f64,
-    pub ops_per_s: f64,
+    pub(crate) mb_per_s: f64,
+    pub(crate) ops_per_s: f64,
     /// Latency of the writer's own write calls.
-    pub latency_ns: LatencySummary,
-    pub per_second: Vec<SecondBucket>,
+    pub(crate) latency_ns: LatencySummary,
+    pub(crate) per_second: Vec<SecondBucket>,
 }
 
 impl BackgroundReport {
     /// A writer of `kind` that did nothing.
-    pub fn empty(kind: WriterKind) -> BackgroundReport {
+    pub(crate) fn empty(kind: WriterKind) -> BackgroundReport {
         BackgroundReport {
             kind,
             bytes: 0,
@@ -250,7 +250,7 @@ impl BackgroundReport {
 }
 
 /// A writer running on its own thread.
-pub struct Background {
+pub(crate) struct Background {
     kind: WriterKind,
     stop: Stop,
     handle: JoinHandle<BackgroundReport>,
@@ -258,7 +258,7 @@ pub struct Background {
 
 impl Background {
     /// Starts `writer` on a new thread; it runs until `stop_and_join` or a signal.
-    pub fn start(mut writer: Box<dyn Writer>, clock: RunClock, stop: &Stop) -> Result<Background> {
+    pub(crate) fn start(mut writer: Box<dyn Writer>, clock: RunClock, stop: &Stop) -> Result<Background> {
         let stop = stop.child();
         let thread_stop = stop.clone();
         let kind = writer.kind();
@@ -269,7 +269,7 @@ impl Background {
         Ok(Background { kind, stop, handle })
     }
 
-    pub fn stop_and_join(self) -> BackgroundReport {
+    pub(crate) fn stop_and_join(self) -> BackgroundReport {
         self.stop.set();
         let kind = self.kind;
         self.handle.join().unwrap_or_else(|_| BackgroundReport {
@@ -280,7 +280,7 @@ impl Background {
 }
 
 /// The writer loop: one timed call at a time until stopped or failed.
-pub fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) -> BackgroundReport {
+pub(crate) fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) -> BackgroundReport {
     let mut latency = LatencyHistogram::new();
     let mut per_second = PerSecond::new();
     let (mut bytes, mut ops, mut error) = (0u64, 0u64, None);

@@ -19,7 +19,7 @@ use crate::units::{human_size, Bytes};
 
 /// The `background` parameter's values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackgroundKind {
+pub(crate) enum BackgroundKind {
     None,
     Stream,
     Random,
@@ -31,7 +31,7 @@ impl Choice for BackgroundKind {
 }
 
 /// The stream writer's parameters.
-pub fn stream_params() -> [ParamSpec; 2] {
+pub(crate) fn stream_params() -> [ParamSpec; 2] {
     [
         ParamSpec::new(
             "file_size",
@@ -49,7 +49,7 @@ pub fn stream_params() -> [ParamSpec; 2] {
 }
 
 /// The random writer's parameters.
-pub fn random_params() -> [ParamSpec; 2] {
+pub(crate) fn random_params() -> [ParamSpec; 2] {
     [
         ParamSpec::new(
             "random_file_size",
@@ -68,7 +68,7 @@ pub fn random_params() -> [ParamSpec; 2] {
 }
 
 /// The `background` parameter and the parameters of both writers.
-pub fn params(default: &'static str) -> Vec<ParamSpec> {
+pub(crate) fn params(default: &'static str) -> Vec<ParamSpec> {
     let mut specs = vec![ParamSpec::new(
         "background",
         Kind::Choice(BackgroundKind::NAMES),
@@ -82,7 +82,7 @@ pub fn params(default: &'static str) -> Vec<ParamSpec> {
 
 /// The background writer of a run, decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackgroundConfig {
+pub(crate) enum BackgroundConfig {
     None,
     Stream(StreamConfig),
     Random(RandomConfig),
@@ -90,12 +90,12 @@ pub enum BackgroundConfig {
 
 impl BackgroundConfig {
     /// Reads `background` and the chosen writer's parameters.
-    pub fn from_params(p: &Params) -> Result<BackgroundConfig> {
+    pub(crate) fn from_params(p: &Params) -> Result<BackgroundConfig> {
         Self::of_kind(p.choice(BackgroundKind::NAME)?, p)
     }
 
     /// Reads the parameters of the writer `kind` (the `load` subcommand names it itself).
-    pub fn of_kind(kind: BackgroundKind, p: &Params) -> Result<BackgroundConfig> {
+    pub(crate) fn of_kind(kind: BackgroundKind, p: &Params) -> Result<BackgroundConfig> {
         Ok(match kind {
             BackgroundKind::None => BackgroundConfig::None,
             BackgroundKind::Stream => {
@@ -126,7 +126,7 @@ impl BackgroundConfig {
         })
     }
 
-    pub fn kind(&self) -> Option<WriterKind> {
+    pub(crate) fn kind(&self) -> Option<WriterKind> {
         match self {
             BackgroundConfig::None => None,
             BackgroundConfig::Stream(_) => Some(WriterKind::Stream),
@@ -135,7 +135,7 @@ impl BackgroundConfig {
     }
 
     /// Bytes of the writer's file.
-    pub fn space_needed(&self) -> u64 {
+    pub(crate) fn space_needed(&self) -> u64 {
         match self {
             BackgroundConfig::None => 0,
             BackgroundConfig::Stream(s) => s.file_size,
@@ -145,7 +145,7 @@ impl BackgroundConfig {
 
     /// Opens the chosen writer and, for `random`, writes its file out first (printing the
     /// seed's setup lines). No writer for `none`, or when stopped during setup.
-    pub fn prepare(&self, ctx: &mut Context<'_>) -> Result<(Option<Box<dyn Writer>>, Setup)> {
+    pub(crate) fn prepare(&self, ctx: &mut Context<'_>) -> Result<(Option<Box<dyn Writer>>, Setup)> {
         Ok(match self {
             BackgroundConfig::None => (None, Setup::NotNeeded),
             BackgroundConfig::Stream(c) => (Some(Box::new(StreamWriter::open(ctx.dir, *c)?)), Setup::NotNeeded),
@@ -161,7 +161,7 @@ impl BackgroundConfig {
 
     /// A note for the result when the writer's file is smaller than the dirty background
     /// threshold, computed from this machine's memory and sysctls.
-    pub fn pressure_note(&self) -> Option<PressureNote> {
+    pub(crate) fn pressure_note(&self) -> Option<PressureNote> {
         let (writer, file_size) = match self {
             BackgroundConfig::None => return None,
             BackgroundConfig::Stream(s) => (WriterKind::Stream, s.file_size),
@@ -184,11 +184,11 @@ impl BackgroundKind {
 /// kernel starts writeback only when data expires (`dirty_expire_centisecs`), and a short
 /// run barely loads the disk. The reader must know what the figures do and do not show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PressureNote {
-    pub writer: WriterKind,
-    pub file_size: u64,
+pub(crate) struct PressureNote {
+    pub(crate) writer: WriterKind,
+    pub(crate) file_size: u64,
     /// The dirty background threshold in bytes when the run started.
-    pub threshold: u64,
+    pub(crate) threshold: u64,
 }
 
 impl fmt::Display for PressureNote {
@@ -210,14 +210,14 @@ impl fmt::Display for PressureNote {
 }
 
 /// A started background writer, or none.
-pub struct Running(Option<Background>);
+pub(crate) struct Running(Option<Background>);
 
 impl Running {
-    pub fn start(writer: Option<Box<dyn Writer>>, clock: RunClock, stop: &Stop) -> Result<Running> {
+    pub(crate) fn start(writer: Option<Box<dyn Writer>>, clock: RunClock, stop: &Stop) -> Result<Running> {
         Ok(Running(writer.map(|w| Background::start(w, clock, stop)).transpose()?))
     }
 
-    pub fn stop(self) -> Option<BackgroundReport> {
+    pub(crate) fn stop(self) -> Option<BackgroundReport> {
         self.0.map(Background::stop_and_join)
     }
 }
@@ -225,7 +225,7 @@ impl Running {
 /// overwrite.c's final report: `1.984 GB written in 82.75 (24 MB/s)`. Its source is lost;
 /// binary units with the rate truncated reproduce both posted lines (1.984 GB in 82.75 s →
 /// 24 MB/s, in 93.77 s → 21 MB/s).
-pub fn seed_stream_line(r: &BackgroundReport) -> String {
+pub(crate) fn seed_stream_line(r: &BackgroundReport) -> String {
     let gb = r.bytes as f64 / Bytes::GIB as f64;
     format!("{:.3} GB written in {:.2} ({} MB/s)", gb, r.seconds, r.mb_per_s as u64)
 }

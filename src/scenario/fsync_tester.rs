@@ -20,7 +20,7 @@ use crate::sys::AlignedBuf;
 use crate::units::format_size;
 
 /// The prober's parameters, with the scenario's defaults.
-pub fn prober_params(iterations: &'static str, duration: &'static str, sleep: &'static str) -> [ParamSpec; 6] {
+pub(crate) fn prober_params(iterations: &'static str, duration: &'static str, sleep: &'static str) -> [ParamSpec; 6] {
     [
         ParamSpec::new("write_size", Kind::Size, "1M", "prober: bytes written before each sync").seed("1M"),
         SyncMethod::param("fsync"),
@@ -48,13 +48,13 @@ pub fn prober_params(iterations: &'static str, duration: &'static str, sleep: &'
 
 /// A fsync-tester run, decided.
 #[derive(Clone, Debug)]
-pub struct TesterConfig {
-    pub prober: ProberConfig,
-    pub background: BackgroundConfig,
+pub(crate) struct TesterConfig {
+    pub(crate) prober: ProberConfig,
+    pub(crate) background: BackgroundConfig,
 }
 
 impl TesterConfig {
-    pub fn from_params(p: &Params) -> Result<TesterConfig> {
+    pub(crate) fn from_params(p: &Params) -> Result<TesterConfig> {
         let method: SyncMethod = p.choice("sync")?;
         let write_size = p.size("write_size").get();
         if write_size == 0 {
@@ -82,32 +82,32 @@ impl TesterConfig {
     }
 
     /// Bytes of the prober's file and the background writer's file.
-    pub fn space_needed(&self) -> u64 {
+    pub(crate) fn space_needed(&self) -> u64 {
         self.prober.space_needed() + self.background.space_needed()
     }
 }
 
 /// What a fsync-tester run records beside its samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TesterDetails {
+pub(crate) struct TesterDetails {
     /// Iterations the prober completed.
-    pub iterations: u64,
-    pub background: Option<WriterKind>,
+    pub(crate) iterations: u64,
+    pub(crate) background: Option<WriterKind>,
     /// Whether the random writer's file had to be written out first.
     #[serde(default)]
-    pub setup: Setup,
+    pub(crate) setup: Setup,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pressure: Option<PressureNote>,
+    pub(crate) pressure: Option<PressureNote>,
 }
 
 impl TesterDetails {
-    pub fn findings(&self) -> Vec<String> {
+    pub(crate) fn findings(&self) -> Vec<String> {
         self.pressure.iter().map(ToString::to_string).collect()
     }
 }
 
 /// Where a scenario prints its seed lines during a run.
-pub trait Lines {
+pub(crate) trait Lines {
     /// After the background writer's file is set up, before the writer starts.
     fn before_writer(&self, _cfg: &TesterConfig, _observer: &mut dyn Observer) {}
     /// Once the writer runs.
@@ -125,7 +125,7 @@ pub trait Lines {
 }
 
 /// Runs the prober against the background writer, printing the seed's lines as they happen.
-pub fn run(
+pub(crate) fn run(
     ctx: &mut Context<'_>,
     cfg: &TesterConfig,
     lines: &dyn Lines,
@@ -152,7 +152,7 @@ pub fn run(
 
 /// The prober's iterations, from a run's samples: each write with the sync that followed it
 /// (the prober records nothing else).
-pub fn iterations(samples: &[Sample]) -> Vec<(Sample, Option<Sample>)> {
+pub(crate) fn iterations(samples: &[Sample]) -> Vec<(Sample, Option<Sample>)> {
     let mut out: Vec<(Sample, Option<Sample>)> = Vec::new();
     for s in samples {
         match out.last_mut() {

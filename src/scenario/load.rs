@@ -15,14 +15,14 @@ use crate::params::{Kind, ParamSpec, Params};
 use crate::result::RunResult;
 use crate::role::writer::{Setup, WriterKind};
 
-pub struct Load {
+pub(crate) struct Load {
     kind: WriterKind,
 }
 
-pub const RANDOM: Load = Load {
+pub(crate) const RANDOM: Load = Load {
     kind: WriterKind::Random,
 };
-pub const STREAM: Load = Load {
+pub(crate) const STREAM: Load = Load {
     kind: WriterKind::Stream,
 };
 
@@ -150,10 +150,10 @@ impl Config {
 
 /// What the load recorded beside the writer's report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Details {
-    pub writer: WriterKind,
+pub(crate) struct Details {
+    pub(crate) writer: WriterKind,
     #[serde(default)]
-    pub setup: Setup,
+    pub(crate) setup: Setup,
 }
 
 impl Report for Details {

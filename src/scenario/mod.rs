@@ -23,35 +23,35 @@ use crate::role::stop::Stop;
 use crate::role::writer::BackgroundReport;
 use crate::units::format_latency_ns;
 
-pub mod background;
-pub mod datasync;
-pub mod fsync_tester;
-pub mod fsync_tps;
-pub mod load;
-pub mod overwrite_fsync;
-pub mod probe;
-pub mod random_writeback;
-pub mod rndwr;
-pub mod small_files;
+pub(crate) mod background;
+pub(crate) mod datasync;
+pub(crate) mod fsync_tester;
+pub(crate) mod fsync_tps;
+pub(crate) mod load;
+pub(crate) mod overwrite_fsync;
+pub(crate) mod probe;
+pub(crate) mod random_writeback;
+pub(crate) mod rndwr;
+pub(crate) mod small_files;
 
 /// What a scenario gets to run with.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// The private work directory: every file of the run goes here.
-    pub dir: &'a Path,
-    pub clock: RunClock,
-    pub stop: &'a Stop,
-    pub observer: &'a mut dyn Observer,
+    pub(crate) dir: &'a Path,
+    pub(crate) clock: RunClock,
+    pub(crate) stop: &'a Stop,
+    pub(crate) observer: &'a mut dyn Observer,
 }
 
 /// What a scenario measured.
-pub struct Outcome {
-    pub recorder: Recorder,
-    pub background: Option<BackgroundReport>,
-    pub details: Details,
+pub(crate) struct Outcome {
+    pub(crate) recorder: Recorder,
+    pub(crate) background: Option<BackgroundReport>,
+    pub(crate) details: Details,
 }
 
 /// An experiment as `fsynclab list` shows it, and the factory of its plans.
-pub trait Scenario: Sync {
+pub(crate) trait Scenario: Sync {
     fn name(&self) -> &'static str;
     /// One line: what the experiment shows.
     fn purpose(&self) -> &'static str;
@@ -64,7 +64,7 @@ pub trait Scenario: Sync {
 }
 
 /// One experiment with every parameter decided.
-pub trait Plan: Send + Sync {
+pub(crate) trait Plan: Send + Sync {
     /// Bytes of files the run will create, for the free-space preflight.
     fn space_needed(&self) -> u64;
     /// Which parameter to lower when space runs short, for the preflight's message.
@@ -79,7 +79,7 @@ pub trait Plan: Send + Sync {
 
 /// What a scenario's typed details give the exporters. Each is computed from the details
 /// (and the run's samples), never read back from rendered text.
-pub trait Report {
+pub(crate) trait Report {
     fn tables(&self) -> Vec<Table> {
         Vec::new()
     }
@@ -95,7 +95,7 @@ pub trait Report {
 /// Each scenario's typed figures, as results store them (`"details": {"fsync-tps": ...}`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Details {
+pub(crate) enum Details {
     OverwriteFsync(overwrite_fsync::Details),
     RandomWriteback(random_writeback::Details),
     SmallFiles(small_files::Details),
@@ -107,7 +107,7 @@ pub enum Details {
 }
 
 impl Details {
-    pub fn report(&self) -> &dyn Report {
+    pub(crate) fn report(&self) -> &dyn Report {
         match self {
             Details::OverwriteFsync(d) => d,
             Details::RandomWriteback(d) => d,
@@ -123,7 +123,7 @@ impl Details {
 
 /// The worst and p99 latency of the main sync call (the sync kind called most often, else
 /// the most frequent call), and the background writer's rate when there was one.
-pub fn default_headline(r: &RunResult) -> String {
+pub(crate) fn default_headline(r: &RunResult) -> String {
     let main = r
         .ops
         .iter()
@@ -151,7 +151,7 @@ pub fn default_headline(r: &RunResult) -> String {
 }
 
 /// Every scenario, in the order `list` and `suite` show them.
-pub fn all() -> Vec<&'static dyn Scenario> {
+pub(crate) fn all() -> Vec<&'static dyn Scenario> {
     vec![
         &overwrite_fsync::OverwriteFsync,
         &random_writeback::RandomWriteback,
@@ -162,20 +162,20 @@ pub fn all() -> Vec<&'static dyn Scenario> {
     ]
 }
 
-pub fn find(name: &str) -> Option<&'static dyn Scenario> {
+pub(crate) fn find(name: &str) -> Option<&'static dyn Scenario> {
     all().into_iter().find(|s| s.name() == name)
 }
 
-pub fn names() -> String {
+pub(crate) fn names() -> String {
     all().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
-pub mod tests_support {
+pub(crate) mod tests_support {
     use crate::result::{RunResult, SCHEMA_VERSION};
 
     /// A result with nothing in it, for tests of headlines and exporters.
-    pub fn empty_result() -> RunResult {
+    pub(crate) fn empty_result() -> RunResult {
         RunResult {
             schema_version: SCHEMA_VERSION,
             scenario: "test".into(),

@@ -18,11 +18,11 @@ use crate::result::RunResult;
 use crate::role::prober::Iteration;
 use crate::role::writer::{BackgroundReport, WriterKind};
 
-pub struct OverwriteFsync;
+pub(crate) struct OverwriteFsync;
 
 /// `fsync time: 3.4732` — the fsync-tester's line (printf `%5.4f`). With another sync
 /// method the label names that call (`fdatasync time: ...`).
-pub fn seed_line(sync: &Sample) -> String {
+pub(crate) fn seed_line(sync: &Sample) -> String {
     format!("{} time: {:.4}", sync.op, sync.latency_ns as f64 / 1e9)
 }
 
@@ -102,7 +102,7 @@ impl Lines for Seed000 {
 
 /// What the run recorded beside its samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Details(pub TesterDetails);
+pub(crate) struct Details(pub TesterDetails);
 
 impl Report for Details {
     fn findings(&self) -> Vec<String> {

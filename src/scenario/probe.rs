@@ -21,7 +21,7 @@ use crate::sync::SyncMethod;
 use crate::sys::{self, AlignedBuf};
 use crate::units::format_latency_ns;
 
-pub struct Probe;
+pub(crate) struct Probe;
 
 const BLOCK: u64 = 4096;
 
@@ -137,12 +137,12 @@ impl Plan for Config {
 
 /// The floor, at the median.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Details {
+pub(crate) struct Details {
     /// Whether the overwrite used O_DIRECT (false: the filesystem refused it).
-    pub direct: bool,
-    pub write_p50_ns: u64,
-    pub fdatasync_p50_ns: u64,
-    pub unchanged_p50_ns: u64,
+    pub(crate) direct: bool,
+    pub(crate) write_p50_ns: u64,
+    pub(crate) fdatasync_p50_ns: u64,
+    pub(crate) unchanged_p50_ns: u64,
 }
 
 impl Report for Details {

@@ -19,11 +19,11 @@ use crate::result::RunResult;
 use crate::role::prober::Iteration;
 use crate::role::writer::{BackgroundReport, WriterKind};
 
-pub struct RandomWriteback;
+pub(crate) struct RandomWriteback;
 
 /// `write time: 0.0009s fsync time: 2.0142s` — the seed's printf `%5.4fs` pair. With a
 /// sync method that has no separate call, only the write is printed.
-pub fn seed_line(write: &Sample, sync: Option<&Sample>) -> String {
+pub(crate) fn seed_line(write: &Sample, sync: Option<&Sample>) -> String {
     let secs = |s: &Sample| s.latency_ns as f64 / 1e9;
     match sync {
         Some(s) => format!("write time: {:.4}s {} time: {:.4}s", secs(write), s.op, secs(s)),
@@ -32,7 +32,7 @@ pub fn seed_line(write: &Sample, sync: Option<&Sample>) -> String {
 }
 
 /// `run done 2 fsyncs total, killing random writer`.
-pub fn seed_done_line(iterations: u64, background: Option<WriterKind>) -> String {
+pub(crate) fn seed_done_line(iterations: u64, background: Option<WriterKind>) -> String {
     match background {
         Some(WriterKind::Random) => format!("run done {iterations} fsyncs total, killing random writer"),
         _ => format!("run done {iterations} fsyncs total"),
@@ -125,7 +125,7 @@ impl Lines for Seed003 {
 
 /// What the run recorded beside its samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Details(pub TesterDetails);
+pub(crate) struct Details(pub TesterDetails);
 
 impl Report for Details {
     fn findings(&self) -> Vec<String> {

@@ -20,7 +20,7 @@ use crate::sys::{self, AlignedBuf};
 use crate::units::{rounded, secs, us};
 
 /// The files the cases start from.
-pub struct Files {
+pub(crate) struct Files {
     overwrite: PathBuf,
     append: PathBuf,
     mtime: PathBuf,
@@ -29,7 +29,7 @@ pub struct Files {
 impl Files {
     /// Writes out, synced, what the cases start from, as Hifumi's test does before timing:
     /// the overwrite file in full, the mtime file as one record of the bytes it rewrites.
-    pub fn prepare(ctx: &mut Context<'_>, c: &Config) -> Result<Files> {
+    pub(crate) fn prepare(ctx: &mut Context<'_>, c: &Config) -> Result<Files> {
         let files = Files {
             overwrite: ctx.dir.join("datasync-overwrite.dat"),
             append: ctx.dir.join("datasync-append.dat"),
@@ -66,7 +66,7 @@ impl Files {
 }
 
 /// One (case, method) pair and what its slots measured so far.
-pub struct Cell {
+pub(crate) struct Cell {
     case: Case,
     method: SyncMethod,
     ops: u64,
@@ -76,7 +76,7 @@ pub struct Cell {
 }
 
 impl Cell {
-    pub fn new(case: Case, method: SyncMethod) -> Cell {
+    pub(crate) fn new(case: Case, method: SyncMethod) -> Cell {
         Cell {
             case,
             method,
@@ -87,7 +87,7 @@ impl Cell {
         }
     }
 
-    pub fn row(&self) -> CellRow {
+    pub(crate) fn row(&self) -> CellRow {
         CellRow {
             case: self.case,
             method: self.method,
@@ -101,29 +101,29 @@ impl Cell {
 
 /// One slot as it ran: Hifumi's total-time line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Slot {
-    pub case: Case,
-    pub method: SyncMethod,
-    pub writes: u64,
-    pub elapsed_ns: u64,
+pub(crate) struct Slot {
+    pub(crate) case: Case,
+    pub(crate) method: SyncMethod,
+    pub(crate) writes: u64,
+    pub(crate) elapsed_ns: u64,
 }
 
 impl Slot {
-    pub fn seed_line(&self, write_size: u64) -> String {
+    pub(crate) fn seed_line(&self, write_size: u64) -> String {
         seed_line(self.case, self.method, self.writes, write_size, secs(self.elapsed_ns))
     }
 }
 
 /// A cell's figures over all its slots.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CellRow {
-    pub case: Case,
-    pub method: SyncMethod,
-    pub ops: u64,
-    pub errors: u64,
-    pub elapsed_ns: u64,
+pub(crate) struct CellRow {
+    pub(crate) case: Case,
+    pub(crate) method: SyncMethod,
+    pub(crate) ops: u64,
+    pub(crate) errors: u64,
+    pub(crate) elapsed_ns: u64,
     /// Write plus sync, per operation.
-    pub latency_ns: LatencySummary,
+    pub(crate) latency_ns: LatencySummary,
 }
 
 impl CellRow {
@@ -133,13 +133,13 @@ impl CellRow {
 }
 
 /// A table row: the cell with its rate as a multiple of fsync's on the same case.
-pub struct RatioRow<'a> {
+pub(crate) struct RatioRow<'a> {
     cell: &'a CellRow,
     vs_fsync: Option<f64>,
 }
 
 /// The rows of the table, each with its rate against fsync's on its case.
-pub fn with_ratios(cells: &[CellRow]) -> Vec<RatioRow<'_>> {
+pub(crate) fn with_ratios(cells: &[CellRow]) -> Vec<RatioRow<'_>> {
     cells
         .iter()
         .map(|cell| RatioRow {
@@ -186,7 +186,7 @@ fn reference_rate(cells: &[CellRow], case: Case, method: SyncMethod) -> Option<f
 /// One line per (case, method other than the reference): its rate as a multiple of the
 /// reference's, fsync's when it ran, else the first method's. fdatasync first: it is the
 /// question of the seed.
-pub fn findings(cells: &[CellRow]) -> Vec<String> {
+pub(crate) fn findings(cells: &[CellRow]) -> Vec<String> {
     let reference = cells
         .iter()
         .map(|c| c.method)
@@ -224,7 +224,7 @@ pub fn findings(cells: &[CellRow]) -> Vec<String> {
 }
 
 /// Runs one slot of `cell`: write+sync operations until `duration` or `writes`.
-pub fn run_slot(
+pub(crate) fn run_slot(
     ctx: &mut Context<'_>,
     c: &Config,
     files: &Files,

@@ -38,12 +38,12 @@ mod cells;
 
 use cells::{Cell, CellRow, Files};
 
-pub struct Datasync;
+pub(crate) struct Datasync;
 
 /// What each operation writes where.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Case {
+pub(crate) enum Case {
     /// New bytes walking an allocated, synced file (Hifumi's test).
     Overwrite,
     /// Bytes at the end: the size and new blocks must be synced.
@@ -58,7 +58,7 @@ impl Choice for Case {
 }
 
 /// Hifumi's total-time line, with the slot it covers.
-pub fn seed_line(case: Case, method: SyncMethod, writes: u64, write_size: u64, secs: f64) -> String {
+pub(crate) fn seed_line(case: Case, method: SyncMethod, writes: u64, write_size: u64, secs: f64) -> String {
     format!(
         "{} {}: {writes} writes of {} in {secs:.3} sec",
         case.name(),
@@ -256,11 +256,11 @@ impl Plan for Config {
 /// What the run measured: each (case, method) cell over all its slots, and each slot as it
 /// ran (Hifumi's line per slot).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Details {
-    pub write_size: u64,
-    pub rounds: u64,
-    pub cells: Vec<CellRow>,
-    pub slots: Vec<cells::Slot>,
+pub(crate) struct Details {
+    pub(crate) write_size: u64,
+    pub(crate) rounds: u64,
+    pub(crate) cells: Vec<CellRow>,
+    pub(crate) slots: Vec<cells::Slot>,
 }
 
 impl Report for Details {

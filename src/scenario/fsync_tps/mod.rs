@@ -39,14 +39,14 @@ use crate::sys::AlignedBuf;
 mod report;
 mod workers;
 
-pub use report::{Details, Row};
+pub(crate) use report::Details;
 
-pub struct FsyncTps;
+pub(crate) struct FsyncTps;
 
 /// How the durable step of a transaction is shared between workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Coordination {
+pub(crate) enum Coordination {
     None,
     Syncfs,
     Wal,
@@ -122,21 +122,21 @@ impl Scenario for FsyncTps {
 
 /// The validated parameters of one run.
 #[derive(Clone, Debug)]
-pub struct Config {
-    pub threads: Vec<u64>,
-    pub coordination: Vec<Coordination>,
-    pub delay: Delay,
-    pub record_size: u64,
-    pub file_size: u64,
-    pub append: bool,
-    pub directio: bool,
+pub(crate) struct Config {
+    pub(crate) threads: Vec<u64>,
+    pub(crate) coordination: Vec<Coordination>,
+    pub(crate) delay: Delay,
+    pub(crate) record_size: u64,
+    pub(crate) file_size: u64,
+    pub(crate) append: bool,
+    pub(crate) directio: bool,
     /// fsync or fdatasync.
-    pub sync: SyncMethod,
-    pub duration: Duration,
+    pub(crate) sync: SyncMethod,
+    pub(crate) duration: Duration,
 }
 
 impl Config {
-    pub fn from_params(p: &Params) -> Result<Config> {
+    pub(crate) fn from_params(p: &Params) -> Result<Config> {
         let usage = |m: String| -> Result<Config> { Err(Usage(m).into()) };
         let threads = p.count_list("threads").to_vec();
         if threads.contains(&0) {

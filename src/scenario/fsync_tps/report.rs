@@ -17,26 +17,32 @@ use crate::scenario::{default_headline, Report};
 use crate::units::{format_size, ms, us, Bytes};
 
 /// The flush time above which Wong found coordination to pay (the post's "about 8ms").
-pub const SEED_THRESHOLD_NS: u64 = 8_000_000;
+pub(crate) const SEED_THRESHOLD_NS: u64 = 8_000_000;
 
 /// One row of the results: a strategy at one thread count.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    pub coordination: Coordination,
-    pub threads: u64,
-    pub tps: f64,
-    pub commits: u64,
-    pub syncs: u64,
-    pub commit_p50_ns: u64,
-    pub commit_p99_ns: u64,
-    pub commit_max_ns: u64,
-    pub sync_mean_ns: u64,
-    pub errors: u64,
+pub(crate) struct Row {
+    pub(crate) coordination: Coordination,
+    pub(crate) threads: u64,
+    pub(crate) tps: f64,
+    pub(crate) commits: u64,
+    pub(crate) syncs: u64,
+    pub(crate) commit_p50_ns: u64,
+    pub(crate) commit_p99_ns: u64,
+    pub(crate) commit_max_ns: u64,
+    pub(crate) sync_mean_ns: u64,
+    pub(crate) errors: u64,
 }
 
 impl Row {
     /// The row of one step from what its workers recorded in `elapsed_ns`.
-    pub fn of(coordination: Coordination, threads: u64, elapsed_ns: u64, rec: &Recorder, sync_op: OpKind) -> Row {
+    pub(crate) fn of(
+        coordination: Coordination,
+        threads: u64,
+        elapsed_ns: u64,
+        rec: &Recorder,
+        sync_op: OpKind,
+    ) -> Row {
         let commit = rec.op(OpKind::Commit).unwrap_or_default();
         let sync = rec.op(sync_op).unwrap_or_default();
         let commits = commit.count - commit.errors;
@@ -102,7 +108,7 @@ impl crate::result::Row for Row {
 }
 
 /// `none threads 4: 145.84 tps` — one cell of the seed's spreadsheet.
-pub fn seed_line(row: &Row) -> String {
+pub(crate) fn seed_line(row: &Row) -> String {
     format!(
         "{} threads {}: {:.2} tps",
         row.coordination.name(),
@@ -112,28 +118,28 @@ pub fn seed_line(row: &Row) -> String {
 }
 
 /// `average fdatasync time: 0.113 ms`, printed after the calibration.
-pub fn calibration_line(sync: crate::sync::SyncMethod, avg_flush_ns: u64) -> String {
+pub(crate) fn calibration_line(sync: crate::sync::SyncMethod, avg_flush_ns: u64) -> String {
     format!("average {} time: {:.3} ms", sync.name(), ms(avg_flush_ns))
 }
 
 /// What the run recorded: its settings as the table and findings name them, the average
 /// flush, and the rows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Details {
+pub(crate) struct Details {
     /// The durable call of `none` and `wal`: fsync or fdatasync.
-    pub sync: OpKind,
-    pub record_size: u64,
-    pub append: bool,
-    pub step_s: f64,
+    pub(crate) sync: OpKind,
+    pub(crate) record_size: u64,
+    pub(crate) append: bool,
+    pub(crate) step_s: f64,
     /// The leader's wait in µs; None for avg-flush.
-    pub delay_us: Option<u64>,
-    pub thread_counts: Vec<u64>,
-    pub avg_flush_ns: u64,
-    pub rows: Vec<Row>,
+    pub(crate) delay_us: Option<u64>,
+    pub(crate) thread_counts: Vec<u64>,
+    pub(crate) avg_flush_ns: u64,
+    pub(crate) rows: Vec<Row>,
 }
 
 impl Details {
-    pub fn new(cfg: &Config, avg_flush_ns: u64, rows: Vec<Row>) -> Details {
+    pub(crate) fn new(cfg: &Config, avg_flush_ns: u64, rows: Vec<Row>) -> Details {
         Details {
             sync: cfg.sync.sync_op().unwrap_or(OpKind::Fdatasync),
             record_size: cfg.record_size,
@@ -158,7 +164,7 @@ impl Details {
     }
 
     /// The run's conclusions, from its figures.
-    pub fn findings(&self) -> Vec<Finding> {
+    pub(crate) fn findings(&self) -> Vec<Finding> {
         let mut out = vec![Finding::AverageFlush {
             avg_flush_ns: self.avg_flush_ns,
             sync: self.sync,
@@ -221,7 +227,7 @@ impl Details {
 
 /// A conclusion of an fsync-tps run.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Finding {
+pub(crate) enum Finding {
     /// The calibration's average flush, set against the seed's threshold.
     AverageFlush {
         avg_flush_ns: u64,

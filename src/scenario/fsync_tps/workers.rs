@@ -24,10 +24,10 @@ use crate::scenario::Context;
 use crate::sys::{self, AlignedBuf};
 
 /// Transactions timed before the sweep to measure the average flush time.
-pub const CALIBRATION_COMMITS: u64 = 10;
+pub(crate) const CALIBRATION_COMMITS: u64 = 10;
 
 /// The files of a run: one per worker, and the shared log.
-pub struct Files {
+pub(crate) struct Files {
     workers: Vec<File>,
     log: Option<File>,
 }
@@ -41,7 +41,7 @@ impl Files {
 
     /// Creates the files. With `overwrite` they are written out in full and fsynced first, so
     /// that transactions overwrite allocated blocks; with `append` they start empty.
-    pub fn prepare(ctx: &mut Context<'_>, cfg: &Config) -> Result<Files> {
+    pub(crate) fn prepare(ctx: &mut Context<'_>, cfg: &Config) -> Result<Files> {
         let mut paths: Vec<PathBuf> = (0..cfg.max_threads())
             .map(|i| ctx.dir.join(Self::worker_name(i)))
             .collect();
@@ -110,7 +110,7 @@ fn sync_file(cfg: &Config, file: &File) -> io::Result<()> {
 
 /// Times a few single-thread transactions on worker 0's file: the average flush time that
 /// decides whether coordination can pay, and the start of `avg-flush`'s running average.
-pub fn calibrate(cfg: &Config, files: &Files, clock: RunClock, rec: &mut Recorder) -> Result<u64> {
+pub(crate) fn calibrate(cfg: &Config, files: &Files, clock: RunClock, rec: &mut Recorder) -> Result<u64> {
     let f = &files.workers[0];
     let buf = AlignedBuf::filled(cfg.record_size as usize, b'c');
     let mut sum = 0u64;
@@ -127,7 +127,7 @@ pub fn calibrate(cfg: &Config, files: &Files, clock: RunClock, rec: &mut Recorde
 }
 
 /// Runs `threads` workers with one strategy for `duration` and sums up their recorders.
-pub fn run_step(
+pub(crate) fn run_step(
     ctx: &mut Context<'_>,
     cfg: &Config,
     files: &Files,

@@ -51,7 +51,7 @@ mod sysbench;
 
 use sysbench::{Generator, Request, Summary};
 
-pub struct Rndwr;
+pub(crate) struct Rndwr;
 
 impl Scenario for Rndwr {
     fn name(&self) -> &'static str {
@@ -134,21 +134,21 @@ impl Scenario for Rndwr {
 
 /// The validated parameters.
 #[derive(Clone, Debug)]
-pub struct Config {
-    pub files: u64,
-    pub file_size: u64,
-    pub block_size: u64,
-    pub threads: u64,
-    pub fsync_freq: u64,
-    pub fsync_end: bool,
-    pub sync: SyncMethod,
-    pub max_requests: u64,
-    pub duration: Duration,
-    pub seed: u64,
+pub(crate) struct Config {
+    pub(crate) files: u64,
+    pub(crate) file_size: u64,
+    pub(crate) block_size: u64,
+    pub(crate) threads: u64,
+    pub(crate) fsync_freq: u64,
+    pub(crate) fsync_end: bool,
+    pub(crate) sync: SyncMethod,
+    pub(crate) max_requests: u64,
+    pub(crate) duration: Duration,
+    pub(crate) seed: u64,
 }
 
 impl Config {
-    pub fn from_params(p: &Params) -> Result<Config> {
+    pub(crate) fn from_params(p: &Params) -> Result<Config> {
         let files = p.count("files");
         let threads = p.count("threads");
         let block_size = p.size("block_size").get();
@@ -367,12 +367,12 @@ fn worker(
 /// What the run recorded: the file set, sysbench's summary, and the sync calls' own figures
 /// (sysbench counts them as 'Other' and shows no latency for them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Details {
-    pub files: u64,
-    pub file_size: u64,
-    pub sync: OpKind,
-    pub syncs: OpStats,
-    pub summary: Summary,
+pub(crate) struct Details {
+    pub(crate) files: u64,
+    pub(crate) file_size: u64,
+    pub(crate) sync: OpKind,
+    pub(crate) syncs: OpStats,
+    pub(crate) summary: Summary,
 }
 
 impl Report for Details {

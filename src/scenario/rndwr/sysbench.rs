@@ -12,7 +12,7 @@ use crate::units::{secs, Bytes};
 
 /// One request, as sysbench's generator hands them out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     Write { file: u64, offset: u64 },
     Sync { file: u64 },
     Done,
@@ -23,7 +23,7 @@ pub enum Request {
 /// `files` requests are one sync per file. Shared by all workers behind a mutex, as in
 /// sysbench, so a sweep is global, not per thread.
 #[derive(Debug)]
-pub struct Generator {
+pub(crate) struct Generator {
     rng: SplitMix64,
     files: u64,
     blocks_per_file: u64,
@@ -31,14 +31,14 @@ pub struct Generator {
     fsync_freq: u64,
     max_requests: u64,
     /// Writes handed out.
-    pub writes: u64,
+    pub(crate) writes: u64,
     /// Writes since the last sweep finished.
     dirty: bool,
     next_sync: u64,
 }
 
 impl Generator {
-    pub fn new(cfg: &Config) -> Generator {
+    pub(crate) fn new(cfg: &Config) -> Generator {
         Generator {
             rng: SplitMix64::new(cfg.seed),
             files: cfg.files,
@@ -52,7 +52,7 @@ impl Generator {
         }
     }
 
-    pub fn next_request(&mut self) -> Request {
+    pub(crate) fn next_request(&mut self) -> Request {
         if self.fsync_freq != 0 && self.dirty && self.writes % self.fsync_freq == 0 {
             let file = self.next_sync;
             self.next_sync += 1;
@@ -77,26 +77,26 @@ impl Generator {
 
 /// sysbench 0.4's figures, computed from the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub writes: u64,
-    pub other: u64,
-    pub total_s: f64,
-    pub written_bytes: u64,
-    pub requests_per_s: f64,
-    pub mib_per_s: f64,
-    pub min_s: f64,
-    pub avg_s: f64,
-    pub max_s: f64,
-    pub p95_s: f64,
-    pub events_sum_s: f64,
-    pub fairness_avg: f64,
-    pub fairness_stddev: f64,
+pub(crate) struct Summary {
+    pub(crate) writes: u64,
+    pub(crate) other: u64,
+    pub(crate) total_s: f64,
+    pub(crate) written_bytes: u64,
+    pub(crate) requests_per_s: f64,
+    pub(crate) mib_per_s: f64,
+    pub(crate) min_s: f64,
+    pub(crate) avg_s: f64,
+    pub(crate) max_s: f64,
+    pub(crate) p95_s: f64,
+    pub(crate) events_sum_s: f64,
+    pub(crate) fairness_avg: f64,
+    pub(crate) fairness_stddev: f64,
 }
 
 impl Summary {
     /// The figures of a run: `total_ns` from the first request to the last sync, and the
     /// writes each worker completed.
-    pub fn of(rec: &Recorder, sync_op: OpKind, total_ns: u64, per_thread_writes: &[u64]) -> Summary {
+    pub(crate) fn of(rec: &Recorder, sync_op: OpKind, total_ns: u64, per_thread_writes: &[u64]) -> Summary {
         let mut write_ns: Vec<u64> = rec
             .samples()
             .iter()
@@ -155,7 +155,7 @@ impl crate::result::Row for Summary {
 }
 
 /// sysbench's lines before the files are written: `128 files, 2048Kb each, 256Mb total`.
-pub fn prepare_lines(files: u64, file_size: u64) -> [String; 2] {
+pub(crate) fn prepare_lines(files: u64, file_size: u64) -> [String; 2] {
     [
         format!(
             "{files} files, {}Kb each, {}Mb total",
@@ -166,10 +166,10 @@ pub fn prepare_lines(files: u64, file_size: u64) -> [String; 2] {
     ]
 }
 
-pub const TEST_LINE: &str = "Doing random write test";
+pub(crate) const TEST_LINE: &str = "Doing random write test";
 
 /// A size in sysbench 0.4's style: `782.5Mb`, `0b`, `16Kb`.
-pub fn sysbench_size(bytes: u64) -> String {
+pub(crate) fn sysbench_size(bytes: u64) -> String {
     let (value, unit) = match bytes {
         b if b >= Bytes::GIB => (b as f64 / Bytes::GIB as f64, "Gb"),
         b if b >= Bytes::MIB => (b as f64 / Bytes::MIB as f64, "Mb"),
@@ -182,7 +182,7 @@ pub fn sysbench_size(bytes: u64) -> String {
 }
 
 /// The seed's output lines, in sysbench 0.4's layout.
-pub fn seed_lines(s: &Summary) -> Vec<String> {
+pub(crate) fn seed_lines(s: &Summary) -> Vec<String> {
     let rate = if s.total_s > 0.0 {
         sysbench_size((s.written_bytes as f64 / s.total_s) as u64)
     } else {

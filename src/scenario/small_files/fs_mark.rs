@@ -20,28 +20,28 @@ use crate::sys;
 use crate::units::{format_latency_ns, format_size, ms, rounded, Bytes};
 
 /// The header of fs_mark's result lines.
-pub const HEADER: &str = "FSUse%        Count         Size    Files/sec     App Overhead";
+pub(crate) const HEADER: &str = "FSUse%        Count         Size    Files/sec     App Overhead";
 
 /// One line of fs_mark's output: filesystem use %, files, file size, files/s, App Overhead (us).
-pub fn line(fs_use_pct: u64, count: u64, size: u64, files_per_s: f64, overhead_us: u64) -> String {
+pub(crate) fn line(fs_use_pct: u64, count: u64, size: u64, files_per_s: f64, overhead_us: u64) -> String {
     format!("{fs_use_pct:>6} {count:>12} {size:>12} {files_per_s:>12.1} {overhead_us:>16}")
 }
 
 /// What an fs_mark run measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FsMarkRun {
-    pub files: u64,
-    pub file_size: u64,
-    pub record: u64,
-    pub elapsed_ns: u64,
+pub(crate) struct FsMarkRun {
+    pub(crate) files: u64,
+    pub(crate) file_size: u64,
+    pub(crate) record: u64,
+    pub(crate) elapsed_ns: u64,
     /// Time inside create, write, fsync and close.
-    pub syscall_ns: u64,
-    pub fsync_ns: LatencySummary,
-    pub fs_use_pct: u64,
+    pub(crate) syscall_ns: u64,
+    pub(crate) fsync_ns: LatencySummary,
+    pub(crate) fs_use_pct: u64,
 }
 
 impl FsMarkRun {
-    pub fn files_per_s(&self) -> f64 {
+    pub(crate) fn files_per_s(&self) -> f64 {
         per_second(self.files as f64, self.elapsed_ns.max(1))
     }
 
@@ -49,7 +49,7 @@ impl FsMarkRun {
         self.elapsed_ns.saturating_sub(self.syscall_ns) / 1000
     }
 
-    pub fn seed_lines(&self) -> [String; 2] {
+    pub(crate) fn seed_lines(&self) -> [String; 2] {
         [
             HEADER.to_string(),
             line(
@@ -62,7 +62,7 @@ impl FsMarkRun {
         ]
     }
 
-    pub fn title(&self, scheduler: &str) -> String {
+    pub(crate) fn title(&self, scheduler: &str) -> String {
         format!(
             "fs_mark -S 1: {} files of {} in {} writes, fsync before close (latency in ms); scheduler {scheduler}",
             self.files,
@@ -71,7 +71,7 @@ impl FsMarkRun {
         )
     }
 
-    pub fn finding(&self, scheduler: &str) -> String {
+    pub(crate) fn finding(&self, scheduler: &str) -> String {
         format!(
             "fs_mark under scheduler {scheduler}: {:.1} files/s, fsync p50 {} p99 {} max {}",
             self.files_per_s(),
@@ -137,7 +137,7 @@ fn record(
 }
 
 /// Create, write in records, fsync, close — one file after another.
-pub fn run(ctx: &mut Context<'_>, c: &Config, recorder: &mut Recorder) -> Result<FsMarkRun> {
+pub(crate) fn run(ctx: &mut Context<'_>, c: &Config, recorder: &mut Recorder) -> Result<FsMarkRun> {
     let buf = vec![b'f'; c.record as usize];
     let root = ctx.dir.join("fs_mark");
     for d in 0..c.dirs {

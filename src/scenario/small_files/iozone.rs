@@ -19,10 +19,10 @@ use crate::sys;
 use crate::units::{format_size, Bytes};
 
 /// The header of iozone's result table, as iozone aligns it.
-pub const HEADER: &str = "              KB  reclen   write rewrite";
+pub(crate) const HEADER: &str = "              KB  reclen   write rewrite";
 
 /// One row of iozone's table: file size in KB, record in KB, write and rewrite in KB/s.
-pub fn line(size: u64, record: u64, write_kbs: f64, rewrite_kbs: f64) -> String {
+pub(crate) fn line(size: u64, record: u64, write_kbs: f64, rewrite_kbs: f64) -> String {
     format!(
         "{:>16}{:>8}{:>8.0}{:>8.0}",
         size / 1024,
@@ -34,11 +34,11 @@ pub fn line(size: u64, record: u64, write_kbs: f64, rewrite_kbs: f64) -> String 
 
 /// One file size and the KB/s of each run's write and rewrite pass.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SizeRow {
-    pub size: u64,
-    pub record: u64,
-    pub write_kbs: Vec<f64>,
-    pub rewrite_kbs: Vec<f64>,
+pub(crate) struct SizeRow {
+    pub(crate) size: u64,
+    pub(crate) record: u64,
+    pub(crate) write_kbs: Vec<f64>,
+    pub(crate) rewrite_kbs: Vec<f64>,
 }
 
 impl crate::result::Row for SizeRow {
@@ -58,7 +58,7 @@ impl crate::result::Row for SizeRow {
 }
 
 /// The lines iozone printed: the header, then one per run and size, in the order they ran.
-pub fn seed_lines(rows: &[SizeRow]) -> Vec<String> {
+pub(crate) fn seed_lines(rows: &[SizeRow]) -> Vec<String> {
     let mut out = vec![HEADER.to_string()];
     let runs = rows.iter().map(|r| r.write_kbs.len()).max().unwrap_or(0);
     for run in 0..runs {
@@ -72,7 +72,7 @@ pub fn seed_lines(rows: &[SizeRow]) -> Vec<String> {
 }
 
 /// What the iozone rows say, under which scheduler.
-pub fn findings(rows: &[SizeRow], runs: u64, scheduler: &str) -> Vec<String> {
+pub(crate) fn findings(rows: &[SizeRow], runs: u64, scheduler: &str) -> Vec<String> {
     let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
         return Vec::new();
     };
@@ -146,7 +146,7 @@ fn warm_up(dir: &Path, path: &Path, buf: &[u8]) -> io::Result<()> {
 }
 
 /// For each run and each size, a new file written then rewritten.
-pub fn run(ctx: &mut Context<'_>, c: &Config, recorder: &mut Recorder) -> Result<Vec<SizeRow>> {
+pub(crate) fn run(ctx: &mut Context<'_>, c: &Config, recorder: &mut Recorder) -> Result<Vec<SizeRow>> {
     let buf = vec![b'z'; c.record as usize];
     let path = ctx.dir.join("iozone.tmp");
     let mut rows: Vec<SizeRow> = c

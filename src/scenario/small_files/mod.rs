@@ -42,7 +42,7 @@ use crate::units::{format_size, Bytes};
 mod fs_mark;
 mod iozone;
 
-pub struct SmallFiles;
+pub(crate) struct SmallFiles;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -233,14 +233,14 @@ fn scheduler_of(dir: &Path) -> String {
 
 /// What the run measured: iozone's rows, fs_mark's run, and the scheduler they ran under.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Details {
+pub(crate) struct Details {
     /// `mq-deadline on vda`.
-    pub scheduler: String,
-    pub runs: u64,
+    pub(crate) scheduler: String,
+    pub(crate) runs: u64,
     #[serde(default)]
-    pub iozone: Vec<iozone::SizeRow>,
+    pub(crate) iozone: Vec<iozone::SizeRow>,
     #[serde(default)]
-    pub fs_mark: Option<fs_mark::FsMarkRun>,
+    pub(crate) fs_mark: Option<fs_mark::FsMarkRun>,
 }
 
 impl Report for Details {

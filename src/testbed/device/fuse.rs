@@ -208,6 +208,7 @@ impl EmulatedDevice {
             busy_until: Mutex::new(Instant::now()),
             // SAFETY: getuid/getgid have no preconditions.
             uid: unsafe { libc::getuid() },
+            // SAFETY: as above.
             gid: unsafe { libc::getgid() },
         };
         let mut config = Config::default();
