@@ -16,9 +16,11 @@
 //! - [`measure`]: clock, samples, histograms, throughput; [`observe`]: live events
 //! - [`testbed`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
 //! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
+//! - [`compare`]: run-level figures, statistics, verdicts and the matrix table
 
 pub mod app;
 pub mod cli;
+pub mod compare;
 pub mod engine;
 pub mod environment;
 pub mod error;
