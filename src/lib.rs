@@ -17,6 +17,7 @@
 //! - [`testbed`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
 //! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
 //! - [`compare`]: run-level figures, statistics, verdicts and the matrix table
+//! - [`store`]: the results store (SQLite), with the compact sample codec
 
 pub mod app;
 pub mod cli;
@@ -31,6 +32,7 @@ pub mod report;
 pub mod result;
 pub mod role;
 pub mod scenario;
+pub mod store;
 pub mod suite;
 pub mod sync;
 pub mod sys;

@@ -147,23 +147,37 @@ pub fn run_figures(run: &str, result: &Value) -> Result<RunFigures, FigureError>
         run: run.to_string(),
         field,
     };
-    let duration_s = result.get("duration_s").and_then(Value::as_f64).ok_or_else(|| shape("duration_s"))?;
+    let duration_s = result
+        .get("duration_s")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| shape("duration_s"))?;
     if duration_s.is_nan() || duration_s <= 0.0 {
         return Err(FigureError::NoDuration {
             run: run.to_string(),
             duration_s,
         });
     }
-    let ops = result.get("ops").and_then(Value::as_object).ok_or_else(|| shape("ops"))?;
+    let ops = result
+        .get("ops")
+        .and_then(Value::as_object)
+        .ok_or_else(|| shape("ops"))?;
     let mut values = BTreeMap::new();
     for (op, stats) in ops {
-        let count = stats.get("count").and_then(Value::as_u64).ok_or_else(|| shape("ops.*.count"))?;
+        let count = stats
+            .get("count")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| shape("ops.*.count"))?;
         if count == 0 {
             continue;
         }
         let errors = stats.get("errors").and_then(Value::as_u64).unwrap_or(0);
         let latency = stats.get("latency_ns").ok_or_else(|| shape("ops.*.latency_ns"))?;
-        let ns = |key| latency.get(key).and_then(Value::as_f64).ok_or_else(|| shape("ops.*.latency_ns"));
+        let ns = |key| {
+            latency
+                .get(key)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| shape("ops.*.latency_ns"))
+        };
         values.insert(
             Figure::new(op, Metric::OpsPerSec),
             count.saturating_sub(errors) as f64 / duration_s,
@@ -172,7 +186,11 @@ pub fn run_figures(run: &str, result: &Value) -> Result<RunFigures, FigureError>
         values.insert(Figure::new(op, Metric::P99), ns("p99")?);
         values.insert(Figure::new(op, Metric::Max), ns("max")?);
     }
-    if let Some(mb) = result.get("background").and_then(|b| b.get("mb_per_s")).and_then(Value::as_f64) {
+    if let Some(mb) = result
+        .get("background")
+        .and_then(|b| b.get("mb_per_s"))
+        .and_then(Value::as_f64)
+    {
         values.insert(Figure::new(BACKGROUND, Metric::MbPerS), mb);
     }
     Ok(RunFigures {
@@ -205,11 +223,18 @@ mod tests {
     fn figures_of_a_result() {
         let f = run_figures("r1", &result()).unwrap();
         assert_eq!(f.values[&Figure::new("fsync", Metric::OpsPerSec)], 200.0);
-        assert_eq!(f.values[&Figure::new("write", Metric::OpsPerSec)], 200.0, "errors are not work done");
+        assert_eq!(
+            f.values[&Figure::new("write", Metric::OpsPerSec)],
+            200.0,
+            "errors are not work done"
+        );
         assert_eq!(f.values[&Figure::new("fsync", Metric::P99)], 9e6);
         assert_eq!(f.values[&Figure::new("write", Metric::Max)], 90000.0);
         assert_eq!(f.values[&Figure::new(BACKGROUND, Metric::MbPerS)], 24.5);
-        assert!(!f.values.keys().any(|k| k.subject == "fdatasync"), "no calls, no figures");
+        assert!(
+            !f.values.keys().any(|k| k.subject == "fdatasync"),
+            "no calls, no figures"
+        );
         assert_eq!(f.values.len(), 9);
     }
 
@@ -219,7 +244,9 @@ mod tests {
         r["duration_s"] = 0.0.into();
         let e = run_figures("r1", &r).unwrap_err().to_string();
         assert!(e.contains("r1") && e.contains("0 s"), "{e}");
-        let e = run_figures("x.json", &serde_json::json!({"duration_s": 1.0})).unwrap_err().to_string();
+        let e = run_figures("x.json", &serde_json::json!({"duration_s": 1.0}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("x.json: not a result") && e.contains("ops"), "{e}");
     }
 
@@ -228,7 +255,12 @@ mod tests {
         let f = Figure::parse("fsync.p99").unwrap();
         assert_eq!(f, Figure::new("fsync", Metric::P99));
         assert_eq!(f.to_string(), "fsync.p99");
-        assert_eq!(Figure::parse(&Figure::new("write", Metric::OpsPerSec).to_string()).unwrap().metric, Metric::OpsPerSec);
+        assert_eq!(
+            Figure::parse(&Figure::new("write", Metric::OpsPerSec).to_string())
+                .unwrap()
+                .metric,
+            Metric::OpsPerSec
+        );
         assert_eq!(Figure::parse("fsync.p42"), None);
         assert_eq!(f.format(12_345_678.0), "12.3");
         assert_eq!(Figure::new("fsync", Metric::OpsPerSec).format(184.06), "184");

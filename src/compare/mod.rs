@@ -119,7 +119,10 @@ fn estimate(figure: &Figure, a: &[f64], b: &[f64], settings: &Settings) -> Figur
 /// Adjusts the p-values of `family` together and gives each comparison its verdict.
 fn decide_all(family: &mut [FigureComparison], settings: &Settings) {
     let tested: Vec<usize> = (0..family.len()).filter(|&i| family[i].test.is_some()).collect();
-    let p: Vec<f64> = tested.iter().filter_map(|&i| family[i].test.map(|t| t.p_value)).collect();
+    let p: Vec<f64> = tested
+        .iter()
+        .filter_map(|&i| family[i].test.map(|t| t.p_value))
+        .collect();
     for (&i, adj) in tested.iter().zip(stats::benjamini_hochberg(&p)) {
         family[i].p_adjusted = Some(adj);
     }
@@ -178,9 +181,12 @@ pub fn compare_sets(a: &[RunFigures], b: &[RunFigures], settings: &Settings) -> 
     let mut figures: Vec<&Figure> = a.iter().chain(b).flat_map(|r| r.values.keys()).collect();
     figures.sort();
     figures.dedup();
-    let side = |set: &[RunFigures], f: &Figure| -> Vec<f64> { set.iter().filter_map(|r| r.values.get(f).copied()).collect() };
-    let mut family: Vec<FigureComparison> =
-        figures.into_iter().map(|f| estimate(f, &side(a, f), &side(b, f), settings)).collect();
+    let side =
+        |set: &[RunFigures], f: &Figure| -> Vec<f64> { set.iter().filter_map(|r| r.values.get(f).copied()).collect() };
+    let mut family: Vec<FigureComparison> = figures
+        .into_iter()
+        .map(|f| estimate(f, &side(a, f), &side(b, f), settings))
+        .collect();
     decide_all(&mut family, settings);
     family
 }
@@ -209,9 +215,9 @@ pub fn render_comparison(label_a: &str, label_b: &str, comparisons: &[FigureComp
             Some(v) => format!("{} {} (n={n})", c.figure.format(v), c.figure.unit()),
             None => "-".into(),
         };
-        let ratio = c.ratio.map_or("-".into(), |r| {
-            format!("{:.3} [{:.3}, {:.3}]", r.ratio, r.low, r.high)
-        });
+        let ratio = c
+            .ratio
+            .map_or("-".into(), |r| format!("{:.3} [{:.3}, {:.3}]", r.ratio, r.low, r.high));
         let p = c.p_adjusted.map_or("-".into(), |p| format!("{p:.4}"));
         rows.push([
             c.figure.to_string(),
@@ -268,14 +274,26 @@ mod tests {
             .collect()
     }
 
-    fn verdict_of<'a>(c: &'a [FigureComparison], metric: Metric) -> &'a Verdict {
+    fn verdict_of(c: &[FigureComparison], metric: Metric) -> &Verdict {
         &c.iter().find(|c| c.figure.metric == metric).unwrap().verdict
     }
 
     #[test]
     fn a_doubled_flush_time_is_slower_on_every_figure() {
-        let a = runs(&[(200.0, 6e6), (204.0, 6.2e6), (198.0, 5.9e6), (201.0, 6.1e6), (199.0, 6.0e6)]);
-        let b = runs(&[(101.0, 12e6), (99.0, 12.3e6), (100.0, 11.8e6), (102.0, 12.1e6), (98.0, 12.2e6)]);
+        let a = runs(&[
+            (200.0, 6e6),
+            (204.0, 6.2e6),
+            (198.0, 5.9e6),
+            (201.0, 6.1e6),
+            (199.0, 6.0e6),
+        ]);
+        let b = runs(&[
+            (101.0, 12e6),
+            (99.0, 12.3e6),
+            (100.0, 11.8e6),
+            (102.0, 12.1e6),
+            (98.0, 12.2e6),
+        ]);
         let c = compare_sets(&a, &b, &Settings::default());
         assert_eq!(verdict_of(&c, Metric::OpsPerSec), &Verdict::Slower, "fewer ops/s");
         assert_eq!(verdict_of(&c, Metric::P99), &Verdict::Slower, "higher p99");
@@ -291,8 +309,20 @@ mod tests {
 
     #[test]
     fn the_same_configuration_shows_no_difference() {
-        let a = runs(&[(200.0, 6e6), (204.0, 6.2e6), (198.0, 5.9e6), (201.0, 6.1e6), (199.0, 6.0e6)]);
-        let b = runs(&[(202.0, 6.1e6), (197.0, 6.0e6), (203.0, 6.2e6), (200.0, 5.8e6), (199.5, 6.05e6)]);
+        let a = runs(&[
+            (200.0, 6e6),
+            (204.0, 6.2e6),
+            (198.0, 5.9e6),
+            (201.0, 6.1e6),
+            (199.0, 6.0e6),
+        ]);
+        let b = runs(&[
+            (202.0, 6.1e6),
+            (197.0, 6.0e6),
+            (203.0, 6.2e6),
+            (200.0, 5.8e6),
+            (199.5, 6.05e6),
+        ]);
         let c = compare_sets(&a, &b, &Settings::default());
         assert!(c.iter().all(|c| c.verdict == Verdict::NoDifference), "{c:?}");
     }
@@ -317,13 +347,28 @@ mod tests {
             Verdict::NoVerdict(why) => assert!(why.contains("2 runs against 3"), "{why}"),
             v => panic!("{v:?}"),
         }
-        assert!(c[0].median_a.is_some() && c[0].ratio.is_some(), "medians are still shown");
+        assert!(
+            c[0].median_a.is_some() && c[0].ratio.is_some(),
+            "medians are still shown"
+        );
     }
 
     #[test]
     fn rendered_comparison_names_each_figure_and_verdict() {
-        let a = runs(&[(200.0, 6e6), (204.0, 6.2e6), (198.0, 5.9e6), (201.0, 6.1e6), (199.0, 6.0e6)]);
-        let b = runs(&[(101.0, 12e6), (99.0, 12.3e6), (100.0, 11.8e6), (102.0, 12.1e6), (98.0, 12.2e6)]);
+        let a = runs(&[
+            (200.0, 6e6),
+            (204.0, 6.2e6),
+            (198.0, 5.9e6),
+            (201.0, 6.1e6),
+            (199.0, 6.0e6),
+        ]);
+        let b = runs(&[
+            (101.0, 12e6),
+            (99.0, 12.3e6),
+            (100.0, 11.8e6),
+            (102.0, 12.1e6),
+            (98.0, 12.2e6),
+        ]);
         let text = render_comparison("flush=5ms", "flush=10ms", &compare_sets(&a, &b, &Settings::default()));
         let want = "\
 figure       A: flush=5ms     B: flush=10ms    B/A [95% CI]          p (BH)  verdict

@@ -200,7 +200,11 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<RankTest> {
     let n = n1 + n2;
     // Pool with a flag for the side, sort, and give tied values their mean rank. Ranks are
     // kept doubled so mid-ranks (k + ½) stay integers for the exact count.
-    let mut pooled: Vec<(f64, bool)> = a.iter().map(|&v| (v, true)).chain(b.iter().map(|&v| (v, false))).collect();
+    let mut pooled: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&v| (v, true))
+        .chain(b.iter().map(|&v| (v, false)))
+        .collect();
     pooled.sort_by(|x, y| x.0.total_cmp(&y.0));
     let mut ranks2 = vec![0u64; n];
     let mut tie_sizes = Vec::new();
@@ -406,8 +410,12 @@ mod tests {
     // b = [round(i * 0.9 % 11 * 10) / 10 + 3 for i in range(35)]: 75 values, 67 distinct.
     #[test]
     fn normal_approximation_matches_scipy_with_ties() {
-        let a: Vec<f64> = (0..40).map(|i| ((i as f64 * 0.7) % 13.0 * 10.0).round() / 10.0).collect();
-        let b: Vec<f64> = (0..35).map(|i| ((i as f64 * 0.9) % 11.0 * 10.0).round() / 10.0 + 3.0).collect();
+        let a: Vec<f64> = (0..40)
+            .map(|i| ((i as f64 * 0.7) % 13.0 * 10.0).round() / 10.0)
+            .collect();
+        let b: Vec<f64> = (0..35)
+            .map(|i| ((i as f64 * 0.9) % 11.0 * 10.0).round() / 10.0 + 3.0)
+            .collect();
         let t = mann_whitney_u(&a, &b).unwrap();
         assert_eq!(t.method, RankMethod::Normal);
         // statistic 489.0, pvalue 0.02537713391997337 (our normal tail is good to 1.2e-7)

@@ -64,7 +64,9 @@ pub struct TableCell {
 
 impl TableCell {
     pub fn significant(&self) -> bool {
-        self.versus_reference.as_ref().is_some_and(|c| c.verdict.is_significant())
+        self.versus_reference
+            .as_ref()
+            .is_some_and(|c| c.verdict.is_significant())
     }
 }
 
@@ -85,7 +87,10 @@ pub enum TableError {
 }
 
 fn axes_text(axes: &[(String, String)]) -> String {
-    axes.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+    axes.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Builds the table of `spec.figure`, comparing every cell with the reference cell of its
@@ -106,7 +111,11 @@ pub fn build(cells: &[MatrixCell], spec: &TableSpec) -> Result<MatrixTable, Tabl
         .iter()
         .position(|k| **k == spec.column_axis)
         .ok_or_else(|| TableError::NoSuchAxis(spec.column_axis.clone()))?;
-    let row_axes: Vec<String> = names.iter().filter(|k| ***k != spec.column_axis).map(|k| k.to_string()).collect();
+    let row_axes: Vec<String> = names
+        .iter()
+        .filter(|k| ***k != spec.column_axis)
+        .map(|k| k.to_string())
+        .collect();
 
     // Columns and rows in the order the cells first name them (the matrix plan's order).
     let mut columns: Vec<String> = Vec::new();
@@ -114,7 +123,13 @@ pub fn build(cells: &[MatrixCell], spec: &TableSpec) -> Result<MatrixTable, Tabl
     let mut placed: Vec<(usize, usize, &MatrixCell)> = Vec::new();
     for c in cells {
         let col_value = &c.axes[col_index].1;
-        let key: Vec<String> = c.axes.iter().enumerate().filter(|(i, _)| *i != col_index).map(|(_, (_, v))| v.clone()).collect();
+        let key: Vec<String> = c
+            .axes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != col_index)
+            .map(|(_, (_, v))| v.clone())
+            .collect();
         let ci = columns.iter().position(|v| v == col_value).unwrap_or_else(|| {
             columns.push(col_value.clone());
             columns.len() - 1
@@ -129,14 +144,22 @@ pub fn build(cells: &[MatrixCell], spec: &TableSpec) -> Result<MatrixTable, Tabl
         placed.push((ri, ci, c));
     }
     let reference = spec.reference.clone().unwrap_or_else(|| columns[0].clone());
-    let ref_col = columns.iter().position(|v| *v == reference).ok_or_else(|| TableError::NoSuchReference {
-        reference: reference.clone(),
-        axis: spec.column_axis.clone(),
-        values: columns.join(", "),
-    })?;
+    let ref_col = columns
+        .iter()
+        .position(|v| *v == reference)
+        .ok_or_else(|| TableError::NoSuchReference {
+            reference: reference.clone(),
+            axis: spec.column_axis.clone(),
+            values: columns.join(", "),
+        })?;
 
     // The figure's values per placed cell.
-    let values = |c: &MatrixCell| -> Vec<f64> { c.runs.iter().filter_map(|r| r.values.get(&spec.figure).copied()).collect() };
+    let values = |c: &MatrixCell| -> Vec<f64> {
+        c.runs
+            .iter()
+            .filter_map(|r| r.values.get(&spec.figure).copied())
+            .collect()
+    };
     let mut grid: Vec<Vec<Option<Vec<f64>>>> = vec![vec![None; columns.len()]; row_keys.len()];
     for (r, c, cell) in &placed {
         let v = values(cell);
@@ -149,7 +172,9 @@ pub fn build(cells: &[MatrixCell], spec: &TableSpec) -> Result<MatrixTable, Tabl
     let mut pairs = Vec::new();
     let mut pair_at = Vec::new();
     for (r, row) in grid.iter().enumerate() {
-        let Some(reference_values) = &row[ref_col] else { continue };
+        let Some(reference_values) = &row[ref_col] else {
+            continue;
+        };
         for (c, cell) in row.iter().enumerate() {
             if let (true, Some(v)) = (c != ref_col, cell) {
                 pairs.push((reference_values.clone(), v.clone()));
@@ -168,10 +193,14 @@ pub fn build(cells: &[MatrixCell], spec: &TableSpec) -> Result<MatrixTable, Tabl
         .enumerate()
         .map(|(r, key)| {
             let medians: Vec<Option<f64>> = grid[r].iter().map(|v| v.as_deref().and_then(stats::median)).collect();
-            let best = medians.iter().flatten().copied().reduce(|x, y| match spec.figure.direction() {
-                Direction::HigherIsBetter => x.max(y),
-                Direction::LowerIsBetter => x.min(y),
-            });
+            let best = medians
+                .iter()
+                .flatten()
+                .copied()
+                .reduce(|x, y| match spec.figure.direction() {
+                    Direction::HigherIsBetter => x.max(y),
+                    Direction::LowerIsBetter => x.min(y),
+                });
             let cells = medians
                 .iter()
                 .enumerate()
@@ -214,9 +243,20 @@ fn cell_grid(t: &MatrixTable, cell: impl Fn(&TableCell) -> String) -> Vec<Vec<St
 
 /// What the table shows and what its marks mean, under it.
 fn legend(t: &MatrixTable, best: &str, marker: &str) -> String {
-    let runs: Vec<usize> = t.rows.iter().flat_map(|r| r.cells.iter().flatten().map(|c| c.runs)).collect();
-    let (lo, hi) = (runs.iter().min().copied().unwrap_or(0), runs.iter().max().copied().unwrap_or(0));
-    let n = if lo == hi { format!("{lo}") } else { format!("{lo} to {hi}") };
+    let runs: Vec<usize> = t
+        .rows
+        .iter()
+        .flat_map(|r| r.cells.iter().flatten().map(|c| c.runs))
+        .collect();
+    let (lo, hi) = (
+        runs.iter().min().copied().unwrap_or(0),
+        runs.iter().max().copied().unwrap_or(0),
+    );
+    let n = if lo == hi {
+        format!("{lo}")
+    } else {
+        format!("{lo} to {hi}")
+    };
     let better = match t.figure.direction() {
         Direction::HigherIsBetter => "higher is better",
         Direction::LowerIsBetter => "lower is better",
@@ -229,7 +269,11 @@ fn legend(t: &MatrixTable, best: &str, marker: &str) -> String {
         t.reference,
         t.alpha
     );
-    let tested: Vec<&FigureComparison> = t.rows.iter().flat_map(|r| r.cells.iter().flatten().filter_map(|c| c.versus_reference.as_ref())).collect();
+    let tested: Vec<&FigureComparison> = t
+        .rows
+        .iter()
+        .flat_map(|r| r.cells.iter().flatten().filter_map(|c| c.versus_reference.as_ref()))
+        .collect();
     if let Some(c) = tested.iter().find(|c| c.test.is_some()) {
         let floor = stats::smallest_p_value(c.runs_a, c.runs_b);
         if floor >= t.alpha {
@@ -240,7 +284,11 @@ fn legend(t: &MatrixTable, best: &str, marker: &str) -> String {
             );
         }
     } else if !tested.is_empty() {
-        let _ = write!(s, "; fewer than {} runs a cell: no significance tested", super::MIN_RUNS);
+        let _ = write!(
+            s,
+            "; fewer than {} runs a cell: no significance tested",
+            super::MIN_RUNS
+        );
     }
     s
 }
@@ -260,10 +308,18 @@ pub fn render_markdown(t: &MatrixTable) -> String {
     let mut out = String::new();
     for (i, line) in grid.iter().enumerate() {
         out.push_str("| ");
-        out.push_str(&line.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
+        out.push_str(
+            &line
+                .iter()
+                .map(|c| c.replace('|', "\\|"))
+                .collect::<Vec<_>>()
+                .join(" | "),
+        );
         out.push_str(" |\n");
         if i == 0 {
-            let aligns: Vec<&str> = (0..line.len()).map(|j| if j < t.row_axes.len() { "---" } else { "---:" }).collect();
+            let aligns: Vec<&str> = (0..line.len())
+                .map(|j| if j < t.row_axes.len() { "---" } else { "---:" })
+                .collect();
             out.push_str(&format!("| {} |\n", aligns.join(" | ")));
         }
     }
@@ -288,7 +344,9 @@ pub fn render_text(t: &MatrixTable, ansi_bold: bool) -> String {
     });
     let visible = |s: &str| s.replace("\u{1b}[1m", "").replace("\u{1b}[0m", "").chars().count();
     let ncols = grid[0].len();
-    let widths: Vec<usize> = (0..ncols).map(|j| grid.iter().map(|l| visible(&l[j])).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..ncols)
+        .map(|j| grid.iter().map(|l| visible(&l[j])).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for line in &grid {
         let mut text = String::new();
@@ -330,7 +388,10 @@ mod tests {
     /// slow one.
     fn cells(repeat: usize) -> Vec<MatrixCell> {
         let cell = |device: &str, coordination: &str, base: f64| MatrixCell {
-            axes: vec![("device".into(), device.into()), ("coordination".into(), coordination.into())],
+            axes: vec![
+                ("device".into(), device.into()),
+                ("coordination".into(), coordination.into()),
+            ],
             runs: runs(
                 &format!("{device}/{coordination}"),
                 &[base, base * 1.02, base * 0.99, base * 1.01, base * 0.98][..repeat],
@@ -361,9 +422,15 @@ mod tests {
         assert_eq!(t.columns, ["none", "wal", "delay"]);
         assert_eq!(t.row_axes, ["device"]);
         let ram = &t.rows[0];
-        assert!(ram.cells[0].as_ref().unwrap().best, "no coordination wins on a fast flush");
+        assert!(
+            ram.cells[0].as_ref().unwrap().best,
+            "no coordination wins on a fast flush"
+        );
         assert!(ram.cells[1].as_ref().unwrap().significant());
-        assert!(!ram.cells[2].as_ref().unwrap().significant(), "within 5% of the reference");
+        assert!(
+            !ram.cells[2].as_ref().unwrap().significant(),
+            "within 5% of the reference"
+        );
         let hdd = &t.rows[1];
         assert!(hdd.cells[1].as_ref().unwrap().best, "coordination wins on a slow flush");
     }
