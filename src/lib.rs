@@ -18,6 +18,7 @@
 //! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
 //! - [`compare`]: run-level figures, statistics, verdicts and the matrix table
 //! - [`store`]: the results store (SQLite), with the compact sample codec
+//! - [`html`]: the self-contained HTML report (timelines, CDFs, the matrix table)
 
 pub mod app;
 pub mod cli;
@@ -25,6 +26,7 @@ pub mod compare;
 pub mod engine;
 pub mod environment;
 pub mod error;
+pub mod html;
 pub mod measure;
 pub mod observe;
 pub mod params;

@@ -242,7 +242,7 @@ fn cell_grid(t: &MatrixTable, cell: impl Fn(&TableCell) -> String) -> Vec<Vec<St
 }
 
 /// What the table shows and what its marks mean, under it.
-fn legend(t: &MatrixTable, best: &str, marker: &str) -> String {
+pub(crate) fn legend(t: &MatrixTable, best: &str, marker: &str) -> String {
     let runs: Vec<usize> = t
         .rows
         .iter()

@@ -1,7 +1,7 @@
 //! The results store: every run fsynclab makes, kept in one SQLite file with its parameters,
 //! environment, summary, tables, findings, background report, its place in a matrix, and
-//! every per-call sample in the compact encoding of [`codec`] (about 6 bytes a sample, where
-//! the result's JSON takes 108).
+//! every per-call sample in the compact encoding of [`codec`] (6 bytes a sample on a real
+//! fsync-tps run, where its result JSON takes 108; `benches/store_cost.rs` measures it).
 //!
 //! Where it is, first that applies: `--store PATH`; the environment variable
 //! `FSYNCLAB_STORE`; `$XDG_DATA_HOME/fsynclab/results.sqlite`;
@@ -515,9 +515,11 @@ impl Store {
         }
         // The newest `limit`, shown oldest first.
         match filter.limit {
-            Some(n) => sql = format!(
+            Some(n) => {
+                sql = format!(
                 "SELECT * FROM ({sql} ORDER BY started_at DESC, id DESC LIMIT {n}) AS newest ORDER BY started_at, id"
-            ),
+            )
+            }
             None => sql.push_str(" ORDER BY started_at, id"),
         }
         let mut stmt = self.conn.prepare(&sql).map_err(self.sql())?;
