@@ -72,7 +72,7 @@ fn issue11_runs_are_listed_by_scenario_time_matrix_and_parameter() {
     let mut store = Store::open_in_memory().unwrap();
     let place = MatrixPlace {
         matrix_id: "m-1".into(),
-        cell: "sync=fsync".into(),
+        axes: vec![("sync".into(), "fsync".into())],
         repetition: 0,
     };
     let e = store.record_run(&base, &samples_of(&base), Some(&place)).unwrap_err();
@@ -100,7 +100,7 @@ fn issue11_runs_are_listed_by_scenario_time_matrix_and_parameter() {
         r["params"]["sync"] = sync.into();
         let place = (i > 0).then(|| MatrixPlace {
             matrix_id: "m-1".into(),
-            cell: format!("sync={sync}"),
+            axes: vec![("sync".into(), sync.into())],
             repetition: i as u32,
         });
         ids.push(store.record_run(&r, &samples_of(&r), place.as_ref()).unwrap());
@@ -140,7 +140,7 @@ fn issue11_runs_are_listed_by_scenario_time_matrix_and_parameter() {
     assert_eq!(list(newest), ids[1..]);
 
     let all = store.runs(&RunFilter::default()).unwrap();
-    assert_eq!(all[2].matrix.as_ref().unwrap().cell, "sync=fdatasync");
+    assert_eq!(all[2].matrix.as_ref().unwrap().cell_label(), "sync=fdatasync");
     assert_eq!(all[0].params["sync"], "fsync");
     // The figures `fsynclab compare` works on come straight from a listing.
     let f = all[0].figures().unwrap();

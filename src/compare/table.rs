@@ -20,6 +20,22 @@ pub struct MatrixCell {
     pub runs: Vec<RunFigures>,
 }
 
+/// Groups runs into matrix cells by their axis values, cells in the order their first run
+/// comes (a matrix's runs listed oldest first give the plan's order).
+pub fn group_cells(runs: impl IntoIterator<Item = (Vec<(String, String)>, RunFigures)>) -> Vec<MatrixCell> {
+    let mut cells: Vec<MatrixCell> = Vec::new();
+    for (axes, figures) in runs {
+        match cells.iter_mut().find(|c| c.axes == axes) {
+            Some(c) => c.runs.push(figures),
+            None => cells.push(MatrixCell {
+                axes,
+                runs: vec![figures],
+            }),
+        }
+    }
+    cells
+}
+
 /// What the table shows.
 #[derive(Clone, Debug)]
 pub struct TableSpec {

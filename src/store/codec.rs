@@ -142,6 +142,33 @@ impl SampleColumns {
         }
     }
 
+    /// Writes the samples as CSV (RFC 4180): a header `t_ns,op,latency_ns,bytes,error`, then
+    /// one line a call, `error` empty for a call that succeeded. `out` should be buffered.
+    pub fn write_csv<W: std::io::Write>(&self, mut out: W) -> std::io::Result<()> {
+        fn field(s: &str) -> std::borrow::Cow<'_, str> {
+            if s.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", s.replace('"', "\"\"")).into()
+            } else {
+                s.into()
+            }
+        }
+        let ops: Vec<_> = self.op_names.iter().map(|n| field(n)).collect();
+        let errors: Vec<_> = self.error_names.iter().map(|n| field(n)).collect();
+        writeln!(out, "t_ns,op,latency_ns,bytes,error")?;
+        for i in 0..self.len() {
+            let error = match self.error[i] {
+                0 => "",
+                e => &errors[e as usize - 1],
+            };
+            writeln!(
+                out,
+                "{},{},{},{},{error}",
+                self.t_ns[i], ops[self.op[i] as usize], self.latency_ns[i], self.bytes[i]
+            )?;
+        }
+        out.flush()
+    }
+
     pub fn iter(&self) -> impl ExactSizeIterator<Item = SampleRef<'_>> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }
@@ -481,6 +508,21 @@ mod tests {
         assert_eq!(as_tuples(&cols), all);
         assert_eq!(cols.op_names, ["write", "fsync", "fdatasync"]);
         assert_eq!(as_tuples(&SampleColumns::from_records(&all)), all);
+    }
+
+    #[test]
+    fn samples_as_csv() {
+        let samples: Vec<Tuple> = vec![
+            (1, "write".into(), 2, 4096, None),
+            (5, "fsync".into(), 900, 0, Some("EIO".into())),
+            (7, "odd,\"op\"".into(), 1, 0, None),
+        ];
+        let mut out = Vec::new();
+        SampleColumns::from_records(&samples).write_csv(&mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "t_ns,op,latency_ns,bytes,error\n1,write,2,4096,\n5,fsync,900,0,EIO\n7,\"odd,\"\"op\"\"\",1,0,\n"
+        );
     }
 
     #[test]

@@ -124,10 +124,33 @@ impl FromStr for RunId {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MatrixPlace {
     pub matrix_id: String,
-    /// The cell's axis values as text, e.g. `device=ram,coordination=none`.
-    pub cell: String,
+    /// The cell's (axis, value) pairs in the matrix's axis order, e.g.
+    /// `[("device", "ram"), ("coordination", "none")]`. Stored as a JSON array of pairs, since
+    /// values such as mount options hold `=` and `,`.
+    pub axes: Vec<(String, String)>,
     /// 0-based repetition of the cell.
     pub repetition: u32,
+}
+
+impl MatrixPlace {
+    /// `device=ram coordination=none`, for a listing.
+    pub fn cell_label(&self) -> String {
+        self.axes
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The stored form of a cell's axes (compact JSON pairs) and back; unreadable text gives no
+/// axes rather than failing a listing.
+fn axes_to_text(axes: &[(String, String)]) -> String {
+    serde_json::to_string(axes).unwrap_or_else(|_| "[]".into())
+}
+
+fn axes_from_text(text: Option<String>) -> Vec<(String, String)> {
+    text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
 }
 
 /// A matrix as planned: its id, scenario, and the plan (axes, repetitions, order) as JSON.
@@ -450,7 +473,7 @@ impl Store {
                 Value::Object(extra).to_string(),
                 samples.len() as i64,
                 matrix.map(|m| m.matrix_id.as_str()),
-                matrix.map(|m| m.cell.as_str()),
+                matrix.map(|m| axes_to_text(&m.axes)),
                 matrix.map(|m| i64::from(m.repetition)),
             ],
         )
@@ -544,7 +567,7 @@ impl Store {
                     matrix: match matrix_id {
                         Some(matrix_id) => Some(MatrixPlace {
                             matrix_id,
-                            cell: r.get::<_, Option<String>>(13)?.unwrap_or_default(),
+                            axes: axes_from_text(r.get(13)?),
                             repetition: r.get::<_, Option<i64>>(14)?.unwrap_or(0) as u32,
                         }),
                         None => None,
@@ -604,7 +627,7 @@ impl Store {
             recorded_at,
             matrix: matrix_id.map(|matrix_id| MatrixPlace {
                 matrix_id,
-                cell: cell.unwrap_or_default(),
+                axes: axes_from_text(cell),
                 repetition: repetition.unwrap_or(0) as u32,
             }),
             result,
