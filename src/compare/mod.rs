@@ -127,11 +127,12 @@ fn decide_all(family: &mut [FigureComparison], settings: &Settings) {
         family[i].p_adjusted = Some(adj);
     }
     for c in family.iter_mut() {
-        c.verdict = decide(c, settings);
+        c.verdict = decide(c, settings, tested.len());
     }
 }
 
-fn decide(c: &FigureComparison, settings: &Settings) -> Verdict {
+/// The verdict of one comparison of a family of `family` tested comparisons.
+fn decide(c: &FigureComparison, settings: &Settings, family: usize) -> Verdict {
     if c.runs_a < MIN_RUNS || c.runs_b < MIN_RUNS {
         return Verdict::NoVerdict(format!(
             "{} runs against {}; at least {MIN_RUNS} a side are needed to tell a difference from run-to-run noise",
@@ -167,9 +168,15 @@ fn decide(c: &FigureComparison, settings: &Settings) -> Verdict {
             floor
         )
     } else {
+        let adjusted = if family > 1 {
+            format!(", {p:.3} adjusted for the {family} comparisons made together")
+        } else {
+            String::new()
+        };
         format!(
-            "medians differ by {:+.0}%, but the runs overlap (adjusted p = {p:.3}); more repetitions may tell",
-            (r - 1.0) * 100.0
+            "medians differ by {:+.0}%, but not significantly (p = {:.3}{adjusted}); more repetitions may tell",
+            (r - 1.0) * 100.0,
+            c.test.map_or(p, |t| t.p_value)
         )
     };
     Verdict::Inconclusive(why)
@@ -336,6 +343,23 @@ mod tests {
             Verdict::Inconclusive(why) => assert!(why.contains("smallest p-value possible is 0.100"), "{why}"),
             v => panic!("{v:?}"),
         }
+    }
+
+    #[test]
+    fn a_difference_lost_to_the_adjustment_says_so() {
+        // Four runs a side, fully separated on ops/s (p = 2/70 = 0.029), but two figures
+        // compared at once: 0.057 after Benjamini-Hochberg.
+        let a = runs(&[(200.0, 6e6), (204.0, 6.2e6), (198.0, 5.9e6), (201.0, 6.1e6)]);
+        let b = runs(&[(101.0, 6.05e6), (99.0, 6.15e6), (100.0, 5.95e6), (102.0, 6.0e6)]);
+        let c = compare_sets(&a, &b, &Settings::default());
+        match verdict_of(&c, Metric::OpsPerSec) {
+            Verdict::Inconclusive(why) => assert!(
+                why.contains("p = 0.029, 0.057 adjusted for the 2 comparisons made together"),
+                "{why}"
+            ),
+            v => panic!("{v:?}"),
+        }
+        assert_eq!(verdict_of(&c, Metric::P99), &Verdict::NoDifference);
     }
 
     #[test]

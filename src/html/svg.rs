@@ -195,7 +195,7 @@ fn heat_map(svg: &mut String, counts: &[u32], max_count: u32) {
 }
 
 /// The latency of one kind over the run's time: heat map, slowest calls, background.
-pub(crate) fn timeline(run: &ReportRun, op: &str, ranges: &LatencyRanges, _run_index: usize) -> String {
+pub(crate) fn timeline(run: &ReportRun, op: &str, ranges: &LatencyRanges) -> String {
     let s = &run.samples;
     let Some(op_index) = s.op_names.iter().position(|n| n == op) else {
         return String::new();
@@ -448,7 +448,7 @@ mod tests {
             ..ReportRun::default()
         };
         let ranges = LatencyRanges::of(std::slice::from_ref(&run));
-        let svg = timeline(&run, "fsync", &ranges, 0);
+        let svg = timeline(&run, "fsync", &ranges);
         assert_eq!(svg.matches("<circle").count(), SLOW_POINTS);
         assert!(svg.len() < 400_000, "{} bytes", svg.len());
         let cdf = cdf("fsync", std::slice::from_ref(&run), &ranges);
