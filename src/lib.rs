@@ -16,12 +16,17 @@
 //! - [`measure`]: clock, samples, histograms, throughput; [`observe`]: live events
 //! - [`testbed`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
 //! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
+//! - [`compare`]: run-level figures, statistics, verdicts and the matrix table
+//! - [`store`]: the results store (SQLite), with the compact sample codec
+//! - [`html`]: the self-contained HTML report (timelines, CDFs, the matrix table)
 
 mod app;
 pub mod cli;
+pub mod compare;
 mod engine;
 pub mod environment;
 pub mod error;
+pub mod html;
 pub mod measure;
 mod observe;
 mod params;
@@ -29,6 +34,7 @@ mod report;
 mod result;
 mod role;
 mod scenario;
+pub mod store;
 mod suite;
 mod sync;
 pub mod sys;
