@@ -23,20 +23,22 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::{Context, Outcome, Plan, Report, Scenario};
+use super::{Context, Outcome, Plan, Scenario};
 use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
 use crate::params::{Choice, Kind, ParamSpec, Params};
-use crate::result::{RunResult, Table};
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 use crate::units::{format_size, Bytes};
 
 mod cells;
+mod report;
 
-use cells::{Cell, CellRow, Files};
+pub(crate) use report::Details;
+
+use cells::{Cell, Files};
 
 pub(crate) struct Datasync;
 
@@ -250,42 +252,5 @@ impl Plan for Config {
             background: None,
             details: super::Details::Datasync(details),
         })
-    }
-}
-
-/// What the run measured: each (case, method) cell over all its slots, and each slot as it
-/// ran (Hifumi's line per slot).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Details {
-    pub(crate) write_size: u64,
-    pub(crate) rounds: u64,
-    pub(crate) cells: Vec<CellRow>,
-    pub(crate) slots: Vec<cells::Slot>,
-}
-
-impl Report for Details {
-    fn tables(&self) -> Vec<Table> {
-        let title = format!(
-            "datasync: {} write + sync per operation, {} interleaved round(s); latency in us",
-            format_size(Bytes(self.write_size)),
-            self.rounds
-        );
-        vec![Table::of(title, &cells::with_ratios(&self.cells))]
-    }
-
-    fn findings(&self) -> Vec<String> {
-        cells::findings(&self.cells)
-    }
-
-    /// The first finding: fdatasync against fsync on the seed's case, when both ran.
-    fn headline(&self, r: &RunResult) -> String {
-        match cells::findings(&self.cells).into_iter().next() {
-            Some(f) => f,
-            None => super::default_headline(r),
-        }
-    }
-
-    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
-        self.slots.iter().map(|s| s.seed_line(self.write_size)).collect()
     }
 }

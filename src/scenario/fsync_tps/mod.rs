@@ -36,6 +36,7 @@ use crate::role::prober::Placement;
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 
+mod findings;
 mod report;
 mod workers;
 

@@ -3,11 +3,8 @@
 //! slow enough for coordination to pay, and did it? Rows with failed calls are marked and
 //! left out of every comparison (issue 8: a row cut short by ENOSPC once claimed 273,488 tps).
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-use super::workers::CALIBRATION_COMMITS;
 use super::{Config, Coordination};
 use crate::measure::{OpKind, Recorder};
 use crate::params::Choice;
@@ -60,7 +57,7 @@ impl Row {
         }
     }
 
-    fn commits_per_sync(&self) -> f64 {
+    pub(super) fn commits_per_sync(&self) -> f64 {
         if self.syncs > 0 {
             self.commits as f64 / self.syncs as f64
         } else {
@@ -69,7 +66,7 @@ impl Row {
     }
 
     /// Only rows without failed calls are compared.
-    fn is_clean(&self) -> bool {
+    pub(super) fn is_clean(&self) -> bool {
         self.errors == 0
     }
 }
@@ -155,152 +152,11 @@ impl Details {
         }
     }
 
-    fn placement(&self) -> &'static str {
+    pub(super) fn placement(&self) -> &'static str {
         if self.append {
             "append"
         } else {
             "overwrite"
-        }
-    }
-
-    /// The run's conclusions, from its figures.
-    pub(crate) fn findings(&self) -> Vec<Finding> {
-        let mut out = vec![Finding::AverageFlush {
-            avg_flush_ns: self.avg_flush_ns,
-            sync: self.sync,
-            record_size: self.record_size,
-            placement: self.placement(),
-        }];
-        let failed: Vec<&Row> = self.rows.iter().filter(|r| !r.is_clean()).collect();
-        if !failed.is_empty() {
-            out.push(Finding::RowsFailed(
-                failed.iter().map(|r| (r.coordination, r.threads, r.errors)).collect(),
-            ));
-        }
-        let clean: Vec<&Row> = self.rows.iter().filter(|r| r.is_clean()).collect();
-        let (mut compared, mut helped) = (0, 0);
-        for &n in &self.thread_counts {
-            let at: Vec<&Row> = clean.iter().copied().filter(|r| r.threads == n).collect();
-            let Some(base) = at.iter().find(|r| r.coordination == Coordination::None) else {
-                continue;
-            };
-            let Some(best) = at
-                .iter()
-                .filter(|r| r.coordination != Coordination::None)
-                .max_by(|a, b| a.tps.total_cmp(&b.tps))
-            else {
-                continue;
-            };
-            compared += 1;
-            let ratio = if base.tps > 0.0 { best.tps / base.tps } else { 0.0 };
-            if ratio > 1.0 {
-                helped += 1;
-            }
-            out.push(Finding::BestAt {
-                threads: n,
-                best: best.coordination,
-                tps: best.tps,
-                ratio,
-                none_tps: base.tps,
-                commits_per_sync: best.commits_per_sync(),
-            });
-        }
-        if compared > 0 {
-            out.push(Finding::Helped { helped, compared });
-        }
-        let mean_sync = |c: Coordination| {
-            let at: Vec<&&Row> = clean.iter().filter(|r| r.coordination == c && r.syncs > 0).collect();
-            let syncs: u64 = at.iter().map(|r| r.syncs).sum();
-            let total: f64 = at.iter().map(|r| r.sync_mean_ns as f64 * r.syncs as f64).sum();
-            (syncs > 0).then(|| total / syncs as f64)
-        };
-        if let (Some(syncfs_ns), Some(own_ns)) = (mean_sync(Coordination::Syncfs), mean_sync(Coordination::None)) {
-            out.push(Finding::SyncfsCost {
-                syncfs_ns,
-                own_ns,
-                sync: self.sync,
-            });
-        }
-        out
-    }
-}
-
-/// A conclusion of an fsync-tps run.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Finding {
-    /// The calibration's average flush, set against the seed's threshold.
-    AverageFlush {
-        avg_flush_ns: u64,
-        sync: OpKind,
-        record_size: u64,
-        placement: &'static str,
-    },
-    /// Rows with failed calls, as (strategy, threads, failed calls): left out of comparisons.
-    RowsFailed(Vec<(Coordination, u64, u64)>),
-    /// The best coordination at one thread count against `none`.
-    BestAt {
-        threads: u64,
-        best: Coordination,
-        tps: f64,
-        ratio: f64,
-        none_tps: f64,
-        commits_per_sync: f64,
-    },
-    Helped {
-        helped: usize,
-        compared: usize,
-    },
-    /// syncfs writes back the whole filesystem.
-    SyncfsCost {
-        syncfs_ns: f64,
-        own_ns: f64,
-        sync: OpKind,
-    },
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Finding::AverageFlush {
-                avg_flush_ns,
-                sync,
-                record_size,
-                placement,
-            } => write!(
-                f,
-                "average flush: {:.3} ms ({sync} of a {} {placement}, {CALIBRATION_COMMITS} calls before the sweep) — {} the ~8 ms above which the seed found coordination pays",
-                ms(*avg_flush_ns),
-                format_size(Bytes(*record_size)),
-                if *avg_flush_ns >= SEED_THRESHOLD_NS { "at or above" } else { "below" }
-            ),
-            Finding::RowsFailed(rows) => {
-                let list: Vec<String> = rows
-                    .iter()
-                    .map(|(c, n, e)| format!("{} x{n} ({e} failed)", c.name()))
-                    .collect();
-                write!(f, "rows with failed calls, left out of every comparison: {}", list.join(", "))
-            }
-            Finding::BestAt {
-                threads,
-                best,
-                tps,
-                ratio,
-                none_tps,
-                commits_per_sync,
-            } => write!(
-                f,
-                "{threads} threads: best coordination {} {tps:.2} tps = {ratio:.2}x none ({none_tps:.2} tps), {commits_per_sync:.1} commits per sync",
-                best.name()
-            ),
-            Finding::Helped { helped, compared } => {
-                write!(f, "coordination beat none at {helped} of {compared} thread counts")
-            }
-            Finding::SyncfsCost { syncfs_ns, own_ns, sync } => write!(
-                f,
-                "syncfs took {:.3} ms on average against {:.3} ms for {sync}: it writes back every dirty file of the filesystem, not only the workers'",
-                syncfs_ns / 1e6,
-                own_ns / 1e6
-            ),
         }
     }
 }

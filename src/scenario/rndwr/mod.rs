@@ -24,32 +24,27 @@
 //! followed by the test execution summary (total time, per-request min/avg/max/approx. 95
 //! percentile) and thread fairness.
 
-use std::fs::File;
-use std::io;
-use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context as _, Result};
-use serde::{Deserialize, Serialize};
+use anyhow::{bail, Result};
 
-use super::{Context, Outcome, Plan, Report, Scenario};
+use super::{Context, Outcome, Plan, Scenario};
 use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
-use crate::measure::{OpKind, OpStats, Recorder, RunClock};
+use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
 use crate::params::{Kind, ParamSpec, Params};
-use crate::result::{RunResult, Table};
-use crate::role::fill::Filler;
 use crate::role::pool::run_workers;
-use crate::role::stop::Stop;
 use crate::sync::SyncMethod;
-use crate::sys;
-use crate::units::{format_latency_ns, format_size, ms, Bytes};
+use crate::units::{format_size, Bytes};
 
+mod report;
 mod sysbench;
+mod workers;
 
-use sysbench::{Generator, Request, Summary};
+pub(crate) use report::Details;
+use sysbench::{Generator, Summary};
 
 pub(crate) struct Rndwr;
 
@@ -224,7 +219,7 @@ impl Plan for Config {
     }
 
     fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {
-        let files = prepare(ctx, self)?;
+        let files = workers::prepare(ctx, self)?;
         let sync_op = self.sync.sync_op().unwrap_or(OpKind::Fdatasync);
 
         // Measurement: the workers until max_requests or duration, then the final syncs.
@@ -240,7 +235,7 @@ impl Plan for Config {
         let deadline = (!self.duration.is_zero()).then(|| started + self.duration);
         let clock = ctx.clock;
         let reports = run_workers("rndwr", self.threads as usize, started, ctx.observer, |_| {
-            worker(&files, self, &generator, clock, &stop, deadline)
+            workers::worker(&files, self, &generator, clock, &stop, deadline)
         })?;
         // The run lasts until its last worker finished, not until the progress poll noticed.
         let ended = reports.iter().map(|r| r.ended).max().unwrap_or(started);
@@ -278,153 +273,5 @@ impl Plan for Config {
             background: None,
             details: super::Details::Rndwr(details),
         })
-    }
-}
-
-/// sysbench's prepare: each file written sequentially in `block_size` writes, then fsynced,
-/// "to prevent cache flush from affecting test results".
-fn prepare(ctx: &mut Context<'_>, cfg: &Config) -> Result<Vec<File>> {
-    for line in sysbench::prepare_lines(cfg.files, cfg.file_size) {
-        ctx.observer.event(Event::SeedLine(&line));
-    }
-    let buf = vec![0u8; cfg.block_size as usize];
-    let mut filler = Filler::new(
-        "creating files for the test",
-        cfg.space_needed(),
-        ctx.stop,
-        ctx.observer,
-    );
-    let mut files = Vec::new();
-    for i in 0..cfg.files {
-        let path: PathBuf = ctx.dir.join(format!("test_file.{i}"));
-        let f = SyncMethod::None
-            .open(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        let complete = filler.fill(&f, &path, &buf, cfg.file_size, true)?;
-        files.push(f);
-        if !complete {
-            break;
-        }
-    }
-    Ok(files)
-}
-
-/// What one worker did.
-struct WorkerReport {
-    recorder: Recorder,
-    writes: u64,
-    ended: Instant,
-}
-
-fn worker(
-    files: &[File],
-    cfg: &Config,
-    generator: &Mutex<Generator>,
-    clock: RunClock,
-    stop: &Stop,
-    deadline: Option<Instant>,
-) -> WorkerReport {
-    let mut recorder = Recorder::new();
-    let buf = vec![0u8; cfg.block_size as usize];
-    let sync_op = cfg.sync.sync_op().unwrap_or(OpKind::Fdatasync);
-    let mut writes = 0;
-    loop {
-        if stop.is_set() || deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        let request = generator.lock().unwrap_or_else(PoisonError::into_inner).next_request();
-        let outcome: io::Result<()> = match request {
-            Request::Done => break,
-            // A stop during prepare leaves fewer files than the generator knows.
-            Request::Write { file, .. } | Request::Sync { file } if file as usize >= files.len() => break,
-            Request::Write { file, offset } => {
-                let f = &files[file as usize];
-                let (r, t, ns) = clock.time(|| sys::pwrite_all(f, &buf, offset, false));
-                recorder.record(OpKind::Write, t, ns, cfg.block_size, &r);
-                writes += u64::from(r.is_ok());
-                r
-            }
-            Request::Sync { file } => {
-                let f = &files[file as usize];
-                let (r, t, ns) = clock.time(|| cfg.sync.sync(f, 0, 0).unwrap_or(Ok(())));
-                recorder.record(sync_op, t, ns, 0, &r);
-                r
-            }
-        };
-        if outcome.is_err() {
-            // sysbench aborts the run at the first failed call; so do all workers here.
-            stop.set();
-            break;
-        }
-    }
-    WorkerReport {
-        recorder,
-        writes,
-        ended: Instant::now(),
-    }
-}
-
-/// What the run recorded: the file set, sysbench's summary, and the sync calls' own figures
-/// (sysbench counts them as 'Other' and shows no latency for them).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Details {
-    pub(crate) files: u64,
-    pub(crate) file_size: u64,
-    pub(crate) sync: OpKind,
-    pub(crate) syncs: OpStats,
-    pub(crate) summary: Summary,
-}
-
-impl Report for Details {
-    fn tables(&self) -> Vec<Table> {
-        let title = "sysbench fileio rndwr figures (requests are writes; syncs are 'Other')".to_string();
-        vec![Table::of(title, std::slice::from_ref(&self.summary))]
-    }
-
-    fn findings(&self) -> Vec<String> {
-        let (o, op) = (&self.syncs, self.sync);
-        if o.count == 0 {
-            return Vec::new();
-        }
-        let l = o.latency_ns;
-        vec![
-            format!(
-                "{op} calls (sysbench's 'Other', whose latency it does not show): {} calls, p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, max {:.3} ms, mean {:.3} ms",
-                o.count,
-                ms(l.p50),
-                ms(l.p90),
-                ms(l.p99),
-                ms(l.max),
-                ms(l.mean)
-            ),
-            format!(
-                "time in {op}: {:.2} s against {:.2} s in writes (summed over threads)",
-                o.count as f64 * l.mean as f64 / 1e9,
-                self.summary.events_sum_s
-            ),
-        ]
-    }
-
-    /// What sysbench reported (requests/s, MiB/s) and what it cannot show, the sync calls'
-    /// own p99 and worst latency.
-    fn headline(&self, _: &RunResult) -> String {
-        let s = &self.summary;
-        let mut line = format!("{:.0} requests/s ({:.1} MiB/s)", s.requests_per_s, s.mib_per_s);
-        if self.syncs.count > 0 {
-            line.push_str(&format!(
-                "; {} p99 {}, worst {}",
-                self.sync,
-                format_latency_ns(self.syncs.latency_ns.p99),
-                format_latency_ns(self.syncs.latency_ns.max)
-            ));
-        }
-        line
-    }
-
-    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
-        let mut lines: Vec<String> = sysbench::prepare_lines(self.files, self.file_size).to_vec();
-        lines.push(sysbench::TEST_LINE.to_string());
-        lines.extend(sysbench::seed_lines(&self.summary));
-        lines
     }
 }
