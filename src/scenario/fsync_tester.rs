@@ -3,11 +3,13 @@
 //! differ in their defaults, their background writer and the lines they print; the
 //! parameters, the configuration, the run and the recorded details are here, once.
 
+use std::time::Duration;
+
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::background::{BackgroundConfig, PressureNote, Running};
-use super::Context;
+use super::{Context, Outcome, Plan};
 use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::{Recorder, Sample};
@@ -103,6 +105,38 @@ pub(crate) struct TesterDetails {
 impl TesterDetails {
     pub(crate) fn findings(&self) -> Vec<String> {
         self.pressure.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// A fsync-tester run of one scenario: its configuration, the lines it prints, and how its
+/// details are filed.
+pub(crate) struct TesterPlan {
+    pub(crate) config: TesterConfig,
+    pub(crate) lines: &'static (dyn Lines + Sync),
+    pub(crate) space_hint: &'static str,
+    pub(crate) details: fn(TesterDetails) -> super::Details,
+}
+
+impl Plan for TesterPlan {
+    fn space_needed(&self) -> u64 {
+        self.config.space_needed()
+    }
+
+    fn space_hint(&self) -> &'static str {
+        self.space_hint
+    }
+
+    fn expected_duration(&self) -> Option<Duration> {
+        Some(self.config.prober.duration).filter(|d| !d.is_zero())
+    }
+
+    fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {
+        let (recorder, background, details) = run(ctx, &self.config, self.lines)?;
+        Ok(Outcome {
+            recorder,
+            background,
+            details: (self.details)(details),
+        })
     }
 }
 

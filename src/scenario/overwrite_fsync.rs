@@ -3,14 +3,12 @@
 //! in the background. The point is the trade-off: worst-case fsync (6.2 s → 1.8 s after
 //! the patches) against the streaming writer's rate (24 → 21 MB/s). Both are reported.
 
-use std::time::Duration;
-
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::background::{self, seed_stream_line};
-use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails};
-use super::{Context, Outcome, Plan, Report, Scenario};
+use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails, TesterPlan};
+use super::{Plan, Report, Scenario};
 use crate::measure::Sample;
 use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
@@ -56,32 +54,12 @@ impl Scenario for OverwriteFsync {
     }
 
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        Ok(Box::new(Config(TesterConfig::from_params(params)?)))
-    }
-}
-
-struct Config(TesterConfig);
-
-impl Plan for Config {
-    fn space_needed(&self) -> u64 {
-        self.0.space_needed()
-    }
-
-    fn space_hint(&self) -> &'static str {
-        "lower --set file_size (or random_file_size, write_size)"
-    }
-
-    fn expected_duration(&self) -> Option<Duration> {
-        Some(self.0.prober.duration).filter(|d| !d.is_zero())
-    }
-
-    fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {
-        let (recorder, background, details) = fsync_tester::run(ctx, &self.0, &Seed000)?;
-        Ok(Outcome {
-            recorder,
-            background,
-            details: super::Details::OverwriteFsync(Details(details)),
-        })
+        Ok(Box::new(TesterPlan {
+            config: TesterConfig::from_params(params)?,
+            lines: &Seed000,
+            space_hint: "lower --set file_size (or random_file_size, write_size)",
+            details: |d| super::Details::OverwriteFsync(Details(d)),
+        }))
     }
 }
 

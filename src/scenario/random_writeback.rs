@@ -4,14 +4,12 @@
 //! times or 60 s. On xfs one such write took 128.9 s, stuck in balance_dirty_pages: the
 //! write time matters as much as the fsync time, so both are reported per call.
 
-use std::time::Duration;
-
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::background;
-use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails};
-use super::{Context, Outcome, Plan, Report, Scenario};
+use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails, TesterPlan};
+use super::{Plan, Report, Scenario};
 use crate::measure::Sample;
 use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
@@ -71,32 +69,12 @@ impl Scenario for RandomWriteback {
     }
 
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        Ok(Box::new(Config(TesterConfig::from_params(params)?)))
-    }
-}
-
-struct Config(TesterConfig);
-
-impl Plan for Config {
-    fn space_needed(&self) -> u64 {
-        self.0.space_needed()
-    }
-
-    fn space_hint(&self) -> &'static str {
-        "lower --set random_file_size (or write_size)"
-    }
-
-    fn expected_duration(&self) -> Option<Duration> {
-        Some(self.0.prober.duration).filter(|d| !d.is_zero())
-    }
-
-    fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {
-        let (recorder, background, details) = fsync_tester::run(ctx, &self.0, &Seed003)?;
-        Ok(Outcome {
-            recorder,
-            background,
-            details: super::Details::RandomWriteback(Details(details)),
-        })
+        Ok(Box::new(TesterPlan {
+            config: TesterConfig::from_params(params)?,
+            lines: &Seed003,
+            space_hint: "lower --set random_file_size (or write_size)",
+            details: |d| super::Details::RandomWriteback(Details(d)),
+        }))
     }
 }
 
