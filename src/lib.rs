@@ -1,24 +1,25 @@
 //! fsynclab reproduces, measures and explains fsync latency on Linux.
 //!
-//! A run composes *roles* — a foreground [`role::prober`] timing every write and sync
-//! call, a background [`role::writer`] loading writeback — into a named [`scenario`] that
-//! reproduces one of the seed experiments. The [`engine`] runs it in a private work
-//! directory ([`testbed`]), [`measure`] turns calls into HDR-histogram percentiles and
-//! per-second throughput, [`environment`] fingerprints where it ran, and a [`report`]
-//! exporter prints the [`result`].
+//! A `scenario` reproduces one seed experiment: it reads its `--set` parameters once into
+//! a typed plan, composes *roles* (a foreground prober timing every write and sync call,
+//! background writers loading writeback, pools of worker threads), and returns samples plus
+//! typed details. The `engine` runs a plan on a `testbed` (a directory, or a scratch
+//! filesystem on an emulated disk) in a private work directory; `measure` turns calls into
+//! HDR-histogram percentiles; `environment` fingerprints where it ran; the `result` keeps
+//! it all; a `report` exporter prints it, now or later (`fsynclab show`).
 //!
 //! Modules, from the outside in:
-//! - [`cli`], [`app`]: the command line and what each subcommand does
-//! - [`engine`]: one run, phase by phase; [`result`]: its versioned JSON shape
-//! - [`suite`]: every scenario in one go, with a summary
-//! - [`scenario`]: one file per experiment; [`params`]: their typed `--set` parameters
-//! - [`role`]: prober, writers, the stop signal; [`sync`]: the sync methods
-//! - [`measure`]: clock, samples, histograms, throughput; [`observe`]: live events
-//! - [`testbed`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
-//! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
-//! - [`compare`]: run-level figures, statistics, verdicts and the matrix table
-//! - [`store`]: the results store (SQLite), with the compact sample codec
-//! - [`html`]: the self-contained HTML report (timelines, CDFs, the matrix table)
+//! - `cli` (the command line as typed), `app` (what each subcommand does)
+//! - `engine`: the one run path, phase by phase; `suite`: every scenario in one go
+//! - `scenario`: a file or folder per experiment; `params`: `--set` as declared and parsed
+//! - `role`: prober, writers, worker pool, group commit, file filling, the stop signal
+//! - `sync`: the sync methods; `sys`: the checked system calls
+//! - `measure`: clock, operation kinds, samples, histograms, throughput, small statistics
+//! - `testbed`, `environment`: where I/O goes, and what it is
+//! - `result`: the versioned JSON shape; `report`: text, seed and json exporters, live
+//!   progress; `observe`: the events a run emits while it goes
+//! - `compare`, `store`, `html`: statistics and verdicts, the results store, the HTML report
+//! - `units`, `error`: shared vocabulary
 
 mod app;
 pub mod cli;
