@@ -59,7 +59,12 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         // Ctrl-C reaches the mkfs or mount we were waiting for: say so rather than its error.
         Err(_) if stop.signal().is_some() => {
             let sig = stop.signal().unwrap_or(2);
-            eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; what was set up is undone");
+            let undone = if testbed::state::teardown_failed() {
+                "what could not be undone is listed above"
+            } else {
+                "what was set up is undone"
+            };
+            eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; {undone}");
             return Ok(128 + sig);
         }
         r => r?,
@@ -150,12 +155,17 @@ fn show(path: &Path, format: Format) -> Result<i32> {
     }
 }
 
-/// `fsynclab cleanup`: undoes what killed runs left, says what it did.
+/// `fsynclab cleanup`: undoes what killed runs left, says what it did and checked, and
+/// what is left with why. As root it covers everything runs record in /run/fsynclab; for
+/// another user, the work directories their runs recorded.
 fn cleanup() -> Result<i32> {
-    if !crate::sys::is_root() {
-        return Err(Usage("cleanup undoes mounts and loop devices: run it as root".into()).into());
-    }
-    let report = testbed::state::cleanup_leftovers(Path::new(testbed::state::STATE_DIR))?;
+    let Some(dir) = testbed::state::user_state_dir() else {
+        return Err(Usage(
+            "cleanup: no state directory for this user ($XDG_RUNTIME_DIR is not set); run it as root for scratch filesystems and sysctls".into(),
+        )
+        .into());
+    };
+    let report = testbed::state::cleanup_leftovers(&dir)?;
     for line in &report.undone {
         println!("undone: {line}");
     }
@@ -165,10 +175,23 @@ fn cleanup() -> Result<i32> {
     for line in &report.failed {
         eprintln!("fsynclab: cleanup: could not undo {line}");
     }
-    if report.undone.is_empty() && report.failed.is_empty() {
+    for line in &report.kept {
+        eprintln!("fsynclab: cleanup: kept {line}");
+    }
+    for file in &report.kept_files {
+        eprintln!(
+            "fsynclab: cleanup: {} still records what is left; run `fsynclab cleanup` again once the cause above is gone",
+            file.display()
+        );
+    }
+    if report.undone.is_empty() && report.failed.is_empty() && report.kept.is_empty() {
         println!("nothing to clean up");
     }
-    Ok(if report.failed.is_empty() { 0 } else { 1 })
+    Ok(if report.failed.is_empty() && report.kept.is_empty() {
+        0
+    } else {
+        1
+    })
 }
 
 fn list(only: Option<&str>, format: ListFormat) -> Result<i32> {

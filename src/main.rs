@@ -9,5 +9,11 @@ fn main() {
             fsynclab::exit_status(&err)
         }
     };
+    // A step that could not be undone (a busy mount) has been reported where it happened:
+    // the run is not a success, whatever it measured.
+    let code = match code {
+        0 | 2 if fsynclab::testbed::state::teardown_failed() => 1,
+        code => code,
+    };
     std::process::exit(code);
 }

@@ -37,29 +37,47 @@ pub fn backing_file(device: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// Whether loop `device` is attached to `image` (any file when `image` is None).
-fn attached_to(device: &str, image: Option<&Path>) -> bool {
-    match (backing_file(device), image) {
-        (None, _) => false,
-        (Some(_), None) => true,
-        (Some(file), Some(image)) => file.starts_with(&*image.to_string_lossy()),
-    }
+/// Whether loop `device` is attached to exactly `image` (the kernel adds ` (deleted)` once
+/// the file is removed).
+fn attached_to(device: &str, image: &Path) -> bool {
+    let image = image.to_string_lossy();
+    backing_file(device).is_some_and(|file| file == image || file == format!("{image} (deleted)"))
 }
 
-/// Detaches loop `device` if it is still attached to `image`: one already gone, or reused
-/// since for another file, is left alone. Waits until the kernel has let go (a device that
-/// someone still holds open, udev probing it for instance, detaches on its last close).
-pub fn detach(device: &str, image: Option<&Path>) -> Result<()> {
-    if !attached_to(device, image) {
-        return Ok(());
-    }
-    command::run("losetup", &["-d", device])?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while attached_to(device, image) {
-        if std::time::Instant::now() > deadline {
-            anyhow::bail!("{device} is still attached 10 s after losetup -d: something holds it open");
+/// The loop devices attached to `image`, as `/dev/loopN`.
+pub fn devices_backed_by(image: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
+    let mut devices: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|name| name.starts_with("loop"))
+        .map(|name| format!("/dev/{name}"))
+        .filter(|device| attached_to(device, image))
+        .collect();
+    devices.sort();
+    devices
+}
+
+/// Detaches every loop device attached to `image`, and waits until the kernel has let go (a
+/// device that someone still holds open, udev probing it for instance, detaches on its last
+/// close). Devices attached to other files are left alone, so a device reused since by
+/// someone else is safe. A device still mounted is an error naming the mount: `losetup -d`
+/// would only mark it to go away later, out of sight.
+pub fn detach(image: &Path) -> Result<()> {
+    for device in devices_backed_by(image) {
+        if let Some(mount_point) = super::mount::mount_point_of_device(&device) {
+            anyhow::bail!("{device} is still mounted at {mount_point}");
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        command::run("losetup", &["-d", &device])?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while attached_to(&device, image) {
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!("{device} is still attached 10 s after losetup -d: something holds it open");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
     Ok(())
 }

@@ -5,7 +5,13 @@
 //!
 //! [`prepare`] turns the target options into a directory to run in, holding whatever must
 //! be undone afterwards (loop device, mounts, scheduler, sysctls: the [`state::Undo`] stack)
-//! until the [`Prepared`] is dropped — on every way out, panics included.
+//! until the [`Prepared`] is dropped — on every way out, panics included. What a run
+//! killed with SIGKILL leaves, `fsynclab cleanup` undoes from the state files
+//! ([`state::cleanup_leftovers`]).
+//!
+//! Sysctls are machine-wide: a run that sets them holds [`sysctl::SysctlLock`] until they are
+//! back, and a second such run is refused, naming the first (see [`claim_sysctls`] for why
+//! refusing rather than sharing).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,9 +23,12 @@ use crate::error::Usage;
 use crate::units::{parse_duration, parse_size};
 
 pub mod command;
+pub mod deadman;
 pub mod device;
 pub mod loopdev;
 pub mod mount;
+pub mod names;
+pub mod pause;
 pub mod scratch;
 pub mod state;
 pub mod sysctl;
@@ -33,15 +42,18 @@ use scratch::{ScratchRequest, ScratchSpec};
 use state::{Step, Undo};
 
 /// A target ready for runs: the directory to run in, and what must be undone afterwards.
-/// Fields drop in order: the undo stack (unmount, detach, FUSE unmount...) before the
-/// emulated device's session thread is joined.
+/// Fields drop in order: the undo stack (unmount, detach, FUSE unmount, sysctls back)
+/// before the sysctl lock is released, the emulated device's session thread is joined and
+/// its dead man's switch disarmed.
 pub struct Prepared {
     dir: PathBuf,
     undo: Undo,
+    _sysctl_lock: Option<sysctl::SysctlLock>,
     scratch: Option<crate::environment::ScratchInfo>,
     profile: Option<DeviceProfile>,
     sysctls_set: BTreeMap<String, u64>,
     device: Option<EmulatedDevice>,
+    _switch: Option<deadman::Switch>,
 }
 
 impl Prepared {
@@ -83,6 +95,12 @@ impl Prepared {
         env.scratch = self.scratch.clone();
         env.sysctls_set = self.sysctls_set.clone();
         env.device_profile = self.profile.as_ref().map(DeviceProfile::info);
+    }
+
+    /// A finding when a writeback sysctl the run started under (`env.sysctls`) is no longer
+    /// in force: another process changed it while the run went on.
+    pub fn sysctl_finding(&self, env: &crate::environment::Fingerprint) -> Option<String> {
+        sysctls_changed(&env.sysctls, &crate::environment::read_sysctls())
     }
 
     /// Records in `env` the device cache flushes since `flushes_before`, and per foreground
@@ -141,26 +159,34 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
     let sysctls = sysctl_request(args)?;
     if let Some(r) = &request {
         scratch::check_prerequisites(r)?;
-        let dead = state::dead_leftovers(Path::new(state::STATE_DIR));
-        if !dead.is_empty() {
-            eprintln!(
-                "fsynclab: runs killed earlier (pid {}) left scratch filesystems behind; `fsynclab cleanup` removes them",
-                dead.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-            );
-        }
     } else if !sysctls.is_empty() && !crate::sys::is_root() {
         return Err(Usage(
             "--dirty-ratio, --dirty-background-ratio and --dirty-expire need root: run fsynclab as root".into(),
         )
         .into());
     }
+    if request.is_some() || !sysctls.is_empty() {
+        let dead = state::dead_leftovers(Path::new(state::STATE_DIR));
+        if !dead.is_empty() {
+            eprintln!(
+                "fsynclab: runs killed earlier (pid {}) left scratch filesystems, work directories or sysctls behind; `fsynclab cleanup` removes them",
+                dead.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
 
-    // Declared before `undo` so that it is dropped after it (locals drop in reverse).
+    // Declared before `undo` so that they are dropped after it (locals drop in reverse).
+    let sysctl_lock = if sysctls.is_empty() {
+        None
+    } else {
+        Some(claim_sysctls(args, Path::new(state::STATE_DIR))?)
+    };
     let mut device = None;
+    let mut switch = None;
     let mut undo = Undo::new();
     let (dir, scratch) = match &request {
         Some(r) => {
-            let s = scratch::provision(r, &mut undo, &mut device)?;
+            let s = scratch::provision(r, &mut undo, &mut device, &mut switch)?;
             (s.mount_point, Some(s.info))
         }
         None => (args.dir.clone(), None),
@@ -168,20 +194,115 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
     let mut sysctls_set = BTreeMap::new();
     for (name, value) in sysctls {
         let (in_force, previous) = sysctl::in_force(name)?;
-        sysctl::write(name, value)?;
-        undo.push(Step::Sysctl {
-            name: in_force,
-            previous,
-        })?;
+        undo.perform(
+            Step::Sysctl {
+                name: in_force,
+                previous,
+            },
+            || sysctl::write(name, value),
+        )?;
         sysctls_set.insert(name.to_string(), value);
     }
+    pause::point("prepared");
     Ok(Prepared {
         dir,
         undo,
+        _sysctl_lock: sysctl_lock,
         scratch,
         profile: request.map(|r| r.device),
         sysctls_set,
         device,
+        _switch: switch,
+    })
+}
+
+/// Takes the sysctl lock for a run that sets sysctls, or refuses the run.
+///
+/// Refusing, rather than letting runs share: two runs that want different values cannot
+/// both measure what they asked for, and even equal values would tie one run's result to
+/// when the other ends. So one run at a time sets sysctls; the second is told which run
+/// holds them, and can start once it ends. Likewise while a killed run's changes are still
+/// in force: the value this run would record as "before" would be that run's, and
+/// `fsynclab cleanup` would later put back the wrong one.
+fn claim_sysctls(args: &TargetArgs, state_dir: &Path) -> Result<sysctl::SysctlLock> {
+    let flags = [
+        ("--dirty-ratio", args.dirty_ratio.is_some()),
+        ("--dirty-background-ratio", args.dirty_background_ratio.is_some()),
+        ("--dirty-expire", args.dirty_expire.is_some()),
+    ];
+    let flags: Vec<&str> = flags.iter().filter(|(_, given)| *given).map(|(f, _)| *f).collect();
+    let flags = flags.join(", ");
+    let Some(lock) = sysctl::try_lock(state_dir)? else {
+        // The holder records its changes right after taking the lock: give it a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        let holder = loop {
+            let running = state::sysctl_changes(state_dir).into_iter().find(|c| c.running);
+            if running.is_some() || std::time::Instant::now() > deadline {
+                break running;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let who = match holder {
+            Some(h) => format!(
+                "fsynclab pid {} ({}) has set {}",
+                h.pid,
+                command_line(h.pid),
+                h.changes.join(", ")
+            ),
+            None => "another fsynclab run is changing the vm sysctls".into(),
+        };
+        return Err(Usage(format!(
+            "{flags}: {who}; sysctls are machine-wide, so one run at a time may set them: start this one when it has ended"
+        ))
+        .into());
+    };
+    if let Some(dead) = state::sysctl_changes(state_dir).into_iter().find(|c| !c.running) {
+        return Err(Usage(format!(
+            "{flags}: a run killed earlier (pid {}) left {}; run `fsynclab cleanup` first",
+            dead.pid,
+            dead.changes.join(", ")
+        ))
+        .into());
+    }
+    Ok(lock)
+}
+
+/// The command line of process `pid`, shortened, for messages (`fsynclab run ...`).
+fn command_line(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut args: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    if let Some(first) = args.first_mut() {
+        if let Some(name) = Path::new(first.as_str()).file_name() {
+            *first = name.to_string_lossy().into_owned();
+        }
+    }
+    let text = args.join(" ");
+    match text.char_indices().nth(120) {
+        Some((cut, _)) => format!("`{}...`", &text[..cut]),
+        None => format!("`{text}`"),
+    }
+}
+
+/// A finding naming the writeback sysctls that changed between the run's start (`before`)
+/// and its end (`after`): the result then did not run under the values it records
+/// throughout (another process, or another fsynclab run, set them meanwhile).
+fn sysctls_changed(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> Option<String> {
+    let changed: Vec<String> = before
+        .iter()
+        .filter_map(|(name, was)| {
+            let now = after.get(name)?;
+            (now != was).then(|| format!("vm.{name} {was} -> {now}"))
+        })
+        .collect();
+    (!changed.is_empty()).then(|| {
+        format!(
+            "sysctls: {} during the run (set by another process); the environment records the values at the start",
+            changed.join(", ")
+        )
     })
 }
 
@@ -237,4 +358,22 @@ fn sysctl_request(args: &TargetArgs) -> Result<Vec<(&'static str, u64)>, Usage> 
         out.push(("dirty_expire_centisecs", (d.as_millis() / 10) as u64));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sysctl_changed_during_the_run_is_a_finding() {
+        let before: BTreeMap<String, u64> = [("dirty_ratio".to_string(), 20), ("dirty_bytes".to_string(), 0)].into();
+        assert_eq!(sysctls_changed(&before, &before), None);
+        let mut after = before.clone();
+        after.insert("dirty_ratio".into(), 5);
+        let finding = sysctls_changed(&before, &after).expect("a finding");
+        assert!(
+            finding.starts_with("sysctls: vm.dirty_ratio 20 -> 5 during the run"),
+            "{finding}"
+        );
+    }
 }

@@ -1,13 +1,12 @@
 //! Scratch filesystems (`--scratch FS[:MOUNT_OPTIONS]`): a filesystem made for one run on a
 //! loop device, and removed afterwards.
 //!
-//! Lifecycle, each step pushed on the undo stack ([`super::state::Undo`]) as soon as done:
-//! private directory → (tmpfs for `--device ram`) → sparse image file → mkfs → (FUSE
+//! Lifecycle, each step recorded on the undo stack ([`super::state::Undo`]) just before it
+//! is done: private directory → (tmpfs for `--device ram`) → sparse image file → mkfs → (FUSE
 //! emulated device) → loop device → scheduler → mount. Undone in reverse: unmount, scheduler
 //! back, detach, FUSE unmount, directory removed.
 
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 
@@ -15,7 +14,7 @@ use super::command::find_tool;
 use super::device::fuse::{EmulatedDevice, IMAGE_NAME};
 use super::device::DeviceProfile;
 use super::state::{Step, Undo};
-use super::{loopdev, mount};
+use super::{loopdev, mount, names};
 use crate::environment::ScratchInfo;
 use crate::error::Usage;
 use crate::sys;
@@ -166,33 +165,38 @@ pub struct Scratch {
     pub info: ScratchInfo,
 }
 
-/// Provisions `request`, pushing every step on `undo`; `device` receives the emulated
-/// device (which must outlive the undo of the loop device: the caller drops it last).
-pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<EmulatedDevice>) -> Result<Scratch> {
+/// Provisions `request`, recording every step on `undo` before doing it; `device` receives
+/// the emulated device (which must outlive the undo of the loop device: the caller drops it
+/// last) and `switch` its dead man's switch ([`super::deadman`]).
+pub fn provision(
+    request: &ScratchRequest,
+    undo: &mut Undo,
+    device: &mut Option<EmulatedDevice>,
+    switch: &mut Option<super::deadman::Switch>,
+) -> Result<Scratch> {
     // The private directory: everything of the run lives in it.
-    let stamp = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
     let backing = std::fs::canonicalize(&request.backing)?;
-    let dir = backing.join(format!("fsynclab-scratch-{}-{stamp:08x}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-    undo.push(Step::Directory { path: dir.clone() })?;
+    let dir = backing.join(names::scratch_dir_name());
+    undo.perform(Step::Directory { path: dir.clone() }, || {
+        std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+    })?;
 
     // The image, on a private tmpfs for `ram`.
     let image_dir = if request.device == DeviceProfile::Ram {
-        let ram = dir.join("ram");
+        let ram = dir.join(names::RAM_DIR);
         std::fs::create_dir(&ram)?;
         let size = format!("size={}", request.size + 16 * Bytes::MIB);
-        mount::mount("tmpfs", "fsynclab-ram", &ram, &size)?;
-        undo.push(Step::Tmpfs {
-            mount_point: ram.clone(),
-        })?;
+        undo.perform(
+            Step::Tmpfs {
+                mount_point: ram.clone(),
+            },
+            || mount::mount("tmpfs", "fsynclab-ram", &ram, &size),
+        )?;
         ram
     } else {
         dir.clone()
     };
-    let image = image_dir.join("fsynclab.img");
+    let image = image_dir.join(names::IMAGE_FILE);
     std::fs::File::create(&image)
         .and_then(|f| f.set_len(request.size))
         .map_err(|e| anyhow::anyhow!("cannot create the image {}: {e}", image.display()))?;
@@ -201,19 +205,29 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
     // The emulated device serving the image, for flush= profiles.
     let loop_target = match &request.device {
         DeviceProfile::Emulated { profile, .. } => {
-            let dev_dir = dir.join("dev");
+            let dev_dir = dir.join(names::DEVICE_DIR);
             std::fs::create_dir(&dev_dir)?;
-            *device = Some(EmulatedDevice::mount(&image, &dev_dir, profile)?);
-            undo.push(Step::Fuse {
-                mount_point: dev_dir.clone(),
-            })?;
+            *device = Some(undo.perform(
+                Step::Fuse {
+                    mount_point: dev_dir.clone(),
+                },
+                || EmulatedDevice::mount(&image, &dev_dir, profile),
+            )?);
+            *switch = Some(super::deadman::arm(&dev_dir)?);
             dev_dir.join(IMAGE_NAME)
         }
         _ => image.clone(),
     };
 
-    let loop_device = loopdev::attach(&loop_target)?;
-    undo.push(Step::Loop {
+    // Recorded by its image before losetup picks the device, then amended with its name.
+    let loop_device = undo.perform(
+        Step::Loop {
+            device: String::new(),
+            image: Some(loop_target.clone()),
+        },
+        || loopdev::attach(&loop_target),
+    )?;
+    undo.amend_last(Step::Loop {
         device: loop_device.clone(),
         image: Some(loop_target.clone()),
     })?;
@@ -221,30 +235,46 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
     if let DeviceProfile::Emulated { profile, .. } = &request.device {
         let previous = loopdev::rotational(&loop_device)?;
         if previous != profile.rotational {
-            loopdev::set_rotational(&loop_device, profile.rotational)?;
-            undo.push(Step::Rotational {
-                device: loop_device.clone(),
-                previous,
-            })?;
+            undo.perform(
+                Step::Rotational {
+                    device: loop_device.clone(),
+                    previous,
+                    image: Some(loop_target.clone()),
+                },
+                || loopdev::set_rotational(&loop_device, profile.rotational),
+            )?;
         }
     }
 
     if let Some(wanted) = &request.scheduler {
         let (previous, _) = loopdev::scheduler(&loop_device)?;
-        loopdev::set_scheduler(&loop_device, wanted).map_err(|e| Usage(format!("--scheduler {wanted}: {e:#}")))?;
-        undo.push(Step::Scheduler {
-            device: loop_device.clone(),
-            previous: previous.unwrap_or_else(|| "none".into()),
-        })?;
+        undo.perform(
+            Step::Scheduler {
+                device: loop_device.clone(),
+                previous: previous.unwrap_or_else(|| "none".into()),
+                image: Some(loop_target.clone()),
+            },
+            || {
+                loopdev::set_scheduler(&loop_device, wanted)
+                    .map_err(|e| anyhow::anyhow!(Usage(format!("--scheduler {wanted}: {e:#}"))))
+            },
+        )?;
     }
 
-    let mount_point = dir.join("mnt");
+    let mount_point = dir.join(names::MOUNT_DIR);
     std::fs::create_dir(&mount_point)?;
-    mount::mount(
-        &request.spec.fstype,
-        &loop_device,
-        &mount_point,
-        &request.spec.mount_options,
+    undo.perform(
+        Step::Mount {
+            mount_point: mount_point.clone(),
+        },
+        || {
+            mount::mount(
+                &request.spec.fstype,
+                &loop_device,
+                &mount_point,
+                &request.spec.mount_options,
+            )
+        },
     )
     .map_err(|e| {
         if request.spec.mount_options.is_empty() {
@@ -255,9 +285,6 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
                 request.spec.fstype, request.spec.mount_options
             )))
         }
-    })?;
-    undo.push(Step::Mount {
-        mount_point: mount_point.clone(),
     })?;
 
     Ok(Scratch {
