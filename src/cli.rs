@@ -21,7 +21,8 @@ Examples:
 
 Sizes take 4k, 1M, 8G (binary); durations 250ms, 1s, 2m. Exit status: 0 success,
 1 failure (including failed sync calls, which are reported), 2 bad input,
-130/143 interrupted by SIGINT/SIGTERM (the partial result is still printed).
+128+N stopped by signal N, e.g. 130 Ctrl-C, 143 SIGTERM (the partial result is still
+printed, everything undone; `fsynclab cleanup` after a SIGKILL).
 
 Scratch targets (--scratch, root): image file -> loop device -> mkfs -> mount, all under
 BACKING/fsynclab-scratch-PID-*/, undone in reverse when the run ends (also on error,
@@ -84,7 +85,7 @@ pub enum Command {
         #[arg(long, short = 'f', value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Remove what runs killed with SIGKILL left behind: mounts, loop devices, images, sysctls
+    /// Remove what runs killed with SIGKILL left behind: mounts, loop devices, images, sysctls, work directories
     Cleanup,
 }
 

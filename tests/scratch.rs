@@ -537,3 +537,30 @@ fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
     }
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
+
+/// Issue 8, item 11: a bad --mkfs-opts was a failure (exit 1) where bad mount options were
+/// bad input (exit 2); a --dirty-expire too large for the kernel was called malformed.
+#[test]
+fn issue8_bad_mkfs_options_and_an_overlong_expiry_are_usage_errors() {
+    let out = fsynclab()
+        .args(["probe", "-q", "--dirty-expire", "9999999h"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("too long; the kernel takes at most 248 days"), "{err}");
+    if !require_root() || !tool("mkfs.ext4") {
+        return;
+    }
+    let backing = backing();
+    let out = fsynclab()
+        .args(["probe", "-q", "--scratch", "ext4", "--mkfs-opts", "-b 3", "--backing"])
+        .arg(backing.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--mkfs-opts \"-b 3\": mkfs.ext4 refused them"), "{err}");
+    assert!(traces_under(backing.path()).is_empty(), "{:?}", traces_under(backing.path()));
+}

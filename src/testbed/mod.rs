@@ -355,7 +355,15 @@ fn sysctl_request(args: &TargetArgs) -> Result<Vec<(&'static str, u64)>, Usage> 
     }
     if let Some(e) = &args.dirty_expire {
         let d = parse_duration(e).map_err(|err| Usage(format!("--dirty-expire {e}: {err}")))?;
-        out.push(("dirty_expire_centisecs", (d.as_millis() / 10) as u64));
+        // The kernel keeps it as a C int of centiseconds (Documentation/admin-guide/sysctl/vm.rst).
+        let centisecs = d.as_millis() / 10;
+        if centisecs > i32::MAX as u128 {
+            return Err(Usage(format!(
+                "--dirty-expire {e}: too long; the kernel takes at most {} days",
+                i32::MAX as u128 / 100 / 86_400
+            )));
+        }
+        out.push(("dirty_expire_centisecs", centisecs as u64));
     }
     Ok(out)
 }

@@ -200,7 +200,19 @@ pub fn provision(
     std::fs::File::create(&image)
         .and_then(|f| f.set_len(request.size))
         .map_err(|e| anyhow::anyhow!("cannot create the image {}: {e}", image.display()))?;
-    mount::mkfs(&request.spec.fstype, &image, &request.mkfs_options)?;
+    // With options of the user's, a failing mkfs is refused input (exit 2), as mount
+    // options the kernel refuses are.
+    mount::mkfs(&request.spec.fstype, &image, &request.mkfs_options).map_err(|e| {
+        if request.mkfs_options.is_empty() {
+            e
+        } else {
+            anyhow::anyhow!(Usage(format!(
+                "--mkfs-opts \"{}\": mkfs.{} refused them ({e:#})",
+                request.mkfs_options.join(" "),
+                request.spec.fstype
+            )))
+        }
+    })?;
 
     // The emulated device serving the image, for flush= profiles.
     let loop_target = match &request.device {
