@@ -64,13 +64,13 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
             } else {
                 "what was set up is undone"
             };
-            eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; {undone}");
+            note!("fsynclab: interrupted by signal {sig} while preparing the target; {undone}");
             return Ok(128 + sig);
         }
         r => r?,
     };
     if let Some(sig) = stop.signal() {
-        eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; nothing was measured");
+        note!("fsynclab: interrupted by signal {sig} while preparing the target; nothing was measured");
         return Ok(128 + sig);
     }
 
@@ -97,13 +97,13 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         };
     }
     if args.keep {
-        eprintln!(
+        note!(
             "fsynclab: kept the work directory {}",
             finished.result.environment.target
         );
     }
     if finished.status != engine::Status::Ok {
-        eprintln!("fsynclab: {}", finished.status);
+        note!("fsynclab: {}", finished.status);
     }
     Ok(finished.status.exit_code())
 }
@@ -173,13 +173,13 @@ fn cleanup() -> Result<i32> {
         println!("left alone: pid {pid} is still running");
     }
     for line in &report.failed {
-        eprintln!("fsynclab: cleanup: could not undo {line}");
+        note!("fsynclab: cleanup: could not undo {line}");
     }
     for line in &report.kept {
-        eprintln!("fsynclab: cleanup: kept {line}");
+        note!("fsynclab: cleanup: kept {line}");
     }
     for file in &report.kept_files {
-        eprintln!(
+        note!(
             "fsynclab: cleanup: {} still records what is left; run `fsynclab cleanup` again once the cause above is gone",
             file.display()
         );

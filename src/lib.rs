@@ -21,6 +21,15 @@
 //! - `compare`, `store`, `html`: statistics and verdicts, the results store, the HTML report
 //! - `units`, `error`: shared vocabulary
 
+/// A line on stderr that cannot panic: `eprintln!` panics when stderr is gone (a closed
+/// terminal, a dropped ssh session), which would skip the teardown that must follow.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod app;
 pub mod cli;
 pub mod compare;

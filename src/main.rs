@@ -1,3 +1,5 @@
+use std::io::Write;
+
 use clap::Parser;
 
 fn main() {
@@ -5,7 +7,8 @@ fn main() {
     let code = match fsynclab::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("Error: {err:#}");
+            // Not eprintln!: it panics when stderr is gone (a closed terminal).
+            let _ = writeln!(std::io::stderr(), "Error: {err:#}");
             fsynclab::exit_status(&err)
         }
     };

@@ -163,7 +163,10 @@ pub(crate) fn parse_value(kind: &Kind, text: &str) -> Result<Value, String> {
     let list = |t: &str| -> Vec<String> { t.split(',').map(|s| s.trim().to_string()).collect() };
     match kind {
         Kind::Size => parse_size(text).map(Value::Size).map_err(|_| bad()),
-        Kind::Duration => parse_duration(text).map(Value::Duration).map_err(|_| bad()),
+        Kind::Duration => parse_duration(text).map(Value::Duration).map_err(|e| match e {
+            crate::units::UnitError::DurationTooLong => "a duration up to 584 years".to_string(),
+            _ => bad(),
+        }),
         Kind::Count => text.trim().parse().map(Value::Count).map_err(|_| bad()),
         Kind::Flag => match text.trim() {
             "0" | "false" | "no" | "off" => Ok(Value::Flag(false)),

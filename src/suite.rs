@@ -96,7 +96,7 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
             continue;
         }
         if !args.quiet {
-            eprintln!("[{}/{n}] {name}: {}", i + 1, p.scenario.purpose());
+            note!("[{}/{n}] {name}: {}", i + 1, p.scenario.purpose());
         }
         let t0 = Instant::now();
         let mut exporter = report::exporter(Format::Text, true);
@@ -117,7 +117,7 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
             Err(err) => entry(p, "failed", None, secs, String::new(), Some(format!("{err:#}"))),
         };
         if !args.quiet {
-            eprintln!(
+            note!(
                 "[{}/{n}] {name} {} in {secs:.1} s: {}",
                 i + 1,
                 e.status,
@@ -139,7 +139,7 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
     write_json_atomically(&summary, &results.join(SUMMARY_FILE))?;
     print!("{}", render(&summary, &results));
     if let Some(sig) = stop.signal() {
-        eprintln!("fsynclab: interrupted by signal {sig}; the summary covers what ran until then");
+        note!("fsynclab: interrupted by signal {sig}; the summary covers what ran until then");
         return Ok(128 + sig);
     }
     let bad = summary.scenarios.iter().filter(|e| e.status != "ok").count();
@@ -273,7 +273,7 @@ fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
             unknown.join(", ")
         )
     };
-    eprintln!(
+    note!(
         "fsynclab suite --full: the seeds' original sizes and durations: {time}, plus writing each scenario's files; needs up to {} of free space in {} at once ({largest})",
         human_size(space),
         dir.display()
@@ -283,7 +283,7 @@ fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
         space,
         &format!("{largest} is the largest: run without --full, or lower its sizes with --set {largest}.KEY=VALUE,"),
     )?;
-    eprintln!("fsynclab suite --full: the space fits; starting (Ctrl-C stops and keeps what ran)");
+    note!("fsynclab suite --full: the space fits; starting (Ctrl-C stops and keeps what ran)");
     Ok(())
 }
 

@@ -29,6 +29,8 @@ pub(crate) enum UnitError {
     Size,
     #[error("expected a duration like 1s, 250ms or 2m")]
     Duration,
+    #[error("too long a duration: at most 584 years")]
+    DurationTooLong,
 }
 
 /// Parses `4k`, `1M`, `8G`, `512`, `1.5G`, `64KiB`.
@@ -79,8 +81,11 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         _ => return Err(UnitError::Duration),
     };
     let ns = value * unit_ns;
-    if !ns.is_finite() || ns < 0.0 || ns > u64::MAX as f64 {
+    if !ns.is_finite() || ns < 0.0 {
         return Err(UnitError::Duration);
+    }
+    if ns > u64::MAX as f64 {
+        return Err(UnitError::DurationTooLong);
     }
     Ok(Duration::from_nanos(ns.round() as u64))
 }
@@ -225,6 +230,7 @@ mod tests {
         for bad in ["", "abc", "1x", "ms", "-1s", "1..2s"] {
             assert_eq!(parse_duration(bad), Err(UnitError::Duration), "{bad}");
         }
+        assert_eq!(parse_duration("9999999h"), Err(UnitError::DurationTooLong));
     }
 
     #[test]

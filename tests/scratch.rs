@@ -562,5 +562,9 @@ fn issue8_bad_mkfs_options_and_an_overlong_expiry_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("--mkfs-opts \"-b 3\": mkfs.ext4 refused them"), "{err}");
-    assert!(traces_under(backing.path()).is_empty(), "{:?}", traces_under(backing.path()));
+    assert!(
+        traces_under(backing.path()).is_empty(),
+        "{:?}",
+        traces_under(backing.path())
+    );
 }

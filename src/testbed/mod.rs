@@ -168,7 +168,7 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
     if request.is_some() || !sysctls.is_empty() {
         let dead = state::dead_leftovers(Path::new(state::STATE_DIR));
         if !dead.is_empty() {
-            eprintln!(
+            note!(
                 "fsynclab: runs killed earlier (pid {}) left scratch filesystems, work directories or sysctls behind; `fsynclab cleanup` removes them",
                 dead.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
             );
@@ -354,9 +354,12 @@ fn sysctl_request(args: &TargetArgs) -> Result<Vec<(&'static str, u64)>, Usage> 
         out.push(("dirty_background_ratio", r));
     }
     if let Some(e) = &args.dirty_expire {
-        let d = parse_duration(e).map_err(|err| Usage(format!("--dirty-expire {e}: {err}")))?;
         // The kernel keeps it as a C int of centiseconds (Documentation/admin-guide/sysctl/vm.rst).
-        let centisecs = d.as_millis() / 10;
+        let centisecs = match parse_duration(e) {
+            Ok(d) => d.as_millis() / 10,
+            Err(crate::units::UnitError::DurationTooLong) => u128::MAX,
+            Err(err) => return Err(Usage(format!("--dirty-expire {e}: {err}"))),
+        };
         if centisecs > i32::MAX as u128 {
             return Err(Usage(format!(
                 "--dirty-expire {e}: too long; the kernel takes at most {} days",

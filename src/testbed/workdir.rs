@@ -132,7 +132,7 @@ fn remind_of_killed_runs(parent: &Path) {
         if !by_hand.is_empty() {
             how.push(format!("remove with `rm -r {}`", list(&by_hand)));
         }
-        eprintln!(
+        note!(
             "fsynclab: work directories of runs killed earlier are left in {}: {}",
             parent.display(),
             how.join("; ")
