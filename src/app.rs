@@ -90,10 +90,12 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         write_json_atomically(&finished.result, path)?;
     }
     if let Err(e) = printed {
-        return if e.kind() == io::ErrorKind::BrokenPipe {
-            Ok(141)
-        } else {
-            Err(anyhow::Error::new(e).context("cannot write the result to stdout"))
+        return match (&finished.status, e.kind()) {
+            (_, io::ErrorKind::BrokenPipe) => Ok(141),
+            // The terminal that sent SIGHUP is gone, and the output with it: the signal is
+            // the news.
+            (engine::Status::Interrupted(_), _) => Ok(finished.status.exit_code()),
+            _ => Err(anyhow::Error::new(e).context("cannot write the result to stdout")),
         };
     }
     if args.keep {
