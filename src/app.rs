@@ -16,6 +16,10 @@ use crate::testbed;
 
 /// Runs the command and returns the process exit status.
 pub fn run(cli: Cli) -> Result<i32> {
+    if device_help_requested(&cli) {
+        print!("{}", crate::testbed::device::profile::listing());
+        return Ok(0);
+    }
     match cli.command {
         Command::Suite(args) => crate::suite::run(&args),
         Command::List { scenario, format } => list(scenario.as_deref(), format),
@@ -33,8 +37,24 @@ pub fn run(cli: Cli) -> Result<i32> {
             &common,
         ),
         Command::Probe { common } => measure(&probe::Probe, &common),
+        Command::Exec(args) => crate::exec::run(&args.target, &args.command, args.output.as_ref()),
+        Command::ListDevices => {
+            print!("{}", crate::testbed::device::profile::listing());
+            Ok(0)
+        }
         Command::Cleanup => cleanup(),
     }
+}
+
+/// `--device help` on any command that takes a target: the same listing as `list-devices`.
+fn device_help_requested(cli: &Cli) -> bool {
+    let target = match &cli.command {
+        Command::Suite(a) => &a.target,
+        Command::Run { common, .. } | Command::Load { common, .. } | Command::Probe { common } => &common.target,
+        Command::Exec(a) => &a.target,
+        _ => return false,
+    };
+    target.device.as_deref() == Some("help")
 }
 
 /// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit status.

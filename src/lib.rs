@@ -10,7 +10,7 @@
 //! Modules, from the outside in:
 //! - [`cli`], [`app`]: the command line and what each subcommand does
 //! - [`engine`]: one run, phase by phase; [`result`]: its versioned JSON shape
-//! - [`suite`]: every scenario in one go, with a summary
+//! - [`suite`]: every scenario in one go, with a summary; [`exec`]: any program on the testbed
 //! - [`scenario`]: one file per experiment; [`params`]: their typed `--set` parameters
 //! - [`role`]: prober, writers, the stop signal; [`sync`]: the sync methods
 //! - [`measure`]: clock, samples, histograms, throughput; [`observe`]: live events
@@ -22,6 +22,7 @@ pub mod cli;
 pub mod engine;
 pub mod environment;
 pub mod error;
+pub mod exec;
 pub mod measure;
 pub mod observe;
 pub mod params;

@@ -28,7 +28,7 @@ pub mod workdir;
 
 pub use workdir::WorkDir;
 
-use device::fuse::EmulatedDevice;
+use device::fuse::{DeviceMark, EmulatedDevice};
 use device::DeviceProfile;
 use scratch::{ScratchRequest, ScratchSpec};
 use state::{Step, Undo};
@@ -42,6 +42,8 @@ pub struct Prepared {
     scratch: Option<crate::environment::ScratchInfo>,
     profile: Option<DeviceProfile>,
     sysctls_set: BTreeMap<String, u64>,
+    /// Where the current run's device activity is measured from (see [`Prepared::flushes`]).
+    device_mark: std::sync::Mutex<Option<DeviceMark>>,
     device: Option<EmulatedDevice>,
 }
 
@@ -53,9 +55,16 @@ impl Prepared {
     /// Device cache flushes so far: counted by the emulated device when there is one, else
     /// the flush requests the block layer completed on the scratch loop device (`host`,
     /// `ram`); None for `--dir` runs.
+    ///
+    /// Callers read it just before a run and hand it to [`Prepared::annotate`] after; so
+    /// reading it also marks where the emulated device's activity of the run starts.
     pub fn flushes(&self) -> Option<u64> {
         match (&self.device, &self.scratch) {
-            (Some(d), _) => Some(d.flushes()),
+            (Some(d), _) => {
+                let mark = d.mark();
+                *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = Some(mark);
+                Some(d.flushes())
+            }
             (None, Some(s)) => loopdev::flushes_completed(&s.loop_device).ok(),
             (None, None) => None,
         }
@@ -86,12 +95,32 @@ impl Prepared {
         env.device_profile = self.profile.as_ref().map(DeviceProfile::info);
     }
 
+    /// What the emulated device did since [`Prepared::flushes`] was last read (None without
+    /// an emulated device).
+    pub fn device_activity(&self) -> Option<crate::environment::DeviceActivity> {
+        let device = self.device.as_ref()?;
+        let mark = self.device_mark.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        Some(device.activity_since(&mark))
+    }
+
     /// Adds the target's configuration to a result: the scratch filesystem, the device
-    /// profile with the flushes counted since `flushes_before`, the sysctls set.
+    /// profile with the flushes counted since `flushes_before` and what the emulated device
+    /// did, the sysctls set.
     pub fn annotate(&self, result: &mut RunResult, flushes_before: Option<u64>) {
         self.annotate_environment(&mut result.environment);
         let Some(profile) = &self.profile else { return };
         let mut info = profile.info();
+        info.activity = self.device_activity();
+        if let Some(lag) = info
+            .activity
+            .as_ref()
+            .map(|a| a.drain_lag_ms_max)
+            .filter(|l| *l > DAEMON_LAG_MS)
+        {
+            result.findings.push(format!(
+                "device: the emulated disk's daemon fell up to {lag:.0} ms behind its model (CPU or memory bandwidth): throughput figures here are the daemon's ceiling, not the profile's"
+            ));
+        }
         if let (Some(before), Some(now)) = (flushes_before, self.flushes()) {
             let flushes = now.saturating_sub(before);
             let syncs: u64 = result
@@ -117,6 +146,10 @@ impl Prepared {
         result.environment.device_profile = Some(info);
     }
 }
+
+/// How far behind its model the emulated disk's daemon may fall before a run says that the
+/// daemon, not the profile, set the pace.
+const DAEMON_LAG_MS: f64 = 250.0;
 
 /// Prepares the target the options name, sized for a run that needs little space.
 pub fn prepare(args: &TargetArgs) -> Result<Prepared> {
@@ -194,6 +227,7 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
         scratch,
         profile: request.map(|r| r.device),
         sysctls_set,
+        device_mark: std::sync::Mutex::new(None),
         device,
     })
 }
@@ -231,7 +265,11 @@ fn scratch_request(args: &TargetArgs, space_needed: u64) -> Result<Option<Scratc
         mkfs_options,
         size,
         backing: args.backing.clone().unwrap_or_else(|| PathBuf::from(".")),
-        scheduler: args.scheduler.clone(),
+        scheduler: args
+            .scheduler
+            .as_deref()
+            .map(loopdev::SchedulerSpec::parse)
+            .transpose()?,
         device,
     }))
 }

@@ -2,9 +2,10 @@
 //! loop device, and removed afterwards.
 //!
 //! Lifecycle, each step pushed on the undo stack ([`super::state::Undo`]) as soon as done:
-//! private directory → (tmpfs for `--device ram`) → sparse image file → mkfs → (FUSE
-//! emulated device) → loop device → scheduler → mount. Undone in reverse: unmount, scheduler
-//! back, detach, FUSE unmount, directory removed.
+//! private directory → (tmpfs for `--device ram` and the emulated disks' media) → sparse
+//! image file → mkfs → (FUSE emulated device) → loop device → scheduler and its tunables →
+//! mount. Undone in reverse: unmount, scheduler back, detach, FUSE unmount, directory
+//! removed.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -14,6 +15,7 @@ use anyhow::Result;
 use super::command::find_tool;
 use super::device::fuse::{EmulatedDevice, IMAGE_NAME};
 use super::device::DeviceProfile;
+use super::loopdev::SchedulerSpec;
 use super::state::{Step, Undo};
 use super::{loopdev, mount};
 use crate::environment::ScratchInfo;
@@ -84,7 +86,7 @@ pub struct ScratchRequest {
     pub mkfs_options: Vec<String>,
     pub size: u64,
     pub backing: PathBuf,
-    pub scheduler: Option<String>,
+    pub scheduler: Option<SchedulerSpec>,
     pub device: DeviceProfile,
 }
 
@@ -98,7 +100,7 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
     if let Some(missing) = missing_tool(&request.spec.fstype, |t| find_tool(t).is_some()) {
         return Err(Usage(missing));
     }
-    if matches!(request.device, DeviceProfile::Emulated { .. }) && !Path::new("/dev/fuse").exists() {
+    if request.device.is_emulated() && !Path::new("/dev/fuse").exists() {
         return Err(Usage(
             "--device: emulated disks need FUSE and /dev/fuse is missing; load it with `modprobe fuse`".into(),
         ));
@@ -110,7 +112,8 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
             backing.display()
         )));
     }
-    if request.device == DeviceProfile::Ram {
+    // The emulated disks keep their media in memory too (see `device::fuse`).
+    if request.device == DeviceProfile::Ram || request.device.is_emulated() {
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         let available = meminfo
             .lines()
@@ -118,8 +121,13 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
             .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
             .map_or(u64::MAX, |kib| kib * 1024);
         if request.size > available / 2 {
+            let what = if request.device == DeviceProfile::Ram {
+                "ram"
+            } else {
+                "PROFILE (emulated disks keep their media in memory)"
+            };
             return Err(Usage(format!(
-                "--device ram: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
+                "--device {what}: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
                 human_size(request.size),
                 human_size(available)
             )));
@@ -179,8 +187,8 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
     std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     undo.push(Step::Directory { path: dir.clone() })?;
 
-    // The image, on a private tmpfs for `ram`.
-    let image_dir = if request.device == DeviceProfile::Ram {
+    // The image, on a private tmpfs for `ram` and for the emulated disks' media.
+    let image_dir = if request.device == DeviceProfile::Ram || request.device.is_emulated() {
         let ram = dir.join("ram");
         std::fs::create_dir(&ram)?;
         let size = format!("size={}", request.size + 16 * Bytes::MIB);
@@ -198,9 +206,9 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
         .map_err(|e| anyhow::anyhow!("cannot create the image {}: {e}", image.display()))?;
     mount::mkfs(&request.spec.fstype, &image, &request.mkfs_options)?;
 
-    // The emulated device serving the image, for flush= profiles.
+    // The emulated device serving the image.
     let loop_target = match &request.device {
-        DeviceProfile::Emulated { profile, .. } => {
+        DeviceProfile::Emulated(profile) => {
             let dev_dir = dir.join("dev");
             std::fs::create_dir(&dev_dir)?;
             *device = Some(EmulatedDevice::mount(&image, &dev_dir, profile)?);
@@ -212,16 +220,16 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
         _ => image.clone(),
     };
 
-    let loop_device = loopdev::attach(&loop_target)?;
+    let loop_device = loopdev::attach(&loop_target, request.device.is_emulated())?;
     undo.push(Step::Loop {
         device: loop_device.clone(),
         image: Some(loop_target.clone()),
     })?;
 
-    if let DeviceProfile::Emulated { profile, .. } = &request.device {
+    if let DeviceProfile::Emulated(profile) = &request.device {
         let previous = loopdev::rotational(&loop_device)?;
-        if previous != profile.rotational {
-            loopdev::set_rotational(&loop_device, profile.rotational)?;
+        if previous != profile.rotational() {
+            loopdev::set_rotational(&loop_device, profile.rotational())?;
             undo.push(Step::Rotational {
                 device: loop_device.clone(),
                 previous,
@@ -229,14 +237,10 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
         }
     }
 
-    if let Some(wanted) = &request.scheduler {
-        let (previous, _) = loopdev::scheduler(&loop_device)?;
-        loopdev::set_scheduler(&loop_device, wanted).map_err(|e| Usage(format!("--scheduler {wanted}: {e:#}")))?;
-        undo.push(Step::Scheduler {
-            device: loop_device.clone(),
-            previous: previous.unwrap_or_else(|| "none".into()),
-        })?;
-    }
+    let scheduler_tunables = match &request.scheduler {
+        Some(spec) => set_scheduler(&loop_device, spec, undo)?,
+        None => Default::default(),
+    };
 
     let mount_point = dir.join("mnt");
     std::fs::create_dir(&mount_point)?;
@@ -269,9 +273,52 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
             size_bytes: request.size,
             image: image.display().to_string(),
             loop_device,
-            scheduler: request.scheduler.clone(),
+            scheduler: request.scheduler.as_ref().map(|s| s.name.clone()),
+            scheduler_tunables,
         },
     })
+}
+
+/// Selects `spec`'s scheduler on `device` and sets its tunables, pushing what undoes it:
+/// switching back discards the tuned scheduler instance. When the scheduler asked for is
+/// already active, it is switched to `none` and back first, so that the tunables apply to a
+/// fresh instance that the undo discards too. Returns the tunables as read back.
+fn set_scheduler(
+    device: &str,
+    spec: &SchedulerSpec,
+    undo: &mut Undo,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let (previous, _) = loopdev::scheduler(device)?;
+    let previous = previous.unwrap_or_else(|| "none".into());
+    let wanted = &spec.name;
+    let refused = |e: anyhow::Error| anyhow::anyhow!(Usage(format!("--scheduler {wanted}: {e:#}")));
+    if previous == *wanted && !spec.tunables.is_empty() {
+        loopdev::set_scheduler(device, "none").map_err(refused)?;
+        undo.push(Step::Scheduler {
+            device: device.to_string(),
+            previous: previous.clone(),
+        })?;
+        loopdev::set_scheduler(device, wanted).map_err(refused)?;
+        undo.push(Step::Scheduler {
+            device: device.to_string(),
+            previous: "none".into(),
+        })?;
+    } else {
+        loopdev::set_scheduler(device, wanted).map_err(refused)?;
+        undo.push(Step::Scheduler {
+            device: device.to_string(),
+            previous,
+        })?;
+    }
+    let shown = spec.to_string();
+    for (name, value) in &spec.tunables {
+        loopdev::set_tunable(device, &shown, name, value)?;
+    }
+    let set: std::collections::BTreeMap<String, String> = loopdev::tunables(device)?
+        .into_iter()
+        .filter(|(n, _)| spec.tunables.iter().any(|(k, _)| k == n))
+        .collect();
+    Ok(set)
 }
 
 #[cfg(test)]
