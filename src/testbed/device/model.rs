@@ -351,6 +351,8 @@ pub struct Disk {
     held_seqs: BTreeMap<u64, u32>,
     /// Bytes in the cache (cached writes, pending or draining).
     cached_bytes: u64,
+    /// Bytes held in all: the cache plus write-through writes not yet on the media.
+    held_bytes: u64,
     next_seq: u64,
     occupancy_since: Nanos,
     stats: ModelStats,
@@ -368,6 +370,7 @@ impl Disk {
             draining: VecDeque::new(),
             held_seqs: BTreeMap::new(),
             cached_bytes: 0,
+            held_bytes: 0,
             next_seq: 0,
             occupancy_since: 0,
             stats: ModelStats::default(),
@@ -463,6 +466,7 @@ impl Disk {
             let cut_to = end.min(e.end());
             let cut = cut_to - cut_from;
             self.stats.overwritten_bytes += cut;
+            self.held_bytes -= cut;
             if !e.through {
                 self.remove_cached(now, cut);
             }
@@ -505,6 +509,7 @@ impl Disk {
         self.next_seq += 1;
         self.stats.writes += 1;
         self.stats.write_bytes += len;
+        self.held_bytes += len;
         self.hold_seq(seq);
         self.insert_pending(Extent {
             offset,
@@ -586,6 +591,7 @@ impl Disk {
     /// Marks the oldest drain operation done (its data is on the media) at `now`.
     pub fn complete(&mut self, now: Nanos) {
         let Some(e) = self.draining.pop_front() else { return };
+        self.held_bytes -= e.data.len() as u64;
         if !e.through {
             self.remove_cached(now, e.data.len() as u64);
         }
@@ -602,13 +608,8 @@ impl Disk {
         } else {
             self.next_seq
         };
-        let pending_bytes = self
-            .pending
-            .values()
-            .chain(self.draining.iter())
-            .filter(|e| e.seq < before_seq)
-            .map(|e| e.data.len() as u64)
-            .sum();
+        // Everything held entered before the flush.
+        let pending_bytes = if before_seq == 0 { 0 } else { self.held_bytes };
         FlushTicket {
             before_seq,
             arrived: now,
