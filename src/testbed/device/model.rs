@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Nanoseconds on the daemon's clock.
-pub(crate) type Nanos = u64;
+pub type Nanos = u64;
 
 /// How the media is positioned for an operation.
 #[derive(Clone, Debug, PartialEq)]
