@@ -121,10 +121,9 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
             .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
             .map_or(u64::MAX, |kib| kib * 1024);
         if request.size > available / 2 {
-            let what = if request.device == DeviceProfile::Ram {
-                "ram"
-            } else {
-                "PROFILE (emulated disks keep their media in memory)"
+            let what = match &request.device {
+                DeviceProfile::Emulated(p) => format!("{} (an emulated disk keeps its media in memory)", p.name),
+                _ => "ram".to_string(),
             };
             return Err(Usage(format!(
                 "--device {what}: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
