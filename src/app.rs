@@ -17,6 +17,10 @@ use crate::testbed;
 
 /// Runs the command and returns the process exit status.
 pub fn run(cli: Cli) -> Result<i32> {
+    if device_help_requested(&cli) {
+        print!("{}", crate::testbed::device::profile::listing());
+        return Ok(0);
+    }
     match cli.command {
         Command::Suite(args) => crate::suite::run(&args),
         Command::List { scenario, format } => list(scenario.as_deref(), format),
@@ -30,12 +34,33 @@ pub fn run(cli: Cli) -> Result<i32> {
         ),
         Command::Probe { common } => measure(&probe::Probe, &common),
         Command::Show { result, format } => show(&result, format),
+        Command::Exec(args) => crate::exec::run(&args.target, &args.command, args.output.as_ref()),
+        Command::ListDevices => print_or_141(&crate::testbed::device::profile::listing()),
         Command::Cleanup => cleanup(),
+    }
+}
+
+/// Prints `text` on stdout: status 0, or 141 when the reader went away (`| head`).
+fn print_or_141(text: &str) -> Result<i32> {
+    match report::print_stdout(text) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(141),
+        r => r.map(|()| 0).map_err(Into::into),
     }
 }
 
 fn find(name: &str) -> Result<&'static dyn Scenario> {
     scenario::find(name).ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())).into())
+}
+
+/// `--device help` on any command that takes a target: the same listing as `list-devices`.
+fn device_help_requested(cli: &Cli) -> bool {
+    let target = match &cli.command {
+        Command::Suite(a) => &a.target,
+        Command::Run { common, .. } | Command::Load { common, .. } | Command::Probe { common } => &common.target,
+        Command::Exec(a) => &a.target,
+        _ => return false,
+    };
+    target.device.as_deref() == Some("help")
 }
 
 /// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit status.
@@ -150,11 +175,7 @@ fn show(path: &Path, format: Format) -> Result<i32> {
         ))
         .into());
     }
-    let text = report::exporter(format, false).render(&result);
-    match report::print_stdout(&text) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(141),
-        r => r.map(|()| 0).map_err(Into::into),
-    }
+    print_or_141(&report::exporter(format, false).render(&result))
 }
 
 /// `fsynclab cleanup`: undoes what killed runs left, says what it did and checked, and
@@ -205,10 +226,7 @@ fn list(only: Option<&str>, format: ListFormat) -> Result<i32> {
         ListFormat::Text => list_text(&scenarios),
         ListFormat::Json => serde_json::to_string_pretty(&list_json(&scenarios))? + "\n",
     };
-    match report::print_stdout(&out) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(141),
-        r => r.map(|()| 0).map_err(Into::into),
-    }
+    print_or_141(&out)
 }
 
 fn list_text(scenarios: &[&dyn Scenario]) -> String {

@@ -17,6 +17,8 @@ Examples:
   fsynclab run random-writeback -o r.json && fsynclab show r.json --format seed
   fsynclab run overwrite-fsync --scratch ext3:data=writeback --device hdd-5400   (as root)
   fsynclab probe --scratch ext4:nobarrier --device flush=20ms
+  fsynclab exec --scratch ext4 --device hdd-5400 -- fio job.fio   (any program on the testbed)
+  fsynclab list-devices                           emulated disks, their figures and sources
   fsynclab cleanup                                leftovers of a run killed with SIGKILL
 
 Sizes take 4k, 1M, 8G (binary); durations 250ms, 1s, 2m. Exit status: 0 success,
@@ -27,7 +29,7 @@ printed, everything undone; `fsynclab cleanup` after a SIGKILL).
 Scratch targets (--scratch, root): image file -> loop device -> mkfs -> mount, all under
 BACKING/fsynclab-scratch-PID-*/, undone in reverse when the run ends (also on error,
 Ctrl-C, SIGTERM); /run/fsynclab/PID.json records what is in place for `fsynclab cleanup`.
-Device profiles: `fsynclab run --help` (under --device).";
+Device profiles: `fsynclab list-devices`.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -77,6 +79,11 @@ pub enum Command {
         #[command(flatten)]
         common: RunArgs,
     },
+    /// Run COMMAND on the testbed (working directory: the scratch filesystem), pass its exit
+    /// status through, undo everything afterwards
+    Exec(ExecArgs),
+    /// Every emulated disk profile with its figures and where each comes from
+    ListDevices,
     /// Print a saved result again (`--output` or a suite's file), in any format
     Show {
         /// The JSON result file
@@ -87,6 +94,21 @@ pub enum Command {
     },
     /// Remove what runs killed with SIGKILL left behind: mounts, loop devices, images, sysctls, work directories
     Cleanup,
+}
+
+/// `fsynclab exec [TARGET OPTIONS] -- COMMAND ARGS...`
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Also write the command's exit status and the environment, with what the emulated
+    /// disk did, as JSON to FILE
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The command and its arguments, after `--`; it runs in the scratch filesystem with
+    /// FSYNCLAB_DIR and FSYNCLAB_LOOP_DEVICE set
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// Where the run's I/O goes: `--dir`, or a scratch filesystem made for the run.
@@ -119,17 +141,17 @@ pub struct TargetArgs {
     /// Directory that holds the scratch image and mount point [default: .]
     #[arg(long, value_name = "DIR", requires = "scratch", help_heading = "Scratch target")]
     pub backing: Option<PathBuf>,
-    /// I/O scheduler of the scratch loop device
+    /// I/O scheduler of the scratch loop device (none, mq-deadline, bfq, kyber), with
+    /// tunables after a colon: bfq:slice_idle=8,low_latency=0
     #[arg(
         long,
-        value_name = "NAME",
+        value_name = "NAME[:TUNABLE=VALUE,...]",
         requires = "scratch",
-        value_parser = ["none", "mq-deadline", "bfq", "kyber"],
         help_heading = "Scratch target"
     )]
     pub scheduler: Option<String>,
     /// Disk behind the scratch filesystem: host (default), ram, hdd-5400, hdd-7200, ssd-sata,
-    /// nvme, or flush=DURATION[,write=RATE] (`--help` shows their figures)
+    /// nvme, san, PROFILE,KEY=VALUE... (`fsynclab list-devices` shows their figures)
     #[arg(
         long,
         value_name = "PROFILE",

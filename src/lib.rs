@@ -10,7 +10,8 @@
 //!
 //! Modules, from the outside in:
 //! - `cli` (the command line as typed), `app` (what each subcommand does)
-//! - `engine`: the one run path, phase by phase; `suite`: every scenario in one go
+//! - `engine`: the one run path, phase by phase; `suite`: every scenario in one go;
+//!   `exec`: any program on the testbed
 //! - `scenario`: a file or folder per experiment; `params`: `--set` as declared and parsed
 //! - `role`: prober, writers, worker pool, group commit, file filling, the stop signal
 //! - `sync`: the sync methods; `sys`: the checked system calls
@@ -36,6 +37,7 @@ pub mod compare;
 mod engine;
 pub mod environment;
 pub mod error;
+mod exec;
 pub mod html;
 pub mod measure;
 mod observe;

@@ -106,7 +106,8 @@ impl RunResult {
         let report = details.report();
         self.tables = report.tables();
         self.findings = report.findings();
-        self.findings.extend(self.environment.device_finding(self.sync_calls()));
+        self.findings
+            .extend(self.environment.device_findings(self.sync_calls()));
     }
 
     /// The one line the suite's summary shows for this run.

@@ -36,7 +36,7 @@ pub mod workdir;
 
 pub use workdir::WorkDir;
 
-use device::fuse::EmulatedDevice;
+use device::fuse::{DeviceMark, EmulatedDevice};
 use device::DeviceProfile;
 use scratch::{ScratchRequest, ScratchSpec};
 use state::{Step, Undo};
@@ -52,6 +52,8 @@ pub struct Prepared {
     scratch: Option<crate::environment::ScratchInfo>,
     profile: Option<DeviceProfile>,
     sysctls_set: BTreeMap<String, u64>,
+    /// Where the current run's device activity is measured from (see [`Prepared::flushes`]).
+    device_mark: std::sync::Mutex<Option<DeviceMark>>,
     device: Option<EmulatedDevice>,
     _switch: Option<deadman::Switch>,
 }
@@ -64,9 +66,16 @@ impl Prepared {
     /// Device cache flushes so far: counted by the emulated device when there is one, else
     /// the flush requests the block layer completed on the scratch loop device (`host`,
     /// `ram`); None for `--dir` runs.
+    ///
+    /// Callers read it just before a run and hand it to [`Prepared::annotate`] after; so
+    /// reading it also marks where the emulated device's activity of the run starts.
     pub fn flushes(&self) -> Option<u64> {
         match (&self.device, &self.scratch) {
-            (Some(d), _) => Some(d.flushes()),
+            (Some(d), _) => {
+                let mark = d.mark();
+                *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = Some(mark);
+                Some(d.flushes())
+            }
             (None, Some(s)) => loopdev::flushes_completed(&s.loop_device).ok(),
             (None, None) => None,
         }
@@ -103,8 +112,16 @@ impl Prepared {
         sysctls_changed(&env.sysctls, &crate::environment::read_sysctls())
     }
 
-    /// Records in `env` the device cache flushes since `flushes_before`, and per foreground
-    /// sync call of the run.
+    /// What the emulated device did since [`Prepared::flushes`] was last read (None without
+    /// an emulated device).
+    pub fn device_activity(&self) -> Option<crate::environment::DeviceActivity> {
+        let device = self.device.as_ref()?;
+        let mark = self.device_mark.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        Some(device.activity_since(&mark))
+    }
+
+    /// Records in `env` the device cache flushes since `flushes_before`, per foreground sync
+    /// call of the run, and what the emulated device did.
     pub fn count_flushes(
         &self,
         env: &mut crate::environment::Fingerprint,
@@ -113,6 +130,7 @@ impl Prepared {
     ) {
         let Some(profile) = &self.profile else { return };
         let mut info = profile.info();
+        info.activity = self.device_activity();
         if let (Some(before), Some(now)) = (flushes_before, self.flushes()) {
             let flushes = now.saturating_sub(before);
             info.flushes = Some(flushes);
@@ -211,6 +229,7 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
         scratch,
         profile: request.map(|r| r.device),
         sysctls_set,
+        device_mark: std::sync::Mutex::new(None),
         device,
         _switch: switch,
     })
@@ -339,7 +358,11 @@ fn scratch_request(args: &TargetArgs, space_needed: u64) -> Result<Option<Scratc
         mkfs_options,
         size,
         backing: args.backing.clone().unwrap_or_else(|| PathBuf::from(".")),
-        scheduler: args.scheduler.clone(),
+        scheduler: args
+            .scheduler
+            .as_deref()
+            .map(loopdev::SchedulerSpec::parse)
+            .transpose()?,
         device,
     }))
 }

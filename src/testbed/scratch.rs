@@ -2,9 +2,10 @@
 //! loop device, and removed afterwards.
 //!
 //! Lifecycle, each step recorded on the undo stack ([`super::state::Undo`]) just before it
-//! is done: private directory → (tmpfs for `--device ram`) → sparse image file → mkfs → (FUSE
-//! emulated device) → loop device → scheduler → mount. Undone in reverse: unmount, scheduler
-//! back, detach, FUSE unmount, directory removed.
+//! is done: private directory → (tmpfs for `--device ram` and the emulated disks' media) →
+//! sparse image file → mkfs → (FUSE emulated device) → loop device → scheduler and its
+//! tunables → mount. Undone in reverse: unmount, scheduler back, detach, FUSE unmount,
+//! directory removed.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,7 @@ use anyhow::Result;
 use super::command::find_tool;
 use super::device::fuse::{EmulatedDevice, IMAGE_NAME};
 use super::device::DeviceProfile;
+use super::loopdev::SchedulerSpec;
 use super::state::{Step, Undo};
 use super::{loopdev, mount, names};
 use crate::environment::ScratchInfo;
@@ -83,7 +85,7 @@ pub struct ScratchRequest {
     pub mkfs_options: Vec<String>,
     pub size: u64,
     pub backing: PathBuf,
-    pub scheduler: Option<String>,
+    pub scheduler: Option<SchedulerSpec>,
     pub device: DeviceProfile,
 }
 
@@ -97,7 +99,7 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
     if let Some(missing) = missing_tool(&request.spec.fstype, |t| find_tool(t).is_some()) {
         return Err(Usage(missing));
     }
-    if matches!(request.device, DeviceProfile::Emulated { .. }) && !Path::new("/dev/fuse").exists() {
+    if request.device.is_emulated() && !Path::new("/dev/fuse").exists() {
         return Err(Usage(
             "--device: emulated disks need FUSE and /dev/fuse is missing; load it with `modprobe fuse`".into(),
         ));
@@ -109,7 +111,8 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
             backing.display()
         )));
     }
-    if request.device == DeviceProfile::Ram {
+    // The emulated disks keep their media in memory too (see `device::fuse`).
+    if request.device == DeviceProfile::Ram || request.device.is_emulated() {
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         let available = meminfo
             .lines()
@@ -117,8 +120,12 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
             .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
             .map_or(u64::MAX, |kib| kib * 1024);
         if request.size > available / 2 {
+            let what = match &request.device {
+                DeviceProfile::Emulated(p) => format!("{} (an emulated disk keeps its media in memory)", p.name),
+                _ => "ram".to_string(),
+            };
             return Err(Usage(format!(
-                "--device ram: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
+                "--device {what}: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
                 human_size(request.size),
                 human_size(available)
             )));
@@ -181,8 +188,8 @@ pub fn provision(
         std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
     })?;
 
-    // The image, on a private tmpfs for `ram`.
-    let image_dir = if request.device == DeviceProfile::Ram {
+    // The image, on a private tmpfs for `ram` and for the emulated disks' media.
+    let image_dir = if request.device == DeviceProfile::Ram || request.device.is_emulated() {
         let ram = dir.join(names::RAM_DIR);
         std::fs::create_dir(&ram)?;
         let size = format!("size={}", request.size + 16 * Bytes::MIB);
@@ -214,9 +221,9 @@ pub fn provision(
         }
     })?;
 
-    // The emulated device serving the image, for flush= profiles.
+    // The emulated device serving the image.
     let loop_target = match &request.device {
-        DeviceProfile::Emulated { profile, .. } => {
+        DeviceProfile::Emulated(profile) => {
             let dev_dir = dir.join(names::DEVICE_DIR);
             std::fs::create_dir(&dev_dir)?;
             *device = Some(undo.perform(
@@ -237,41 +244,31 @@ pub fn provision(
             device: String::new(),
             image: Some(loop_target.clone()),
         },
-        || loopdev::attach(&loop_target),
+        || loopdev::attach(&loop_target, request.device.is_emulated()),
     )?;
     undo.amend_last(Step::Loop {
         device: loop_device.clone(),
         image: Some(loop_target.clone()),
     })?;
 
-    if let DeviceProfile::Emulated { profile, .. } = &request.device {
+    if let DeviceProfile::Emulated(profile) = &request.device {
         let previous = loopdev::rotational(&loop_device)?;
-        if previous != profile.rotational {
+        if previous != profile.rotational() {
             undo.perform(
                 Step::Rotational {
                     device: loop_device.clone(),
                     previous,
                     image: Some(loop_target.clone()),
                 },
-                || loopdev::set_rotational(&loop_device, profile.rotational),
+                || loopdev::set_rotational(&loop_device, profile.rotational()),
             )?;
         }
     }
 
-    if let Some(wanted) = &request.scheduler {
-        let (previous, _) = loopdev::scheduler(&loop_device)?;
-        undo.perform(
-            Step::Scheduler {
-                device: loop_device.clone(),
-                previous: previous.unwrap_or_else(|| "none".into()),
-                image: Some(loop_target.clone()),
-            },
-            || {
-                loopdev::set_scheduler(&loop_device, wanted)
-                    .map_err(|e| anyhow::anyhow!(Usage(format!("--scheduler {wanted}: {e:#}"))))
-            },
-        )?;
-    }
+    let scheduler_tunables = match &request.scheduler {
+        Some(spec) => set_scheduler(&loop_device, spec, &loop_target, undo)?,
+        None => Default::default(),
+    };
 
     let mount_point = dir.join(names::MOUNT_DIR);
     std::fs::create_dir(&mount_point)?;
@@ -308,9 +305,53 @@ pub fn provision(
             size_bytes: request.size,
             image: image.display().to_string(),
             loop_device,
-            scheduler: request.scheduler.clone(),
+            scheduler: request.scheduler.as_ref().map(|s| s.name.clone()),
+            scheduler_tunables,
         },
     })
+}
+
+/// Selects `spec`'s scheduler on `device` and sets its tunables, pushing what undoes it:
+/// switching back discards the tuned scheduler instance. When the scheduler asked for is
+/// already active, it is switched to `none` and back first, so that the tunables apply to a
+/// fresh instance that the undo discards too. Returns the tunables as read back.
+fn set_scheduler(
+    device: &str,
+    spec: &SchedulerSpec,
+    image: &Path,
+    undo: &mut Undo,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let (previous, _) = loopdev::scheduler(device)?;
+    let previous = previous.unwrap_or_else(|| "none".into());
+    let wanted = &spec.name;
+    let refused = |e: anyhow::Error| anyhow::anyhow!(Usage(format!("--scheduler {wanted}: {e:#}")));
+    let step = |previous: String| Step::Scheduler {
+        device: device.to_string(),
+        previous,
+        image: Some(image.to_path_buf()),
+    };
+    if previous == *wanted && !spec.tunables.is_empty() {
+        // Through `none`, so that undoing restores the scheduler's own defaults too.
+        undo.perform(step(previous.clone()), || {
+            loopdev::set_scheduler(device, "none").map_err(refused)
+        })?;
+        undo.perform(step("none".into()), || {
+            loopdev::set_scheduler(device, wanted).map_err(refused)
+        })?;
+    } else {
+        undo.perform(step(previous), || {
+            loopdev::set_scheduler(device, wanted).map_err(refused)
+        })?;
+    }
+    let shown = spec.to_string();
+    for (name, value) in &spec.tunables {
+        loopdev::set_tunable(device, &shown, name, value)?;
+    }
+    let set: std::collections::BTreeMap<String, String> = loopdev::tunables(device)?
+        .into_iter()
+        .filter(|(n, _)| spec.tunables.iter().any(|(k, _)| k == n))
+        .collect();
+    Ok(set)
 }
 
 #[cfg(test)]
