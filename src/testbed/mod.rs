@@ -58,6 +58,18 @@ pub struct Prepared {
     _switch: Option<deadman::Switch>,
 }
 
+impl Drop for Prepared {
+    /// The emulated device's media file lives on a tmpfs below its FUSE mount: undo the
+    /// steps above that tmpfs (mount, loop device, FUSE mount), let the device go (closing
+    /// the media file), then the undo stack undoes the rest as it drops.
+    fn drop(&mut self) {
+        if self.device.is_some() {
+            self.undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
+            self.device = None;
+        }
+    }
+}
+
 impl Prepared {
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -252,6 +252,8 @@ pub struct Undo {
     id: u64,
     steps: Vec<Step>,
     file: Option<PathBuf>,
+    /// Failures of an earlier partial undo ([`Undo::undo_above`]), reported with the rest.
+    failed_earlier: Vec<String>,
 }
 
 /// What undoing a stack did, one line per step.
@@ -299,6 +301,7 @@ impl Undo {
             id: INSTANCES.fetch_add(1, Ordering::Relaxed),
             steps: Vec::new(),
             file: None,
+            failed_earlier: Vec::new(),
         }
     }
 
@@ -352,6 +355,33 @@ impl Undo {
     fn save(&self) -> Result<()> {
         let Some(file) = &self.file else { return Ok(()) };
         write_state(file, &self.steps)
+    }
+
+    /// Undoes, last first, the steps recorded after the last one `keep` matches, leaving
+    /// that one and those below it: the owner can then release what only those need (the
+    /// emulated device's media file, on a tmpfs below its FUSE mount). What could not be
+    /// undone stays, and is reported when the rest is undone.
+    pub fn undo_above(&mut self, keep: impl Fn(&Step) -> bool) {
+        let Some(at) = self.steps.iter().rposition(keep) else {
+            return;
+        };
+        let below = self.steps[..=at].to_vec();
+        let mut above = self.steps.split_off(at + 1);
+        let (id, file) = (self.id, self.file.clone());
+        let outcome = undo_steps(
+            &mut above,
+            |_| None,
+            |left| {
+                let all: Vec<Step> = below.iter().chain(left).cloned().collect();
+                publish(id, file.as_deref(), &all);
+                if let Some(file) = &file {
+                    let _ = write_state(file, &all);
+                }
+            },
+        );
+        self.steps.extend(above);
+        self.failed_earlier.extend(outcome.failed);
+        self.failed_earlier.extend(outcome.kept);
     }
 
     /// Undoes every step in reverse order, checking each; what could not be undone stays
@@ -414,7 +444,8 @@ impl Default for Undo {
 
 impl Drop for Undo {
     fn drop(&mut self) {
-        let outcome = self.undo_all();
+        let mut outcome = self.undo_all();
+        outcome.failed.splice(0..0, std::mem::take(&mut self.failed_earlier));
         if !outcome.is_complete() {
             TEARDOWN_FAILED.store(true, Ordering::SeqCst);
             self.report_failure(&outcome);
