@@ -28,7 +28,8 @@ printed, everything undone; `fsynclab cleanup` after a SIGKILL).
 
 Scratch targets (--scratch, root): image file -> loop device -> mkfs -> mount, all under
 BACKING/fsynclab-scratch-PID-*/, undone in reverse when the run ends (also on error,
-Ctrl-C, SIGTERM); /run/fsynclab/PID.json records what is in place for `fsynclab cleanup`.
+Ctrl-C, SIGTERM); /run/fsynclab/PID.json (or $FSYNCLAB_STATE_DIR/PID.json) records what
+is in place for `fsynclab cleanup`.
 Device profiles: `fsynclab list-devices`.";
 
 #[derive(Debug, Parser)]

@@ -319,8 +319,10 @@ fn issue9_sigterm_reaches_the_command_and_exec_undoes_everything() {
         "trap 'touch {}; exit 5' TERM; while :; do sleep 0.1; done",
         marker.display()
     );
+    let private = common::PrivateState::new();
     let bin = assert_cmd::cargo::cargo_bin("fsynclab");
     let mut child = Command::new(bin)
+        .env(private.env().0, private.path())
         .args([
             "exec",
             "--scratch",
@@ -337,7 +339,7 @@ fn issue9_sigterm_reaches_the_command_and_exec_undoes_everything() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start fsynclab exec");
-    let state = PathBuf::from(format!("/run/fsynclab/{}.json", child.id()));
+    let state = private.file_of(child.id());
     let deadline = Instant::now() + Duration::from_secs(60);
     while !std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\"mount\"")) {
         assert!(Instant::now() < deadline, "exec never mounted its scratch filesystem");

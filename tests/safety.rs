@@ -3,8 +3,9 @@
 //! files that name what is not fsynclab's, and a sweep that SIGKILLs a scratch run at every
 //! step of its life and checks that `fsynclab cleanup` restores the machine exactly.
 //!
-//! The tests of this file run one at a time: one's `cleanup` would otherwise undo what
-//! another is looking at.
+//! The tests of this file run one at a time, each with a state directory of its own
+//! (`FSYNCLAB_STATE_DIR`): one's `cleanup` would otherwise undo what another is looking at,
+//! or meet a user's leftovers.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
@@ -22,8 +23,37 @@ use serde_json::Value;
 
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+/// The running test's turn and its state directory, named to every fsynclab it starts
+/// (the variable is set in this process while the guard lives: the tests run one at a time).
+struct Serial {
+    _turn: std::sync::MutexGuard<'static, ()>,
+    _state: common::PrivateState,
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        std::env::remove_var(common::STATE_DIR_ENV);
+    }
+}
+
+fn serial() -> Serial {
+    let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let state = common::PrivateState::new();
+    std::env::set_var(common::STATE_DIR_ENV, state.path());
+    Serial {
+        _turn: turn,
+        _state: state,
+    }
+}
+
+/// The running test's state directory.
+fn state_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os(common::STATE_DIR_ENV).expect("serial() sets the state directory"))
+}
+
+/// The state file of the run with `pid`.
+fn state_file(pid: u32) -> PathBuf {
+    state_dir().join(format!("{pid}.json"))
 }
 
 fn bin() -> PathBuf {
@@ -134,7 +164,7 @@ fn start_scratch_run(backing: &Path) -> (Child, PathBuf) {
     .stdout(Stdio::null())
     .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("start fsynclab");
-    let state = PathBuf::from(format!("/run/fsynclab/{}.json", child.id()));
+    let state = state_file(child.id());
     wait_for_file_containing(&state, "\"sysctl\"", &mut child);
     std::thread::sleep(Duration::from_millis(300));
     (child, state)
@@ -187,11 +217,7 @@ fn issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_file_containing(
-        &PathBuf::from(format!("/run/fsynclab/{}.json", a.id())),
-        "\"sysctl\"",
-        &mut a,
-    );
+    wait_for_file_containing(&state_file(a.id()), "\"sysctl\"", &mut a);
     let b = dir_run(dir.path(), "3s", &["--dirty-ratio", "7"]).output().unwrap();
     let b_err = String::from_utf8_lossy(&b.stderr);
     assert_eq!(b.status.code(), Some(2), "the second run must be refused: {b_err}");
@@ -228,11 +254,7 @@ fn issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for_file_containing(
-        &PathBuf::from(format!("/run/fsynclab/{}.json", a.id())),
-        "\"sysctl\"",
-        &mut a,
-    );
+    wait_for_file_containing(&state_file(a.id()), "\"sysctl\"", &mut a);
     a.kill().unwrap();
     a.wait().unwrap();
     let b = dir_run(dir.path(), "1s", &["--dirty-ratio", "7"]).output().unwrap();
@@ -425,7 +447,7 @@ fn issue8_a_closed_terminal_still_undoes_a_scratch_run() {
         });
     }
     let mut run = cmd.spawn().expect("start fsynclab on a terminal");
-    let state = PathBuf::from(format!("/run/fsynclab/{}.json", run.id()));
+    let state = state_file(run.id());
     wait_for_file_containing(&state, "\"sysctl\"", &mut run);
     std::thread::sleep(Duration::from_millis(300));
     // Hang up: the master's last descriptor goes, as when a terminal window closes.
@@ -464,7 +486,7 @@ fn issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let state = PathBuf::from(format!("/run/fsynclab/{}.json", run.id()));
+    let state = state_file(run.id());
     wait_for_file_containing(&state, "\"mount\"", &mut run);
     let scratch = std::fs::read_dir(backing.path())
         .unwrap()
@@ -565,7 +587,7 @@ fn issue8_a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it() {
 
 // ---- item 4, second half: work directories of killed --dir runs ----
 
-/// A state directory for a non-root user (as root, runs use /run/fsynclab).
+/// A runtime directory for a non-root user (the test's state directory wins over it).
 fn user_runtime_dir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("fsynclab-runtime-").tempdir().unwrap()
 }
@@ -624,11 +646,7 @@ fn issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run() {
 fn issue8_cleanup_removes_nothing_without_fsynclabs_shape() {
     let _serial = serial();
     let runtime = user_runtime_dir();
-    let state_dir = if common::is_root() {
-        PathBuf::from("/run/fsynclab")
-    } else {
-        runtime.path().join("fsynclab")
-    };
+    let state_dir = state_dir();
     std::fs::create_dir_all(&state_dir).unwrap();
     let work = tempfile::tempdir().unwrap();
     let precious = work.path().join("precious");
@@ -771,7 +789,7 @@ fn snapshot(backing: &Path) -> Machine {
         mounts,
         sysctls,
         trace_instances,
-        run_state: list(Path::new("/run/fsynclab")),
+        run_state: list(&state_dir()),
         files: list(backing),
         stragglers,
     }
@@ -970,7 +988,7 @@ fn issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let state = PathBuf::from(format!("/run/fsynclab/{}.json", run.id()));
+        let state = state_file(run.id());
         wait_for_file_containing(&state, "\"mount\"", &mut run);
         std::thread::sleep(Duration::from_millis(300 + 70 * i));
         run.kill().unwrap();

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fsynclab, leftovers, require, require_root};
+use common::{fsynclab, leftovers, require, require_root, PrivateState};
 use serde_json::Value;
 
 /// Loop devices and mounts whose paths lie under `dir`, plus files left in it.
@@ -227,17 +227,19 @@ fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
 /// would otherwise remove the leftovers the other is checking.
 static KILL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Runs `fsynclab cleanup` when dropped, so a failing test leaves nothing behind.
-struct CleanupGuard;
+/// Runs `fsynclab cleanup` over the test's own state directory when dropped, so a failing
+/// test leaves nothing behind.
+struct CleanupGuard<'a>(&'a PrivateState);
 
-impl Drop for CleanupGuard {
+impl Drop for CleanupGuard<'_> {
     fn drop(&mut self) {
-        let _ = fsynclab().arg("cleanup").output();
+        let (var, dir) = self.0.env();
+        let _ = fsynclab().arg("cleanup").env(var, dir).output();
     }
 }
 
 /// Starts a long scratch run and waits until its state file shows the filesystem mounted.
-fn start_long_run(backing: &Path) -> (std::process::Child, PathBuf) {
+fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child, PathBuf) {
     let bin = assert_cmd::cargo::cargo_bin("fsynclab");
     let child = Command::new(bin)
         .args([
@@ -259,11 +261,12 @@ fn start_long_run(backing: &Path) -> (std::process::Child, PathBuf) {
             "--backing",
         ])
         .arg(backing)
+        .env(state.env().0, state.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start fsynclab");
-    let state = PathBuf::from(format!("/run/fsynclab/{}.json", child.id()));
+    let state = state.file_of(child.id());
     let deadline = Instant::now() + Duration::from_secs(60);
     while !std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\"mount\"")) {
         assert!(
@@ -282,9 +285,10 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
         return;
     }
     let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-    let _guard = CleanupGuard;
+    let private = PrivateState::new();
+    let _guard = CleanupGuard(&private);
     let dir = backing();
-    let (mut child, state) = start_long_run(dir.path());
+    let (mut child, state) = start_long_run(dir.path(), &private);
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     assert!(
@@ -305,6 +309,7 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
             "--backing",
         ])
         .arg(dir.path())
+        .env(private.env().0, private.path())
         .output()
         .unwrap();
     let hint = String::from_utf8_lossy(&next.stderr);
@@ -312,7 +317,11 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
         hint.contains(&format!("{}", child.id())) && hint.contains("`fsynclab cleanup` removes them"),
         "{hint}"
     );
-    let out = fsynclab().arg("cleanup").output().unwrap();
+    let out = fsynclab()
+        .arg("cleanup")
+        .env(private.env().0, private.path())
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("loop device /dev/loop"), "{stdout}");
@@ -326,9 +335,10 @@ fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
         return;
     }
     let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-    let _guard = CleanupGuard;
+    let private = PrivateState::new();
+    let _guard = CleanupGuard(&private);
     let dir = backing();
-    let (mut child, state) = start_long_run(dir.path());
+    let (mut child, state) = start_long_run(dir.path(), &private);
     // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let status = child.wait().expect("wait");

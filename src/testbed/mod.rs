@@ -196,7 +196,7 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
         .into());
     }
     if request.is_some() || !sysctls.is_empty() {
-        let dead = state::dead_leftovers(Path::new(state::STATE_DIR));
+        let dead = state::dead_leftovers(&state::root_state_dir());
         if !dead.is_empty() {
             note!(
                 "fsynclab: runs killed earlier (pid {}) left scratch filesystems, work directories or sysctls behind; `fsynclab cleanup` removes them",
@@ -209,7 +209,7 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
     let sysctl_lock = if sysctls.is_empty() {
         None
     } else {
-        Some(claim_sysctls(args, Path::new(state::STATE_DIR))?)
+        Some(claim_sysctls(args, &state::root_state_dir())?)
     };
     let mut device = None;
     let mut switch = None;

@@ -31,6 +31,19 @@ use super::{loopdev, mount, names, pause, sysctl};
 /// provisioned something.
 pub const STATE_DIR: &str = "/run/fsynclab";
 
+/// Names another state directory for everything: runs, their sysctl lock and `cleanup`.
+/// The test suite sets it so that its runs and cleanups never meet a user's (nor a
+/// user's leftovers make a test fail).
+pub const STATE_DIR_ENV: &str = "FSYNCLAB_STATE_DIR";
+
+/// Root's state directory: [`STATE_DIR_ENV`] when set, else [`STATE_DIR`].
+pub fn root_state_dir() -> PathBuf {
+    match std::env::var_os(STATE_DIR_ENV) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(STATE_DIR),
+    }
+}
+
 /// One thing done (or about to be), with what is needed to undo it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
@@ -273,9 +286,9 @@ impl UndoOutcome {
 }
 
 impl Undo {
-    /// An empty stack whose state file is `STATE_DIR/<pid>.json` (runs as root).
+    /// An empty stack whose state file is `<root state dir>/<pid>.json` (runs as root).
     pub fn new() -> Undo {
-        Undo::in_dir(Path::new(STATE_DIR))
+        Undo::in_dir(&root_state_dir())
     }
 
     /// An empty stack whose state file is `dir/<pid>.json`; further stacks of the same
@@ -591,12 +604,12 @@ fn alive(state: &StateFile) -> bool {
     }
 }
 
-/// Where this user's runs record their steps: [`STATE_DIR`] for root; for anyone else
-/// `$XDG_RUNTIME_DIR/fsynclab` when that is a directory of theirs (a non-root run has only
-/// a work directory to record); None otherwise.
+/// Where this user's runs record their steps: [`STATE_DIR_ENV`] when set; [`STATE_DIR`]
+/// for root; for anyone else `$XDG_RUNTIME_DIR/fsynclab` when that is a directory of
+/// theirs (a non-root run has only a work directory to record); None otherwise.
 pub fn user_state_dir() -> Option<PathBuf> {
-    if crate::sys::is_root() {
-        return Some(PathBuf::from(STATE_DIR));
+    if crate::sys::is_root() || std::env::var_os(STATE_DIR_ENV).is_some_and(|d| !d.is_empty()) {
+        return Some(root_state_dir());
     }
     let runtime = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
     let meta = std::fs::metadata(&runtime).ok()?;

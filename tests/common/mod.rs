@@ -95,3 +95,36 @@ pub fn assert_refused(scenario: &str, dir: &Path, sets: &[&str], says: &str) {
     assert_eq!(err.trim_end().lines().count(), 1, "{scenario} {sets:?}: {err}");
     assert!(err.contains(says), "{scenario} {sets:?}: {err}");
 }
+
+/// The variable that gives fsynclab another state directory (`/run/fsynclab` otherwise).
+pub const STATE_DIR_ENV: &str = "FSYNCLAB_STATE_DIR";
+
+/// A state directory of the test's own, so that its runs and its `fsynclab cleanup` never
+/// meet a user's runs or leftovers (nor another test's). Pass it to each fsynclab the test
+/// starts with [`PrivateState::env`]; dropped, it removes the directory.
+pub struct PrivateState(tempfile::TempDir);
+
+impl PrivateState {
+    pub fn new() -> PrivateState {
+        PrivateState(
+            tempfile::Builder::new()
+                .prefix("fsynclab-test-state-")
+                .tempdir()
+                .expect("temp dir"),
+        )
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// `(variable, value)` to hand to `Command::env`.
+    pub fn env(&self) -> (&'static str, &Path) {
+        (STATE_DIR_ENV, self.0.path())
+    }
+
+    /// The state file of the run with `pid`.
+    pub fn file_of(&self, pid: u32) -> std::path::PathBuf {
+        self.0.path().join(format!("{pid}.json"))
+    }
+}
