@@ -9,8 +9,9 @@ use crate::cli::{Cli, Command, ListFormat, LoadKind, RunArgs};
 use crate::engine::{self, Planned};
 use crate::error::Usage;
 use crate::params::ParamSpec;
-use crate::report::{self, Format, Live};
-use crate::result::{write_json_atomically, RunResult};
+use crate::record::Recording;
+use crate::report::{self, Live};
+use crate::result::write_json_atomically;
 use crate::role::stop::Stop;
 use crate::scenario::{self, load, probe, Scenario};
 use crate::testbed;
@@ -29,7 +30,12 @@ pub fn run(cli: Cli) -> Result<i32> {
             &common,
         ),
         Command::Probe { common } => measure(&probe::Probe, &common),
-        Command::Show { result, format } => show(&result, format),
+        Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
+        Command::Runs(args) => crate::review::runs(&args),
+        Command::Export(args) => crate::review::export(&args),
+        Command::Compare(args) => crate::review::compare(&args),
+        Command::Matrix(args) => crate::matrix::run(&args),
+        Command::Report(args) => crate::review::report(&args),
         Command::Cleanup => cleanup(),
     }
 }
@@ -52,6 +58,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     if let Some(path) = &args.output {
         check_output_file(path)?;
     }
+    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
 
     // Signals first: a Ctrl-C while a scratch target is being made must not kill us halfway.
     let stop = Stop::on_signals()?;
@@ -70,7 +77,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     }
 
     let mut exporter = report::exporter(args.format, true);
-    let finished = {
+    let mut finished = {
         let mut live = Live::new(exporter.as_mut(), args.quiet, Some(&stop));
         let finished = engine::run(&planned, &testbed, args.keep, &stop, &mut live);
         live.finish();
@@ -81,9 +88,12 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         finished?
     };
     let printed = report::print_stdout(&exporter.render(&finished.result));
+    // Recorded before --output is written, so that the file names the stored run.
+    let recorded = recording.record_and_say(&mut finished.result);
     if let Some(path) = &args.output {
         write_json_atomically(&finished.result, path)?;
     }
+    recorded?;
     if let Err(e) = printed {
         return if e.kind() == io::ErrorKind::BrokenPipe {
             Ok(141)
@@ -131,23 +141,6 @@ pub(crate) fn check_output_file(path: &Path) -> Result<(), Usage> {
         )));
     }
     Ok(())
-}
-
-/// `fsynclab show RESULT.json`: a saved result printed again, in any format.
-fn show(path: &Path, format: Format) -> Result<i32> {
-    let result = RunResult::load(path)?;
-    if format == Format::Seed && result.details.is_none() {
-        return Err(Usage(format!(
-            "{}: this result has no details to print the seed format from (an older fsynclab wrote it); rerun it with this version",
-            path.display()
-        ))
-        .into());
-    }
-    let text = report::exporter(format, false).render(&result);
-    match report::print_stdout(&text) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(141),
-        r => r.map(|()| 0).map_err(Into::into),
-    }
 }
 
 /// `fsynclab cleanup`: undoes what killed runs left, says what it did.

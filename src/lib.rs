@@ -17,8 +17,11 @@
 //! - [`testbed`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
 //! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
 //! - [`compare`]: run-level figures, statistics, verdicts and the matrix table
-//! - [`store`]: the results store (SQLite), with the compact sample codec
+//! - [`store`]: the results store (SQLite), with the compact sample codec; `record`: runs
+//!   recorded in it as they finish
 //! - [`html`]: the self-contained HTML report (timelines, CDFs, the matrix table)
+//! - `matrix`: configurations crossed and repeated, with seed 002's table; `review`: the
+//!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
 
 mod app;
 pub mod cli;
@@ -27,11 +30,14 @@ mod engine;
 pub mod environment;
 pub mod error;
 pub mod html;
+mod matrix;
 pub mod measure;
 mod observe;
 mod params;
+mod record;
 mod report;
 mod result;
+mod review;
 mod role;
 mod scenario;
 pub mod store;

@@ -1,7 +1,7 @@
 //! A comparison printed for a reader: one line per figure with both medians, their ratio
 //! and its interval, the adjusted p-value and the verdict.
 
-use super::FigureComparison;
+use super::{FigureComparison, Verdict};
 
 /// A plain-text table of a comparison, one figure a line: medians, ratio with its interval,
 /// the adjusted p-value and the verdict.
@@ -29,7 +29,11 @@ pub fn render_comparison(label_a: &str, label_b: &str, comparisons: &[FigureComp
             med(c.median_b, c.runs_b),
             ratio,
             p,
-            c.verdict.to_string(),
+            match &c.verdict {
+                // The reason is the same for every figure: said once, under the table.
+                Verdict::NoVerdict(_) => "no verdict".to_string(),
+                v => v.to_string(),
+            },
         ]);
     }
     let mut widths = [0usize; 6];

@@ -135,6 +135,8 @@ pub struct MatrixRecord {
 /// Which runs [`Store::runs`] lists; every condition given must hold.
 #[derive(Clone, Debug, Default)]
 pub struct RunFilter {
+    /// These runs only (none: any).
+    pub ids: Vec<RunId>,
     pub scenario: Option<String>,
     /// Runs started at or after this RFC 3339 time or date prefix (`2026-11-22`).
     pub since: Option<String>,
@@ -162,6 +164,8 @@ pub struct RunSummary {
     pub environment: Value,
     pub ops: Value,
     pub background: Option<Value>,
+    /// The scenario's own figures (`{"commit.tps": 812.5}`), null when it names none.
+    pub figures: Value,
     pub matrix: Option<MatrixPlace>,
 }
 
@@ -174,6 +178,7 @@ impl RunSummary {
         if let Some(b) = &self.background {
             head.insert("background".into(), b.clone());
         }
+        head.insert("figures".into(), self.figures.clone());
         crate::compare::run_figures(&self.id.to_string(), &Value::Object(head))
     }
 }

@@ -31,6 +31,10 @@ impl Store {
             args.push(v);
             format!("?{}", args.len())
         };
+        if !filter.ids.is_empty() {
+            let list: Vec<String> = filter.ids.iter().map(|id| arg(&mut args, id.0.to_string())).collect();
+            conditions.push(format!("id IN ({})", list.join(", ")));
+        }
         if let Some(s) = &filter.scenario {
             let p = arg(&mut args, s.clone());
             conditions.push(format!("scenario = {p}"));
@@ -57,7 +61,7 @@ impl Store {
         }
         let mut sql = String::from(
             "SELECT id, uid, scenario, started_at, recorded_at, duration_s, interrupted, sample_count,
-                    params, environment, ops, background, matrix_id, matrix_cell, matrix_repetition
+                    params, environment, ops, background, matrix_id, matrix_cell, matrix_repetition, extra
              FROM runs",
         );
         if !conditions.is_empty() {
@@ -92,6 +96,10 @@ impl Store {
                     environment: json_col(r.get(9)?),
                     ops: json_col(r.get(10)?),
                     background: r.get::<_, Option<String>>(11)?.map(|t| json_col(Some(t))),
+                    figures: match json_col(r.get(15)?) {
+                        Value::Object(mut extra) => extra.remove("figures").unwrap_or(Value::Null),
+                        _ => Value::Null,
+                    },
                     matrix: match matrix_id {
                         Some(matrix_id) => Some(MatrixPlace {
                             matrix_id,

@@ -19,7 +19,8 @@ fn random_uid() -> Result<String, StoreError> {
 impl Store {
     /// Records a run: `result` is its result JSON object (a `samples` member, if present,
     /// is ignored: the samples come as `samples`, in the order they should come back),
-    /// `matrix` its place in a matrix (made by [`Store::create_matrix`]). One transaction: the run is stored whole or not at all.
+    /// `matrix` its place in a matrix (made by [`Store::create_matrix`]). One transaction:
+    /// the run is stored whole or not at all.
     pub fn record_run<S: SampleRecord>(
         &mut self,
         result: &Value,
@@ -55,12 +56,6 @@ impl Store {
         }
         let uid = random_uid()?;
         let recorded_at = crate::result::now_rfc3339();
-
-        // Encode before the transaction, so the database is locked only for the writes.
-        let blocks: Vec<(usize, Vec<u8>)> = samples
-            .chunks(BLOCK_SAMPLES)
-            .map(|c| (c.len(), codec::encode(c)))
-            .collect();
 
         let path = self.path.clone();
         let sql = move |source| StoreError::Sqlite {
@@ -102,9 +97,18 @@ impl Store {
                     "INSERT INTO sample_blocks (run_id, block, sample_count, format, data) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(&sql)?;
-            for (i, (count, data)) in blocks.iter().enumerate() {
+            // One block encoded at a time: what recording adds to memory is one block's
+            // bytes (about 1.5 MB), whatever the run's length.
+            for (i, chunk) in samples.chunks(BLOCK_SAMPLES).enumerate() {
+                let data = codec::encode(chunk);
                 insert
-                    .execute(params![id, i as i64, *count as i64, i64::from(codec::FORMAT), data])
+                    .execute(params![
+                        id,
+                        i as i64,
+                        chunk.len() as i64,
+                        i64::from(codec::FORMAT),
+                        data
+                    ])
                     .map_err(&sql)?;
             }
         }
@@ -125,6 +129,29 @@ impl Store {
         let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id.0]).map_err(&sql)?;
         tx.commit().map_err(&sql)?;
         Ok(n > 0)
+    }
+
+    /// A matrix id not used yet: `m1`, `m2`... short enough to type after `--resume`.
+    pub fn next_matrix_id(&self) -> Result<String, StoreError> {
+        let mut n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM matrices", [], |r| r.get(0))
+            .map_err(self.sql())?;
+        loop {
+            n += 1;
+            let id = format!("m{n}");
+            if self.matrix(&id)?.is_none() {
+                return Ok(id);
+            }
+        }
+    }
+
+    /// Fails unless the store can be written now: a store on a read-only filesystem, or
+    /// locked by another process for longer than the busy timeout, is found before a run
+    /// rather than after it.
+    pub fn check_writable(&self) -> Result<(), StoreError> {
+        let sql = self.sql();
+        self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").map_err(sql)
     }
 
     /// Records a matrix's plan before its first cell runs (its runs name it).

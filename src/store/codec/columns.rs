@@ -42,8 +42,8 @@ impl SampleRecord for SampleRef<'_> {
     fn bytes(&self) -> u64 {
         self.bytes
     }
-    fn error(&self) -> Option<&str> {
-        self.error
+    fn error(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.error.map(std::borrow::Cow::Borrowed)
     }
 }
 
@@ -111,7 +111,7 @@ impl SampleColumns {
             out.bytes.push(s.bytes());
             out.error.push(
                 s.error()
-                    .map_or(0, |e| 1 + intern(&mut out.error_names, &mut errors, e)),
+                    .map_or(0, |e| 1 + intern(&mut out.error_names, &mut errors, &e)),
             );
         }
         out

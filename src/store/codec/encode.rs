@@ -45,7 +45,7 @@ pub fn encode<S: SampleRecord>(samples: &[S]) -> Vec<u8> {
                 i
             }
         };
-        let ei = s.error().map_or(0, |e| 1 + intern(&mut error_names, &mut errors, e));
+        let ei = s.error().map_or(0, |e| 1 + intern(&mut error_names, &mut errors, &e));
         codes_raw.push((oi, ei));
     }
     let slots = error_names.len() as u64 + 1;

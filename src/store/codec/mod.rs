@@ -29,6 +29,7 @@ mod columns;
 mod decode;
 mod encode;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 pub use columns::{SampleColumns, SampleRef};
@@ -45,8 +46,9 @@ pub trait SampleRecord {
     fn op(&self) -> &str;
     fn latency_ns(&self) -> u64;
     fn bytes(&self) -> u64;
-    /// The errno name (`EIO`) when the call failed.
-    fn error(&self) -> Option<&str>;
+    /// The errno name (`EIO`) when the call failed: borrowed where the name is kept, made
+    /// when it is not (an errno number without a name becomes `errno 123`).
+    fn error(&self) -> Option<Cow<'_, str>>;
 }
 
 impl<O: AsRef<str>, E: AsRef<str>> SampleRecord for (u64, O, u64, u64, Option<E>) {
@@ -62,8 +64,8 @@ impl<O: AsRef<str>, E: AsRef<str>> SampleRecord for (u64, O, u64, u64, Option<E>
     fn bytes(&self) -> u64 {
         self.3
     }
-    fn error(&self) -> Option<&str> {
-        self.4.as_ref().map(AsRef::as_ref)
+    fn error(&self) -> Option<Cow<'_, str>> {
+        self.4.as_ref().map(|e| Cow::Borrowed(e.as_ref()))
     }
 }
 
