@@ -102,6 +102,14 @@ pub(crate) fn open_for_reading(flag: Option<&Path>) -> Result<(Store, PathBuf)> 
     Ok((store, path))
 }
 
+/// One stored run, whole; a run the store does not have is bad input (exit status 2).
+pub(crate) fn read_run(store: &Store, id: RunId) -> Result<StoredRun> {
+    store.run(id).map_err(|e| match e {
+        store::StoreError::NoSuchRun { .. } => Usage(e.to_string()).into(),
+        e => e.into(),
+    })
+}
+
 /// Where finished runs are recorded, if anywhere.
 pub(crate) struct Recording {
     store: Option<(Store, PathBuf)>,

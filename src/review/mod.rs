@@ -44,7 +44,7 @@ pub(crate) fn show(what: &Path, format: Format, store: Option<&Path>) -> Result<
     } else {
         let id = run_id(&what.to_string_lossy(), "show")?;
         let (store, _) = record::open_for_reading(store)?;
-        record::result_of(store.run(id)?)?
+        record::result_of(record::read_run(&store, id)?)?
     };
     if format == Format::Seed && result.details.is_none() {
         return Err(Usage(format!(
@@ -103,7 +103,7 @@ pub(crate) fn export(args: &ExportArgs) -> Result<i32> {
         crate::app::check_output_file(path)?;
     }
     let (store, _) = record::open_for_reading(args.store.store.as_deref())?;
-    let run = store.run(id)?;
+    let run = record::read_run(&store, id)?;
     let write = |out: &mut dyn Write| -> Result<()> {
         match args.format {
             ExportFormat::Json => {

@@ -52,7 +52,7 @@ fn runs_report(args: &ReportArgs) -> Result<Report> {
                         opened = Some(store()?);
                     }
                     let store = opened.as_ref().ok_or_else(|| anyhow::anyhow!("no store"))?;
-                    ReportRun::from_stored(&store.run(summary.id)?)
+                    ReportRun::from_stored(&record::read_run(store, summary.id)?)
                 }
                 Picked::File(path) => from_file(&path)?,
             });
@@ -102,7 +102,7 @@ fn matrix_report(args: &ReportArgs, id: &str) -> Result<Report> {
     let table = stored.table(&figure, None)?;
     let mut runs = Vec::new();
     for (label, run_id) in stored.median_runs(&figure) {
-        let mut run = ReportRun::from_stored(&store.run(run_id)?);
+        let mut run = ReportRun::from_stored(&record::read_run(&store, run_id)?);
         run.label = format!("{label} (run {run_id}, the median {figure})");
         runs.push(run);
     }
