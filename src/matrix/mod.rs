@@ -24,7 +24,7 @@ use crate::cli::{MatrixArgs, TableFormat};
 use crate::error::Usage;
 use crate::record::{self, Recording};
 use crate::store::{MatrixRecord, Store};
-use crate::units::{format_duration, human_size};
+use crate::units::human_size;
 use plan::{normalize_key, split_values, Axis, Plan, DEFAULT_REPEAT};
 use run::Ended;
 use table::StoredMatrix;
@@ -291,10 +291,9 @@ fn dry_run(plan: &Plan, slots: &[(u32, usize)]) -> Result<String> {
             image = image.max(size);
         }
     }
-    let secs = Duration::from_secs(known.as_secs() + u64::from(known.subsec_nanos() > 0));
     out.push_str(&format!(
         "  time      {} measured{}, plus each run's setup (files written before measuring{})\n",
-        format_duration(secs),
+        run::clock(known),
         if unknown > 0 {
             format!(
                 " in {} runs, and {unknown} runs as long as the device takes",

@@ -17,7 +17,6 @@ use crate::report::{self, Format, Live};
 use crate::role::stop::Stop;
 use crate::store::{MatrixPlace, RunFilter, Store};
 use crate::testbed;
-use crate::units::format_duration;
 
 /// How the matrix ended.
 pub(crate) enum Ended {
@@ -46,6 +45,16 @@ pub(crate) fn remaining(store: &Store, matrix_id: &str, plan: &Plan) -> Result<V
             })
         })
         .collect())
+}
+
+/// A span of time for a person: `40s`, `2m40s`, `1h05m`.
+pub(crate) fn clock(d: Duration) -> String {
+    let s = d.as_secs_f64().round() as u64;
+    match s {
+        0..=119 => format!("{s}s"),
+        120..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
 }
 
 /// `device=ram coordination=none #2`.
@@ -94,8 +103,7 @@ impl Progress {
             return "?".into();
         }
         let per_run = self.started.elapsed().as_secs_f64() / self.made as f64;
-        let left = Duration::from_secs((per_run * (self.total - self.done) as f64).round() as u64);
-        format_duration(left)
+        clock(Duration::from_secs_f64(per_run * (self.total - self.done) as f64))
     }
 
     fn starting(&self, label: &str) {
@@ -107,7 +115,10 @@ impl Progress {
     fn finished(&mut self, line: String) {
         self.done += 1;
         self.made += 1;
-        let line = format!("[{}/{}] {line}; about {} left", self.done, self.total, self.eta());
+        let line = match self.total - self.done {
+            0 => format!("[{}/{}] {line}", self.done, self.total),
+            _ => format!("[{}/{}] {line}; about {} left", self.done, self.total, self.eta()),
+        };
         match &self.bar {
             Some(bar) => {
                 bar.set_position(self.done as u64);
@@ -208,8 +219,20 @@ pub(crate) fn execute(
         progress.say(&format!(
             "matrix {matrix_id}: {} runs made in {}",
             slots.len(),
-            format_duration(Duration::from_secs(progress.started.elapsed().as_secs()))
+            clock(progress.started.elapsed())
         ));
     }
     Ok(Ended::Complete)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_of_time_read_as_a_clock() {
+        assert_eq!(clock(Duration::from_secs(40)), "40s");
+        assert_eq!(clock(Duration::from_secs(160)), "2m40s");
+        assert_eq!(clock(Duration::from_secs(3900)), "1h05m");
+    }
 }
