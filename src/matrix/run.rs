@@ -51,8 +51,8 @@ pub(crate) fn remaining(store: &Store, matrix_id: &str, plan: &Plan) -> Result<V
 pub(crate) fn clock(d: Duration) -> String {
     let s = d.as_secs_f64().round() as u64;
     match s {
-        0..=119 => format!("{s}s"),
-        120..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
         _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
     }
 }
@@ -232,6 +232,7 @@ mod tests {
     #[test]
     fn spans_of_time_read_as_a_clock() {
         assert_eq!(clock(Duration::from_secs(40)), "40s");
+        assert_eq!(clock(Duration::from_secs(113)), "1m53s");
         assert_eq!(clock(Duration::from_secs(160)), "2m40s");
         assert_eq!(clock(Duration::from_secs(3900)), "1h05m");
     }
