@@ -58,7 +58,6 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     if let Some(path) = &args.output {
         check_output_file(path)?;
     }
-    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
 
     // Signals first: a Ctrl-C while a scratch target is being made must not kill us halfway.
     let stop = Stop::on_signals()?;
@@ -75,6 +74,9 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; nothing was measured");
         return Ok(128 + sig);
     }
+    // The store is opened once the target is (a missing root is the first thing to say),
+    // and before anything is measured.
+    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
 
     let mut exporter = report::exporter(args.format, true);
     let mut finished = {

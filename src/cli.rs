@@ -333,8 +333,8 @@ const COMPARE_HELP: &str = "\
 A and B are each a set of runs, A the reference:
   42             one stored run (a single run a side gives figures, but no verdict)
   3-7            stored runs 3 to 7;   3,5,9-11   a list
-  m3:device=ram  the runs of a cell of stored matrix m3 (name every axis the matrix varies
-                 but those the side should pool over)
+  m3:device=ram  the runs of one cell of stored matrix m3 (name as many axes as it takes to
+                 pick out one cell: m3:device=ram,coordination=wal)
   a.json,b.json  result files
 A run is the unit: calls of one run share journal commits and writeback, so the runs'
 figures (ops/s, p50, p99, max of each kind, background MB/s, fsync-tps's commit.tps) are

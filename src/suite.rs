@@ -84,12 +84,12 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
     // Plan: parameters of every scenario, checked before anything runs.
     let planned = plan(&args.sets, args.full)?;
     let results = results_dir(args.results.as_deref())?;
-    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
     // Signals first: a Ctrl-C while a scratch target is being made must not kill us halfway.
     let stop = Stop::on_signals()?;
     // A scratch image big enough for the largest scenario.
     let needed = planned.iter().map(|p| p.plan.space_needed()).max().unwrap_or(0);
     let target = testbed::prepare_for(&args.target, needed)?;
+    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
     let dir = target.dir();
     workdir::WorkDir::create(dir, false)?; // checks --dir is usable; removed at once
     if args.full {

@@ -240,6 +240,7 @@ impl Drop for CleanupGuard {
 fn start_long_run(backing: &Path) -> (std::process::Child, PathBuf) {
     let bin = assert_cmd::cargo::cargo_bin("fsynclab");
     let child = Command::new(bin)
+        .env("FSYNCLAB_STORE", "off")
         .args([
             "run",
             "overwrite-fsync",
@@ -358,6 +359,7 @@ fn issue4_without_root_a_one_line_error_says_so() {
         Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
     };
     let out = cmd
+        .env("FSYNCLAB_STORE", "off")
         .args(["probe", "--scratch", "ext4", "--backing", "/tmp"])
         .output()
         .unwrap();
