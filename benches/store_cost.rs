@@ -1,5 +1,6 @@
 //! What recording a run in the results store costs: bytes a sample, seconds to encode and
-//! insert, seconds to read back, and the size of the HTML report of the run.
+//! insert the run's own samples (as `fsynclab run` records them), seconds to read back, and
+//! the size of the HTML report of the run.
 //!
 //! `cargo bench --bench store_cost -- RESULT.json [more.json...]` with results written by
 //! `fsynclab run ... --output RESULT.json`; wrap it in `flock /tmp/fsynclab-machine.lock`,
@@ -13,7 +14,9 @@ use std::time::Instant;
 
 use fsynclab::compare::run_figures;
 use fsynclab::html::{self, ReportRun};
-use fsynclab::store::{codec, SampleColumns, Store};
+use fsynclab::measure::{OpKind, Sample};
+use fsynclab::store::{codec, SampleColumns, SampleRecord, Store};
+use fsynclab::sys::Errno;
 use serde_json::Value;
 
 type Tuple = (u64, String, u64, u64, Option<String>);
@@ -63,7 +66,7 @@ fn main() -> anyhow::Result<()> {
             text.len(),
             text.len() as f64 / samples.len().max(1) as f64
         );
-        measure(&file, &result, &samples, measured_s, &mut report_runs)?;
+        measure(&file, &result, &as_samples(&samples)?, measured_s, &mut report_runs)?;
         if samples.len() >= 10_000 && samples.len() < 1_000_000 {
             let span = samples.iter().map(|s| s.0 + s.2).max().unwrap_or(1).max(1);
             let tiled: Vec<Tuple> = (0..1_000_000)
@@ -75,7 +78,13 @@ fn main() -> anyhow::Result<()> {
                 .collect();
             let tiled_s = measured_s * 1e6 / samples.len() as f64;
             println!("{file} tiled to 1000000 samples ({tiled_s:.1} s of measurement at the same rate):");
-            measure(&format!("{file} (tiled)"), &result, &tiled, tiled_s, &mut Vec::new())?;
+            measure(
+                &format!("{file} (tiled)"),
+                &result,
+                &as_samples(&tiled)?,
+                tiled_s,
+                &mut Vec::new(),
+            )?;
         }
     }
     if let Some(out) = html_out {
@@ -90,11 +99,31 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The run's own samples, as `fsynclab run` records them (32 bytes each, kinds and errors
+/// as enums), so that the cost measured is that of the real path.
+fn as_samples(tuples: &[Tuple]) -> anyhow::Result<Vec<Sample>> {
+    tuples
+        .iter()
+        .map(|(t_ns, op, latency_ns, bytes, error)| {
+            Ok(Sample {
+                t_ns: *t_ns,
+                op: OpKind::from_name(op).ok_or_else(|| anyhow::anyhow!("unknown op {op}"))?,
+                latency_ns: *latency_ns,
+                bytes: *bytes,
+                error: match error {
+                    Some(e) => Some(Errno::from_name(e).ok_or_else(|| anyhow::anyhow!("unknown error {e}"))?),
+                    None => None,
+                },
+            })
+        })
+        .collect()
+}
+
 /// Encodes, records, reads back and renders one run, printing what each costs.
-fn measure(
+fn measure<S: SampleRecord>(
     file: &str,
     result: &Value,
-    samples: &[Tuple],
+    samples: &[S],
     measured_s: f64,
     report_runs: &mut Vec<ReportRun>,
 ) -> anyhow::Result<()> {

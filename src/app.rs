@@ -9,8 +9,9 @@ use crate::cli::{Cli, Command, ListFormat, LoadKind, RunArgs};
 use crate::engine::{self, Planned};
 use crate::error::Usage;
 use crate::params::ParamSpec;
-use crate::report::{self, Format, Live};
-use crate::result::{write_json_atomically, RunResult};
+use crate::record::Recording;
+use crate::report::{self, Live};
+use crate::result::write_json_atomically;
 use crate::role::stop::Stop;
 use crate::scenario::{self, load, probe, Scenario};
 use crate::testbed;
@@ -33,18 +34,15 @@ pub fn run(cli: Cli) -> Result<i32> {
             &common,
         ),
         Command::Probe { common } => measure(&probe::Probe, &common),
-        Command::Show { result, format } => show(&result, format),
+        Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
         Command::Exec(args) => crate::exec::run(&args.target, &args.command, args.output.as_ref()),
-        Command::ListDevices => print_or_141(&crate::testbed::device::profile::listing()),
+        Command::ListDevices => crate::review::print(&crate::testbed::device::profile::listing()),
+        Command::Runs(args) => crate::review::runs(&args),
+        Command::Export(args) => crate::review::export(&args),
+        Command::Compare(args) => crate::review::compare(&args),
+        Command::Matrix(args) => crate::matrix::run(&args),
+        Command::Report(args) => crate::review::report(&args),
         Command::Cleanup => cleanup(),
-    }
-}
-
-/// Prints `text` on stdout: status 0, or 141 when the reader went away (`| head`).
-fn print_or_141(text: &str) -> Result<i32> {
-    match report::print_stdout(text) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(141),
-        r => r.map(|()| 0).map_err(Into::into),
     }
 }
 
@@ -98,9 +96,12 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         note!("fsynclab: interrupted by signal {sig} while preparing the target; nothing was measured");
         return Ok(128 + sig);
     }
+    // The store is opened once the target is (a missing root is the first thing to say),
+    // and before anything is measured.
+    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
 
     let mut exporter = report::exporter(args.format, true);
-    let finished = {
+    let mut finished = {
         let mut live = Live::new(exporter.as_mut(), args.quiet, Some(&stop));
         let finished = engine::run(&planned, &testbed, args.keep, &stop, &mut live);
         live.finish();
@@ -111,9 +112,12 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         finished?
     };
     let printed = report::print_stdout(&exporter.render(&finished.result));
+    // Recorded before --output is written, so that the file names the stored run.
+    let recorded = recording.record_and_say(&mut finished.result);
     if let Some(path) = &args.output {
         write_json_atomically(&finished.result, path)?;
     }
+    recorded?;
     if let Err(e) = printed {
         return match (&finished.status, e.kind()) {
             (_, io::ErrorKind::BrokenPipe) => Ok(141),
@@ -165,19 +169,6 @@ pub(crate) fn check_output_file(path: &Path) -> Result<(), Usage> {
     Ok(())
 }
 
-/// `fsynclab show RESULT.json`: a saved result printed again, in any format.
-fn show(path: &Path, format: Format) -> Result<i32> {
-    let result = RunResult::load(path)?;
-    if format == Format::Seed && result.details.is_none() {
-        return Err(Usage(format!(
-            "{}: this result has no details to print the seed format from (an older fsynclab wrote it); rerun it with this version",
-            path.display()
-        ))
-        .into());
-    }
-    print_or_141(&report::exporter(format, false).render(&result))
-}
-
 /// `fsynclab cleanup`: undoes what killed runs left, says what it did and checked, and
 /// what is left with why. As root it covers everything runs record in /run/fsynclab; for
 /// another user, the work directories their runs recorded.
@@ -226,7 +217,7 @@ fn list(only: Option<&str>, format: ListFormat) -> Result<i32> {
         ListFormat::Text => list_text(&scenarios),
         ListFormat::Json => serde_json::to_string_pretty(&list_json(&scenarios))? + "\n",
     };
-    print_or_141(&out)
+    crate::review::print(&out)
 }
 
 fn list_text(scenarios: &[&dyn Scenario]) -> String {

@@ -159,6 +159,8 @@ pub(crate) fn run(
         tables: Vec::new(),
         findings: Vec::new(),
         details: Some(outcome.details),
+        figures: Default::default(),
+        stored: None,
     };
     let sync_calls = result.sync_calls();
     testbed.count_flushes(&mut result.environment, flushes_before, sync_calls);

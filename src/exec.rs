@@ -51,13 +51,13 @@ pub fn run(args: &TargetArgs, command: &[OsString], output: Option<&PathBuf>) ->
     let target = match testbed::prepare_for(args, 0) {
         Err(_) if relay.first_signal().is_some() => {
             let sig = relay.first_signal().unwrap_or(SIGINT);
-            eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; what was set up is undone");
+            note!("fsynclab: interrupted by signal {sig} while preparing the target; what was set up is undone");
             return Ok(128 + sig);
         }
         r => r?,
     };
     if let Some(sig) = relay.first_signal() {
-        eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; the command was not run");
+        note!("fsynclab: interrupted by signal {sig} while preparing the target; the command was not run");
         return Ok(128 + sig);
     }
     // Marks the start of the command for the emulated device's counters.
@@ -88,7 +88,7 @@ pub fn run(args: &TargetArgs, command: &[OsString], output: Option<&PathBuf>) ->
             } else {
                 126
             };
-            eprintln!("fsynclab: exec: cannot run {}: {e}", program.to_string_lossy());
+            note!("fsynclab: exec: cannot run {}: {e}", program.to_string_lossy());
             return Ok(status);
         }
     };
@@ -107,7 +107,7 @@ pub fn run(args: &TargetArgs, command: &[OsString], output: Option<&PathBuf>) ->
         info.activity = target.device_activity();
     }
     if let Some(line) = summary(&environment) {
-        eprintln!("fsynclab exec: {line}");
+        note!("fsynclab exec: {line}");
     }
     if let Some(path) = output {
         let record = ExecRecord {
@@ -199,7 +199,7 @@ impl Relay {
                             continue;
                         }
                         let sig = if received > 1 {
-                            eprintln!("fsynclab: second signal: killing the command");
+                            note!("fsynclab: second signal: killing the command");
                             libc::SIGKILL
                         } else if matches!(origin.cause, Cause::Sent(_)) {
                             origin.signal

@@ -19,8 +19,11 @@
 //! - `testbed`, `environment`: where I/O goes, and what it is
 //! - `result`: the versioned JSON shape; `report`: text, seed and json exporters, live
 //!   progress; `observe`: the events a run emits while it goes
-//! - `compare`, `store`, `html`: statistics and verdicts, the results store, the HTML report
-//! - `units`, `error`: shared vocabulary
+//! - `compare`, `store`, `html`: statistics and verdicts, the results store (SQLite, with
+//!   the compact sample codec), the HTML report; `record`: runs stored as they finish
+//! - `matrix`: configurations crossed and repeated, with seed 002's table; `review`: the
+//!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
+//! - `units`, `error`, `rng`: shared vocabulary, the one random generator
 
 /// A line on stderr that cannot panic: `eprintln!` panics when stderr is gone (a closed
 /// terminal, a dropped ssh session), which would skip the teardown that must follow.
@@ -39,11 +42,15 @@ pub mod environment;
 pub mod error;
 mod exec;
 pub mod html;
+mod matrix;
 pub mod measure;
 mod observe;
 mod params;
+mod record;
 mod report;
 mod result;
+mod review;
+mod rng;
 mod role;
 mod scenario;
 pub mod store;

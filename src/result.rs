@@ -65,7 +65,9 @@ pub(crate) struct RunResult {
     pub(crate) environment: Fingerprint,
     /// Statistics per foreground operation kind (`write`, `fsync`, ...).
     pub(crate) ops: BTreeMap<OpKind, OpStats>,
-    /// Every foreground call, in order.
+    /// Every foreground call, in order. A file may leave them out (a suite's results
+    /// directory, when they are kept in the results store: see `stored`).
+    #[serde(default)]
     pub(crate) samples: Vec<Sample>,
     /// The background writer, when there was one.
     pub(crate) background: Option<BackgroundReport>,
@@ -78,6 +80,25 @@ pub(crate) struct RunResult {
     /// The scenario's typed figures (absent in results of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) details: Option<Details>,
+    /// Figures of the run as a whole that its ops cannot give, by the name `fsynclab
+    /// compare` shows (`commit.tps`: fsync-tps's best transactions per second), rendered
+    /// from `details`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) figures: BTreeMap<String, f64>,
+    /// Where the run is kept in the results store, when it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stored: Option<StoredAt>,
+}
+
+/// A run's place in a results store, as a result file names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredAt {
+    /// The run id `fsynclab runs` lists.
+    pub(crate) run: i64,
+    /// The run's unique id, which tells it from a run of the same number in another store.
+    pub(crate) uid: String,
+    /// The store file.
+    pub(crate) store: String,
 }
 
 impl RunResult {
@@ -106,6 +127,7 @@ impl RunResult {
         let report = details.report();
         self.tables = report.tables();
         self.findings = report.findings();
+        self.figures = report.figures();
         self.findings
             .extend(self.environment.device_findings(self.sync_calls()));
     }
@@ -127,11 +149,31 @@ impl RunResult {
     }
 }
 
-/// Writes `value` as JSON to `path` atomically: a temporary file beside it, fsync, rename,
-/// then fsync of the directory, so a reader sees the old file or the whole new one. The
-/// file is written through a buffer: serde issues one small write per token, and a 7 MB
-/// result once took 3 million write(2) calls (issue 8).
+/// Writes `value` as pretty JSON to `path` atomically (see [`write_atomically`]).
 pub(crate) fn write_json_atomically<T: Serialize>(value: &T, path: &Path) -> Result<()> {
+    write_atomically(path, |out| {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+        Ok(out.write_all(b"\n")?)
+    })
+}
+
+/// Writes `value` as compact JSON (one line) to `path` atomically: a third of the pretty
+/// form's bytes for a result's samples.
+pub(crate) fn write_compact_json_atomically<T: Serialize>(value: &T, path: &Path) -> Result<()> {
+    write_atomically(path, |out| {
+        serde_json::to_writer(&mut *out, value)?;
+        Ok(out.write_all(b"\n")?)
+    })
+}
+
+/// Writes a file atomically: `write` fills a temporary file beside `path`, which is then
+/// fsynced and renamed over it, and the directory fsynced, so that a reader sees the old
+/// file or the whole new one. The writer is buffered: serde issues one small write per
+/// token, and a 7 MB result once took 3 million write(2) calls (issue 8).
+pub(crate) fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<()>,
+) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -140,18 +182,17 @@ pub(crate) fn write_json_atomically<T: Serialize>(value: &T, path: &Path) -> Res
         .file_name()
         .with_context(|| format!("{}: not a file name", path.display()))?;
     let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-    let write = || -> Result<()> {
+    let run = || -> Result<()> {
         let file = std::fs::File::create(&tmp)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        serde_json::to_writer_pretty(&mut out, value)?;
-        out.write_all(b"\n")?;
+        write(&mut out)?;
         let file = out.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)?;
         std::fs::File::open(&dir)?.sync_all()?;
         Ok(())
     };
-    write().map_err(|e| {
+    run().map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         e.context(format!("cannot write {}", path.display()))
     })

@@ -3,9 +3,15 @@
 //! seeds' original sizes), then a one-screen summary.
 //!
 //! Phases: plan (resolve every scenario's parameters, so bad input stops us before anything
-//! runs; with `--full`, the time and space it takes) → runs (each result written to the
-//! results directory as soon as it exists, so a later failure loses nothing) → summary
-//! (`summary.json` and the screen). Ctrl-C ends the current scenario early, skips the rest,
+//! runs; with `--full`, the time and space it takes; open the results store) → runs (each
+//! recorded in the store with its samples, and its result written to the results directory,
+//! as soon as it exists, so a later failure loses nothing) → summary (`summary.json` and the
+//! screen).
+//!
+//! The results directory holds each scenario's result as compact JSON; when the run is in
+//! the results store, the file leaves out the per-call samples and names the stored run
+//! instead (`stored`), where `fsynclab show`, `export` and `report` find them. Pretty JSON of
+//! every call made a default suite write 159 MB and spend about half its time doing it. Ctrl-C ends the current scenario early, skips the rest,
 //! and still writes the summary of what ran.
 
 use std::collections::BTreeMap;
@@ -20,8 +26,9 @@ use crate::engine::{self, Planned};
 use crate::environment::{self, Fingerprint};
 use crate::error::Usage;
 use crate::params::split_assignment;
+use crate::record::{self, Recording};
 use crate::report::{self, Format, Live};
-use crate::result::{now_rfc3339, write_json_atomically};
+use crate::result::{now_rfc3339, write_compact_json_atomically, write_json_atomically};
 use crate::role::stop::Stop;
 use crate::scenario::{self, Scenario};
 use crate::testbed::{self, workdir};
@@ -49,6 +56,9 @@ pub(crate) struct Summary {
     pub(crate) full: bool,
     pub(crate) interrupted: bool,
     pub(crate) environment: Fingerprint,
+    /// The results store the runs were recorded in, when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) store: Option<String>,
     pub(crate) scenarios: Vec<Entry>,
 }
 
@@ -60,6 +70,9 @@ pub(crate) struct Entry {
     /// The result file, relative to the results directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) result: Option<String>,
+    /// The run's id in the results store, when it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) run: Option<i64>,
     pub(crate) duration_s: f64,
     pub(crate) headline: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,6 +89,7 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
     // A scratch image big enough for the largest scenario.
     let needed = planned.iter().map(|p| p.plan.space_needed()).max().unwrap_or(0);
     let target = testbed::prepare_for(&args.target, needed)?;
+    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
     let dir = target.dir();
     workdir::WorkDir::create(dir, false)?; // checks --dir is usable; removed at once
     if args.full {
@@ -108,19 +122,22 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
         };
         let secs = t0.elapsed().as_secs_f64();
         let e = match outcome {
-            Ok(finished) => {
+            Ok(mut finished) => {
                 let file = format!("{name}.json");
-                write_json_atomically(&finished.result, &results.join(&file))?;
+                let run = keep(&mut recording, &mut finished.result, &results.join(&file))?;
                 let headline = finished.result.headline();
-                entry(p, finished.status.word(), Some(file), secs, headline, None)
+                let mut e = entry(p, finished.status.word(), Some(file), secs, headline, None);
+                e.run = run;
+                e
             }
             Err(err) => entry(p, "failed", None, secs, String::new(), Some(format!("{err:#}"))),
         };
         if !args.quiet {
             note!(
-                "[{}/{n}] {name} {} in {secs:.1} s: {}",
+                "[{}/{n}] {name} {} in {secs:.1} s{}: {}",
                 i + 1,
                 e.status,
+                e.run.map_or(String::new(), |id| format!(", stored as run {id}")),
                 e.error.as_ref().unwrap_or(&e.headline)
             );
         }
@@ -134,6 +151,7 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
         full: args.full,
         interrupted: stop.signal().is_some(),
         environment,
+        store: recording.path().map(|p| p.display().to_string()),
         scenarios: entries,
     };
     write_json_atomically(&summary, &results.join(SUMMARY_FILE))?;
@@ -158,6 +176,7 @@ fn entry(
         scenario: p.scenario.name().to_string(),
         status: status.to_string(),
         result,
+        run: None,
         duration_s: secs,
         headline,
         error,
@@ -355,5 +374,34 @@ pub(crate) fn render(s: &Summary, results: &Path) -> String {
         out.push_str(&format!("  {:<w$}  {what}\n", x.scenario));
     }
     out.push_str(&format!("\nresults: {}\n", results.display()));
+    let ids: Vec<i64> = s.scenarios.iter().filter_map(|x| x.run).collect();
+    if let (Some(store), Some(first), Some(last)) = (&s.store, ids.first(), ids.last()) {
+        let runs = if first == last {
+            format!("run {first}")
+        } else {
+            format!("runs {first}-{last}")
+        };
+        out.push_str(&format!("stored: {runs} in {}\n", record::shown(Path::new(store))));
+    }
     out
+}
+
+/// Records a scenario's result in the store (when there is one) and writes its file: compact
+/// JSON without the samples when they are in the store, with them when they are not.
+fn keep(recording: &mut Recording, result: &mut crate::result::RunResult, file: &Path) -> Result<Option<i64>> {
+    let id = match recording.record(result, None) {
+        Ok(id) => id,
+        Err(e) => return Err(record::keep_elsewhere(result, e)),
+    };
+    match id {
+        Some(id) => {
+            let value = record::value_without_samples(result)?;
+            write_compact_json_atomically(&value, file)?;
+            Ok(Some(id.0))
+        }
+        None => {
+            write_compact_json_atomically(result, file)?;
+            Ok(None)
+        }
+    }
 }

@@ -323,6 +323,7 @@ fn issue9_sigterm_reaches_the_command_and_exec_undoes_everything() {
     let bin = assert_cmd::cargo::cargo_bin("fsynclab");
     let mut child = Command::new(bin)
         .env(private.env().0, private.path())
+        .env("FSYNCLAB_STORE", "off")
         .args([
             "exec",
             "--scratch",

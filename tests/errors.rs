@@ -71,6 +71,7 @@ fn failed_writes_are_counted_and_reported_not_fatal() {
     // with ENOSPC: the same path through the prober, without root.
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("fsynclab"));
+    cmd.env("FSYNCLAB_STORE", "off"); // as common::fsynclab(): never the user's store
     cmd.args([
         "run",
         "overwrite-fsync",

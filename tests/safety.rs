@@ -24,7 +24,8 @@ use serde_json::Value;
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The running test's turn and its state directory, named to every fsynclab it starts
-/// (the variable is set in this process while the guard lives: the tests run one at a time).
+/// (the variable is set in this process while the guard lives: the tests run one at a time),
+/// with the results store off.
 struct Serial {
     _turn: std::sync::MutexGuard<'static, ()>,
     _state: common::PrivateState,
@@ -40,6 +41,8 @@ fn serial() -> Serial {
     let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let state = common::PrivateState::new();
     std::env::set_var(common::STATE_DIR_ENV, state.path());
+    // As common::fsynclab(): never the user's results store.
+    std::env::set_var("FSYNCLAB_STORE", "off");
     Serial {
         _turn: turn,
         _state: state,

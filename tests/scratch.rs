@@ -242,6 +242,7 @@ impl Drop for CleanupGuard<'_> {
 fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child, PathBuf) {
     let bin = assert_cmd::cargo::cargo_bin("fsynclab");
     let child = Command::new(bin)
+        .env("FSYNCLAB_STORE", "off")
         .args([
             "run",
             "overwrite-fsync",
@@ -262,6 +263,7 @@ fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child,
         ])
         .arg(backing)
         .env(state.env().0, state.path())
+        .env("FSYNCLAB_STORE", "off")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -368,6 +370,7 @@ fn issue4_without_root_a_one_line_error_says_so() {
         Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
     };
     let out = cmd
+        .env("FSYNCLAB_STORE", "off")
         .args(["probe", "--scratch", "ext4", "--backing", "/tmp"])
         .output()
         .unwrap();

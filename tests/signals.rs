@@ -11,6 +11,7 @@ use common::leftovers;
 
 fn interrupt_after(args: &[&str], dir: &std::path::Path, after: Duration, signal: i32) -> (i32, String, Duration) {
     let child = Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+        .env("FSYNCLAB_STORE", "off")
         .args(args)
         .arg("--dir")
         .arg(dir)

@@ -145,6 +145,7 @@ fn ctrl_c_stops_the_suite_and_still_writes_the_summary() {
     let dir = tempfile::tempdir().unwrap();
     let results = tempfile::tempdir().unwrap();
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+        .env("FSYNCLAB_STORE", "off")
         .args([
             "suite",
             "--quiet",

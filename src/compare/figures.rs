@@ -1,11 +1,12 @@
 //! Run-level figures: the few numbers of one run that two configurations are compared on —
-//! ops/s, p50, p99 and max latency of each foreground operation kind, and the background
-//! writer's MB/s. A run is the unit of comparison (its calls share journal commits and
-//! writeback, so they are not independent), and these are its measurements.
+//! ops/s, p50, p99 and max latency of each foreground operation kind, the background
+//! writer's MB/s, and the figures a scenario names itself (fsync-tps's `commit.tps`). A run is
+//! the unit of comparison (its calls share journal commits and writeback, so they are not
+//! independent), and these are its measurements.
 //!
 //! They are read from a result's JSON shape (`schema/result-v1.schema.json`: `ops.KIND.count`,
-//! `.errors`, `.latency_ns.{p50,p99,max}`, `duration_s`, `background.mb_per_s`), so a result
-//! file, a stored run and a run in memory all give the same figures.
+//! `.errors`, `.latency_ns.{p50,p99,max}`, `duration_s`, `background.mb_per_s`, `figures`),
+//! so a result file, a stored run and a run in memory all give the same figures.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -22,6 +23,8 @@ pub enum Metric {
     Max,
     /// Background writer throughput, mebibytes per second.
     MbPerS,
+    /// Transactions per second as the scenario counts them (fsync-tps's `commit.tps`).
+    Tps,
 }
 
 /// Which way a figure is better.
@@ -52,7 +55,7 @@ impl Figure {
 
     pub fn direction(&self) -> Direction {
         match self.metric {
-            Metric::OpsPerSec | Metric::MbPerS => Direction::HigherIsBetter,
+            Metric::OpsPerSec | Metric::MbPerS | Metric::Tps => Direction::HigherIsBetter,
             Metric::P50 | Metric::P99 | Metric::Max => Direction::LowerIsBetter,
         }
     }
@@ -63,6 +66,7 @@ impl Figure {
             Metric::OpsPerSec => "ops/s",
             Metric::P50 | Metric::P99 | Metric::Max => "ms",
             Metric::MbPerS => "MB/s",
+            Metric::Tps => "tps",
         }
     }
 
@@ -91,6 +95,7 @@ impl Figure {
             "p99" => Metric::P99,
             "max" => Metric::Max,
             "mb/s" | "MB/s" => Metric::MbPerS,
+            "tps" => Metric::Tps,
             _ => return None,
         };
         (!subject.is_empty()).then(|| Figure::new(subject, metric))
@@ -105,6 +110,7 @@ impl fmt::Display for Figure {
             Metric::P99 => "p99",
             Metric::Max => "max",
             Metric::MbPerS => "mb/s",
+            Metric::Tps => "tps",
         };
         write!(f, "{}.{metric}", self.subject)
     }
@@ -193,10 +199,43 @@ pub fn run_figures(run: &str, result: &Value) -> Result<RunFigures, FigureError>
     {
         values.insert(Figure::new(BACKGROUND, Metric::MbPerS), mb);
     }
+    // The scenario's own figures of the whole run, by name; names this version does not
+    // know (a later one's) are left out rather than guessed at.
+    if let Some(named) = result.get("figures").and_then(Value::as_object) {
+        for (name, v) in named {
+            if let (Some(figure), Some(v)) = (Figure::parse(name), v.as_f64()) {
+                values.insert(figure, v);
+            }
+        }
+    }
     Ok(RunFigures {
         run: run.to_string(),
         values,
     })
+}
+
+impl RunFigures {
+    /// The one figure that stands for the run: the scenario's own (fsync-tps's
+    /// `commit.tps`), else the p99 latency of the sync call made most often, else that of
+    /// the call made most often. `None` for a run without calls.
+    pub fn main_figure(&self) -> Option<Figure> {
+        if let Some(f) = self.values.keys().find(|f| f.metric == Metric::Tps) {
+            return Some(f.clone());
+        }
+        let rates = self
+            .values
+            .iter()
+            .filter(|(f, _)| f.metric == Metric::OpsPerSec && f.subject != BACKGROUND);
+        let is_sync = |subject: &str| crate::measure::OpKind::from_name(subject).is_some_and(|k| k.is_sync());
+        let busiest = |sync_only: bool| {
+            rates
+                .clone()
+                .filter(|(f, _)| !sync_only || is_sync(&f.subject))
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(f, _)| Figure::new(&f.subject, Metric::P99))
+        };
+        busiest(true).or_else(|| busiest(false))
+    }
 }
 
 #[cfg(test)]
@@ -215,7 +254,8 @@ mod tests {
                                          "p999": 0, "max": 90000, "mean": 0}},
                 "fdatasync": {"count": 0, "errors": 0, "bytes": 0, "latency_ns": {}}
             },
-            "background": {"mb_per_s": 24.5}
+            "background": {"mb_per_s": 24.5},
+            "figures": {"commit.tps": 812.5, "commit.unknown": 1.0}
         })
     }
 
@@ -231,11 +271,30 @@ mod tests {
         assert_eq!(f.values[&Figure::new("fsync", Metric::P99)], 9e6);
         assert_eq!(f.values[&Figure::new("write", Metric::Max)], 90000.0);
         assert_eq!(f.values[&Figure::new(BACKGROUND, Metric::MbPerS)], 24.5);
+        assert_eq!(
+            f.values[&Figure::new("commit", Metric::Tps)],
+            812.5,
+            "the scenario's own figure"
+        );
         assert!(
             !f.values.keys().any(|k| k.subject == "fdatasync"),
             "no calls, no figures"
         );
-        assert_eq!(f.values.len(), 9);
+        assert_eq!(f.values.len(), 10, "an unknown named figure is left out");
+    }
+
+    #[test]
+    fn the_main_figure_is_the_scenarios_own_else_the_main_sync_calls_p99() {
+        let f = run_figures("r1", &result()).unwrap();
+        assert_eq!(f.main_figure(), Some(Figure::new("commit", Metric::Tps)));
+        let mut r = result();
+        r.as_object_mut().unwrap().remove("figures");
+        let f = run_figures("r1", &r).unwrap();
+        assert_eq!(
+            f.main_figure(),
+            Some(Figure::new("fsync", Metric::P99)),
+            "fewer fsyncs than writes, but fsync is the sync call"
+        );
     }
 
     #[test]

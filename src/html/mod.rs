@@ -132,10 +132,11 @@ pub fn render(report: &Report) -> String {
         escape(&report.title),
         escape(&report.title)
     );
-    runs_table(&mut h, &report.runs);
+    // A matrix's table is what its report is for: it comes first.
     if let Some(t) = &report.matrix {
         matrix_section(&mut h, t);
     }
+    runs_table(&mut h, &report.runs);
     let ranges = svg::LatencyRanges::of(&report.runs);
     if report.runs.iter().any(|r| !r.samples.is_empty()) {
         let _ = writeln!(h, "<h2>Latency distributions</h2>\n<p class=\"note\">Share of calls at or below each latency, one line per run; the tail is the right-hand end of each line.</p>");

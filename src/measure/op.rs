@@ -87,6 +87,11 @@ impl OpKind {
         }
     }
 
+    /// The kind a result names `name`, as [`OpKind::name`] spells it.
+    pub fn from_name(name: &str) -> Option<OpKind> {
+        OpKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// Whether the call itself makes data durable: a sync call, or a write that carries its
     /// own sync (O_SYNC, O_DSYNC, RWF_DSYNC). A plain or O_DIRECT write is not (O_DIRECT
     /// leaves the data in the device's volatile cache), and neither are the composite
@@ -147,7 +152,9 @@ mod tests {
             let json = serde_json::to_string(&op).unwrap();
             assert_eq!(json, format!("\"{}\"", op.name()));
             assert_eq!(serde_json::from_str::<OpKind>(&json).unwrap(), op);
+            assert_eq!(OpKind::from_name(op.name()), Some(op));
         }
+        assert_eq!(OpKind::from_name("fsink"), None);
     }
 
     /// The rule that three modules used to decide three ways (issue 7): a write that carries

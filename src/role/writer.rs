@@ -21,6 +21,7 @@ use super::fill::Filler;
 use super::stop::Stop;
 use crate::measure::{LatencyHistogram, LatencySummary, PerSecond, RunClock, SecondBucket};
 use crate::observe::{Event, Observer};
+use crate::rng::SplitMix64;
 use crate::sync::SyncMethod;
 use crate::sys::{self, Errno};
 use crate::units::Bytes;
@@ -104,25 +105,6 @@ impl Writer for StreamWriter {
             self.offset = 0;
         }
         Ok(len)
-    }
-}
-
-/// SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number generators", 2014):
-/// small, fast, and the same sequence for the same seed on every machine.
-#[derive(Clone, Debug)]
-pub(crate) struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

@@ -84,6 +84,11 @@ pub(crate) trait Report {
         Vec::new()
     }
     fn findings(&self) -> Vec<String>;
+    /// Figures of the whole run that comparisons should see beside the ops' (named as
+    /// `fsynclab compare` shows them, e.g. `commit.tps`).
+    fn figures(&self) -> std::collections::BTreeMap<String, f64> {
+        Default::default()
+    }
     /// One line with the run's headline figure, for the suite's summary.
     fn headline(&self, result: &RunResult) -> String {
         default_headline(result)
@@ -190,6 +195,8 @@ pub(crate) mod tests_support {
             tables: Vec::new(),
             findings: Vec::new(),
             details: None,
+            figures: Default::default(),
+            stored: None,
         }
     }
 }

@@ -31,7 +31,7 @@ pub fn point(name: &str) {
     if point != name || HITS.fetch_add(1, Ordering::SeqCst) + 1 != *nth {
         return;
     }
-    eprintln!("fsynclab: test pause at {name}");
+    note!("fsynclab: test pause at {name}");
     loop {
         std::thread::sleep(std::time::Duration::from_secs(3600));
     }

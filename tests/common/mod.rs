@@ -7,9 +7,12 @@ use std::path::Path;
 
 use assert_cmd::Command;
 
+/// The binary, with the results store off (`FSYNCLAB_STORE=off`), so that tests never write
+/// into the user's store; a test of the store gives `--store` or its own `FSYNCLAB_STORE`.
 pub fn fsynclab() -> Command {
     let mut cmd = Command::cargo_bin("fsynclab").expect("binary built");
     cmd.env_remove("RUST_LOG");
+    cmd.env("FSYNCLAB_STORE", "off");
     cmd
 }
 

@@ -180,6 +180,18 @@ impl Report for Details {
         Details::findings(self).iter().map(ToString::to_string).collect()
     }
 
+    /// `commit.tps`: the best transactions/s of the sweep's clean rows, the seed's figure
+    /// (the run's `commit.ops/s` would also count the file setup and the calibration).
+    fn figures(&self) -> std::collections::BTreeMap<String, f64> {
+        let best = self
+            .rows
+            .iter()
+            .filter(|r| r.is_clean())
+            .map(|r| r.tps)
+            .reduce(f64::max);
+        best.map(|tps| ("commit.tps".to_string(), tps)).into_iter().collect()
+    }
+
     /// The best transactions/s of the sweep with its strategy and thread count, the
     /// single-thread `none` rate it compares with, and the average flush time.
     fn headline(&self, r: &RunResult) -> String {

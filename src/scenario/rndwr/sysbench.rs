@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::Config;
 use crate::measure::stats::{nearest_rank, per_second, population_stddev};
 use crate::measure::{OpKind, Recorder};
-use crate::role::writer::SplitMix64;
+use crate::rng::SplitMix64;
 use crate::units::{secs, Bytes};
 
 /// One request, as sysbench's generator hands them out.
