@@ -166,7 +166,20 @@ pub(crate) fn check_output_file(path: &Path) -> Result<(), Usage> {
             crate::sys::why_not_writable(dir)
         )));
     }
-    Ok(())
+    // Permission bits do not tell everything (root may write /proc's mode bits, not make a
+    // file there): make the file the result will be renamed from, and remove it.
+    let probe = dir.join(format!(".fsynclab-output-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(Usage(format!(
+            "--output {shown}: cannot make a file in {} ({}); choose another place",
+            dir.display(),
+            e
+        ))),
+    }
 }
 
 /// `fsynclab cleanup`: undoes what killed runs left, says what it did and checked, and

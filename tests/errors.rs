@@ -113,6 +113,9 @@ fn failed_writes_are_counted_and_reported_not_fatal() {
     common::assert_matches_schema(&r);
     assert_eq!(r["ops"]["write"]["count"], 20);
     assert_eq!(r["ops"]["write"]["errors"], 12);
+    // Issue 8, item 8: only the 8 writes that succeeded count their bytes (8 x 64 KiB =
+    // 512 KiB, the size limit), not the 12 that failed.
+    assert_eq!(r["ops"]["write"]["bytes"], 8 * 65536);
     assert_eq!(
         r["ops"]["fsync"]["count"], 20,
         "the sync after a failed write is still made and timed"
