@@ -13,15 +13,15 @@ use std::fmt;
 use crate::environment::{DeviceProfileInfo, DiskModelInfo};
 use crate::error::Usage;
 
-pub mod fuse;
-pub mod model;
-pub mod profile;
+pub(crate) mod fuse;
+pub(crate) mod model;
+pub(crate) mod profile;
 
 use model::Mechanics;
-pub use profile::DiskProfile;
+pub(crate) use profile::DiskProfile;
 
 /// One line for `--device` in `--help`; `fsynclab list-devices` prints the figures.
-pub const PROFILES_HELP: &str = "\
+pub(crate) const PROFILES_HELP: &str = "\
 The disk behind the scratch filesystem; emulated ones are served by FUSE inside fsynclab
 through a disk model (seeks, rotation, a write cache that drains, flushes that wait for it).
   host        image on the host filesystem (default): real flushes of the host disk
@@ -45,7 +45,7 @@ pub enum DeviceProfile {
 }
 
 impl DeviceProfile {
-    pub fn parse(text: &str) -> Result<DeviceProfile, Usage> {
+    pub(crate) fn parse(text: &str) -> Result<DeviceProfile, Usage> {
         let t = text.trim();
         match t {
             "host" => return Ok(DeviceProfile::Host),
@@ -61,11 +61,11 @@ impl DeviceProfile {
     }
 
     /// Whether this is an emulated disk (served by the FUSE daemon).
-    pub fn is_emulated(&self) -> bool {
+    pub(crate) fn is_emulated(&self) -> bool {
         matches!(self, DeviceProfile::Emulated(_))
     }
 
-    pub fn info(&self) -> DeviceProfileInfo {
+    pub(crate) fn info(&self) -> DeviceProfileInfo {
         match self {
             DeviceProfile::Host | DeviceProfile::Ram => DeviceProfileInfo {
                 name: self.to_string(),

@@ -223,8 +223,8 @@ pub const NAMED: [NamedProfile; 5] = [
 /// A profile's figures with its name as typed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DiskProfile {
-    pub name: String,
-    pub figures: DiskFigures,
+    pub(crate) name: String,
+    pub(crate) figures: DiskFigures,
 }
 
 impl DiskProfile {
