@@ -76,13 +76,8 @@ pub(super) fn access(figures: &DiskFigures, head: u64, offset: u64, len: u64) ->
     let transfer = transfer_ns(len, figures.media_bytes_per_s);
     let (positioning, positioning_ns) = match &figures.mechanics {
         Mechanics::Solid { per_request } => (Positioning::Request, per_request.as_nanos() as Nanos),
-        Mechanics::Rotating {
-            rpm,
-            settle,
-            full_stroke,
-            capacity_bytes,
-        } => {
-            let rotation = rotation_ns(*rpm);
+        Mechanics::Rotating(spindle) => {
+            let rotation = rotation_ns(spindle.rpm);
             let track = figures.track_bytes().unwrap_or(0);
             if offset == head {
                 (Positioning::Sequential, 0)
@@ -100,7 +95,7 @@ pub(super) fn access(figures: &DiskFigures, head: u64, offset: u64, len: u64) ->
                 let distance = offset.abs_diff(head);
                 (
                     Positioning::Seek,
-                    seek_ns(*settle, *full_stroke, *capacity_bytes, distance) + rotation / 2,
+                    seek_ns(spindle.settle, spindle.full_stroke, spindle.capacity_bytes, distance) + rotation / 2,
                 )
             }
         }

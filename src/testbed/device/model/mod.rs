@@ -45,16 +45,30 @@ pub(crate) type Nanos = u64;
 /// How the media is positioned for an operation.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Mechanics {
-    /// A rotating disk: spindle speed, seek curve end points, and the capacity the seek
-    /// distance is a fraction of (the image sits at the start of the drive, its outer zone).
-    Rotating {
-        rpm: u32,
-        settle: Duration,
-        full_stroke: Duration,
-        capacity_bytes: u64,
-    },
+    /// A rotating disk.
+    Rotating(Spindle),
     /// Flash: a fixed cost per operation.
     Solid { per_request: Duration },
+}
+
+/// A rotating disk's figures: spindle speed, seek curve end points, and the capacity the
+/// seek distance is a fraction of (the image sits at the start of the drive, its outer zone).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Spindle {
+    pub(crate) rpm: u32,
+    /// Single-track seek.
+    pub(crate) settle: Duration,
+    pub(crate) full_stroke: Duration,
+    pub(crate) capacity_bytes: u64,
+}
+
+impl Spindle {
+    /// The average seek over uniformly random start and end points: the mean of
+    /// sqrt(|x - y|) for x, y uniform in [0, 1] is 8/15.
+    pub(crate) fn average_seek(&self) -> Duration {
+        let s = self.settle.as_secs_f64();
+        Duration::from_secs_f64(s + (self.full_stroke.as_secs_f64() - s).max(0.0) * 8.0 / 15.0)
+    }
 }
 
 /// Everything the model needs to know about a disk.
@@ -79,26 +93,32 @@ impl DiskFigures {
     /// Bytes that pass under the head in one rotation (rotating disks with a rate).
     pub(crate) fn track_bytes(&self) -> Option<u64> {
         match (&self.mechanics, self.media_bytes_per_s) {
-            (Mechanics::Rotating { rpm, .. }, Some(rate)) => {
-                Some((rate as u128 * rotation_ns(*rpm) as u128 / 1_000_000_000) as u64)
+            (Mechanics::Rotating(s), Some(rate)) => {
+                Some((rate as u128 * rotation_ns(s.rpm) as u128 / 1_000_000_000) as u64)
             }
             _ => None,
         }
     }
 
-    /// The average seek over uniformly random start and end points: the mean of
-    /// sqrt(|x - y|) for x, y uniform in [0, 1] is 8/15.
-    pub(crate) fn average_seek(&self) -> Option<Duration> {
+    /// The spindle's figures, for a rotating disk.
+    pub(crate) fn spindle(&self) -> Option<&Spindle> {
         match &self.mechanics {
-            Mechanics::Rotating {
-                settle, full_stroke, ..
-            } => {
-                let s = settle.as_secs_f64();
-                Some(Duration::from_secs_f64(
-                    s + (full_stroke.as_secs_f64() - s).max(0.0) * 8.0 / 15.0,
-                ))
-            }
+            Mechanics::Rotating(s) => Some(s),
             Mechanics::Solid { .. } => None,
+        }
+    }
+
+    /// The average seek (rotating disks).
+    pub(crate) fn average_seek(&self) -> Option<Duration> {
+        self.spindle().map(Spindle::average_seek)
+    }
+
+    /// What kind of write cache the disk has: `none`, `volatile` or `battery-backed`.
+    pub(crate) fn cache_kind(&self) -> &'static str {
+        match (self.cache_bytes, self.cache_durable) {
+            (0, _) => "none",
+            (_, false) => "volatile",
+            (_, true) => "battery-backed",
         }
     }
 }
@@ -200,12 +220,12 @@ mod fixtures {
     /// 100 GB, 1 MB cache, a 300 MB/s bus.
     pub(super) fn hdd(cache_bytes: u64) -> DiskFigures {
         DiskFigures {
-            mechanics: Mechanics::Rotating {
+            mechanics: Mechanics::Rotating(Spindle {
                 rpm: 5400,
                 settle: Duration::from_millis(1),
                 full_stroke: Duration::from_millis(21),
                 capacity_bytes: 100 * GB,
-            },
+            }),
             media_bytes_per_s: Some(100_000_000),
             bus_bytes_per_s: Some(300_000_000),
             command_latency: Duration::ZERO,

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::super::model::{DiskFigures, Mechanics};
+use super::super::model::{DiskFigures, Mechanics, Spindle};
 use crate::units::Bytes;
 
 /// A named profile: its figures and the source of each.
@@ -23,14 +23,18 @@ pub(super) const MB: u64 = 1_000_000;
 /// SATA 3.0 Gb/s: 8b/10b coding leaves 300 MB/s of payload.
 const SATA_3G: u64 = 300 * MB;
 
-pub(super) fn hdd_5400() -> DiskFigures {
+/// The laptop drive's spindle and seek curve: also where a rotating disk built from keys
+/// starts.
+pub(super) const HDD_5400_SPINDLE: Spindle = Spindle {
+    rpm: 5400,
+    settle: Duration::from_micros(1100),
+    full_stroke: Duration::from_millis(21),
+    capacity_bytes: 320_000 * MB,
+};
+
+fn hdd_5400() -> DiskFigures {
     DiskFigures {
-        mechanics: Mechanics::Rotating {
-            rpm: 5400,
-            settle: Duration::from_micros(1100),
-            full_stroke: Duration::from_millis(21),
-            capacity_bytes: 320_000 * MB,
-        },
+        mechanics: Mechanics::Rotating(HDD_5400_SPINDLE),
         media_bytes_per_s: Some(70 * MB),
         bus_bytes_per_s: Some(SATA_3G),
         command_latency: Duration::ZERO,
@@ -42,12 +46,12 @@ pub(super) fn hdd_5400() -> DiskFigures {
 
 fn hdd_7200() -> DiskFigures {
     DiskFigures {
-        mechanics: Mechanics::Rotating {
+        mechanics: Mechanics::Rotating(Spindle {
             rpm: 7200,
             settle: Duration::from_micros(1100),
             full_stroke: Duration::from_micros(16_850),
             capacity_bytes: 1_000_000 * MB,
-        },
+        }),
         media_bytes_per_s: Some(138 * MB),
         bus_bytes_per_s: Some(SATA_3G),
         command_latency: Duration::ZERO,

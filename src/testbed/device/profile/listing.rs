@@ -34,18 +34,14 @@ fn ms(d: Duration) -> String {
 /// One line of figures: `5400 rpm, seek 1.1-21 ms (average 11.7 ms) over 320 GB, ...`.
 pub(crate) fn describe(f: &DiskFigures) -> String {
     let mut out = match &f.mechanics {
-        Mechanics::Rotating {
-            rpm,
-            settle,
-            full_stroke,
-            capacity_bytes,
-        } => format!(
-            "{rpm} rpm ({} a rotation), seek {} to {} (average {}) over {} GB",
-            ms(Duration::from_nanos(rotation_ns(*rpm))),
-            ms(*settle),
-            ms(*full_stroke),
-            f.average_seek().map(ms).unwrap_or_default(),
-            capacity_bytes / 1_000_000_000
+        Mechanics::Rotating(s) => format!(
+            "{} rpm ({} a rotation), seek {} to {} (average {}) over {} GB",
+            s.rpm,
+            ms(Duration::from_nanos(rotation_ns(s.rpm))),
+            ms(s.settle),
+            ms(s.full_stroke),
+            ms(s.average_seek()),
+            s.capacity_bytes / 1_000_000_000
         ),
         Mechanics::Solid { per_request } => format!("no seeks, {} per request", ms(*per_request)),
     };
@@ -53,10 +49,9 @@ pub(crate) fn describe(f: &DiskFigures) -> String {
     let _ = write!(
         out,
         ", cache {}",
-        match (f.cache_bytes, f.cache_durable) {
-            (0, _) => "none (write-through)".to_string(),
-            (b, false) => format!("{} volatile", human_size(b)),
-            (b, true) => format!("{} battery-backed", human_size(b)),
+        match f.cache_bytes {
+            0 => "none (write-through)".to_string(),
+            bytes => format!("{} {}", human_size(bytes), f.cache_kind()),
         }
     );
     let _ = write!(out, ", bus {}", rate_text(f.bus_bytes_per_s));

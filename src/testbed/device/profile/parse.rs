@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::super::model::{DiskFigures, Mechanics};
-use super::builtin::{hdd_5400, NAMED};
+use super::builtin::{HDD_5400_SPINDLE, NAMED};
 use super::DiskProfile;
 use crate::units::{format_duration, parse_duration, parse_size, Bytes};
 
@@ -95,38 +95,22 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, String> {
                 }
             }
             "rpm" | "settle" | "seek" | "capacity" => {
-                let (mut rpm, mut settle, mut full_stroke, mut capacity_bytes) = match &figures.mechanics {
-                    Mechanics::Rotating {
-                        rpm,
-                        settle,
-                        full_stroke,
-                        capacity_bytes,
-                    } => (*rpm, *settle, *full_stroke, *capacity_bytes),
-                    // A rotating disk built from keys starts from the laptop drive's seek curve.
-                    Mechanics::Solid { .. } => match hdd_5400().mechanics {
-                        Mechanics::Rotating {
-                            rpm,
-                            settle,
-                            full_stroke,
-                            capacity_bytes,
-                        } => (rpm, settle, full_stroke, capacity_bytes),
-                        Mechanics::Solid { .. } => unreachable!("hdd-5400 rotates"),
-                    },
-                };
+                // A rotating disk built from keys starts from the laptop drive's seek curve.
+                let mut spindle = figures.spindle().cloned().unwrap_or(HDD_5400_SPINDLE);
                 match key {
                     "rpm" => {
-                        rpm = value
+                        spindle.rpm = value
                             .parse()
                             .ok()
                             .filter(|r: &u32| (1..=100_000).contains(r))
                             .ok_or_else(|| format!("rpm={value}: expected revolutions per minute like 5400"))?;
                         rpm_set = true;
                     }
-                    "settle" => settle = duration()?,
-                    "seek" => full_stroke = duration()?,
+                    "settle" => spindle.settle = duration()?,
+                    "seek" => spindle.full_stroke = duration()?,
                     _ => {
-                        capacity_bytes = size()?;
-                        if capacity_bytes == 0 {
+                        spindle.capacity_bytes = size()?;
+                        if spindle.capacity_bytes == 0 {
                             return Err("capacity=0: a disk needs some capacity".into());
                         }
                     }
@@ -134,28 +118,20 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, String> {
                 if !rpm_set && matches!(figures.mechanics, Mechanics::Solid { .. }) && key != "rpm" {
                     return Err(format!("{key}= applies to a rotating disk: give rpm= first"));
                 }
-                figures.mechanics = Mechanics::Rotating {
-                    rpm,
-                    settle,
-                    full_stroke,
-                    capacity_bytes,
-                };
+                figures.mechanics = Mechanics::Rotating(spindle);
             }
             _ => return Err(format!("unknown key '{key}'")),
         }
     }
-    if let Mechanics::Rotating {
-        settle, full_stroke, ..
-    } = &figures.mechanics
-    {
+    if let Some(spindle) = figures.spindle() {
         if figures.media_bytes_per_s.is_none() {
             return Err("a rotating disk needs rate= (its media transfer rate)".into());
         }
-        if settle > full_stroke {
+        if spindle.settle > spindle.full_stroke {
             return Err(format!(
                 "settle={} is longer than the full-stroke seek={}",
-                format_duration(*settle),
-                format_duration(*full_stroke)
+                format_duration(spindle.settle),
+                format_duration(spindle.full_stroke)
             ));
         }
     }
@@ -167,6 +143,7 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::model::Spindle;
     use super::*;
 
     #[test]
@@ -179,18 +156,15 @@ mod tests {
         assert_eq!(p.figures.cache_bytes, 1 << 30);
         assert_eq!(p.figures.command_latency, Duration::from_micros(100));
         let p = parse("rpm=10000,rate=150M,seek=9ms,settle=500us,capacity=300G").unwrap();
-        let Mechanics::Rotating {
-            rpm,
-            settle,
-            full_stroke,
-            capacity_bytes,
-        } = p.figures.mechanics
-        else {
-            panic!("rpm= makes a rotating disk")
-        };
         assert_eq!(
-            (rpm, settle, full_stroke, capacity_bytes),
-            (10000, Duration::from_micros(500), Duration::from_millis(9), 300 << 30)
+            p.figures.mechanics,
+            Mechanics::Rotating(Spindle {
+                rpm: 10000,
+                settle: Duration::from_micros(500),
+                full_stroke: Duration::from_millis(9),
+                capacity_bytes: 300 << 30,
+            }),
+            "rpm= makes a rotating disk"
         );
     }
 
