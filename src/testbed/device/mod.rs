@@ -13,15 +13,15 @@ use std::fmt;
 use crate::environment::{DeviceProfileInfo, DiskModelInfo};
 use crate::error::Usage;
 
-pub mod fuse;
-pub mod model;
-pub mod profile;
+pub(crate) mod fuse;
+pub(crate) mod model;
+pub(crate) mod profile;
 
 use model::Mechanics;
-pub use profile::DiskProfile;
+pub(crate) use profile::DiskProfile;
 
 /// One line for `--device` in `--help`; `fsynclab list-devices` prints the figures.
-pub const PROFILES_HELP: &str = "\
+pub(crate) const PROFILES_HELP: &str = "\
 The disk behind the scratch filesystem; emulated ones are served by FUSE inside fsynclab
 through a disk model (seeks, rotation, a write cache that drains, flushes that wait for it).
   host        image on the host filesystem (default): real flushes of the host disk
@@ -45,7 +45,7 @@ pub enum DeviceProfile {
 }
 
 impl DeviceProfile {
-    pub fn parse(text: &str) -> Result<DeviceProfile, Usage> {
+    pub(crate) fn parse(text: &str) -> Result<DeviceProfile, Usage> {
         let t = text.trim();
         match t {
             "host" => return Ok(DeviceProfile::Host),
@@ -61,11 +61,11 @@ impl DeviceProfile {
     }
 
     /// Whether this is an emulated disk (served by the FUSE daemon).
-    pub fn is_emulated(&self) -> bool {
+    pub(crate) fn is_emulated(&self) -> bool {
         matches!(self, DeviceProfile::Emulated(_))
     }
 
-    pub fn info(&self) -> DeviceProfileInfo {
+    pub(crate) fn info(&self) -> DeviceProfileInfo {
         match self {
             DeviceProfile::Host | DeviceProfile::Ram => DeviceProfileInfo {
                 name: self.to_string(),
@@ -74,43 +74,28 @@ impl DeviceProfile {
             DeviceProfile::Emulated(p) => {
                 let f = &p.figures;
                 let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-                let (rpm, settle, full, capacity, request) = match &f.mechanics {
-                    Mechanics::Rotating {
-                        rpm,
-                        settle,
-                        full_stroke,
-                        capacity_bytes,
-                    } => (
-                        Some(*rpm),
-                        Some(ms(*settle)),
-                        Some(ms(*full_stroke)),
-                        Some(*capacity_bytes),
-                        None,
-                    ),
-                    Mechanics::Solid { per_request } => (None, None, None, None, Some(per_request.as_secs_f64() * 1e6)),
+                let spindle = f.spindle();
+                let request = match &f.mechanics {
+                    Mechanics::Solid { per_request } => Some(per_request.as_secs_f64() * 1e6),
+                    Mechanics::Rotating(_) => None,
                 };
                 DeviceProfileInfo {
                     name: p.name.clone(),
                     flush_ms: Some(ms(f.flush_cost)),
                     write_bytes_per_s: f.media_bytes_per_s,
                     model: Some(DiskModelInfo {
-                        mechanics: if rpm.is_some() { "rotating" } else { "solid" }.into(),
-                        rpm,
-                        seek_settle_ms: settle,
-                        seek_full_stroke_ms: full,
+                        mechanics: if spindle.is_some() { "rotating" } else { "solid" }.into(),
+                        rpm: spindle.map(|s| s.rpm),
+                        seek_settle_ms: spindle.map(|s| ms(s.settle)),
+                        seek_full_stroke_ms: spindle.map(|s| ms(s.full_stroke)),
                         seek_average_ms: f.average_seek().map(ms),
-                        capacity_bytes: capacity,
+                        capacity_bytes: spindle.map(|s| s.capacity_bytes),
                         request_us: request,
                         media_bytes_per_s: f.media_bytes_per_s,
                         bus_bytes_per_s: f.bus_bytes_per_s,
                         command_latency_us: f.command_latency.as_secs_f64() * 1e6,
                         cache_bytes: f.cache_bytes,
-                        cache: match (f.cache_bytes, f.cache_durable) {
-                            (0, _) => "none",
-                            (_, false) => "volatile",
-                            (_, true) => "battery-backed",
-                        }
-                        .into(),
+                        cache: f.cache_kind().into(),
                         flush_cost_ms: ms(f.flush_cost),
                     }),
                     ..Default::default()

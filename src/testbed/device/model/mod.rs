@@ -1,0 +1,259 @@
+//! The emulated disk's model: what each request to the media costs, and the drive's write
+//! cache. It is a deterministic state machine in virtual time: every method takes the time
+//! it happens at (`now`, in nanoseconds on any monotonic clock) and returns when things
+//! finish, so the unit tests drive it with hand-picked times and check hand-computed costs,
+//! and the FUSE daemon ([`super::fuse`]) drives it with the real clock.
+//!
+//! A request's life, part by part:
+//! - [`access`]: one actuator serves media operations one at a time; each costs positioning
+//!   (nothing when sequential, the platter carrying a short gap past, a rotation to come back,
+//!   or a seek on the Ruemmler–Wilkes square-root curve plus half a rotation; a fixed cost on
+//!   flash) plus transfer at the media rate.
+//! - [`cache`]: a write crosses the bus and is acknowledged once it is in the write cache
+//!   (or, with no room in any cache, once on the media); a later write supersedes what it
+//!   overlaps.
+//! - [`drain`]: the cache drains in the background whenever the actuator is idle, in C-SCAN
+//!   order; a flush completes when every write that entered before it is on the media, then
+//!   costs the profile's fixed flush time. A battery-backed cache has nothing to wait for.
+//! - [`read`]: a read is served from the cache when it holds every byte, from the media
+//!   (with the cached pieces laid over) otherwise.
+//! - [`stats`]: what the model counts, for the daemon to report.
+//!
+//! The cache's contents and the order in which writes entered it (their sequence numbers)
+//! belong to the model, apart from the image file: the image holds exactly what has been
+//! drained, which is what a power cut would leave.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+mod access;
+mod cache;
+mod drain;
+mod read;
+mod stats;
+
+pub(crate) use access::rotation_ns;
+use access::transfer_ns;
+use cache::Extent;
+pub(crate) use cache::{Chunk, WriteOutcome};
+pub(crate) use drain::DrainOp;
+pub(crate) use stats::ModelStats;
+
+/// Nanoseconds on the daemon's clock.
+pub(crate) type Nanos = u64;
+
+/// How the media is positioned for an operation.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Mechanics {
+    /// A rotating disk.
+    Rotating(Spindle),
+    /// Flash: a fixed cost per operation.
+    Solid { per_request: Duration },
+}
+
+/// A rotating disk's figures: spindle speed, seek curve end points, and the capacity the
+/// seek distance is a fraction of (the image sits at the start of the drive, its outer zone).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Spindle {
+    pub(crate) rpm: u32,
+    /// Single-track seek.
+    pub(crate) settle: Duration,
+    pub(crate) full_stroke: Duration,
+    pub(crate) capacity_bytes: u64,
+}
+
+impl Spindle {
+    /// The average seek over uniformly random start and end points: the mean of
+    /// sqrt(|x - y|) for x, y uniform in [0, 1] is 8/15.
+    pub(crate) fn average_seek(&self) -> Duration {
+        let s = self.settle.as_secs_f64();
+        Duration::from_secs_f64(s + (self.full_stroke.as_secs_f64() - s).max(0.0) * 8.0 / 15.0)
+    }
+}
+
+/// Everything the model needs to know about a disk.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct DiskFigures {
+    pub(crate) mechanics: Mechanics,
+    /// Media transfer rate in bytes per second; unlimited when None.
+    pub(crate) media_bytes_per_s: Option<u64>,
+    /// Host interface (bus) rate in bytes per second; unlimited when None.
+    pub(crate) bus_bytes_per_s: Option<u64>,
+    /// Latency added to every request's completion (controller, fabric round trip).
+    pub(crate) command_latency: Duration,
+    /// Write cache size; 0 makes a write-through disk.
+    pub(crate) cache_bytes: u64,
+    /// A battery-backed (non-volatile) cache: data in it survives a power cut.
+    pub(crate) cache_durable: bool,
+    /// Fixed time a flush costs once the cache has drained.
+    pub(crate) flush_cost: Duration,
+}
+
+impl DiskFigures {
+    /// Bytes that pass under the head in one rotation (rotating disks with a rate).
+    pub(crate) fn track_bytes(&self) -> Option<u64> {
+        match (&self.mechanics, self.media_bytes_per_s) {
+            (Mechanics::Rotating(s), Some(rate)) => {
+                Some((rate as u128 * rotation_ns(s.rpm) as u128 / 1_000_000_000) as u64)
+            }
+            _ => None,
+        }
+    }
+
+    /// The spindle's figures, for a rotating disk.
+    pub(crate) fn spindle(&self) -> Option<&Spindle> {
+        match &self.mechanics {
+            Mechanics::Rotating(s) => Some(s),
+            Mechanics::Solid { .. } => None,
+        }
+    }
+
+    /// The average seek (rotating disks).
+    pub(crate) fn average_seek(&self) -> Option<Duration> {
+        self.spindle().map(Spindle::average_seek)
+    }
+
+    /// What kind of write cache the disk has: `none`, `volatile` or `battery-backed`.
+    pub(crate) fn cache_kind(&self) -> &'static str {
+        match (self.cache_bytes, self.cache_durable) {
+            (0, _) => "none",
+            (_, false) => "volatile",
+            (_, true) => "battery-backed",
+        }
+    }
+}
+
+/// The disk: mechanics, the cache and the clocks of the actuator and the bus. The parts
+/// above each add the methods of one stage of a request.
+#[derive(Debug)]
+pub(crate) struct Disk {
+    figures: DiskFigures,
+    /// The byte after the last one the head touched.
+    head: u64,
+    /// When the actuator finishes what it has started.
+    actuator_free: Nanos,
+    bus_free: Nanos,
+    /// Writes held, not yet started to drain, non-overlapping, by offset.
+    pending: BTreeMap<u64, Extent>,
+    /// The ready times of the pending writes (a multiset), for the earliest one.
+    pending_ready: BTreeMap<Nanos, u32>,
+    /// Writes being drained, oldest first.
+    draining: VecDeque<Extent>,
+    /// Sequence numbers still held (pending or draining), with how many extents carry each.
+    held_seqs: BTreeMap<u64, u32>,
+    /// Bytes in the cache (cached writes, pending or draining).
+    cached_bytes: u64,
+    /// Bytes held in all: the cache plus write-through writes not yet on the media.
+    held_bytes: u64,
+    next_seq: u64,
+    occupancy_since: Nanos,
+    stats: ModelStats,
+}
+
+impl Disk {
+    pub(crate) fn new(figures: DiskFigures) -> Disk {
+        Disk {
+            figures,
+            head: 0,
+            actuator_free: 0,
+            bus_free: 0,
+            pending: BTreeMap::new(),
+            pending_ready: BTreeMap::new(),
+            draining: VecDeque::new(),
+            held_seqs: BTreeMap::new(),
+            cached_bytes: 0,
+            held_bytes: 0,
+            next_seq: 0,
+            occupancy_since: 0,
+            stats: ModelStats::default(),
+        }
+    }
+
+    /// Crosses the bus: returns when a transfer of `len` bytes arriving at `now` ends.
+    fn bus(&mut self, now: Nanos, len: u64) -> Nanos {
+        let start = now.max(self.bus_free);
+        self.bus_free = start + transfer_ns(len, self.figures.bus_bytes_per_s);
+        self.bus_free
+    }
+
+    /// Runs a media operation of `len` bytes at `offset` on the actuator, from `start` or
+    /// once it is free: moves the head, counts the access, and leaves `actuator_free` at
+    /// its end.
+    fn on_media(&mut self, start: Nanos, offset: u64, len: u64) {
+        let a = access::access(&self.figures, self.head, offset, len);
+        self.actuator_free = start.max(self.actuator_free) + a.total_ns();
+        self.head = offset + len;
+        self.count_access(&a, len);
+    }
+
+    /// The command latency every completion carries, in ns.
+    fn command_latency_ns(&self) -> Nanos {
+        self.figures.command_latency.as_nanos() as Nanos
+    }
+}
+
+/// Adds one to `key`'s count in a multiset kept as a map of counts.
+fn count_in<K: Ord>(counts: &mut BTreeMap<K, u32>, key: K) {
+    *counts.entry(key).or_insert(0) += 1;
+}
+
+/// Takes one from `key`'s count, dropping the key at zero.
+fn count_out<K: Ord>(counts: &mut BTreeMap<K, u32>, key: &K) {
+    if let Some(n) = counts.get_mut(key) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(key);
+        }
+    }
+}
+
+/// Disks and data the parts' tests share.
+#[cfg(test)]
+mod fixtures {
+    use super::*;
+
+    pub(super) const MS: Nanos = 1_000_000;
+    pub(super) const US: Nanos = 1_000;
+    pub(super) const GB: u64 = 1_000_000_000;
+
+    /// A 5400 rpm disk with round figures: 100 MB/s, 1 ms settle, 21 ms full stroke over
+    /// 100 GB, 1 MB cache, a 300 MB/s bus.
+    pub(super) fn hdd(cache_bytes: u64) -> DiskFigures {
+        DiskFigures {
+            mechanics: Mechanics::Rotating(Spindle {
+                rpm: 5400,
+                settle: Duration::from_millis(1),
+                full_stroke: Duration::from_millis(21),
+                capacity_bytes: 100 * GB,
+            }),
+            media_bytes_per_s: Some(100_000_000),
+            bus_bytes_per_s: Some(300_000_000),
+            command_latency: Duration::ZERO,
+            cache_bytes,
+            cache_durable: false,
+            flush_cost: Duration::ZERO,
+        }
+    }
+
+    pub(super) fn chunk(len: usize, byte: u8) -> Chunk {
+        Chunk::new(vec![byte; len].into())
+    }
+
+    /// Starts the next drain operation and completes it at its end.
+    pub(super) fn drain_one(disk: &mut Disk) -> DrainOp {
+        let op = disk.next_drain(u64::MAX).expect("something to drain");
+        disk.complete(op.end);
+        op
+    }
+
+    /// Drains everything that can start by `until`, completing each op at its end; returns
+    /// the ops in order.
+    pub(super) fn drain_all(disk: &mut Disk, until: Nanos) -> Vec<DrainOp> {
+        let mut ops = Vec::new();
+        while let Some(op) = disk.next_drain(until) {
+            disk.complete(op.end);
+            ops.push(op);
+        }
+        ops
+    }
+}

@@ -1,0 +1,115 @@
+//! How the profiles read to a user: one line of figures per disk ([`describe`], in the
+//! result's device name too) and the whole of `fsynclab list-devices` ([`listing`]).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::super::model::{rotation_ns, DiskFigures, Mechanics};
+use super::builtin::{MB, NAMED};
+use super::parse::KEYS;
+use crate::units::human_size;
+
+/// `70 MB/s`: decimal, as datasheets print rates.
+fn rate_text(rate: Option<u64>) -> String {
+    match rate {
+        None => "unlimited".into(),
+        Some(r) if r % MB == 0 => format!("{} MB/s", r / MB),
+        Some(r) => format!("{:.1} MB/s", r as f64 / MB as f64),
+    }
+}
+
+fn ms(d: Duration) -> String {
+    let v = d.as_secs_f64() * 1e3;
+    if v >= 1.0 {
+        format!("{v:.2}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+            + " ms"
+    } else {
+        format!("{:.0} us", d.as_secs_f64() * 1e6)
+    }
+}
+
+/// One line of figures: `5400 rpm, seek 1.1-21 ms (average 11.7 ms) over 320 GB, ...`.
+pub(crate) fn describe(f: &DiskFigures) -> String {
+    let mut out = match &f.mechanics {
+        Mechanics::Rotating(s) => format!(
+            "{} rpm ({} a rotation), seek {} to {} (average {}) over {} GB",
+            s.rpm,
+            ms(Duration::from_nanos(rotation_ns(s.rpm))),
+            ms(s.settle),
+            ms(s.full_stroke),
+            ms(s.average_seek()),
+            s.capacity_bytes / 1_000_000_000
+        ),
+        Mechanics::Solid { per_request } => format!("no seeks, {} per request", ms(*per_request)),
+    };
+    let _ = write!(out, ", media {}", rate_text(f.media_bytes_per_s));
+    let _ = write!(
+        out,
+        ", cache {}",
+        match f.cache_bytes {
+            0 => "none (write-through)".to_string(),
+            bytes => format!("{} {}", human_size(bytes), f.cache_kind()),
+        }
+    );
+    let _ = write!(out, ", bus {}", rate_text(f.bus_bytes_per_s));
+    if !f.command_latency.is_zero() {
+        let _ = write!(out, ", latency {}", ms(f.command_latency));
+    }
+    if !f.flush_cost.is_zero() {
+        let _ = write!(out, ", flush {}", ms(f.flush_cost));
+    }
+    out
+}
+
+/// What `fsynclab list-devices` and `--device help` print: every profile with its
+/// figures and their sources, the keys, and the daemon's ceiling.
+pub(crate) fn listing() -> String {
+    let mut out = String::from(
+        "Device profiles (--device PROFILE[,KEY=VALUE...] or --device KEY=VALUE,...):\n\n\
+         host      the image is a file on the host filesystem: flushes cost what the host disk charges\n\
+         ram       the image is on a private tmpfs: flushes cost nothing (the lower bound)\n\n",
+    );
+    for p in &NAMED {
+        let f = (p.figures)();
+        let _ = writeln!(out, "{:<9} {}", p.name, p.summary);
+        let _ = writeln!(out, "          {}", describe(&f));
+        for (figure, source) in p.sources {
+            let _ = writeln!(out, "          - {figure}: {source}");
+        }
+        out.push('\n');
+    }
+    out.push_str("Keys (after a profile name to change it, or alone from a seekless, cacheless disk):\n");
+    for (key, what) in KEYS {
+        let _ = writeln!(out, "  {key:<17} {what}");
+    }
+    out.push_str(
+        "\nExamples: hdd-5400,cache=0 (no write cache)   flush=20ms,write=80M (fixed flush cost, paced writes)\n\
+         \x20         rpm=7200,rate=120M,seek=15ms,cache=16M\n\n",
+    );
+    out.push_str(super::super::fuse::CEILING_NOTE);
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_names_every_profile_and_source() {
+        let text = listing();
+        for p in &NAMED {
+            assert!(text.contains(p.name), "{}", p.name);
+            for (figure, _) in p.sources {
+                assert!(text.contains(figure), "{figure}");
+            }
+        }
+        assert!(
+            text.contains("5400 rpm (11.11 ms a rotation), seek 1.1 ms to 21 ms (average 11.71 ms) over 320 GB"),
+            "{text}"
+        );
+    }
+}

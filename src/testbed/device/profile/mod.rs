@@ -1,0 +1,29 @@
+//! The emulated disks' figures: the named profiles, each figure with where it comes from
+//! (`builtin.rs`), the `KEY=VALUE` syntax that builds or adjusts one (`parse.rs`:
+//! `--device hdd-5400,cache=0`, `--device flush=20ms,write=80M`), and how they read to a
+//! user (`listing.rs`: `fsynclab list-devices`, the device's one-line description).
+
+use super::model::{DiskFigures, Mechanics};
+
+mod builtin;
+mod listing;
+mod parse;
+
+pub(crate) use listing::{describe, listing};
+pub(crate) use parse::parse;
+
+/// A profile's figures with its name as typed. (`pub` because the public
+/// `testbed::scratch::ScratchRequest` carries one inside its `DeviceProfile`.)
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiskProfile {
+    pub(crate) name: String,
+    pub(crate) figures: DiskFigures,
+}
+
+impl DiskProfile {
+    /// Whether the loop device is marked rotational (schedulers and merging heuristics
+    /// take it into account).
+    pub(crate) fn rotational(&self) -> bool {
+        matches!(self.figures.mechanics, Mechanics::Rotating { .. })
+    }
+}
