@@ -53,10 +53,18 @@ impl DeviceProfile {
             _ => {}
         }
         profile::parse(t).map(DeviceProfile::Emulated).map_err(|why| {
-            Usage(format!(
-                "--device {t}: {why}; expected host, ram, hdd-5400, hdd-7200, ssd-sata, nvme, san, \
-                 PROFILE,KEY=VALUE... or flush=20ms[,write=80M] (`fsynclab list-devices` shows them all)"
-            ))
+            let valid = match &why {
+                profile::ParseError::UnknownProfile(_) => format!(
+                    "; expected host, ram, {}, PROFILE,KEY=VALUE... or flush=20ms[,write=80M] (`fsynclab list-devices` shows them all)",
+                    profile::names().join(", ")
+                ),
+                profile::ParseError::UnknownKey(_) => format!(
+                    "; keys: {} (`fsynclab list-devices` says what each sets)",
+                    profile::key_names().join(", ")
+                ),
+                profile::ParseError::Bad(_) => String::new(),
+            };
+            Usage(format!("--device {t}: {why}{valid}"))
         })
     }
 
@@ -136,11 +144,22 @@ mod tests {
 
     #[test]
     fn bad_profiles_say_what_is_valid() {
-        for bad in ["floppy", "write=1M,colour=red", "flush=abc", "flush=1ms,write=0"] {
+        // Issue 8, item 11: each says what is wrong once, and lists what is valid for
+        // that part: the profiles for a name, the keys for a key.
+        let cases = [
+            ("floppy", "--device floppy: unknown profile 'floppy'; expected host, ram, hdd-5400, hdd-7200, ssd-sata, nvme, san, PROFILE,KEY=VALUE..."),
+            ("write=1M,colour=red", "--device write=1M,colour=red: unknown key 'colour'; keys: cache, nvcache, rpm, settle, seek, capacity, request, rate, bus, latency, flush, write"),
+            ("flush=abc", "--device flush=abc: flush: expected a duration like 1s"),
+            ("hdd-5400,seek=abc", "--device hdd-5400,seek=abc: seek: expected a duration like 1s"),
+            ("flush=1ms,write=0", "--device flush=1ms,write=0: write: a rate of 0 would never finish a transfer"),
+        ];
+        for (bad, expected) in cases {
             let err = DeviceProfile::parse(bad).unwrap_err().to_string();
-            assert!(err.starts_with(&format!("--device {bad}")), "{err}");
-            assert!(err.contains("expected host, ram"), "{err}");
+            assert!(err.starts_with(expected), "{err}");
             assert!(!err.contains('\n'), "one line: {err}");
+            // The part at fault is not repeated after the whole text.
+            let part = bad.rsplit(',').next().unwrap_or(bad);
+            assert!(!err.contains(&format!("{part}: {part}")), "said once: {err}");
         }
     }
 

@@ -10,7 +10,20 @@ mod listing;
 mod parse;
 
 pub(crate) use listing::{describe, listing};
-pub(crate) use parse::parse;
+pub(crate) use parse::{parse, ParseError};
+
+/// The named profiles' names, in listing order.
+pub(crate) fn names() -> Vec<&'static str> {
+    builtin::NAMED.iter().map(|p| p.name).collect()
+}
+
+/// The keys `--device` takes (`cache`, `rpm`, ...).
+pub(crate) fn key_names() -> Vec<&'static str> {
+    parse::KEYS
+        .iter()
+        .filter_map(|(k, _)| k.split_once('=').map(|(name, _)| name))
+        .collect()
+}
 
 /// A profile's figures with its name as typed. (`pub` because the public
 /// `testbed::scratch::ScratchRequest` carries one inside its `DeviceProfile`.)

@@ -42,16 +42,42 @@ pub(super) const KEYS: [(&str, &str); 12] = [
     ("write=RATE", "alias of rate= (the previous release's syntax)"),
 ];
 
+/// What is wrong with a `--device` text: the caller adds what is valid, which depends on
+/// the kind (the profiles for an unknown name, the keys for an unknown key).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ParseError {
+    UnknownProfile(String),
+    UnknownKey(String),
+    /// A known key with a value it cannot take, or figures that do not fit together.
+    Bad(String),
+}
+
+impl From<String> for ParseError {
+    fn from(why: String) -> ParseError {
+        ParseError::Bad(why)
+    }
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParseError::UnknownProfile(name) => write!(f, "unknown profile '{name}'"),
+            ParseError::UnknownKey(key) => write!(f, "unknown key '{key}'"),
+            ParseError::Bad(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Parses `NAME[,KEY=VALUE...]` or `KEY=VALUE[,...]`; `Err` says what is wrong with one
 /// part (the caller adds what is valid).
-pub(crate) fn parse(text: &str) -> Result<DiskProfile, String> {
+pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
     let mut parts = text.split(',').map(str::trim).peekable();
     let mut figures = match parts.peek() {
         Some(first) if !first.contains('=') => {
             let named = NAMED
                 .iter()
                 .find(|p| p.name == *first)
-                .ok_or_else(|| format!("unknown profile '{first}'"))?;
+                .ok_or_else(|| ParseError::UnknownProfile(first.to_string()))?;
             parts.next();
             (named.figures)()
         }
@@ -61,21 +87,17 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, String> {
     for part in parts {
         let (key, value) = part
             .split_once('=')
-            .ok_or_else(|| format!("'{part}' is not KEY=VALUE"))?;
-        let size = || {
-            parse_size(value)
-                .map(Bytes::get)
-                .map_err(|e| format!("{key}={value}: {e}"))
-        };
+            .ok_or_else(|| ParseError::Bad(format!("'{part}' is not KEY=VALUE")))?;
+        let size = || parse_size(value).map(Bytes::get).map_err(|e| format!("{key}: {e}"));
         let rate = || -> Result<u64, String> {
             let v = value.strip_suffix("/s").unwrap_or(value);
-            let r = parse_size(v).map_err(|e| format!("{key}={value}: {e} per second"))?;
+            let r = parse_size(v).map_err(|e| format!("{key}: {e} per second"))?;
             if r.get() == 0 {
-                return Err(format!("{key}=0 would never finish a transfer"));
+                return Err(format!("{key}: a rate of 0 would never finish a transfer"));
             }
             Ok(r.get())
         };
-        let duration = || parse_duration(value).map_err(|e| format!("{key}={value}: {e}"));
+        let duration = || parse_duration(value).map_err(|e| format!("{key}: {e}"));
         match key {
             "cache" => {
                 figures.cache_bytes = size()?;
@@ -103,7 +125,7 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, String> {
                             .parse()
                             .ok()
                             .filter(|r: &u32| (1..=100_000).contains(r))
-                            .ok_or_else(|| format!("rpm={value}: expected revolutions per minute like 5400"))?;
+                            .ok_or_else(|| format!("rpm: expected revolutions per minute like 5400, not {value}"))?;
                         rpm_set = true;
                     }
                     "settle" => spindle.settle = duration()?,
@@ -111,28 +133,30 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, String> {
                     _ => {
                         spindle.capacity_bytes = size()?;
                         if spindle.capacity_bytes == 0 {
-                            return Err("capacity=0: a disk needs some capacity".into());
+                            return Err(ParseError::Bad("capacity=0: a disk needs some capacity".into()));
                         }
                     }
                 }
                 if !rpm_set && matches!(figures.mechanics, Mechanics::Solid { .. }) && key != "rpm" {
-                    return Err(format!("{key}= applies to a rotating disk: give rpm= first"));
+                    return Err(format!("{key}= applies to a rotating disk: give rpm= first").into());
                 }
                 figures.mechanics = Mechanics::Rotating(spindle);
             }
-            _ => return Err(format!("unknown key '{key}'")),
+            _ => return Err(ParseError::UnknownKey(key.to_string())),
         }
     }
     if let Some(spindle) = figures.spindle() {
         if figures.media_bytes_per_s.is_none() {
-            return Err("a rotating disk needs rate= (its media transfer rate)".into());
+            return Err(ParseError::Bad(
+                "a rotating disk needs rate= (its media transfer rate)".into(),
+            ));
         }
         if spindle.settle > spindle.full_stroke {
-            return Err(format!(
+            return Err(ParseError::Bad(format!(
                 "settle={} is longer than the full-stroke seek={}",
                 format_duration(spindle.settle),
                 format_duration(spindle.full_stroke)
-            ));
+            )));
         }
     }
     Ok(DiskProfile {
@@ -189,15 +213,15 @@ mod tests {
     fn bad_profiles_say_which_part_is_wrong() {
         for (bad, says) in [
             ("floppy", "unknown profile 'floppy'"),
-            ("hdd-5400,cache=lots", "cache=lots"),
-            ("flush=1ms,write=0", "write=0 would never finish"),
+            ("hdd-5400,cache=lots", "cache: "),
+            ("flush=1ms,write=0", "write: a rate of 0 would never finish"),
             ("rpm=5400", "needs rate="),
             ("seek=9ms", "give rpm= first"),
             ("hdd-5400,settle=30ms", "longer than the full-stroke"),
             ("nvme,colour=red", "unknown key 'colour'"),
             ("hdd-5400,cache", "not KEY=VALUE"),
         ] {
-            let err = parse(bad).unwrap_err();
+            let err = parse(bad).unwrap_err().to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
     }
