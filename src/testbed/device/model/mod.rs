@@ -178,9 +178,15 @@ impl Disk {
 
     /// Runs a media operation of `len` bytes at `offset` on the actuator, from `start` or
     /// once it is free: moves the head, counts the access, and leaves `actuator_free` at
-    /// its end.
-    fn on_media(&mut self, start: Nanos, offset: u64, len: u64) {
-        let a = access::access(&self.figures, self.head, offset, len);
+    /// its end. A write finds the platter where the idle time left it; a read does not
+    /// wait for it, as drives read ahead into their track buffer (a sequential reader would
+    /// otherwise lose a rotation between requests, which no drive of the era did).
+    fn on_media(&mut self, start: Nanos, offset: u64, len: u64, kind: MediaOp) {
+        let idle = match kind {
+            MediaOp::Write => start.saturating_sub(self.actuator_free),
+            MediaOp::Read => 0,
+        };
+        let a = access::access(&self.figures, self.head, offset, len, idle);
         self.actuator_free = start.max(self.actuator_free) + a.total_ns();
         self.head = offset + len;
         self.count_access(&a, len);
@@ -190,6 +196,13 @@ impl Disk {
     fn command_latency_ns(&self) -> Nanos {
         self.figures.command_latency.as_nanos() as Nanos
     }
+}
+
+/// Which way a media operation goes: a write waits for the platter, a read is read ahead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MediaOp {
+    Read,
+    Write,
 }
 
 /// Adds one to `key`'s count in a multiset kept as a map of counts.

@@ -32,7 +32,7 @@ impl Disk {
             self.stats.read_hits += 1;
             now
         } else {
-            self.on_media(now, offset, len);
+            self.on_media(now, offset, len, super::MediaOp::Read);
             self.actuator_free
         };
         let at = self.bus(ready, len) + self.command_latency_ns();
