@@ -186,9 +186,18 @@ fn issue11_compare_tells_a_doubled_flush_time_from_the_same_configuration() {
             .trim_end()
             .to_string()
     };
-    // The figure the flush decides. Rates and write latencies of 400 ms runs move by more
-    // than 5% with the machine's load, so those may come out inconclusive, as they should.
-    assert!(verdict("fsync.p50 ").ends_with("no difference"), "{same}");
+    // Never a difference where there is none, on any figure.
+    assert!(
+        !same.contains("faster") && !same.contains("slower"),
+        "the same configuration twice: {same}"
+    );
+    // The figures the flush decides. Those of 400 ms runs move by a few percent with the
+    // machine's load (a helper compiling beside the test moved fsync.p50 by 6%), so one of
+    // the two may come out inconclusive, as it should; on a quiet machine both say it.
+    assert!(
+        verdict("fsync.p50 ").ends_with("no difference") || verdict("fsync.ops/s ").ends_with("no difference"),
+        "{same}"
+    );
     assert!(!same.contains("differ in:"), "the same parameters and testbed: {same}");
     no_leftovers(tmp.path());
 }
