@@ -98,6 +98,28 @@ pub(crate) mod test_data {
             .collect()
     }
 
+    /// Five runs on a 5 ms flush: about 200 fsyncs/s, p99 about 6 ms.
+    pub(crate) fn flush_5ms() -> Vec<RunFigures> {
+        runs(&[
+            (200.0, 6e6),
+            (204.0, 6.2e6),
+            (198.0, 5.9e6),
+            (201.0, 6.1e6),
+            (199.0, 6.0e6),
+        ])
+    }
+
+    /// Five runs on a 10 ms flush: half the rate, twice the p99.
+    pub(crate) fn flush_10ms() -> Vec<RunFigures> {
+        runs(&[
+            (101.0, 12e6),
+            (99.0, 12.3e6),
+            (100.0, 11.8e6),
+            (102.0, 12.1e6),
+            (98.0, 12.2e6),
+        ])
+    }
+
     pub(crate) fn verdict_of(c: &[FigureComparison], metric: Metric) -> &Verdict {
         &c.iter().find(|c| c.figure.metric == metric).unwrap().verdict
     }
@@ -105,25 +127,13 @@ pub(crate) mod test_data {
 
 #[cfg(test)]
 mod tests {
-    use super::test_data::{runs, verdict_of};
+    use super::test_data::{flush_10ms, flush_5ms, runs, verdict_of};
     use super::*;
 
     #[test]
     fn a_doubled_flush_time_is_slower_on_every_figure() {
-        let a = runs(&[
-            (200.0, 6e6),
-            (204.0, 6.2e6),
-            (198.0, 5.9e6),
-            (201.0, 6.1e6),
-            (199.0, 6.0e6),
-        ]);
-        let b = runs(&[
-            (101.0, 12e6),
-            (99.0, 12.3e6),
-            (100.0, 11.8e6),
-            (102.0, 12.1e6),
-            (98.0, 12.2e6),
-        ]);
+        let a = flush_5ms();
+        let b = flush_10ms();
         let c = compare_sets(&a, &b, &Settings::default());
         assert_eq!(verdict_of(&c, Metric::OpsPerSec), &Verdict::Slower, "fewer ops/s");
         assert_eq!(verdict_of(&c, Metric::P99), &Verdict::Slower, "higher p99");
@@ -139,13 +149,7 @@ mod tests {
 
     #[test]
     fn the_same_configuration_shows_no_difference() {
-        let a = runs(&[
-            (200.0, 6e6),
-            (204.0, 6.2e6),
-            (198.0, 5.9e6),
-            (201.0, 6.1e6),
-            (199.0, 6.0e6),
-        ]);
+        let a = flush_5ms();
         let b = runs(&[
             (202.0, 6.1e6),
             (197.0, 6.0e6),

@@ -64,26 +64,14 @@ pub fn render_comparison(label_a: &str, label_b: &str, comparisons: &[FigureComp
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_data::runs;
+    use super::super::test_data::{flush_10ms, flush_5ms};
     use super::super::{compare_sets, Settings};
     use super::*;
 
     #[test]
     fn rendered_comparison_names_each_figure_and_verdict() {
-        let a = runs(&[
-            (200.0, 6e6),
-            (204.0, 6.2e6),
-            (198.0, 5.9e6),
-            (201.0, 6.1e6),
-            (199.0, 6.0e6),
-        ]);
-        let b = runs(&[
-            (101.0, 12e6),
-            (99.0, 12.3e6),
-            (100.0, 11.8e6),
-            (102.0, 12.1e6),
-            (98.0, 12.2e6),
-        ]);
+        let a = flush_5ms();
+        let b = flush_10ms();
         let text = render_comparison("flush=5ms", "flush=10ms", &compare_sets(&a, &b, &Settings::default()));
         let want = "\
 figure       A: flush=5ms     B: flush=10ms    B/A [95% CI]          p (BH)  verdict
