@@ -1,0 +1,232 @@
+//! The block device under a filesystem (`/sys/dev/block/MAJ:MIN/queue/{scheduler,
+//! write_cache,rotational}`, Documentation/ABI/stable/sysfs-block), and what a scratch
+//! testbed adds: the emulated disk's profile, its model's figures and its counts.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::mounts::MountInfo;
+
+/// A scratch filesystem as requested; what the kernel made of the mount options is in
+/// [`super::FilesystemInfo`], the scheduler in [`DeviceInfo`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScratchInfo {
+    pub fstype: String,
+    /// Mount options as given after `FS:` (empty for the defaults).
+    pub mount_options: String,
+    /// `--mkfs-opts`, as given.
+    pub mkfs_options: String,
+    pub size_bytes: u64,
+    /// The image file behind the loop device.
+    pub image: String,
+    pub loop_device: String,
+    /// `--scheduler`, when given (its name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// The scheduler tunables `--scheduler NAME:TUNABLE=VALUE,...` set, as read back from
+    /// `queue/iosched/`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scheduler_tunables: BTreeMap<String, String>,
+}
+
+/// The device profile as the result records it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceProfileInfo {
+    /// `host`, `ram`, or the emulated profile as typed (`hdd-5400`, `flush=5ms`).
+    pub name: String,
+    /// The emulated fixed flush cost in ms (emulated profiles only): what a flush costs
+    /// once the write cache has drained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_ms: Option<f64>,
+    /// The emulated media transfer rate in bytes per second, when limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes_per_s: Option<u64>,
+    /// Device cache flushes counted during the run (setup included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushes: Option<u64>,
+    /// Who counted them: `emulated device` (the FUSE daemon's fsyncs of the image) or
+    /// `block layer` (flush requests completed on the loop device, /sys/block/NAME/stat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushes_counted_by: Option<String>,
+    /// Device flushes per foreground sync call of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushes_per_sync: Option<f64>,
+    /// The emulated disk's figures (emulated profiles only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<DiskModelInfo>,
+    /// What the emulated disk did during the run (emulated profiles only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<DeviceActivity>,
+}
+
+/// An emulated disk's figures, as docs/disk-model.md describes them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskModelInfo {
+    /// `rotating` (seeks and rotation) or `solid` (a cost per request).
+    pub mechanics: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_settle_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_full_stroke_ms: Option<f64>,
+    /// The seek curve's mean over random start and end points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_average_ms: Option<f64>,
+    /// The capacity seek distances are a fraction of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_bytes_per_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_bytes_per_s: Option<u64>,
+    pub command_latency_us: f64,
+    pub cache_bytes: u64,
+    /// `volatile`, `battery-backed`, or `none` (write-through).
+    pub cache: String,
+    pub flush_cost_ms: f64,
+}
+
+/// What an emulated disk did during a run: the daemon's counts and times.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceActivity {
+    /// The stretch of time these figures cover.
+    pub duration_s: f64,
+    pub reads: u64,
+    pub read_bytes: u64,
+    /// Reads served entirely from the write cache.
+    pub read_cache_hits: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    /// Writes acknowledged only once on the media (no cache, or larger than the cache).
+    pub write_through: u64,
+    /// Writes that found the cache full, and how long they waited for room in total.
+    pub writes_waited_for_room: u64,
+    pub room_wait_ms: f64,
+    /// Bytes a later write replaced in the cache before they reached the media.
+    pub overwritten_in_cache_bytes: u64,
+    pub flushes: u64,
+    /// Flush times: arrival to completion (the drain they waited for plus the fixed cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_ms_mean: Option<f64>,
+    pub flush_ms_total: f64,
+    /// The longest flush of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_ms_max: Option<f64>,
+    /// Bytes the flushes found waiting for the media, in total and at most.
+    pub flush_pending_bytes_total: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_pending_bytes_max: Option<u64>,
+    /// Media operations (drains, write-through writes, read misses) and their bytes.
+    pub media_ops: u64,
+    pub media_bytes: u64,
+    /// How the media operations were positioned: seeks, short skips ahead on the track,
+    /// rewinds (waiting for the platter to come round), sequential.
+    pub seeks: u64,
+    pub short_skips: u64,
+    pub rewinds: u64,
+    pub sequential: u64,
+    pub positioning_ms: f64,
+    pub transfer_ms: f64,
+    /// (positioning + transfer) / duration: how busy the actuator was.
+    pub media_busy_fraction: f64,
+    /// The largest cache occupancy during the run, and the mean.
+    pub cache_max_bytes: u64,
+    pub cache_mean_bytes: u64,
+    /// Cache occupancy over the run: [seconds since the run started, bytes], sampled every
+    /// 100 ms (the largest of each stretch when thinned to at most 600 points).
+    pub cache_occupancy: Vec<[f64; 2]>,
+    /// How far the daemon's writes to the media fell behind the model's schedule at most:
+    /// large values mean the daemon (CPU, memory bandwidth), not the profile, set the pace.
+    pub drain_lag_ms_max: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Kernel name of the whole disk (`vda`, `loop3`, `nvme0n1`).
+    pub name: String,
+    /// `major:minor` of the device the filesystem is on (a partition's own numbers).
+    pub dev: String,
+    /// The active I/O scheduler (`mq-deadline`, `none`, ...).
+    pub scheduler: Option<String>,
+    /// Every scheduler the device offers.
+    pub schedulers: Vec<String>,
+    /// `write back` (volatile cache: flushes matter) or `write through`.
+    pub write_cache: Option<String>,
+    pub rotational: Option<bool>,
+    /// For a loop device, the file behind it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_file: Option<String>,
+}
+
+/// One line of `/proc/self/mountinfo`.
+/// The active scheduler and all offered, from `queue/scheduler`: `mq-deadline kyber [bfq] none`.
+pub fn parse_scheduler(text: &str) -> (Option<String>, Vec<String>) {
+    let mut active = None;
+    let all = text
+        .split_whitespace()
+        .map(|w| {
+            if let Some(inner) = w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+                active = Some(inner.to_string());
+                inner.to_string()
+            } else {
+                w.to_string()
+            }
+        })
+        .collect();
+    (active, all)
+}
+
+/// A sysfs or procfs file's content without the newline.
+pub(super) fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// The sysfs directory of the whole disk for device `major:minor` (a partition's parent).
+fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    if dir.join("partition").exists() {
+        dir.parent().map(Path::to_path_buf)
+    } else {
+        Some(dir)
+    }
+}
+
+/// The device numbers behind a mount: those of its source when that is a block device
+/// (btrfs reports anonymous numbers in mountinfo), else mountinfo's own.
+pub(super) fn device_numbers(m: &MountInfo) -> (u32, u32) {
+    if m.source.starts_with("/dev/") {
+        if let Ok(meta) = std::fs::metadata(&m.source) {
+            use std::os::unix::fs::FileTypeExt;
+            if meta.file_type().is_block_device() {
+                let rdev = meta.rdev();
+                return (libc::major(rdev), libc::minor(rdev));
+            }
+        }
+    }
+    (m.major, m.minor)
+}
+
+/// The block device `major:minor` is on (the whole disk for a partition): its name,
+/// scheduler, write-cache mode, rotational flag, and a loop device's backing file.
+pub fn device_info(major: u32, minor: u32) -> Option<DeviceInfo> {
+    let dir = disk_dir(major, minor)?;
+    let queue = dir.join("queue");
+    let (scheduler, schedulers) = read_trimmed(queue.join("scheduler"))
+        .map(|s| parse_scheduler(&s))
+        .unwrap_or_default();
+    Some(DeviceInfo {
+        name: dir.file_name()?.to_string_lossy().into_owned(),
+        dev: format!("{major}:{minor}"),
+        scheduler,
+        schedulers,
+        write_cache: read_trimmed(queue.join("write_cache")),
+        rotational: read_trimmed(queue.join("rotational")).map(|r| r == "1"),
+        backing_file: read_trimmed(dir.join("loop/backing_file")),
+    })
+}

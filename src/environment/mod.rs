@@ -1,0 +1,188 @@
+//! The environment fingerprint recorded in every result: kernel, filesystem and mount
+//! options of the target, its block device (scheduler, write cache, rotational), the
+//! `vm.dirty_*` sysctls, CPUs and memory. Two results can only be compared if these agree.
+//!
+//! Sources, each parsed by a `FromStr` or a small function with its kernel document:
+//! - `/proc/self/mountinfo` — Documentation/filesystems/proc.rst, section 3.5
+//! - `/sys/dev/block/MAJ:MIN/queue/{scheduler,write_cache,rotational}` —
+//!   Documentation/ABI/stable/sysfs-block
+//! - `/proc/sys/vm/dirty_*` — Documentation/admin-guide/sysctl/vm.rst
+//! - `/proc/meminfo` — Documentation/filesystems/proc.rst, section 1.2 (MemTotal only)
+//!
+//! The parts: `mounts` (which filesystem a path is on), `device` (its block device, and the
+//! emulated disk's figures and counts), `memory` (meminfo, the dirty sysctls and their
+//! thresholds, what fits in memory).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+mod device;
+mod memory;
+mod mounts;
+
+pub use device::{
+    device_info, parse_scheduler, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, ScratchInfo,
+};
+use device::{device_numbers, read_trimmed};
+
+pub use memory::{
+    check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, dirty_background_threshold,
+    meminfo_field, parse_memtotal, read_sysctls, DIRTY_SYSCTLS,
+};
+pub use mounts::{mount_of, parse_mountinfo, MountInfo};
+
+/// How far behind its model the emulated disk's daemon may fall before a run says that the
+/// daemon, not the profile, set the pace.
+pub const DAEMON_LAG_MS: f64 = 250.0;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub fsynclab_version: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub memory_bytes: u64,
+    /// The directory the run worked in.
+    pub target: String,
+    pub filesystem: Option<FilesystemInfo>,
+    pub device: Option<DeviceInfo>,
+    /// `vm.dirty_*` sysctls by name (without the `vm.` prefix).
+    pub sysctls: BTreeMap<String, u64>,
+    /// The scratch filesystem fsynclab made for the run (`--scratch`), as requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scratch: Option<ScratchInfo>,
+    /// The device profile behind the scratch filesystem (`--device`), with flush counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_profile: Option<DeviceProfileInfo>,
+    /// The sysctls fsynclab set for the run (`--dirty-ratio`...), restored afterwards.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctls_set: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesystemInfo {
+    pub fstype: String,
+    pub mount_point: String,
+    /// The mount source (`/dev/vda`, `tmpfs`, `/dev/loop3`).
+    pub source: String,
+    /// Per-mount options (`rw,relatime`).
+    pub mount_options: String,
+    /// Per-superblock options (`rw,data=ordered,commit=5`): where ext4 and xfs report theirs.
+    pub super_options: String,
+}
+
+/// `uname -r`.
+fn kernel_release() -> String {
+    read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into())
+}
+
+/// Takes the fingerprint of the machine and of the filesystem holding `target`.
+pub fn fingerprint(target: &Path) -> Fingerprint {
+    let canonical = std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
+    let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
+    let mount = mount_of(&mounts, &canonical);
+    let device = mount.and_then(|m| {
+        let (major, minor) = device_numbers(m);
+        device_info(major, minor)
+    });
+    Fingerprint {
+        fsynclab_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel: kernel_release(),
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        memory_bytes: std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| parse_memtotal(&m))
+            .unwrap_or(0),
+        target: canonical.display().to_string(),
+        filesystem: mount.map(|m| FilesystemInfo {
+            fstype: m.fstype.clone(),
+            mount_point: m.mount_point.clone(),
+            source: m.source.clone(),
+            mount_options: m.mount_options.clone(),
+            super_options: m.super_options.clone(),
+        }),
+        device,
+        sysctls: read_sysctls(),
+        ..Fingerprint::default()
+    }
+}
+
+impl Fingerprint {
+    /// One line for reports: `ext4 (rw,relatime) on vda [mq-deadline, write back, ssd]`.
+    pub fn target_line(&self) -> String {
+        let fs = match &self.filesystem {
+            Some(f) => format!(
+                "{} ({}; {}) at {}",
+                f.fstype, f.mount_options, f.super_options, f.mount_point
+            ),
+            None => "unknown filesystem".into(),
+        };
+        let dev = match &self.device {
+            Some(d) => format!(
+                " on {} [scheduler {}, write cache {}, {}]",
+                d.name,
+                d.scheduler.as_deref().unwrap_or("?"),
+                d.write_cache.as_deref().unwrap_or("?"),
+                match d.rotational {
+                    Some(true) => "rotational",
+                    Some(false) => "non-rotational",
+                    None => "rotational ?",
+                }
+            ),
+            None => String::new(),
+        };
+        let scratch = match (&self.scratch, &self.device_profile) {
+            (Some(s), p) => format!(
+                "; scratch {} image {} on {}{}",
+                s.fstype,
+                crate::units::human_size(s.size_bytes),
+                s.loop_device,
+                p.as_ref().map(|p| format!(", device {}", p.name)).unwrap_or_default()
+            ),
+            (None, _) => String::new(),
+        };
+        format!("{fs}{dev}{scratch}")
+    }
+
+    /// The finding about the device's cache flushes, when they were counted: how many, and
+    /// per foreground sync call (`sync_calls` of them).
+    pub fn device_findings(&self, sync_calls: u64) -> Vec<String> {
+        let Some(profile) = &self.device_profile else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let lag = profile.activity.as_ref().map(|a| a.drain_lag_ms_max);
+        if let Some(lag) = lag.filter(|l| *l > DAEMON_LAG_MS) {
+            out.push(format!(
+                "device: the emulated disk's daemon fell up to {lag:.0} ms behind its model (CPU or memory bandwidth): throughput figures here are the daemon's ceiling, not the profile's"
+            ));
+        }
+        if let Some(flushes) = profile.flushes {
+            out.push(match profile.flushes_per_sync {
+                Some(per) => format!(
+                    "device: {flushes} cache flushes during the run, {per:.2} per foreground sync call ({sync_calls} calls; setup included)"
+                ),
+                None => format!("device: {flushes} cache flushes during the run"),
+            });
+        }
+        out
+    }
+
+    /// One line for reports: kernel, CPUs, memory, dirty sysctls.
+    pub fn machine_line(&self) -> String {
+        let s = |k: &str| self.sysctls.get(k).map(u64::to_string).unwrap_or_else(|| "?".into());
+        format!(
+            "Linux {}, {} CPUs, {:.1} GiB; vm.dirty_ratio={} dirty_background_ratio={} dirty_expire_centisecs={}",
+            self.kernel,
+            self.cpus,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            s("dirty_ratio"),
+            s("dirty_background_ratio"),
+            s("dirty_expire_centisecs"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;
