@@ -141,18 +141,32 @@ pub(crate) fn format_duration(d: Duration) -> String {
     }
 }
 
-/// Prints a latency in nanoseconds with a unit that keeps three significant digits.
-pub(crate) fn format_latency_ns(ns: u64) -> String {
+/// A latency in nanoseconds scaled to the unit that keeps three significant digits:
+/// the value, its decimals, and the unit's index (ns, µs, ms, s).
+fn scale_latency(ns: u64) -> (f64, usize, usize) {
     let v = ns as f64;
     if v >= 1e9 {
-        format!("{:.3}s", v / 1e9)
+        (v / 1e9, 3, 3)
     } else if v >= 1e6 {
-        format!("{:.3}ms", v / 1e6)
+        (v / 1e6, 3, 2)
     } else if v >= 1e3 {
-        format!("{:.1}us", v / 1e3)
+        (v / 1e3, 1, 1)
     } else {
-        format!("{ns}ns")
+        (v, 0, 0)
     }
+}
+
+/// Prints a latency in nanoseconds with a unit that keeps three significant digits, as
+/// tables do: `1.234ms`, `12.5us`.
+pub(crate) fn format_latency_ns(ns: u64) -> String {
+    let (v, decimals, unit) = scale_latency(ns);
+    format!("{v:.decimals$}{}", ["ns", "us", "ms", "s"][unit])
+}
+
+/// The same for prose and the HTML report: `1.234 ms`, `12.5 µs`.
+pub(crate) fn latency_text(ns: u64) -> String {
+    let (v, decimals, unit) = scale_latency(ns);
+    format!("{v:.decimals$} {}", ["ns", "µs", "ms", "s"][unit])
 }
 
 /// Nanoseconds as seconds, milliseconds, microseconds: the units tables and seed lines print.

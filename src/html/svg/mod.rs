@@ -101,18 +101,7 @@ pub(crate) fn decade_label(decade: i32) -> String {
     format!("{}{unit}", 10u64.pow((decade - base) as u32))
 }
 
-pub(crate) fn latency_text(ns: u64) -> String {
-    let v = ns as f64;
-    if v >= 1e9 {
-        format!("{:.3} s", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.3} ms", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1} µs", v / 1e3)
-    } else {
-        format!("{ns} ns")
-    }
-}
+pub(crate) use crate::units::latency_text;
 
 /// A step of 1, 2 or 5 × 10^k that cuts `span` into at most `max_ticks` pieces.
 pub(crate) fn nice_step(span: f64, max_ticks: f64) -> f64 {
