@@ -8,6 +8,7 @@
 //!   Documentation/ABI/stable/sysfs-block
 //! - `/proc/sys/vm/dirty_*` — Documentation/admin-guide/sysctl/vm.rst
 //! - `/proc/meminfo` — Documentation/filesystems/proc.rst, section 1.2 (MemTotal only)
+//! - the journal settings — [`crate::explain::journal`]
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -47,6 +48,10 @@ pub struct Fingerprint {
     /// The sysctls fsynclab set for the run (`--dirty-ratio`...), restored afterwards.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sysctls_set: BTreeMap<String, u64>,
+    /// The filesystem's journal: whether it has one, data mode, commit interval, batch
+    /// times (ext4); log buffers (xfs); commit interval (btrfs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<crate::explain::journal::JournalInfo>,
 }
 
 /// A scratch filesystem as requested; what the kernel made of the mount options is in
@@ -272,7 +277,7 @@ fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
 }
 
 /// The sysfs directory of the whole disk for device `major:minor` (a partition's parent).
-fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
+pub(crate) fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
     let dir = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
     if dir.join("partition").exists() {
         dir.parent().map(Path::to_path_buf)
@@ -283,7 +288,7 @@ fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
 
 /// The device numbers behind a mount: those of its source when that is a block device
 /// (btrfs reports anonymous numbers in mountinfo), else mountinfo's own.
-fn device_numbers(m: &MountInfo) -> (u32, u32) {
+pub(crate) fn device_numbers(m: &MountInfo) -> (u32, u32) {
     if m.source.starts_with("/dev/") {
         if let Ok(meta) = std::fs::metadata(&m.source) {
             use std::os::unix::fs::FileTypeExt;
@@ -336,6 +341,14 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         let (major, minor) = device_numbers(m);
         device_info(major, minor)
     });
+    let journal = mount.and_then(|m| {
+        let (major, minor) = device_numbers(m);
+        // The filesystem's own device name (a partition's, not the disk's): /proc/fs/ext4/NAME.
+        let dev_name = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
+            .ok()
+            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+        crate::explain::journal::read(&m.fstype, dev_name.as_deref(), &m.super_options)
+    });
     Fingerprint {
         fsynclab_version: env!("CARGO_PKG_VERSION").to_string(),
         kernel: kernel_release(),
@@ -354,6 +367,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         }),
         device,
         sysctls: read_sysctls(),
+        journal,
         ..Fingerprint::default()
     }
 }
@@ -481,5 +495,9 @@ mod tests {
         assert!(f.cpus >= 1);
         assert!(f.filesystem.is_some(), "no mount found for .");
         assert!(f.sysctls.contains_key("dirty_ratio"));
+        if f.filesystem.as_ref().is_some_and(|fs| fs.fstype == "ext4") {
+            let journal = f.journal.expect("an ext4 has journal facts");
+            assert!(["jbd2", "none"].contains(&journal.kind.as_str()), "{journal:?}");
+        }
     }
 }

@@ -15,6 +15,7 @@
 //! - [`role`]: prober, writers, the stop signal; [`sync`]: the sync methods
 //! - [`measure`]: clock, samples, histograms, throughput; [`observe`]: live events
 //! - [`testbed`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
+//! - [`explain`]: kernel trace, per-call attribution of slow calls, writeback timeline
 //! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
 
 pub mod app;
@@ -22,6 +23,7 @@ pub mod cli;
 pub mod engine;
 pub mod environment;
 pub mod error;
+pub mod explain;
 pub mod measure;
 pub mod observe;
 pub mod params;

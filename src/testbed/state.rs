@@ -42,6 +42,13 @@ pub enum Step {
     Rotational { device: String, previous: bool },
     /// A `vm.` sysctl and the value it had before.
     Sysctl { name: String, previous: u64 },
+    /// A tracefs instance (`instances/NAME`) for `--explain`, recorded before it is made so
+    /// that no moment leaves one unrecorded; undoing a step whose instance was never made
+    /// does nothing.
+    TraceInstance { name: String },
+    /// tracefs, mounted by fsynclab because it was not; unmounted only if no instance of
+    /// anyone remains in it.
+    Tracefs { mount_point: PathBuf },
 }
 
 impl Step {
@@ -67,6 +74,8 @@ impl Step {
                 r => r,
             },
             Step::Sysctl { name, previous } => sysctl::write(name, *previous),
+            Step::TraceInstance { name } => crate::explain::tracefs::remove_instance(name),
+            Step::Tracefs { mount_point } => crate::explain::tracefs::unmount_if_unused(mount_point),
         }
     }
 
@@ -81,6 +90,8 @@ impl Step {
             Step::Scheduler { device, previous } => format!("scheduler of {device} (back to {previous})"),
             Step::Rotational { device, previous } => format!("rotational flag of {device} (back to {previous})"),
             Step::Sysctl { name, previous } => format!("vm.{name} (back to {previous})"),
+            Step::TraceInstance { name } => format!("trace instance {name}"),
+            Step::Tracefs { mount_point } => format!("tracefs at {}", mount_point.display()),
         }
     }
 }
