@@ -17,7 +17,6 @@
 //! joined on the same clock. Files are kept open and re-read at offset 0, which the kernel
 //! regenerates for /proc seq files and sysfs attributes, so a sample costs a few reads.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt as _;
 use std::str::FromStr;
@@ -32,54 +31,61 @@ use serde::{Deserialize, Serialize};
 use super::tracer::thread_cpu_ns;
 use crate::measure::RunClock;
 
-/// `/proc/meminfo`: `Name:   value kB` lines; values in bytes (fields without a unit, such
-/// as HugePages_Total, are kept as they are).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Meminfo(pub BTreeMap<String, u64>);
+/// The fields of `/proc/meminfo` the timeline keeps, in bytes: `Dirty` and `Writeback`
+/// (lines `Name:   value kB`); the other fields are ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Meminfo {
+    pub dirty_bytes: u64,
+    pub writeback_bytes: u64,
+}
+
+/// The value of line `name` in a `Name: value [kB]` or `name value` file.
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?;
+        let rest = rest.strip_prefix(':').unwrap_or(rest);
+        if !rest.starts_with(' ') {
+            return None;
+        }
+        let mut words = rest.split_whitespace();
+        let value: u64 = words.next()?.parse().ok()?;
+        Some(if words.next() == Some("kB") {
+            value * 1024
+        } else {
+            value
+        })
+    })
+}
 
 impl FromStr for Meminfo {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Meminfo, String> {
-        let mut fields = BTreeMap::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let (name, rest) = line
-                .split_once(':')
-                .ok_or_else(|| format!("meminfo: no colon in {line:?}"))?;
-            let mut words = rest.split_whitespace();
-            let value: u64 = words
-                .next()
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| format!("meminfo: no number in {line:?}"))?;
-            let scale = if words.next() == Some("kB") { 1024 } else { 1 };
-            fields.insert(name.to_string(), value * scale);
-        }
-        Ok(Meminfo(fields))
+        let get = |name: &str| field(text, name).ok_or_else(|| format!("meminfo: no {name} line"));
+        Ok(Meminfo {
+            dirty_bytes: get("Dirty")?,
+            writeback_bytes: get("Writeback")?,
+        })
     }
 }
 
-/// `/proc/vmstat`: `name value` lines.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Vmstat(pub BTreeMap<String, u64>);
+/// The fields of `/proc/vmstat` the timeline keeps (lines `name value`), in pages: the dirty
+/// limits the kernel computed last; the other counters are ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Vmstat {
+    pub dirty_threshold_pages: u64,
+    pub dirty_background_threshold_pages: u64,
+}
 
 impl FromStr for Vmstat {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Vmstat, String> {
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|line| {
-                let (name, value) = line
-                    .split_once(' ')
-                    .ok_or_else(|| format!("vmstat: malformed line {line:?}"))?;
-                let value = value
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("vmstat: not a number in {line:?}"))?;
-                Ok((name.to_string(), value))
-            })
-            .collect::<Result<_, String>>()
-            .map(Vmstat)
+        let get = |name: &str| field(text, name).ok_or_else(|| format!("vmstat: no {name} line"));
+        Ok(Vmstat {
+            dirty_threshold_pages: get("nr_dirty_threshold")?,
+            dirty_background_threshold_pages: get("nr_dirty_background_threshold")?,
+        })
     }
 }
 
@@ -231,13 +237,12 @@ impl Sources {
         let vm: Option<Vmstat> = Self::read(&mut self.buf, &self.vmstat);
         let psi: Option<Pressure> = Self::read(&mut self.buf, &self.pressure);
         let disk: Option<DiskStat> = Self::read(&mut self.buf, &self.disk);
-        let pages = |name: &str| vm.as_ref()?.0.get(name).map(|p| p * self.page_size);
         TimelinePoint {
             t_ns,
-            dirty_bytes: mem.as_ref().and_then(|m| m.0.get("Dirty").copied()),
-            writeback_bytes: mem.as_ref().and_then(|m| m.0.get("Writeback").copied()),
-            dirty_threshold_bytes: pages("nr_dirty_threshold"),
-            dirty_background_threshold_bytes: pages("nr_dirty_background_threshold"),
+            dirty_bytes: mem.map(|m| m.dirty_bytes),
+            writeback_bytes: mem.map(|m| m.writeback_bytes),
+            dirty_threshold_bytes: vm.map(|v| v.dirty_threshold_pages * self.page_size),
+            dirty_background_threshold_bytes: vm.map(|v| v.dirty_background_threshold_pages * self.page_size),
             io_some_total_us: psi.map(|p| p.some_total_us),
             io_full_total_us: psi.and_then(|p| p.full_total_us),
             device_in_flight: disk.map(|d| d.in_flight),
@@ -336,17 +341,24 @@ mod tests {
     #[test]
     fn meminfo_fixture() {
         let m: Meminfo = MEMINFO.parse().unwrap();
-        assert!(m.0["MemTotal"] > m.0["MemFree"]);
-        assert!(m.0.contains_key("Dirty") && m.0.contains_key("Writeback"));
-        assert_eq!(m.0["Dirty"] % 1024, 0, "kB are turned into bytes");
-        assert!("no colon here".parse::<Meminfo>().is_err());
+        assert_eq!((m.dirty_bytes, m.writeback_bytes), (0, 0), "an idle machine");
+        // kB become bytes, and `WritebackTmp` is not taken for `Writeback`.
+        let m: Meminfo = "MemTotal: 9 kB\nWritebackTmp: 8 kB\nDirty:   92 kB\nWriteback:  4 kB\n"
+            .parse()
+            .unwrap();
+        assert_eq!((m.dirty_bytes, m.writeback_bytes), (92 * 1024, 4096));
+        assert!("MemTotal: 1 kB".parse::<Meminfo>().is_err());
     }
 
     #[test]
     fn vmstat_fixture() {
         let v: Vmstat = VMSTAT.parse().unwrap();
-        assert!(v.0["nr_dirty_threshold"] > v.0["nr_dirty_background_threshold"]);
-        assert!(v.0.contains_key("nr_dirty"));
+        assert!(v.dirty_threshold_pages > v.dirty_background_threshold_pages);
+        assert_eq!(
+            (v.dirty_threshold_pages, v.dirty_background_threshold_pages),
+            (780684, 600187)
+        );
+        assert!("nr_dirty 5".parse::<Vmstat>().is_err());
     }
 
     #[test]

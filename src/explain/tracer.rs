@@ -11,13 +11,18 @@
 //!   on the filesystem's device: the commits a sync call can wait behind.
 //! - `block_rq_issue`/`block_rq_complete` on the disk under the filesystem: cache flushes
 //!   (`F` in rwbs) and the writes the device worked through meanwhile.
-//! - `balance_dirty_pages`, `folio_wait_writeback`, `global_dirty_state` and the per-file
-//!   sync events of the watched threads; `writeback_start`/`written` of the disk's bdi.
+//! - `balance_dirty_pages`, `folio_wait_writeback` and `global_dirty_state` of the watched
+//!   threads; `writeback_start`/`written` of the disk's bdi.
+//!
+//! Every event costs the traced call a little; the kernel stacks cost the most (about
+//! 10 µs per sleep on the project VM, BENCHMARKS.md). Events the attribution does not read
+//! (`ext4_sync_file_enter`, `xfs_file_fsync`...) are left off.
 //!
 //! The trace clock is `mono`, CLOCK_MONOTONIC, the clock of Rust's `Instant` and so of the
-//! run clock. `trace_pipe` is read continuously by a thread of its own (non-blocking, every
-//! 50 ms) so the buffer does not overflow; events the kernel still had to drop are counted
-//! from the `[LOST N EVENTS]` notes and the per-CPU `overrun`/`dropped events` statistics.
+//! run clock. A thread of its own watches how full the buffer is during the run and drains
+//! `trace_pipe` before it overflows (see `read_pipe` for why not more often); events the
+//! kernel still had to drop are counted from the `[LOST N EVENTS]` notes and the per-CPU
+//! `overrun`/`dropped events` statistics.
 
 use std::io::Read as _;
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -146,6 +151,9 @@ pub struct TraceConfig {
     pub buffer_kb_per_cpu: u32,
     /// Keep the raw trace text in [`Trace::text`] (for fixtures and debugging).
     pub keep_text: bool,
+    /// Record the kernel stack at each sleep of a watched thread: what tells the causes of
+    /// a wait apart, and most of the tracing's cost (see BENCHMARKS.md).
+    pub stacks: bool,
 }
 
 impl TraceConfig {
@@ -156,6 +164,7 @@ impl TraceConfig {
             origin_ns,
             buffer_kb_per_cpu: 8192,
             keep_text: false,
+            stacks: true,
         }
     }
 }
@@ -265,19 +274,11 @@ fn events_for(fs: &TracedFs) -> Vec<(&'static str, Filter)> {
             ("jbd2/jbd2_commit_logging", Filter::FsDev),
             ("jbd2/jbd2_end_commit", Filter::FsDev),
             ("jbd2/jbd2_run_stats", Filter::FsDev),
-            ("ext4/ext4_sync_file_enter", Filter::Current),
-            ("ext4/ext4_sync_file_exit", Filter::Current),
         ]);
     }
     match fs.fstype.as_str() {
-        "xfs" => v.extend([
-            ("xfs/xfs_log_force", Filter::FsDev),
-            ("xfs/xfs_file_fsync", Filter::Current),
-        ]),
-        "btrfs" => v.extend([
-            ("btrfs/btrfs_transaction_commit", Filter::None),
-            ("btrfs/btrfs_sync_file", Filter::Current),
-        ]),
+        "xfs" => v.push(("xfs/xfs_log_force", Filter::FsDev)),
+        "btrfs" => v.push(("btrfs/btrfs_transaction_commit", Filter::None)),
         _ => {}
     }
     v
@@ -369,8 +370,8 @@ pub struct Tracer {
     undo: Undo,
 }
 
-/// How often the reader drains `trace_pipe`.
-const READ_INTERVAL: Duration = Duration::from_millis(50);
+/// How often the reader checks how full the buffer is.
+const CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 impl Tracer {
     /// Starts tracing as `config` says. Needs root and tracefs; the error says what is missing.
@@ -461,10 +462,11 @@ impl Tracer {
             .context("cannot open trace_marker")?;
         *self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))? = Some(marker);
         let flag = Arc::clone(&self.stop_flag);
+        let fill = Fill::open(inst, self.config.buffer_kb_per_cpu);
         self.reader = Some(
             std::thread::Builder::new()
                 .name("trace-reader".into())
-                .spawn(move || read_pipe(pipe, &flag))
+                .spawn(move || read_pipe(pipe, fill, &flag))
                 .context("cannot start the trace reader thread")?,
         );
         self.started_ns = monotonic_ns();
@@ -484,7 +486,7 @@ impl Tracer {
             };
             inst.write(&format!("events/{event}/filter"), expr)?;
         }
-        if self.enabled.iter().any(|(e, _)| *e == "sched/sched_switch") {
+        if self.config.stacks && self.enabled.iter().any(|(e, _)| *e == "sched/sched_switch") {
             let trigger = "events/sched/sched_switch/trigger";
             // A second stacktrace trigger is refused (EEXIST): remove the old one first.
             if inst.read(trigger)?.lines().any(|l| l.starts_with("stacktrace")) {
@@ -561,9 +563,11 @@ impl Tracer {
     fn join_reader(&mut self) -> Result<(String, u64)> {
         self.stop_flag.store(true, Ordering::SeqCst);
         match self.reader.take() {
-            Some(h) => h
-                .join()
-                .map_err(|_| anyhow::anyhow!("the trace reader thread panicked"))?,
+            Some(h) => {
+                h.thread().unpark();
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("the trace reader thread panicked"))?
+            }
             None => Ok((String::new(), 0)),
         }
     }
@@ -602,32 +606,75 @@ fn parse_cpu_stats_lost(stats: &str) -> u64 {
         .sum()
 }
 
-/// The reader thread: drains `trace_pipe` until told to stop and the pipe is empty.
-/// Returns the text and the thread's own CPU time.
-fn read_pipe(mut pipe: std::fs::File, stop: &AtomicBool) -> Result<(String, u64)> {
+/// How full a CPU's ring buffer may get before the reader drains it.
+struct Fill {
+    /// `per_cpu/cpuN/stats` of each CPU, kept open.
+    stats: Vec<std::fs::File>,
+    /// Unread bytes in one CPU's buffer that trigger a drain: half its size.
+    threshold_bytes: u64,
+}
+
+impl Fill {
+    fn open(instance: &Instance, buffer_kb_per_cpu: u32) -> Fill {
+        let stats = std::fs::read_dir(instance.path("per_cpu"))
+            .map(|d| {
+                d.filter_map(|e| std::fs::File::open(e.ok()?.path().join("stats")).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Fill {
+            stats,
+            threshold_bytes: u64::from(buffer_kb_per_cpu) * 1024 / 2,
+        }
+    }
+
+    /// Whether some CPU's buffer holds more unread bytes than the threshold (`bytes:` in
+    /// its stats, ftrace.rst "per_cpu/cpuX/stats").
+    fn over(&self) -> bool {
+        use std::os::unix::fs::FileExt as _;
+        let mut buf = [0u8; 512];
+        self.stats.iter().any(|f| {
+            let n = f.read_at(&mut buf, 0).unwrap_or(0);
+            String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .find_map(|l| l.strip_prefix("bytes:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .is_some_and(|b| b > self.threshold_bytes)
+        })
+    }
+}
+
+/// The reader thread. Reading `trace_pipe` makes the kernel format every event as text, in
+/// this thread, which costs CPU the measurement would feel; so the buffer is drained only
+/// when some CPU's buffer is half full (checked every [`CHECK_INTERVAL`]) and once at the
+/// end, after tracing is off. Returns the text and the thread's own CPU time.
+fn read_pipe(mut pipe: std::fs::File, fill: Fill, stop: &AtomicBool) -> Result<(String, u64)> {
     let mut text = Vec::with_capacity(1 << 20);
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        match pipe.read(&mut buf) {
-            Ok(0) => {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                std::thread::sleep(READ_INTERVAL);
-            }
+        let stopping = stop.load(Ordering::SeqCst);
+        if stopping || fill.over() {
+            drain(&mut pipe, &mut buf, &mut text)?;
+        }
+        if stopping {
+            break;
+        }
+        std::thread::park_timeout(CHECK_INTERVAL);
+    }
+    Ok((String::from_utf8_lossy(&text).into_owned(), thread_cpu_ns()))
+}
+
+/// Reads `trace_pipe` (non-blocking) until it is empty.
+fn drain(pipe: &mut std::fs::File, buf: &mut [u8], text: &mut Vec<u8>) -> Result<()> {
+    loop {
+        match pipe.read(buf) {
+            Ok(0) => return Ok(()),
             Ok(n) => text.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                // Empty: stop once asked (tracing is off by then, so nothing more comes).
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                std::thread::sleep(READ_INTERVAL);
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
             Err(e) => return Err(anyhow::anyhow!("cannot read trace_pipe: {e}")),
         }
     }
-    Ok((String::from_utf8_lossy(&text).into_owned(), thread_cpu_ns()))
 }
 
 /// CPU time (user + system) of the calling thread, ns (`getrusage(RUSAGE_THREAD)`).
