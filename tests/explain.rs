@@ -122,12 +122,28 @@ fn background_writer(dir: &Path, kind: Background, stop: Arc<AtomicBool>) -> std
         .expect("spawn background writer")
 }
 
-/// The prober: `iterations` × (write `write_size` at offset 0, fsync, sleep), each call
-/// timed on the run clock and written into the trace as a marker.
+/// The prober: `iterations` × (write `write_size` at offset 0, or appended, then fsync
+/// unless told not to, then sleep), each call timed on the run clock and written into the
+/// trace as a marker.
 struct Probe {
     iterations: usize,
     write_size: usize,
     sleep: Duration,
+    fsync: bool,
+    append: bool,
+}
+
+impl Probe {
+    /// Seed 000's prober: 1 MiB at offset 0, fsync, a short pause.
+    fn fsync_tester() -> Probe {
+        Probe {
+            iterations: 3,
+            write_size: 1 << 20,
+            sleep: Duration::from_millis(100),
+            fsync: true,
+            append: false,
+        }
+    }
 }
 
 struct TracedRun {
@@ -135,7 +151,46 @@ struct TracedRun {
     calls: Vec<Call>,
 }
 
-fn traced_run(dir: &Path, background: Background, head_start: Duration, probe: Probe, name: &str) -> TracedRun {
+/// When the prober starts, once the background writer runs.
+#[derive(Clone, Copy)]
+enum Start {
+    After(Duration),
+    /// Once dirty memory is past the point where the kernel starts throttling writers:
+    /// halfway between the background and the dirty thresholds ("freerun",
+    /// mm/page-writeback.c), read with the timeline's parsers.
+    WhenThrottling,
+}
+
+fn dirty_past_freerun() -> bool {
+    use fsynclab::explain::timeline::{Meminfo, Vmstat};
+    let mem: Option<Meminfo> = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| t.parse().ok());
+    let vm: Option<Vmstat> = std::fs::read_to_string("/proc/vmstat")
+        .ok()
+        .and_then(|t| t.parse().ok());
+    let (Some(mem), Some(vm)) = (mem, vm) else { return false };
+    let freerun_bytes = (vm.dirty_threshold_pages + vm.dirty_background_threshold_pages) / 2 * 4096;
+    mem.dirty_bytes + mem.writeback_bytes > freerun_bytes
+}
+
+fn wait_for(start: Start) {
+    match start {
+        Start::After(d) => std::thread::sleep(d),
+        Start::WhenThrottling => {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !dirty_past_freerun() {
+                assert!(
+                    Instant::now() < deadline,
+                    "dirty memory never reached the throttling point"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+fn traced_run(dir: &Path, background: Background, start: Start, probe: Probe, name: &str) -> TracedRun {
     let clock = RunClock::start();
     let tid = current_tid();
     let mut config = TraceConfig::new(
@@ -148,7 +203,7 @@ fn traced_run(dir: &Path, background: Background, head_start: Duration, probe: P
     let tracer = Tracer::start(config).expect("start tracing");
     let stop = Arc::new(AtomicBool::new(false));
     let writer = background_writer(dir, background, Arc::clone(&stop));
-    std::thread::sleep(head_start);
+    wait_for(start);
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -157,8 +212,10 @@ fn traced_run(dir: &Path, background: Background, head_start: Duration, probe: P
         .expect("probe file");
     let data = vec![b'p'; probe.write_size];
     let mut calls = Vec::new();
-    for _ in 0..probe.iterations {
-        let (r, start_ns, latency_ns) = clock.time(|| fsynclab::sys::pwrite_all(&file, &data, 0, false));
+    for i in 0..probe.iterations {
+        let marked = calls.len();
+        let offset = if probe.append { (i * probe.write_size) as u64 } else { 0 };
+        let (r, start_ns, latency_ns) = clock.time(|| fsynclab::sys::pwrite_all(&file, &data, offset, false));
         r.expect("write");
         calls.push(Call {
             tid,
@@ -166,15 +223,17 @@ fn traced_run(dir: &Path, background: Background, head_start: Duration, probe: P
             start_ns,
             latency_ns,
         });
-        let (r, start_ns, latency_ns) = clock.time(|| fsynclab::sys::fsync(&file));
-        r.expect("fsync");
-        calls.push(Call {
-            tid,
-            op: "fsync".into(),
-            start_ns,
-            latency_ns,
-        });
-        for c in &calls[calls.len() - 2..] {
+        if probe.fsync {
+            let (r, start_ns, latency_ns) = clock.time(|| fsynclab::sys::fsync(&file));
+            r.expect("fsync");
+            calls.push(Call {
+                tid,
+                op: "fsync".into(),
+                start_ns,
+                latency_ns,
+            });
+        }
+        for c in &calls[marked..] {
             tracer.mark(&c.marker()).expect("trace marker");
         }
         std::thread::sleep(probe.sleep);
@@ -246,15 +305,24 @@ fn issue10_slow_fsyncs_on_ext4_wait_for_the_journal_commit_and_data_writeback() 
     // Background writeback from the first 1% of memory on: the stream's data is on its way
     // to the 80 MiB/s disk from the start, as in seed 000 once its 4 GB file filled memory.
     let target = scratch("ext4", dir.path(), None, Some(1));
+    // The fingerprint says why fsync costs a commit here and not on the VM's own root.
+    let journal = fsynclab::environment::fingerprint(target.dir())
+        .journal
+        .expect("journal facts");
+    assert_eq!(
+        (
+            journal.kind.as_str(),
+            journal.data_mode.as_deref(),
+            journal.commit_interval_s
+        ),
+        ("jbd2", Some("ordered"), Some(5)),
+        "{journal:?}"
+    );
     let run = traced_run(
         target.dir(),
         Background::Stream { bytes: 600 << 20 },
-        Duration::from_secs(1),
-        Probe {
-            iterations: 3,
-            write_size: 1 << 20,
-            sleep: Duration::from_millis(100),
-        },
+        Start::After(Duration::from_secs(1)),
+        Probe::fsync_tester(),
         "ext4-stream",
     );
     let fsyncs: Vec<Call> = run.calls.iter().filter(|c| c.op == "fsync").cloned().collect();
@@ -308,15 +376,16 @@ fn issue10_slow_fsyncs_on_xfs_wait_for_the_log_force() {
     let _serial = serial();
     let dir = backing();
     let target = scratch("xfs", dir.path(), None, Some(1));
+    let journal = fsynclab::environment::fingerprint(target.dir())
+        .journal
+        .expect("journal facts");
+    assert_eq!(journal.kind, "xfs log");
+    assert!(journal.log_buffers.is_some_and(|n| n > 0), "{journal:?}");
     let run = traced_run(
         target.dir(),
         Background::Stream { bytes: 600 << 20 },
-        Duration::from_secs(1),
-        Probe {
-            iterations: 3,
-            write_size: 1 << 20,
-            sleep: Duration::from_millis(100),
-        },
+        Start::After(Duration::from_secs(1)),
+        Probe::fsync_tester(),
         "xfs-stream",
     );
     let fsyncs: Vec<Call> = run.calls.iter().filter(|c| c.op == "fsync").cloned().collect();
@@ -344,19 +413,21 @@ fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     let _serial = serial();
     let dir = backing();
     // vm.dirty_ratio=1: about 1% of memory may be dirty before writers are throttled; the
-    // random writer gets there within a second. The prober writes 8 MiB at a time: since
-    // Linux 3.2 a task is paused in proportion to the pages it dirtied minus the time it
-    // spent elsewhere ("think time", mm/page-writeback.c), so a 1 MiB write after a sleep
-    // is seldom paused while dirty memory stays under the limit; 8 MiB are.
+    // prober starts once the random writer has got there. It appends 8 MiB at a time, back
+    // to back: since Linux 3.2 a task is paused in proportion to the pages it dirtied minus
+    // the time it spent elsewhere ("think time", mm/page-writeback.c), so a 1 MiB write
+    // after an fsync and a sleep is seldom paused while dirty memory stays under the limit.
     let target = scratch("ext4", dir.path(), Some(1), Some(0));
     let run = traced_run(
         target.dir(),
         Background::Random { bytes: 768 << 20 },
-        Duration::from_secs(1),
+        Start::WhenThrottling,
         Probe {
-            iterations: 3,
+            iterations: 8,
             write_size: 8 << 20,
-            sleep: Duration::from_millis(50),
+            sleep: Duration::ZERO,
+            fsync: false,
+            append: true,
         },
         "ext4-random-throttled",
     );

@@ -79,6 +79,12 @@ const RULES: &[(&str, WaitKind)] = &[
     ("filemap_fdatawait_range_keep_errors", WaitKind::DataWriteback),
     ("filemap_fdatawait_keep_errors", WaitKind::DataWriteback),
     ("file_write_and_wait_range", WaitKind::DataWriteback),
+    // Submitting the file's dirty pages (where block-layer throttling makes a sync call
+    // wait for the writes already queued on the device).
+    ("__filemap_fdatawrite_range", WaitKind::DataWriteback),
+    ("filemap_fdatawrite_range", WaitKind::DataWriteback),
+    ("filemap_fdatawrite_wbc", WaitKind::DataWriteback),
+    ("btrfs_fdatawrite_range", WaitKind::DataWriteback),
     ("filemap_write_and_wait_range", WaitKind::DataWriteback),
     ("journal_finish_inode_data_buffers", WaitKind::DataWriteback),
     ("btrfs_wait_ordered_range", WaitKind::DataWriteback),
@@ -168,6 +174,10 @@ mod tests {
         assert_eq!(classify(&jbd2_data), WaitKind::DataWriteback);
         let jbd2_log = frames("trace_event_raw_event_sched_switch __traceiter_sched_switch __schedule schedule io_schedule bit_wait_io __wait_on_bit out_of_line_wait_on_bit jbd2_journal_commit_transaction kjournald2 kthread");
         assert_eq!(classify(&jbd2_log), WaitKind::JournalWrite);
+        let throttled_data = frames("__schedule schedule io_schedule rq_qos_wait wbt_wait __rq_qos_throttle blk_mq_submit_bio __submit_bio btrfs_submit_bbio extent_write_cache_pages btrfs_writepages do_writepages filemap_fdatawrite_wbc __filemap_fdatawrite_range btrfs_fdatawrite_range start_ordered_ops btrfs_sync_file");
+        assert_eq!(classify(&throttled_data), WaitKind::DataWriteback);
+        let throttled_commit = frames("__schedule schedule io_schedule rq_qos_wait wbt_wait __rq_qos_throttle blk_mq_submit_bio __submit_bio submit_bio_noacct_nocheck write_all_supers btrfs_commit_transaction btrfs_sync_file");
+        assert_eq!(classify(&throttled_commit), WaitKind::JournalCommit);
         let xfs = frames("__schedule schedule xlog_wait_on_iclog xfs_log_force_seq xfs_file_fsync");
         assert_eq!(classify(&xfs), WaitKind::JournalCommit);
     }
