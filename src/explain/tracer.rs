@@ -15,8 +15,8 @@
 //!   threads; `writeback_start`/`written` of the disk's bdi.
 //!
 //! Every event costs the traced call a little; the kernel stacks cost the most (about
-//! 10 µs per sleep on the project VM, BENCHMARKS.md). Events the attribution does not read
-//! (`ext4_sync_file_enter`, `xfs_file_fsync`...) are left off.
+//! 10 µs per sleep on the project VM, `cargo bench --bench explain_overhead`). Events the
+//! attribution does not read (`ext4_sync_file_enter`, `xfs_file_fsync`...) are left off.
 //!
 //! The trace clock is `mono`, CLOCK_MONOTONIC, the clock of Rust's `Instant` and so of the
 //! run clock. A thread of its own watches how full the buffer is during the run and drains
@@ -152,7 +152,7 @@ pub struct TraceConfig {
     /// Keep the raw trace text in [`Trace::text`] (for fixtures and debugging).
     pub keep_text: bool,
     /// Record the kernel stack at each sleep of a watched thread: what tells the causes of
-    /// a wait apart, and most of the tracing's cost (see BENCHMARKS.md).
+    /// a wait apart, and most of the tracing's cost (`cargo bench --bench explain_overhead`).
     pub stacks: bool,
 }
 
