@@ -1,6 +1,7 @@
 //! The cost fsynclab adds to every timed call: two CLOCK_MONOTONIC reads (`RunClock::time`)
 //! plus recording the latency in an HDR histogram and the per-second throughput buckets —
 //! what the random writer does around each 4 KiB pwrite. Run: `cargo bench --bench clock_overhead`.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what fsynclab needs on a Debian machine: the Rust toolchain is expected; the
 # Debian packages are only installed when missing and when we are root. mkfs.* for the
-# scratch filesystems, fuse3 for emulated disks, mount for losetup.
+# scratch filesystems, fuse3 for emulated disks, mount for losetup, chromium for the test that
+# renders the HTML report headless (tests/html_report.rs).
 set -euo pipefail
 need=()
-for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount; do
+for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then

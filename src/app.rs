@@ -1,45 +1,70 @@
 //! What each subcommand does, from parsed arguments to output and exit status.
 
-use std::io::Write;
+use std::io;
+use std::path::Path;
 
 use anyhow::Result;
 
 use crate::cli::{Cli, Command, ListFormat, LoadKind, RunArgs};
-use crate::engine::{self, Setup};
+use crate::engine::{self, Planned};
 use crate::error::Usage;
 use crate::params::ParamSpec;
+use crate::record::Recording;
 use crate::report::{self, Live};
-use crate::result::{write_json_atomically, RunResult};
+use crate::result::write_json_atomically;
 use crate::role::stop::Stop;
 use crate::scenario::{self, load, probe, Scenario};
 use crate::testbed;
 
 /// Runs the command and returns the process exit status.
 pub fn run(cli: Cli) -> Result<i32> {
+    if device_help_requested(&cli) {
+        print!("{}", crate::testbed::device::profile::listing());
+        return Ok(0);
+    }
     match cli.command {
         Command::Suite(args) => crate::suite::run(&args),
         Command::List { scenario, format } => list(scenario.as_deref(), format),
-        Command::Run { scenario: name, common } => {
-            let s = scenario::find(&name)
-                .ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())))?;
-            measure(s, &common)
-        }
+        Command::Run { scenario: name, common } => measure(find(&name)?, &common),
         Command::Load { kind, common } => measure(
-            if kind == LoadKind::Random {
-                &load::RANDOM
-            } else {
-                &load::STREAM
+            match kind {
+                LoadKind::Random => &load::RANDOM,
+                LoadKind::Stream => &load::STREAM,
             },
             &common,
         ),
         Command::Probe { common } => measure(&probe::Probe, &common),
+        Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
+        Command::Exec(args) => crate::exec::run(&args.target, &args.command, args.output.as_ref()),
+        Command::ListDevices => crate::review::print(&crate::testbed::device::profile::listing()),
+        Command::Runs(args) => crate::review::runs(&args),
+        Command::Export(args) => crate::review::export(&args),
+        Command::Compare(args) => crate::review::compare(&args),
+        Command::Matrix(args) => crate::matrix::run(&args),
+        Command::Report(args) => crate::review::report(&args),
         Command::Cleanup => cleanup(),
     }
 }
 
+fn find(name: &str) -> Result<&'static dyn Scenario> {
+    scenario::find(name).ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())).into())
+}
+
+/// `--device help` on any command that takes a target: the same listing as `list-devices`.
+fn device_help_requested(cli: &Cli) -> bool {
+    let target = match &cli.command {
+        Command::Suite(a) => &a.target,
+        Command::Run { common, .. } | Command::Load { common, .. } | Command::Probe { common } => &common.target,
+        Command::Exec(a) => &a.target,
+        _ => return false,
+    };
+    target.device.as_deref() == Some("help")
+}
+
 /// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit status.
-fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
-    let params = engine::resolve(s, &args.sets)?;
+fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
+    // Everything that can be refused is refused before anything is made or measured.
+    let planned = Planned::new(s, &args.sets)?;
     if args.keep && args.target.scratch.is_some() {
         return Err(Usage(
             "--keep has nothing to keep with --scratch: the scratch filesystem is removed after the run; use --dir to keep files"
@@ -47,52 +72,114 @@ fn measure(s: &dyn Scenario, args: &RunArgs) -> Result<i32> {
         )
         .into());
     }
+    if let Some(path) = &args.output {
+        check_output_file(path)?;
+    }
+
+    // Signals first: a Ctrl-C while a scratch target is being made must not kill us halfway.
     let stop = Stop::on_signals()?;
-    let target = match testbed::prepare_for(&args.target, s.space_needed(&params)) {
+    let testbed = match testbed::prepare_for(&args.target, planned.plan.space_needed()) {
         // Ctrl-C reaches the mkfs or mount we were waiting for: say so rather than its error.
         Err(_) if stop.signal().is_some() => {
             let sig = stop.signal().unwrap_or(2);
-            eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; what was set up is undone");
+            let undone = if testbed::state::teardown_failed() {
+                "what could not be undone is listed above"
+            } else {
+                "what was set up is undone"
+            };
+            note!("fsynclab: interrupted by signal {sig} while preparing the target; {undone}");
             return Ok(128 + sig);
         }
         r => r?,
     };
     if let Some(sig) = stop.signal() {
-        eprintln!("fsynclab: interrupted by signal {sig} while preparing the target; nothing was measured");
+        note!("fsynclab: interrupted by signal {sig} while preparing the target; nothing was measured");
         return Ok(128 + sig);
     }
-    let flushes_before = target.flushes();
-    let mut exporter = report::exporter(args.format);
-    let result = {
-        let mut live = Live::new(exporter.as_mut(), args.quiet);
-        let setup = Setup {
-            dir: target.dir(),
-            keep: args.keep,
-            stop: &stop,
-        };
-        let result = engine::execute(s, &params, &setup, &mut live);
+    // The store is opened once the target is (a missing root is the first thing to say),
+    // and before anything is measured.
+    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
+
+    let mut exporter = report::exporter(args.format, true);
+    let mut finished = {
+        let mut live = Live::new(exporter.as_mut(), args.quiet, Some(&stop));
+        let finished = engine::run(&planned, &testbed, args.keep, &stop, &mut live);
         live.finish();
-        let mut result = result?;
-        target.annotate(&mut result, flushes_before);
-        result
+        if live.stdout_closed() {
+            // Whoever read our output has gone (`| head`): stop quietly, like a shell tool.
+            return Ok(141);
+        }
+        finished?
     };
-    print!("{}", exporter.render(&result));
-    std::io::stdout().flush()?;
+    let printed = report::print_stdout(&exporter.render(&finished.result));
+    // Recorded before --output is written, so that the file names the stored run.
+    let recorded = recording.record_and_say(&mut finished.result);
     if let Some(path) = &args.output {
-        write_json_atomically(&result, path)?;
+        write_json_atomically(&finished.result, path)?;
+    }
+    recorded?;
+    if let Err(e) = printed {
+        return match (&finished.status, e.kind()) {
+            (_, io::ErrorKind::BrokenPipe) => Ok(141),
+            // The terminal that sent SIGHUP is gone, and the output with it: the signal is
+            // the news.
+            (engine::Status::Interrupted(_), _) => Ok(finished.status.exit_code()),
+            _ => Err(anyhow::Error::new(e).context("cannot write the result to stdout")),
+        };
     }
     if args.keep {
-        eprintln!("fsynclab: kept the work directory {}", result.environment.target);
+        note!(
+            "fsynclab: kept the work directory {}",
+            finished.result.environment.target
+        );
     }
-    Ok(exit_status(&result, &stop))
+    if finished.status != engine::Status::Ok {
+        note!("fsynclab: {}", finished.status);
+    }
+    Ok(finished.status.exit_code())
 }
 
-/// `fsynclab cleanup`: undoes what killed runs left, says what it did.
-fn cleanup() -> Result<i32> {
-    if !crate::sys::is_root() {
-        return Err(Usage("cleanup undoes mounts and loop devices: run it as root".into()).into());
+/// Refuses, before anything runs, an `--output` that cannot be written: a directory, or a
+/// file in a directory that does not exist or is not writable (issue 8: these were found
+/// only after measuring, and the measurement was lost).
+pub(crate) fn check_output_file(path: &Path) -> Result<(), Usage> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(Usage(format!(
+            "--output {shown}: is a directory; name a file, e.g. {shown}/result.json"
+        )));
     }
-    let report = testbed::state::cleanup_leftovers(std::path::Path::new(testbed::state::STATE_DIR))?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(Usage(format!(
+            "--output {shown}: the directory {} does not exist; create it first",
+            dir.display()
+        )));
+    }
+    if !crate::sys::writable(dir) {
+        return Err(Usage(format!(
+            "--output {shown}: cannot write into {} ({}); choose another place",
+            dir.display(),
+            crate::sys::why_not_writable(dir)
+        )));
+    }
+    Ok(())
+}
+
+/// `fsynclab cleanup`: undoes what killed runs left, says what it did and checked, and
+/// what is left with why. As root it covers everything runs record in /run/fsynclab; for
+/// another user, the work directories their runs recorded.
+fn cleanup() -> Result<i32> {
+    let Some(dir) = testbed::state::user_state_dir() else {
+        return Err(Usage(
+            "cleanup: no state directory for this user ($XDG_RUNTIME_DIR is not set); run it as root for scratch filesystems and sysctls".into(),
+        )
+        .into());
+    };
+    let report = testbed::state::cleanup_leftovers(&dir)?;
     for line in &report.undone {
         println!("undone: {line}");
     }
@@ -100,53 +187,37 @@ fn cleanup() -> Result<i32> {
         println!("left alone: pid {pid} is still running");
     }
     for line in &report.failed {
-        eprintln!("fsynclab: cleanup: could not undo {line}");
+        note!("fsynclab: cleanup: could not undo {line}");
     }
-    if report.undone.is_empty() && report.failed.is_empty() {
+    for line in &report.kept {
+        note!("fsynclab: cleanup: kept {line}");
+    }
+    for file in &report.kept_files {
+        note!(
+            "fsynclab: cleanup: {} still records what is left; run `fsynclab cleanup` again once the cause above is gone",
+            file.display()
+        );
+    }
+    if report.undone.is_empty() && report.failed.is_empty() && report.kept.is_empty() {
         println!("nothing to clean up");
     }
-    Ok(if report.failed.is_empty() { 0 } else { 1 })
-}
-
-fn exit_status(result: &RunResult, stop: &Stop) -> i32 {
-    if let Some(sig) = stop.signal() {
-        eprintln!("fsynclab: interrupted by signal {sig}; the result above covers the run until then");
-        return 128 + sig;
-    }
-    let errors = result.errors() + result.background.as_ref().map_or(0, |b| b.errors);
-    if errors > 0 {
-        let first = result.samples.iter().find(|s| s.error.is_some());
-        let what = match (first, &result.background) {
-            (Some(s), _) => format!(
-                "first: {} from {} at {:.3} s",
-                s.error.as_deref().unwrap_or("?"),
-                s.op,
-                s.t_ns as f64 / 1e9
-            ),
-            (None, Some(b)) => format!(
-                "the background writer stopped with {}",
-                b.error.as_deref().unwrap_or("?")
-            ),
-            _ => String::new(),
-        };
-        eprintln!("fsynclab: {errors} calls failed ({what}); the result records each");
-        return 1;
-    }
-    0
+    Ok(if report.failed.is_empty() && report.kept.is_empty() {
+        0
+    } else {
+        1
+    })
 }
 
 fn list(only: Option<&str>, format: ListFormat) -> Result<i32> {
     let scenarios: Vec<&dyn Scenario> = match only {
-        Some(name) => vec![scenario::find(name)
-            .ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())))?],
+        Some(name) => vec![find(name)?],
         None => scenario::all(),
     };
     let out = match format {
         ListFormat::Text => list_text(&scenarios),
         ListFormat::Json => serde_json::to_string_pretty(&list_json(&scenarios))? + "\n",
     };
-    print!("{out}");
-    Ok(0)
+    crate::review::print(&out)
 }
 
 fn list_text(scenarios: &[&dyn Scenario]) -> String {
@@ -191,4 +262,22 @@ fn list_json(scenarios: &[&dyn Scenario]) -> serde_json::Value {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 8, item 9: a bad --output is refused before anything runs.
+    #[test]
+    fn issue8_output_paths_are_checked_first() {
+        let d = tempfile::tempdir().unwrap();
+        let err = check_output_file(d.path()).unwrap_err().to_string();
+        assert!(err.contains("is a directory"), "{err}");
+        let err = check_output_file(Path::new("/nonexistent/x.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not exist"), "{err}");
+        assert!(check_output_file(&d.path().join("r.json")).is_ok());
+    }
 }

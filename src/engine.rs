@@ -1,9 +1,11 @@
-//! Runs one scenario from start to end, in named phases:
-//! parameters → checks → work directory → fingerprint → measurement → result.
-//! The work directory is removed on every way out (it is dropped here), and a run ended
-//! by a signal still returns what it measured, marked `interrupted`.
+//! The one run path `run`, `load`, `probe` and `suite` share, in named phases:
+//! plan (parameters → typed plan) → work directory → preflight → fingerprint → measurement →
+//! result (the testbed's figures, tables and findings rendered) → status.
+//!
+//! The work directory is removed on every way out (it is dropped here), and a run ended by
+//! a signal still returns what it measured, marked `interrupted`.
 
-use std::path::Path;
+use std::fmt;
 
 use anyhow::Result;
 
@@ -13,37 +15,121 @@ use crate::observe::Observer;
 use crate::params::Params;
 use crate::result::{now_rfc3339, RunResult, SCHEMA_VERSION};
 use crate::role::stop::Stop;
-use crate::scenario::{Context, Scenario};
-use crate::testbed::{workdir, WorkDir};
+use crate::scenario::{Context, Plan, Scenario};
+use crate::testbed::{workdir, Prepared, WorkDir};
 
-/// Where and how a run happens.
-pub struct Setup<'a> {
-    /// The directory under test (`--dir`).
-    pub dir: &'a Path,
-    /// Keep the work directory afterwards (`--keep`).
-    pub keep: bool,
-    pub stop: &'a Stop,
+/// A scenario with its parameters decided.
+pub(crate) struct Planned {
+    pub(crate) scenario: &'static dyn Scenario,
+    pub(crate) params: Params,
+    pub(crate) plan: Box<dyn Plan>,
 }
 
-/// Parameters from the scenario's defaults and `--set`, checked together.
-pub fn resolve(scenario: &dyn Scenario, sets: &[String]) -> Result<Params> {
-    let params = Params::resolve(scenario.name(), &scenario.params(), sets)?;
-    scenario.validate(&params)?;
-    Ok(params)
+impl Planned {
+    /// Applies `--set` assignments over the scenario's defaults and reads them into its plan.
+    pub(crate) fn new(scenario: &'static dyn Scenario, sets: &[String]) -> Result<Planned> {
+        let params = Params::resolve(scenario.name(), &scenario.params(), sets)?;
+        let plan = scenario.plan(&params)?;
+        Ok(Planned { scenario, params, plan })
+    }
 }
 
-pub fn execute(
-    scenario: &dyn Scenario,
-    params: &Params,
-    setup: &Setup<'_>,
+/// How a run ended, when it produced a result.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Status {
+    Ok,
+    /// Some calls failed; each is recorded in the result.
+    Errors {
+        count: u64,
+        first: String,
+    },
+    /// A signal ended the run early.
+    Interrupted(i32),
+}
+
+impl Status {
+    fn of(result: &RunResult, stop: &Stop) -> Status {
+        if let Some(sig) = stop.signal() {
+            return Status::Interrupted(sig);
+        }
+        let count = result.all_errors();
+        if count == 0 {
+            return Status::Ok;
+        }
+        let first = match (result.samples.iter().find(|s| s.error.is_some()), &result.background) {
+            (Some(s), _) => format!(
+                "first: {} from {} at {:.3} s",
+                s.error.map(|e| e.name()).unwrap_or_default(),
+                s.op,
+                s.t_ns as f64 / 1e9
+            ),
+            (None, Some(b)) => format!(
+                "the background writer stopped with {}",
+                b.error.map(|e| e.name()).unwrap_or_else(|| "a panic".into())
+            ),
+            _ => String::new(),
+        };
+        Status::Errors { count, first }
+    }
+
+    /// The process exit status: 0, 1 when calls failed, 128 + the signal.
+    pub(crate) fn exit_code(&self) -> i32 {
+        match self {
+            Status::Ok => 0,
+            Status::Errors { .. } => 1,
+            Status::Interrupted(sig) => 128 + sig,
+        }
+    }
+
+    /// The word summary.json uses.
+    pub(crate) fn word(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Errors { .. } => "errors",
+            Status::Interrupted(_) => "interrupted",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Status::Ok => write!(f, "ok"),
+            Status::Errors { count, first } => {
+                write!(f, "{count} calls failed ({first}); the result records each")
+            }
+            Status::Interrupted(sig) => {
+                write!(f, "interrupted by signal {sig}; the result covers the run until then")
+            }
+        }
+    }
+}
+
+/// A finished run: its result and how it ended.
+pub(crate) struct Finished {
+    pub(crate) result: RunResult,
+    pub(crate) status: Status,
+}
+
+/// Runs `planned` in a new work directory on `testbed`.
+pub(crate) fn run(
+    planned: &Planned,
+    testbed: &Prepared,
+    keep: bool,
+    stop: &Stop,
     observer: &mut dyn Observer,
-) -> Result<RunResult> {
-    // Checks: refuse before creating anything if the files would not fit.
-    let work = WorkDir::create(setup.dir, setup.keep)?;
-    workdir::preflight(setup.dir, scenario.space_needed(params), scenario.space_hint())?;
+) -> Result<Finished> {
+    let plan = planned.plan.as_ref();
 
-    // Fingerprint of the filesystem the work directory is on.
-    let environment = environment::fingerprint(work.path());
+    // Work directory, and a preflight that refuses before anything is written if the
+    // files would not fit.
+    let work = WorkDir::create(testbed.dir(), keep)?;
+    workdir::preflight(testbed.dir(), plan.space_needed(), plan.space_hint())?;
+
+    // Fingerprint of the filesystem the work directory is on, and of the testbed.
+    let mut environment = environment::fingerprint(work.path());
+    testbed.annotate_environment(&mut environment);
+    let flushes_before = testbed.flushes();
 
     // Measurement.
     let started_at = now_rfc3339();
@@ -51,26 +137,35 @@ pub fn execute(
     let mut ctx = Context {
         dir: work.path(),
         clock,
-        stop: setup.stop,
+        stop,
         observer,
     };
-    let outcome = scenario.run(&mut ctx, params)?;
+    let outcome = plan.run(&mut ctx)?;
     let duration_s = clock.elapsed().as_secs_f64();
 
-    // Result.
+    // Result: the samples, the testbed's flush count, then the rendered tables and findings.
     let (ops, samples) = outcome.recorder.into_parts();
-    Ok(RunResult {
+    let mut result = RunResult {
         schema_version: SCHEMA_VERSION,
-        scenario: scenario.name().to_string(),
+        scenario: planned.scenario.name().to_string(),
         started_at,
         duration_s,
-        interrupted: setup.stop.signal().is_some(),
-        params: params.to_text_map(),
+        interrupted: stop.signal().is_some(),
+        params: planned.params.to_text_map(),
         environment,
         ops,
         samples,
         background: outcome.background,
-        tables: outcome.tables,
-        findings: outcome.findings,
-    })
+        tables: Vec::new(),
+        findings: Vec::new(),
+        details: Some(outcome.details),
+        figures: Default::default(),
+        stored: None,
+    };
+    let sync_calls = result.sync_calls();
+    testbed.count_flushes(&mut result.environment, flushes_before, sync_calls);
+    result.render_views();
+    result.findings.extend(testbed.sysctl_finding(&result.environment));
+    let status = Status::of(&result, stop);
+    Ok(Finished { result, status })
 }

@@ -17,6 +17,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+/// How far behind its model the emulated disk's daemon may fall before a run says that the
+/// daemon, not the profile, set the pace.
+pub const DAEMON_LAG_MS: f64 = 250.0;
+
 /// The vm sysctls that decide when buffered data is written back.
 pub const DIRTY_SYSCTLS: [&str; 6] = [
     "dirty_ratio",
@@ -67,9 +71,13 @@ pub struct ScratchInfo {
     /// The image file behind the loop device.
     pub image: String,
     pub loop_device: String,
-    /// `--scheduler`, when given.
+    /// `--scheduler`, when given (its name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,
+    /// The scheduler tunables `--scheduler NAME:TUNABLE=VALUE,...` set, as read back from
+    /// `queue/iosched/`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scheduler_tunables: BTreeMap<String, String>,
 }
 
 /// The device profile as the result records it.
@@ -77,10 +85,11 @@ pub struct ScratchInfo {
 pub struct DeviceProfileInfo {
     /// `host`, `ram`, or the emulated profile as typed (`hdd-5400`, `flush=5ms`).
     pub name: String,
-    /// The emulated flush time in ms (emulated profiles only).
+    /// The emulated fixed flush cost in ms (emulated profiles only): what a flush costs
+    /// once the write cache has drained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush_ms: Option<f64>,
-    /// The emulated write bandwidth in bytes per second, when paced.
+    /// The emulated media transfer rate in bytes per second, when limited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bytes_per_s: Option<u64>,
     /// Device cache flushes counted during the run (setup included).
@@ -93,6 +102,96 @@ pub struct DeviceProfileInfo {
     /// Device flushes per foreground sync call of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flushes_per_sync: Option<f64>,
+    /// The emulated disk's figures (emulated profiles only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<DiskModelInfo>,
+    /// What the emulated disk did during the run (emulated profiles only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<DeviceActivity>,
+}
+
+/// An emulated disk's figures, as docs/disk-model.md describes them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskModelInfo {
+    /// `rotating` (seeks and rotation) or `solid` (a cost per request).
+    pub mechanics: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_settle_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_full_stroke_ms: Option<f64>,
+    /// The seek curve's mean over random start and end points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_average_ms: Option<f64>,
+    /// The capacity seek distances are a fraction of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_bytes_per_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_bytes_per_s: Option<u64>,
+    pub command_latency_us: f64,
+    pub cache_bytes: u64,
+    /// `volatile`, `battery-backed`, or `none` (write-through).
+    pub cache: String,
+    pub flush_cost_ms: f64,
+}
+
+/// What an emulated disk did during a run: the daemon's counts and times.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceActivity {
+    /// The stretch of time these figures cover.
+    pub duration_s: f64,
+    pub reads: u64,
+    pub read_bytes: u64,
+    /// Reads served entirely from the write cache.
+    pub read_cache_hits: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    /// Writes acknowledged only once on the media (no cache, or larger than the cache).
+    pub write_through: u64,
+    /// Writes that found the cache full, and how long they waited for room in total.
+    pub writes_waited_for_room: u64,
+    pub room_wait_ms: f64,
+    /// Bytes a later write replaced in the cache before they reached the media.
+    pub overwritten_in_cache_bytes: u64,
+    pub flushes: u64,
+    /// Flush times: arrival to completion (the drain they waited for plus the fixed cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_ms_mean: Option<f64>,
+    pub flush_ms_total: f64,
+    /// The longest flush of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_ms_max: Option<f64>,
+    /// Bytes the flushes found waiting for the media, in total and at most.
+    pub flush_pending_bytes_total: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_pending_bytes_max: Option<u64>,
+    /// Media operations (drains, write-through writes, read misses) and their bytes.
+    pub media_ops: u64,
+    pub media_bytes: u64,
+    /// How the media operations were positioned: seeks, short skips ahead on the track,
+    /// rewinds (waiting for the platter to come round), sequential.
+    pub seeks: u64,
+    pub short_skips: u64,
+    pub rewinds: u64,
+    pub sequential: u64,
+    pub positioning_ms: f64,
+    pub transfer_ms: f64,
+    /// (positioning + transfer) / duration: how busy the actuator was.
+    pub media_busy_fraction: f64,
+    /// The largest cache occupancy during the run, and the mean.
+    pub cache_max_bytes: u64,
+    pub cache_mean_bytes: u64,
+    /// Cache occupancy over the run: [seconds since the run started, bytes], sampled every
+    /// 100 ms (the largest of each stretch when thinned to at most 600 points).
+    pub cache_occupancy: Vec<[f64; 2]>,
+    /// How far the daemon's writes to the media fell behind the model's schedule at most:
+    /// large values mean the daemon (CPU, memory bandwidth), not the profile, set the pace.
+    pub drain_lag_ms_max: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -252,13 +351,26 @@ pub fn current_dirty_background_threshold() -> Option<u64> {
 /// Refuses a parameter that sizes an in-memory buffer beyond half the RAM: the allocation
 /// would abort the process (or wake the OOM killer) before any cleanup could run.
 pub fn check_fits_in_memory(param: &str, bytes: u64) -> Result<(), crate::error::Usage> {
+    check_buffers_fit(param, bytes, 1)
+}
+
+/// Refuses `count` buffers of `size` bytes (one per worker thread) that together would take
+/// more than half the RAM: an allocation that fails aborts the process, and one that
+/// succeeds invites the OOM killer (issue 8: 3 x 10 GiB passed a per-buffer check).
+pub fn check_buffers_fit(param: &str, size: u64, count: u64) -> Result<(), crate::error::Usage> {
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| parse_memtotal(&m));
+    let needed = size.saturating_mul(count);
+    let shown = crate::units::format_size(crate::units::Bytes(size));
     match total.map(|t| t / 2) {
-        Some(limit) if bytes > limit => Err(crate::error::Usage(format!(
-            "--set {param}={}: fsynclab holds one such write in memory; at most half the RAM ({})",
-            crate::units::format_size(crate::units::Bytes(bytes)),
+        Some(limit) if needed > limit && count == 1 => Err(crate::error::Usage(format!(
+            "--set {param}={shown}: fsynclab holds one such write in memory; at most half the RAM ({})",
+            crate::units::human_size(limit)
+        ))),
+        Some(limit) if needed > limit => Err(crate::error::Usage(format!(
+            "--set {param}={shown}: {count} workers each hold such a buffer, {} in all; at most half the RAM ({}): lower {param} or the thread count",
+            crate::units::human_size(needed),
             crate::units::human_size(limit)
         ))),
         _ => Ok(()),
@@ -407,6 +519,30 @@ impl Fingerprint {
             (None, _) => String::new(),
         };
         format!("{fs}{dev}{scratch}")
+    }
+
+    /// The finding about the device's cache flushes, when they were counted: how many, and
+    /// per foreground sync call (`sync_calls` of them).
+    pub fn device_findings(&self, sync_calls: u64) -> Vec<String> {
+        let Some(profile) = &self.device_profile else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let lag = profile.activity.as_ref().map(|a| a.drain_lag_ms_max);
+        if let Some(lag) = lag.filter(|l| *l > DAEMON_LAG_MS) {
+            out.push(format!(
+                "device: the emulated disk's daemon fell up to {lag:.0} ms behind its model (CPU or memory bandwidth): throughput figures here are the daemon's ceiling, not the profile's"
+            ));
+        }
+        if let Some(flushes) = profile.flushes {
+            out.push(match profile.flushes_per_sync {
+                Some(per) => format!(
+                    "device: {flushes} cache flushes during the run, {per:.2} per foreground sync call ({sync_calls} calls; setup included)"
+                ),
+                None => format!("device: {flushes} cache flushes during the run"),
+            });
+        }
+        out
     }
 
     /// One line for reports: kernel, CPUs, memory, dirty sysctls.

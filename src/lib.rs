@@ -1,38 +1,67 @@
 //! fsynclab reproduces, measures and explains fsync latency on Linux.
 //!
-//! A run composes *roles* — a foreground [`role::prober`] timing every write and sync
-//! call, a background [`role::writer`] loading writeback — into a named [`scenario`] that
-//! reproduces one of the seed experiments. The [`engine`] runs it in a private work
-//! directory ([`testbed`]), [`measure`] turns calls into HDR-histogram percentiles and
-//! per-second throughput, [`environment`] fingerprints where it ran, and a [`report`]
-//! exporter prints the [`result`].
+//! A `scenario` reproduces one seed experiment: it reads its `--set` parameters once into
+//! a typed plan, composes *roles* (a foreground prober timing every write and sync call,
+//! background writers loading writeback, pools of worker threads), and returns samples plus
+//! typed details. The `engine` runs a plan on a `testbed` (a directory, or a scratch
+//! filesystem on an emulated disk) in a private work directory; `measure` turns calls into
+//! HDR-histogram percentiles; `environment` fingerprints where it ran; the `result` keeps
+//! it all; a `report` exporter prints it, now or later (`fsynclab show`).
 //!
 //! Modules, from the outside in:
-//! - [`cli`], [`app`]: the command line and what each subcommand does
-//! - [`engine`]: one run, phase by phase; [`result`]: its versioned JSON shape
-//! - [`suite`]: every scenario in one go, with a summary
-//! - [`scenario`]: one file per experiment; [`params`]: their typed `--set` parameters
-//! - [`role`]: prober, writers, the stop signal; [`sync`]: the sync methods
-//! - [`measure`]: clock, samples, histograms, throughput; [`observe`]: live events
-//! - [`testbed`], [`environment`], [`sys`]: where I/O goes, what it is, the system calls
-//! - [`explain`]: kernel trace, per-call attribution of slow calls, writeback timeline
-//! - [`report`]: text, seed and json exporters; [`units`], [`error`]: shared vocabulary
+//! - `cli` (the command line as typed), `app` (what each subcommand does)
+//! - `engine`: the one run path, phase by phase; `suite`: every scenario in one go;
+//!   `exec`: any program on the testbed
+//! - `scenario`: a file or folder per experiment; `params`: `--set` as declared and parsed
+//! - `role`: prober, writers, worker pool, group commit, file filling, the stop signal
+//! - `sync`: the sync methods; `sys`: the checked system calls
+//! - `measure`: clock, operation kinds, samples, histograms, throughput, small statistics
+//! - `testbed`, `environment`: where I/O goes, and what it is
+//! - `result`: the versioned JSON shape; `report`: text, seed and json exporters, live
+//!   progress; `observe`: the events a run emits while it goes
+//! - `compare`, `store`, `html`: statistics and verdicts, the results store (SQLite, with
+//!   the compact sample codec), the HTML report; `record`: runs stored as they finish
+//! - `matrix`: configurations crossed and repeated, with seed 002's table; `review`: the
+//!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
+//! - `explain`: a kernel trace of the measured threads, slow calls split into causes, the
+//!   writeback timeline
+//! - `units`, `error`, `rng`: shared vocabulary, the one random generator
 
-pub mod app;
+/// A line on stderr that cannot panic: `eprintln!` panics when stderr is gone (a closed
+/// terminal, a dropped ssh session), which would skip the teardown that must follow.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+mod app;
 pub mod cli;
-pub mod engine;
+pub mod compare;
+mod engine;
 pub mod environment;
 pub mod error;
+mod exec;
 pub mod explain;
+pub mod html;
+mod matrix;
 pub mod measure;
-pub mod observe;
-pub mod params;
-pub mod report;
-pub mod result;
-pub mod role;
-pub mod scenario;
-pub mod suite;
-pub mod sync;
+mod observe;
+mod params;
+mod record;
+mod report;
+mod result;
+mod review;
+mod rng;
+mod role;
+mod scenario;
+pub mod store;
+mod suite;
+mod sync;
 pub mod sys;
 pub mod testbed;
-pub mod units;
+mod units;
+
+pub use app::run;
+pub use error::exit_status;

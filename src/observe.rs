@@ -5,7 +5,7 @@
 use crate::measure::Sample;
 
 #[derive(Debug)]
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     /// A line the seed's original program printed at this point (`--format seed` prints it).
     SeedLine(&'a str),
     /// A phase begins: `total` is its length in `unit`s when known.
@@ -21,31 +21,12 @@ pub enum Event<'a> {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     Bytes,
     Millis,
     Items,
 }
 
-pub trait Observer {
+pub(crate) trait Observer {
     fn event(&mut self, event: Event<'_>);
-}
-
-/// Ignores everything (library use, tests).
-pub struct Silent;
-
-impl Observer for Silent {
-    fn event(&mut self, _: Event<'_>) {}
-}
-
-/// Keeps the seed lines (tests of the seed format).
-#[derive(Default)]
-pub struct SeedLines(pub Vec<String>);
-
-impl Observer for SeedLines {
-    fn event(&mut self, event: Event<'_>) {
-        if let Event::SeedLine(line) = event {
-            self.0.push(line.to_string());
-        }
-    }
 }

@@ -13,7 +13,7 @@ use crate::units::{format_duration, format_size, parse_duration, parse_size, Byt
 
 /// The type of a parameter, which decides how its text is parsed.
 #[derive(Clone, Copy, Debug)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A size: `4k`, `1M`, `8G`.
     Size,
     /// A duration: `250ms`, `1s`, `2m`.
@@ -36,7 +36,7 @@ pub enum Kind {
 
 impl Kind {
     /// What a value of this kind looks like, for `fsynclab list` and error messages.
-    pub fn expected(&self) -> String {
+    pub(crate) fn expected(&self) -> String {
         match self {
             Kind::Size => "a size like 4k, 1M or 8G".into(),
             Kind::Duration => "a duration like 1s, 250ms or 2m".into(),
@@ -64,18 +64,18 @@ impl Kind {
 
 /// One parameter as a scenario declares it.
 #[derive(Clone, Debug)]
-pub struct ParamSpec {
-    pub name: &'static str,
-    pub kind: Kind,
+pub(crate) struct ParamSpec {
+    pub(crate) name: &'static str,
+    pub(crate) kind: Kind,
     /// The scaled default, as text a user could type.
-    pub default: &'static str,
+    pub(crate) default: &'static str,
     /// The seed's original value, where the post states it.
-    pub seed: Option<&'static str>,
-    pub help: &'static str,
+    pub(crate) seed: Option<&'static str>,
+    pub(crate) help: &'static str,
 }
 
 impl ParamSpec {
-    pub const fn new(name: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Self {
+    pub(crate) const fn new(name: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Self {
         ParamSpec {
             name,
             kind,
@@ -86,19 +86,19 @@ impl ParamSpec {
     }
 
     /// The same parameter with the seed's original value.
-    pub const fn seed(mut self, value: &'static str) -> Self {
+    pub(crate) const fn seed(mut self, value: &'static str) -> Self {
         self.seed = Some(value);
         self
     }
 
-    pub fn unit(&self) -> &'static str {
+    pub(crate) fn unit(&self) -> &'static str {
         self.kind.unit()
     }
 }
 
 /// A parsed parameter value.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Size(Bytes),
     Duration(Duration),
     Count(u64),
@@ -112,7 +112,7 @@ pub enum Value {
 
 impl Value {
     /// The canonical text of the value: what `--set` would take to reproduce it.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let join = |parts: Vec<String>| parts.join(",");
         match self {
             Value::Size(b) => format_size(*b),
@@ -128,7 +128,7 @@ impl Value {
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum ParamError {
+pub(crate) enum ParamError {
     #[error("--set {key}: unknown parameter for {scope}; valid: {valid}")]
     Unknown { key: String, scope: String, valid: String },
     #[error("--set {key}={value}: expected {expected}")]
@@ -139,17 +139,34 @@ pub enum ParamError {
     },
     #[error("--set {0}: expected KEY=VALUE, e.g. --set sleep=250ms")]
     Malformed(String),
-    #[error("{0}")]
-    Conflict(String),
+}
+
+/// A parameter that takes one word of a fixed set, parsed into its own type (`SyncMethod`,
+/// `Placement`...). `NAMES[i]` is the name of `ALL[i]`.
+pub(crate) trait Choice: Copy + PartialEq + 'static {
+    const NAMES: &'static [&'static str];
+    const ALL: &'static [Self];
+
+    fn name(self) -> &'static str {
+        let i = Self::ALL.iter().position(|c| *c == self).unwrap_or(0);
+        Self::NAMES[i]
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::NAMES.iter().position(|n| *n == name).map(|i| Self::ALL[i])
+    }
 }
 
 /// Parses one value of `kind` from `text`.
-pub fn parse_value(kind: &Kind, text: &str) -> Result<Value, String> {
+pub(crate) fn parse_value(kind: &Kind, text: &str) -> Result<Value, String> {
     let bad = || kind.expected();
     let list = |t: &str| -> Vec<String> { t.split(',').map(|s| s.trim().to_string()).collect() };
     match kind {
         Kind::Size => parse_size(text).map(Value::Size).map_err(|_| bad()),
-        Kind::Duration => parse_duration(text).map(Value::Duration).map_err(|_| bad()),
+        Kind::Duration => parse_duration(text).map(Value::Duration).map_err(|e| match e {
+            crate::units::UnitError::DurationTooLong => "a duration up to 584 years".to_string(),
+            _ => bad(),
+        }),
         Kind::Count => text.trim().parse().map(Value::Count).map_err(|_| bad()),
         Kind::Flag => match text.trim() {
             "0" | "false" | "no" | "off" => Ok(Value::Flag(false)),
@@ -187,7 +204,7 @@ pub fn parse_value(kind: &Kind, text: &str) -> Result<Value, String> {
 }
 
 /// Splits a `--set` argument into key and value.
-pub fn split_assignment(arg: &str) -> Result<(String, String), ParamError> {
+pub(crate) fn split_assignment(arg: &str) -> Result<(String, String), ParamError> {
     match arg.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(ParamError::Malformed(arg.to_string())),
@@ -196,14 +213,14 @@ pub fn split_assignment(arg: &str) -> Result<(String, String), ParamError> {
 
 /// The effective, validated parameters of one run.
 #[derive(Clone, Debug, Default)]
-pub struct Params {
+pub(crate) struct Params {
     values: BTreeMap<&'static str, Value>,
 }
 
 impl Params {
     /// Applies `--set` assignments over the defaults of `specs`. `scope` names the scenario in
     /// error messages.
-    pub fn resolve(scope: &str, specs: &[ParamSpec], sets: &[String]) -> Result<Params, ParamError> {
+    pub(crate) fn resolve(scope: &str, specs: &[ParamSpec], sets: &[String]) -> Result<Params, ParamError> {
         let mut values = BTreeMap::new();
         for spec in specs {
             let value = parse_value(&spec.kind, spec.default)
@@ -236,37 +253,28 @@ impl Params {
             .unwrap_or_else(|| panic!("scenario reads parameter {name} it did not declare"))
     }
 
-    /// The duration parameter `name`, if the scenario declares one (for estimates that
-    /// work across scenarios, like the suite's).
-    pub fn find_duration(&self, name: &str) -> Option<Duration> {
-        match self.values.get(name) {
-            Some(Value::Duration(d)) => Some(*d),
-            _ => None,
-        }
-    }
-
-    pub fn size(&self, name: &str) -> Bytes {
+    pub(crate) fn size(&self, name: &str) -> Bytes {
         match self.get(name) {
             Value::Size(b) => *b,
             other => panic!("parameter {name} is not a size: {other:?}"),
         }
     }
 
-    pub fn duration(&self, name: &str) -> Duration {
+    pub(crate) fn duration(&self, name: &str) -> Duration {
         match self.get(name) {
             Value::Duration(d) => *d,
             other => panic!("parameter {name} is not a duration: {other:?}"),
         }
     }
 
-    pub fn count(&self, name: &str) -> u64 {
+    pub(crate) fn count(&self, name: &str) -> u64 {
         match self.get(name) {
             Value::Count(n) => *n,
             other => panic!("parameter {name} is not a count: {other:?}"),
         }
     }
 
-    pub fn flag(&self, name: &str) -> bool {
+    pub(crate) fn flag(&self, name: &str) -> bool {
         match self.get(name) {
             Value::Flag(f) => *f,
             other => panic!("parameter {name} is not a flag: {other:?}"),
@@ -274,28 +282,54 @@ impl Params {
     }
 
     /// A choice or free-text parameter.
-    pub fn text(&self, name: &str) -> &str {
+    pub(crate) fn text(&self, name: &str) -> &str {
         match self.get(name) {
             Value::Choice(s) | Value::Text(s) => s,
             other => panic!("parameter {name} is not text: {other:?}"),
         }
     }
 
-    pub fn size_list(&self, name: &str) -> &[Bytes] {
+    /// A choice parameter as its type.
+    pub(crate) fn choice<T: Choice>(&self, name: &str) -> Result<T, ParamError> {
+        let text = self.text(name);
+        T::from_name(text).ok_or_else(|| self.invalid::<T>(name, text))
+    }
+
+    /// A choice-list parameter as its type, each item once, in the order given.
+    pub(crate) fn choices<T: Choice>(&self, name: &str) -> Result<Vec<T>, ParamError> {
+        let mut out = Vec::new();
+        for text in self.choice_list(name) {
+            let item = T::from_name(text).ok_or_else(|| self.invalid::<T>(name, text))?;
+            if !out.contains(&item) {
+                out.push(item);
+            }
+        }
+        Ok(out)
+    }
+
+    fn invalid<T: Choice>(&self, name: &str, text: &str) -> ParamError {
+        ParamError::Invalid {
+            key: name.to_string(),
+            value: text.to_string(),
+            expected: format!("one of {}", T::NAMES.join(", ")),
+        }
+    }
+
+    pub(crate) fn size_list(&self, name: &str) -> &[Bytes] {
         match self.get(name) {
             Value::SizeList(v) => v,
             other => panic!("parameter {name} is not a size list: {other:?}"),
         }
     }
 
-    pub fn count_list(&self, name: &str) -> &[u64] {
+    pub(crate) fn count_list(&self, name: &str) -> &[u64] {
         match self.get(name) {
             Value::CountList(v) => v,
             other => panic!("parameter {name} is not a count list: {other:?}"),
         }
     }
 
-    pub fn choice_list(&self, name: &str) -> &[String] {
+    pub(crate) fn choice_list(&self, name: &str) -> &[String] {
         match self.get(name) {
             Value::ChoiceList(v) => v,
             other => panic!("parameter {name} is not a choice list: {other:?}"),
@@ -303,7 +337,7 @@ impl Params {
     }
 
     /// Every parameter with its effective value as canonical text, for the JSON result.
-    pub fn to_text_map(&self) -> BTreeMap<String, String> {
+    pub(crate) fn to_text_map(&self) -> BTreeMap<String, String> {
         self.values.iter().map(|(k, v)| (k.to_string(), v.to_text())).collect()
     }
 }

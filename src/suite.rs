@@ -3,9 +3,15 @@
 //! seeds' original sizes), then a one-screen summary.
 //!
 //! Phases: plan (resolve every scenario's parameters, so bad input stops us before anything
-//! runs; with `--full`, the time and space it takes) → runs (each result written to the
-//! results directory as soon as it exists, so a later failure loses nothing) → summary
-//! (`summary.json` and the screen). Ctrl-C ends the current scenario early, skips the rest,
+//! runs; with `--full`, the time and space it takes; open the results store) → runs (each
+//! recorded in the store with its samples, and its result written to the results directory,
+//! as soon as it exists, so a later failure loses nothing) → summary (`summary.json` and the
+//! screen).
+//!
+//! The results directory holds each scenario's result as compact JSON; when the run is in
+//! the results store, the file leaves out the per-call samples and names the stored run
+//! instead (`stored`), where `fsynclab show`, `export` and `report` find them. Pretty JSON of
+//! every call made a default suite write 159 MB and spend about half its time doing it. Ctrl-C ends the current scenario early, skips the rest,
 //! and still writes the summary of what ran.
 
 use std::collections::BTreeMap;
@@ -16,12 +22,13 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::SuiteArgs;
-use crate::engine::{self, Setup};
+use crate::engine::{self, Planned};
 use crate::environment::{self, Fingerprint};
 use crate::error::Usage;
-use crate::params::{split_assignment, Params};
+use crate::params::split_assignment;
+use crate::record::{self, Recording};
 use crate::report::{self, Format, Live};
-use crate::result::{now_rfc3339, write_json_atomically};
+use crate::result::{now_rfc3339, write_compact_json_atomically, write_json_atomically};
 use crate::role::stop::Stop;
 use crate::scenario::{self, Scenario};
 use crate::testbed::{self, workdir};
@@ -29,7 +36,7 @@ use crate::units::{format_duration, human_size};
 
 /// The longest a suite run lets any scenario's `duration` be, so that six scenarios fit in
 /// three minutes on a small VM with room for their setup phases.
-pub const SUITE_DURATION_CAP: Duration = Duration::from_secs(10);
+pub(crate) const SUITE_DURATION_CAP: Duration = Duration::from_secs(10);
 
 /// Per-scenario settings the suite uses over the scenario's own defaults (scaled runs only).
 /// Keys a scenario does not declare are skipped, so the table may name scenarios of other
@@ -39,58 +46,55 @@ const SUITE_SETS: &[(&str, &[&str])] = &[
     ("datasync", &["rounds=2", "duration=400ms"]),
 ];
 
-pub const SUMMARY_FILE: &str = "summary.json";
+pub(crate) const SUMMARY_FILE: &str = "summary.json";
 
 /// `summary.json`: what ran, where its result is, and its headline.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Summary {
-    pub started_at: String,
-    pub duration_s: f64,
-    pub full: bool,
-    pub interrupted: bool,
-    pub environment: Fingerprint,
-    pub scenarios: Vec<Entry>,
+pub(crate) struct Summary {
+    pub(crate) started_at: String,
+    pub(crate) duration_s: f64,
+    pub(crate) full: bool,
+    pub(crate) interrupted: bool,
+    pub(crate) environment: Fingerprint,
+    /// The results store the runs were recorded in, when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) store: Option<String>,
+    pub(crate) scenarios: Vec<Entry>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Entry {
-    pub scenario: String,
+pub(crate) struct Entry {
+    pub(crate) scenario: String,
     /// `ok`, `errors` (some calls failed), `interrupted`, `failed` (no result), `skipped`.
-    pub status: String,
+    pub(crate) status: String,
     /// The result file, relative to the results directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<String>,
-    pub duration_s: f64,
-    pub headline: String,
+    pub(crate) result: Option<String>,
+    /// The run's id in the results store, when it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub params: BTreeMap<String, String>,
+    pub(crate) run: Option<i64>,
+    pub(crate) duration_s: f64,
+    pub(crate) headline: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    pub(crate) params: BTreeMap<String, String>,
 }
 
-/// A scenario with the parameters the suite will run it with.
-struct Planned {
-    scenario: &'static dyn Scenario,
-    params: Params,
-}
-
-pub fn run(args: &SuiteArgs) -> Result<i32> {
+pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
     // Plan: parameters of every scenario, checked before anything runs.
     let planned = plan(&args.sets, args.full)?;
+    let results = results_dir(args.results.as_deref())?;
     // Signals first: a Ctrl-C while a scratch target is being made must not kill us halfway.
     let stop = Stop::on_signals()?;
     // A scratch image big enough for the largest scenario.
-    let needed = planned
-        .iter()
-        .map(|p| p.scenario.space_needed(&p.params))
-        .max()
-        .unwrap_or(0);
+    let needed = planned.iter().map(|p| p.plan.space_needed()).max().unwrap_or(0);
     let target = testbed::prepare_for(&args.target, needed)?;
+    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
     let dir = target.dir();
     workdir::WorkDir::create(dir, false)?; // checks --dir is usable; removed at once
     if args.full {
         full_preflight(dir, &planned)?;
     }
-    let results = results_dir(args.results.as_deref())?;
     let started_at = now_rfc3339();
     let clock = Instant::now();
     let mut environment = environment::fingerprint(dir);
@@ -106,44 +110,34 @@ pub fn run(args: &SuiteArgs) -> Result<i32> {
             continue;
         }
         if !args.quiet {
-            eprintln!("[{}/{n}] {name}: {}", i + 1, p.scenario.purpose());
+            note!("[{}/{n}] {name}: {}", i + 1, p.scenario.purpose());
         }
         let t0 = Instant::now();
-        let flushes_before = target.flushes();
-        let mut exporter = report::exporter(Format::Text);
+        let mut exporter = report::exporter(Format::Text, true);
         let outcome = {
-            let mut live = Live::new(exporter.as_mut(), args.quiet);
-            let setup = Setup {
-                dir,
-                keep: false,
-                stop: &stop,
-            };
-            let r = engine::execute(p.scenario, &p.params, &setup, &mut live);
+            let mut live = Live::new(exporter.as_mut(), args.quiet, None);
+            let r = engine::run(p, &target, false, &stop, &mut live);
             live.finish();
             r
         };
         let secs = t0.elapsed().as_secs_f64();
         let e = match outcome {
-            Ok(mut result) => {
-                target.annotate(&mut result, flushes_before);
+            Ok(mut finished) => {
                 let file = format!("{name}.json");
-                write_json_atomically(&result, &results.join(&file))?;
-                let status = if result.interrupted {
-                    "interrupted"
-                } else if result.errors() + result.background.as_ref().map_or(0, |b| b.errors) > 0 {
-                    "errors"
-                } else {
-                    "ok"
-                };
-                entry(p, status, Some(file), secs, p.scenario.headline(&result), None)
+                let run = keep(&mut recording, &mut finished.result, &results.join(&file))?;
+                let headline = finished.result.headline();
+                let mut e = entry(p, finished.status.word(), Some(file), secs, headline, None);
+                e.run = run;
+                e
             }
             Err(err) => entry(p, "failed", None, secs, String::new(), Some(format!("{err:#}"))),
         };
         if !args.quiet {
-            eprintln!(
-                "[{}/{n}] {name} {} in {secs:.1} s: {}",
+            note!(
+                "[{}/{n}] {name} {} in {secs:.1} s{}: {}",
                 i + 1,
                 e.status,
+                e.run.map_or(String::new(), |id| format!(", stored as run {id}")),
                 e.error.as_ref().unwrap_or(&e.headline)
             );
         }
@@ -157,12 +151,13 @@ pub fn run(args: &SuiteArgs) -> Result<i32> {
         full: args.full,
         interrupted: stop.signal().is_some(),
         environment,
+        store: recording.path().map(|p| p.display().to_string()),
         scenarios: entries,
     };
     write_json_atomically(&summary, &results.join(SUMMARY_FILE))?;
     print!("{}", render(&summary, &results));
     if let Some(sig) = stop.signal() {
-        eprintln!("fsynclab: interrupted by signal {sig}; the summary covers what ran until then");
+        note!("fsynclab: interrupted by signal {sig}; the summary covers what ran until then");
         return Ok(128 + sig);
     }
     let bad = summary.scenarios.iter().filter(|e| e.status != "ok").count();
@@ -181,6 +176,7 @@ fn entry(
         scenario: p.scenario.name().to_string(),
         status: status.to_string(),
         result,
+        run: None,
         duration_s: secs,
         headline,
         error,
@@ -242,8 +238,7 @@ fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
                 assignments.push(a.clone());
             }
         }
-        let params = engine::resolve(s, &assignments).with_context(|| format!("suite: scenario {}", s.name()))?;
-        planned.push(Planned { scenario: s, params });
+        planned.push(Planned::new(s, &assignments).with_context(|| format!("suite: scenario {}", s.name()))?);
     }
     Ok(planned)
 }
@@ -277,7 +272,7 @@ fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
     let mut known = Duration::ZERO;
     let mut unknown = Vec::new();
     for p in planned {
-        match p.scenario.expected_duration(&p.params) {
+        match p.plan.expected_duration() {
             Some(d) => known += d,
             None => unknown.push(p.scenario.name()),
         }
@@ -285,7 +280,7 @@ fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
     // Scenarios run one at a time and each removes its files: the largest one must fit.
     let (largest, space) = planned
         .iter()
-        .map(|p| (p.scenario.name(), p.scenario.space_needed(&p.params)))
+        .map(|p| (p.scenario.name(), p.plan.space_needed()))
         .max_by_key(|(_, s)| *s)
         .unwrap_or(("-", 0));
     let time = if unknown.is_empty() {
@@ -297,7 +292,7 @@ fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
             unknown.join(", ")
         )
     };
-    eprintln!(
+    note!(
         "fsynclab suite --full: the seeds' original sizes and durations: {time}, plus writing each scenario's files; needs up to {} of free space in {} at once ({largest})",
         human_size(space),
         dir.display()
@@ -307,7 +302,7 @@ fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
         space,
         &format!("{largest} is the largest: run without --full, or lower its sizes with --set {largest}.KEY=VALUE,"),
     )?;
-    eprintln!("fsynclab suite --full: the space fits; starting (Ctrl-C stops and keeps what ran)");
+    note!("fsynclab suite --full: the space fits; starting (Ctrl-C stops and keeps what ran)");
     Ok(())
 }
 
@@ -327,11 +322,19 @@ fn results_dir(arg: Option<&Path>) -> Result<PathBuf> {
     };
     std::fs::create_dir_all(&path)
         .map_err(|e| Usage(format!("--results {}: cannot create it ({e})", path.display())))?;
+    if !crate::sys::writable(&path) {
+        return Err(Usage(format!(
+            "--results {}: cannot write there ({}); choose another directory",
+            path.display(),
+            crate::sys::why_not_writable(&path)
+        ))
+        .into());
+    }
     Ok(path)
 }
 
 /// The one-screen summary.
-pub fn render(s: &Summary, results: &Path) -> String {
+pub(crate) fn render(s: &Summary, results: &Path) -> String {
     let mut out = String::new();
     let e = &s.environment;
     let fs = e
@@ -371,5 +374,34 @@ pub fn render(s: &Summary, results: &Path) -> String {
         out.push_str(&format!("  {:<w$}  {what}\n", x.scenario));
     }
     out.push_str(&format!("\nresults: {}\n", results.display()));
+    let ids: Vec<i64> = s.scenarios.iter().filter_map(|x| x.run).collect();
+    if let (Some(store), Some(first), Some(last)) = (&s.store, ids.first(), ids.last()) {
+        let runs = if first == last {
+            format!("run {first}")
+        } else {
+            format!("runs {first}-{last}")
+        };
+        out.push_str(&format!("stored: {runs} in {}\n", record::shown(Path::new(store))));
+    }
     out
+}
+
+/// Records a scenario's result in the store (when there is one) and writes its file: compact
+/// JSON without the samples when they are in the store, with them when they are not.
+fn keep(recording: &mut Recording, result: &mut crate::result::RunResult, file: &Path) -> Result<Option<i64>> {
+    let id = match recording.record(result, None) {
+        Ok(id) => id,
+        Err(e) => return Err(record::keep_elsewhere(result, e)),
+    };
+    match id {
+        Some(id) => {
+            let value = record::value_without_samples(result)?;
+            write_compact_json_atomically(&value, file)?;
+            Ok(Some(id.0))
+        }
+        None => {
+            write_compact_json_atomically(result, file)?;
+            Ok(None)
+        }
+    }
 }

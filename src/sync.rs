@@ -11,11 +11,12 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use crate::params::{Kind, ParamSpec};
+use crate::measure::OpKind;
+use crate::params::{Choice, Kind, ParamSpec};
 use crate::sys;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SyncMethod {
+pub(crate) enum SyncMethod {
     /// `write` then `fsync(2)`: data and all metadata.
     Fsync,
     /// `write` then `fdatasync(2)`: data and the metadata needed to read it back.
@@ -35,8 +36,8 @@ pub enum SyncMethod {
     None,
 }
 
-impl SyncMethod {
-    pub const ALL: [SyncMethod; 8] = [
+impl Choice for SyncMethod {
+    const ALL: &'static [SyncMethod] = &[
         SyncMethod::Fsync,
         SyncMethod::Fdatasync,
         SyncMethod::SyncFileRange,
@@ -47,8 +48,7 @@ impl SyncMethod {
         SyncMethod::None,
     ];
 
-    /// The names `--set sync=...` accepts, in the order of [`SyncMethod::ALL`].
-    pub const NAMES: &'static [&'static str] = &[
+    const NAMES: &'static [&'static str] = &[
         "fsync",
         "fdatasync",
         "sync_file_range",
@@ -58,53 +58,61 @@ impl SyncMethod {
         "direct",
         "none",
     ];
+}
 
-    pub fn name(self) -> &'static str {
-        Self::NAMES[Self::ALL.iter().position(|m| *m == self).expect("listed")]
+/// Results name a method as `--set` does (`fdatasync`, `odsync`).
+impl serde::Serialize for SyncMethod {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
+}
 
-    pub fn from_name(name: &str) -> Option<SyncMethod> {
-        Self::NAMES.iter().position(|n| *n == name).map(|i| Self::ALL[i])
+impl<'de> serde::Deserialize<'de> for SyncMethod {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SyncMethod, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        SyncMethod::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown sync method {name}")))
     }
+}
 
+impl SyncMethod {
     /// The `sync` parameter every scenario takes.
-    pub const fn param(default: &'static str) -> ParamSpec {
+    pub(crate) const fn param(default: &'static str) -> ParamSpec {
         ParamSpec::new(
             "sync",
-            Kind::Choice(Self::NAMES),
+            Kind::Choice(<Self as Choice>::NAMES),
             default,
             "how each write is made durable: fsync, fdatasync, sync_file_range, osync (O_SYNC), odsync (O_DSYNC), rwf_dsync (pwritev2 RWF_DSYNC), direct (O_DIRECT + fdatasync), none",
         )
     }
 
     /// The operation kind under which the write is recorded.
-    pub fn write_op(self) -> &'static str {
+    pub(crate) fn write_op(self) -> OpKind {
         match self {
-            SyncMethod::Osync => "write_osync",
-            SyncMethod::Odsync => "write_odsync",
-            SyncMethod::RwfDsync => "write_rwf_dsync",
-            SyncMethod::Direct => "write_direct",
-            _ => "write",
+            SyncMethod::Osync => OpKind::WriteOsync,
+            SyncMethod::Odsync => OpKind::WriteOdsync,
+            SyncMethod::RwfDsync => OpKind::WriteRwfDsync,
+            SyncMethod::Direct => OpKind::WriteDirect,
+            _ => OpKind::Write,
         }
     }
 
     /// The operation kind of the call that follows the write, if there is one.
-    pub fn sync_op(self) -> Option<&'static str> {
+    pub(crate) fn sync_op(self) -> Option<OpKind> {
         match self {
-            SyncMethod::Fsync => Some("fsync"),
-            SyncMethod::Fdatasync | SyncMethod::Direct => Some("fdatasync"),
-            SyncMethod::SyncFileRange => Some("sync_file_range"),
+            SyncMethod::Fsync => Some(OpKind::Fsync),
+            SyncMethod::Fdatasync | SyncMethod::Direct => Some(OpKind::Fdatasync),
+            SyncMethod::SyncFileRange => Some(OpKind::SyncFileRange),
             _ => None,
         }
     }
 
     /// Whether writes must use block-aligned buffers, offsets and sizes (O_DIRECT).
-    pub fn needs_alignment(self) -> bool {
+    pub(crate) fn needs_alignment(self) -> bool {
         self == SyncMethod::Direct
     }
 
     /// Opens (creating if needed, never truncating) `path` for writing with this method's flags.
-    pub fn open(self, path: &Path) -> io::Result<File> {
+    pub(crate) fn open(self, path: &Path) -> io::Result<File> {
         let flags = match self {
             SyncMethod::Osync => libc::O_SYNC,
             SyncMethod::Odsync => libc::O_DSYNC,
@@ -120,13 +128,28 @@ impl SyncMethod {
             .open(path)
     }
 
+    /// Opens `path` like [`SyncMethod::open`], and says in one line (a usage error) when the
+    /// filesystem of `dir` refuses O_DIRECT, naming the parameter `param` that chose it.
+    pub(crate) fn open_in(self, path: &Path, dir: &Path, param: &str) -> anyhow::Result<File> {
+        self.open(path).map_err(|e| {
+            if self.needs_alignment() && e.raw_os_error() == Some(libc::EINVAL) {
+                anyhow::anyhow!(crate::error::Usage(format!(
+                    "{param}: the filesystem of {} does not support O_DIRECT; choose another --dir or sync method",
+                    dir.display()
+                )))
+            } else {
+                anyhow::Error::new(e).context(format!("cannot open {}", path.display()))
+            }
+        })
+    }
+
     /// Issues the write the way this method does.
-    pub fn write(self, file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    pub(crate) fn write(self, file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
         sys::pwrite_all(file, buf, offset, self == SyncMethod::RwfDsync)
     }
 
     /// Issues the call that follows the write over `offset..offset+len`, if the method has one.
-    pub fn sync(self, file: &File, offset: u64, len: u64) -> Option<io::Result<()>> {
+    pub(crate) fn sync(self, file: &File, offset: u64, len: u64) -> Option<io::Result<()>> {
         match self {
             SyncMethod::Fsync => Some(sys::fsync(file)),
             SyncMethod::Fdatasync | SyncMethod::Direct => Some(sys::fdatasync(file)),
@@ -143,7 +166,7 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for m in SyncMethod::ALL {
-            assert_eq!(SyncMethod::from_name(m.name()), Some(m));
+            assert_eq!(SyncMethod::from_name(m.name()), Some(*m));
         }
         assert_eq!(SyncMethod::from_name("O_SYNC"), None);
     }
@@ -151,8 +174,8 @@ mod tests {
     #[test]
     fn every_method_records_a_durable_step_except_none() {
         for m in SyncMethod::ALL {
-            let durable = m.sync_op().is_some() || m.write_op() != "write";
-            assert_eq!(durable, m != SyncMethod::None, "{m:?}");
+            let durable = m.sync_op().is_some() || m.write_op().is_sync();
+            assert_eq!(durable, *m != SyncMethod::None, "{m:?}");
         }
     }
 }

@@ -44,7 +44,7 @@ pub fn pwrite_all(file: &File, buf: &[u8], offset: u64, dsync: bool) -> io::Resu
             return Err(err);
         }
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::WriteZero, "write returned 0"));
+            return Err(Errno::NOT_OS.to_io_error());
         }
         done += n as usize;
     }
@@ -69,6 +69,15 @@ pub fn sync_file_range(file: &File, offset: u64, len: u64) -> io::Result<()> {
     check(unsafe { libc::sync_file_range(file.as_raw_fd(), offset as libc::off64_t, len as libc::off64_t, flags) })
 }
 
+/// `close(2)`, checked: the last chance for a filesystem to report a write error, which
+/// dropping a `File` would ignore.
+pub fn close(file: File) -> io::Result<()> {
+    use std::os::fd::IntoRawFd;
+    let fd = file.into_raw_fd();
+    // SAFETY: `fd` was just released from its owner and is closed exactly once.
+    check(unsafe { libc::close(fd) })
+}
+
 /// `syncfs(2)`: flushes the whole filesystem that holds `file`.
 pub fn syncfs(file: &File) -> io::Result<()> {
     // SAFETY: plain syscall on an open descriptor.
@@ -83,19 +92,27 @@ pub struct FsSpace {
     pub total: u64,
 }
 
-pub fn fs_space(path: &Path) -> io::Result<FsSpace> {
+/// `statvfs(3)` of the filesystem holding `path`.
+fn statvfs(path: &Path) -> io::Result<libc::statvfs> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path has a NUL byte"))?;
+    // SAFETY: statvfs is a plain C struct of integers, for which all zeroes is a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: `c` is a valid C string and `st` a writable statvfs.
     check(unsafe { libc::statvfs(c.as_ptr(), &mut st) })?;
+    Ok(st)
+}
+
+pub fn fs_space(path: &Path) -> io::Result<FsSpace> {
+    let st = statvfs(path)?;
     Ok(FsSpace {
         available: st.f_bavail as u64 * st.f_frsize as u64,
         total: st.f_blocks as u64 * st.f_frsize as u64,
     })
 }
 
-/// Whether the calling process may write into `path` (`access(2)` with W_OK|X_OK).
+/// Whether the calling process may write into `path` (`access(2)` with W_OK|X_OK, which
+/// also fails on a read-only mount, for root too).
 pub fn writable(path: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
         return false;
@@ -104,24 +121,107 @@ pub fn writable(path: &Path) -> bool {
     unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
 }
 
-/// The symbolic name of an I/O error's errno (`EIO`, `ENOSPC`), or its text when it has none.
-pub fn error_name(err: &io::Error) -> String {
-    let name = match err.raw_os_error() {
-        Some(libc::EIO) => "EIO",
-        Some(libc::ENOSPC) => "ENOSPC",
-        Some(libc::EDQUOT) => "EDQUOT",
-        Some(libc::EROFS) => "EROFS",
-        Some(libc::EINVAL) => "EINVAL",
-        Some(libc::EBADF) => "EBADF",
-        Some(libc::EFBIG) => "EFBIG",
-        Some(libc::EINTR) => "EINTR",
-        Some(libc::EAGAIN) => "EAGAIN",
-        Some(libc::EOPNOTSUPP) => "EOPNOTSUPP",
-        Some(libc::EPERM) => "EPERM",
-        Some(libc::EACCES) => "EACCES",
-        _ => return err.to_string(),
-    };
-    name.to_string()
+/// Why `path` cannot be written into, in words: a read-only filesystem (also for root,
+/// whom `access(2)` would otherwise let through in words that blame the user), or the
+/// user's permissions.
+pub fn why_not_writable(path: &Path) -> &'static str {
+    let read_only = statvfs(path).is_ok_and(|st| st.f_flag & libc::ST_RDONLY != 0);
+    if read_only {
+        "it is on a read-only mount"
+    } else {
+        "this user may not write there"
+    }
+}
+
+/// Why a call failed: the errno the kernel returned. Results name it symbolically (`EIO`,
+/// `ENOSPC`); [`Errno::NOT_OS`] stands for the one failure that has no errno, a write that
+/// returned 0 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+/// The errnos a storage call can return, by name (errno(3)).
+const ERRNO_NAMES: [(i32, &str); 22] = [
+    (libc::EPERM, "EPERM"),
+    (libc::ENOENT, "ENOENT"),
+    (libc::EINTR, "EINTR"),
+    (libc::EIO, "EIO"),
+    (libc::ENXIO, "ENXIO"),
+    (libc::EBADF, "EBADF"),
+    (libc::EAGAIN, "EAGAIN"),
+    (libc::ENOMEM, "ENOMEM"),
+    (libc::EACCES, "EACCES"),
+    (libc::EBUSY, "EBUSY"),
+    (libc::EEXIST, "EEXIST"),
+    (libc::ENODEV, "ENODEV"),
+    (libc::EISDIR, "EISDIR"),
+    (libc::EINVAL, "EINVAL"),
+    (libc::EFBIG, "EFBIG"),
+    (libc::ENOSPC, "ENOSPC"),
+    (libc::EROFS, "EROFS"),
+    (libc::EOPNOTSUPP, "EOPNOTSUPP"),
+    (libc::EDQUOT, "EDQUOT"),
+    (libc::ESTALE, "ESTALE"),
+    (libc::ENOTCONN, "ENOTCONN"),
+    (libc::EUCLEAN, "EUCLEAN"),
+];
+
+impl Errno {
+    /// A write that returned 0: no errno, but not a success either.
+    pub const NOT_OS: Errno = Errno(0);
+    const NOT_OS_NAME: &'static str = "write returned 0";
+
+    pub fn of(err: &io::Error) -> Errno {
+        Errno(err.raw_os_error().unwrap_or(0))
+    }
+
+    /// `EIO`, `ENOSPC`, ...; `errno 123` for one without a name here.
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
+        if self == Errno::NOT_OS {
+            return Errno::NOT_OS_NAME.into();
+        }
+        match ERRNO_NAMES.iter().find(|(n, _)| *n == self.0) {
+            Some((_, name)) => (*name).into(),
+            None => format!("errno {}", self.0).into(),
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Errno> {
+        if name == Errno::NOT_OS_NAME {
+            return Some(Errno::NOT_OS);
+        }
+        if let Some(n) = name.strip_prefix("errno ") {
+            return n.parse().ok().map(Errno);
+        }
+        ERRNO_NAMES.iter().find(|(_, n)| *n == name).map(|(e, _)| Errno(*e))
+    }
+
+    /// The error again, for callers that pass it on (a follower of a group commit).
+    pub fn to_io_error(self) -> io::Error {
+        if self == Errno::NOT_OS {
+            io::Error::new(io::ErrorKind::WriteZero, Errno::NOT_OS_NAME)
+        } else {
+            io::Error::from_raw_os_error(self.0)
+        }
+    }
+}
+
+impl std::fmt::Display for Errno {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl serde::Serialize for Errno {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Errno {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Errno, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Errno::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown error name {name}")))
+    }
 }
 
 /// A heap buffer aligned for O_DIRECT (4096 bytes covers every logical block size in use).

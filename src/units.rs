@@ -11,28 +11,30 @@ use thiserror::Error;
 
 /// A number of bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Bytes(pub u64);
+pub(crate) struct Bytes(pub u64);
 
 impl Bytes {
-    pub const KIB: u64 = 1024;
-    pub const MIB: u64 = 1024 * 1024;
-    pub const GIB: u64 = 1024 * 1024 * 1024;
+    pub(crate) const KIB: u64 = 1024;
+    pub(crate) const MIB: u64 = 1024 * 1024;
+    pub(crate) const GIB: u64 = 1024 * 1024 * 1024;
 
-    pub fn get(self) -> u64 {
+    pub(crate) fn get(self) -> u64 {
         self.0
     }
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum UnitError {
+pub(crate) enum UnitError {
     #[error("expected a size like 4k, 1M or 8G")]
     Size,
     #[error("expected a duration like 1s, 250ms or 2m")]
     Duration,
+    #[error("too long a duration: at most 584 years")]
+    DurationTooLong,
 }
 
 /// Parses `4k`, `1M`, `8G`, `512`, `1.5G`, `64KiB`.
-pub fn parse_size(text: &str) -> Result<Bytes, UnitError> {
+pub(crate) fn parse_size(text: &str) -> Result<Bytes, UnitError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, suffix) = t.split_at(split);
@@ -61,7 +63,7 @@ pub fn parse_size(text: &str) -> Result<Bytes, UnitError> {
 }
 
 /// Parses `250ms`, `1s`, `2m`, `1h`, `500us`, `1.5s`; a bare number is seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, suffix) = t.split_at(split);
@@ -79,14 +81,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         _ => return Err(UnitError::Duration),
     };
     let ns = value * unit_ns;
-    if !ns.is_finite() || ns < 0.0 || ns > u64::MAX as f64 {
+    if !ns.is_finite() || ns < 0.0 {
         return Err(UnitError::Duration);
+    }
+    if ns > u64::MAX as f64 {
+        return Err(UnitError::DurationTooLong);
     }
     Ok(Duration::from_nanos(ns.round() as u64))
 }
 
 /// Prints a size the shortest exact way a user could type it back (`1M`, `4k`, `1536`).
-pub fn format_size(bytes: Bytes) -> String {
+pub(crate) fn format_size(bytes: Bytes) -> String {
     let b = bytes.0;
     for (unit, suffix) in [
         (Bytes::GIB * 1024, "T"),
@@ -102,7 +107,7 @@ pub fn format_size(bytes: Bytes) -> String {
 }
 
 /// Prints a size for humans, rounded: `1.5 GiB`, `640 KiB`.
-pub fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     let b = bytes as f64;
     if b >= Bytes::GIB as f64 {
         format!("{:.1} GiB", b / Bytes::GIB as f64)
@@ -116,7 +121,7 @@ pub fn human_size(bytes: u64) -> String {
 }
 
 /// Prints a duration the shortest exact way a user could type it back (`1s`, `250ms`, `2m`).
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     for (unit, suffix) in [
         (3_600_000_000_000u128, "h"),
@@ -137,7 +142,7 @@ pub fn format_duration(d: Duration) -> String {
 }
 
 /// Prints a latency in nanoseconds with a unit that keeps three significant digits.
-pub fn format_latency_ns(ns: u64) -> String {
+pub(crate) fn format_latency_ns(ns: u64) -> String {
     let v = ns as f64;
     if v >= 1e9 {
         format!("{:.3}s", v / 1e9)
@@ -148,6 +153,25 @@ pub fn format_latency_ns(ns: u64) -> String {
     } else {
         format!("{ns}ns")
     }
+}
+
+/// Nanoseconds as seconds, milliseconds, microseconds: the units tables and seed lines print.
+pub(crate) fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+pub(crate) fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+pub(crate) fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// `x` rounded to `decimals` places, for table cells that should not print 17 digits.
+pub(crate) fn rounded(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (x * scale).round() / scale
 }
 
 impl fmt::Display for Bytes {
@@ -206,6 +230,7 @@ mod tests {
         for bad in ["", "abc", "1x", "ms", "-1s", "1..2s"] {
             assert_eq!(parse_duration(bad), Err(UnitError::Duration), "{bad}");
         }
+        assert_eq!(parse_duration("9999999h"), Err(UnitError::DurationTooLong));
     }
 
     #[test]

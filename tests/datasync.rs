@@ -1,5 +1,6 @@
 //! Issue 3: scenario `datasync` (seed 004) — every method against every case in one table,
 //! findings computed from the run, the `writes` limit, and bad combinations.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 

@@ -7,6 +7,8 @@
 //! `FSYNCLAB_SAVE_TRACE=DIR` saves each run's trace (with its calls as markers) in DIR,
 //! which is how the fixtures in tests/fixtures/trace-*.txt were captured.
 
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
 mod common;
 
 use std::io::BufRead as _;

@@ -1,6 +1,7 @@
 //! Issue 3: scenario `fsync-tps` (seed 002, flush coordination) — tiny real runs of every
 //! coordination strategy through the binary, the group-commit accounting a user can check in
 //! the JSON, and one-line errors for bad combinations.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! runs through the binary: sysbench's request accounting (a sweep of syncs over every file
 //! after each `fsync_freq` requests, one more sync per file at the end), its summary lines,
 //! the sync calls' own latency, and one-line errors for bad combinations.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 

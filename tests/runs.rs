@@ -1,6 +1,7 @@
 //! Issue 2: short real runs of each scenario, `load` and `probe` in a temporary directory,
 //! through the binary as a user runs them: every output format, the JSON result against
 //! its schema, `--output`, `--keep`, and nothing left behind.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 

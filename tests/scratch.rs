@@ -1,6 +1,7 @@
 //! Issue 4: scratch filesystems and emulated disks. Each privileged test provisions a small
 //! scratch filesystem under its own temporary --backing directory and checks that the run
 //! measured what was asked for and left nothing behind (no files, loop devices, mounts).
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fsynclab, leftovers, require, require_root};
+use common::{fsynclab, leftovers, require, require_root, PrivateState};
 use serde_json::Value;
 
 /// Loop devices and mounts whose paths lie under `dir`, plus files left in it.
@@ -226,19 +227,22 @@ fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
 /// would otherwise remove the leftovers the other is checking.
 static KILL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Runs `fsynclab cleanup` when dropped, so a failing test leaves nothing behind.
-struct CleanupGuard;
+/// Runs `fsynclab cleanup` over the test's own state directory when dropped, so a failing
+/// test leaves nothing behind.
+struct CleanupGuard<'a>(&'a PrivateState);
 
-impl Drop for CleanupGuard {
+impl Drop for CleanupGuard<'_> {
     fn drop(&mut self) {
-        let _ = fsynclab().arg("cleanup").output();
+        let (var, dir) = self.0.env();
+        let _ = fsynclab().arg("cleanup").env(var, dir).output();
     }
 }
 
 /// Starts a long scratch run and waits until its state file shows the filesystem mounted.
-fn start_long_run(backing: &Path) -> (std::process::Child, PathBuf) {
+fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child, PathBuf) {
     let bin = assert_cmd::cargo::cargo_bin("fsynclab");
     let child = Command::new(bin)
+        .env("FSYNCLAB_STORE", "off")
         .args([
             "run",
             "overwrite-fsync",
@@ -258,11 +262,13 @@ fn start_long_run(backing: &Path) -> (std::process::Child, PathBuf) {
             "--backing",
         ])
         .arg(backing)
+        .env(state.env().0, state.path())
+        .env("FSYNCLAB_STORE", "off")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start fsynclab");
-    let state = PathBuf::from(format!("/run/fsynclab/{}.json", child.id()));
+    let state = state.file_of(child.id());
     let deadline = Instant::now() + Duration::from_secs(60);
     while !std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\"mount\"")) {
         assert!(
@@ -281,9 +287,10 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
         return;
     }
     let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-    let _guard = CleanupGuard;
+    let private = PrivateState::new();
+    let _guard = CleanupGuard(&private);
     let dir = backing();
-    let (mut child, state) = start_long_run(dir.path());
+    let (mut child, state) = start_long_run(dir.path(), &private);
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     assert!(
@@ -304,6 +311,7 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
             "--backing",
         ])
         .arg(dir.path())
+        .env(private.env().0, private.path())
         .output()
         .unwrap();
     let hint = String::from_utf8_lossy(&next.stderr);
@@ -311,7 +319,11 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
         hint.contains(&format!("{}", child.id())) && hint.contains("`fsynclab cleanup` removes them"),
         "{hint}"
     );
-    let out = fsynclab().arg("cleanup").output().unwrap();
+    let out = fsynclab()
+        .arg("cleanup")
+        .env(private.env().0, private.path())
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("loop device /dev/loop"), "{stdout}");
@@ -325,9 +337,10 @@ fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
         return;
     }
     let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-    let _guard = CleanupGuard;
+    let private = PrivateState::new();
+    let _guard = CleanupGuard(&private);
     let dir = backing();
-    let (mut child, state) = start_long_run(dir.path());
+    let (mut child, state) = start_long_run(dir.path(), &private);
     // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let status = child.wait().expect("wait");
@@ -357,6 +370,7 @@ fn issue4_without_root_a_one_line_error_says_so() {
         Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
     };
     let out = cmd
+        .env("FSYNCLAB_STORE", "off")
         .args(["probe", "--scratch", "ext4", "--backing", "/tmp"])
         .output()
         .unwrap();
@@ -402,14 +416,17 @@ fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
         "hdd profiles mark the loop device rotational"
     );
     assert_eq!(env["device_profile"]["name"], "hdd-5400");
-    assert_eq!(env["device_profile"]["flush_ms"], 20.0);
-    assert_eq!(env["device_profile"]["write_bytes_per_s"], 80 << 20);
+    assert_eq!(env["device_profile"]["model"]["rpm"], 5400);
+    assert_eq!(env["device_profile"]["write_bytes_per_s"], 70_000_000);
     assert!(
         env["device_profile"]["flushes"].as_u64() >= Some(10),
         "{}",
         env["device_profile"]
     );
-    assert!(r["ops"]["fdatasync"]["latency_ns"]["p50"].as_u64() >= Some(20_000_000));
+    // The probe rewrites one block and flushes: each flush waits for the platter to come
+    // round under the head (one rotation at 5400 rpm is 11.1 ms).
+    let p50 = r["ops"]["fdatasync"]["latency_ns"]["p50"].as_u64().unwrap_or(0);
+    assert!((8_000_000..25_000_000).contains(&p50), "fdatasync p50 {p50} ns");
     let findings = r["findings"].to_string();
     assert!(findings.contains("per foreground sync call"), "{findings}");
 
@@ -535,4 +552,35 @@ fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
         );
     }
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+/// Issue 8, item 11: a bad --mkfs-opts was a failure (exit 1) where bad mount options were
+/// bad input (exit 2); a --dirty-expire too large for the kernel was called malformed.
+#[test]
+fn issue8_bad_mkfs_options_and_an_overlong_expiry_are_usage_errors() {
+    let out = fsynclab()
+        .args(["probe", "-q", "--dirty-expire", "9999999h"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("too long; the kernel takes at most 248 days"), "{err}");
+    if !require_root() || !tool("mkfs.ext4") {
+        return;
+    }
+    let backing = backing();
+    let out = fsynclab()
+        .args(["probe", "-q", "--scratch", "ext4", "--mkfs-opts", "-b 3", "--backing"])
+        .arg(backing.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--mkfs-opts \"-b 3\": mkfs.ext4 refused them"), "{err}");
+    assert!(
+        traces_under(backing.path()).is_empty(),
+        "{:?}",
+        traces_under(backing.path())
+    );
 }

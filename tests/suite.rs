@@ -2,6 +2,7 @@
 //! not hard-coded), writes one JSON result per scenario plus summary.json, prints a summary
 //! with the results path, leaves nothing in --dir, stops cleanly on Ctrl-C, refuses a
 //! `--full` run that does not fit, and rejects bad `--set`s with status 2.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 
@@ -144,6 +145,7 @@ fn ctrl_c_stops_the_suite_and_still_writes_the_summary() {
     let dir = tempfile::tempdir().unwrap();
     let results = tempfile::tempdir().unwrap();
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+        .env("FSYNCLAB_STORE", "off")
         .args([
             "suite",
             "--quiet",

@@ -55,7 +55,7 @@ pub fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
         return Ok(root);
     }
     mount_at(Path::new(DEFAULT_MOUNT))?;
-    undo.push(Step::Tracefs {
+    undo.record(Step::Tracefs {
         mount_point: PathBuf::from(DEFAULT_MOUNT),
     })?;
     Ok(PathBuf::from(DEFAULT_MOUNT))
@@ -124,6 +124,16 @@ pub fn next_instance_name() -> String {
     } else {
         format!("{INSTANCE_PREFIX}{pid}-{n}")
     }
+}
+
+/// Whether `name` has the shape of an instance process `pid` made ([`next_instance_name`]):
+/// `fsynclab cleanup` removes no other.
+pub fn is_instance_of(name: &str, pid: u32) -> bool {
+    let Some(rest) = name.strip_prefix(INSTANCE_PREFIX) else {
+        return false;
+    };
+    let (p, n) = rest.split_once('-').unwrap_or((rest, "0"));
+    p == pid.to_string() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// A tracing instance: a directory under `instances/` with its own buffer and events.
@@ -265,5 +275,9 @@ mod tests {
         assert!(a.starts_with(INSTANCE_PREFIX) && a.contains(&pid), "{a}");
         assert_ne!(a, b);
         assert!(b.starts_with(&format!("{INSTANCE_PREFIX}{pid}")), "{b}");
+        let me = std::process::id();
+        assert!(is_instance_of(&a, me) && is_instance_of(&b, me));
+        assert!(!is_instance_of(&a, me + 1));
+        assert!(!is_instance_of("fsynclab-12x", 12) && !is_instance_of("user-trace", me));
     }
 }

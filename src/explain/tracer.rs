@@ -392,7 +392,7 @@ impl Tracer {
         let root = tracefs::find_or_mount(&mut undo)?;
         let name = tracefs::next_instance_name();
         // Recorded before it exists: a kill between mkdir and the record cannot leak it.
-        undo.push(Step::TraceInstance { name: name.clone() })?;
+        undo.record(Step::TraceInstance { name: name.clone() })?;
         let instance = Instance::create(&root, &name)?;
         let journal = journal_threads(&config.fs);
         let mut tracer = Tracer {
@@ -534,9 +534,9 @@ impl Tracer {
         off?;
         let dropped = self.dropped_events();
         *self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))? = None;
-        let failures = self.undo.undo_all();
-        if !failures.is_empty() {
-            bail!("{}", failures.join("; "));
+        let outcome = self.undo.undo_all();
+        if !outcome.is_complete() {
+            bail!("{}", outcome.failed.join("; "));
         }
         let parsed = parse_trace(&text);
         let watched = self

@@ -1,12 +1,16 @@
-//! Measurement: the run clock, per-call samples, latency histograms and per-second
-//! throughput. Nothing here does I/O; roles call into it around each system call.
+//! Measurement: the run clock, the kinds of timed calls, per-call samples, latency
+//! histograms, per-second throughput and the few statistics reports need. Nothing here
+//! does I/O; roles call into it around each system call.
 
 pub mod clock;
 pub mod histogram;
+pub mod op;
 pub mod samples;
+pub mod stats;
 pub mod throughput;
 
 pub use clock::RunClock;
 pub use histogram::{LatencyHistogram, LatencySummary};
+pub use op::OpKind;
 pub use samples::{OpStats, Recorder, Sample};
 pub use throughput::{PerSecond, SecondBucket};

@@ -3,7 +3,7 @@
 use super::Exporter;
 use crate::result::RunResult;
 
-pub struct Json;
+pub(crate) struct Json;
 
 impl Exporter for Json {
     fn render(&self, result: &RunResult) -> String {

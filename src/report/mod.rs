@@ -2,69 +2,80 @@
 //! [`Live`], the observer that shows progress on stderr and prints an exporter's live lines
 //! while a run goes on. The engine never prints; it only emits events and a result.
 
-use std::io::{IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::observe::{Event, Observer, Unit};
 use crate::result::RunResult;
+use crate::role::stop::Stop;
 use crate::units::format_latency_ns;
 
-pub mod json;
-pub mod seed;
-pub mod text;
+pub(crate) mod json;
+pub(crate) mod seed;
+pub(crate) mod text;
 
-/// The output formats of `--format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A summary table per operation kind and the background writer's throughput.
-    Text,
-    /// The lines the seed's original programs printed, as they happen.
-    Seed,
-    /// The full result with every call (schema/result-v1.schema.json).
-    Json,
-}
+pub(crate) use crate::cli::Format;
 
-pub trait Exporter {
+pub(crate) trait Exporter {
     /// A line to print on stdout now, while the run goes on.
     fn live_line(&mut self, _event: &Event<'_>) -> Option<String> {
         None
     }
-    /// The output once the run is over.
+    /// The output once the run is over (or of a saved result).
     fn render(&self, result: &RunResult) -> String;
 }
 
-pub fn exporter(format: Format) -> Box<dyn Exporter> {
+/// The exporter of `format`; `live` when a run is going on (the seed format then prints its
+/// lines as they happen, and nothing at the end).
+pub(crate) fn exporter(format: Format, live: bool) -> Box<dyn Exporter> {
     match format {
         Format::Text => Box::new(text::Text),
-        Format::Seed => Box::new(seed::Seed),
+        Format::Seed => Box::new(seed::Seed { live }),
         Format::Json => Box::new(json::Json),
     }
 }
 
+/// Prints `text` on stdout, reporting (not panicking on) a closed pipe.
+pub(crate) fn print_stdout(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
 /// Shows progress on stderr (when it is a terminal and not `--quiet`) and prints the
 /// exporter's live lines on stdout without tearing the bar.
-pub struct Live<'a> {
+pub(crate) struct Live<'a> {
     exporter: &'a mut dyn Exporter,
     bar: Option<ProgressBar>,
     show_progress: bool,
     worst_ns: u64,
     sync_calls: u64,
+    /// Set when stdout's reader went away (`| head`), to end the run.
+    stop: Option<&'a Stop>,
+    stdout_closed: bool,
 }
 
 impl<'a> Live<'a> {
-    pub fn new(exporter: &'a mut dyn Exporter, quiet: bool) -> Live<'a> {
+    pub(crate) fn new(exporter: &'a mut dyn Exporter, quiet: bool, stop: Option<&'a Stop>) -> Live<'a> {
         Live {
             exporter,
             bar: None,
             show_progress: !quiet && std::io::stderr().is_terminal(),
             worst_ns: 0,
             sync_calls: 0,
+            stop,
+            stdout_closed: false,
         }
     }
 
-    pub fn finish(&mut self) {
+    /// Whether a live line could not be printed because stdout's reader is gone.
+    pub(crate) fn stdout_closed(&self) -> bool {
+        self.stdout_closed
+    }
+
+    pub(crate) fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
@@ -103,15 +114,19 @@ impl<'a> Live<'a> {
 
 impl Observer for Live<'_> {
     fn event(&mut self, event: Event<'_>) {
-        if let Some(line) = self.exporter.live_line(&event) {
-            let print = || {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
-            };
-            match &self.bar {
+        if let Some(line) = self.exporter.live_line(&event).filter(|_| !self.stdout_closed) {
+            let print = || print_stdout(&format!("{line}\n"));
+            let printed = match &self.bar {
                 Some(bar) => bar.suspend(print),
                 None => print(),
+            };
+            if printed.is_err() {
+                // A closed pipe or a full disk behind stdout: nobody sees the rest, so the
+                // run ends (and cleans up) instead of measuring for nobody.
+                self.stdout_closed = true;
+                if let Some(stop) = self.stop {
+                    stop.set();
+                }
             }
         }
         match event {
@@ -121,7 +136,7 @@ impl Observer for Live<'_> {
                     bar.set_position(done);
                 }
             }
-            Event::Sample(s) if !s.op.starts_with("write") => {
+            Event::Sample(s) if s.op.is_sync() => {
                 self.sync_calls += 1;
                 self.worst_ns = self.worst_ns.max(s.latency_ns);
                 if let Some(bar) = &self.bar {

@@ -1,22 +1,34 @@
 //! `--format seed`: the lines the seed's original programs printed (`fsync time: 3.4732`,
-//! `write time: 0.0009s fsync time: 2.0142s`, `1.984 GB written in 82.75 (24 MB/s)`), live,
-//! so that old habits and scripts carry over. Scenarios compose the lines; this prints them.
+//! `write time: 0.0009s fsync time: 2.0142s`, `1.984 GB written in 82.75 (24 MB/s)`), so
+//! that old habits and scripts carry over. During a run they are printed as they happen;
+//! for a saved result (`fsynclab show`) they are rendered from its details.
 
 use super::Exporter;
 use crate::observe::Event;
 use crate::result::RunResult;
 
-pub struct Seed;
+pub(crate) struct Seed {
+    /// A run is going on: print each line as it happens, and nothing at the end.
+    pub(crate) live: bool,
+}
 
 impl Exporter for Seed {
     fn live_line(&mut self, event: &Event<'_>) -> Option<String> {
         match event {
-            Event::SeedLine(line) => Some(line.to_string()),
+            Event::SeedLine(line) if self.live => Some(line.to_string()),
             _ => None,
         }
     }
 
-    fn render(&self, _result: &RunResult) -> String {
-        String::new()
+    fn render(&self, result: &RunResult) -> String {
+        if self.live {
+            return String::new();
+        }
+        let lines = result
+            .details
+            .as_ref()
+            .map(|d| d.report().seed_lines(result))
+            .unwrap_or_default();
+        lines.iter().map(|l| format!("{l}\n")).collect()
     }
 }

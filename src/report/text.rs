@@ -9,7 +9,7 @@ use crate::result::{RunResult, Table};
 use crate::role::writer::BackgroundReport;
 use crate::units::{format_latency_ns, human_size};
 
-pub struct Text;
+pub(crate) struct Text;
 
 impl Exporter for Text {
     fn render(&self, r: &RunResult) -> String {
@@ -61,14 +61,14 @@ fn ops_table(r: &RunResult) -> String {
     let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
     for (op, s) in &r.ops {
         let l = &s.latency_ns;
-        let mut row = vec![op.clone(), s.count.to_string(), s.errors.to_string()];
+        let mut row = vec![op.to_string(), s.count.to_string(), s.errors.to_string()];
         row.extend([l.min, l.p50, l.p90, l.p99, l.p999, l.max, l.mean].map(format_latency_ns));
         rows.push(row);
     }
     align(&rows)
 }
 
-pub fn background_line(b: &BackgroundReport) -> String {
+pub(crate) fn background_line(b: &BackgroundReport) -> String {
     let mut s = format!(
         "background {}: {} in {:.1} s = {:.1} MiB/s, {:.0} writes/s (write p50 {}, p99 {}, max {})",
         b.kind,

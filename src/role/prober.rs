@@ -9,94 +9,44 @@ use std::fs::File;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::stop::Stop;
 use crate::measure::{Recorder, RunClock, Sample};
 use crate::observe::{Event, Observer, Unit};
-use crate::params::{Kind, ParamSpec, Params};
+use crate::params::Choice;
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 
 /// Where each iteration writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
+pub(crate) enum Placement {
     /// Always at offset 0: after the first iteration, an overwrite of allocated blocks.
     Overwrite,
     /// At the end of the file: every iteration allocates and grows the file.
     Append,
 }
 
-/// The prober's parameters; scenarios add them to their own and choose the defaults.
-pub fn params(iterations: &'static str, duration: &'static str, sleep: &'static str) -> [ParamSpec; 6] {
-    [
-        ParamSpec::new("write_size", Kind::Size, "1M", "prober: bytes written before each sync").seed("1M"),
-        SyncMethod::param("fsync"),
-        ParamSpec::new(
-            "placement",
-            Kind::Choice(&["overwrite", "append"]),
-            "overwrite",
-            "prober: write at offset 0 (overwrite) or at the end of the file (append)",
-        ),
-        ParamSpec::new("sleep", Kind::Duration, sleep, "prober: pause between iterations"),
-        ParamSpec::new(
-            "iterations",
-            Kind::Count,
-            iterations,
-            "prober: stop after this many iterations (0 = no limit)",
-        ),
-        ParamSpec::new(
-            "duration",
-            Kind::Duration,
-            duration,
-            "prober: stop after this long (0 = no limit)",
-        ),
-    ]
+impl Choice for Placement {
+    const NAMES: &'static [&'static str] = &["overwrite", "append"];
+    const ALL: &'static [Placement] = &[Placement::Overwrite, Placement::Append];
 }
 
+/// What the prober does, decided before it starts.
 #[derive(Clone, Debug)]
-pub struct ProberConfig {
-    pub write_size: u64,
-    pub method: SyncMethod,
-    pub placement: Placement,
-    pub sleep: Duration,
-    pub iterations: u64,
-    pub duration: Duration,
+pub(crate) struct ProberConfig {
+    pub(crate) write_size: u64,
+    pub(crate) method: SyncMethod,
+    pub(crate) placement: Placement,
+    pub(crate) sleep: Duration,
+    pub(crate) iterations: u64,
+    pub(crate) duration: Duration,
 }
 
 impl ProberConfig {
-    pub fn from_params(p: &Params) -> Result<ProberConfig> {
-        let method = SyncMethod::from_name(p.text("sync")).expect("validated choice");
-        let write_size = p.size("write_size").get();
-        if write_size == 0 {
-            bail!(crate::error::Usage(
-                "--set write_size=0: the prober must write at least one byte".into()
-            ));
-        }
-        crate::environment::check_fits_in_memory("write_size", write_size)?;
-        if method.needs_alignment() && write_size % AlignedBuf::ALIGN as u64 != 0 {
-            bail!(crate::error::Usage(format!(
-                "--set write_size={}: sync=direct (O_DIRECT) needs a multiple of 4k",
-                p.size("write_size")
-            )));
-        }
-        Ok(ProberConfig {
-            write_size,
-            method,
-            placement: if p.text("placement") == "append" {
-                Placement::Append
-            } else {
-                Placement::Overwrite
-            },
-            sleep: p.duration("sleep"),
-            iterations: p.count("iterations"),
-            duration: p.duration("duration"),
-        })
-    }
-
     /// The bytes the prober's file can grow to (for the free-space preflight). An appending
     /// prober with neither limit is bounded by the space check during the run instead.
-    pub fn space_needed(&self) -> u64 {
+    pub(crate) fn space_needed(&self) -> u64 {
         match self.placement {
             Placement::Overwrite => self.write_size,
             Placement::Append => {
@@ -118,33 +68,23 @@ impl ProberConfig {
 
 /// One iteration as it happened.
 #[derive(Debug)]
-pub struct Iteration<'a> {
-    pub index: u64,
-    pub write: &'a Sample,
-    pub sync: Option<&'a Sample>,
+pub(crate) struct Iteration<'a> {
+    pub(crate) write: &'a Sample,
+    pub(crate) sync: Option<&'a Sample>,
 }
 
-pub struct Prober {
+pub(crate) struct Prober {
     config: ProberConfig,
     file: File,
     buf: AlignedBuf,
 }
 
 impl Prober {
-    pub const FILE: &'static str = "fsync-tester.tst-file";
+    pub(crate) const FILE: &'static str = "fsync-tester.tst-file";
 
-    pub fn open(dir: &Path, config: ProberConfig) -> Result<Prober> {
+    pub(crate) fn open(dir: &Path, config: ProberConfig) -> Result<Prober> {
         let path = dir.join(Self::FILE);
-        let file = config.method.open(&path).map_err(|e| {
-            if config.method == SyncMethod::Direct && e.raw_os_error() == Some(libc::EINVAL) {
-                anyhow::anyhow!(crate::error::Usage(format!(
-                    "sync=direct: the filesystem of {} does not support O_DIRECT; choose another --dir or sync method",
-                    dir.display()
-                )))
-            } else {
-                anyhow::Error::new(e).context(format!("cannot create {}", path.display()))
-            }
-        })?;
+        let file = config.method.open_in(&path, dir, "sync=direct")?;
         let buf = AlignedBuf::filled(config.write_size as usize, b'a');
         Ok(Prober { config, file, buf })
     }
@@ -152,7 +92,7 @@ impl Prober {
     /// Runs iterations until `iterations` or `duration` is reached or `stop` is set, recording
     /// every call in `recorder` and calling `each` after every iteration. Returns how many
     /// iterations ran.
-    pub fn run(
+    pub(crate) fn run(
         &mut self,
         clock: &RunClock,
         stop: &Stop,
@@ -183,9 +123,7 @@ impl Prober {
             // The write, then the sync, each timed on its own.
             let buf = self.buf.as_slice();
             let (written, t_w, lat_w) = clock.time(|| c.method.write(&self.file, buf, offset));
-            let write = recorder
-                .record(c.method.write_op(), t_w, lat_w, c.write_size, &written)
-                .clone();
+            let write = recorder.record(c.method.write_op(), t_w, lat_w, c.write_size, &written);
             observer.event(Event::Sample(&write));
             let sync = c.method.sync_op().and_then(|op| {
                 let (synced, t_s, lat_s) = clock.time(|| c.method.sync(&self.file, offset, c.write_size));
@@ -195,14 +133,13 @@ impl Prober {
                 } else {
                     0
                 };
-                Some(recorder.record(op, t_s, lat_s, bytes, &synced).clone())
+                Some(recorder.record(op, t_s, lat_s, bytes, &synced))
             });
             if let Some(s) = &sync {
                 observer.event(Event::Sample(s));
             }
             each(
                 &Iteration {
-                    index: done,
                     write: &write,
                     sync: sync.as_ref(),
                 },

@@ -17,59 +17,58 @@ use std::thread::JoinHandle;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::fill::Filler;
 use super::stop::Stop;
 use crate::measure::{LatencyHistogram, LatencySummary, PerSecond, RunClock, SecondBucket};
-use crate::observe::{Event, Observer, Unit};
-use crate::params::{Kind, ParamSpec, Params};
+use crate::observe::{Event, Observer};
+use crate::rng::SplitMix64;
 use crate::sync::SyncMethod;
-use crate::sys;
+use crate::sys::{self, Errno};
 use crate::units::Bytes;
 
 /// Block size of the random writer and of its file's setup (the seed's `bigbuf`).
-pub const RANDOM_BLOCK: u64 = 4096;
+pub(crate) const RANDOM_BLOCK: u64 = 4096;
 
 /// One background workload: `step` issues one write.
-pub trait Writer: Send {
-    /// `stream` or `random`.
-    fn kind(&self) -> &'static str;
+pub(crate) trait Writer: Send {
+    fn kind(&self) -> WriterKind;
     /// Issues one write and returns the bytes it covered.
     fn step(&mut self) -> io::Result<u64>;
 }
 
-/// The parameters of the stream writer, shared by every scenario that can run it.
-pub const STREAM_PARAMS: [ParamSpec; 2] = [
-    ParamSpec::new(
-        "file_size",
-        Kind::Size,
-        "4G",
-        "stream writer: size of the file it overwrites sequentially, looping (overwrite.c's size is not known)",
-    ),
-    ParamSpec::new(
-        "chunk",
-        Kind::Size,
-        "1M",
-        "stream writer: bytes per write (overwrite.c's chunk is not known)",
-    ),
-];
+/// Which writer loads writeback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum WriterKind {
+    Stream,
+    Random,
+}
 
-/// The parameters of the random writer, shared by every scenario that can run it.
-pub const RANDOM_PARAMS: [ParamSpec; 2] = [
-    ParamSpec::new(
-        "random_file_size",
-        Kind::Size,
-        "512M",
-        "random writer: size of the preallocated file it writes 4 KiB blocks into",
-    )
-    .seed("8G"),
-    ParamSpec::new(
-        "seed",
-        Kind::Count,
-        "1",
-        "random writer: seed of the offset generator (fixed, so runs are repeatable)",
-    ),
-];
+impl std::fmt::Display for WriterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WriterKind::Stream => "stream",
+            WriterKind::Random => "random",
+        })
+    }
+}
 
-pub struct StreamWriter {
+/// The stream writer's figures: overwrite.c's are not known, so both are parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StreamConfig {
+    pub(crate) file_size: u64,
+    pub(crate) chunk: u64,
+}
+
+/// The random writer's figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RandomConfig {
+    pub(crate) file_size: u64,
+    /// Seed of the offset generator (fixed, so runs are repeatable).
+    pub(crate) seed: u64,
+}
+
+pub(crate) struct StreamWriter {
     file: File,
     buf: Vec<u8>,
     file_size: u64,
@@ -77,25 +76,25 @@ pub struct StreamWriter {
 }
 
 impl StreamWriter {
-    pub const FILE: &'static str = "stream-writer.dat";
+    pub(crate) const FILE: &'static str = "stream-writer.dat";
 
-    pub fn open(dir: &Path, params: &Params) -> Result<StreamWriter> {
+    pub(crate) fn open(dir: &Path, config: StreamConfig) -> Result<StreamWriter> {
         let path = dir.join(Self::FILE);
         let file = SyncMethod::None
             .open(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
         Ok(StreamWriter {
             file,
-            buf: vec![b's'; params.size("chunk").get() as usize],
-            file_size: params.size("file_size").get(),
+            buf: vec![b's'; config.chunk as usize],
+            file_size: config.file_size,
             offset: 0,
         })
     }
 }
 
 impl Writer for StreamWriter {
-    fn kind(&self) -> &'static str {
-        "stream"
+    fn kind(&self) -> WriterKind {
+        WriterKind::Stream
     }
 
     fn step(&mut self) -> io::Result<u64> {
@@ -109,26 +108,7 @@ impl Writer for StreamWriter {
     }
 }
 
-/// SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number generators", 2014):
-/// small, fast, and the same sequence for the same seed on every machine.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-pub struct RandomWriter {
+pub(crate) struct RandomWriter {
     file: File,
     path: PathBuf,
     buf: Vec<u8>,
@@ -137,26 +117,25 @@ pub struct RandomWriter {
 }
 
 impl RandomWriter {
-    pub const FILE: &'static str = "fsync-tester.rnd-file";
+    pub(crate) const FILE: &'static str = "fsync-tester.rnd-file";
 
-    pub fn open(dir: &Path, params: &Params) -> Result<RandomWriter> {
+    pub(crate) fn open(dir: &Path, config: RandomConfig) -> Result<RandomWriter> {
         let path = dir.join(Self::FILE);
         let file = SyncMethod::None
             .open(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
-        let size = params.size("random_file_size").get();
         Ok(RandomWriter {
             file,
             path,
             buf: vec![0u8; RANDOM_BLOCK as usize],
-            blocks: (size / RANDOM_BLOCK).max(1),
-            rng: SplitMix64::new(params.count("seed")),
+            blocks: (config.file_size / RANDOM_BLOCK).max(1),
+            rng: SplitMix64::new(config.seed),
         })
     }
 
     /// Writes the file sequentially in 4 KiB writes up to its full size if it is smaller, as
-    /// the seed does, printing the seed's two setup lines. Returns false if stopped first.
-    pub fn set_up(&mut self, stop: &Stop, observer: &mut dyn Observer) -> Result<bool> {
+    /// the seed does (without a sync), printing the seed's two setup lines.
+    pub(crate) fn set_up(&mut self, stop: &Stop, observer: &mut dyn Observer) -> Result<Setup> {
         let total = self.blocks * RANDOM_BLOCK;
         let have = self
             .file
@@ -164,34 +143,47 @@ impl RandomWriter {
             .with_context(|| format!("cannot stat {}", self.path.display()))?
             .len();
         if have >= total {
-            return Ok(true);
+            return Ok(Setup::NotNeeded);
         }
-        observer.event(Event::SeedLine("setting up random write file"));
-        observer.event(Event::Phase {
-            name: "setting up random write file",
-            total: Some(total),
-            unit: Unit::Bytes,
-        });
-        let mut offset = 0;
-        while offset < total {
-            if stop.is_set() {
-                return Ok(false);
-            }
-            sys::pwrite_all(&self.file, &self.buf, offset, false)
-                .with_context(|| format!("setting up {} at {}", self.path.display(), Bytes(offset)))?;
-            offset += RANDOM_BLOCK;
-            if offset % (8 * Bytes::MIB) == 0 {
-                observer.event(Event::Progress { done: offset });
-            }
+        observer.event(Event::SeedLine(SETUP_LINES[0]));
+        let mut filler = Filler::new("setting up random write file", total, stop, observer);
+        if !filler.fill(&self.file, &self.path, &self.buf, total, false)? {
+            return Ok(Setup::Interrupted);
         }
-        observer.event(Event::SeedLine("done setting up random write file"));
-        Ok(true)
+        observer.event(Event::SeedLine(SETUP_LINES[1]));
+        Ok(Setup::Done)
+    }
+}
+
+/// The lines the seed prints around writing the random file out.
+pub(crate) const SETUP_LINES: [&str; 2] = ["setting up random write file", "done setting up random write file"];
+
+/// Whether the random writer's file had to be written out first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Setup {
+    /// The file had its size already (or there is no random writer).
+    #[default]
+    NotNeeded,
+    /// A signal stopped the setup.
+    Interrupted,
+    Done,
+}
+
+impl Setup {
+    /// The seed's setup lines this setup printed.
+    pub(crate) fn seed_lines(self) -> &'static [&'static str] {
+        match self {
+            Setup::NotNeeded => &[],
+            Setup::Interrupted => &SETUP_LINES[..1],
+            Setup::Done => &SETUP_LINES,
+        }
     }
 }
 
 impl Writer for RandomWriter {
-    fn kind(&self) -> &'static str {
-        "random"
+    fn kind(&self) -> WriterKind {
+        WriterKind::Random
     }
 
     fn step(&mut self) -> io::Result<u64> {
@@ -202,56 +194,75 @@ impl Writer for RandomWriter {
 }
 
 /// What a background writer did over the run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct BackgroundReport {
-    /// `stream` or `random`.
-    pub kind: String,
-    pub bytes: u64,
-    pub ops: u64,
-    pub errors: u64,
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BackgroundReport {
+    pub(crate) kind: WriterKind,
+    pub(crate) bytes: u64,
+    pub(crate) ops: u64,
+    pub(crate) errors: u64,
     /// The error that stopped the writer, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<Errno>,
     /// How long the writer ran.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// Mebibytes (2^20 bytes) per second over `seconds`.
-    pub mb_per_s: f64,
-    pub ops_per_s: f64,
+    pub(crate) mb_per_s: f64,
+    pub(crate) ops_per_s: f64,
     /// Latency of the writer's own write calls.
-    pub latency_ns: LatencySummary,
-    pub per_second: Vec<SecondBucket>,
+    pub(crate) latency_ns: LatencySummary,
+    pub(crate) per_second: Vec<SecondBucket>,
+}
+
+impl BackgroundReport {
+    /// A writer of `kind` that did nothing.
+    pub(crate) fn empty(kind: WriterKind) -> BackgroundReport {
+        BackgroundReport {
+            kind,
+            bytes: 0,
+            ops: 0,
+            errors: 0,
+            error: None,
+            seconds: 0.0,
+            mb_per_s: 0.0,
+            ops_per_s: 0.0,
+            latency_ns: LatencySummary::default(),
+            per_second: Vec::new(),
+        }
+    }
 }
 
 /// A writer running on its own thread.
-pub struct Background {
+pub(crate) struct Background {
+    kind: WriterKind,
     stop: Stop,
     handle: JoinHandle<BackgroundReport>,
 }
 
 impl Background {
     /// Starts `writer` on a new thread; it runs until `stop_and_join` or a signal.
-    pub fn start(mut writer: Box<dyn Writer>, clock: RunClock, stop: &Stop) -> Result<Background> {
+    pub(crate) fn start(mut writer: Box<dyn Writer>, clock: RunClock, stop: &Stop) -> Result<Background> {
         let stop = stop.child();
         let thread_stop = stop.clone();
+        let kind = writer.kind();
         let handle = std::thread::Builder::new()
             .name(format!("{}-writer", writer.kind()))
             .spawn(move || run_writer(writer.as_mut(), clock, &thread_stop))
             .context("cannot start the background writer thread")?;
-        Ok(Background { stop, handle })
+        Ok(Background { kind, stop, handle })
     }
 
-    pub fn stop_and_join(self) -> BackgroundReport {
+    pub(crate) fn stop_and_join(self) -> BackgroundReport {
         self.stop.set();
+        let kind = self.kind;
         self.handle.join().unwrap_or_else(|_| BackgroundReport {
-            error: Some("background writer panicked".into()),
             errors: 1,
-            ..BackgroundReport::default()
+            ..BackgroundReport::empty(kind)
         })
     }
 }
 
 /// The writer loop: one timed call at a time until stopped or failed.
-pub fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) -> BackgroundReport {
+pub(crate) fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) -> BackgroundReport {
     let mut latency = LatencyHistogram::new();
     let mut per_second = PerSecond::new();
     let (mut bytes, mut ops, mut error) = (0u64, 0u64, None);
@@ -266,7 +277,7 @@ pub fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) -> Back
                 ops += 1;
             }
             Err(e) => {
-                error = Some(sys::error_name(&e));
+                error = Some(Errno::of(&e));
                 break;
             }
         }
@@ -274,7 +285,7 @@ pub fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) -> Back
     let seconds = (clock.now_ns() - started_ns) as f64 / 1e9;
     let rate = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
     BackgroundReport {
-        kind: writer.kind().to_string(),
+        kind: writer.kind(),
         bytes,
         ops,
         errors: u64::from(error.is_some()),
@@ -306,8 +317,8 @@ mod tests {
 
     struct Failing(u32);
     impl Writer for Failing {
-        fn kind(&self) -> &'static str {
-            "random"
+        fn kind(&self) -> WriterKind {
+            WriterKind::Random
         }
         fn step(&mut self) -> io::Result<u64> {
             self.0 += 1;
@@ -325,6 +336,6 @@ mod tests {
         assert_eq!(r.ops, 3);
         assert_eq!(r.bytes, 3 * 4096);
         assert_eq!(r.errors, 1);
-        assert_eq!(r.error.as_deref(), Some("ENOSPC"));
+        assert_eq!(r.error, Some(Errno(libc::ENOSPC)));
     }
 }

@@ -5,49 +5,34 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
-use super::{background, Context, Outcome, Scenario};
+use super::background::{self, BackgroundConfig, BackgroundKind, Running};
+use super::{Context, Outcome, Plan, Report, Scenario};
+use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
 use crate::params::{Kind, ParamSpec, Params};
-use crate::role::writer::{RANDOM_PARAMS, STREAM_PARAMS};
+use crate::result::RunResult;
+use crate::role::writer::{Setup, WriterKind};
 
-pub struct Load {
-    pub kind: &'static str,
+pub(crate) struct Load {
+    kind: WriterKind,
 }
 
-pub const RANDOM: Load = Load { kind: "random" };
-pub const STREAM: Load = Load { kind: "stream" };
+pub(crate) const RANDOM: Load = Load {
+    kind: WriterKind::Random,
+};
+pub(crate) const STREAM: Load = Load {
+    kind: WriterKind::Stream,
+};
 
-impl Load {
-    /// The parameters as the background glue reads them: `background` fixed to this kind.
-    fn full(&self, params: &Params) -> Params {
-        let mut sets: Vec<String> = params
-            .to_text_map()
-            .into_iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        sets.push(format!("background={}", self.kind));
-        let mut specs = background::params(self.kind);
-        specs.push(duration_param());
-        Params::resolve(self.name(), &specs, &sets).expect("own parameters re-parse")
-    }
-}
-
-fn duration_param() -> ParamSpec {
-    ParamSpec::new(
-        "duration",
-        Kind::Duration,
-        "10s",
-        "how long to write (0 = until Ctrl-C)",
-    )
-}
+const STARTING_RANDOM: &str = "starting random io!";
 
 impl Scenario for Load {
     fn name(&self) -> &'static str {
-        if self.kind == "random" {
-            "load-random"
-        } else {
-            "load-stream"
+        match self.kind {
+            WriterKind::Random => "load-random",
+            WriterKind::Stream => "load-stream",
         }
     }
 
@@ -56,49 +41,88 @@ impl Scenario for Load {
     }
 
     fn seed(&self) -> &'static str {
-        if self.kind == "random" {
-            "003's random writer"
-        } else {
-            "000's overwrite.c"
+        match self.kind {
+            WriterKind::Random => "003's random writer",
+            WriterKind::Stream => "000's overwrite.c",
         }
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        let mut specs: Vec<ParamSpec> = if self.kind == "random" {
-            RANDOM_PARAMS.to_vec()
-        } else {
-            STREAM_PARAMS.to_vec()
+        let mut specs: Vec<ParamSpec> = match self.kind {
+            WriterKind::Random => background::random_params().to_vec(),
+            WriterKind::Stream => background::stream_params().to_vec(),
         };
-        specs.push(duration_param());
+        specs.push(ParamSpec::new(
+            "duration",
+            Kind::Duration,
+            "10s",
+            "how long to write (0 = until Ctrl-C)",
+        ));
         specs
     }
 
-    fn validate(&self, params: &Params) -> Result<()> {
-        background::validate(&self.full(params))
+    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
+        let kind = match self.kind {
+            WriterKind::Random => BackgroundKind::Random,
+            WriterKind::Stream => BackgroundKind::Stream,
+        };
+        Ok(Box::new(Config {
+            kind: self.kind,
+            writer: BackgroundConfig::of_kind(kind, params)?,
+            duration: params.duration("duration"),
+        }))
     }
+}
 
-    fn space_needed(&self, params: &Params) -> u64 {
-        background::space_needed(&self.full(params))
+struct Config {
+    kind: WriterKind,
+    writer: BackgroundConfig,
+    duration: Duration,
+}
+
+impl Plan for Config {
+    fn space_needed(&self) -> u64 {
+        self.writer.space_needed()
     }
 
     fn space_hint(&self) -> &'static str {
-        if self.kind == "random" {
-            "lower --set random_file_size"
-        } else {
-            "lower --set file_size"
+        match self.kind {
+            WriterKind::Random => "lower --set random_file_size",
+            WriterKind::Stream => "lower --set file_size",
         }
     }
 
-    fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome> {
-        let full = self.full(params);
-        let writer = background::prepare(ctx, &full)?;
-        let duration = params.duration("duration");
-        let running = background::Running::start(writer, ctx.clock, ctx.stop)?;
-        if self.kind == "random" {
-            ctx.observer.event(Event::SeedLine("starting random io!"));
+    fn expected_duration(&self) -> Option<Duration> {
+        Some(self.duration).filter(|d| !d.is_zero())
+    }
+
+    fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {
+        let (writer, setup) = self.writer.prepare(ctx)?;
+        let running = Running::start(writer, ctx.clock, ctx.stop)?;
+        if self.kind == WriterKind::Random {
+            ctx.observer.event(Event::SeedLine(STARTING_RANDOM));
         }
+        self.wait(ctx);
+        let background = running.stop();
+        if let Some(b) = background.as_ref().filter(|b| b.kind == WriterKind::Stream) {
+            ctx.observer.event(Event::SeedLine(&background::seed_stream_line(b)));
+        }
+        Ok(Outcome {
+            recorder: Recorder::new(),
+            background,
+            details: super::Details::Load(Details {
+                writer: self.kind,
+                setup,
+            }),
+        })
+    }
+}
+
+impl Config {
+    /// Shows progress until `duration` (or a signal) ends the load.
+    fn wait(&self, ctx: &mut Context<'_>) {
         let started = ctx.clock.elapsed();
-        let total = (!duration.is_zero()).then_some(duration.as_millis() as u64);
+        let total = (!self.duration.is_zero()).then_some(self.duration.as_millis() as u64);
         ctx.observer.event(Event::Phase {
             name: "writing",
             total,
@@ -109,25 +133,40 @@ impl Scenario for Load {
             ctx.observer.event(Event::Progress {
                 done: elapsed.as_millis() as u64,
             });
-            if !duration.is_zero() && elapsed >= duration {
+            if !self.duration.is_zero() && elapsed >= self.duration {
                 break;
             }
-            let step = if duration.is_zero() {
+            let step = if self.duration.is_zero() {
                 Duration::from_millis(200)
             } else {
-                (duration - elapsed).min(Duration::from_millis(200))
+                (self.duration - elapsed).min(Duration::from_millis(200))
             };
             if !ctx.stop.sleep(step) {
                 break;
             }
         }
-        let background = running.stop();
-        if let Some(b) = background.as_ref().filter(|b| b.kind == "stream") {
-            ctx.observer.event(Event::SeedLine(&background::seed_stream_line(b)));
+    }
+}
+
+/// What the load recorded beside the writer's report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Details {
+    pub(crate) writer: WriterKind,
+    #[serde(default)]
+    pub(crate) setup: Setup,
+}
+
+impl Report for Details {
+    fn findings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
+        let mut lines: Vec<String> = self.setup.seed_lines().iter().map(|l| l.to_string()).collect();
+        match self.writer {
+            WriterKind::Random => lines.push(STARTING_RANDOM.into()),
+            WriterKind::Stream => lines.extend(r.background.as_ref().map(background::seed_stream_line)),
         }
-        Ok(Outcome {
-            background,
-            ..Outcome::default()
-        })
+        lines
     }
 }

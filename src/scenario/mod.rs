@@ -1,11 +1,19 @@
 //! Scenarios: each reproduces one seed experiment as a composition of roles (prober,
-//! writers) with named parameters. One file per scenario; [`all`] is the registry that
-//! `fsynclab list`, `run` and `suite` read.
+//! writers, worker pools) with named parameters.
+//!
+//! A scenario is a [`Plan`] factory: [`Scenario::plan`] reads the `--set` parameters once
+//! into the experiment's typed configuration and checks every combination; the plan then
+//! says how much space and time it needs and runs. What it measured comes back as samples
+//! plus typed [`Details`], from which tables, findings, the suite's headline and the seed's
+//! own output lines are computed ([`Report`]) — during the run or from a saved result.
+//!
+//! [`all`] is the registry that `fsynclab list`, `run` and `suite` read.
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use crate::measure::{Recorder, RunClock};
 use crate::observe::Observer;
@@ -15,71 +23,116 @@ use crate::role::stop::Stop;
 use crate::role::writer::BackgroundReport;
 use crate::units::format_latency_ns;
 
-pub mod background;
-pub mod datasync;
-pub mod fsync_tps;
-pub mod load;
-pub mod overwrite_fsync;
-pub mod probe;
-pub mod random_writeback;
-pub mod rndwr;
-pub mod small_files;
+pub(crate) mod background;
+pub(crate) mod datasync;
+pub(crate) mod fsync_tester;
+pub(crate) mod fsync_tps;
+pub(crate) mod load;
+pub(crate) mod overwrite_fsync;
+pub(crate) mod probe;
+pub(crate) mod random_writeback;
+pub(crate) mod rndwr;
+pub(crate) mod small_files;
 
 /// What a scenario gets to run with.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// The private work directory: every file of the run goes here.
-    pub dir: &'a Path,
-    pub clock: RunClock,
-    pub stop: &'a Stop,
-    pub observer: &'a mut dyn Observer,
+    pub(crate) dir: &'a Path,
+    pub(crate) clock: RunClock,
+    pub(crate) stop: &'a Stop,
+    pub(crate) observer: &'a mut dyn Observer,
 }
 
 /// What a scenario measured.
-#[derive(Default)]
-pub struct Outcome {
-    pub recorder: Recorder,
-    pub background: Option<BackgroundReport>,
-    pub tables: Vec<Table>,
-    pub findings: Vec<String>,
+pub(crate) struct Outcome {
+    pub(crate) recorder: Recorder,
+    pub(crate) background: Option<BackgroundReport>,
+    pub(crate) details: Details,
 }
 
-pub trait Scenario: Sync {
+/// An experiment as `fsynclab list` shows it, and the factory of its plans.
+pub(crate) trait Scenario: Sync {
     fn name(&self) -> &'static str;
     /// One line: what the experiment shows.
     fn purpose(&self) -> &'static str;
     /// The seed it reproduces: `000 (Ts'o, ext3 latency fixes, 2009)`.
     fn seed(&self) -> &'static str;
     fn params(&self) -> Vec<ParamSpec>;
-    /// Checks combinations of parameters that no single parameter's type can.
-    fn validate(&self, _params: &Params) -> Result<()> {
-        Ok(())
-    }
+    /// Reads the parameters once into the experiment's typed plan, refusing (as a usage
+    /// error) any combination that cannot run.
+    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>>;
+}
+
+/// One experiment with every parameter decided.
+pub(crate) trait Plan: Send + Sync {
     /// Bytes of files the run will create, for the free-space preflight.
-    fn space_needed(&self, params: &Params) -> u64;
+    fn space_needed(&self) -> u64;
     /// Which parameter to lower when space runs short, for the preflight's message.
     fn space_hint(&self) -> &'static str {
         "lower the file sizes with --set"
     }
-    fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome>;
-    /// How long the measured part of a run lasts, when the parameters decide it (the
-    /// suite's `--full` plan); `None` when it depends on the machine.
-    fn expected_duration(&self, params: &Params) -> Option<Duration> {
-        params.find_duration("duration").filter(|d| !d.is_zero())
+    /// How long the measured part lasts when the parameters decide it (the suite's `--full`
+    /// plan); `None` when it depends on the machine.
+    fn expected_duration(&self) -> Option<Duration>;
+    fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome>;
+}
+
+/// What a scenario's typed details give the exporters. Each is computed from the details
+/// (and the run's samples), never read back from rendered text.
+pub(crate) trait Report {
+    fn tables(&self) -> Vec<Table> {
+        Vec::new()
+    }
+    fn findings(&self) -> Vec<String>;
+    /// Figures of the whole run that comparisons should see beside the ops' (named as
+    /// `fsynclab compare` shows them, e.g. `commit.tps`).
+    fn figures(&self) -> std::collections::BTreeMap<String, f64> {
+        Default::default()
     }
     /// One line with the run's headline figure, for the suite's summary.
     fn headline(&self, result: &RunResult) -> String {
         default_headline(result)
     }
+    /// The lines the seed's original program printed, in order (`--format seed`).
+    fn seed_lines(&self, result: &RunResult) -> Vec<String>;
+}
+
+/// Each scenario's typed figures, as results store them (`"details": {"fsync-tps": ...}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Details {
+    OverwriteFsync(overwrite_fsync::Details),
+    RandomWriteback(random_writeback::Details),
+    SmallFiles(small_files::Details),
+    FsyncTps(fsync_tps::Details),
+    Datasync(datasync::Details),
+    Rndwr(rndwr::Details),
+    Probe(probe::Details),
+    Load(load::Details),
+}
+
+impl Details {
+    pub(crate) fn report(&self) -> &dyn Report {
+        match self {
+            Details::OverwriteFsync(d) => d,
+            Details::RandomWriteback(d) => d,
+            Details::SmallFiles(d) => d,
+            Details::FsyncTps(d) => d,
+            Details::Datasync(d) => d,
+            Details::Rndwr(d) => d,
+            Details::Probe(d) => d,
+            Details::Load(d) => d,
+        }
+    }
 }
 
 /// The worst and p99 latency of the main sync call (the sync kind called most often, else
 /// the most frequent call), and the background writer's rate when there was one.
-pub fn default_headline(r: &RunResult) -> String {
-    let is_sync = |op: &str| !op.starts_with("write") && !matches!(op, "create" | "close");
+pub(crate) fn default_headline(r: &RunResult) -> String {
     let main = r
         .ops
         .iter()
-        .filter(|(op, s)| is_sync(op) && s.count > 0)
+        .filter(|(op, s)| op.is_sync() && s.count > 0)
         .max_by_key(|(_, s)| s.count)
         .or_else(|| r.ops.iter().max_by_key(|(_, s)| s.count));
     let mut line = match main {
@@ -103,7 +156,7 @@ pub fn default_headline(r: &RunResult) -> String {
 }
 
 /// Every scenario, in the order `list` and `suite` show them.
-pub fn all() -> Vec<&'static dyn Scenario> {
+pub(crate) fn all() -> Vec<&'static dyn Scenario> {
     vec![
         &overwrite_fsync::OverwriteFsync,
         &random_writeback::RandomWriteback,
@@ -114,10 +167,36 @@ pub fn all() -> Vec<&'static dyn Scenario> {
     ]
 }
 
-pub fn find(name: &str) -> Option<&'static dyn Scenario> {
+pub(crate) fn find(name: &str) -> Option<&'static dyn Scenario> {
     all().into_iter().find(|s| s.name() == name)
 }
 
-pub fn names() -> String {
+pub(crate) fn names() -> String {
     all().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use crate::result::{RunResult, SCHEMA_VERSION};
+
+    /// A result with nothing in it, for tests of headlines and exporters.
+    pub(crate) fn empty_result() -> RunResult {
+        RunResult {
+            schema_version: SCHEMA_VERSION,
+            scenario: "test".into(),
+            started_at: "2026-11-22T00:00:00Z".into(),
+            duration_s: 0.0,
+            interrupted: false,
+            params: Default::default(),
+            environment: Default::default(),
+            ops: Default::default(),
+            samples: Vec::new(),
+            background: None,
+            tables: Vec::new(),
+            findings: Vec::new(),
+            details: None,
+            figures: Default::default(),
+            stored: None,
+        }
+    }
 }

@@ -4,19 +4,31 @@
 //! the patches) against the streaming writer's rate (24 → 21 MB/s). Both are reported.
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
-use super::{background, Context, Outcome, Scenario};
-use crate::measure::{Recorder, Sample};
-use crate::observe::Event;
+use super::background::{self, seed_stream_line};
+use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails, TesterPlan};
+use super::{Plan, Report, Scenario};
+use crate::measure::Sample;
+use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
-use crate::role::prober::{self, Prober, ProberConfig};
+use crate::result::RunResult;
+use crate::role::prober::Iteration;
+use crate::role::writer::{BackgroundReport, WriterKind};
 
-pub struct OverwriteFsync;
+pub(crate) struct OverwriteFsync;
 
 /// `fsync time: 3.4732` — the fsync-tester's line (printf `%5.4f`). With another sync
 /// method the label names that call (`fdatasync time: ...`).
-pub fn seed_line(sync: &Sample) -> String {
+pub(crate) fn seed_line(sync: &Sample) -> String {
     format!("{} time: {:.4}", sync.op, sync.latency_ns as f64 / 1e9)
+}
+
+/// overwrite.c's line, printed when a stream writer ran.
+fn stream_line(background: Option<&BackgroundReport>) -> Option<String> {
+    background
+        .filter(|b| b.kind == WriterKind::Stream)
+        .map(seed_stream_line)
 }
 
 impl Scenario for OverwriteFsync {
@@ -33,7 +45,7 @@ impl Scenario for OverwriteFsync {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        let mut specs: Vec<ParamSpec> = prober::params("0", "20s", "1s")
+        let mut specs: Vec<ParamSpec> = fsync_tester::prober_params("0", "20s", "1s")
             .into_iter()
             .map(|p| if p.name == "sleep" { p.seed("1s") } else { p })
             .collect();
@@ -41,37 +53,46 @@ impl Scenario for OverwriteFsync {
         specs
     }
 
-    fn validate(&self, params: &Params) -> Result<()> {
-        background::validate_with_prober(params)
+    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
+        Ok(Box::new(TesterPlan {
+            config: TesterConfig::from_params(params)?,
+            lines: &Seed000,
+            space_hint: "lower --set file_size (or random_file_size, write_size)",
+            details: |d| super::Details::OverwriteFsync(Details(d)),
+        }))
+    }
+}
+
+/// The fsync-tester's lines, live.
+struct Seed000;
+
+impl Lines for Seed000 {
+    fn iteration(&self, it: &Iteration<'_>, observer: &mut dyn Observer) {
+        observer.event(Event::SeedLine(&seed_line(it.sync.unwrap_or(it.write))));
     }
 
-    fn space_needed(&self, params: &Params) -> u64 {
-        background::space_with_prober(params)
-    }
-
-    fn space_hint(&self) -> &'static str {
-        "lower --set file_size (or random_file_size, write_size)"
-    }
-
-    fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome> {
-        let mut prober = Prober::open(ctx.dir, ProberConfig::from_params(params)?)?;
-        let writer = background::prepare(ctx, params)?;
-        let mut recorder = Recorder::new();
-        let running = background::Running::start(writer, ctx.clock, ctx.stop)?;
-        prober.run(&ctx.clock, ctx.stop, &mut recorder, ctx.observer, |it, obs| {
-            let timed = it.sync.unwrap_or(it.write);
-            obs.event(Event::SeedLine(&seed_line(timed)));
-        });
-        let background = running.stop();
-        if let Some(b) = background.as_ref().filter(|b| b.kind == "stream") {
-            ctx.observer.event(Event::SeedLine(&background::seed_stream_line(b)));
+    fn done(&self, _: &TesterConfig, _: u64, background: Option<&BackgroundReport>, observer: &mut dyn Observer) {
+        if let Some(line) = stream_line(background) {
+            observer.event(Event::SeedLine(&line));
         }
-        let findings = background::pressure_note(params).into_iter().collect();
-        Ok(Outcome {
-            recorder,
-            background,
-            findings,
-            ..Outcome::default()
-        })
+    }
+}
+
+/// What the run recorded beside its samples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Details(pub TesterDetails);
+
+impl Report for Details {
+    fn findings(&self) -> Vec<String> {
+        self.0.findings()
+    }
+
+    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
+        let mut lines: Vec<String> = fsync_tester::iterations(&r.samples)
+            .iter()
+            .map(|(write, sync)| seed_line(sync.as_ref().unwrap_or(write)))
+            .collect();
+        lines.extend(stream_line(r.background.as_ref()));
+        lines
     }
 }

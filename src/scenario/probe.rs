@@ -6,17 +6,22 @@
 //!
 //! Reached through its own subcommand, not listed among the scenarios.
 
-use anyhow::{Context as _, Result};
+use std::time::Duration;
 
-use super::{Context, Outcome, Scenario};
-use crate::measure::Recorder;
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{Context, Outcome, Plan, Report, Scenario};
+use crate::error::Usage;
+use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
 use crate::params::{Kind, ParamSpec, Params};
+use crate::result::RunResult;
 use crate::sync::SyncMethod;
 use crate::sys::{self, AlignedBuf};
 use crate::units::format_latency_ns;
 
-pub struct Probe;
+pub(crate) struct Probe;
 
 const BLOCK: u64 = 4096;
 
@@ -42,23 +47,30 @@ impl Scenario for Probe {
         )]
     }
 
-    fn validate(&self, params: &Params) -> Result<()> {
-        if params.count("iterations") == 0 {
-            return Err(
-                crate::error::Usage("--set iterations=0: the probe needs at least one iteration".into()).into(),
-            );
+    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
+        let iterations = params.count("iterations");
+        if iterations == 0 {
+            return Err(Usage("--set iterations=0: the probe needs at least one iteration".into()).into());
         }
-        Ok(())
+        Ok(Box::new(Config { iterations }))
     }
+}
 
-    fn space_needed(&self, _params: &Params) -> u64 {
+struct Config {
+    iterations: u64,
+}
+
+impl Plan for Config {
+    fn space_needed(&self) -> u64 {
         2 * BLOCK
     }
 
-    fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome> {
-        let iterations = params.count("iterations");
+    fn expected_duration(&self) -> Option<Duration> {
+        None
+    }
+
+    fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {
         let mut recorder = Recorder::new();
-        let mut findings = Vec::new();
 
         // A block that is allocated and on disk before the first measurement.
         let path = ctx.dir.join("probe-block");
@@ -72,18 +84,15 @@ impl Scenario for Probe {
         // 1. O_DIRECT overwrite + fdatasync; buffered if the filesystem has no O_DIRECT.
         let (file, method) = match SyncMethod::Direct.open(&path) {
             Ok(f) => (f, SyncMethod::Direct),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                findings.push("this filesystem does not support O_DIRECT: the overwrite is buffered".to_string());
-                (buffered.try_clone()?, SyncMethod::Fdatasync)
-            }
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (buffered.try_clone()?, SyncMethod::Fdatasync),
             Err(e) => return Err(e).context("cannot open the probe block with O_DIRECT"),
         };
         ctx.observer.event(Event::Phase {
             name: "4 KiB overwrite + fdatasync",
-            total: Some(iterations),
+            total: Some(self.iterations),
             unit: Unit::Items,
         });
-        for i in 0..iterations {
+        for i in 0..self.iterations {
             if ctx.stop.is_set() {
                 break;
             }
@@ -91,40 +100,73 @@ impl Scenario for Probe {
             recorder.record(method.write_op(), t, lat, BLOCK, &w);
             let (s, t, lat) = ctx.clock.time(|| sys::fdatasync(&file));
             ctx.observer
-                .event(Event::Sample(recorder.record("fdatasync", t, lat, 0, &s)));
+                .event(Event::Sample(&recorder.record(OpKind::Fdatasync, t, lat, 0, &s)));
             ctx.observer.event(Event::Progress { done: i + 1 });
         }
 
         // 2. fsync of a file with nothing to write.
         ctx.observer.event(Event::Phase {
             name: "fsync of an unchanged file",
-            total: Some(iterations),
+            total: Some(self.iterations),
             unit: Unit::Items,
         });
-        for i in 0..iterations {
+        for i in 0..self.iterations {
             if ctx.stop.is_set() {
                 break;
             }
             let (s, t, lat) = ctx.clock.time(|| sys::fsync(&buffered));
             ctx.observer
-                .event(Event::Sample(recorder.record("fsync_unchanged", t, lat, 0, &s)));
+                .event(Event::Sample(&recorder.record(OpKind::FsyncUnchanged, t, lat, 0, &s)));
             ctx.observer.event(Event::Progress { done: i + 1 });
         }
 
-        let ops = recorder.ops();
-        let p50 = |op: &str| ops.get(op).map(|o| o.latency_ns.p50).unwrap_or(0);
-        findings.push(format!(
-            "floor: a durable 4 KiB overwrite costs {} at the median ({} {} + fdatasync {}); fsync with nothing to write costs {}",
-            format_latency_ns(p50(method.write_op()) + p50("fdatasync")),
-            method.write_op(),
-            format_latency_ns(p50(method.write_op())),
-            format_latency_ns(p50("fdatasync")),
-            format_latency_ns(p50("fsync_unchanged")),
-        ));
+        let p50 = |op: OpKind| recorder.op(op).map(|o| o.latency_ns.p50).unwrap_or(0);
+        let details = Details {
+            direct: method == SyncMethod::Direct,
+            write_p50_ns: p50(method.write_op()),
+            fdatasync_p50_ns: p50(OpKind::Fdatasync),
+            unchanged_p50_ns: p50(OpKind::FsyncUnchanged),
+        };
         Ok(Outcome {
             recorder,
-            findings,
-            ..Outcome::default()
+            background: None,
+            details: super::Details::Probe(details),
         })
+    }
+}
+
+/// The floor, at the median.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Details {
+    /// Whether the overwrite used O_DIRECT (false: the filesystem refused it).
+    pub(crate) direct: bool,
+    pub(crate) write_p50_ns: u64,
+    pub(crate) fdatasync_p50_ns: u64,
+    pub(crate) unchanged_p50_ns: u64,
+}
+
+impl Report for Details {
+    fn findings(&self) -> Vec<String> {
+        let write_op = if self.direct {
+            OpKind::WriteDirect
+        } else {
+            OpKind::Write
+        };
+        let mut out = Vec::new();
+        if !self.direct {
+            out.push("this filesystem does not support O_DIRECT: the overwrite is buffered".to_string());
+        }
+        out.push(format!(
+            "floor: a durable 4 KiB overwrite costs {} at the median ({write_op} {} + fdatasync {}); fsync with nothing to write costs {}",
+            format_latency_ns(self.write_p50_ns + self.fdatasync_p50_ns),
+            format_latency_ns(self.write_p50_ns),
+            format_latency_ns(self.fdatasync_p50_ns),
+            format_latency_ns(self.unchanged_p50_ns),
+        ));
+        out
+    }
+
+    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
+        Vec::new()
     }
 }

@@ -5,18 +5,23 @@
 //! write time matters as much as the fsync time, so both are reported per call.
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
-use super::{background, Context, Outcome, Scenario};
-use crate::measure::{Recorder, Sample};
-use crate::observe::Event;
+use super::background;
+use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails, TesterPlan};
+use super::{Plan, Report, Scenario};
+use crate::measure::Sample;
+use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
-use crate::role::prober::{self, Prober, ProberConfig};
+use crate::result::RunResult;
+use crate::role::prober::Iteration;
+use crate::role::writer::{BackgroundReport, WriterKind};
 
-pub struct RandomWriteback;
+pub(crate) struct RandomWriteback;
 
 /// `write time: 0.0009s fsync time: 2.0142s` — the seed's printf `%5.4fs` pair. With a
 /// sync method that has no separate call, only the write is printed.
-pub fn seed_line(write: &Sample, sync: Option<&Sample>) -> String {
+pub(crate) fn seed_line(write: &Sample, sync: Option<&Sample>) -> String {
     let secs = |s: &Sample| s.latency_ns as f64 / 1e9;
     match sync {
         Some(s) => format!("write time: {:.4}s {} time: {:.4}s", secs(write), s.op, secs(s)),
@@ -25,12 +30,15 @@ pub fn seed_line(write: &Sample, sync: Option<&Sample>) -> String {
 }
 
 /// `run done 2 fsyncs total, killing random writer`.
-pub fn seed_done_line(iterations: u64, background: &str) -> String {
+pub(crate) fn seed_done_line(iterations: u64, background: Option<WriterKind>) -> String {
     match background {
-        "random" => format!("run done {iterations} fsyncs total, killing random writer"),
+        Some(WriterKind::Random) => format!("run done {iterations} fsyncs total, killing random writer"),
         _ => format!("run done {iterations} fsyncs total"),
     }
 }
+
+const STARTING: &str = "starting fsync run";
+const STARTING_RANDOM: &str = "starting random io!";
 
 impl Scenario for RandomWriteback {
     fn name(&self) -> &'static str {
@@ -46,7 +54,7 @@ impl Scenario for RandomWriteback {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        let mut specs: Vec<ParamSpec> = prober::params("20", "20s", "1s")
+        let mut specs: Vec<ParamSpec> = fsync_tester::prober_params("20", "20s", "1s")
             .into_iter()
             .map(|p| match p.name {
                 "iterations" => p.seed("60"),
@@ -60,39 +68,59 @@ impl Scenario for RandomWriteback {
         specs
     }
 
-    fn validate(&self, params: &Params) -> Result<()> {
-        background::validate_with_prober(params)
+    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
+        Ok(Box::new(TesterPlan {
+            config: TesterConfig::from_params(params)?,
+            lines: &Seed003,
+            space_hint: "lower --set random_file_size (or write_size)",
+            details: |d| super::Details::RandomWriteback(Details(d)),
+        }))
+    }
+}
+
+/// Mason's lines, live.
+struct Seed003;
+
+impl Lines for Seed003 {
+    fn before_writer(&self, _cfg: &TesterConfig, observer: &mut dyn Observer) {
+        observer.event(Event::SeedLine(STARTING));
     }
 
-    fn space_needed(&self, params: &Params) -> u64 {
-        background::space_with_prober(params)
-    }
-
-    fn space_hint(&self) -> &'static str {
-        "lower --set random_file_size (or write_size)"
-    }
-
-    fn run(&self, ctx: &mut Context<'_>, params: &Params) -> Result<Outcome> {
-        let mut prober = Prober::open(ctx.dir, ProberConfig::from_params(params)?)?;
-        let writer = background::prepare(ctx, params)?;
-        let mut recorder = Recorder::new();
-        ctx.observer.event(Event::SeedLine("starting fsync run"));
-        let running = background::Running::start(writer, ctx.clock, ctx.stop)?;
-        if params.text("background") == "random" {
-            ctx.observer.event(Event::SeedLine("starting random io!"));
+    fn writer_started(&self, cfg: &TesterConfig, observer: &mut dyn Observer) {
+        if cfg.background.kind() == Some(WriterKind::Random) {
+            observer.event(Event::SeedLine(STARTING_RANDOM));
         }
-        let done = prober.run(&ctx.clock, ctx.stop, &mut recorder, ctx.observer, |it, obs| {
-            obs.event(Event::SeedLine(&seed_line(it.write, it.sync)));
-        });
-        ctx.observer
-            .event(Event::SeedLine(&seed_done_line(done, params.text("background"))));
-        let background = running.stop();
-        let findings = background::pressure_note(params).into_iter().collect();
-        Ok(Outcome {
-            recorder,
-            background,
-            findings,
-            ..Outcome::default()
-        })
+    }
+
+    fn iteration(&self, it: &Iteration<'_>, observer: &mut dyn Observer) {
+        observer.event(Event::SeedLine(&seed_line(it.write, it.sync)));
+    }
+
+    fn done(&self, cfg: &TesterConfig, iterations: u64, _: Option<&BackgroundReport>, observer: &mut dyn Observer) {
+        observer.event(Event::SeedLine(&seed_done_line(iterations, cfg.background.kind())));
+    }
+}
+
+/// What the run recorded beside its samples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Details(pub TesterDetails);
+
+impl Report for Details {
+    fn findings(&self) -> Vec<String> {
+        self.0.findings()
+    }
+
+    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
+        let d = &self.0;
+        let mut lines: Vec<String> = d.setup.seed_lines().iter().map(|l| l.to_string()).collect();
+        lines.push(STARTING.into());
+        if d.background == Some(WriterKind::Random) {
+            lines.push(STARTING_RANDOM.into());
+        }
+        for (write, sync) in fsync_tester::iterations(&r.samples) {
+            lines.push(seed_line(&write, sync.as_ref()));
+        }
+        lines.push(seed_done_line(d.iterations, d.background));
+        lines
     }
 }

@@ -1,8 +1,13 @@
 //! External commands (`losetup`, `mkfs.*`, `mount`): run them, check the exit status and
 //! turn a failure into one line with the command and its stderr.
+//!
+//! A tool dies with fsynclab (PR_SET_PDEATHSIG): a `mount` or `losetup` left running after
+//! a SIGKILL could otherwise finish after `fsynclab cleanup` has looked, and leave a mount
+//! or a loop device nothing records.
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use anyhow::Result;
 
@@ -26,11 +31,33 @@ fn is_executable(p: &Path) -> bool {
 /// Runs `tool args...` and returns its stdout, or an error with its stderr on one line.
 pub fn run(tool: &str, args: &[&str]) -> Result<String> {
     let path = find_tool(tool).ok_or_else(|| anyhow::anyhow!("{tool} not found"))?;
-    let out = Command::new(&path)
+    let parent = std::process::id();
+    let mut command = Command::new(&path);
+    command
         .args(args)
         .env("LC_ALL", "C")
-        .output()
-        .map_err(|e| anyhow::anyhow!("cannot run {tool}: {e}"))?;
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // fsynclab died before the prctl: nobody would clean up after this tool.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|e| anyhow::anyhow!("cannot run {tool}: {e}"))?;
+    super::pause::point(&format!("run:{tool}"));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| anyhow::anyhow!("cannot wait for {tool}: {e}"))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let line = stderr.split_whitespace().collect::<Vec<_>>().join(" ");

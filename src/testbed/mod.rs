@@ -5,7 +5,13 @@
 //!
 //! [`prepare`] turns the target options into a directory to run in, holding whatever must
 //! be undone afterwards (loop device, mounts, scheduler, sysctls: the [`state::Undo`] stack)
-//! until the [`Prepared`] is dropped — on every way out, panics included.
+//! until the [`Prepared`] is dropped — on every way out, panics included. What a run
+//! killed with SIGKILL leaves, `fsynclab cleanup` undoes from the state files
+//! ([`state::cleanup_leftovers`]).
+//!
+//! Sysctls are machine-wide: a run that sets them holds [`sysctl::SysctlLock`] until they are
+//! back, and a second such run is refused, naming the first (see [`claim_sysctls`] for why
+//! refusing rather than sharing).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,13 +20,15 @@ use anyhow::Result;
 
 use crate::cli::TargetArgs;
 use crate::error::Usage;
-use crate::result::RunResult;
 use crate::units::{parse_duration, parse_size};
 
 pub mod command;
+pub mod deadman;
 pub mod device;
 pub mod loopdev;
 pub mod mount;
+pub mod names;
+pub mod pause;
 pub mod scratch;
 pub mod state;
 pub mod sysctl;
@@ -28,21 +36,38 @@ pub mod workdir;
 
 pub use workdir::WorkDir;
 
-use device::fuse::EmulatedDevice;
+use device::fuse::{DeviceMark, EmulatedDevice};
 use device::DeviceProfile;
 use scratch::{ScratchRequest, ScratchSpec};
 use state::{Step, Undo};
 
 /// A target ready for runs: the directory to run in, and what must be undone afterwards.
-/// Fields drop in order: the undo stack (unmount, detach, FUSE unmount...) before the
-/// emulated device's session thread is joined.
+/// Fields drop in order: the undo stack (unmount, detach, FUSE unmount, sysctls back)
+/// before the sysctl lock is released, the emulated device's session thread is joined and
+/// its dead man's switch disarmed.
 pub struct Prepared {
     dir: PathBuf,
     undo: Undo,
+    _sysctl_lock: Option<sysctl::SysctlLock>,
     scratch: Option<crate::environment::ScratchInfo>,
     profile: Option<DeviceProfile>,
     sysctls_set: BTreeMap<String, u64>,
+    /// Where the current run's device activity is measured from (see [`Prepared::flushes`]).
+    device_mark: std::sync::Mutex<Option<DeviceMark>>,
     device: Option<EmulatedDevice>,
+    _switch: Option<deadman::Switch>,
+}
+
+impl Drop for Prepared {
+    /// The emulated device's media file lives on a tmpfs below its FUSE mount: undo the
+    /// steps above that tmpfs (mount, loop device, FUSE mount), let the device go (closing
+    /// the media file), then the undo stack undoes the rest as it drops.
+    fn drop(&mut self) {
+        if self.device.is_some() {
+            self.undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
+            self.device = None;
+        }
+    }
 }
 
 impl Prepared {
@@ -53,9 +78,16 @@ impl Prepared {
     /// Device cache flushes so far: counted by the emulated device when there is one, else
     /// the flush requests the block layer completed on the scratch loop device (`host`,
     /// `ram`); None for `--dir` runs.
+    ///
+    /// Callers read it just before a run and hand it to [`Prepared::annotate`] after; so
+    /// reading it also marks where the emulated device's activity of the run starts.
     pub fn flushes(&self) -> Option<u64> {
         match (&self.device, &self.scratch) {
-            (Some(d), _) => Some(d.flushes()),
+            (Some(d), _) => {
+                let mark = d.mark();
+                *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = Some(mark);
+                Some(d.flushes())
+            }
             (None, Some(s)) => loopdev::flushes_completed(&s.loop_device).ok(),
             (None, None) => None,
         }
@@ -86,35 +118,38 @@ impl Prepared {
         env.device_profile = self.profile.as_ref().map(DeviceProfile::info);
     }
 
-    /// Adds the target's configuration to a result: the scratch filesystem, the device
-    /// profile with the flushes counted since `flushes_before`, the sysctls set.
-    pub fn annotate(&self, result: &mut RunResult, flushes_before: Option<u64>) {
-        self.annotate_environment(&mut result.environment);
+    /// A finding when a writeback sysctl the run started under (`env.sysctls`) is no longer
+    /// in force: another process changed it while the run went on.
+    pub fn sysctl_finding(&self, env: &crate::environment::Fingerprint) -> Option<String> {
+        sysctls_changed(&env.sysctls, &crate::environment::read_sysctls())
+    }
+
+    /// What the emulated device did since [`Prepared::flushes`] was last read (None without
+    /// an emulated device).
+    pub fn device_activity(&self) -> Option<crate::environment::DeviceActivity> {
+        let device = self.device.as_ref()?;
+        let mark = self.device_mark.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        Some(device.activity_since(&mark))
+    }
+
+    /// Records in `env` the device cache flushes since `flushes_before`, per foreground sync
+    /// call of the run, and what the emulated device did.
+    pub fn count_flushes(
+        &self,
+        env: &mut crate::environment::Fingerprint,
+        flushes_before: Option<u64>,
+        sync_calls: u64,
+    ) {
         let Some(profile) = &self.profile else { return };
         let mut info = profile.info();
+        info.activity = self.device_activity();
         if let (Some(before), Some(now)) = (flushes_before, self.flushes()) {
             let flushes = now.saturating_sub(before);
-            let syncs: u64 = result
-                .ops
-                .iter()
-                .filter(|(op, _)| op.contains("sync"))
-                .map(|(_, o)| o.count)
-                .sum();
             info.flushes = Some(flushes);
             info.flushes_counted_by = Some(self.flushes_counted_by().to_string());
-            if syncs > 0 {
-                let per = flushes as f64 / syncs as f64;
-                info.flushes_per_sync = Some(per);
-                result.findings.push(format!(
-                    "device: {flushes} cache flushes during the run, {per:.2} per foreground sync call ({syncs} calls; setup included)"
-                ));
-            } else {
-                result
-                    .findings
-                    .push(format!("device: {flushes} cache flushes during the run"));
-            }
+            info.flushes_per_sync = (sync_calls > 0).then(|| flushes as f64 / sync_calls as f64);
         }
-        result.environment.device_profile = Some(info);
+        env.device_profile = Some(info);
     }
 }
 
@@ -154,26 +189,34 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
     let sysctls = sysctl_request(args)?;
     if let Some(r) = &request {
         scratch::check_prerequisites(r)?;
-        let dead = state::dead_leftovers(Path::new(state::STATE_DIR));
-        if !dead.is_empty() {
-            eprintln!(
-                "fsynclab: runs killed earlier (pid {}) left scratch filesystems behind; `fsynclab cleanup` removes them",
-                dead.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-            );
-        }
     } else if !sysctls.is_empty() && !crate::sys::is_root() {
         return Err(Usage(
             "--dirty-ratio, --dirty-background-ratio and --dirty-expire need root: run fsynclab as root".into(),
         )
         .into());
     }
+    if request.is_some() || !sysctls.is_empty() {
+        let dead = state::dead_leftovers(&state::root_state_dir());
+        if !dead.is_empty() {
+            note!(
+                "fsynclab: runs killed earlier (pid {}) left scratch filesystems, work directories or sysctls behind; `fsynclab cleanup` removes them",
+                dead.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
 
-    // Declared before `undo` so that it is dropped after it (locals drop in reverse).
+    // Declared before `undo` so that they are dropped after it (locals drop in reverse).
+    let sysctl_lock = if sysctls.is_empty() {
+        None
+    } else {
+        Some(claim_sysctls(args, &state::root_state_dir())?)
+    };
     let mut device = None;
+    let mut switch = None;
     let mut undo = Undo::new();
     let (dir, scratch) = match &request {
         Some(r) => {
-            let s = scratch::provision(r, &mut undo, &mut device)?;
+            let s = scratch::provision(r, &mut undo, &mut device, &mut switch)?;
             (s.mount_point, Some(s.info))
         }
         None => (args.dir.clone(), None),
@@ -181,20 +224,116 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
     let mut sysctls_set = BTreeMap::new();
     for (name, value) in sysctls {
         let (in_force, previous) = sysctl::in_force(name)?;
-        sysctl::write(name, value)?;
-        undo.push(Step::Sysctl {
-            name: in_force,
-            previous,
-        })?;
+        undo.perform(
+            Step::Sysctl {
+                name: in_force,
+                previous,
+            },
+            || sysctl::write(name, value),
+        )?;
         sysctls_set.insert(name.to_string(), value);
     }
+    pause::point("prepared");
     Ok(Prepared {
         dir,
         undo,
+        _sysctl_lock: sysctl_lock,
         scratch,
         profile: request.map(|r| r.device),
         sysctls_set,
+        device_mark: std::sync::Mutex::new(None),
         device,
+        _switch: switch,
+    })
+}
+
+/// Takes the sysctl lock for a run that sets sysctls, or refuses the run.
+///
+/// Refusing, rather than letting runs share: two runs that want different values cannot
+/// both measure what they asked for, and even equal values would tie one run's result to
+/// when the other ends. So one run at a time sets sysctls; the second is told which run
+/// holds them, and can start once it ends. Likewise while a killed run's changes are still
+/// in force: the value this run would record as "before" would be that run's, and
+/// `fsynclab cleanup` would later put back the wrong one.
+fn claim_sysctls(args: &TargetArgs, state_dir: &Path) -> Result<sysctl::SysctlLock> {
+    let flags = [
+        ("--dirty-ratio", args.dirty_ratio.is_some()),
+        ("--dirty-background-ratio", args.dirty_background_ratio.is_some()),
+        ("--dirty-expire", args.dirty_expire.is_some()),
+    ];
+    let flags: Vec<&str> = flags.iter().filter(|(_, given)| *given).map(|(f, _)| *f).collect();
+    let flags = flags.join(", ");
+    let Some(lock) = sysctl::try_lock(state_dir)? else {
+        // The holder records its changes right after taking the lock: give it a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        let holder = loop {
+            let running = state::sysctl_changes(state_dir).into_iter().find(|c| c.running);
+            if running.is_some() || std::time::Instant::now() > deadline {
+                break running;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let who = match holder {
+            Some(h) => format!(
+                "fsynclab pid {} ({}) has set {}",
+                h.pid,
+                command_line(h.pid),
+                h.changes.join(", ")
+            ),
+            None => "another fsynclab run is changing the vm sysctls".into(),
+        };
+        return Err(Usage(format!(
+            "{flags}: {who}; sysctls are machine-wide, so one run at a time may set them: start this one when it has ended"
+        ))
+        .into());
+    };
+    if let Some(dead) = state::sysctl_changes(state_dir).into_iter().find(|c| !c.running) {
+        return Err(Usage(format!(
+            "{flags}: a run killed earlier (pid {}) left {}; run `fsynclab cleanup` first",
+            dead.pid,
+            dead.changes.join(", ")
+        ))
+        .into());
+    }
+    Ok(lock)
+}
+
+/// The command line of process `pid`, shortened, for messages (`fsynclab run ...`).
+fn command_line(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut args: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    if let Some(first) = args.first_mut() {
+        if let Some(name) = Path::new(first.as_str()).file_name() {
+            *first = name.to_string_lossy().into_owned();
+        }
+    }
+    let text = args.join(" ");
+    match text.char_indices().nth(120) {
+        Some((cut, _)) => format!("`{}...`", &text[..cut]),
+        None => format!("`{text}`"),
+    }
+}
+
+/// A finding naming the writeback sysctls that changed between the run's start (`before`)
+/// and its end (`after`): the result then did not run under the values it records
+/// throughout (another process, or another fsynclab run, set them meanwhile).
+fn sysctls_changed(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> Option<String> {
+    let changed: Vec<String> = before
+        .iter()
+        .filter_map(|(name, was)| {
+            let now = after.get(name)?;
+            (now != was).then(|| format!("vm.{name} {was} -> {now}"))
+        })
+        .collect();
+    (!changed.is_empty()).then(|| {
+        format!(
+            "sysctls: {} during the run (set by another process); the environment records the values at the start",
+            changed.join(", ")
+        )
     })
 }
 
@@ -231,7 +370,11 @@ fn scratch_request(args: &TargetArgs, space_needed: u64) -> Result<Option<Scratc
         mkfs_options,
         size,
         backing: args.backing.clone().unwrap_or_else(|| PathBuf::from(".")),
-        scheduler: args.scheduler.clone(),
+        scheduler: args
+            .scheduler
+            .as_deref()
+            .map(loopdev::SchedulerSpec::parse)
+            .transpose()?,
         device,
     }))
 }
@@ -246,8 +389,37 @@ fn sysctl_request(args: &TargetArgs) -> Result<Vec<(&'static str, u64)>, Usage> 
         out.push(("dirty_background_ratio", r));
     }
     if let Some(e) = &args.dirty_expire {
-        let d = parse_duration(e).map_err(|err| Usage(format!("--dirty-expire {e}: {err}")))?;
-        out.push(("dirty_expire_centisecs", (d.as_millis() / 10) as u64));
+        // The kernel keeps it as a C int of centiseconds (Documentation/admin-guide/sysctl/vm.rst).
+        let centisecs = match parse_duration(e) {
+            Ok(d) => d.as_millis() / 10,
+            Err(crate::units::UnitError::DurationTooLong) => u128::MAX,
+            Err(err) => return Err(Usage(format!("--dirty-expire {e}: {err}"))),
+        };
+        if centisecs > i32::MAX as u128 {
+            return Err(Usage(format!(
+                "--dirty-expire {e}: too long; the kernel takes at most {} days",
+                i32::MAX as u128 / 100 / 86_400
+            )));
+        }
+        out.push(("dirty_expire_centisecs", centisecs as u64));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sysctl_changed_during_the_run_is_a_finding() {
+        let before: BTreeMap<String, u64> = [("dirty_ratio".to_string(), 20), ("dirty_bytes".to_string(), 0)].into();
+        assert_eq!(sysctls_changed(&before, &before), None);
+        let mut after = before.clone();
+        after.insert("dirty_ratio".into(), 5);
+        let finding = sysctls_changed(&before, &after).expect("a finding");
+        assert!(
+            finding.starts_with("sysctls: vm.dirty_ratio 20 -> 5 during the run"),
+            "{finding}"
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! no discard requests through the emulated device); `mount` and `umount` are the commands.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
@@ -59,15 +60,85 @@ pub fn nothing_mounted_under(dir: &Path) -> Result<&Path> {
     }
 }
 
-/// Unmounts `mount_point`; not mounted is not an error. Falls back to a lazy unmount
-/// (MNT_DETACH) when busy, so that cleanup never stops halfway.
+/// How long an unmount is retried while the mount is busy: a process that is just exiting,
+/// or udev probing the device, lets go within this; a shell sitting in the directory does not.
+const BUSY_RETRY: Duration = Duration::from_secs(2);
+
+/// Unmounts `mount_point` and checks that it is gone; not mounted is not an error. Never
+/// lazily (MNT_DETACH): a lazy unmount only hides a busy mount, which then keeps its loop
+/// device and image alive where nobody sees them. A mount still busy after [`BUSY_RETRY`]
+/// is an error that names who holds it.
 pub fn unmount(mount_point: &Path) -> Result<()> {
     if !is_mount_point(mount_point) {
         return Ok(());
     }
     let mp = mount_point.to_str().context("mount point is not UTF-8")?;
-    match command::run("umount", &[mp]) {
-        Ok(_) => Ok(()),
-        Err(first) => command::run("umount", &["-l", mp]).map(|_| ()).map_err(|_| first),
+    let deadline = Instant::now() + BUSY_RETRY;
+    loop {
+        let outcome = command::run("umount", &[mp]);
+        if !is_mount_point(mount_point) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let why = match outcome {
+                Err(e) if !e.to_string().contains("busy") => format!("{e:#}"),
+                _ => busy_because(mount_point),
+            };
+            anyhow::bail!("{why}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Why `dir` is busy, as far as /proc tells.
+fn busy_because(dir: &Path) -> String {
+    let users = users_of(dir);
+    if users.is_empty() {
+        "busy, though no process has a file or directory there (a loop device or a bind mount may hold it)".into()
+    } else {
+        format!("busy: {}", users.join(", "))
+    }
+}
+
+/// The processes using something inside `dir`: their working directory, root directory or
+/// an open file is there (`/proc/PID/cwd`, `root`, `fd/*`; Documentation/filesystems/proc.rst).
+/// At most five, as `pid 12 (bash) has its working directory there`.
+pub fn users_of(dir: &Path) -> Vec<String> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let inside = |link: &Path| std::fs::read_link(link).is_ok_and(|target| target.starts_with(dir));
+    let mut users = Vec::new();
+    for entry in procs.filter_map(|e| e.ok()) {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let proc_dir = entry.path();
+        let how = if inside(&proc_dir.join("cwd")) {
+            "has its working directory there"
+        } else if inside(&proc_dir.join("root")) {
+            "has its root directory there"
+        } else if std::fs::read_dir(proc_dir.join("fd"))
+            .is_ok_and(|fds| fds.filter_map(|f| f.ok()).any(|f| inside(&f.path())))
+        {
+            "has a file open there"
+        } else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(proc_dir.join("comm")).unwrap_or_default();
+        users.push(format!("pid {pid} ({}) {how}", comm.trim()));
+        if users.len() == 5 {
+            break;
+        }
+    }
+    users
+}
+
+/// Where block `device` (`/dev/loop3`) is mounted, if anywhere.
+pub fn mount_point_of_device(device: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    crate::environment::parse_mountinfo(&text)
+        .into_iter()
+        .find(|m| m.source == device)
+        .map(|m| m.mount_point)
 }

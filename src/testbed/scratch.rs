@@ -1,21 +1,22 @@
 //! Scratch filesystems (`--scratch FS[:MOUNT_OPTIONS]`): a filesystem made for one run on a
 //! loop device, and removed afterwards.
 //!
-//! Lifecycle, each step pushed on the undo stack ([`super::state::Undo`]) as soon as done:
-//! private directory → (tmpfs for `--device ram`) → sparse image file → mkfs → (FUSE
-//! emulated device) → loop device → scheduler → mount. Undone in reverse: unmount, scheduler
-//! back, detach, FUSE unmount, directory removed.
+//! Lifecycle, each step recorded on the undo stack ([`super::state::Undo`]) just before it
+//! is done: private directory → (tmpfs for `--device ram` and the emulated disks' media) →
+//! sparse image file → mkfs → (FUSE emulated device) → loop device → scheduler and its
+//! tunables → mount. Undone in reverse: unmount, scheduler back, detach, FUSE unmount,
+//! directory removed.
 
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 
 use super::command::find_tool;
 use super::device::fuse::{EmulatedDevice, IMAGE_NAME};
 use super::device::DeviceProfile;
+use super::loopdev::SchedulerSpec;
 use super::state::{Step, Undo};
-use super::{loopdev, mount};
+use super::{loopdev, mount, names};
 use crate::environment::ScratchInfo;
 use crate::error::Usage;
 use crate::sys;
@@ -84,7 +85,7 @@ pub struct ScratchRequest {
     pub mkfs_options: Vec<String>,
     pub size: u64,
     pub backing: PathBuf,
-    pub scheduler: Option<String>,
+    pub scheduler: Option<SchedulerSpec>,
     pub device: DeviceProfile,
 }
 
@@ -98,7 +99,7 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
     if let Some(missing) = missing_tool(&request.spec.fstype, |t| find_tool(t).is_some()) {
         return Err(Usage(missing));
     }
-    if matches!(request.device, DeviceProfile::Emulated { .. }) && !Path::new("/dev/fuse").exists() {
+    if request.device.is_emulated() && !Path::new("/dev/fuse").exists() {
         return Err(Usage(
             "--device: emulated disks need FUSE and /dev/fuse is missing; load it with `modprobe fuse`".into(),
         ));
@@ -110,7 +111,8 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
             backing.display()
         )));
     }
-    if request.device == DeviceProfile::Ram {
+    // The emulated disks keep their media in memory too (see `device::fuse`).
+    if request.device == DeviceProfile::Ram || request.device.is_emulated() {
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         let available = meminfo
             .lines()
@@ -118,8 +120,12 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
             .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
             .map_or(u64::MAX, |kib| kib * 1024);
         if request.size > available / 2 {
+            let what = match &request.device {
+                DeviceProfile::Emulated(p) => format!("{} (an emulated disk keeps its media in memory)", p.name),
+                _ => "ram".to_string(),
+            };
             return Err(Usage(format!(
-                "--device ram: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
+                "--device {what}: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
                 human_size(request.size),
                 human_size(available)
             )));
@@ -166,85 +172,118 @@ pub struct Scratch {
     pub info: ScratchInfo,
 }
 
-/// Provisions `request`, pushing every step on `undo`; `device` receives the emulated
-/// device (which must outlive the undo of the loop device: the caller drops it last).
-pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<EmulatedDevice>) -> Result<Scratch> {
+/// Provisions `request`, recording every step on `undo` before doing it; `device` receives
+/// the emulated device (which must outlive the undo of the loop device: the caller drops it
+/// last) and `switch` its dead man's switch ([`super::deadman`]).
+pub fn provision(
+    request: &ScratchRequest,
+    undo: &mut Undo,
+    device: &mut Option<EmulatedDevice>,
+    switch: &mut Option<super::deadman::Switch>,
+) -> Result<Scratch> {
     // The private directory: everything of the run lives in it.
-    let stamp = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
     let backing = std::fs::canonicalize(&request.backing)?;
-    let dir = backing.join(format!("fsynclab-scratch-{}-{stamp:08x}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-    undo.push(Step::Directory { path: dir.clone() })?;
+    let dir = backing.join(names::scratch_dir_name());
+    undo.perform(Step::Directory { path: dir.clone() }, || {
+        std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+    })?;
 
-    // The image, on a private tmpfs for `ram`.
-    let image_dir = if request.device == DeviceProfile::Ram {
-        let ram = dir.join("ram");
+    // The image, on a private tmpfs for `ram` and for the emulated disks' media.
+    let image_dir = if request.device == DeviceProfile::Ram || request.device.is_emulated() {
+        let ram = dir.join(names::RAM_DIR);
         std::fs::create_dir(&ram)?;
         let size = format!("size={}", request.size + 16 * Bytes::MIB);
-        mount::mount("tmpfs", "fsynclab-ram", &ram, &size)?;
-        undo.push(Step::Tmpfs {
-            mount_point: ram.clone(),
-        })?;
+        undo.perform(
+            Step::Tmpfs {
+                mount_point: ram.clone(),
+            },
+            || mount::mount("tmpfs", "fsynclab-ram", &ram, &size),
+        )?;
         ram
     } else {
         dir.clone()
     };
-    let image = image_dir.join("fsynclab.img");
+    let image = image_dir.join(names::IMAGE_FILE);
     std::fs::File::create(&image)
         .and_then(|f| f.set_len(request.size))
         .map_err(|e| anyhow::anyhow!("cannot create the image {}: {e}", image.display()))?;
-    mount::mkfs(&request.spec.fstype, &image, &request.mkfs_options)?;
+    // With options of the user's, a failing mkfs is refused input (exit 2), as mount
+    // options the kernel refuses are.
+    mount::mkfs(&request.spec.fstype, &image, &request.mkfs_options).map_err(|e| {
+        if request.mkfs_options.is_empty() {
+            e
+        } else {
+            anyhow::anyhow!(Usage(format!(
+                "--mkfs-opts \"{}\": mkfs.{} refused them ({e:#})",
+                request.mkfs_options.join(" "),
+                request.spec.fstype
+            )))
+        }
+    })?;
 
-    // The emulated device serving the image, for flush= profiles.
+    // The emulated device serving the image.
     let loop_target = match &request.device {
-        DeviceProfile::Emulated { profile, .. } => {
-            let dev_dir = dir.join("dev");
+        DeviceProfile::Emulated(profile) => {
+            let dev_dir = dir.join(names::DEVICE_DIR);
             std::fs::create_dir(&dev_dir)?;
-            *device = Some(EmulatedDevice::mount(&image, &dev_dir, profile)?);
-            undo.push(Step::Fuse {
-                mount_point: dev_dir.clone(),
-            })?;
+            *device = Some(undo.perform(
+                Step::Fuse {
+                    mount_point: dev_dir.clone(),
+                },
+                || EmulatedDevice::mount(&image, &dev_dir, profile),
+            )?);
+            *switch = Some(super::deadman::arm(&dev_dir)?);
             dev_dir.join(IMAGE_NAME)
         }
         _ => image.clone(),
     };
 
-    let loop_device = loopdev::attach(&loop_target)?;
-    undo.push(Step::Loop {
+    // Recorded by its image before losetup picks the device, then amended with its name.
+    let loop_device = undo.perform(
+        Step::Loop {
+            device: String::new(),
+            image: Some(loop_target.clone()),
+        },
+        || loopdev::attach(&loop_target, request.device.is_emulated()),
+    )?;
+    undo.amend_last(Step::Loop {
         device: loop_device.clone(),
         image: Some(loop_target.clone()),
     })?;
 
-    if let DeviceProfile::Emulated { profile, .. } = &request.device {
+    if let DeviceProfile::Emulated(profile) = &request.device {
         let previous = loopdev::rotational(&loop_device)?;
-        if previous != profile.rotational {
-            loopdev::set_rotational(&loop_device, profile.rotational)?;
-            undo.push(Step::Rotational {
-                device: loop_device.clone(),
-                previous,
-            })?;
+        if previous != profile.rotational() {
+            undo.perform(
+                Step::Rotational {
+                    device: loop_device.clone(),
+                    previous,
+                    image: Some(loop_target.clone()),
+                },
+                || loopdev::set_rotational(&loop_device, profile.rotational()),
+            )?;
         }
     }
 
-    if let Some(wanted) = &request.scheduler {
-        let (previous, _) = loopdev::scheduler(&loop_device)?;
-        loopdev::set_scheduler(&loop_device, wanted).map_err(|e| Usage(format!("--scheduler {wanted}: {e:#}")))?;
-        undo.push(Step::Scheduler {
-            device: loop_device.clone(),
-            previous: previous.unwrap_or_else(|| "none".into()),
-        })?;
-    }
+    let scheduler_tunables = match &request.scheduler {
+        Some(spec) => set_scheduler(&loop_device, spec, &loop_target, undo)?,
+        None => Default::default(),
+    };
 
-    let mount_point = dir.join("mnt");
+    let mount_point = dir.join(names::MOUNT_DIR);
     std::fs::create_dir(&mount_point)?;
-    mount::mount(
-        &request.spec.fstype,
-        &loop_device,
-        &mount_point,
-        &request.spec.mount_options,
+    undo.perform(
+        Step::Mount {
+            mount_point: mount_point.clone(),
+        },
+        || {
+            mount::mount(
+                &request.spec.fstype,
+                &loop_device,
+                &mount_point,
+                &request.spec.mount_options,
+            )
+        },
     )
     .map_err(|e| {
         if request.spec.mount_options.is_empty() {
@@ -256,9 +295,6 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
             )))
         }
     })?;
-    undo.push(Step::Mount {
-        mount_point: mount_point.clone(),
-    })?;
 
     Ok(Scratch {
         mount_point,
@@ -269,9 +305,53 @@ pub fn provision(request: &ScratchRequest, undo: &mut Undo, device: &mut Option<
             size_bytes: request.size,
             image: image.display().to_string(),
             loop_device,
-            scheduler: request.scheduler.clone(),
+            scheduler: request.scheduler.as_ref().map(|s| s.name.clone()),
+            scheduler_tunables,
         },
     })
+}
+
+/// Selects `spec`'s scheduler on `device` and sets its tunables, pushing what undoes it:
+/// switching back discards the tuned scheduler instance. When the scheduler asked for is
+/// already active, it is switched to `none` and back first, so that the tunables apply to a
+/// fresh instance that the undo discards too. Returns the tunables as read back.
+fn set_scheduler(
+    device: &str,
+    spec: &SchedulerSpec,
+    image: &Path,
+    undo: &mut Undo,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let (previous, _) = loopdev::scheduler(device)?;
+    let previous = previous.unwrap_or_else(|| "none".into());
+    let wanted = &spec.name;
+    let refused = |e: anyhow::Error| anyhow::anyhow!(Usage(format!("--scheduler {wanted}: {e:#}")));
+    let step = |previous: String| Step::Scheduler {
+        device: device.to_string(),
+        previous,
+        image: Some(image.to_path_buf()),
+    };
+    if previous == *wanted && !spec.tunables.is_empty() {
+        // Through `none`, so that undoing restores the scheduler's own defaults too.
+        undo.perform(step(previous.clone()), || {
+            loopdev::set_scheduler(device, "none").map_err(refused)
+        })?;
+        undo.perform(step("none".into()), || {
+            loopdev::set_scheduler(device, wanted).map_err(refused)
+        })?;
+    } else {
+        undo.perform(step(previous), || {
+            loopdev::set_scheduler(device, wanted).map_err(refused)
+        })?;
+    }
+    let shown = spec.to_string();
+    for (name, value) in &spec.tunables {
+        loopdev::set_tunable(device, &shown, name, value)?;
+    }
+    let set: std::collections::BTreeMap<String, String> = loopdev::tunables(device)?
+        .into_iter()
+        .filter(|(n, _)| spec.tunables.iter().any(|(k, _)| k == n))
+        .collect();
+    Ok(set)
 }
 
 #[cfg(test)]

@@ -3,8 +3,50 @@
 //!
 //! `dirty_ratio` and `dirty_bytes` are two spellings of one limit: writing one zeroes the
 //! other. So the value to restore is that of whichever was in force before.
+//!
+//! Sysctls are machine-wide, so one run at a time may change them: it holds [`SysctlLock`]
+//! from before it sets them until it has put them back. Overlapping runs could otherwise
+//! each restore what the other set (a run's result would claim a value it did not run
+//! under, and the last one out would leave the other's value behind).
+
+use std::fs::File;
+use std::os::fd::AsRawFd as _;
+use std::path::Path;
 
 use anyhow::{Context as _, Result};
+
+/// The sysctls a run sets or restores. `fsynclab cleanup` writes no other, whatever a state
+/// file says.
+pub const SETTABLE: [&str; 5] = [
+    "dirty_ratio",
+    "dirty_bytes",
+    "dirty_background_ratio",
+    "dirty_background_bytes",
+    "dirty_expire_centisecs",
+];
+
+/// The right to change the vm sysctls: an exclusive flock(2) on the state directory. The
+/// kernel drops it when the holder exits, SIGKILL included, so it never goes stale.
+#[derive(Debug)]
+pub struct SysctlLock {
+    _dir: File,
+}
+
+/// Takes the lock in `state_dir` (created if missing), or None while another process holds it.
+pub fn try_lock(state_dir: &Path) -> Result<Option<SysctlLock>> {
+    std::fs::create_dir_all(state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
+    let dir = File::open(state_dir).with_context(|| format!("cannot open {}", state_dir.display()))?;
+    // SAFETY: flock on a descriptor we own; no memory is passed.
+    if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(Some(SysctlLock { _dir: dir }));
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(None)
+    } else {
+        Err(anyhow::anyhow!("cannot lock {}: {err}", state_dir.display()))
+    }
+}
 
 pub fn read(name: &str) -> Result<u64> {
     let path = format!("/proc/sys/vm/{name}");
@@ -14,9 +56,15 @@ pub fn read(name: &str) -> Result<u64> {
         .with_context(|| format!("{path}: not a number: {}", text.trim()))
 }
 
+/// Sets `vm.name` and checks that the kernel took the value.
 pub fn write(name: &str, value: u64) -> Result<()> {
     let path = format!("/proc/sys/vm/{name}");
-    std::fs::write(&path, value.to_string()).with_context(|| format!("cannot set vm.{name}={value}"))
+    std::fs::write(&path, value.to_string()).with_context(|| format!("cannot set vm.{name}={value}"))?;
+    let now = read(name)?;
+    if now != value {
+        anyhow::bail!("vm.{name} reads {now} after writing {value}");
+    }
+    Ok(())
 }
 
 /// The sysctl in force for the limit `name` sets, and its value: `dirty_bytes` instead of
@@ -34,4 +82,17 @@ pub fn in_force(name: &str) -> Result<(String, u64)> {
         }
     }
     Ok((name.to_string(), read(name)?))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_holder_at_a_time_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = super::try_lock(dir.path()).unwrap().expect("free at first");
+        // flock locks belong to the open file: a second open in this process conflicts too.
+        assert!(super::try_lock(dir.path()).unwrap().is_none(), "held");
+        drop(first);
+        assert!(super::try_lock(dir.path()).unwrap().is_some(), "released");
+    }
 }

@@ -1,13 +1,20 @@
 //! The private work directory of a run: `DIR/fsynclab-<pid>-<n>`, created at the start,
-//! removed when dropped (normal end, error, Ctrl-C: every path unwinds through `Drop`),
+//! removed when dropped (normal end, error, signal: every path unwinds through `Drop`),
 //! kept only with `--keep`.
+//!
+//! It is recorded in a state file before it is made ([`super::state`]: `/run/fsynclab` for
+//! root, `$XDG_RUNTIME_DIR/fsynclab` for others), so that `fsynclab cleanup` removes it if
+//! the run is killed (SIGKILL, the OOM killer). A work directory inside the run's own
+//! scratch filesystem needs no record: it goes with the scratch directory. Where no state
+//! file can be written, the next run in the same DIR names the directories of dead runs.
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 
+use super::names;
+use super::state::{self, Step, Undo};
 use crate::error::Usage;
 use crate::sys;
 use crate::units::human_size;
@@ -16,6 +23,9 @@ use crate::units::human_size;
 pub struct WorkDir {
     path: PathBuf,
     keep: bool,
+    /// Removes the directory when dropped, and its record with it; None when kept, or when
+    /// the scratch directory around it goes anyway.
+    undo: Option<Undo>,
 }
 
 /// Space kept free beyond what a run's files need: the larger of 64 MiB and 2% of the
@@ -28,11 +38,14 @@ impl WorkDir {
     /// Checks that `parent` is a writable directory and creates the work directory in it.
     pub fn create(parent: &Path, keep: bool) -> Result<WorkDir> {
         check_parent(parent)?;
-        let stamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let path = parent.join(format!("fsynclab-{}-{:08x}", std::process::id(), stamp));
+        remind_of_killed_runs(parent);
+        let name = names::work_dir_name();
+        let path = parent.join(&name);
+        let undo = if keep || names::is_own_scratch_mount(parent) {
+            None
+        } else {
+            Some(record(&std::fs::canonicalize(parent)?.join(&name)))
+        };
         std::fs::create_dir(&path).map_err(|e| match e.kind() {
             io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
                 anyhow::anyhow!(Usage(format!(
@@ -51,7 +64,7 @@ impl WorkDir {
                 let _ = d.sync_all();
             }
         }
-        Ok(WorkDir { path, keep })
+        Ok(WorkDir { path, keep, undo })
     }
 
     pub fn path(&self) -> &Path {
@@ -63,12 +76,91 @@ impl WorkDir {
     }
 }
 
+/// An undo stack holding the work directory `path` (absolute), recorded in this user's
+/// state directory when there is one that can be written.
+fn record(path: &Path) -> Undo {
+    let step = Step::Directory {
+        path: path.to_path_buf(),
+    };
+    let mut undo = match state::user_state_dir() {
+        Some(dir) => Undo::in_dir(&dir),
+        None => Undo::unrecorded(),
+    };
+    if undo.record(step.clone()).is_err() {
+        undo.forget_file();
+        let _ = undo.record(step);
+    }
+    undo
+}
+
 impl Drop for WorkDir {
     fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.path);
+        match self.undo.take() {
+            // Its drop removes the directory and the record, and reports a failure.
+            Some(undo) => drop(undo),
+            None if !self.keep => {
+                let _ = std::fs::remove_dir_all(&self.path);
+            }
+            None => {}
         }
     }
+}
+
+/// Says, once per process, which work directories in `parent` belong to runs that are no
+/// longer running (killed before they could remove them), and how to remove them.
+fn remind_of_killed_runs(parent: &Path) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let dead = dead_work_dirs(parent);
+        if dead.is_empty() {
+            return;
+        }
+        let recorded = state::user_state_dir()
+            .map(|d| state::recorded_directories(&d))
+            .unwrap_or_default();
+        let (by_cleanup, by_hand): (Vec<PathBuf>, Vec<PathBuf>) = dead.into_iter().partition(|d| recorded.contains(d));
+        let list = |dirs: &[PathBuf]| {
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut how = Vec::new();
+        if !by_cleanup.is_empty() {
+            how.push(format!("`fsynclab cleanup` removes {}", list(&by_cleanup)));
+        }
+        if !by_hand.is_empty() {
+            how.push(format!("remove with `rm -r {}`", list(&by_hand)));
+        }
+        note!(
+            "fsynclab: work directories of runs killed earlier are left in {}: {}",
+            parent.display(),
+            how.join("; ")
+        );
+    });
+}
+
+/// The work directories in `parent` (absolute paths) whose run is no longer running. A pid
+/// reused since by another process hides its directory: a reminder missed, never a live
+/// run's directory named.
+fn dead_work_dirs(parent: &Path) -> Vec<PathBuf> {
+    let Ok(parent) = std::fs::canonicalize(parent) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&parent) else {
+        return Vec::new();
+    };
+    let mut dead: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let pid = names::work_dir_pid(e.file_name().to_str()?)?;
+            let running = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+            (!running).then(|| e.path())
+        })
+        .collect();
+    dead.sort();
+    dead
 }
 
 fn check_parent(parent: &Path) -> Result<()> {
@@ -81,7 +173,8 @@ fn check_parent(parent: &Path) -> Result<()> {
         Err(e) => Err(Usage(format!("--dir {shown}: cannot use it ({e})")).into()),
         Ok(m) if !m.is_dir() => Err(Usage(format!("--dir {shown}: not a directory")).into()),
         Ok(_) if !sys::writable(parent) => Err(Usage(format!(
-            "--dir {shown}: not writable by this user; choose a directory you can write to"
+            "--dir {shown}: cannot write there ({}); choose a directory you can write to",
+            sys::why_not_writable(parent)
         ))
         .into()),
         Ok(_) => Ok(()),
@@ -121,6 +214,20 @@ mod tests {
         let p = k.path().to_path_buf();
         drop(k);
         assert!(p.exists());
+    }
+
+    #[test]
+    fn issue8_work_directories_of_dead_runs_are_found() {
+        let parent = tempfile::tempdir().unwrap();
+        // No process has pid 4000000001 (pid_max is at most 2^22).
+        let dead = parent.path().join("fsynclab-4000000001-0000abcd");
+        let alive = parent.path().join(format!("fsynclab-{}-0000abcd", std::process::id()));
+        let unrelated = parent.path().join("fsynclab-results-20260101T000000Z");
+        for d in [&dead, &alive, &unrelated] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let canonical = std::fs::canonicalize(&dead).unwrap();
+        assert_eq!(dead_work_dirs(parent.path()), [canonical]);
     }
 
     #[test]

@@ -7,9 +7,12 @@ use std::path::Path;
 
 use assert_cmd::Command;
 
+/// The binary, with the results store off (`FSYNCLAB_STORE=off`), so that tests never write
+/// into the user's store; a test of the store gives `--store` or its own `FSYNCLAB_STORE`.
 pub fn fsynclab() -> Command {
     let mut cmd = Command::cargo_bin("fsynclab").expect("binary built");
     cmd.env_remove("RUST_LOG");
+    cmd.env("FSYNCLAB_STORE", "off");
     cmd
 }
 
@@ -94,4 +97,37 @@ pub fn assert_refused(scenario: &str, dir: &Path, sets: &[&str], says: &str) {
     let err = String::from_utf8(out.stderr).expect("stderr is text");
     assert_eq!(err.trim_end().lines().count(), 1, "{scenario} {sets:?}: {err}");
     assert!(err.contains(says), "{scenario} {sets:?}: {err}");
+}
+
+/// The variable that gives fsynclab another state directory (`/run/fsynclab` otherwise).
+pub const STATE_DIR_ENV: &str = "FSYNCLAB_STATE_DIR";
+
+/// A state directory of the test's own, so that its runs and its `fsynclab cleanup` never
+/// meet a user's runs or leftovers (nor another test's). Pass it to each fsynclab the test
+/// starts with [`PrivateState::env`]; dropped, it removes the directory.
+pub struct PrivateState(tempfile::TempDir);
+
+impl PrivateState {
+    pub fn new() -> PrivateState {
+        PrivateState(
+            tempfile::Builder::new()
+                .prefix("fsynclab-test-state-")
+                .tempdir()
+                .expect("temp dir"),
+        )
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// `(variable, value)` to hand to `Command::env`.
+    pub fn env(&self) -> (&'static str, &Path) {
+        (STATE_DIR_ENV, self.0.path())
+    }
+
+    /// The state file of the run with `pid`.
+    pub fn file_of(&self, pid: u32) -> std::path::PathBuf {
+        self.0.path().join(format!("{pid}.json"))
+    }
 }

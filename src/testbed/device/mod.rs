@@ -3,134 +3,120 @@
 //! - `host` (default): the image is a file on the host filesystem; a cache flush of the loop
 //!   device is a real fsync of that file, so it costs what the host disk charges.
 //! - `ram`: the image is on a private tmpfs; flushes cost nothing (the lower bound).
-//! - `flush=DURATION[,write=RATE]` and the named profiles: the image is served by a FUSE
-//!   file system inside fsynclab ([`fuse`]) where every fsync of the image — what the loop
-//!   device turns a cache flush (REQ_PREFLUSH) into — waits the flush time, and writes are
-//!   paced to RATE bytes per second. The daemon counts the flushes.
+//! - the named profiles (`hdd-5400`, `nvme`, ... see [`profile`]) and `KEY=VALUE` lists:
+//!   the image is served by a FUSE file system inside fsynclab ([`fuse`]) through a disk
+//!   model ([`model`]): seeks, rotation, transfer, a write cache that drains in the
+//!   background, flushes that wait for that drain. The daemon counts and times what it did.
 
 use std::fmt;
-use std::time::Duration;
 
-use crate::environment::DeviceProfileInfo;
+use crate::environment::{DeviceProfileInfo, DiskModelInfo};
 use crate::error::Usage;
-use crate::units::{format_duration, format_size, parse_duration, parse_size, Bytes};
 
 pub mod fuse;
+pub mod model;
+pub mod profile;
 
-/// The named profiles and why their figures: a cache flush must wait for everything in
-/// the drive's volatile cache to reach stable media.
-pub const NAMED: [(&str, Duration, u64, &str); 4] = [
-    (
-        "hdd-5400",
-        Duration::from_millis(20),
-        80 << 20,
-        "11 ms per rotation at 5400 rpm plus seeks to write back the cache: ~20 ms a flush",
-    ),
-    (
-        "hdd-7200",
-        Duration::from_millis(12),
-        120 << 20,
-        "8.3 ms per rotation at 7200 rpm plus seeks: ~12 ms a flush",
-    ),
-    (
-        "ssd-sata",
-        Duration::from_millis(2),
-        400 << 20,
-        "consumer SATA SSD without power-loss protection: FLUSH CACHE takes 1-3 ms",
-    ),
-    (
-        "nvme",
-        Duration::from_micros(500),
-        1500 << 20,
-        "consumer NVMe without power-loss protection: a flush takes a few hundred µs",
-    ),
-];
+use model::Mechanics;
+pub use profile::DiskProfile;
 
-/// One line per named profile, for `--help` and the docs.
+/// One line for `--device` in `--help`; `fsynclab list-devices` prints the figures.
 pub const PROFILES_HELP: &str = "\
-The disk behind the scratch filesystem; emulated ones are served by FUSE inside fsynclab.
+The disk behind the scratch filesystem; emulated ones are served by FUSE inside fsynclab
+through a disk model (seeks, rotation, a write cache that drains, flushes that wait for it).
   host        image on the host filesystem (default): real flushes of the host disk
   ram         image on a private tmpfs: flushes cost nothing (the lower bound)
-  flush=D[,write=R]  emulated: each flush waits D (20ms), writes paced to R/s (80M)
-  hdd-5400    flush 20ms, write 80M/s    11 ms a rotation at 5400 rpm, plus seeks
-  hdd-7200    flush 12ms, write 120M/s   8.3 ms a rotation at 7200 rpm, plus seeks
-  ssd-sata    flush 2ms, write 400M/s    SATA SSD without power-loss protection
-  nvme        flush 500us, write 1500M/s NVMe without power-loss protection";
+  hdd-5400    5400 rpm laptop drive of 2008-2009, 8 MB cache (seed 000's laptop)
+  hdd-7200    7200 rpm SATA desktop drive of 2010, 32 MB cache
+  ssd-sata    Intel X25-M G2 SATA SSD (2009), no power-safe cache
+  nvme        consumer NVMe SSD, no power-loss protection
+  san         seed 001's SAN: Fibre Channel array, battery-backed cache
+  PROFILE,KEY=VALUE...  change figures: hdd-5400,cache=0 (write-through)
+  flush=D[,write=R]     fixed flush cost, writes paced to R/s (previous syntax)
+`fsynclab list-devices` (or --device help) prints every figure and its source.";
 
-/// An emulated disk's figures.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlushProfile {
-    /// What the cache flush waits.
-    pub flush: Duration,
-    /// Write bandwidth in bytes per second; unlimited when None.
-    pub write_bytes_per_s: Option<u64>,
-    /// Whether the loop device is marked rotational (the hdd profiles), which schedulers
-    /// such as bfq and the block layer's merging heuristics take into account.
-    pub rotational: bool,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub enum DeviceProfile {
     #[default]
     Host,
     Ram,
-    /// A FUSE-served image: the profile's name as typed, and its figures.
-    Emulated {
-        name: String,
-        profile: FlushProfile,
-    },
+    /// A FUSE-served image through the disk model.
+    Emulated(DiskProfile),
 }
 
 impl DeviceProfile {
     pub fn parse(text: &str) -> Result<DeviceProfile, Usage> {
         let t = text.trim();
-        let bad = |why: &str| {
-            Usage(format!(
-                "--device {t}: {why}; expected host, ram, hdd-5400, hdd-7200, ssd-sata, nvme or flush=20ms[,write=80M]"
-            ))
-        };
         match t {
             "host" => return Ok(DeviceProfile::Host),
             "ram" => return Ok(DeviceProfile::Ram),
             _ => {}
         }
-        if let Some((name, flush, write, _)) = NAMED.iter().find(|p| p.0 == t) {
-            return Ok(DeviceProfile::Emulated {
-                name: name.to_string(),
-                profile: FlushProfile {
-                    flush: *flush,
-                    write_bytes_per_s: Some(*write),
-                    rotational: name.starts_with("hdd"),
-                },
-            });
-        }
-        let mut flush = None;
-        let mut write = None;
-        for part in t.split(',') {
-            match part.split_once('=') {
-                Some(("flush", v)) => {
-                    flush = Some(parse_duration(v).map_err(|e| bad(&format!("flush={v}: {e}")))?);
+        profile::parse(t).map(DeviceProfile::Emulated).map_err(|why| {
+            Usage(format!(
+                "--device {t}: {why}; expected host, ram, hdd-5400, hdd-7200, ssd-sata, nvme, san, \
+                 PROFILE,KEY=VALUE... or flush=20ms[,write=80M] (`fsynclab list-devices` shows them all)"
+            ))
+        })
+    }
+
+    /// Whether this is an emulated disk (served by the FUSE daemon).
+    pub fn is_emulated(&self) -> bool {
+        matches!(self, DeviceProfile::Emulated(_))
+    }
+
+    pub fn info(&self) -> DeviceProfileInfo {
+        match self {
+            DeviceProfile::Host | DeviceProfile::Ram => DeviceProfileInfo {
+                name: self.to_string(),
+                ..Default::default()
+            },
+            DeviceProfile::Emulated(p) => {
+                let f = &p.figures;
+                let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+                let (rpm, settle, full, capacity, request) = match &f.mechanics {
+                    Mechanics::Rotating {
+                        rpm,
+                        settle,
+                        full_stroke,
+                        capacity_bytes,
+                    } => (
+                        Some(*rpm),
+                        Some(ms(*settle)),
+                        Some(ms(*full_stroke)),
+                        Some(*capacity_bytes),
+                        None,
+                    ),
+                    Mechanics::Solid { per_request } => (None, None, None, None, Some(per_request.as_secs_f64() * 1e6)),
+                };
+                DeviceProfileInfo {
+                    name: p.name.clone(),
+                    flush_ms: Some(ms(f.flush_cost)),
+                    write_bytes_per_s: f.media_bytes_per_s,
+                    model: Some(DiskModelInfo {
+                        mechanics: if rpm.is_some() { "rotating" } else { "solid" }.into(),
+                        rpm,
+                        seek_settle_ms: settle,
+                        seek_full_stroke_ms: full,
+                        seek_average_ms: f.average_seek().map(ms),
+                        capacity_bytes: capacity,
+                        request_us: request,
+                        media_bytes_per_s: f.media_bytes_per_s,
+                        bus_bytes_per_s: f.bus_bytes_per_s,
+                        command_latency_us: f.command_latency.as_secs_f64() * 1e6,
+                        cache_bytes: f.cache_bytes,
+                        cache: match (f.cache_bytes, f.cache_durable) {
+                            (0, _) => "none",
+                            (_, false) => "volatile",
+                            (_, true) => "battery-backed",
+                        }
+                        .into(),
+                        flush_cost_ms: ms(f.flush_cost),
+                    }),
+                    ..Default::default()
                 }
-                Some(("write", v)) => {
-                    let v = v.strip_suffix("/s").unwrap_or(v);
-                    let rate = parse_size(v).map_err(|e| bad(&format!("write={v}: {e} per second")))?;
-                    if rate.get() == 0 {
-                        return Err(bad("write=0 would never finish a write"));
-                    }
-                    write = Some(rate.get());
-                }
-                _ => return Err(bad("unknown profile")),
             }
         }
-        let flush = flush.ok_or_else(|| bad("flush=DURATION is required"))?;
-        Ok(DeviceProfile::Emulated {
-            name: t.to_string(),
-            profile: FlushProfile {
-                flush,
-                write_bytes_per_s: write,
-                rotational: false,
-            },
-        })
     }
 }
 
@@ -139,30 +125,7 @@ impl fmt::Display for DeviceProfile {
         match self {
             DeviceProfile::Host => write!(f, "host"),
             DeviceProfile::Ram => write!(f, "ram"),
-            DeviceProfile::Emulated { name, profile } => {
-                write!(f, "{name} (flush {}", format_duration(profile.flush))?;
-                if let Some(w) = profile.write_bytes_per_s {
-                    write!(f, ", write {}/s", format_size(Bytes(w)))?;
-                }
-                write!(f, ")")
-            }
-        }
-    }
-}
-
-impl DeviceProfile {
-    pub fn info(&self) -> DeviceProfileInfo {
-        match self {
-            DeviceProfile::Host | DeviceProfile::Ram => DeviceProfileInfo {
-                name: self.to_string(),
-                ..Default::default()
-            },
-            DeviceProfile::Emulated { name, profile } => DeviceProfileInfo {
-                name: name.clone(),
-                flush_ms: Some(profile.flush.as_secs_f64() * 1e3),
-                write_bytes_per_s: profile.write_bytes_per_s,
-                ..Default::default()
-            },
+            DeviceProfile::Emulated(p) => write!(f, "{} ({})", p.name, profile::describe(&p.figures)),
         }
     }
 }
@@ -175,24 +138,44 @@ mod tests {
     fn parses_named_and_custom_profiles() {
         assert_eq!(DeviceProfile::parse("host").unwrap(), DeviceProfile::Host);
         assert_eq!(DeviceProfile::parse("ram").unwrap(), DeviceProfile::Ram);
-        let DeviceProfile::Emulated { profile, .. } = DeviceProfile::parse("hdd-5400").unwrap() else {
+        let DeviceProfile::Emulated(p) = DeviceProfile::parse("hdd-5400").unwrap() else {
             panic!("hdd-5400 is emulated")
         };
-        assert_eq!(profile.flush, Duration::from_millis(20));
-        assert!(profile.rotational);
-        let DeviceProfile::Emulated { profile, .. } = DeviceProfile::parse("flush=5ms,write=60M/s").unwrap() else {
+        assert!(p.rotational());
+        let DeviceProfile::Emulated(p) = DeviceProfile::parse("flush=5ms,write=60M/s").unwrap() else {
             panic!("flush= is emulated")
         };
-        assert_eq!(profile.flush, Duration::from_millis(5));
-        assert_eq!(profile.write_bytes_per_s, Some(60 << 20));
+        assert_eq!(p.figures.flush_cost, std::time::Duration::from_millis(5));
+        assert_eq!(p.figures.media_bytes_per_s, Some(60 << 20));
     }
 
     #[test]
     fn bad_profiles_say_what_is_valid() {
-        for bad in ["floppy", "write=1M", "flush=abc", "flush=1ms,write=0"] {
+        for bad in ["floppy", "write=1M,colour=red", "flush=abc", "flush=1ms,write=0"] {
             let err = DeviceProfile::parse(bad).unwrap_err().to_string();
             assert!(err.starts_with(&format!("--device {bad}")), "{err}");
             assert!(err.contains("expected host, ram"), "{err}");
+            assert!(!err.contains('\n'), "one line: {err}");
         }
+    }
+
+    #[test]
+    fn the_result_records_the_model_figures() {
+        let info = DeviceProfile::parse("hdd-5400").unwrap().info();
+        let model = info.model.expect("emulated profiles record their figures");
+        assert_eq!(model.rpm, Some(5400));
+        assert_eq!(model.cache, "volatile");
+        assert_eq!(model.cache_bytes, 8 << 20);
+        assert_eq!(info.write_bytes_per_s, Some(70_000_000));
+        assert_eq!(
+            DeviceProfile::parse("hdd-5400,cache=0")
+                .unwrap()
+                .info()
+                .model
+                .unwrap()
+                .cache,
+            "none"
+        );
+        assert!(DeviceProfile::Ram.info().model.is_none());
     }
 }

@@ -1,0 +1,70 @@
+//! The statistics behind `fsynclab compare`: medians, a bootstrap interval for the ratio of
+//! two medians, a rank test, and the Benjamini–Hochberg adjustment for many comparisons.
+//!
+//! The unit is a run, never a call: consecutive fsyncs share journal commits and writeback,
+//! so the calls of one run are not independent draws and a per-call test would find
+//! "significant" differences between two runs of the same configuration. Every function
+//! here therefore takes one value per run, a handful at a time, and uses methods that
+//! assume nothing about their distribution (rank tests, the bootstrap).
+//!
+//! Each function names the method it follows; `tests` checks them against values computed
+//! with SciPy.
+
+mod adjust;
+mod bootstrap;
+mod rank;
+
+pub(crate) use crate::rng::SplitMix64;
+pub use adjust::benjamini_hochberg;
+pub use bootstrap::{ratio_of_medians, Bootstrap, RatioEstimate};
+pub use rank::{mann_whitney_u, normal_sf, smallest_p_value, RankMethod, RankTest, EXACT_RANK_LIMIT};
+
+/// The median: the middle value, or the mean of the two middle values of an even count
+/// (Hyndman & Fan 1996, definition 7 at p = 0.5). `None` for no values or a NaN.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| v.is_nan()) {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some(median_of_sorted(&v))
+}
+
+pub(crate) fn median_of_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Quantile `q` of sorted values by linear interpolation between order statistics
+/// (Hyndman & Fan 1996, definition 7; NumPy's default).
+pub(crate) fn quantile_of_sorted(v: &[f64], q: f64) -> f64 {
+    let h = (v.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(v.len() - 1);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    /// Whether `got` is within a relative `rel` of `want`.
+    pub(crate) fn close(got: f64, want: f64, rel: f64) -> bool {
+        (got - want).abs() <= rel * want.abs().max(1e-300)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN]), None);
+    }
+}

@@ -1,0 +1,431 @@
+//! A matrix as planned: the scenario, what every cell shares (parameters, testbed options),
+//! the axes with their values, and the repetitions. The plan is checked whole before
+//! anything runs — every cell's parameters and testbed options — and stored with the matrix
+//! (as JSON) so that `--resume` runs the same thing.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::TargetArgs;
+use crate::engine::Planned;
+use crate::error::Usage;
+use crate::scenario::{self, Scenario};
+use crate::testbed::device::DeviceProfile;
+use crate::testbed::scratch::ScratchSpec;
+use crate::units::{parse_duration, parse_size};
+
+/// The testbed options an axis or a matrix file may set, by their command-line names.
+pub(crate) const TESTBED_KEYS: [&str; 10] = [
+    "dir",
+    "scratch",
+    "mkfs-opts",
+    "scratch-size",
+    "backing",
+    "scheduler",
+    "device",
+    "dirty-ratio",
+    "dirty-background-ratio",
+    "dirty-expire",
+];
+
+/// Options that exist only on a scratch filesystem: with one of them and no `scratch`, the
+/// matrix runs on a scratch ext4 ([`IMPLIED_SCRATCH`]).
+const SCRATCH_ONLY: [&str; 5] = ["mkfs-opts", "scratch-size", "backing", "scheduler", "device"];
+
+/// The filesystem a device, scheduler or mkfs axis runs on when none is named: seed 002's
+/// hosts ran ext4, and a newcomer's one command should just work.
+pub(crate) const IMPLIED_SCRATCH: &str = "ext4";
+
+/// Repetitions when none are asked for: with 5 runs a side the smallest two-sided p-value of
+/// the rank test is 2/252 = 0.008, so a clear difference can be significant at 0.05; with
+/// 3 it is 0.1 and nothing ever is.
+pub(crate) const DEFAULT_REPEAT: u32 = 5;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Axis {
+    pub(crate) key: String,
+    pub(crate) values: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Plan {
+    pub(crate) scenario: String,
+    /// `--set` assignments every cell shares.
+    pub(crate) sets: Vec<String>,
+    /// Testbed options every cell shares, by [`TESTBED_KEYS`] name.
+    pub(crate) target: Vec<(String, String)>,
+    pub(crate) axes: Vec<Axis>,
+    pub(crate) repeat: u32,
+    /// The figures of the tables (none: the scenario's main figure).
+    #[serde(default)]
+    pub(crate) figures: Vec<String>,
+    /// The axis of the table's columns (none: the last axis).
+    #[serde(default)]
+    pub(crate) columns: Option<String>,
+    /// Whether `scratch` was added because a scratch-only axis or option needed it.
+    #[serde(default)]
+    pub(crate) implied_scratch: bool,
+}
+
+/// One cell: a value of every axis, in axis order.
+pub(crate) type Cell = Vec<(String, String)>;
+
+/// `dirty_ratio` and `dirty-ratio` are the same option.
+pub(crate) fn normalize_key(key: &str) -> String {
+    let dashed = key.trim().replace('_', "-");
+    if TESTBED_KEYS.contains(&dashed.as_str()) {
+        dashed
+    } else {
+        key.trim().to_string()
+    }
+}
+
+/// Splits an axis's values at commas, keeping together what belongs to one value: a
+/// device's `write=RATE` (`flush=5ms,write=80M`) and a scratch filesystem's mount options
+/// (`ext4:data=writeback,nobarrier`).
+pub(crate) fn split_values(key: &str, text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in text.split(',') {
+        let joins_previous = match key {
+            "device" => piece.starts_with("write="),
+            "scratch" => ScratchSpec::parse(piece).is_err(),
+            _ => false,
+        };
+        match out.last_mut() {
+            Some(last) if joins_previous => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => out.push(piece.to_string()),
+        }
+    }
+    out.into_iter().map(|v| v.trim().to_string()).collect()
+}
+
+impl Plan {
+    pub(crate) fn scenario(&self) -> Result<&'static dyn Scenario, Usage> {
+        scenario::find(&self.scenario).ok_or_else(|| {
+            Usage(format!(
+                "unknown scenario '{}'; valid: {}",
+                self.scenario,
+                scenario::names()
+            ))
+        })
+    }
+
+    /// Every combination of the axes' values, the first axis changing slowest.
+    pub(crate) fn cells(&self) -> Vec<Cell> {
+        let mut cells: Vec<Cell> = vec![Vec::new()];
+        for axis in &self.axes {
+            cells = cells
+                .into_iter()
+                .flat_map(|c| {
+                    axis.values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.push((axis.key.clone(), v.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        cells
+    }
+
+    /// The runs in the order they are made: every cell once (repetition 0), then every
+    /// cell again, and so on — round-robin, so drift of the machine hits all cells alike.
+    pub(crate) fn order(&self) -> Vec<(u32, usize)> {
+        let n = self.cells().len();
+        (0..self.repeat).flat_map(|rep| (0..n).map(move |c| (rep, c))).collect()
+    }
+
+    fn is_testbed(key: &str) -> bool {
+        TESTBED_KEYS.contains(&key)
+    }
+
+    /// The `--set` assignments of a cell: the shared ones, then the cell's parameters.
+    pub(crate) fn sets_for(&self, cell: &Cell) -> Vec<String> {
+        let mut sets = self.sets.clone();
+        sets.extend(
+            cell.iter()
+                .filter(|(k, _)| !Plan::is_testbed(k))
+                .map(|(k, v)| format!("{k}={v}")),
+        );
+        sets
+    }
+
+    /// The testbed options of a cell, as `fsynclab run` would take them.
+    pub(crate) fn target_for(&self, cell: &Cell) -> Result<TargetArgs, Usage> {
+        let mut t = TargetArgs {
+            dir: PathBuf::from("."),
+            ..TargetArgs::default()
+        };
+        for (k, v) in self
+            .target
+            .iter()
+            .chain(cell.iter().filter(|(k, _)| Plan::is_testbed(k)))
+        {
+            apply(&mut t, k, v)?;
+        }
+        Ok(t)
+    }
+
+    pub(crate) fn planned_for(&self, cell: &Cell) -> Result<Planned> {
+        Planned::new(self.scenario()?, &self.sets_for(cell))
+    }
+
+    /// Checks the plan whole, and adds the implied scratch filesystem where a scratch-only
+    /// option needs one. Every cell's parameters and testbed options are read as a run
+    /// would read them, so a bad value stops the matrix before its first run.
+    pub(crate) fn check(&mut self) -> Result<()> {
+        let s = self.scenario()?;
+        if self.axes.is_empty() {
+            return Err(
+                Usage("a matrix needs at least one --axis KEY=V1,V2 (see fsynclab matrix --help)".into()).into(),
+            );
+        }
+        let params: Vec<&'static str> = s.params().iter().map(|p| p.name).collect();
+        for (i, axis) in self.axes.iter().enumerate() {
+            if !Plan::is_testbed(&axis.key) && !params.contains(&axis.key.as_str()) {
+                return Err(Usage(format!(
+                    "--axis {}: not a testbed option ({}) nor a parameter of {} ({})",
+                    axis.key,
+                    TESTBED_KEYS.join(", "),
+                    s.name(),
+                    params.join(", ")
+                ))
+                .into());
+            }
+            if self.axes[..i].iter().any(|a| a.key == axis.key) {
+                return Err(Usage(format!("--axis {}: the axis is given twice", axis.key)).into());
+            }
+            if axis.values.is_empty() || axis.values.iter().any(String::is_empty) {
+                return Err(Usage(format!("--axis {}: an empty value", axis.key)).into());
+            }
+            if let Some(v) = axis
+                .values
+                .iter()
+                .enumerate()
+                .find(|(j, v)| axis.values[..*j].contains(v))
+            {
+                return Err(Usage(format!("--axis {}: {} is given twice", axis.key, v.1)).into());
+            }
+            if self.target.iter().any(|(k, _)| *k == axis.key)
+                || self.sets.iter().any(|a| a.split('=').next() == Some(&axis.key))
+            {
+                return Err(Usage(format!(
+                    "{}: both an axis and a setting of every cell; give it once",
+                    axis.key
+                ))
+                .into());
+            }
+        }
+        let keys: Vec<&str> = self
+            .target
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain(self.axes.iter().map(|a| a.key.as_str()))
+            .collect();
+        let has = |k: &str| keys.contains(&k);
+        if !has("scratch") && SCRATCH_ONLY.iter().any(|k| has(k)) {
+            if has("dir") {
+                return Err(Usage(format!(
+                    "{} needs a scratch filesystem, and dir names a directory: give --scratch FS instead of --dir",
+                    SCRATCH_ONLY.iter().find(|k| has(k)).unwrap_or(&"device")
+                ))
+                .into());
+            }
+            self.target.push(("scratch".into(), IMPLIED_SCRATCH.into()));
+            self.implied_scratch = true;
+        } else if has("scratch") && has("dir") {
+            return Err(Usage(
+                "dir and scratch exclude each other: a cell runs in a directory or on a scratch filesystem".into(),
+            )
+            .into());
+        }
+        for cell in self.cells() {
+            self.target_for(&cell)?;
+            self.planned_for(&cell)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the cells make scratch filesystems or set sysctls, which needs root.
+    pub(crate) fn needs_root(&self) -> bool {
+        let keys = self
+            .target
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain(self.axes.iter().map(|a| a.key.as_str()));
+        keys.into_iter().any(|k| k == "scratch" || k.starts_with("dirty-"))
+    }
+}
+
+/// Sets one testbed option of `t`, checked as the command line checks it.
+fn apply(t: &mut TargetArgs, key: &str, value: &str) -> Result<(), Usage> {
+    let percent = |v: &str| -> Result<u64, Usage> {
+        v.parse::<u64>()
+            .ok()
+            .filter(|p| *p <= 100)
+            .ok_or_else(|| Usage(format!("{key}={v}: expected a percentage from 0 to 100")))
+    };
+    match key {
+        "dir" => t.dir = PathBuf::from(value),
+        "scratch" => {
+            ScratchSpec::parse(value)?;
+            t.scratch = Some(value.into());
+        }
+        "mkfs-opts" => t.mkfs_opts = Some(value.into()),
+        "scratch-size" => {
+            parse_size(value).map_err(|e| Usage(format!("scratch-size={value}: {e}")))?;
+            t.scratch_size = Some(value.into());
+        }
+        "backing" => t.backing = Some(PathBuf::from(value)),
+        "scheduler" => {
+            const SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "bfq", "kyber"];
+            if !SCHEDULERS.contains(&value) {
+                return Err(Usage(format!(
+                    "scheduler={value}: expected one of {}",
+                    SCHEDULERS.join(", ")
+                )));
+            }
+            t.scheduler = Some(value.into());
+        }
+        "device" => {
+            DeviceProfile::parse(value)?;
+            t.device = Some(value.into());
+        }
+        "dirty-ratio" => t.dirty_ratio = Some(percent(value)?),
+        "dirty-background-ratio" => t.dirty_background_ratio = Some(percent(value)?),
+        "dirty-expire" => {
+            parse_duration(value).map_err(|e| Usage(format!("dirty-expire={value}: {e}")))?;
+            t.dirty_expire = Some(value.into());
+        }
+        other => {
+            return Err(Usage(format!(
+                "{other}: not a testbed option; valid: {}",
+                TESTBED_KEYS.join(", ")
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The testbed options a command line gave (`--scratch ext4 --device ram`), as plan entries.
+pub(crate) fn target_entries(t: &TargetArgs) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            out.push((k.to_string(), v));
+        }
+    };
+    put(
+        "dir",
+        (t.dir != Path::new(".") && !t.dir.as_os_str().is_empty()).then(|| t.dir.display().to_string()),
+    );
+    put("scratch", t.scratch.clone());
+    put("mkfs-opts", t.mkfs_opts.clone());
+    put("scratch-size", t.scratch_size.clone());
+    put("backing", t.backing.as_ref().map(|p| p.display().to_string()));
+    put("scheduler", t.scheduler.clone());
+    put("device", t.device.clone());
+    put("dirty-ratio", t.dirty_ratio.map(|v| v.to_string()));
+    put(
+        "dirty-background-ratio",
+        t.dirty_background_ratio.map(|v| v.to_string()),
+    );
+    put("dirty-expire", t.dirty_expire.clone());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(axes: &[(&str, &[&str])]) -> Plan {
+        Plan {
+            scenario: "fsync-tps".into(),
+            sets: vec!["threads=2".into()],
+            target: Vec::new(),
+            axes: axes
+                .iter()
+                .map(|(k, v)| Axis {
+                    key: k.to_string(),
+                    values: v.iter().map(|s| s.to_string()).collect(),
+                })
+                .collect(),
+            repeat: 2,
+            figures: Vec::new(),
+            columns: None,
+            implied_scratch: false,
+        }
+    }
+
+    #[test]
+    fn values_split_at_commas_but_keep_write_rates_and_mount_options() {
+        assert_eq!(
+            split_values("device", "ram,flush=5ms,write=80M,hdd-7200"),
+            ["ram", "flush=5ms,write=80M", "hdd-7200"]
+        );
+        assert_eq!(
+            split_values("scratch", "ext4:data=writeback,nobarrier,xfs"),
+            ["ext4:data=writeback,nobarrier", "xfs"]
+        );
+        assert_eq!(split_values("threads", "1,8"), ["1", "8"]);
+        assert_eq!(normalize_key("dirty_ratio"), "dirty-ratio");
+        assert_eq!(normalize_key("record_size"), "record_size");
+    }
+
+    #[test]
+    fn cells_are_the_product_and_runs_go_round_robin() {
+        let p = plan(&[("device", &["ram", "hdd-7200"]), ("coordination", &["none", "wal"])]);
+        let cells = p.cells();
+        assert_eq!(cells.len(), 4);
+        assert_eq!(
+            cells[1],
+            vec![("device".into(), "ram".into()), ("coordination".into(), "wal".into())]
+        );
+        assert_eq!(
+            p.order(),
+            [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2), (1, 3)]
+        );
+    }
+
+    #[test]
+    fn issue11_a_device_axis_implies_a_scratch_ext4() {
+        let mut p = plan(&[("device", &["ram", "hdd-7200"]), ("coordination", &["none", "wal"])]);
+        p.check().unwrap();
+        assert!(p.implied_scratch && p.needs_root());
+        let t = p.target_for(&p.cells()[3]).unwrap();
+        assert_eq!(
+            (t.scratch.as_deref(), t.device.as_deref()),
+            (Some("ext4"), Some("hdd-7200"))
+        );
+        assert_eq!(p.sets_for(&p.cells()[3]), ["threads=2", "coordination=wal"]);
+        // A directory and a device cannot go together.
+        let mut p = plan(&[("device", &["ram"])]);
+        p.target.push(("dir".into(), "/tmp".into()));
+        assert!(p
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("--scratch FS instead of --dir"));
+    }
+
+    #[test]
+    fn bad_axes_are_refused_before_anything_runs() {
+        let err = |axes: &[(&str, &[&str])]| plan(axes).check().unwrap_err().to_string();
+        assert!(err(&[("colour", &["red"])]).contains("nor a parameter of fsync-tps"));
+        assert!(err(&[("device", &["ram", "ram"])]).contains("ram is given twice"));
+        assert!(err(&[("device", &["floppy"])]).contains("--device floppy"));
+        assert!(err(&[("coordination", &["none", "paxos"])]).contains("paxos"));
+        assert!(err(&[("threads", &["2"])]).contains("both an axis and a setting"));
+        assert!(plan(&[])
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("at least one --axis"));
+        assert!(!plan(&[("coordination", &["none", "wal"])]).needs_root());
+    }
+}

@@ -1,0 +1,239 @@
+//! Making a matrix's runs: each one on a freshly made testbed, round-robin over the cells,
+//! recorded in the store as soon as it ends (so an interruption loses at most the run under
+//! way), with a progress bar (or a line per run off a terminal) and an ETA from the runs
+//! made so far.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::plan::{Cell, Plan};
+use crate::compare::run_figures;
+use crate::engine::{self, Status};
+use crate::record::{self, Recording};
+use crate::report::{self, Format, Live};
+use crate::role::stop::Stop;
+use crate::store::{MatrixPlace, RunFilter, Store};
+use crate::testbed;
+
+/// How the matrix ended.
+pub(crate) enum Ended {
+    /// Every run is in the store.
+    Complete,
+    /// A signal stopped it; the run under way was not kept.
+    Interrupted(i32),
+}
+
+/// The (repetition, cell) slots of `plan` that have no complete run in the store yet.
+pub(crate) fn remaining(store: &Store, matrix_id: &str, plan: &Plan) -> Result<Vec<(u32, usize)>> {
+    let done = store.runs(&RunFilter {
+        matrix_id: Some(matrix_id.to_string()),
+        ..Default::default()
+    })?;
+    let cells = plan.cells();
+    Ok(plan
+        .order()
+        .into_iter()
+        .filter(|(rep, c)| {
+            !done.iter().any(|r| {
+                !r.interrupted
+                    && r.matrix
+                        .as_ref()
+                        .is_some_and(|m| m.repetition == *rep && m.axes == cells[*c])
+            })
+        })
+        .collect())
+}
+
+/// A span of time for a person: `40s`, `2m40s`, `1h05m`.
+pub(crate) fn clock(d: Duration) -> String {
+    let s = d.as_secs_f64().round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// `device=ram coordination=none #2`.
+fn slot_label(cell: &Cell, rep: u32) -> String {
+    let axes: Vec<String> = cell.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{} #{}", axes.join(" "), rep + 1)
+}
+
+/// Shows progress: a bar on a terminal, a line per run elsewhere, nothing with `--quiet`.
+struct Progress {
+    bar: Option<ProgressBar>,
+    lines: bool,
+    total: usize,
+    done: usize,
+    started: Instant,
+    made: usize,
+}
+
+impl Progress {
+    fn new(total: usize, done: usize, quiet: bool) -> Progress {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (!quiet && terminal).then(|| {
+            let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} runs  {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> ");
+            bar.set_style(style);
+            bar.set_prefix("matrix");
+            bar.set_position(done as u64);
+            bar.enable_steady_tick(Duration::from_millis(500));
+            bar
+        });
+        Progress {
+            bar,
+            lines: !quiet && !terminal,
+            total,
+            done,
+            started: Instant::now(),
+            made: 0,
+        }
+    }
+
+    /// The time left, from the mean wall time of the runs made so far.
+    fn eta(&self) -> String {
+        if self.made == 0 {
+            return "?".into();
+        }
+        let per_run = self.started.elapsed().as_secs_f64() / self.made as f64;
+        clock(Duration::from_secs_f64(per_run * (self.total - self.done) as f64))
+    }
+
+    fn starting(&self, label: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{label}, about {} left", self.eta()));
+        }
+    }
+
+    fn finished(&mut self, line: String) {
+        self.done += 1;
+        self.made += 1;
+        let line = match self.total - self.done {
+            0 => format!("[{}/{}] {line}", self.done, self.total),
+            _ => format!("[{}/{}] {line}; about {} left", self.done, self.total, self.eta()),
+        };
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(self.done as u64);
+                bar.println(line);
+            }
+            None if self.lines => note!("{line}"),
+            None => {}
+        }
+    }
+
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => note!("{line}"),
+        }
+    }
+
+    fn clear(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Makes the runs of `slots`, recording each in `recording` at its place in `matrix_id`.
+pub(crate) fn execute(
+    plan: &Plan,
+    matrix_id: &str,
+    slots: &[(u32, usize)],
+    recording: &mut Recording,
+    quiet: bool,
+) -> Result<Ended> {
+    let stop = Stop::on_signals()?;
+    let cells = plan.cells();
+    let total = plan.order().len();
+    let mut progress = Progress::new(total, total - slots.len(), quiet);
+    for &(rep, c) in slots {
+        let cell = &cells[c];
+        let label = slot_label(cell, rep);
+        progress.starting(&label);
+        let t0 = Instant::now();
+        let planned = plan.planned_for(cell)?;
+        let target = plan.target_for(cell)?;
+        // A freshly made testbed for every run: mkfs, loop device, emulated disk, sysctls,
+        // all undone when it is dropped at the end of the run.
+        let testbed = match testbed::prepare_for(&target, planned.plan.space_needed()) {
+            Err(_) if stop.signal().is_some() => return Ok(Ended::Interrupted(stop.signal().unwrap_or(2))),
+            r => r.with_context(|| format!("matrix {matrix_id}, {label}: cannot prepare the testbed"))?,
+        };
+        let mut exporter = report::exporter(Format::Text, true);
+        let finished = {
+            let mut live = Live::new(exporter.as_mut(), true, None);
+            engine::run(&planned, &testbed, false, &stop, &mut live)
+        };
+        drop(testbed);
+        let mut finished = finished.with_context(|| format!("matrix {matrix_id}, {label}"))?;
+        if let Status::Interrupted(sig) = finished.status {
+            progress.clear();
+            note!("fsynclab: matrix {matrix_id}: interrupted during {label}; that run was not kept");
+            return Ok(Ended::Interrupted(sig));
+        }
+        let place = MatrixPlace {
+            matrix_id: matrix_id.to_string(),
+            axes: cell.clone(),
+            repetition: rep,
+        };
+        let id = match recording.record(&mut finished.result, Some(&place)) {
+            Ok(id) => id,
+            Err(e) => {
+                progress.clear();
+                return Err(record::keep_elsewhere(&finished.result, e));
+            }
+        };
+        let head = record::value_without_samples(&mut finished.result)?;
+        let figure = run_figures("", &head)
+            .ok()
+            .and_then(|f| {
+                f.main_figure()
+                    .and_then(|m| f.values.get(&m).map(|v| format!(", {m} {} {}", m.format(*v), m.unit())))
+            })
+            .unwrap_or_default();
+        let status = match &finished.status {
+            Status::Errors { count, .. } => format!(" ({count} calls failed, recorded)"),
+            _ => String::new(),
+        };
+        progress.finished(format!(
+            "{label}: run {}{figure}{status} in {:.1} s",
+            id.map_or("-".to_string(), |i| i.to_string()),
+            t0.elapsed().as_secs_f64()
+        ));
+        if stop.is_set() {
+            progress.clear();
+            return Ok(Ended::Interrupted(stop.signal().unwrap_or(2)));
+        }
+    }
+    progress.clear();
+    if !quiet {
+        progress.say(&format!(
+            "matrix {matrix_id}: {} runs made in {}",
+            slots.len(),
+            clock(progress.started.elapsed())
+        ));
+    }
+    Ok(Ended::Complete)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_of_time_read_as_a_clock() {
+        assert_eq!(clock(Duration::from_secs(40)), "40s");
+        assert_eq!(clock(Duration::from_secs(113)), "1m53s");
+        assert_eq!(clock(Duration::from_secs(160)), "2m40s");
+        assert_eq!(clock(Duration::from_secs(3900)), "1h05m");
+    }
+}

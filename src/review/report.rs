@@ -1,0 +1,117 @@
+//! `fsynclab report RUN... | --matrix ID -o report.html`: the HTML report of [`crate::html`]
+//! for runs named as `compare` names them, or for a stored matrix — its table, and of each
+//! cell the run whose figure is the median (every repetition would make a page too large to
+//! read, and the median run is the cell's typical one).
+
+use anyhow::Result;
+
+use super::select::{pick, Picked};
+use crate::cli::ReportArgs;
+use crate::compare::run_figures;
+use crate::html::{self, Report, ReportRun};
+use crate::matrix::table::StoredMatrix;
+use crate::record;
+use crate::result::{write_atomically, RunResult};
+use crate::store::{SampleColumns, Store};
+
+pub(crate) fn report(args: &ReportArgs) -> Result<i32> {
+    crate::app::check_output_file(&args.output)?;
+    let report = match &args.matrix {
+        Some(id) => matrix_report(args, id)?,
+        None => runs_report(args)?,
+    };
+    let page = html::render(&report);
+    write_atomically(&args.output, |out| {
+        use std::io::Write;
+        Ok(out.write_all(page.as_bytes())?)
+    })?;
+    note!(
+        "{}: {} run{}{}, {} KB",
+        args.output.display(),
+        report.runs.len(),
+        if report.runs.len() == 1 { "" } else { "s" },
+        if report.matrix.is_some() {
+            " and the matrix table"
+        } else {
+            ""
+        },
+        page.len() / 1000
+    );
+    Ok(0)
+}
+
+fn runs_report(args: &ReportArgs) -> Result<Report> {
+    let mut opened: Option<Store> = None;
+    let mut runs = Vec::new();
+    for spec in &args.runs {
+        let mut store = || record::open_for_reading(args.store.store.as_deref()).map(|(s, _)| s);
+        for picked in pick(spec, &mut store)? {
+            runs.push(match picked {
+                Picked::Stored(summary) => {
+                    if opened.is_none() {
+                        opened = Some(store()?);
+                    }
+                    let store = opened.as_ref().ok_or_else(|| anyhow::anyhow!("no store"))?;
+                    ReportRun::from_stored(&record::read_run(store, summary.id)?)
+                }
+                Picked::File(path) => from_file(&path)?,
+            });
+        }
+    }
+    let title = match runs.as_slice() {
+        [one] => format!("fsynclab report: {}", one.label),
+        _ => format!("fsynclab report: {} runs", runs.len()),
+    };
+    Ok(Report {
+        title,
+        runs,
+        matrix: None,
+    })
+}
+
+fn from_file(path: &std::path::Path) -> Result<ReportRun> {
+    let mut result = RunResult::load(path)?;
+    if result.samples.is_empty() {
+        if let Some(at) = result.stored.clone() {
+            // A suite's file keeps its samples in the store; the report wants them.
+            if let Ok(store) = Store::open(std::path::Path::new(&at.store)) {
+                if let Ok(run) = store.run(crate::store::RunId(at.run)) {
+                    if run.uid == at.uid {
+                        result.samples = record::samples_of(&run.samples).map_err(anyhow::Error::msg)?;
+                    }
+                }
+            }
+        }
+    }
+    let samples = SampleColumns::from_records(&result.samples);
+    let head = record::value_without_samples(&mut result)?;
+    let label = path.display().to_string();
+    let figures = run_figures(&label, &head).ok();
+    Ok(ReportRun::from_result(&label, &head, samples, figures))
+}
+
+fn matrix_report(args: &ReportArgs, id: &str) -> Result<Report> {
+    let (store, _) = record::open_for_reading(args.store.store.as_deref())?;
+    let stored = StoredMatrix::load(&store, id)?;
+    let asked: Vec<String> = args.figure.iter().cloned().collect();
+    let figure = stored
+        .figures(&asked)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| crate::error::Usage(format!("matrix {id} has no complete run yet")))?;
+    let table = stored.table(&figure, None)?;
+    let mut runs = Vec::new();
+    for (label, run_id) in stored.median_runs(&figure) {
+        let mut run = ReportRun::from_stored(&record::read_run(&store, run_id)?);
+        run.label = format!("{label} (run {run_id}, the median {figure})");
+        runs.push(run);
+    }
+    Ok(Report {
+        title: format!(
+            "fsynclab matrix {id}: {} by {}",
+            stored.plan.scenario, table.column_axis
+        ),
+        runs,
+        matrix: Some(table),
+    })
+}

@@ -1,0 +1,229 @@
+//! The fsync-tester shape that seeds 000 (Ts'o) and 003 (Mason) share: a foreground prober
+//! writes and syncs in a loop while a background writer loads writeback. The two scenarios
+//! differ in their defaults, their background writer and the lines they print; the
+//! parameters, the configuration, the run and the recorded details are here, once.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::background::{BackgroundConfig, PressureNote, Running};
+use super::{Context, Outcome, Plan};
+use crate::environment::check_fits_in_memory;
+use crate::error::Usage;
+use crate::measure::{Recorder, Sample};
+use crate::observe::Observer;
+use crate::params::{Kind, ParamSpec, Params};
+use crate::role::prober::{Iteration, Placement, Prober, ProberConfig};
+use crate::role::writer::{BackgroundReport, Setup, WriterKind};
+use crate::sync::SyncMethod;
+use crate::sys::AlignedBuf;
+use crate::units::format_size;
+
+/// The prober's parameters, with the scenario's defaults.
+pub(crate) fn prober_params(iterations: &'static str, duration: &'static str, sleep: &'static str) -> [ParamSpec; 6] {
+    [
+        ParamSpec::new("write_size", Kind::Size, "1M", "prober: bytes written before each sync").seed("1M"),
+        SyncMethod::param("fsync"),
+        ParamSpec::new(
+            "placement",
+            Kind::Choice(<Placement as crate::params::Choice>::NAMES),
+            "overwrite",
+            "prober: write at offset 0 (overwrite) or at the end of the file (append)",
+        ),
+        ParamSpec::new("sleep", Kind::Duration, sleep, "prober: pause between iterations"),
+        ParamSpec::new(
+            "iterations",
+            Kind::Count,
+            iterations,
+            "prober: stop after this many iterations (0 = no limit)",
+        ),
+        ParamSpec::new(
+            "duration",
+            Kind::Duration,
+            duration,
+            "prober: stop after this long (0 = no limit)",
+        ),
+    ]
+}
+
+/// A fsync-tester run, decided.
+#[derive(Clone, Debug)]
+pub(crate) struct TesterConfig {
+    pub(crate) prober: ProberConfig,
+    pub(crate) background: BackgroundConfig,
+}
+
+impl TesterConfig {
+    pub(crate) fn from_params(p: &Params) -> Result<TesterConfig> {
+        let method: SyncMethod = p.choice("sync")?;
+        let write_size = p.size("write_size").get();
+        if write_size == 0 {
+            return Err(Usage("--set write_size=0: the prober must write at least one byte".into()).into());
+        }
+        check_fits_in_memory("write_size", write_size)?;
+        if method.needs_alignment() && write_size % AlignedBuf::ALIGN as u64 != 0 {
+            return Err(Usage(format!(
+                "--set write_size={}: sync=direct (O_DIRECT) needs a multiple of 4k",
+                format_size(p.size("write_size"))
+            ))
+            .into());
+        }
+        Ok(TesterConfig {
+            prober: ProberConfig {
+                write_size,
+                method,
+                placement: p.choice("placement")?,
+                sleep: p.duration("sleep"),
+                iterations: p.count("iterations"),
+                duration: p.duration("duration"),
+            },
+            background: BackgroundConfig::from_params(p)?,
+        })
+    }
+
+    /// Bytes of the prober's file and the background writer's file.
+    pub(crate) fn space_needed(&self) -> u64 {
+        self.prober.space_needed() + self.background.space_needed()
+    }
+}
+
+/// What a fsync-tester run records beside its samples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TesterDetails {
+    /// Iterations the prober completed.
+    pub(crate) iterations: u64,
+    pub(crate) background: Option<WriterKind>,
+    /// Whether the random writer's file had to be written out first.
+    #[serde(default)]
+    pub(crate) setup: Setup,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pressure: Option<PressureNote>,
+}
+
+impl TesterDetails {
+    pub(crate) fn findings(&self) -> Vec<String> {
+        self.pressure.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// A fsync-tester run of one scenario: its configuration, the lines it prints, and how its
+/// details are filed.
+pub(crate) struct TesterPlan {
+    pub(crate) config: TesterConfig,
+    pub(crate) lines: &'static (dyn Lines + Sync),
+    pub(crate) space_hint: &'static str,
+    pub(crate) details: fn(TesterDetails) -> super::Details,
+}
+
+impl Plan for TesterPlan {
+    fn space_needed(&self) -> u64 {
+        self.config.space_needed()
+    }
+
+    fn space_hint(&self) -> &'static str {
+        self.space_hint
+    }
+
+    fn expected_duration(&self) -> Option<Duration> {
+        Some(self.config.prober.duration).filter(|d| !d.is_zero())
+    }
+
+    fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {
+        let (recorder, background, details) = run(ctx, &self.config, self.lines)?;
+        Ok(Outcome {
+            recorder,
+            background,
+            details: (self.details)(details),
+        })
+    }
+}
+
+/// Where a scenario prints its seed lines during a run.
+pub(crate) trait Lines {
+    /// After the background writer's file is set up, before the writer starts.
+    fn before_writer(&self, _cfg: &TesterConfig, _observer: &mut dyn Observer) {}
+    /// Once the writer runs.
+    fn writer_started(&self, _cfg: &TesterConfig, _observer: &mut dyn Observer) {}
+    /// After each iteration.
+    fn iteration(&self, it: &Iteration<'_>, observer: &mut dyn Observer);
+    /// After the last iteration, with the writer's report.
+    fn done(
+        &self,
+        cfg: &TesterConfig,
+        iterations: u64,
+        background: Option<&BackgroundReport>,
+        observer: &mut dyn Observer,
+    );
+}
+
+/// Runs the prober against the background writer, printing the seed's lines as they happen.
+pub(crate) fn run(
+    ctx: &mut Context<'_>,
+    cfg: &TesterConfig,
+    lines: &dyn Lines,
+) -> Result<(Recorder, Option<BackgroundReport>, TesterDetails)> {
+    let mut prober = Prober::open(ctx.dir, cfg.prober.clone())?;
+    let (writer, setup) = cfg.background.prepare(ctx)?;
+    let mut recorder = Recorder::new();
+    lines.before_writer(cfg, ctx.observer);
+    let running = Running::start(writer, ctx.clock, ctx.stop)?;
+    lines.writer_started(cfg, ctx.observer);
+    let iterations = prober.run(&ctx.clock, ctx.stop, &mut recorder, ctx.observer, |it, obs| {
+        lines.iteration(it, obs)
+    });
+    let background = running.stop();
+    lines.done(cfg, iterations, background.as_ref(), ctx.observer);
+    let details = TesterDetails {
+        iterations,
+        background: cfg.background.kind(),
+        setup,
+        pressure: cfg.background.pressure_note(),
+    };
+    Ok((recorder, background, details))
+}
+
+/// The prober's iterations, from a run's samples: each write with the sync that followed it
+/// (the prober records nothing else).
+pub(crate) fn iterations(samples: &[Sample]) -> Vec<(Sample, Option<Sample>)> {
+    let mut out: Vec<(Sample, Option<Sample>)> = Vec::new();
+    for s in samples {
+        match out.last_mut() {
+            Some((_, sync @ None)) if !s.op.is_write() => *sync = Some(*s),
+            _ => out.push((*s, None)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::OpKind;
+
+    fn sample(op: OpKind, t_ns: u64) -> Sample {
+        Sample {
+            t_ns,
+            op,
+            latency_ns: 1,
+            bytes: 0,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn iterations_pair_each_write_with_its_sync() {
+        let s = [
+            sample(OpKind::Write, 0),
+            sample(OpKind::Fsync, 1),
+            sample(OpKind::Write, 2),
+            sample(OpKind::Fsync, 3),
+        ];
+        let its = iterations(&s);
+        assert_eq!(its.len(), 2);
+        assert_eq!(its[1].1.map(|x| x.t_ns), Some(3));
+        let osync = [sample(OpKind::WriteOsync, 0), sample(OpKind::WriteOsync, 1)];
+        assert!(iterations(&osync).iter().all(|(_, sync)| sync.is_none()));
+    }
+}

@@ -1,0 +1,354 @@
+//! The results store: every run fsynclab makes, kept in one SQLite file with its parameters,
+//! environment, summary, tables, findings, background report, its place in a matrix, and
+//! every per-call sample in the compact encoding of [`codec`] (6 bytes a sample on a real
+//! fsync-tps run, where its result JSON takes 108; `benches/store_cost.rs` measures it).
+//!
+//! Where it is, first that applies: `--store PATH`; the environment variable
+//! `FSYNCLAB_STORE`; `$XDG_DATA_HOME/fsynclab/results.sqlite`;
+//! `~/.local/share/fsynclab/results.sqlite` (the XDG Base Directory default).
+//!
+//! A run goes in as its result's JSON object (the shape of `schema/result-v1.schema.json`)
+//! with the samples beside it, and comes back in the same shape: fields the store does not
+//! know (a later result version's timeline, attributions) are kept whole in `extra` and
+//! returned. The schema is versioned ([`schema`]) and portable to PostgreSQL.
+
+//!
+//! - [`location`]: where the store file is
+//! - [`write`] records runs and matrices; [`read`] lists and reads them back
+//! - [`json`]: a stored run streamed out as its result JSON
+//! - [`codec`]: the samples' compact encoding; [`schema`]: tables and migrations
+
+pub mod codec;
+mod json;
+mod location;
+mod read;
+pub(crate) mod schema;
+mod write;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use rusqlite::Connection;
+use serde_json::{Map, Value};
+
+pub use codec::{SampleColumns, SampleRecord, SampleRef};
+pub use location::{choose_path, resolve_path, STORE_ENV};
+
+/// Samples per stored block: about 1.5 MB each, so no single value comes near SQLite's
+/// 1 GB limit however long a run is, and a reader can stream a run block by block.
+pub const BLOCK_SAMPLES: usize = 1 << 18;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("no place for the results store: HOME is not set; give --store PATH or set {STORE_ENV}")]
+    NoLocation,
+    #[error("cannot create the directory of the results store {path}: {source}")]
+    CreateDir { path: PathBuf, source: std::io::Error },
+    #[error("results store {path}: {source}")]
+    Sqlite { path: String, source: rusqlite::Error },
+    #[error("results store {path} has schema version {found}, newer than this fsynclab knows ({known}): use a newer fsynclab, or --store another file")]
+    NewerSchema { path: String, found: u32, known: u32 },
+    #[error("{path} is an SQLite database but not a fsynclab results store: give --store another file")]
+    NotAStore { path: String },
+    #[error("no run {id} in the results store {path} (`fsynclab runs` lists them)")]
+    NoSuchRun { path: String, id: RunId },
+    #[error("cannot store the run: matrix {0} is not in the store (record it with create_matrix first)")]
+    NoSuchMatrix(String),
+    #[error("cannot store the run: the result has no valid '{0}'")]
+    BadResult(&'static str),
+    #[error("results store {path}, run {id}: {source}")]
+    Samples {
+        path: String,
+        id: RunId,
+        source: codec::CodecError,
+    },
+    #[error("cannot make a run id: {0}")]
+    Random(std::io::Error),
+}
+
+/// A run's number in its store, as `fsynclab runs` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RunId(pub i64);
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for RunId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RunId, String> {
+        s.parse::<i64>()
+            .ok()
+            .filter(|&n| n > 0)
+            .map(RunId)
+            .ok_or_else(|| format!("'{s}' is not a run id: expected a number as `fsynclab runs` lists it"))
+    }
+}
+
+/// Where a run sits in a matrix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MatrixPlace {
+    pub matrix_id: String,
+    /// The cell's (axis, value) pairs in the matrix's axis order, e.g.
+    /// `[("device", "ram"), ("coordination", "none")]`. Stored as a JSON array of pairs, since
+    /// values such as mount options hold `=` and `,`.
+    pub axes: Vec<(String, String)>,
+    /// 0-based repetition of the cell.
+    pub repetition: u32,
+}
+
+impl MatrixPlace {
+    /// `device=ram coordination=none`, for a listing.
+    pub fn cell_label(&self) -> String {
+        self.axes
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The stored form of a cell's axes (compact JSON pairs) and back; unreadable text gives no
+/// axes rather than failing a listing.
+pub(crate) fn axes_to_text(axes: &[(String, String)]) -> String {
+    serde_json::to_string(axes).unwrap_or_else(|_| "[]".into())
+}
+
+pub(crate) fn axes_from_text(text: Option<String>) -> Vec<(String, String)> {
+    text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+}
+
+/// A matrix as planned: its id, scenario, and the plan (axes, repetitions, order) as JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatrixRecord {
+    pub id: String,
+    pub scenario: String,
+    /// RFC 3339 UTC.
+    pub created_at: String,
+    pub plan: Value,
+}
+
+/// Which runs [`Store::runs`] lists; every condition given must hold.
+#[derive(Clone, Debug, Default)]
+pub struct RunFilter {
+    /// These runs only (none: any).
+    pub ids: Vec<RunId>,
+    pub scenario: Option<String>,
+    /// Runs started at or after this RFC 3339 time or date prefix (`2026-11-22`).
+    pub since: Option<String>,
+    pub matrix_id: Option<String>,
+    /// Parameters with exactly these values.
+    pub params: Vec<(String, String)>,
+    /// Text found in the parameters or the environment (ASCII case-insensitive).
+    pub contains: Vec<String>,
+    /// The newest `limit` runs only.
+    pub limit: Option<usize>,
+}
+
+/// A stored run as `fsynclab runs` lists it: everything but tables, findings and samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSummary {
+    pub id: RunId,
+    pub uid: String,
+    pub scenario: String,
+    pub started_at: String,
+    pub recorded_at: String,
+    pub duration_s: f64,
+    pub interrupted: bool,
+    pub sample_count: u64,
+    pub params: BTreeMap<String, String>,
+    pub environment: Value,
+    pub ops: Value,
+    pub background: Option<Value>,
+    /// The scenario's own figures (`{"commit.tps": 812.5}`), null when it names none.
+    pub figures: Value,
+    pub matrix: Option<MatrixPlace>,
+}
+
+impl RunSummary {
+    /// The run-level figures of the run, for `fsynclab compare`.
+    pub fn figures(&self) -> Result<crate::compare::RunFigures, crate::compare::figures::FigureError> {
+        let mut head = Map::new();
+        head.insert("duration_s".into(), self.duration_s.into());
+        head.insert("ops".into(), self.ops.clone());
+        if let Some(b) = &self.background {
+            head.insert("background".into(), b.clone());
+        }
+        head.insert("figures".into(), self.figures.clone());
+        crate::compare::run_figures(&self.id.to_string(), &Value::Object(head))
+    }
+}
+
+/// A run read back whole.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredRun {
+    pub id: RunId,
+    pub uid: String,
+    pub recorded_at: String,
+    pub matrix: Option<MatrixPlace>,
+    /// The result's JSON object without its samples.
+    pub result: Map<String, Value>,
+    pub samples: SampleColumns,
+}
+
+/// The results store.
+pub struct Store {
+    conn: Connection,
+    /// For messages.
+    path: String,
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it (and its directory) if needed, and brings its
+    /// schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let shown = path.display().to_string();
+        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite {
+            path: shown.clone(),
+            source,
+        })?;
+        Store::setup(conn, shown)
+    }
+
+    /// A store in memory, for tests and for a report of runs not kept.
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite {
+            path: ":memory:".into(),
+            source,
+        })?;
+        Store::setup(conn, ":memory:".into())
+    }
+
+    fn setup(mut conn: Connection, path: String) -> Result<Store, StoreError> {
+        let sql = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        // WAL: readers (`fsynclab runs` in another terminal) do not block a matrix writing
+        // its cells; NORMAL sync is durable at every checkpoint and never corrupts. The busy
+        // timeout lets two fsynclab processes share the store.
+        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        let found = schema::version(&conn).map_err(sql)?;
+        let known = schema::latest();
+        if found > known {
+            return Err(StoreError::NewerSchema { path, found, known });
+        }
+        if found == 0 && schema::any_table(&conn).map_err(sql)? {
+            return Err(StoreError::NotAStore { path });
+        }
+        if found < known {
+            schema::migrate(&mut conn, known, &crate::result::now_rfc3339()).map_err(sql)?;
+        }
+        Ok(Store { conn, path })
+    }
+
+    pub(crate) fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// The store's schema version.
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        schema::version(&self.conn).map_err(self.sql())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_parse_with_a_useful_error() {
+        assert_eq!("12".parse::<RunId>(), Ok(RunId(12)));
+        assert!("abc".parse::<RunId>().unwrap_err().contains("fsynclab runs"));
+        assert!("0".parse::<RunId>().is_err());
+    }
+
+    /// A store made by the first schema (before matrices existed) opens with today's code:
+    /// migrated in place, its run still there, now outside any matrix.
+    #[test]
+    fn issue11_store_of_schema_1_is_migrated_and_keeps_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            assert_eq!(schema::migrate(&mut conn, 1, "2026-01-01T00:00:00Z").unwrap(), 1);
+            let block = codec::encode(&[(5u64, "fsync", 1000u64, 0u64, None::<&str>)]);
+            conn.execute(
+                "INSERT INTO runs (uid, scenario, started_at, recorded_at, duration_s, interrupted,
+                    result_schema_version, params, environment, ops, background, tables, findings,
+                    extra, sample_count)
+                 VALUES ('u1', 'overwrite-fsync', '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z',
+                    1.5, 0, 1, '{\"sync\":\"fsync\"}', '{}', '{}', NULL, '[]', '[]', '{}', 1)",
+                [],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO sample_blocks (run_id, block, sample_count, format, data) VALUES (1, 0, 1, 1, ?1)",
+                [&block],
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), schema::latest());
+        let runs = store.runs(&RunFilter::default()).unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(
+            (runs[0].scenario.as_str(), runs[0].matrix.clone()),
+            ("overwrite-fsync", None)
+        );
+        assert_eq!(store.samples(RunId(1)).unwrap().get(0).latency_ns, 1000);
+        // And the new schema's features work on it.
+        store
+            .create_matrix(&MatrixRecord {
+                id: "m1".into(),
+                scenario: "fsync-tps".into(),
+                created_at: "2026-01-02T00:00:00Z".into(),
+                plan: serde_json::json!({"axes": []}),
+            })
+            .unwrap();
+        assert_eq!(store.matrix("m1").unwrap().unwrap().scenario, "fsync-tps");
+    }
+
+    #[test]
+    fn a_newer_store_or_a_foreign_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let newer = dir.path().join("newer.sqlite");
+        drop(Store::open(&newer).unwrap());
+        Connection::open(&newer)
+            .unwrap()
+            .execute(
+                "INSERT INTO schema_version (version, applied_at, what) VALUES (99, 'x', 'future')",
+                [],
+            )
+            .unwrap();
+        let e = Store::open(&newer).err().unwrap().to_string();
+        assert!(
+            e.contains("schema version 99") && e.contains("use a newer fsynclab"),
+            "{e}"
+        );
+
+        let foreign = dir.path().join("foreign.sqlite");
+        Connection::open(&foreign)
+            .unwrap()
+            .execute("CREATE TABLE t (x INTEGER)", [])
+            .unwrap();
+        let e = Store::open(&foreign).err().unwrap().to_string();
+        assert!(e.contains("not a fsynclab results store"), "{e}");
+    }
+}

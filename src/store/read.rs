@@ -1,0 +1,228 @@
+//! Reading the store: runs listed by a filter, one run whole with its samples, a matrix's
+//! plan.
+
+use std::collections::BTreeMap;
+
+use rusqlite::OptionalExtension;
+use serde_json::{Map, Value};
+
+use super::{
+    axes_from_text, codec, MatrixPlace, MatrixRecord, RunFilter, RunId, RunSummary, SampleColumns, Store, StoreError,
+    StoredRun,
+};
+
+/// LIKE pattern matching `text` anywhere, with LIKE's wildcards in it escaped by `\`.
+fn like_anywhere(text: &str) -> String {
+    let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+/// Parses a JSON column; a damaged one reads as null rather than failing a listing.
+fn json_col(text: Option<String>) -> Value {
+    text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null)
+}
+
+impl Store {
+    /// The runs `filter` selects, oldest first.
+    pub fn runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        let mut conditions: Vec<String> = Vec::new();
+        let mut args: Vec<String> = Vec::new();
+        let arg = |args: &mut Vec<String>, v: String| {
+            args.push(v);
+            format!("?{}", args.len())
+        };
+        if !filter.ids.is_empty() {
+            let list: Vec<String> = filter.ids.iter().map(|id| arg(&mut args, id.0.to_string())).collect();
+            conditions.push(format!("id IN ({})", list.join(", ")));
+        }
+        if let Some(s) = &filter.scenario {
+            let p = arg(&mut args, s.clone());
+            conditions.push(format!("scenario = {p}"));
+        }
+        if let Some(s) = &filter.since {
+            let p = arg(&mut args, s.clone());
+            conditions.push(format!("started_at >= {p}"));
+        }
+        if let Some(m) = &filter.matrix_id {
+            let p = arg(&mut args, m.clone());
+            conditions.push(format!("matrix_id = {p}"));
+        }
+        for (k, v) in &filter.params {
+            // Parameters are stored as compact JSON: a pair appears as "k":"v".
+            let pair = format!("{}:{}", Value::from(k.as_str()), Value::from(v.as_str()));
+            let p = arg(&mut args, like_anywhere(&pair));
+            conditions.push(format!("params LIKE {p} ESCAPE '\\'"));
+        }
+        for text in &filter.contains {
+            let p = arg(&mut args, like_anywhere(text));
+            conditions.push(format!(
+                "(params LIKE {p} ESCAPE '\\' OR environment LIKE {p} ESCAPE '\\')"
+            ));
+        }
+        let mut sql = String::from(
+            "SELECT id, uid, scenario, started_at, recorded_at, duration_s, interrupted, sample_count,
+                    params, environment, ops, background, matrix_id, matrix_cell, matrix_repetition, extra
+             FROM runs",
+        );
+        if !conditions.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&conditions.join(" AND "));
+        }
+        // The newest `limit`, shown oldest first.
+        match filter.limit {
+            Some(n) => {
+                sql = format!(
+                "SELECT * FROM ({sql} ORDER BY started_at DESC, id DESC LIMIT {n}) AS newest ORDER BY started_at, id"
+            )
+            }
+            None => sql.push_str(" ORDER BY started_at, id"),
+        }
+        let mut stmt = self.conn.prepare(&sql).map_err(self.sql())?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                let params: BTreeMap<String, String> =
+                    serde_json::from_str(&r.get::<_, String>(8)?).unwrap_or_default();
+                let matrix_id: Option<String> = r.get(12)?;
+                Ok(RunSummary {
+                    id: RunId(r.get(0)?),
+                    uid: r.get(1)?,
+                    scenario: r.get(2)?,
+                    started_at: r.get(3)?,
+                    recorded_at: r.get(4)?,
+                    duration_s: r.get(5)?,
+                    interrupted: r.get::<_, i64>(6)? != 0,
+                    sample_count: r.get::<_, i64>(7)? as u64,
+                    params,
+                    environment: json_col(r.get(9)?),
+                    ops: json_col(r.get(10)?),
+                    background: r.get::<_, Option<String>>(11)?.map(|t| json_col(Some(t))),
+                    figures: match json_col(r.get(15)?) {
+                        Value::Object(mut extra) => extra.remove("figures").unwrap_or(Value::Null),
+                        _ => Value::Null,
+                    },
+                    matrix: match matrix_id {
+                        Some(matrix_id) => Some(MatrixPlace {
+                            matrix_id,
+                            axes: axes_from_text(r.get(13)?),
+                            repetition: r.get::<_, Option<i64>>(14)?.unwrap_or(0) as u32,
+                        }),
+                        None => None,
+                    },
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+    }
+
+    /// One run, whole: its result JSON and its samples.
+    pub fn run(&self, id: RunId) -> Result<StoredRun, StoreError> {
+        type Row = (
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<i64>,
+            Map<String, Value>,
+        );
+        let row: Option<Row> = self
+            .conn
+            .query_row(
+                "SELECT uid, recorded_at, matrix_id, matrix_cell, matrix_repetition, scenario, started_at,
+                        duration_s, interrupted, result_schema_version, params, environment, ops,
+                        background, tables, findings, extra
+                 FROM runs WHERE id = ?1",
+                [id.0],
+                |r| {
+                    let mut result = Map::new();
+                    result.insert("schema_version".into(), r.get::<_, i64>(9)?.into());
+                    result.insert("scenario".into(), r.get::<_, String>(5)?.into());
+                    result.insert("started_at".into(), r.get::<_, String>(6)?.into());
+                    result.insert("duration_s".into(), r.get::<_, f64>(7)?.into());
+                    result.insert("interrupted".into(), (r.get::<_, i64>(8)? != 0).into());
+                    result.insert("params".into(), json_col(r.get(10)?));
+                    result.insert("environment".into(), json_col(r.get(11)?));
+                    result.insert("ops".into(), json_col(r.get(12)?));
+                    result.insert("background".into(), json_col(r.get(13)?));
+                    result.insert("tables".into(), json_col(r.get(14)?));
+                    result.insert("findings".into(), json_col(r.get(15)?));
+                    if let Value::Object(extra) = json_col(r.get(16)?) {
+                        result.extend(extra);
+                    }
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, result))
+                },
+            )
+            .optional()
+            .map_err(self.sql())?;
+        let (uid, recorded_at, matrix_id, cell, repetition, result) = row.ok_or_else(|| StoreError::NoSuchRun {
+            path: self.path.clone(),
+            id,
+        })?;
+        Ok(StoredRun {
+            id,
+            uid,
+            recorded_at,
+            matrix: matrix_id.map(|matrix_id| MatrixPlace {
+                matrix_id,
+                axes: axes_from_text(cell),
+                repetition: repetition.unwrap_or(0) as u32,
+            }),
+            result,
+            samples: self.samples(id)?,
+        })
+    }
+
+    /// The samples of one run, decoded.
+    pub fn samples(&self, id: RunId) -> Result<SampleColumns, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT data FROM sample_blocks WHERE run_id = ?1 ORDER BY block")
+            .map_err(self.sql())?;
+        let mut rows = stmt.query([id.0]).map_err(self.sql())?;
+        let mut out = SampleColumns::default();
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let data = row
+                .get_ref(0)
+                .and_then(|v| v.as_blob().map_err(Into::into))
+                .map_err(self.sql())?;
+            let block = codec::decode(data).map_err(|source| StoreError::Samples {
+                path: self.path.clone(),
+                id,
+                source,
+            })?;
+            if out.is_empty() {
+                out = block;
+            } else {
+                out.append(block);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn matrix(&self, id: &str) -> Result<Option<MatrixRecord>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT id, scenario, created_at, plan FROM matrices WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(MatrixRecord {
+                        id: r.get(0)?,
+                        scenario: r.get(1)?,
+                        created_at: r.get(2)?,
+                        plan: json_col(r.get(3)?),
+                    })
+                },
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_anywhere("50%_a\\b"), "%50\\%\\_a\\\\b%");
+    }
+}

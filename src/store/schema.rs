@@ -1,0 +1,152 @@
+//! The store's schema and its migrations: numbered steps, each applied once in its own
+//! transaction and recorded in `schema_version`, so a store made by any earlier fsynclab is
+//! brought up to date when opened, and one made by a later fsynclab is refused.
+//!
+//! Portable on purpose, so that a PostgreSQL backend can take the same records: plain
+//! column types (TEXT, INTEGER, BIGINT, DOUBLE PRECISION; BLOB becomes BYTEA there), ids as
+//! integers or text, timestamps as RFC 3339 UTC text (which sorts as time), JSON documents
+//! as TEXT, booleans as 0/1, and no SQLite-only syntax in the migrations. The one
+//! SQLite-specific query, whether a table exists, is [`table_exists`].
+
+use rusqlite::{Connection, OptionalExtension};
+
+pub(crate) struct Migration {
+    pub version: u32,
+    pub what: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration, in order. Never edit one that has shipped: add the next.
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        what: "runs and their samples",
+        sql: "
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    uid TEXT NOT NULL UNIQUE,
+    scenario TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    duration_s DOUBLE PRECISION NOT NULL,
+    interrupted INTEGER NOT NULL,
+    result_schema_version INTEGER NOT NULL,
+    params TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    ops TEXT NOT NULL,
+    background TEXT,
+    tables TEXT NOT NULL,
+    findings TEXT NOT NULL,
+    extra TEXT NOT NULL,
+    sample_count BIGINT NOT NULL
+);
+CREATE INDEX runs_by_start ON runs (started_at);
+CREATE INDEX runs_by_scenario ON runs (scenario, started_at);
+CREATE TABLE sample_blocks (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    block INTEGER NOT NULL,
+    sample_count INTEGER NOT NULL,
+    format INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (run_id, block)
+);
+",
+    },
+    Migration {
+        version: 2,
+        what: "matrices, and the place of a run in one",
+        sql: "
+CREATE TABLE matrices (
+    id TEXT PRIMARY KEY,
+    scenario TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    plan TEXT NOT NULL
+);
+ALTER TABLE runs ADD COLUMN matrix_id TEXT REFERENCES matrices (id);
+ALTER TABLE runs ADD COLUMN matrix_cell TEXT;
+ALTER TABLE runs ADD COLUMN matrix_repetition INTEGER;
+CREATE INDEX runs_by_matrix ON runs (matrix_id, matrix_cell, matrix_repetition);
+",
+    },
+];
+
+/// The newest schema this build knows.
+pub(crate) fn latest() -> u32 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// Whether `name` is a table of the database (the one SQLite-specific query; PostgreSQL
+/// would ask `information_schema.tables`).
+pub(crate) fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |_| Ok(()),
+    )
+    .optional()
+    .map(|r| r.is_some())
+}
+
+/// Tables of any kind, to tell an empty file from someone else's database.
+pub(crate) fn any_table(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1", [], |_| {
+        Ok(())
+    })
+    .optional()
+    .map(|r| r.is_some())
+}
+
+/// The schema version of the store: 0 for a new, empty database.
+pub(crate) fn version(conn: &Connection) -> rusqlite::Result<u32> {
+    if !table_exists(conn, "schema_version")? {
+        return Ok(0);
+    }
+    conn.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |r| r.get(0))
+}
+
+/// Applies every migration above the store's version up to `target`, each in its own
+/// transaction with its row in `schema_version`.
+pub(crate) fn migrate(conn: &mut Connection, target: u32, now: &str) -> rusqlite::Result<u32> {
+    if !table_exists(conn, "schema_version")? {
+        conn.execute_batch(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL, what TEXT NOT NULL);",
+        )?;
+    }
+    let from = version(conn)?;
+    let mut at = from;
+    for m in MIGRATIONS.iter().filter(|m| m.version > from && m.version <= target) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(m.sql)?;
+        tx.execute(
+            "INSERT INTO schema_version (version, applied_at, what) VALUES (?1, ?2, ?3)",
+            rusqlite::params![m.version, now, m.what],
+        )?;
+        tx.commit()?;
+        at = m.version;
+    }
+    Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1, "{}", m.what);
+        }
+    }
+
+    #[test]
+    fn migrating_twice_changes_nothing() {
+        let mut c = Connection::open_in_memory().unwrap();
+        assert_eq!(version(&c).unwrap(), 0);
+        assert_eq!(migrate(&mut c, latest(), "2026-01-01T00:00:00Z").unwrap(), latest());
+        assert_eq!(migrate(&mut c, latest(), "2026-01-02T00:00:00Z").unwrap(), latest());
+        let n: u32 = c
+            .query_row("SELECT COUNT(*) FROM schema_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, latest());
+    }
+}

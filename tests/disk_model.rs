@@ -1,0 +1,436 @@
+//! Issue 9: an emulated disk that behaves like a disk (seeks, rotation, a volatile write
+//! cache), `fsynclab exec`, and scheduler tunables. The privileged tests provision a small
+//! scratch filesystem under their own temporary --backing directory, take a few seconds
+//! each, and check that nothing is left behind.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fsynclab, leftovers, require, require_root};
+use serde_json::Value;
+
+fn backing() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fsynclab-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// The tests that time the emulated disk run one at a time, so that one's load does not
+/// slow another's daemon.
+static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn fuse_available() -> bool {
+    require_root() && require("/dev/fuse", Path::new("/dev/fuse").exists())
+}
+
+/// Loop devices and mounts whose paths lie under `dir`, plus files left in it.
+fn traces_under(dir: &Path) -> Vec<String> {
+    let d = dir.to_string_lossy().to_string();
+    let mut out: Vec<String> = leftovers(dir);
+    let losetup = Command::new("losetup")
+        .arg("-a")
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    out.extend(
+        String::from_utf8_lossy(&losetup)
+            .lines()
+            .filter(|l| l.contains(&d))
+            .map(String::from),
+    );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    out.extend(mountinfo.lines().filter(|l| l.contains(&d)).map(String::from));
+    out
+}
+
+/// A scratch ext4 on emulated disk `device`, 256 MiB.
+fn scratch(device: &str, backing: &Path) -> fsynclab::testbed::Prepared {
+    let args = fsynclab::cli::TargetArgs {
+        scratch: Some("ext4".into()),
+        device: Some(device.into()),
+        scratch_size: Some("256M".into()),
+        backing: Some(backing.to_path_buf()),
+        ..Default::default()
+    };
+    fsynclab::testbed::prepare(&args).unwrap_or_else(|e| panic!("scratch ext4 on {device}: {e:#}"))
+}
+
+/// A 32 MiB file written and synced, opened for O_DIRECT writes.
+fn prefilled(dir: &Path) -> std::fs::File {
+    let path = dir.join("data");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let block = vec![0x5au8; 1 << 20];
+    for _ in 0..32 {
+        f.write_all(&block).unwrap();
+    }
+    f.sync_all().unwrap();
+    drop(f);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+        .unwrap()
+}
+
+/// A 4 KiB buffer aligned for O_DIRECT.
+struct Aligned(*mut u8);
+
+impl Aligned {
+    fn new() -> Aligned {
+        let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!p.is_null());
+        Aligned(p)
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: `self.0` points to 4096 bytes we allocated and own.
+        unsafe { std::slice::from_raw_parts(self.0, 4096) }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.0, std::alloc::Layout::from_size_align(4096, 4096).unwrap()) }
+    }
+}
+
+/// Offsets of `n` distinct 4 KiB blocks spread over 32 MiB, from a fixed generator.
+fn random_blocks(n: usize) -> Vec<u64> {
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let block = x % 8192;
+        if seen.insert(block) {
+            out.push(block * 4096);
+        }
+    }
+    out
+}
+
+#[test]
+fn issue9_random_direct_writes_pay_seeks_and_rotation_sequential_ones_do_not() {
+    if !fuse_available() {
+        return;
+    }
+    let _serial = TIMING.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = backing();
+    {
+        // No write cache: every write is timed on the media.
+        let target = scratch("hdd-5400,cache=0", dir.path());
+        let f = prefilled(target.dir());
+        let buf = Aligned::new();
+        let time = |offsets: &[u64]| {
+            let start = Instant::now();
+            for off in offsets {
+                f.write_all_at(buf.as_slice(), *off).unwrap();
+            }
+            start.elapsed().as_secs_f64() / offsets.len() as f64
+        };
+        let sequential: Vec<u64> = (0..400).map(|i| i * 4096).collect();
+        let per_sequential = time(&sequential);
+        let per_random = time(&random_blocks(100));
+        // A random write within 32 MiB: a 1.1 ms settle plus a little seek, and half a
+        // rotation at 5400 rpm (5.6 ms) on average.
+        assert!(
+            (0.005..0.012).contains(&per_random),
+            "random 4 KiB direct write: {:.2} ms each",
+            per_random * 1e3
+        );
+        assert!(
+            per_random > 20.0 * per_sequential,
+            "random {:.3} ms vs sequential {:.3} ms a write",
+            per_random * 1e3,
+            per_sequential * 1e3
+        );
+    }
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
+    if !fuse_available() {
+        return;
+    }
+    let _serial = TIMING.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = backing();
+    {
+        let target = scratch("hdd-5400", dir.path());
+        let f = prefilled(target.dir());
+        let _ = target.flushes(); // marks the start of the measured stretch
+        let buf = Aligned::new();
+        let n = 300;
+        let start = Instant::now();
+        for off in random_blocks(n) {
+            f.write_all_at(buf.as_slice(), off).unwrap();
+        }
+        let writing = start.elapsed();
+        let start = Instant::now();
+        f.sync_data().unwrap();
+        let flush = start.elapsed();
+        let a = target.device_activity().expect("an emulated device");
+        // 300 writes fit the 8 MB cache: acknowledged at bus speed, far faster than the media.
+        assert!(
+            writing < Duration::from_millis(1500),
+            "{n} cached writes took {writing:?}"
+        );
+        // The flush waits for what is still cached, drained in elevator order: it costs
+        // what the model charged the media for those blocks (sorted, neighbours within a
+        // track are reached as the platter turns, farther ones need a seek and half a turn).
+        let pending = a.flush_pending_bytes_max.unwrap_or(0) / 4096;
+        assert!(pending > 100, "the flush found {pending} blocks waiting: {a:?}");
+        let per_op_ms = (a.positioning_ms + a.transfer_ms) / a.media_ops as f64;
+        let expected = Duration::from_secs_f64(per_op_ms * pending as f64 / 1e3);
+        assert!(
+            flush.as_secs_f64() > 0.8 * expected.as_secs_f64()
+                && flush.as_secs_f64() < 1.5 * expected.as_secs_f64() + 0.05,
+            "flush of {pending} cached blocks took {flush:?}; the model charged {expected:?} ({a:?})"
+        );
+        assert!(
+            per_op_ms > 1.0,
+            "{per_op_ms:.2} ms a block: 32 MiB of random blocks are not that close"
+        );
+    }
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue9_device_activity_is_recorded_and_matches_the_schema() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = backing();
+    let out = fsynclab()
+        .args(["run", "overwrite-fsync", "-f", "json", "--backing"])
+        .arg(dir.path())
+        .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
+        .args(common::TINY)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&r);
+    let p = &r["environment"]["device_profile"];
+    assert_eq!(p["model"]["cache"], "volatile");
+    assert_eq!(p["model"]["cache_bytes"], 8 << 20);
+    let a = &p["activity"];
+    assert!(a["writes"].as_u64() > Some(0), "{a}");
+    assert!(a["flushes"].as_u64() >= Some(1), "{a}");
+    assert_eq!(a["flushes"], p["flushes"], "one count of flushes");
+    assert!(a["seeks"].as_u64() > Some(0), "{a}");
+    assert!(a["flush_ms_mean"].as_f64() > Some(0.0), "{a}");
+    assert!(a["media_busy_fraction"].as_f64() > Some(0.0), "{a}");
+    assert!(!a["cache_occupancy"].as_array().unwrap().is_empty(), "{a}");
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+/// `fsynclab exec` on a small scratch ext2 over an emulated disk, under `backing`.
+fn exec(backing: &Path, command: &[&str]) -> std::process::Output {
+    fsynclab()
+        .args([
+            "exec",
+            "--scratch",
+            "ext2",
+            "--scratch-size",
+            "64M",
+            "--device",
+            "hdd-5400",
+            "--backing",
+        ])
+        .arg(backing)
+        .arg("--")
+        .args(command)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn issue9_exec_runs_the_command_in_the_scratch_filesystem_and_passes_its_status() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = backing();
+    let script = r#"test "$PWD" = "$FSYNCLAB_DIR" || exit 90
+grep -q " $PWD .* - ext2 " /proc/self/mountinfo || exit 91
+test -b "$FSYNCLAB_LOOP_DEVICE" || exit 92
+dd if=/dev/zero of=f bs=64k count=16 conv=fsync 2>/dev/null || exit 93
+exit 7"#;
+    let report = dir.path().join("report.json");
+    let out = fsynclab()
+        .args([
+            "exec",
+            "--scratch",
+            "ext2",
+            "--scratch-size",
+            "64M",
+            "--device",
+            "hdd-5400",
+        ])
+        .arg("--backing")
+        .arg(dir.path())
+        .arg("--output")
+        .arg(&report)
+        .args(["--", "sh", "-c", script])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    assert!(stderr.contains("fsynclab exec: device hdd-5400:"), "{stderr}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["exit_status"], 7);
+    assert!(r["environment"]["device_profile"]["activity"]["flushes"].as_u64() >= Some(1));
+    std::fs::remove_file(&report).unwrap();
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+
+    // A command killed by a signal: 128 + its number, and still nothing left.
+    let out = exec(dir.path(), &["sh", "-c", "kill -9 $$"]);
+    assert_eq!(out.status.code(), Some(137), "{}", String::from_utf8_lossy(&out.stderr));
+    // A command that is not there: 127, as shells say.
+    let out = exec(dir.path(), &["/nonexistent/command"]);
+    assert_eq!(out.status.code(), Some(127), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue9_sigterm_reaches_the_command_and_exec_undoes_everything() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = backing();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let marker: PathBuf = elsewhere.path().join("got-term");
+    let script = format!(
+        "trap 'touch {}; exit 5' TERM; while :; do sleep 0.1; done",
+        marker.display()
+    );
+    let private = common::PrivateState::new();
+    let bin = assert_cmd::cargo::cargo_bin("fsynclab");
+    let mut child = Command::new(bin)
+        .env(private.env().0, private.path())
+        .env("FSYNCLAB_STORE", "off")
+        .args([
+            "exec",
+            "--scratch",
+            "ext2",
+            "--scratch-size",
+            "64M",
+            "--device",
+            "hdd-5400",
+            "--backing",
+        ])
+        .arg(dir.path())
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fsynclab exec");
+    let state = private.file_of(child.id());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\"mount\"")) {
+        assert!(Instant::now() < deadline, "exec never mounted its scratch filesystem");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().expect("wait");
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    assert_eq!(status.code(), Some(5), "the command's own status: {stderr}");
+    assert!(!state.exists(), "state file removed");
+    assert!(marker.exists(), "the command's TERM trap ran");
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue9_exec_without_a_command_is_a_usage_error() {
+    let out = fsynclab().args(["exec", "--scratch", "ext4"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
+    if !require_root() {
+        return;
+    }
+    let dir = backing();
+    let out = fsynclab()
+        .args(["probe", "-q", "-f", "json", "--set", "iterations=3", "--backing"])
+        .arg(dir.path())
+        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+        .args(["--scheduler", "bfq:slice_idle=0,low_latency=0"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&r);
+    assert_eq!(r["environment"]["device"]["scheduler"], "bfq");
+    assert_eq!(r["environment"]["scratch"]["scheduler"], "bfq");
+    assert_eq!(
+        r["environment"]["scratch"]["scheduler_tunables"],
+        serde_json::json!({"slice_idle": "0", "low_latency": "0"})
+    );
+    let out = fsynclab()
+        .args(["probe", "-q", "--set", "iterations=1", "--backing"])
+        .arg(dir.path())
+        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+        .args(["--scheduler", "mq-deadline:slice_idle=8"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("unknown tunable 'slice_idle'"), "{stderr}");
+    assert!(stderr.contains("write_expire"), "names the valid ones: {stderr}");
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
+}
+
+#[test]
+fn issue9_list_devices_prints_every_profile_with_its_sources() {
+    let out = fsynclab().arg("list-devices").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in ["host", "ram", "hdd-5400", "hdd-7200", "ssd-sata", "nvme", "san"] {
+        assert!(text.contains(name), "{name}: {text}");
+    }
+    assert!(text.contains("Hitachi Travelstar 5K320"), "{text}");
+    assert!(text.contains("5400 rpm (11.11 ms a rotation)"), "{text}");
+    assert!(text.contains("ceiling"), "the daemon's ceiling is stated: {text}");
+    let help = fsynclab()
+        .args(["run", "overwrite-fsync", "--scratch", "ext4", "--device", "help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&help.stdout),
+        text,
+        "--device help is the same listing"
+    );
+    let bad = fsynclab()
+        .args(["probe", "--scratch", "ext4", "--device", "hdd-5400,cache=lots"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("cache=lots"), "{stderr}");
+}

@@ -1,0 +1,1066 @@
+//! Issue 8: every way out leaves the machine as it was. Overlapping sysctl runs, every
+//! terminating signal, a busy mount at the end, a second Ctrl-C, killed `--dir` runs, state
+//! files that name what is not fsynclab's, and a sweep that SIGKILLs a scratch run at every
+//! step of its life and checks that `fsynclab cleanup` restores the machine exactly.
+//!
+//! The tests of this file run one at a time, each with a state directory of its own
+//! (`FSYNCLAB_STATE_DIR`): one's `cleanup` would otherwise undo what another is looking at,
+//! or meet a user's leftovers.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead as _, Write as _};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{fsynclab, leftovers, require, require_root};
+use serde_json::Value;
+
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The running test's turn and its state directory, named to every fsynclab it starts
+/// (the variable is set in this process while the guard lives: the tests run one at a time),
+/// with the results store off.
+struct Serial {
+    _turn: std::sync::MutexGuard<'static, ()>,
+    _state: common::PrivateState,
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        std::env::remove_var(common::STATE_DIR_ENV);
+    }
+}
+
+fn serial() -> Serial {
+    let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let state = common::PrivateState::new();
+    std::env::set_var(common::STATE_DIR_ENV, state.path());
+    // As common::fsynclab(): never the user's results store.
+    std::env::set_var("FSYNCLAB_STORE", "off");
+    Serial {
+        _turn: turn,
+        _state: state,
+    }
+}
+
+/// The running test's state directory.
+fn state_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os(common::STATE_DIR_ENV).expect("serial() sets the state directory"))
+}
+
+/// The state file of the run with `pid`.
+fn state_file(pid: u32) -> PathBuf {
+    state_dir().join(format!("{pid}.json"))
+}
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("fsynclab")
+}
+
+fn fuse_available() -> bool {
+    require_root() && require("/dev/fuse", Path::new("/dev/fuse").exists())
+}
+
+/// A temporary directory for scratch images and work directories.
+fn scratch_backing() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fsynclab-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// Runs `fsynclab cleanup` when dropped, so that a failing test leaves nothing behind.
+struct CleanupGuard;
+
+impl Drop for CleanupGuard {
+    fn drop(&mut self) {
+        let _ = fsynclab().arg("cleanup").output();
+    }
+}
+
+/// Puts a sysctl back when dropped.
+struct SysctlGuard(&'static str, String);
+
+impl SysctlGuard {
+    fn new(name: &'static str) -> SysctlGuard {
+        SysctlGuard(name, sysctl(name))
+    }
+}
+
+impl Drop for SysctlGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::write(format!("/proc/sys/vm/{}", self.0), &self.1);
+    }
+}
+
+fn sysctl(name: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn send(child: &Child, signal: i32) {
+    // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+}
+
+/// Waits for `child` at most `limit`, killing it if it takes longer.
+fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            // Reaped before the panic, so that the cleanup guard sees a dead run.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fsynclab did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The stderr of a finished child.
+fn stderr_of(child: &mut Child) -> String {
+    let mut text = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut err, &mut text);
+    }
+    text
+}
+
+/// Waits until `path` exists and contains `needle` (a state file showing a step).
+fn wait_for_file_containing(path: &Path, needle: &str, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(path).is_ok_and(|s| s.contains(needle)) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("fsynclab ended ({status}) before {} showed {needle}", path.display());
+        }
+        assert!(Instant::now() < deadline, "{} never showed {needle}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A long scratch run on an emulated disk with a sysctl set; returns once it is measuring.
+fn start_scratch_run(backing: &Path) -> (Child, PathBuf) {
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "run",
+        "overwrite-fsync",
+        "-q",
+        "--set",
+        "duration=60s",
+        "--set",
+        "file_size=32M",
+    ])
+    .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
+    .args(["--dirty-ratio", "13", "--backing"])
+    .arg(backing)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start fsynclab");
+    let state = state_file(child.id());
+    wait_for_file_containing(&state, "\"sysctl\"", &mut child);
+    std::thread::sleep(Duration::from_millis(300));
+    (child, state)
+}
+
+/// Loop devices and mounts whose paths lie under `dir`, plus files left in it.
+fn traces_under(dir: &Path) -> Vec<String> {
+    let d = dir.to_string_lossy().to_string();
+    let mut out: Vec<String> = leftovers(dir);
+    let losetup = Command::new("losetup")
+        .arg("-a")
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    out.extend(
+        String::from_utf8_lossy(&losetup)
+            .lines()
+            .filter(|l| l.contains(&d))
+            .map(String::from),
+    );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    out.extend(mountinfo.lines().filter(|l| l.contains(&d)).map(String::from));
+    out
+}
+
+// ---- item 1: overlapping --dirty-ratio runs ----
+
+/// `fsynclab run overwrite-fsync --dir DIR` for about `duration`, with `extra` arguments.
+fn dir_run(dir: &Path, duration: &str, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(["run", "overwrite-fsync", "-q", "-f", "json", "--dir"])
+        .arg(dir)
+        .args(["--set", &format!("duration={duration}"), "--set", "sleep=100ms"])
+        .args(["--set", "file_size=16M"])
+        .args(extra);
+    cmd
+}
+
+#[test]
+fn issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live() {
+    if !require_root() {
+        return;
+    }
+    let _serial = serial();
+    let _guard = SysctlGuard::new("dirty_ratio");
+    let before = sysctl("dirty_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = dir_run(dir.path(), "3s", &["--dirty-ratio", "5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file_containing(&state_file(a.id()), "\"sysctl\"", &mut a);
+    let b = dir_run(dir.path(), "3s", &["--dirty-ratio", "7"]).output().unwrap();
+    let b_err = String::from_utf8_lossy(&b.stderr);
+    assert_eq!(b.status.code(), Some(2), "the second run must be refused: {b_err}");
+    assert_eq!(b_err.trim_end().lines().count(), 1, "{b_err}");
+    assert!(
+        b_err.contains(&format!("fsynclab pid {}", a.id())) && b_err.contains("vm.dirty_ratio=5"),
+        "the refusal names the run holding the sysctls: {b_err}"
+    );
+    assert_eq!(sysctl("dirty_ratio"), "5", "the refused run changed nothing");
+    let a_out = a.wait_with_output().unwrap();
+    assert!(a_out.status.success(), "{}", String::from_utf8_lossy(&a_out.stderr));
+    let r: Value = serde_json::from_slice(&a_out.stdout).unwrap();
+    assert_eq!(r["environment"]["sysctls_set"]["dirty_ratio"], 5);
+    let findings = r["findings"].to_string();
+    assert!(
+        !findings.contains("sysctls:"),
+        "A ran under its own value throughout: {findings}"
+    );
+    assert_eq!(sysctl("dirty_ratio"), before, "restored by the one run that set it");
+}
+
+#[test]
+fn issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
+    if !require_root() {
+        return;
+    }
+    let _serial = serial();
+    let _guard = SysctlGuard::new("dirty_ratio");
+    let _cleanup = CleanupGuard;
+    let before = sysctl("dirty_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = dir_run(dir.path(), "60s", &["--dirty-ratio", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file_containing(&state_file(a.id()), "\"sysctl\"", &mut a);
+    a.kill().unwrap();
+    a.wait().unwrap();
+    let b = dir_run(dir.path(), "1s", &["--dirty-ratio", "7"]).output().unwrap();
+    let b_err = String::from_utf8_lossy(&b.stderr);
+    assert_eq!(b.status.code(), Some(2), "{b_err}");
+    assert!(
+        b_err.contains(&format!("pid {}", a.id())) && b_err.contains("run `fsynclab cleanup` first"),
+        "{b_err}"
+    );
+    let cleanup = fsynclab().arg("cleanup").output().unwrap();
+    assert!(cleanup.status.success(), "{}", String::from_utf8_lossy(&cleanup.stderr));
+    assert_eq!(sysctl("dirty_ratio"), before);
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+    let b = dir_run(dir.path(), "1s", &["--dirty-ratio", "7"]).output().unwrap();
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    assert_eq!(sysctl("dirty_ratio"), before);
+}
+
+#[test]
+fn issue8_a_result_says_when_a_sysctl_changed_under_it() {
+    if !require_root() {
+        return;
+    }
+    let _serial = serial();
+    let _guard = SysctlGuard::new("dirty_ratio");
+    let before: u64 = sysctl("dirty_ratio").parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir_run(dir.path(), "2s", &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    std::fs::write("/proc/sys/vm/dirty_ratio", (before - 1).to_string()).unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = r["findings"].to_string();
+    assert!(
+        findings.contains(&format!("vm.dirty_ratio {before} -> {}", before - 1)),
+        "{findings}"
+    );
+}
+
+// ---- item 2: every terminating signal ----
+
+#[test]
+fn issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let signals = [
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+        libc::SIGPROF,
+        libc::SIGRTMIN(),
+        libc::SIGRTMAX(),
+    ];
+    for signal in signals {
+        let mut run = dir_run(dir.path(), "60s", &[])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        send(&run, signal);
+        let status = wait_at_most(&mut run, Duration::from_secs(10));
+        let err = stderr_of(&mut run);
+        assert_eq!(status.code(), Some(128 + signal), "signal {signal}: {status}, {err}");
+        assert!(err.contains(&format!("interrupted by signal {signal}")), "{err}");
+        assert!(
+            leftovers(dir.path()).is_empty(),
+            "signal {signal} left {:?}",
+            leftovers(dir.path())
+        );
+    }
+}
+
+#[test]
+fn issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
+    if !fuse_available() {
+        return;
+    }
+    let _serial = serial();
+    let _cleanup = CleanupGuard;
+    let _guard = SysctlGuard::new("dirty_ratio");
+    let before = sysctl("dirty_ratio");
+    let backing = scratch_backing();
+    for signal in [libc::SIGHUP, libc::SIGUSR1, libc::SIGQUIT] {
+        let (mut run, state) = start_scratch_run(backing.path());
+        send(&run, signal);
+        let status = wait_at_most(&mut run, Duration::from_secs(60));
+        let err = stderr_of(&mut run);
+        assert_eq!(status.code(), Some(128 + signal), "signal {signal}: {err}");
+        assert!(!state.exists(), "signal {signal}: state file left");
+        assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "signal {signal}");
+        assert_eq!(sysctl("dirty_ratio"), before, "signal {signal}");
+    }
+}
+
+#[test]
+fn issue8_a_signal_ignored_at_start_stays_ignored() {
+    // `nohup fsynclab ...` must survive the terminal closing.
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = dir_run(dir.path(), "2s", &[]);
+    // SAFETY: signal(2) is async-signal-safe; it runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut run = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    send(&run, libc::SIGHUP);
+    let status = wait_at_most(&mut run, Duration::from_secs(30));
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut run.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(status.success(), "{status}: {}", stderr_of(&mut run));
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["interrupted"], false);
+}
+
+/// A pseudo-terminal pair: the master's descriptor and the slave's path.
+fn open_pty() -> (std::os::fd::OwnedFd, std::ffi::CString) {
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: posix_openpt returns a new descriptor or -1; fcntl, grantpt, unlockpt and
+    // ptsname_r act on it; ptsname_r writes at most `buf.len()` bytes into `buf`.
+    unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(master >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        // Not inherited by fsynclab: the hangup comes when the test closes the last copy.
+        assert_eq!(libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC), 0);
+        assert_eq!(libc::grantpt(master), 0);
+        assert_eq!(libc::unlockpt(master), 0);
+        let mut buf = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(master, buf.as_mut_ptr(), buf.len()), 0);
+        let name = std::ffi::CStr::from_ptr(buf.as_ptr()).to_owned();
+        (std::os::fd::OwnedFd::from_raw_fd(master), name)
+    }
+}
+
+#[test]
+fn issue8_a_closed_terminal_still_undoes_a_scratch_run() {
+    if !fuse_available() {
+        return;
+    }
+    let _serial = serial();
+    let _cleanup = CleanupGuard;
+    let _guard = SysctlGuard::new("dirty_ratio");
+    let before = sysctl("dirty_ratio");
+    let backing = scratch_backing();
+    let (master, slave) = open_pty();
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "run",
+        "overwrite-fsync",
+        "-q",
+        "--set",
+        "duration=60s",
+        "--set",
+        "file_size=32M",
+    ])
+    .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
+    .args(["--dirty-ratio", "13", "--backing"])
+    .arg(backing.path());
+    // SAFETY: between fork and exec the closure calls only async-signal-safe functions
+    // (setsid, open, ioctl, dup2, close) on the path prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Its own session, with the terminal as controlling terminal: closing the
+            // master then hangs it up, and the kernel sends SIGHUP, as when an ssh drops.
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let fd = libc::open(slave.as_ptr(), libc::O_RDWR);
+            if fd < 0 || libc::ioctl(fd, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for target in 0..3 {
+                libc::dup2(fd, target);
+            }
+            libc::close(fd);
+            Ok(())
+        });
+    }
+    let mut run = cmd.spawn().expect("start fsynclab on a terminal");
+    let state = state_file(run.id());
+    wait_for_file_containing(&state, "\"sysctl\"", &mut run);
+    std::thread::sleep(Duration::from_millis(300));
+    // Hang up: the master's last descriptor goes, as when a terminal window closes.
+    drop(master);
+    let status = wait_at_most(&mut run, Duration::from_secs(60));
+    // 129: stopped by SIGHUP; no panic (101) writing to the hung-up terminal.
+    assert_eq!(status.code(), Some(129), "a hung-up run exits 128 + SIGHUP: {status}");
+    assert!(!state.exists(), "state file left after a hangup");
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+    assert_eq!(sysctl("dirty_ratio"), before);
+}
+
+// ---- item 3: a busy mount at the end of a run ----
+
+#[test]
+fn issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
+    if !fuse_available() {
+        return;
+    }
+    let _serial = serial();
+    let _cleanup = CleanupGuard;
+    let backing = scratch_backing();
+    let mut run = Command::new(bin())
+        .args(["probe", "-q", "--set", "iterations=1000"])
+        .args([
+            "--scratch",
+            "ext4",
+            "--scratch-size",
+            "128M",
+            "--device",
+            "flush=1ms",
+            "--backing",
+        ])
+        .arg(backing.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let state = state_file(run.id());
+    wait_for_file_containing(&state, "\"mount\"", &mut run);
+    let scratch = std::fs::read_dir(backing.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().starts_with("fsynclab-scratch-"))
+        .expect("the scratch directory")
+        .path();
+    // Steps are recorded before they are done: wait for the kernel to show the mount.
+    let mnt = scratch.join("mnt");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .contains(&format!(" {} ", mnt.display()))
+    {
+        assert!(Instant::now() < deadline, "{} never mounted", mnt.display());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A shell sitting in the scratch filesystem: the mount cannot come off.
+    let mut sitter = Command::new("sleep").arg("120").current_dir(&mnt).spawn().unwrap();
+    let status = wait_at_most(&mut run, Duration::from_secs(60));
+    let err = stderr_of(&mut run);
+    assert_eq!(status.code(), Some(1), "a run that could not undo a step fails: {err}");
+    assert!(
+        err.contains(&format!(
+            "busy: pid {} (sleep) has its working directory there",
+            sitter.id()
+        )),
+        "says why: {err}"
+    );
+    assert!(
+        err.contains("left in place:") && err.contains("loop device /dev/loop"),
+        "{err}"
+    );
+    assert!(state.exists(), "the state file still records what is left");
+    assert!(
+        traces_under(backing.path()).iter().any(|t| t.contains("/dev/loop")),
+        "the loop device is still there, and still names the scratch directory"
+    );
+
+    // cleanup cannot undo it either while the shell stays, and says so.
+    let out = fsynclab().arg("cleanup").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("could not undo") && stderr.contains("busy"), "{stderr}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("loop device"),
+        "the loop device is not reported undone: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(state.exists(), "cleanup keeps the state file while anything remains");
+
+    sitter.kill().unwrap();
+    sitter.wait().unwrap();
+    let out = fsynclab().arg("cleanup").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("undone: pid"));
+    assert!(!state.exists());
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+// ---- item 5: a second Ctrl-C ----
+
+#[test]
+fn issue8_a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it() {
+    if !fuse_available() {
+        return;
+    }
+    let _serial = serial();
+    let _cleanup = CleanupGuard;
+    let _guard = SysctlGuard::new("dirty_ratio");
+    let before = sysctl("dirty_ratio");
+    let backing = scratch_backing();
+    let (mut run, state) = start_scratch_run(backing.path());
+    send(&run, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(10));
+    send(&run, libc::SIGINT);
+    let status = wait_at_most(&mut run, Duration::from_secs(30));
+    let err = stderr_of(&mut run);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("second signal: exiting at once"), "{err}");
+    for what in [
+        "mount ",
+        "loop device /dev/loop",
+        "emulated device (FUSE)",
+        "vm.dirty_ratio",
+        "directory ",
+    ] {
+        assert!(err.contains(what), "the message names the {what}: {err}");
+    }
+    assert!(err.contains("`fsynclab cleanup` undoes them"), "{err}");
+    assert!(state.exists());
+    let out = fsynclab().arg("cleanup").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!state.exists());
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+    assert_eq!(sysctl("dirty_ratio"), before);
+}
+
+// ---- item 4, second half: work directories of killed --dir runs ----
+
+/// A runtime directory for a non-root user (the test's state directory wins over it).
+fn user_runtime_dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("fsynclab-runtime-").tempdir().unwrap()
+}
+
+#[test]
+fn issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run() {
+    let _serial = serial();
+    let runtime = user_runtime_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = dir_run(dir.path(), "60s", &[])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while leftovers(dir.path()).is_empty() {
+        assert!(Instant::now() < deadline, "no work directory appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let left = leftovers(dir.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+
+    // The next run in the same directory points at it.
+    let next = dir_run(dir.path(), "200ms", &[])
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    let hint = String::from_utf8_lossy(&next.stderr);
+    assert!(
+        hint.contains("work directories of runs killed earlier") && hint.contains(&left[0]),
+        "{hint}"
+    );
+    assert!(hint.contains("`fsynclab cleanup` removes"), "{hint}");
+
+    let out = fsynclab()
+        .arg("cleanup")
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains(&format!("undone: pid {}: directory", run.id())),
+        "{stdout}"
+    );
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}
+
+// ---- item 12: cleanup trusts nothing that is not fsynclab's ----
+
+#[test]
+fn issue8_cleanup_removes_nothing_without_fsynclabs_shape() {
+    let _serial = serial();
+    let runtime = user_runtime_dir();
+    let state_dir = state_dir();
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let precious = work.path().join("precious");
+    std::fs::create_dir(&precious).unwrap();
+    std::fs::write(precious.join("thesis.tex"), b"years of work").unwrap();
+    // The shape of a scratch directory, but another process's.
+    let not_mine = work.path().join("fsynclab-scratch-12-00000000");
+    std::fs::create_dir(&not_mine).unwrap();
+    // No process has this pid (pid_max is at most 2^22).
+    let pid = 4_000_000_002u32;
+    let file = state_dir.join(format!("{pid}.json"));
+    let forged = serde_json::json!({
+        "pid": pid, "start_time": 1,
+        "steps": [
+            {"step": "directory", "path": precious},
+            {"step": "directory", "path": not_mine},
+            {"step": "directory", "path": work.path().join(format!("fsynclab-scratch-{pid}-00000000/../precious"))},
+            {"step": "sysctl", "name": "swappiness", "previous": 0},
+        ]
+    });
+    std::fs::write(&file, forged.to_string()).unwrap();
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _remove = Remove(file.clone());
+    let out = fsynclab()
+        .arg("cleanup")
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        precious.join("thesis.tex").exists(),
+        "cleanup deleted a directory it did not make"
+    );
+    assert!(not_mine.exists());
+    assert_eq!(
+        stderr.matches("does not have the shape").count(),
+        3,
+        "each refused path is named: {stderr}"
+    );
+    assert!(
+        stderr.contains("vm.swappiness is not a sysctl fsynclab sets"),
+        "{stderr}"
+    );
+    assert!(file.exists(), "the state file stays for the user to look at");
+}
+
+// ---- the fault-injection sweep ----
+
+/// What the sweep compares before and after: everything a scratch run touches.
+#[derive(Debug, PartialEq)]
+struct Machine {
+    /// Attached loop devices and their backing files.
+    loops: BTreeMap<String, String>,
+    /// Every loop device's scheduler and rotational flag.
+    loop_settings: BTreeMap<String, String>,
+    /// Every mount: mount point, type and source.
+    mounts: BTreeSet<String>,
+    sysctls: BTreeMap<String, String>,
+    trace_instances: BTreeSet<String>,
+    run_state: BTreeSet<String>,
+    files: BTreeSet<String>,
+    /// Processes still working in the backing directory.
+    stragglers: BTreeSet<String>,
+}
+
+fn list(dir: &Path) -> BTreeSet<String> {
+    leftovers(dir).into_iter().collect()
+}
+
+fn snapshot(backing: &Path) -> Machine {
+    let mut loops = BTreeMap::new();
+    let mut loop_settings = BTreeMap::new();
+    for entry in std::fs::read_dir("/sys/block").unwrap().filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        let read = |p: &str| {
+            std::fs::read_to_string(entry.path().join(p))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        let backing_file = read("loop/backing_file");
+        if !backing_file.is_empty() {
+            loops.insert(name.clone(), backing_file);
+        }
+        loop_settings.insert(
+            name,
+            format!("{} rotational={}", read("queue/scheduler"), read("queue/rotational")),
+        );
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let mounts = mountinfo
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let sep = f.iter().position(|x| *x == "-").unwrap_or(0);
+            format!(
+                "{} {} {}",
+                f[4],
+                f.get(sep + 1).unwrap_or(&""),
+                f.get(sep + 2).unwrap_or(&"")
+            )
+        })
+        .collect();
+    let sysctls = [
+        "dirty_ratio",
+        "dirty_background_ratio",
+        "dirty_bytes",
+        "dirty_background_bytes",
+        "dirty_expire_centisecs",
+        "dirty_writeback_centisecs",
+    ]
+    .into_iter()
+    .map(|n| (n.to_string(), sysctl(n)))
+    .collect();
+    let mut trace_instances = BTreeSet::new();
+    for dir in ["/sys/kernel/tracing/instances", "/sys/kernel/debug/tracing/instances"] {
+        trace_instances.extend(list(Path::new(dir)).into_iter().map(|i| format!("{dir}/{i}")));
+    }
+    let b = backing.to_string_lossy().into_owned();
+    let stragglers = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&b))
+        .collect();
+    Machine {
+        loops,
+        loop_settings,
+        mounts,
+        sysctls,
+        trace_instances,
+        run_state: list(&state_dir()),
+        files: list(backing),
+        stragglers,
+    }
+}
+
+/// Loop devices created by a run stay as free devices: compare the settings of those
+/// that existed before only.
+fn same_machine(before: &Machine, after: &Machine) -> Result<(), String> {
+    let mut after_settings = after.loop_settings.clone();
+    after_settings.retain(|k, _| before.loop_settings.contains_key(k));
+    let comparable = Machine {
+        loop_settings: after_settings,
+        ..snapshot_clone(after)
+    };
+    if &comparable == before {
+        Ok(())
+    } else {
+        Err(format!("before: {before:#?}\nafter: {comparable:#?}"))
+    }
+}
+
+fn snapshot_clone(m: &Machine) -> Machine {
+    Machine {
+        loops: m.loops.clone(),
+        loop_settings: m.loop_settings.clone(),
+        mounts: m.mounts.clone(),
+        sysctls: m.sysctls.clone(),
+        trace_instances: m.trace_instances.clone(),
+        run_state: m.run_state.clone(),
+        files: m.files.clone(),
+        stragglers: m.stragglers.clone(),
+    }
+}
+
+/// How a sweep run is stopped: at a named point, or after a delay.
+#[derive(Clone, Debug)]
+enum KillAt {
+    Point(&'static str),
+    After(Duration),
+}
+
+/// The points of a scratch run on an emulated disk with a scheduler and two sysctls, from
+/// the first step to the last undo (see src/testbed/pause.rs).
+const POINTS: &[&str] = &[
+    "recorded:directory",
+    "done:directory",
+    "run:mkfs.ext4",
+    "recorded:fuse",
+    "done:fuse",
+    "recorded:loop",
+    "run:losetup",
+    "done:loop",
+    "recorded:rotational",
+    "done:rotational",
+    "recorded:scheduler",
+    "done:scheduler",
+    "recorded:mount",
+    "run:mount",
+    "done:mount",
+    "recorded:sysctl",
+    "done:sysctl",
+    "recorded:sysctl@2",
+    "done:sysctl@2",
+    "prepared",
+    "undo:sysctl",
+    "undone:sysctl",
+    "undo:sysctl@2",
+    "undo:mount",
+    "run:umount",
+    "undone:mount",
+    "undo:scheduler",
+    "undone:scheduler",
+    "undo:rotational",
+    "undone:rotational",
+    "undo:loop",
+    "run:losetup@2",
+    "undone:loop",
+    "undo:fuse",
+    "run:umount@2",
+    "undone:fuse",
+    "undo:directory",
+    "undone:directory",
+];
+
+/// Starts a sweep run, waits for the kill point, and SIGKILLs it. Returns false if the run
+/// ended before the delay.
+/// The run the sweep kills: a scratch ext4 on an emulated disk, with a scheduler and two
+/// sysctls, so that every kind of step is there.
+fn sweep_run(backing: &Path) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(["probe", "-q", "--set", "iterations=20"])
+        .args(["--scratch", "ext4", "--scratch-size", "160M", "--device", "hdd-5400"])
+        .args(["--scheduler", "mq-deadline"])
+        .args(["--dirty-ratio", "13", "--dirty-expire", "7s"])
+        .arg("--backing")
+        .arg(backing);
+    cmd
+}
+
+fn kill_sweep_run(backing: &Path, at: &KillAt) -> bool {
+    let mut cmd = sweep_run(backing);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    if let KillAt::Point(point) = at {
+        cmd.env("FSYNCLAB_TEST_PAUSE", point);
+    }
+    let mut run = cmd.spawn().expect("start fsynclab");
+    let stderr = run.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let killed = match at {
+        KillAt::Point(point) => {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut seen = Vec::new();
+            loop {
+                match rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(line) if line == format!("fsynclab: test pause at {}", point.split('@').next().unwrap()) => {
+                        break
+                    }
+                    Ok(line) => seen.push(line),
+                    Err(_) => {}
+                }
+                if let Some(status) = run.try_wait().unwrap() {
+                    panic!("the run ended ({status}) without reaching {point}: {seen:?}");
+                }
+                assert!(Instant::now() < deadline, "{point} never reached: {seen:?}");
+            }
+            true
+        }
+        KillAt::After(delay) => {
+            std::thread::sleep(*delay);
+            run.try_wait().unwrap().is_none()
+        }
+    };
+    let _ = run.kill();
+    wait_dead(&mut run, &format!("{at:?}"));
+    killed
+}
+
+/// Waits for a SIGKILLed run to be gone. One that is not within 10 s is stuck in an
+/// uninterruptible wait (see src/testbed/deadman.rs): a failure, after freeing it.
+fn wait_dead(run: &mut Child, at: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while run.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let state = std::fs::read_to_string(format!("/proc/{}/status", run.id())).unwrap_or_default();
+            let state = state
+                .lines()
+                .find(|l| l.starts_with("State:"))
+                .unwrap_or("")
+                .to_string();
+            // Free it for the next tests: abort its emulated device's FUSE connection.
+            for m in std::fs::read_to_string("/proc/self/mountinfo")
+                .unwrap_or_default()
+                .lines()
+            {
+                let point = m.split(' ').nth(4).unwrap_or("");
+                if point.contains(&format!("fsynclab-scratch-{}-", run.id())) && point.ends_with("/dev") {
+                    let _ = Command::new("umount").args(["-f", point]).output();
+                }
+            }
+            let _ = run.wait();
+            panic!("a run SIGKILLed at {at} was still there 10 s later ({state})");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
+    // SIGKILL while the prober waits in fdatasync for the emulated disk: the process must
+    // die, not hang in an uninterruptible wait for its own FUSE thread.
+    if !fuse_available() {
+        return;
+    }
+    let _serial = serial();
+    let _cleanup = CleanupGuard;
+    let backing = scratch_backing();
+    for i in 0..5 {
+        let mut run = Command::new(bin())
+            .args(["probe", "-q", "--set", "iterations=1000"])
+            .args([
+                "--scratch",
+                "ext4",
+                "--scratch-size",
+                "160M",
+                "--device",
+                "hdd-5400",
+                "--backing",
+            ])
+            .arg(backing.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let state = state_file(run.id());
+        wait_for_file_containing(&state, "\"mount\"", &mut run);
+        std::thread::sleep(Duration::from_millis(300 + 70 * i));
+        run.kill().unwrap();
+        wait_dead(&mut run, &format!("measurement, kill {i}"));
+        let out = fsynclab().arg("cleanup").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+    }
+}
+
+#[test]
+fn issue8_sigkill_at_every_step_then_cleanup_restores_the_machine() {
+    if !fuse_available()
+        || !require(
+            "mkfs.ext4",
+            fsynclab::testbed::command::find_tool("mkfs.ext4").is_some(),
+        )
+    {
+        return;
+    }
+    let _serial = serial();
+    let _cleanup = CleanupGuard;
+    let _guards = [
+        SysctlGuard::new("dirty_ratio"),
+        SysctlGuard::new("dirty_expire_centisecs"),
+    ];
+    let backing = scratch_backing();
+    let before = snapshot(backing.path());
+    let started = Instant::now();
+    // One run to its end: it must leave the machine as it was, and its length spreads the
+    // kills by delay over its whole life, reaching what the named points do not (inside
+    // mkfs, mount, the measurement).
+    let whole = sweep_run(backing.path()).output().unwrap();
+    assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
+    let length = started.elapsed();
+    same_machine(&before, &snapshot(backing.path())).unwrap_or_else(|d| panic!("after a whole run: {d}"));
+    const BY_DELAY: u32 = 12;
+    let mut plan: Vec<KillAt> = POINTS.iter().map(|p| KillAt::Point(p)).collect();
+    plan.extend((0..BY_DELAY).map(|i| KillAt::After(length * (2 * i + 1) / (2 * BY_DELAY))));
+    let mut tried = 0;
+    for at in &plan {
+        if !kill_sweep_run(backing.path(), at) {
+            continue;
+        }
+        tried += 1;
+        let out = fsynclab().arg("cleanup").output().unwrap();
+        assert!(
+            out.status.success(),
+            "cleanup after a kill at {at:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let after = snapshot(backing.path());
+        if let Err(diff) = same_machine(&before, &after) {
+            panic!(
+                "after a kill at {at:?} and `fsynclab cleanup` ({}), the machine differs:\n{diff}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "issue8 sweep: {tried} kill points tried ({} named, {} by delay), machine restored after each, in {:.1} s",
+        POINTS.len(),
+        tried - POINTS.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        tried >= POINTS.len() + BY_DELAY as usize / 2,
+        "only {tried} kill points reached"
+    );
+}
