@@ -109,11 +109,6 @@ pub fn set_scheduler(device: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether loop `device` does direct I/O on its file (`loop/dio`).
-pub fn direct_io(device: &str) -> bool {
-    std::fs::read_to_string(format!("{}/loop/dio", sysfs_dir(device))).is_ok_and(|s| s.trim() == "1")
-}
-
 /// The schedulers the kernel has: what `--scheduler` accepts.
 pub const SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "bfq", "kyber"];
 

@@ -106,11 +106,6 @@ impl Prepared {
         }
     }
 
-    /// What was put in place, in order (for messages and tests).
-    pub fn steps(&self) -> &[Step] {
-        self.undo.steps()
-    }
-
     /// Adds the target's configuration, without flush counts, to a fingerprint.
     pub fn annotate_environment(&self, env: &mut crate::environment::Fingerprint) {
         env.scratch = self.scratch.clone();

@@ -336,11 +336,6 @@ impl Undo {
         }
     }
 
-    /// The state file, if there is one.
-    pub fn file(&self) -> Option<&Path> {
-        self.file.as_deref()
-    }
-
     /// Gives up the state file (it could not be written): the stack is still undone on drop.
     pub fn forget_file(&mut self) {
         if let Some(file) = self.file.take() {
@@ -377,10 +372,6 @@ impl Undo {
         }
         self.publish();
         self.save()
-    }
-
-    pub fn steps(&self) -> &[Step] {
-        &self.steps
     }
 
     fn save(&self) -> Result<()> {

@@ -70,10 +70,6 @@ impl WorkDir {
     pub fn path(&self) -> &Path {
         &self.path
     }
-
-    pub fn keep(&self) -> bool {
-        self.keep
-    }
 }
 
 /// An undo stack holding the work directory `path` (absolute), recorded in this user's
