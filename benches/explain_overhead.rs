@@ -1,155 +1,140 @@
-//! What explaining costs the measurement: the median fsync of a bare prober (write 4 KiB at
-//! offset 0 + fsync, no background writer, no sleep) untraced, traced, and traced without
-//! kernel stacks, interleaved in blocks (the order rotating every round) so that drift of
-//! the machine hits all alike; on the host directory and on a scratch ext4 (loop device
-//! over a file on the host disk). Then the CPU the timeline sampler (100 ms interval) uses
-//! per second, and the trace reader's.
+//! What explaining costs the measurement, through the binary as a user runs it: the median
+//! fsync of the bare prober (`fsynclab run overwrite-fsync --set background=none --set
+//! sleep=0`) with `--explain` and with `--no-explain`, in runs interleaved round by round
+//! (the order alternating, so that drift of the machine hits both alike), on the host
+//! directory and on a scratch ext4 (loop device over a file on the host disk). Then the
+//! CPU the timeline sampler and the trace reader used, per second, as each run records it.
 //!
 //! Needs root (tracefs, loop devices). Run, alone on the machine:
 //! `flock /tmp/fsynclab-machine.lock cargo bench --bench explain_overhead`
-//! (`FSYNCLAB_BENCH_DIR=DIR` chooses the host directory; default: the current one).
+//! (`FSYNCLAB_BENCH_DIR=DIR` chooses the host directory, default the current one;
+//! `FSYNCLAB_BENCH_ROUNDS=N` the rounds, default 8).
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use fsynclab::explain::{current_tid, Timeline, TraceConfig, TracedFs, Tracer, Watch};
-use fsynclab::measure::RunClock;
+use serde_json::Value;
 
-/// Blocks per mode, and fsyncs per block.
-const ROUNDS: usize = 40;
-const PER_BLOCK: usize = 100;
+/// fsyncs per run.
+const ITERATIONS: u32 = 400;
 
-fn median(v: &mut [u64]) -> u64 {
-    v.sort_unstable();
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
     v[v.len() / 2]
 }
 
-fn p90(v: &mut [u64]) -> u64 {
-    v.sort_unstable();
-    v[v.len() * 9 / 10]
+/// One run; its result.
+fn run(target: &[&str], explain: bool) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_fsynclab"))
+        .env("FSYNCLAB_STORE", "off")
+        .args(["run", "overwrite-fsync", "--quiet", "--format", "json"])
+        .arg(if explain { "--explain" } else { "--no-explain" })
+        .args(target)
+        .args(["--set", "background=none", "--set", "sleep=0", "--set", "duration=0"])
+        .args(["--set", &format!("iterations={ITERATIONS}")])
+        .output()
+        .expect("run fsynclab");
+    assert!(
+        out.status.success(),
+        "fsynclab {target:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON result")
 }
 
-/// One block of `PER_BLOCK` write + fsync pairs; the fsync latencies, ns.
-fn block(file: &std::fs::File, clock: &RunClock) -> Vec<u64> {
-    let data = [b'x'; 4096];
-    (0..PER_BLOCK)
-        .map(|_| {
-            fsynclab::sys::pwrite_all(file, &data, 0, false).expect("write");
-            let (r, _, ns) = clock.time(|| fsynclab::sys::fsync(file));
-            r.expect("fsync");
-            ns
-        })
+/// The fsync latencies of a result, µs.
+fn fsyncs_us(r: &Value) -> Vec<f64> {
+    r["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .filter(|s| s["op"] == "fsync")
+        .map(|s| s["latency_ns"].as_f64().unwrap_or(f64::NAN) / 1e3)
         .collect()
 }
 
 #[derive(Default)]
-struct Overhead {
-    off: Vec<u64>,
-    on: Vec<u64>,
-    no_stacks: Vec<u64>,
-    reader_cpu_ns: u64,
-    traced_s: f64,
+struct Side {
+    fsync_us: Vec<f64>,
+    run_medians_us: Vec<f64>,
+    sampler_us_per_s: Vec<f64>,
+    reader_ms_per_s: Vec<f64>,
 }
 
-fn measure(dir: &Path) -> Overhead {
-    let path = dir.join("fsynclab-explain-bench");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(&path)
-        .expect("bench file");
-    let clock = RunClock::start();
-    let fs = TracedFs::of_path(dir);
-    let mut out = Overhead::default();
-    // Warm-up: the file's blocks allocated, the journal past its first commit.
-    block(&file, &clock);
-    for round in 0..ROUNDS {
-        // Rotate the order, so that no mode always follows the same other.
-        for k in 0..3 {
-            let mode = (round + k) % 3;
-            if mode == 0 {
-                out.off.extend(block(&file, &clock));
-                continue;
-            }
-            let mut config = TraceConfig::new(
-                Watch::threads(&[current_tid()]),
-                fs.clone(),
-                clock.origin_monotonic_ns(),
-            );
-            config.stacks = mode == 1;
-            let tracer = Tracer::start(config).expect("start tracing (root?)");
-            let t = Instant::now();
-            let latencies = block(&file, &clock);
-            let elapsed = t.elapsed().as_secs_f64();
-            let trace = tracer.stop().expect("stop tracing");
-            assert_eq!(trace.lost_events, 0, "events lost");
-            if mode == 1 {
-                out.on.extend(latencies);
-                out.reader_cpu_ns += trace.reader_cpu_ns;
-                out.traced_s += elapsed;
+impl Side {
+    fn add(&mut self, r: &Value) {
+        let mut f = fsyncs_us(r);
+        self.run_medians_us.push(median(&mut f));
+        self.fsync_us.extend(f);
+        let t = &r["timeline"];
+        self.sampler_us_per_s
+            .push(t["sampler_cpu_ns_per_s"].as_f64().unwrap_or(f64::NAN) / 1e3);
+        if let Some(ns) = r["explain"]["reader_cpu_ns"].as_f64() {
+            let s = r["duration_s"].as_f64().unwrap_or(f64::NAN);
+            self.reader_ms_per_s.push(ns / 1e6 / s);
+        }
+    }
+}
+
+fn measure(name: &str, target: &[&str], rounds: usize) {
+    // Warm-up: the first run of a directory pays for allocating the file.
+    run(target, false);
+    let (mut off, mut on) = (Side::default(), Side::default());
+    for round in 0..rounds {
+        for explain in [round % 2 == 0, round % 2 == 1] {
+            let r = run(target, explain);
+            if explain {
+                on.add(&r);
             } else {
-                out.no_stacks.extend(latencies);
+                off.add(&r);
             }
         }
     }
-    let _ = std::fs::remove_file(&path);
-    out
-}
-
-fn report(name: &str, mut o: Overhead) {
-    let m_off = median(&mut o.off);
-    let pct = |m: u64| (m as f64 / m_off as f64 - 1.0) * 100.0;
-    let (m_on, m_ns) = (median(&mut o.on), median(&mut o.no_stacks));
+    let (m_off, m_on) = (median(&mut off.fsync_us), median(&mut on.fsync_us));
+    let (r_off, r_on) = (median(&mut off.run_medians_us), median(&mut on.run_medians_us));
     println!(
-        "{name}: fsync median {:.1} us untraced, {:.1} us traced ({:+.1}%), {:.1} us traced without stacks ({:+.1}%); p90 {:.1} / {:.1} / {:.1} us; {} fsyncs each; trace reader {:.1} ms CPU per s of tracing",
-        m_off as f64 / 1e3,
-        m_on as f64 / 1e3,
-        pct(m_on),
-        m_ns as f64 / 1e3,
-        pct(m_ns),
-        p90(&mut o.off) as f64 / 1e3,
-        p90(&mut o.on) as f64 / 1e3,
-        p90(&mut o.no_stacks) as f64 / 1e3,
-        o.off.len(),
-        o.reader_cpu_ns as f64 / 1e6 / o.traced_s
+        "{name}: fsync median {m_off:.1} us without --explain, {m_on:.1} us with ({:+.1}%); median of run medians {r_off:.1} / {r_on:.1} us ({:+.1}%); {} fsyncs per side in {rounds} runs each",
+        (m_on / m_off - 1.0) * 100.0,
+        (r_on / r_off - 1.0) * 100.0,
+        off.fsync_us.len(),
+    );
+    let mut sampler: Vec<f64> = off
+        .sampler_us_per_s
+        .iter()
+        .chain(&on.sampler_us_per_s)
+        .copied()
+        .collect();
+    println!(
+        "{name}: timeline sampler (100 ms) {:.1} us CPU per second (median of {} runs); trace reader {:.2} ms CPU per second traced",
+        median(&mut sampler),
+        sampler.len(),
+        median(&mut on.reader_ms_per_s)
     );
 }
 
 fn main() {
-    if !fsynclab::sys::is_root() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
         println!("skipped: explain_overhead needs root (tracefs, loop devices)");
         return;
     }
-    let host = std::env::var_os("FSYNCLAB_BENCH_DIR").unwrap_or_else(|| ".".into());
-    let host = tempfile::Builder::new()
+    let rounds = std::env::var("FSYNCLAB_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(8);
+    let base = std::env::var_os("FSYNCLAB_BENCH_DIR").unwrap_or_else(|| ".".into());
+    let dir = tempfile::Builder::new()
         .prefix("fsynclab-bench-")
-        .tempdir_in(&host)
+        .tempdir_in(Path::new(&base))
         .expect("bench directory");
-    report(
-        &format!("host directory ({})", host.path().display()),
-        measure(host.path()),
-    );
-
-    let args = fsynclab::cli::TargetArgs {
-        scratch: Some("ext4".into()),
-        scratch_size: Some("256M".into()),
-        backing: Some(host.path().to_path_buf()),
-        ..Default::default()
-    };
-    let target = fsynclab::testbed::prepare(&args).expect("scratch ext4");
-    report("scratch ext4 (device host)", measure(target.dir()));
-    drop(target);
-
-    // The timeline sampler over 10 s, beside nothing: its own cost.
-    let device = TracedFs::of_path(host.path()).dev_name;
-    let timeline = Timeline::start(RunClock::start(), Duration::from_millis(100), device.as_deref()).expect("timeline");
-    std::thread::sleep(Duration::from_secs(10));
-    let rec = timeline.stop();
-    println!(
-        "timeline sampler: {} points in 10 s at 100 ms, {:.3} ms CPU in total = {:.1} us CPU per second",
-        rec.points.len(),
-        rec.sampler_cpu_ns as f64 / 1e6,
-        rec.sampler_cpu_ns_per_s as f64 / 1e3
+    let d = dir.path().to_str().expect("a UTF-8 path");
+    measure(&format!("host directory ({d})"), &["--dir", d], rounds);
+    measure(
+        "scratch ext4 (device host)",
+        &["--scratch", "ext4", "--scratch-size", "1G", "--backing", d],
+        rounds,
     );
 }

@@ -43,7 +43,7 @@ mod engine;
 pub mod environment;
 pub mod error;
 mod exec;
-pub mod explain;
+mod explain;
 pub mod html;
 mod matrix;
 pub mod measure;

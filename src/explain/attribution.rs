@@ -56,6 +56,7 @@ impl Call {
     }
 
     /// Reads back [`Call::marker`].
+    #[cfg(test)]
     pub fn from_marker(text: &str) -> Option<Call> {
         let rest = text.strip_prefix(MARKER_PREFIX)?;
         let get = |key: &str| {
@@ -72,6 +73,7 @@ impl Call {
 }
 
 /// The calls written into the trace as markers, in trace order.
+#[cfg(test)]
 pub fn marked_calls(trace: &Trace) -> Vec<Call> {
     trace
         .events
@@ -292,12 +294,14 @@ impl Attribution {
     }
 
     /// The time of the parts with cause key like `f`.
+    #[cfg(test)]
     pub fn ns_of(&self, f: impl Fn(&Cause) -> bool) -> u64 {
         self.parts.iter().filter(|p| f(&p.cause)).map(|p| p.ns).sum()
     }
 
     /// One line: `fsync at 12.301s took 5.334s: 4.9s waiting for jbd2 transaction 42 ...`,
     /// with the `max_parts` largest parts.
+    #[cfg(test)]
     pub fn summary(&self, max_parts: usize) -> String {
         let parts: Vec<String> = self
             .parts
@@ -1065,6 +1069,7 @@ pub fn attribute(trace: &Trace, calls: &[Call], threshold: &Threshold) -> Vec<At
 }
 
 /// Explains every call given, whatever its latency.
+#[cfg(test)]
 pub fn attribute_all(trace: &Trace, calls: &[Call]) -> Vec<Attribution> {
     let index = Index::new(trace);
     calls.iter().map(|c| index.attribute(c)).collect()

@@ -17,11 +17,11 @@
 pub mod attribution;
 pub mod events;
 pub mod journal;
+pub(crate) mod report;
+pub(crate) mod run;
 pub mod stacks;
 pub mod timeline;
 pub mod tracefs;
 pub mod tracer;
 
-pub use attribution::{attribute, attribute_all, marked_calls, Attribution, Call, Cause, Commit, Part, Threshold};
-pub use timeline::{Timeline, TimelinePoint, TimelineRecord};
-pub use tracer::{current_tid, Trace, TraceConfig, TracedFs, Tracer, Watch};
+pub(crate) use timeline::TimelineRecord;

@@ -139,7 +139,6 @@ pub fn is_instance_of(name: &str, pid: u32) -> bool {
 /// A tracing instance: a directory under `instances/` with its own buffer and events.
 #[derive(Debug)]
 pub struct Instance {
-    name: String,
     dir: PathBuf,
 }
 
@@ -148,14 +147,7 @@ impl Instance {
     pub fn create(root: &Path, name: &str) -> Result<Instance> {
         let dir = root.join("instances").join(name);
         std::fs::create_dir(&dir).with_context(|| format!("cannot create the trace instance {}", dir.display()))?;
-        Ok(Instance {
-            name: name.to_string(),
-            dir,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
+        Ok(Instance { dir })
     }
 
     /// A file of the instance (`trace_clock`, `events/sched/sched_switch/filter`).

@@ -58,21 +58,8 @@ impl Watch {
         }
     }
 
-    /// Every thread of process `pid` as it is now (threads made later are not included:
-    /// add them with [`Tracer::watch_thread`], or watch by name).
-    pub fn process(pid: u32) -> Result<Watch> {
-        let dir = format!("/proc/{pid}/task");
-        let tids = std::fs::read_dir(&dir)
-            .with_context(|| format!("cannot list the threads of process {pid} ({dir})"))?
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect();
-        Ok(Watch {
-            tids,
-            comms: Vec::new(),
-        })
-    }
-
     /// Every thread named `comm` (at most 15 bytes, as the kernel keeps it).
+    #[cfg(test)]
     pub fn comm(comm: &str) -> Watch {
         Watch {
             tids: Vec::new(),
@@ -213,6 +200,7 @@ impl Trace {
     }
 
     /// Reads a trace saved by [`Trace::to_saved_text`] (the fixtures in tests/fixtures/).
+    #[cfg(test)]
     pub fn from_saved_text(saved: &str) -> Result<Trace> {
         let (first, text) = saved.split_once('\n').unwrap_or((saved, ""));
         let meta = first
@@ -497,33 +485,12 @@ impl Tracer {
         Ok(())
     }
 
-    /// Adds thread `tid` to those watched (a thread made after the tracer started). Its
-    /// stacks are not recorded during the moment the trigger is replaced.
-    pub fn watch_thread(&self, tid: u32) -> Result<()> {
-        let mut watch = self.watch.lock().map_err(|_| anyhow::anyhow!("watch list poisoned"))?;
-        if watch.tids.contains(&tid) {
-            return Ok(());
-        }
-        watch.tids.push(tid);
-        self.apply_thread_filters(&watch)
-    }
-
     /// Writes `text` into the trace as a marker event (`tracing_mark_write`).
     pub fn mark(&self, text: &str) -> Result<()> {
         use std::io::Write as _;
         let mut guard = self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))?;
         let file = guard.as_mut().context("the tracer is stopped")?;
         file.write_all(text.as_bytes()).context("cannot write to trace_marker")
-    }
-
-    /// The instance's name (`fsynclab-<pid>`).
-    pub fn instance_name(&self) -> &str {
-        self.instance.name()
-    }
-
-    /// The journal threads being traced.
-    pub fn journal_threads(&self) -> &[Task] {
-        &self.journal
     }
 
     /// Stops tracing, removes the instance and returns the trace.
@@ -738,9 +705,7 @@ mod tests {
     }
 
     #[test]
-    fn watch_of_this_process_includes_this_thread() {
-        let w = Watch::process(std::process::id()).unwrap();
-        assert!(w.tids.contains(&current_tid()), "{w:?}");
+    fn watched_names_are_cut_as_the_kernel_keeps_them() {
         assert_eq!(Watch::comm("a-very-long-thread-name").comms[0].len(), 15);
     }
 }
