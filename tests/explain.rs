@@ -117,8 +117,9 @@ fn commits(call: &Value) -> Vec<&Value> {
         .collect()
 }
 
-/// Seed 000 scaled down: a 1 MiB overwrite + fsync every 300 ms against a stream that
-/// overwrites 512 MiB, on ext4 or xfs over the emulated 5400 rpm laptop disk.
+/// Seed 000 scaled down: a 1 MiB overwrite + fsync every second (so that each write changes
+/// the inode's mtime, which the fsync commits) for 6 s against a stream that overwrites
+/// 512 MiB, on ext4 or xfs over the emulated 5400 rpm laptop disk.
 fn seed000(fs: &str) -> (Value, String) {
     let backing = temp();
     run_json(
@@ -135,9 +136,7 @@ fn seed000(fs: &str) -> (Value, String) {
             "--set",
             "file_size=512M",
             "--set",
-            "duration=5s",
-            "--set",
-            "sleep=300ms",
+            "duration=6s",
         ],
     )
 }
@@ -247,7 +246,7 @@ fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
             "--dirty-background-ratio",
             "0",
             "--set",
-            "random_file_size=512M",
+            "random_file_size=256M",
             "--set",
             "sync=none",
             "--set",
@@ -257,17 +256,29 @@ fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
             "--set",
             "sleep=0",
             "--set",
-            "iterations=16",
+            "iterations=10",
         ],
     );
     let writes = explained(&result, "write");
-    let worst = writes.first().expect("a write explained");
-    assert_parts_add_up(worst);
-    let latency = worst["latency_ns"].as_u64().unwrap();
-    let throttled = ns_of(worst, "dirty_throttle");
+    assert!(!writes.is_empty());
+    for call in &writes {
+        assert_parts_add_up(call);
+    }
+    // Most slow writes spent most of their time paused in balance_dirty_pages (a write can
+    // also wait for a journal buffer under commit, do_get_write_access, which is named as
+    // another wait with its stack).
+    let slow: Vec<&&Value> = writes
+        .iter()
+        .filter(|c| c["latency_ns"].as_u64().unwrap() > 10_000_000)
+        .collect();
+    let throttled = slow
+        .iter()
+        .filter(|c| ns_of(c, "dirty_throttle") as f64 >= 0.5 * c["latency_ns"].as_u64().unwrap() as f64)
+        .count();
     assert!(
-        latency > 10_000_000 && throttled as f64 >= 0.5 * latency as f64,
-        "{worst:#}"
+        !slow.is_empty() && throttled * 2 >= slow.len(),
+        "{throttled} of {} slow writes throttled: {writes:#?}",
+        slow.len()
     );
     assert!(text.contains("dirty throttling"), "{text}");
     assert!(trace_instances().is_empty(), "left: {:?}", trace_instances());
@@ -322,7 +333,11 @@ fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(said.contains(&format!("undone: trace instance {name}")), "{said}");
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("undone: ") && l.ends_with(&format!("trace instance {name}"))),
+        "{said}"
+    );
     // tracefs is unmounted again only when no instance remains in it, so either way the
     // instance would show here if it were still there.
     assert!(!trace_instances().contains(&name), "{name} left behind");
