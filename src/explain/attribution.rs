@@ -32,14 +32,14 @@ use crate::units::{format_latency_ns, human_size};
 
 /// One measured call, on the run clock.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Call {
+pub(crate) struct Call {
     /// The thread that made it (`gettid`).
-    pub tid: u32,
+    pub(crate) tid: u32,
     /// `write`, `fsync`, ...
-    pub op: String,
+    pub(crate) op: String,
     /// Start, ns since the run's start (the run clock).
-    pub start_ns: u64,
-    pub latency_ns: u64,
+    pub(crate) start_ns: u64,
+    pub(crate) latency_ns: u64,
 }
 
 /// The words a call's trace marker starts with.
@@ -48,7 +48,7 @@ const MARKER_PREFIX: &str = "fsynclab-call ";
 impl Call {
     /// The call as a trace marker ([`super::Tracer::mark`]), so that a saved trace carries
     /// the calls it explains (the fixtures in tests/fixtures/).
-    pub fn marker(&self) -> String {
+    pub(crate) fn marker(&self) -> String {
         format!(
             "{MARKER_PREFIX}tid={} op={} start_ns={} latency_ns={}",
             self.tid, self.op, self.start_ns, self.latency_ns
@@ -57,7 +57,7 @@ impl Call {
 
     /// Reads back [`Call::marker`].
     #[cfg(test)]
-    pub fn from_marker(text: &str) -> Option<Call> {
+    pub(crate) fn from_marker(text: &str) -> Option<Call> {
         let rest = text.strip_prefix(MARKER_PREFIX)?;
         let get = |key: &str| {
             rest.split_whitespace()
@@ -74,7 +74,7 @@ impl Call {
 
 /// The calls written into the trace as markers, in trace order.
 #[cfg(test)]
-pub fn marked_calls(trace: &Trace) -> Vec<Call> {
+pub(crate) fn marked_calls(trace: &Trace) -> Vec<Call> {
     trace
         .events
         .iter()
@@ -88,11 +88,11 @@ pub fn marked_calls(trace: &Trace) -> Vec<Call> {
 /// Which calls to explain: the slowest fraction of each operation kind, and every call over
 /// a latency.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Threshold {
+pub(crate) struct Threshold {
     /// 0.01: the slowest 1% of each operation kind (at least one call of each).
-    pub slowest_fraction: f64,
+    pub(crate) slowest_fraction: f64,
     /// Every call at least this slow, ns.
-    pub over_ns: u64,
+    pub(crate) over_ns: u64,
 }
 
 impl Default for Threshold {
@@ -105,7 +105,7 @@ impl Default for Threshold {
 }
 
 /// The indices of the calls `threshold` selects, in the order of `calls`.
-pub fn select(calls: &[Call], threshold: &Threshold) -> Vec<usize> {
+pub(crate) fn select(calls: &[Call], threshold: &Threshold) -> Vec<usize> {
     let mut by_op: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, c) in calls.iter().enumerate() {
         by_op.entry(c.op.as_str()).or_default().push(i);
@@ -126,39 +126,39 @@ pub fn select(calls: &[Call], threshold: &Threshold) -> Vec<usize> {
 
 /// A share of a journal commit's own time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Share {
-    pub what: String,
-    pub ns: u64,
+pub(crate) struct Share {
+    pub(crate) what: String,
+    pub(crate) ns: u64,
 }
 
 /// A commit a call waited behind.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Commit {
+pub(crate) struct Commit {
     /// `jbd2 transaction 42`, `xfs log force to lsn 0x100000045`, `btrfs transaction 17`.
-    pub name: String,
+    pub(crate) name: String,
     /// When it started, ns on the run clock (negative: before the run), if traced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_ns: Option<i64>,
+    pub(crate) start_ns: Option<i64>,
     /// Its own duration, start to end, if both were traced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_ns: Option<u64>,
+    pub(crate) duration_ns: Option<u64>,
     /// How much of the call's wait it covered.
-    pub overlap_ns: u64,
+    pub(crate) overlap_ns: u64,
     /// Where its time went (the journal thread's time for jbd2 and btrfs), largest first.
-    pub waited_for: Vec<Share>,
+    pub(crate) waited_for: Vec<Share>,
     /// Device cache flushes completed during it.
-    pub flushes: u32,
+    pub(crate) flushes: u32,
     /// Bytes the device wrote during it (all writers).
-    pub device_write_bytes: u64,
+    pub(crate) device_write_bytes: u64,
     /// Journal blocks it wrote (jbd2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blocks_logged: Option<u32>,
+    pub(crate) blocks_logged: Option<u32>,
 }
 
 /// What a part of a call's time was spent on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cause", rename_all = "snake_case")]
-pub enum Cause {
+pub(crate) enum Cause {
     /// Running on a CPU.
     OnCpu,
     /// Runnable, waiting for a CPU (preempted).
@@ -264,45 +264,45 @@ impl Cause {
 
 /// One cause and the time it took.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Part {
+pub(crate) struct Part {
     #[serde(flatten)]
-    pub cause: Cause,
-    pub ns: u64,
+    pub(crate) cause: Cause,
+    pub(crate) ns: u64,
     /// How many separate off-CPU intervals it was made of (0 for on-CPU time).
-    pub waits: u32,
+    pub(crate) waits: u32,
 }
 
 /// The explanation of one call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Attribution {
-    pub tid: u32,
-    pub op: String,
+pub(crate) struct Attribution {
+    pub(crate) tid: u32,
+    pub(crate) op: String,
     /// Start of the call, ns on the run clock.
-    pub start_ns: u64,
-    pub latency_ns: u64,
+    pub(crate) start_ns: u64,
+    pub(crate) latency_ns: u64,
     /// Largest first; they add up to `latency_ns`.
-    pub parts: Vec<Part>,
+    pub(crate) parts: Vec<Part>,
     /// What may make the parts less certain (events lost, a stack missing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl Attribution {
     /// The parts summed (equals `latency_ns`).
-    pub fn total_ns(&self) -> u64 {
+    pub(crate) fn total_ns(&self) -> u64 {
         self.parts.iter().map(|p| p.ns).sum()
     }
 
     /// The time of the parts with cause key like `f`.
     #[cfg(test)]
-    pub fn ns_of(&self, f: impl Fn(&Cause) -> bool) -> u64 {
+    pub(crate) fn ns_of(&self, f: impl Fn(&Cause) -> bool) -> u64 {
         self.parts.iter().filter(|p| f(&p.cause)).map(|p| p.ns).sum()
     }
 
     /// One line: `fsync at 12.301s took 5.334s: 4.9s waiting for jbd2 transaction 42 ...`,
     /// with the `max_parts` largest parts.
     #[cfg(test)]
-    pub fn summary(&self, max_parts: usize) -> String {
+    pub(crate) fn summary(&self, max_parts: usize) -> String {
         let parts: Vec<String> = self
             .parts
             .iter()
@@ -400,7 +400,7 @@ impl Commit {
     }
 
     /// `jbd2 transaction 42 (commit 1.234s: 1.100s ordered data writeback, 60.000ms cache flushes)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut s = self.name.clone();
         let shares: Vec<String> = self
             .waited_for
@@ -1060,7 +1060,7 @@ impl Parts {
 }
 
 /// Explains the calls `threshold` selects, in the order of `calls`.
-pub fn attribute(trace: &Trace, calls: &[Call], threshold: &Threshold) -> Vec<Attribution> {
+pub(crate) fn attribute(trace: &Trace, calls: &[Call], threshold: &Threshold) -> Vec<Attribution> {
     let index = Index::new(trace);
     select(calls, threshold)
         .into_iter()
@@ -1070,7 +1070,7 @@ pub fn attribute(trace: &Trace, calls: &[Call], threshold: &Threshold) -> Vec<At
 
 /// Explains every call given, whatever its latency.
 #[cfg(test)]
-pub fn attribute_all(trace: &Trace, calls: &[Call]) -> Vec<Attribution> {
+pub(crate) fn attribute_all(trace: &Trace, calls: &[Call]) -> Vec<Attribution> {
     let index = Index::new(trace);
     calls.iter().map(|c| index.attribute(c)).collect()
 }

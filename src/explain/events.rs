@@ -18,15 +18,15 @@ use serde::{Deserialize, Serialize};
 
 /// A block device number, as the kernel prints it in events (`7,0` or `7:0`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Dev {
-    pub major: u32,
-    pub minor: u32,
+pub(crate) struct Dev {
+    pub(crate) major: u32,
+    pub(crate) minor: u32,
 }
 
 impl Dev {
     /// The number as event filters compare it: the kernel's internal `dev_t`, major in the
     /// bits above 20 (`MKDEV`, include/linux/kdev_t.h), not the user-space encoding.
-    pub fn kernel_dev_t(self) -> u64 {
+    pub(crate) fn kernel_dev_t(self) -> u64 {
         (u64::from(self.major) << 20) | u64::from(self.minor)
     }
 }
@@ -53,22 +53,22 @@ impl FromStr for Dev {
 
 /// One event from the trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Event {
+pub(crate) struct Event {
     /// When it fired, ns on the trace clock (`mono`: CLOCK_MONOTONIC); the text format has
     /// microsecond resolution.
-    pub ts_ns: u64,
-    pub cpu: u32,
+    pub(crate) ts_ns: u64,
+    pub(crate) cpu: u32,
     /// The task running when it fired (for a stack, the task that is switching out).
-    pub pid: u32,
+    pub(crate) pid: u32,
     /// That task's name as the trace knew it (`<...>` when it did not).
-    pub comm: String,
-    pub kind: EventKind,
+    pub(crate) comm: String,
+    pub(crate) kind: EventKind,
 }
 
 /// A jbd2 commit phase event: `jbd2_start_commit` ... `jbd2_end_commit`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Jbd2Phase {
+pub(crate) enum Jbd2Phase {
     Start,
     Locking,
     Flushing,
@@ -78,7 +78,7 @@ pub enum Jbd2Phase {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum EventKind {
+pub(crate) enum EventKind {
     /// `sched:sched_switch`: `prev` leaves the CPU in `prev_state` (`R`/`R+` preempted,
     /// `S` sleeping, `D` uninterruptible), `next` gets it.
     SchedSwitch {
@@ -177,14 +177,14 @@ pub enum EventKind {
 /// optional leading `F` for a preflush, the operation (`W`, `R`, `D`, `F` for a flush,
 /// `N`), then `F` for FUA, `A` readahead, `S` sync, `M` metadata.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Rwbs {
-    pub preflush: bool,
-    pub op: char,
-    pub fua: bool,
+pub(crate) struct Rwbs {
+    pub(crate) preflush: bool,
+    pub(crate) op: char,
+    pub(crate) fua: bool,
 }
 
 impl Rwbs {
-    pub fn parse(rwbs: &str) -> Rwbs {
+    pub(crate) fn parse(rwbs: &str) -> Rwbs {
         let b: Vec<char> = rwbs.chars().collect();
         let preflush = b.len() >= 2 && b[0] == 'F';
         let i = usize::from(preflush);
@@ -196,11 +196,11 @@ impl Rwbs {
     }
 
     /// A device cache flush: a flush request, or a write that carries one.
-    pub fn is_flush(self) -> bool {
+    pub(crate) fn is_flush(self) -> bool {
         self.op == 'F' || self.preflush
     }
 
-    pub fn is_write(self) -> bool {
+    pub(crate) fn is_write(self) -> bool {
         self.op == 'W'
     }
 }
@@ -208,7 +208,7 @@ impl Rwbs {
 impl EventKind {
     /// The kind of the event called `name` with text `body`; unknown events and bodies that
     /// do not match the expected format become [`EventKind::Other`].
-    pub fn parse(name: &str, body: &str) -> EventKind {
+    pub(crate) fn parse(name: &str, body: &str) -> EventKind {
         parse_known(name, body).unwrap_or_else(|| EventKind::Other {
             name: name.to_string(),
             body: body.to_string(),
@@ -475,12 +475,12 @@ impl<'a> KeyValues<'a> {
 
 /// What a whole trace text held.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ParsedTrace {
-    pub events: Vec<Event>,
+pub(crate) struct ParsedTrace {
+    pub(crate) events: Vec<Event>,
     /// Events the kernel dropped because the reader fell behind (`[LOST N EVENTS]` lines).
-    pub lost_events: u64,
+    pub(crate) lost_events: u64,
     /// Lines that were neither an event, a stack frame, a comment nor a lost-events note.
-    pub unparsed_lines: u64,
+    pub(crate) unparsed_lines: u64,
 }
 
 /// One line of the trace text, as far as its header goes.
@@ -571,7 +571,7 @@ fn parse_timestamp(ts: &str) -> Option<u64> {
 }
 
 /// Parses a whole trace text (from `trace` or everything read from `trace_pipe`).
-pub fn parse_trace(text: &str) -> ParsedTrace {
+pub(crate) fn parse_trace(text: &str) -> ParsedTrace {
     let mut out = ParsedTrace::default();
     let mut stack: Option<(Event, Vec<String>)> = None;
     let finish = |stack: &mut Option<(Event, Vec<String>)>, events: &mut Vec<Event>| {

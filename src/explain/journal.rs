@@ -50,6 +50,40 @@ pub struct JournalInfo {
     pub flush_on_commit: Option<bool>,
 }
 
+impl JournalInfo {
+    /// One line for the text report: `jbd2, data=ordered, commit every 5s, batch 0-15000us,
+    /// barrier`, or why fsync commits nothing: `none (no journal: fsync writes the data and
+    /// flushes the device cache)`.
+    pub fn describe(&self) -> String {
+        let mut words = vec![self.kind.clone()];
+        if self.kind == "none" {
+            words[0] = "none (no journal: fsync writes the data and flushes the device cache)".into();
+        }
+        if let Some(m) = &self.data_mode {
+            words.push(format!("data={m}"));
+        }
+        if let Some(s) = self.commit_interval_s {
+            words.push(format!("commit every {s}s"));
+        }
+        if let (Some(lo), Some(hi)) = (self.min_batch_time_us, self.max_batch_time_us) {
+            words.push(format!("batch {lo}-{hi}us"));
+        }
+        if let Some(b) = self.barrier {
+            words.push(if b { "barrier" } else { "nobarrier" }.into());
+        }
+        if let Some(n) = self.max_transaction_blocks {
+            words.push(format!("transactions up to {n} blocks"));
+        }
+        if let (Some(n), Some(size)) = (self.log_buffers, self.log_buffer_bytes) {
+            words.push(format!("{n} log buffers of {}", crate::units::human_size(size)));
+        }
+        if self.flush_on_commit == Some(true) {
+            words.push("flushoncommit".into());
+        }
+        words.join(", ")
+    }
+}
+
 /// The value of `name=` among comma- or line-separated options.
 fn option<'a>(options: impl Iterator<Item = &'a str>, name: &str) -> Option<&'a str> {
     let prefix = format!("{name}=");
@@ -157,6 +191,10 @@ mod tests {
         assert_eq!((j.min_batch_time_us, j.max_batch_time_us), (Some(0), Some(15000)));
         assert_eq!(j.barrier, Some(true));
         assert_eq!(j.max_transaction_blocks, Some(2730));
+        assert_eq!(
+            j.describe(),
+            "jbd2, data=ordered, commit every 5s, batch 0-15000us, barrier, transactions up to 2730 blocks"
+        );
     }
 
     #[test]
@@ -167,6 +205,7 @@ mod tests {
         assert_eq!(j.data_mode, None);
         assert_eq!(j.commit_interval_s, None);
         assert_eq!(j.max_transaction_blocks, None);
+        assert!(j.describe().starts_with("none (no journal"), "{}", j.describe());
     }
 
     #[test]

@@ -14,14 +14,14 @@
 //! - [`stacks`]: what a sleeping thread waited for; [`attribution`]: the split per call
 //! - [`timeline`]: the sampler; [`journal`]: journal settings for the fingerprint
 
-pub mod attribution;
-pub mod events;
-pub mod journal;
+pub(crate) mod attribution;
+pub(crate) mod events;
+pub(crate) mod journal;
 pub(crate) mod report;
 pub(crate) mod run;
-pub mod stacks;
-pub mod timeline;
-pub mod tracefs;
-pub mod tracer;
+pub(crate) mod stacks;
+pub(crate) mod timeline;
+pub(crate) mod tracefs;
+pub(crate) mod tracer;
 
 pub(crate) use timeline::TimelineRecord;

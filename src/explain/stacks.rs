@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// What a wait was for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum WaitKind {
+pub(crate) enum WaitKind {
     /// Pages of a file finishing writeback (`folio_wait_writeback`, fdatawait, btrfs ordered
     /// extents).
     DataWriteback,
@@ -121,7 +121,7 @@ const RULES: &[(&str, WaitKind)] = &[
 ];
 
 /// The frames below the scheduler: where the thread was when it went to sleep.
-pub fn meaningful(frames: &[String]) -> &[String] {
+pub(crate) fn meaningful(frames: &[String]) -> &[String] {
     let skip = frames
         .iter()
         .position(|f| !SCHEDULER_FRAMES.contains(&f.as_str()))
@@ -130,7 +130,7 @@ pub fn meaningful(frames: &[String]) -> &[String] {
 }
 
 /// What a thread asleep with these frames (innermost first) waited for.
-pub fn classify(frames: &[String]) -> WaitKind {
+pub(crate) fn classify(frames: &[String]) -> WaitKind {
     meaningful(frames)
         .iter()
         .find_map(|f| RULES.iter().find(|(name, _)| name == f).map(|(_, kind)| *kind))
@@ -139,7 +139,7 @@ pub fn classify(frames: &[String]) -> WaitKind {
 
 /// The top `n` meaningful frames, for a wait no rule knows: `rwsem_down_write_slowpath ←
 /// down_write ← ext4_buffered_write_iter`.
-pub fn top_frames(frames: &[String], n: usize) -> Vec<String> {
+pub(crate) fn top_frames(frames: &[String], n: usize) -> Vec<String> {
     meaningful(frames)
         .iter()
         .filter(|f| !f.starts_with("entry_SYSCALL") && !f.starts_with("do_syscall"))

@@ -34,9 +34,9 @@ use crate::measure::RunClock;
 /// The fields of `/proc/meminfo` the timeline keeps, in bytes: `Dirty` and `Writeback`
 /// (lines `Name:   value kB`); the other fields are ignored.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Meminfo {
-    pub dirty_bytes: u64,
-    pub writeback_bytes: u64,
+pub(crate) struct Meminfo {
+    pub(crate) dirty_bytes: u64,
+    pub(crate) writeback_bytes: u64,
 }
 
 /// The value of line `name` in a `Name: value [kB]` or `name value` file.
@@ -72,9 +72,9 @@ impl FromStr for Meminfo {
 /// The fields of `/proc/vmstat` the timeline keeps (lines `name value`), in pages: the dirty
 /// limits the kernel computed last; the other counters are ignored.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Vmstat {
-    pub dirty_threshold_pages: u64,
-    pub dirty_background_threshold_pages: u64,
+pub(crate) struct Vmstat {
+    pub(crate) dirty_threshold_pages: u64,
+    pub(crate) dirty_background_threshold_pages: u64,
 }
 
 impl FromStr for Vmstat {
@@ -93,9 +93,9 @@ impl FromStr for Vmstat {
 /// `full`; only the cumulative `total` stall times (µs) are kept, the averages are ignored
 /// (the timeline's own differences give the rate at its interval).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Pressure {
-    pub some_total_us: u64,
-    pub full_total_us: Option<u64>,
+pub(crate) struct Pressure {
+    pub(crate) some_total_us: u64,
+    pub(crate) full_total_us: Option<u64>,
 }
 
 impl FromStr for Pressure {
@@ -121,12 +121,12 @@ impl FromStr for Pressure {
 /// written (7), requests in flight (9), completed flushes (16, kernel 5.5+); the merge,
 /// tick and discard fields are ignored.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DiskStat {
-    pub reads_completed: u64,
-    pub writes_completed: u64,
-    pub sectors_written: u64,
-    pub in_flight: u64,
-    pub flushes_completed: Option<u64>,
+pub(crate) struct DiskStat {
+    pub(crate) reads_completed: u64,
+    pub(crate) writes_completed: u64,
+    pub(crate) sectors_written: u64,
+    pub(crate) in_flight: u64,
+    pub(crate) flushes_completed: Option<u64>,
 }
 
 impl FromStr for DiskStat {
@@ -152,43 +152,43 @@ impl FromStr for DiskStat {
 
 /// One sample.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TimelinePoint {
+pub(crate) struct TimelinePoint {
     /// When it was taken, ns on the run clock.
-    pub t_ns: u64,
-    pub dirty_bytes: Option<u64>,
-    pub writeback_bytes: Option<u64>,
+    pub(crate) t_ns: u64,
+    pub(crate) dirty_bytes: Option<u64>,
+    pub(crate) writeback_bytes: Option<u64>,
     /// The kernel's dirty limit and background limit now (vmstat, pages × page size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dirty_threshold_bytes: Option<u64>,
+    pub(crate) dirty_threshold_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dirty_background_threshold_bytes: Option<u64>,
+    pub(crate) dirty_background_threshold_bytes: Option<u64>,
     /// Cumulative time some / all non-idle tasks stalled on I/O, µs (PSI).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub io_some_total_us: Option<u64>,
+    pub(crate) io_some_total_us: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub io_full_total_us: Option<u64>,
+    pub(crate) io_full_total_us: Option<u64>,
     /// The device under test: requests in flight now, and cumulative completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_in_flight: Option<u64>,
+    pub(crate) device_in_flight: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_writes_completed: Option<u64>,
+    pub(crate) device_writes_completed: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_sectors_written: Option<u64>,
+    pub(crate) device_sectors_written: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_flushes_completed: Option<u64>,
+    pub(crate) device_flushes_completed: Option<u64>,
 }
 
 /// A finished timeline.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TimelineRecord {
-    pub interval_ns: u64,
+pub(crate) struct TimelineRecord {
+    pub(crate) interval_ns: u64,
     /// The device sampled (`loop0`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-    pub points: Vec<TimelinePoint>,
+    pub(crate) device: Option<String>,
+    pub(crate) points: Vec<TimelinePoint>,
     /// CPU time the sampling thread used, ns, and per second of sampling.
-    pub sampler_cpu_ns: u64,
-    pub sampler_cpu_ns_per_s: u64,
+    pub(crate) sampler_cpu_ns: u64,
+    pub(crate) sampler_cpu_ns_per_s: u64,
 }
 
 /// The files a sample reads, kept open.
@@ -254,18 +254,18 @@ impl Sources {
 }
 
 /// The sampler running in its own thread.
-pub struct Timeline {
+pub(crate) struct Timeline {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<TimelineRecord>>,
 }
 
 /// The default sampling interval.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 
 impl Timeline {
     /// Starts sampling every `interval` on `clock`, the device under test being `device`
     /// (its kernel name, `loop0`; None: no device counters).
-    pub fn start(clock: RunClock, interval: Duration, device: Option<&str>) -> Result<Timeline> {
+    pub(crate) fn start(clock: RunClock, interval: Duration, device: Option<&str>) -> Result<Timeline> {
         let interval = interval.max(Duration::from_millis(1));
         let device = device.map(str::to_string);
         let stop = Arc::new(AtomicBool::new(false));
@@ -281,7 +281,7 @@ impl Timeline {
     }
 
     /// Stops sampling (at once, not at the next tick) and returns the points.
-    pub fn stop(mut self) -> TimelineRecord {
+    pub(crate) fn stop(mut self) -> TimelineRecord {
         self.finish().unwrap_or_default()
     }
 

@@ -19,14 +19,14 @@ use crate::environment::{parse_mountinfo, MountInfo};
 use crate::testbed::state::{Step, Undo};
 
 /// Where tracefs is mounted when nothing else says so.
-pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+pub(crate) const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
 
 /// The prefix of every instance fsynclab makes.
-pub const INSTANCE_PREFIX: &str = "fsynclab-";
+pub(crate) const INSTANCE_PREFIX: &str = "fsynclab-";
 
 /// Where tracefs is mounted in `mounts`: a `tracefs` mount (the one at
 /// /sys/kernel/tracing first), else `tracing/` inside a debugfs mount (older systems).
-pub fn find_mount_in(mounts: &[MountInfo]) -> Option<PathBuf> {
+pub(crate) fn find_mount_in(mounts: &[MountInfo]) -> Option<PathBuf> {
     let tracefs: Vec<&MountInfo> = mounts.iter().filter(|m| m.fstype == "tracefs").collect();
     if let Some(m) = tracefs
         .iter()
@@ -43,14 +43,14 @@ pub fn find_mount_in(mounts: &[MountInfo]) -> Option<PathBuf> {
 }
 
 /// Where tracefs is mounted now, if anywhere.
-pub fn find_mount() -> Option<PathBuf> {
+pub(crate) fn find_mount() -> Option<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     find_mount_in(&parse_mountinfo(&text))
 }
 
 /// Finds tracefs, or mounts it at [`DEFAULT_MOUNT`] (as `mount -t tracefs nodev
 /// /sys/kernel/tracing` would) and records that on `undo`.
-pub fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
+pub(crate) fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
     if let Some(root) = find_mount() {
         return Ok(root);
     }
@@ -89,7 +89,7 @@ fn mount_at(mount_point: &Path) -> Result<()> {
 
 /// Unmounts the tracefs fsynclab mounted at `mount_point`, unless someone else now has an
 /// instance in it or holds a file open: never lazily, since another tracer may be using it.
-pub fn unmount_if_unused(mount_point: &Path) -> Result<()> {
+pub(crate) fn unmount_if_unused(mount_point: &Path) -> Result<()> {
     let mounted = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
         .iter()
         .any(|m| m.fstype == "tracefs" && Path::new(&m.mount_point) == mount_point);
@@ -115,7 +115,7 @@ pub fn unmount_if_unused(mount_point: &Path) -> Result<()> {
 }
 
 /// The name of this process's next instance: `fsynclab-<pid>`, then `fsynclab-<pid>-<n>`.
-pub fn next_instance_name() -> String {
+pub(crate) fn next_instance_name() -> String {
     static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let pid = std::process::id();
@@ -128,7 +128,7 @@ pub fn next_instance_name() -> String {
 
 /// Whether `name` has the shape of an instance process `pid` made ([`next_instance_name`]):
 /// `fsynclab cleanup` removes no other.
-pub fn is_instance_of(name: &str, pid: u32) -> bool {
+pub(crate) fn is_instance_of(name: &str, pid: u32) -> bool {
     let Some(rest) = name.strip_prefix(INSTANCE_PREFIX) else {
         return false;
     };
@@ -138,30 +138,30 @@ pub fn is_instance_of(name: &str, pid: u32) -> bool {
 
 /// A tracing instance: a directory under `instances/` with its own buffer and events.
 #[derive(Debug)]
-pub struct Instance {
+pub(crate) struct Instance {
     dir: PathBuf,
 }
 
 impl Instance {
     /// Makes instance `name` under the tracefs at `root`.
-    pub fn create(root: &Path, name: &str) -> Result<Instance> {
+    pub(crate) fn create(root: &Path, name: &str) -> Result<Instance> {
         let dir = root.join("instances").join(name);
         std::fs::create_dir(&dir).with_context(|| format!("cannot create the trace instance {}", dir.display()))?;
         Ok(Instance { dir })
     }
 
     /// A file of the instance (`trace_clock`, `events/sched/sched_switch/filter`).
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.dir.join(rel)
     }
 
-    pub fn exists(&self, rel: &str) -> bool {
+    pub(crate) fn exists(&self, rel: &str) -> bool {
         self.path(rel).exists()
     }
 
     /// Writes `value` to a control file; a refusal is reported with the kernel's reason
     /// from the instance's `error_log` when it gave one.
-    pub fn write(&self, rel: &str, value: &str) -> Result<()> {
+    pub(crate) fn write(&self, rel: &str, value: &str) -> Result<()> {
         let path = self.path(rel);
         let result = std::fs::OpenOptions::new()
             .write(true)
@@ -178,7 +178,7 @@ impl Instance {
     }
 
     /// Reads a control or statistics file.
-    pub fn read(&self, rel: &str) -> Result<String> {
+    pub(crate) fn read(&self, rel: &str) -> Result<String> {
         let path = self.path(rel);
         std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))
     }
@@ -196,7 +196,7 @@ impl Instance {
 /// meanwhile, mounts it for the removal (the instance lives on in the kernel either way)
 /// and unmounts it again. A missing instance is not an error. rmdir is refused while a file
 /// of the instance is open, so a reader that is just closing gets a moment.
-pub fn remove_instance(name: &str) -> Result<()> {
+pub(crate) fn remove_instance(name: &str) -> Result<()> {
     let (root, mounted_here) = match find_mount() {
         Some(root) => (root, false),
         None => {

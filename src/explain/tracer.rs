@@ -44,14 +44,14 @@ use crate::testbed::state::{Step, Undo};
 /// The threads whose calls are measured: by thread id, and/or every thread with a given
 /// name (comm), which also catches threads made after the tracer started.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Watch {
-    pub tids: Vec<u32>,
+pub(crate) struct Watch {
+    pub(crate) tids: Vec<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub comms: Vec<String>,
+    pub(crate) comms: Vec<String>,
 }
 
 impl Watch {
-    pub fn threads(tids: &[u32]) -> Watch {
+    pub(crate) fn threads(tids: &[u32]) -> Watch {
         Watch {
             tids: tids.to_vec(),
             comms: Vec::new(),
@@ -60,47 +60,47 @@ impl Watch {
 
     /// Every thread named `comm` (at most 15 bytes, as the kernel keeps it).
     #[cfg(test)]
-    pub fn comm(comm: &str) -> Watch {
+    pub(crate) fn comm(comm: &str) -> Watch {
         Watch {
             tids: Vec::new(),
             comms: vec![comm.chars().take(15).collect()],
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.tids.is_empty() && self.comms.is_empty()
     }
 }
 
 /// The calling thread's id (`gettid(2)`), as the kernel names it in events.
-pub fn current_tid() -> u32 {
+pub(crate) fn current_tid() -> u32 {
     // SAFETY: gettid has no preconditions and cannot fail.
     unsafe { libc::gettid() as u32 }
 }
 
 /// A task and its name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Task {
-    pub pid: u32,
-    pub comm: String,
+pub(crate) struct Task {
+    pub(crate) pid: u32,
+    pub(crate) comm: String,
 }
 
 /// The filesystem under test, as far as tracing cares.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TracedFs {
+pub(crate) struct TracedFs {
     /// `ext4`, `xfs`, `btrfs`, ... (`ext2`/`ext3` are served by the ext4 driver).
-    pub fstype: String,
+    pub(crate) fstype: String,
     /// The block device the filesystem is on (a partition's own numbers).
-    pub dev: Option<Dev>,
+    pub(crate) dev: Option<Dev>,
     /// Its kernel name (`loop0`, `vda1`), as jbd2 names its thread.
-    pub dev_name: Option<String>,
+    pub(crate) dev_name: Option<String>,
     /// The whole disk, where block events are reported.
-    pub disk: Option<Dev>,
+    pub(crate) disk: Option<Dev>,
 }
 
 impl TracedFs {
     /// The filesystem that holds `path`, from /proc/self/mountinfo and sysfs.
-    pub fn of_path(path: &Path) -> TracedFs {
+    pub(crate) fn of_path(path: &Path) -> TracedFs {
         let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
         let Some(m) = mount_of(&mounts, &canonical) else {
@@ -129,22 +129,22 @@ impl TracedFs {
 
 /// What to trace.
 #[derive(Clone, Debug)]
-pub struct TraceConfig {
-    pub watch: Watch,
-    pub fs: TracedFs,
+pub(crate) struct TraceConfig {
+    pub(crate) watch: Watch,
+    pub(crate) fs: TracedFs,
     /// CLOCK_MONOTONIC at the run clock's zero ([`crate::measure::RunClock::origin_monotonic_ns`]).
-    pub origin_ns: u64,
+    pub(crate) origin_ns: u64,
     /// Ring buffer per CPU, KiB.
-    pub buffer_kb_per_cpu: u32,
+    pub(crate) buffer_kb_per_cpu: u32,
     /// Keep the raw trace text in [`Trace::text`] (for fixtures and debugging).
-    pub keep_text: bool,
+    pub(crate) keep_text: bool,
     /// Record the kernel stack at each sleep of a watched thread: what tells the causes of
     /// a wait apart, and most of the tracing's cost (`cargo bench --bench explain_overhead`).
-    pub stacks: bool,
+    pub(crate) stacks: bool,
 }
 
 impl TraceConfig {
-    pub fn new(watch: Watch, fs: TracedFs, origin_ns: u64) -> TraceConfig {
+    pub(crate) fn new(watch: Watch, fs: TracedFs, origin_ns: u64) -> TraceConfig {
         TraceConfig {
             watch,
             fs,
@@ -158,29 +158,29 @@ impl TraceConfig {
 
 /// A finished trace: typed events on CLOCK_MONOTONIC plus what is needed to read them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Trace {
+pub(crate) struct Trace {
     /// CLOCK_MONOTONIC (ns) at the run clock's zero: event `ts_ns - origin_ns` is run time.
-    pub origin_ns: u64,
+    pub(crate) origin_ns: u64,
     /// When tracing started and stopped, CLOCK_MONOTONIC ns.
-    pub started_ns: u64,
-    pub stopped_ns: u64,
-    pub fs: TracedFs,
+    pub(crate) started_ns: u64,
+    pub(crate) stopped_ns: u64,
+    pub(crate) fs: TracedFs,
     /// The threads watched (at the end: including those added during the run).
-    pub watched: Watch,
+    pub(crate) watched: Watch,
     /// The filesystem's journal or transaction threads, traced like the watched ones.
-    pub journal_threads: Vec<Task>,
+    pub(crate) journal_threads: Vec<Task>,
     /// Events this kernel does not offer (a filesystem module not loaded, an old kernel).
-    pub missing_events: Vec<String>,
+    pub(crate) missing_events: Vec<String>,
     /// Events the kernel dropped because the buffer was full.
-    pub lost_events: u64,
+    pub(crate) lost_events: u64,
     /// Trace lines that could not be read.
-    pub unparsed_lines: u64,
+    pub(crate) unparsed_lines: u64,
     /// CPU time of the thread that read the trace during the run, ns.
-    pub reader_cpu_ns: u64,
-    pub events: Vec<Event>,
+    pub(crate) reader_cpu_ns: u64,
+    pub(crate) events: Vec<Event>,
     /// The raw text, when [`TraceConfig::keep_text`] asked for it.
     #[serde(skip)]
-    pub text: Option<String>,
+    pub(crate) text: Option<String>,
 }
 
 /// The first line of a saved trace: `# fsynclab-trace ` and the metadata as JSON.
@@ -189,7 +189,7 @@ const SAVED_HEADER: &str = "# fsynclab-trace ";
 impl Trace {
     /// The trace as text that [`Trace::from_saved_text`] reads back: a comment line with the
     /// metadata, then the raw trace (needs [`TraceConfig::keep_text`]).
-    pub fn to_saved_text(&self) -> Option<String> {
+    pub(crate) fn to_saved_text(&self) -> Option<String> {
         let text = self.text.as_ref()?;
         let meta = Trace {
             events: Vec::new(),
@@ -201,7 +201,7 @@ impl Trace {
 
     /// Reads a trace saved by [`Trace::to_saved_text`] (the fixtures in tests/fixtures/).
     #[cfg(test)]
-    pub fn from_saved_text(saved: &str) -> Result<Trace> {
+    pub(crate) fn from_saved_text(saved: &str) -> Result<Trace> {
         let (first, text) = saved.split_once('\n').unwrap_or((saved, ""));
         let meta = first
             .strip_prefix(SAVED_HEADER)
@@ -217,7 +217,7 @@ impl Trace {
 
     /// The events between two CLOCK_MONOTONIC times (inclusive), by binary search: the events
     /// are in time order.
-    pub fn events_between(&self, from_ns: u64, to_ns: u64) -> &[Event] {
+    pub(crate) fn events_between(&self, from_ns: u64, to_ns: u64) -> &[Event] {
         let lo = self.events.partition_point(|e| e.ts_ns < from_ns);
         let hi = self.events.partition_point(|e| e.ts_ns <= to_ns);
         &self.events[lo..hi.max(lo)]
@@ -343,7 +343,7 @@ fn filters(watch: &Watch, journal: &[Task]) -> Filters {
 
 /// Tracing in progress. [`Tracer::stop`] returns the trace; dropping it without stopping
 /// still removes the instance.
-pub struct Tracer {
+pub(crate) struct Tracer {
     instance: Instance,
     config: TraceConfig,
     watch: Mutex<Watch>,
@@ -363,12 +363,12 @@ const CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 impl Tracer {
     /// Starts tracing as `config` says. Needs root and tracefs; the error says what is missing.
-    pub fn start(config: TraceConfig) -> Result<Tracer> {
+    pub(crate) fn start(config: TraceConfig) -> Result<Tracer> {
         Tracer::start_with(config, Undo::new())
     }
 
     /// [`Tracer::start`] recording its undo steps in `undo` (tests keep their state files apart).
-    pub fn start_with(config: TraceConfig, mut undo: Undo) -> Result<Tracer> {
+    pub(crate) fn start_with(config: TraceConfig, mut undo: Undo) -> Result<Tracer> {
         if !crate::sys::is_root() {
             bail!(crate::error::Usage(
                 "tracing the kernel needs root (tracefs): run fsynclab as root".into()
@@ -486,7 +486,7 @@ impl Tracer {
     }
 
     /// Writes `text` into the trace as a marker event (`tracing_mark_write`).
-    pub fn mark(&self, text: &str) -> Result<()> {
+    pub(crate) fn mark(&self, text: &str) -> Result<()> {
         use std::io::Write as _;
         let mut guard = self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))?;
         let file = guard.as_mut().context("the tracer is stopped")?;
@@ -494,7 +494,7 @@ impl Tracer {
     }
 
     /// Stops tracing, removes the instance and returns the trace.
-    pub fn stop(mut self) -> Result<Trace> {
+    pub(crate) fn stop(mut self) -> Result<Trace> {
         let stopped_ns = monotonic_ns();
         let off = self.instance.write("tracing_on", "0");
         let (text, reader_cpu_ns) = self.join_reader()?;
@@ -645,7 +645,7 @@ fn drain(pipe: &mut std::fs::File, buf: &mut [u8], text: &mut Vec<u8>) -> Result
 }
 
 /// CPU time (user + system) of the calling thread, ns (`getrusage(RUSAGE_THREAD)`).
-pub fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     // SAFETY: zeroed rusage is a valid value to be overwritten.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a valid, writable rusage.

@@ -23,6 +23,9 @@ impl Exporter for Text {
         );
         let _ = writeln!(out, "  target   {}", r.environment.target);
         let _ = writeln!(out, "           {}", r.environment.target_line());
+        if let Some(j) = &r.environment.journal {
+            let _ = writeln!(out, "  journal  {}", j.describe());
+        }
         let _ = writeln!(out, "  machine  {}", r.environment.machine_line());
         let _ = writeln!(out, "  params   {}", params_line(r));
         if !r.ops.is_empty() {
