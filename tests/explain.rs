@@ -265,8 +265,8 @@ fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
         assert_parts_add_up(call);
     }
     // Most slow writes spent most of their time paused in balance_dirty_pages (a write can
-    // also wait for a journal buffer under commit, do_get_write_access, which is named as
-    // another wait with its stack).
+    // also wait for an inode buffer the running journal commit is writing out,
+    // do_get_write_access, which is a wait for that commit).
     let slow: Vec<&&Value> = writes
         .iter()
         .filter(|c| c["latency_ns"].as_u64().unwrap() > 10_000_000)

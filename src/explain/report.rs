@@ -21,7 +21,7 @@ fn selection(e: &Explanation) -> String {
     format!(
         "the slowest {}% of each kind of call and every call over {}",
         e.threshold.slowest_fraction * 100.0,
-        format_latency_ns(e.threshold.over_ns)
+        format_duration(Duration::from_nanos(e.threshold.over_ns))
     )
 }
 

@@ -98,6 +98,9 @@ const RULES: &[(&str, WaitKind)] = &[
     ("wait_transaction_locked", WaitKind::JournalCommit),
     ("wait_transaction_switching", WaitKind::JournalCommit),
     ("start_this_handle", WaitKind::JournalCommit),
+    // A metadata buffer the committing transaction is writing to the log (BH_Shadow,
+    // fs/jbd2/transaction.c): a write() that must modify it waits for that commit.
+    ("do_get_write_access", WaitKind::JournalCommit),
     // The jbd2 thread itself.
     ("jbd2_journal_wait_updates", WaitKind::JournalHandles),
     ("journal_wait_on_commit_record", WaitKind::JournalWrite),
@@ -178,6 +181,8 @@ mod tests {
         assert_eq!(classify(&throttled_data), WaitKind::DataWriteback);
         let throttled_commit = frames("__schedule schedule io_schedule rq_qos_wait wbt_wait __rq_qos_throttle blk_mq_submit_bio __submit_bio submit_bio_noacct_nocheck write_all_supers btrfs_commit_transaction btrfs_sync_file");
         assert_eq!(classify(&throttled_commit), WaitKind::JournalCommit);
+        let shadowed = frames("__schedule schedule io_schedule bit_wait_io __wait_on_bit out_of_line_wait_on_bit do_get_write_access jbd2_journal_get_write_access __ext4_journal_get_write_access ext4_reserve_inode_write __ext4_mark_inode_dirty ext4_dirty_inode __mark_inode_dirty generic_update_time file_modified ext4_buffered_write_iter vfs_write");
+        assert_eq!(classify(&shadowed), WaitKind::JournalCommit);
         let xfs = frames("__schedule schedule xlog_wait_on_iclog xfs_log_force_seq xfs_file_fsync");
         assert_eq!(classify(&xfs), WaitKind::JournalCommit);
     }
