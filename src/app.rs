@@ -8,6 +8,7 @@ use anyhow::Result;
 use crate::cli::{Cli, Command, ListFormat, LoadKind, RunArgs};
 use crate::engine::{self, Planned};
 use crate::error::Usage;
+use crate::explain::run::ExplainOptions;
 use crate::params::ParamSpec;
 use crate::record::Recording;
 use crate::report::{self, Live};
@@ -35,6 +36,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         ),
         Command::Probe { common } => measure(&probe::Probe, &common),
         Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
+        Command::Explain { result, store } => crate::review::explain(&result, store.store.as_deref()),
         Command::Exec(args) => crate::exec::run(&args.target, &args.command, args.output.as_ref()),
         Command::ListDevices => crate::review::print(&crate::testbed::device::profile::listing()),
         Command::Runs(args) => crate::review::runs(&args),
@@ -64,7 +66,9 @@ fn device_help_requested(cli: &Cli) -> bool {
 /// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit status.
 fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     // Everything that can be refused is refused before anything is made or measured.
-    let planned = Planned::new(s, &args.sets)?;
+    let mut planned = Planned::new(s, &args.sets)?;
+    let (explain, explain_note) = ExplainOptions::from_args(&args.explain)?;
+    planned.explain = explain;
     if args.keep && args.target.scratch.is_some() {
         return Err(Usage(
             "--keep has nothing to keep with --scratch: the scratch filesystem is removed after the run; use --dir to keep files"
@@ -100,6 +104,9 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     // and before anything is measured.
     let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
 
+    if let Some(note) = explain_note.filter(|_| !args.quiet) {
+        note!("{note}");
+    }
     let mut exporter = report::exporter(args.format, true);
     let mut finished = {
         let mut live = Live::new(exporter.as_mut(), args.quiet, Some(&stop));
@@ -132,6 +139,12 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
             "fsynclab: kept the work directory {}",
             finished.result.environment.target
         );
+    }
+    // A tracer asked for explicitly that could not follow the calls says why.
+    if args.explain.explain {
+        for n in finished.result.explain.iter().flat_map(|e| &e.notes) {
+            note!("fsynclab: {n}");
+        }
     }
     if finished.status != engine::Status::Ok {
         note!("fsynclab: {}", finished.status);

@@ -103,6 +103,15 @@ pub enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
+    /// Print the slowest calls of a run with where their time went, and its writeback
+    /// timeline: a stored run's id, or a result file
+    Explain {
+        /// A run id as `fsynclab runs` lists it, or a JSON result file (`--output`)
+        #[arg(value_name = "RUN|FILE")]
+        result: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+    },
     /// List the runs in the results store, oldest first
     #[command(after_help = RUNS_HELP)]
     Runs(RunsArgs),
@@ -221,6 +230,27 @@ pub struct SuiteArgs {
     pub quiet: bool,
 }
 
+/// `--explain` and the timeline: what a run records to explain its slow calls.
+#[derive(Debug, Default, Args)]
+pub struct ExplainArgs {
+    /// Trace the kernel and split each slow call into causes [default: on as root with
+    /// tracefs]
+    #[arg(long, overrides_with = "no_explain", help_heading = "Explain")]
+    pub explain: bool,
+    /// Do not trace the kernel (the timeline is still sampled)
+    #[arg(long, overrides_with = "explain", help_heading = "Explain")]
+    pub no_explain: bool,
+    /// Explain every call at least this slow
+    #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
+    pub explain_over: String,
+    /// ...and the slowest PERCENT of each kind of call
+    #[arg(long, value_name = "PERCENT", default_value = "1%", help_heading = "Explain")]
+    pub explain_slowest: String,
+    /// Sample the writeback timeline (dirty memory, PSI, the device's queue) this often
+    #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
+    pub timeline_interval: String,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -242,6 +272,8 @@ pub struct RunArgs {
     /// No progress display on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub explain: ExplainArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -3,13 +3,16 @@
 //! result (the testbed's figures, tables and findings rendered) → status.
 //!
 //! The work directory is removed on every way out (it is dropped here), and a run ended by
-//! a signal still returns what it measured, marked `interrupted`.
+//! a signal still returns what it measured, marked `interrupted`. Around the measurement,
+//! the writeback timeline is sampled and, with `--explain`, the kernel traced
+//! ([`crate::explain::run`]); the slow calls are explained once it ends.
 
 use std::fmt;
 
 use anyhow::Result;
 
 use crate::environment;
+use crate::explain::run::{ExplainOptions, Explaining};
 use crate::measure::RunClock;
 use crate::observe::Observer;
 use crate::params::Params;
@@ -23,6 +26,9 @@ pub(crate) struct Planned {
     pub(crate) scenario: &'static dyn Scenario,
     pub(crate) params: Params,
     pub(crate) plan: Box<dyn Plan>,
+    /// The timeline's interval and whether to trace (`run --explain`; the timeline only
+    /// unless a command says otherwise).
+    pub(crate) explain: ExplainOptions,
 }
 
 impl Planned {
@@ -30,7 +36,12 @@ impl Planned {
     pub(crate) fn new(scenario: &'static dyn Scenario, sets: &[String]) -> Result<Planned> {
         let params = Params::resolve(scenario.name(), &scenario.params(), sets)?;
         let plan = scenario.plan(&params)?;
-        Ok(Planned { scenario, params, plan })
+        Ok(Planned {
+            scenario,
+            params,
+            plan,
+            explain: ExplainOptions::default(),
+        })
     }
 }
 
@@ -140,11 +151,13 @@ pub(crate) fn run(
         stop,
         observer,
     };
+    let explaining = Explaining::start(&planned.explain, work.path(), clock, plan.untraceable_calls())?;
     let outcome = plan.run(&mut ctx)?;
     let duration_s = clock.elapsed().as_secs_f64();
+    let (ops, samples) = outcome.recorder.into_parts();
+    let (timeline, explain) = explaining.finish(&samples);
 
     // Result: the samples, the testbed's flush count, then the rendered tables and findings.
-    let (ops, samples) = outcome.recorder.into_parts();
     let mut result = RunResult {
         schema_version: SCHEMA_VERSION,
         scenario: planned.scenario.name().to_string(),
@@ -160,6 +173,8 @@ pub(crate) fn run(
         findings: Vec::new(),
         details: Some(outcome.details),
         figures: Default::default(),
+        timeline,
+        explain,
         stored: None,
     };
     let sync_calls = result.sync_calls();

@@ -23,6 +23,8 @@
 //!   the compact sample codec), the HTML report; `record`: runs stored as they finish
 //! - `matrix`: configurations crossed and repeated, with seed 002's table; `review`: the
 //!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
+//! - `explain`: a kernel trace of the measured threads, slow calls split into causes, the
+//!   writeback timeline
 //! - `units`, `error`, `rng`: shared vocabulary, the one random generator
 
 /// A line on stderr that cannot panic: `eprintln!` panics when stderr is gone (a closed
@@ -41,6 +43,7 @@ mod engine;
 pub mod environment;
 pub mod error;
 mod exec;
+mod explain;
 pub mod html;
 mod matrix;
 pub mod measure;

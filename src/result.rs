@@ -85,6 +85,12 @@ pub(crate) struct RunResult {
     /// from `details`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) figures: BTreeMap<String, f64>,
+    /// The machine's writeback state sampled during the run (absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) timeline: Option<crate::explain::TimelineRecord>,
+    /// The slow calls split into causes (`run --explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) explain: Option<crate::explain::run::Explanation>,
     /// Where the run is kept in the results store, when it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) stored: Option<StoredAt>,

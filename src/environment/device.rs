@@ -188,7 +188,7 @@ pub(super) fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
 }
 
 /// The sysfs directory of the whole disk for device `major:minor` (a partition's parent).
-fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
+pub(crate) fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
     let dir = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
     if dir.join("partition").exists() {
         dir.parent().map(Path::to_path_buf)
@@ -199,7 +199,7 @@ fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
 
 /// The device numbers behind a mount: those of its source when that is a block device
 /// (btrfs reports anonymous numbers in mountinfo), else mountinfo's own.
-pub(super) fn device_numbers(m: &MountInfo) -> (u32, u32) {
+pub(crate) fn device_numbers(m: &MountInfo) -> (u32, u32) {
     if m.source.starts_with("/dev/") {
         if let Ok(meta) = std::fs::metadata(&m.source) {
             use std::os::unix::fs::FileTypeExt;

@@ -8,6 +8,7 @@
 //!   Documentation/ABI/stable/sysfs-block
 //! - `/proc/sys/vm/dirty_*` — Documentation/admin-guide/sysctl/vm.rst
 //! - `/proc/meminfo` — Documentation/filesystems/proc.rst, section 1.2 (MemTotal only)
+//! - the journal settings — `crate::explain::journal`
 //!
 //! The parts: `mounts` (which filesystem a path is on), `device` (its block device, and the
 //! emulated disk's figures and counts), `memory` (meminfo, the dirty sysctls and their
@@ -22,10 +23,11 @@ mod device;
 mod memory;
 mod mounts;
 
+use device::read_trimmed;
 pub use device::{
     device_info, parse_scheduler, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, ScratchInfo,
 };
-use device::{device_numbers, read_trimmed};
+pub(crate) use device::{device_numbers, disk_dir};
 
 pub use memory::{
     check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, dirty_background_threshold,
@@ -58,6 +60,10 @@ pub struct Fingerprint {
     /// The sysctls fsynclab set for the run (`--dirty-ratio`...), restored afterwards.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sysctls_set: BTreeMap<String, u64>,
+    /// The filesystem's journal: whether it has one, data mode, commit interval, batch
+    /// times (ext4); log buffers (xfs); commit interval (btrfs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<crate::explain::journal::JournalInfo>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -86,6 +92,14 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         let (major, minor) = device_numbers(m);
         device_info(major, minor)
     });
+    let journal = mount.and_then(|m| {
+        let (major, minor) = device_numbers(m);
+        // The filesystem's own device name (a partition's, not the disk's): /proc/fs/ext4/NAME.
+        let dev_name = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
+            .ok()
+            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+        crate::explain::journal::read(&m.fstype, dev_name.as_deref(), &m.super_options)
+    });
     Fingerprint {
         fsynclab_version: env!("CARGO_PKG_VERSION").to_string(),
         kernel: kernel_release(),
@@ -104,6 +118,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         }),
         device,
         sysctls: read_sysctls(),
+        journal,
         ..Fingerprint::default()
     }
 }

@@ -69,4 +69,8 @@ fn fingerprint_of_this_machine_names_a_filesystem() {
     assert!(f.cpus >= 1);
     assert!(f.filesystem.is_some(), "no mount found for .");
     assert!(f.sysctls.contains_key("dirty_ratio"));
+    if f.filesystem.as_ref().is_some_and(|fs| fs.fstype == "ext4") {
+        let journal = f.journal.expect("an ext4 has journal facts");
+        assert!(["jbd2", "none"].contains(&journal.kind.as_str()), "{journal:?}");
+    }
 }

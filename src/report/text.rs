@@ -1,6 +1,7 @@
 //! `--format text`: what a person reads after a run — where it ran, one row per operation
 //! kind (count, errors, min, p50, p90, p99, p99.9, max, mean), the background writer's
-//! throughput beside it (the trade-off is the point), scenario tables and findings.
+//! throughput beside it (the trade-off is the point), scenario tables, the slowest calls
+//! with where their time went (`--explain`), the timeline in one line, and findings.
 
 use std::fmt::Write;
 
@@ -22,6 +23,9 @@ impl Exporter for Text {
         );
         let _ = writeln!(out, "  target   {}", r.environment.target);
         let _ = writeln!(out, "           {}", r.environment.target_line());
+        if let Some(j) = &r.environment.journal {
+            let _ = writeln!(out, "  journal  {}", j.describe());
+        }
         let _ = writeln!(out, "  machine  {}", r.environment.machine_line());
         let _ = writeln!(out, "  params   {}", params_line(r));
         if !r.ops.is_empty() {
@@ -35,6 +39,13 @@ impl Exporter for Text {
         for t in &r.tables {
             out.push('\n');
             out.push_str(&table(t));
+        }
+        if let Some(e) = &r.explain {
+            out.push('\n');
+            out.push_str(&crate::explain::report::slowest_calls(e));
+        }
+        if let Some(t) = &r.timeline {
+            out.push_str(&crate::explain::report::timeline_line(t));
         }
         if !r.findings.is_empty() {
             out.push('\n');

@@ -56,6 +56,28 @@ pub(crate) fn show(what: &Path, format: Format, store: Option<&Path>) -> Result<
     print(&crate::report::exporter(format, false).render(&result))
 }
 
+/// `fsynclab explain RUN|FILE`: the slow calls of a stored run or a saved result, each with
+/// every part of its time, and the timeline in one line.
+pub(crate) fn explain(what: &Path, store: Option<&Path>) -> Result<i32> {
+    let result = if what.is_file() {
+        RunResult::load(what)?
+    } else {
+        let id = run_id(&what.to_string_lossy(), "explain")?;
+        let (store, _) = record::open_for_reading(store)?;
+        record::result_of(record::read_run(&store, id)?)?
+    };
+    let mut text = format!("{}  started {}\n", result.scenario, result.started_at);
+    match &result.explain {
+        Some(e) => text.push_str(&crate::explain::report::full(e)),
+        None => text.push_str("no calls explained: the run was not traced (rerun as root with --explain)\n"),
+    }
+    if let Some(t) = &result.timeline {
+        text.push('\n');
+        text.push_str(&crate::explain::report::timeline_line(t));
+    }
+    print(&text)
+}
+
 /// A result file without its samples (a suite's, whose samples are in the store) gets them
 /// from the run it names, when the format prints calls and the store still has the run.
 fn samples_from_store(result: &mut RunResult, format: Format) -> Result<()> {

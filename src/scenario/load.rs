@@ -92,6 +92,10 @@ impl Plan for Config {
         }
     }
 
+    fn untraceable_calls(&self) -> Option<&'static str> {
+        Some("a load run makes no measured calls")
+    }
+
     fn expected_duration(&self) -> Option<Duration> {
         Some(self.duration).filter(|d| !d.is_zero())
     }

@@ -74,6 +74,11 @@ pub(crate) trait Plan: Send + Sync {
     /// How long the measured part lasts when the parameters decide it (the suite's `--full`
     /// plan); `None` when it depends on the machine.
     fn expected_duration(&self) -> Option<Duration>;
+    /// Why `--explain` cannot follow the measured calls, if it cannot: it traces the thread
+    /// that calls [`Plan::run`], and worker pools make their calls elsewhere.
+    fn untraceable_calls(&self) -> Option<&'static str> {
+        None
+    }
     fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome>;
 }
 
@@ -196,6 +201,8 @@ pub(crate) mod tests_support {
             findings: Vec::new(),
             details: None,
             figures: Default::default(),
+            timeline: None,
+            explain: None,
             stored: None,
         }
     }

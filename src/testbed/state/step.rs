@@ -49,6 +49,13 @@ pub enum Step {
     },
     /// A `vm.` sysctl and the value it had before.
     Sysctl { name: String, previous: u64 },
+    /// A tracefs instance (`instances/NAME`) for `--explain`, recorded before it is made so
+    /// that no moment leaves one unrecorded; undoing a step whose instance was never made
+    /// does nothing.
+    TraceInstance { name: String },
+    /// tracefs, mounted by fsynclab because it was not; unmounted only if no instance of
+    /// anyone remains in it.
+    Tracefs { mount_point: PathBuf },
 }
 
 impl Step {
@@ -63,6 +70,8 @@ impl Step {
             Step::Scheduler { .. } => "scheduler",
             Step::Rotational { .. } => "rotational",
             Step::Sysctl { .. } => "sysctl",
+            Step::TraceInstance { .. } => "trace_instance",
+            Step::Tracefs { .. } => "tracefs",
         }
     }
 
@@ -108,6 +117,8 @@ impl Step {
                 r => r,
             },
             Step::Sysctl { name, previous } => sysctl::write(name, *previous),
+            Step::TraceInstance { name } => crate::explain::tracefs::remove_instance(name),
+            Step::Tracefs { mount_point } => crate::explain::tracefs::unmount_if_unused(mount_point),
         }
     }
 
@@ -162,6 +173,11 @@ impl Step {
             Step::Sysctl { name, .. } => {
                 (!sysctl::SETTABLE.contains(&name.as_str())).then(|| format!("vm.{name} is not a sysctl fsynclab sets"))
             }
+            Step::TraceInstance { name } => (!crate::explain::tracefs::is_instance_of(name, pid))
+                .then(|| format!("trace instance {name} does not have the shape of one made by pid {pid}")),
+            Step::Tracefs { mount_point } => (mount_point != Path::new(crate::explain::tracefs::DEFAULT_MOUNT))
+                .then(|| not_ours(mount_point, "the tracefs mount point fsynclab uses"))
+                .flatten(),
         }
     }
 
@@ -180,6 +196,8 @@ impl Step {
             Step::Scheduler { device, previous, .. } => format!("scheduler of {device} (back to {previous})"),
             Step::Rotational { device, previous, .. } => format!("rotational flag of {device} (back to {previous})"),
             Step::Sysctl { name, previous } => format!("vm.{name} (back to {previous})"),
+            Step::TraceInstance { name } => format!("trace instance {name}"),
+            Step::Tracefs { mount_point } => format!("tracefs at {}", mount_point.display()),
         }
     }
 }

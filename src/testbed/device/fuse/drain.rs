@@ -44,7 +44,7 @@ pub(super) fn drain_loop(shared: &Shared) {
                 st.timing.drain_lag_ns_max = st.timing.drain_lag_ns_max.max(written - op.end);
             }
             if let Some(e) = error {
-                eprintln!("fsynclab: {e}");
+                note!("fsynclab: {e}");
                 st.failed.get_or_insert(e);
             }
             shared.progress.notify_all();

@@ -181,7 +181,7 @@ impl Drop for EmulatedDevice {
             if session.guard.is_finished() {
                 let _ = session.join();
             } else {
-                eprintln!("fsynclab: the emulated device is still in use; it ends with this process");
+                note!("fsynclab: the emulated device is still in use; it ends with this process");
                 std::mem::forget(session);
                 return;
             }

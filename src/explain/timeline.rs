@@ -1,0 +1,405 @@
+//! The timeline: the machine's writeback state sampled at a fixed interval on the run
+//! clock, cheap enough to run beside every measurement.
+//!
+//! Each point holds what the kernel's own counters say at that moment:
+//! - `/proc/meminfo` Dirty and Writeback (Documentation/filesystems/proc.rst, "meminfo");
+//! - `/proc/vmstat` nr_dirty_threshold and nr_dirty_background_threshold, the limits the
+//!   kernel computed for dirty pages, in pages (Documentation/admin-guide/sysctl/vm.rst
+//!   explains the limits; the counter names are those of mm/vmstat.c);
+//! - `/proc/pressure/io` some and full, cumulative stall time in µs
+//!   (Documentation/accounting/psi.rst);
+//! - `/sys/class/block/DEV/stat` of the device under test: requests in flight and the
+//!   completed reads, writes and flushes (Documentation/block/stat.rst; the same fields as
+//!   /proc/diskstats in Documentation/admin-guide/iostats.rst).
+//!
+//! Cumulative counters are stored as read; rates come from differences between points.
+//! The background writer's throughput is already kept per second by the run and can be
+//! joined on the same clock. Files are kept open and re-read at offset 0, which the kernel
+//! regenerates for /proc seq files and sysfs attributes, so a sample costs a few reads.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt as _;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use super::tracer::thread_cpu_ns;
+use crate::measure::RunClock;
+
+/// The fields of `/proc/meminfo` the timeline keeps, in bytes: `Dirty` and `Writeback`
+/// (lines `Name:   value kB`); the other fields are ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Meminfo {
+    pub(crate) dirty_bytes: u64,
+    pub(crate) writeback_bytes: u64,
+}
+
+/// The value of line `name` in a `Name: value [kB]` or `name value` file.
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?;
+        let rest = rest.strip_prefix(':').unwrap_or(rest);
+        if !rest.starts_with(' ') {
+            return None;
+        }
+        let mut words = rest.split_whitespace();
+        let value: u64 = words.next()?.parse().ok()?;
+        Some(if words.next() == Some("kB") {
+            value * 1024
+        } else {
+            value
+        })
+    })
+}
+
+impl FromStr for Meminfo {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Meminfo, String> {
+        let get = |name: &str| field(text, name).ok_or_else(|| format!("meminfo: no {name} line"));
+        Ok(Meminfo {
+            dirty_bytes: get("Dirty")?,
+            writeback_bytes: get("Writeback")?,
+        })
+    }
+}
+
+/// The fields of `/proc/vmstat` the timeline keeps (lines `name value`), in pages: the dirty
+/// limits the kernel computed last; the other counters are ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Vmstat {
+    pub(crate) dirty_threshold_pages: u64,
+    pub(crate) dirty_background_threshold_pages: u64,
+}
+
+impl FromStr for Vmstat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Vmstat, String> {
+        let get = |name: &str| field(text, name).ok_or_else(|| format!("vmstat: no {name} line"));
+        Ok(Vmstat {
+            dirty_threshold_pages: get("nr_dirty_threshold")?,
+            dirty_background_threshold_pages: get("nr_dirty_background_threshold")?,
+        })
+    }
+}
+
+/// `/proc/pressure/io`: `some avg10=0.00 avg60=0.00 avg300=0.00 total=N` and the same for
+/// `full`; only the cumulative `total` stall times (µs) are kept, the averages are ignored
+/// (the timeline's own differences give the rate at its interval).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Pressure {
+    pub(crate) some_total_us: u64,
+    pub(crate) full_total_us: Option<u64>,
+}
+
+impl FromStr for Pressure {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Pressure, String> {
+        let total = |kind: &str| {
+            let line = text.lines().find(|l| l.starts_with(kind))?;
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix("total="))?
+                .parse::<u64>()
+                .ok()
+        };
+        Ok(Pressure {
+            some_total_us: total("some ").ok_or_else(|| format!("pressure: no `some ... total=` in {text:?}"))?,
+            full_total_us: total("full "),
+        })
+    }
+}
+
+/// `/sys/class/block/DEV/stat`: 11, 15 or 17 numbers depending on the kernel
+/// (Documentation/block/stat.rst). Kept: completed reads and writes (field 1, 5), sectors
+/// written (7), requests in flight (9), completed flushes (16, kernel 5.5+); the merge,
+/// tick and discard fields are ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DiskStat {
+    pub(crate) reads_completed: u64,
+    pub(crate) writes_completed: u64,
+    pub(crate) sectors_written: u64,
+    pub(crate) in_flight: u64,
+    pub(crate) flushes_completed: Option<u64>,
+}
+
+impl FromStr for DiskStat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<DiskStat, String> {
+        let f: Vec<u64> = text
+            .split_whitespace()
+            .map(|w| w.parse().map_err(|_| format!("block stat: not a number: {w:?}")))
+            .collect::<Result<_, String>>()?;
+        if f.len() < 11 {
+            return Err(format!("block stat: {} fields, expected at least 11", f.len()));
+        }
+        Ok(DiskStat {
+            reads_completed: f[0],
+            writes_completed: f[4],
+            sectors_written: f[6],
+            in_flight: f[8],
+            flushes_completed: f.get(15).copied(),
+        })
+    }
+}
+
+/// One sample.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TimelinePoint {
+    /// When it was taken, ns on the run clock.
+    pub(crate) t_ns: u64,
+    pub(crate) dirty_bytes: Option<u64>,
+    pub(crate) writeback_bytes: Option<u64>,
+    /// The kernel's dirty limit and background limit now (vmstat, pages × page size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) dirty_threshold_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) dirty_background_threshold_bytes: Option<u64>,
+    /// Cumulative time some / all non-idle tasks stalled on I/O, µs (PSI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) io_some_total_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) io_full_total_us: Option<u64>,
+    /// The device under test: requests in flight now, and cumulative completions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device_in_flight: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device_writes_completed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device_sectors_written: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device_flushes_completed: Option<u64>,
+}
+
+/// A finished timeline.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TimelineRecord {
+    pub(crate) interval_ns: u64,
+    /// The device sampled (`loop0`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device: Option<String>,
+    pub(crate) points: Vec<TimelinePoint>,
+    /// CPU time the sampling thread used, ns, and per second of sampling.
+    pub(crate) sampler_cpu_ns: u64,
+    pub(crate) sampler_cpu_ns_per_s: u64,
+}
+
+/// The files a sample reads, kept open.
+struct Sources {
+    meminfo: Option<File>,
+    vmstat: Option<File>,
+    pressure: Option<File>,
+    disk: Option<File>,
+    page_size: u64,
+    buf: Vec<u8>,
+}
+
+impl Sources {
+    fn open(device: Option<&str>) -> Sources {
+        // SAFETY: sysconf has no preconditions.
+        let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        Sources {
+            meminfo: File::open("/proc/meminfo").ok(),
+            vmstat: File::open("/proc/vmstat").ok(),
+            pressure: File::open("/proc/pressure/io").ok(),
+            disk: device.and_then(|d| File::open(format!("/sys/class/block/{d}/stat")).ok()),
+            page_size: if page_size > 0 { page_size as u64 } else { 4096 },
+            buf: vec![0; 16 << 10],
+        }
+    }
+
+    /// The file's whole text, read from offset 0.
+    fn read<T: FromStr>(buf: &mut Vec<u8>, file: &Option<File>) -> Option<T> {
+        let file = file.as_ref()?;
+        let mut len = 0;
+        loop {
+            if len == buf.len() {
+                buf.resize(buf.len() * 2, 0);
+            }
+            match file.read_at(&mut buf[len..], len as u64) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(_) => return None,
+            }
+        }
+        std::str::from_utf8(&buf[..len]).ok()?.parse().ok()
+    }
+
+    fn sample(&mut self, t_ns: u64) -> TimelinePoint {
+        let mem: Option<Meminfo> = Self::read(&mut self.buf, &self.meminfo);
+        let vm: Option<Vmstat> = Self::read(&mut self.buf, &self.vmstat);
+        let psi: Option<Pressure> = Self::read(&mut self.buf, &self.pressure);
+        let disk: Option<DiskStat> = Self::read(&mut self.buf, &self.disk);
+        TimelinePoint {
+            t_ns,
+            dirty_bytes: mem.map(|m| m.dirty_bytes),
+            writeback_bytes: mem.map(|m| m.writeback_bytes),
+            dirty_threshold_bytes: vm.map(|v| v.dirty_threshold_pages * self.page_size),
+            dirty_background_threshold_bytes: vm.map(|v| v.dirty_background_threshold_pages * self.page_size),
+            io_some_total_us: psi.map(|p| p.some_total_us),
+            io_full_total_us: psi.and_then(|p| p.full_total_us),
+            device_in_flight: disk.map(|d| d.in_flight),
+            device_writes_completed: disk.map(|d| d.writes_completed),
+            device_sectors_written: disk.map(|d| d.sectors_written),
+            device_flushes_completed: disk.and_then(|d| d.flushes_completed),
+        }
+    }
+}
+
+/// The sampler running in its own thread.
+pub(crate) struct Timeline {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<TimelineRecord>>,
+}
+
+/// The default sampling interval.
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+
+impl Timeline {
+    /// Starts sampling every `interval` on `clock`, the device under test being `device`
+    /// (its kernel name, `loop0`; None: no device counters).
+    pub(crate) fn start(clock: RunClock, interval: Duration, device: Option<&str>) -> Result<Timeline> {
+        let interval = interval.max(Duration::from_millis(1));
+        let device = device.map(str::to_string);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("timeline".into())
+            .spawn(move || sample_until(clock, interval, device, &flag))
+            .context("cannot start the timeline sampler thread")?;
+        Ok(Timeline {
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// Stops sampling (at once, not at the next tick) and returns the points.
+    pub(crate) fn stop(mut self) -> TimelineRecord {
+        self.finish().unwrap_or_default()
+    }
+
+    fn finish(&mut self) -> Option<TimelineRecord> {
+        self.stop.store(true, Ordering::SeqCst);
+        let handle = self.handle.take()?;
+        handle.thread().unpark();
+        handle.join().ok()
+    }
+}
+
+impl Drop for Timeline {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn sample_until(clock: RunClock, interval: Duration, device: Option<String>, stop: &AtomicBool) -> TimelineRecord {
+    let mut sources = Sources::open(device.as_deref());
+    let started = Instant::now();
+    let cpu_before = thread_cpu_ns();
+    let mut points = Vec::new();
+    let mut tick = 0u32;
+    while !stop.load(Ordering::SeqCst) {
+        points.push(sources.sample(clock.now_ns()));
+        // Deadlines from the start, so that the interval does not drift by the sample's cost.
+        tick += 1;
+        let next = started + interval * tick;
+        while !stop.load(Ordering::SeqCst) {
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            std::thread::park_timeout(next - now);
+        }
+    }
+    let cpu_ns = thread_cpu_ns().saturating_sub(cpu_before);
+    let secs = started.elapsed().as_secs_f64();
+    TimelineRecord {
+        interval_ns: interval.as_nanos() as u64,
+        device,
+        points,
+        sampler_cpu_ns: cpu_ns,
+        sampler_cpu_ns_per_s: if secs > 0.0 { (cpu_ns as f64 / secs) as u64 } else { 0 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MEMINFO: &str = include_str!("../../tests/fixtures/proc-meminfo.txt");
+    const VMSTAT: &str = include_str!("../../tests/fixtures/proc-vmstat.txt");
+    const PRESSURE: &str = include_str!("../../tests/fixtures/proc-pressure-io.txt");
+    const DISKSTAT: &str = include_str!("../../tests/fixtures/sys-block-stat.txt");
+
+    #[test]
+    fn meminfo_fixture() {
+        let m: Meminfo = MEMINFO.parse().unwrap();
+        assert_eq!((m.dirty_bytes, m.writeback_bytes), (0, 0), "an idle machine");
+        // kB become bytes, and `WritebackTmp` is not taken for `Writeback`.
+        let m: Meminfo = "MemTotal: 9 kB\nWritebackTmp: 8 kB\nDirty:   92 kB\nWriteback:  4 kB\n"
+            .parse()
+            .unwrap();
+        assert_eq!((m.dirty_bytes, m.writeback_bytes), (92 * 1024, 4096));
+        assert!("MemTotal: 1 kB".parse::<Meminfo>().is_err());
+    }
+
+    #[test]
+    fn vmstat_fixture() {
+        let v: Vmstat = VMSTAT.parse().unwrap();
+        assert!(v.dirty_threshold_pages > v.dirty_background_threshold_pages);
+        assert_eq!(
+            (v.dirty_threshold_pages, v.dirty_background_threshold_pages),
+            (780684, 600187)
+        );
+        assert!("nr_dirty 5".parse::<Vmstat>().is_err());
+    }
+
+    #[test]
+    fn pressure_fixture() {
+        let p: Pressure = PRESSURE.parse().unwrap();
+        assert!(p.full_total_us.is_some_and(|full| full <= p.some_total_us));
+        let cpu_style: Pressure = "some avg10=1.00 avg60=0.50 avg300=0.10 total=1234\n".parse().unwrap();
+        assert_eq!(
+            cpu_style,
+            Pressure {
+                some_total_us: 1234,
+                full_total_us: None
+            }
+        );
+        assert!("full avg10=0 total=1".parse::<Pressure>().is_err());
+    }
+
+    #[test]
+    fn disk_stat_fixture() {
+        let d: DiskStat = DISKSTAT.parse().unwrap();
+        assert!(d.writes_completed > 0 && d.sectors_written >= d.writes_completed);
+        assert!(d.flushes_completed.is_some());
+        let old: DiskStat = "1 2 3 4 5 6 7 8 9 10 11".parse().unwrap();
+        assert_eq!(
+            (old.writes_completed, old.in_flight, old.flushes_completed),
+            (5, 9, None)
+        );
+        assert!("1 2 3".parse::<DiskStat>().is_err());
+    }
+
+    #[test]
+    fn samples_at_the_interval_and_stops_at_once() {
+        let clock = RunClock::start();
+        let t = Timeline::start(clock, Duration::from_millis(10), None).unwrap();
+        std::thread::sleep(Duration::from_millis(105));
+        let asked = Instant::now();
+        let rec = t.stop();
+        assert!(asked.elapsed() < Duration::from_millis(50), "stop waited for a tick");
+        assert!((8..=13).contains(&rec.points.len()), "{} points", rec.points.len());
+        assert!(rec.points.windows(2).all(|w| w[1].t_ns > w[0].t_ns));
+        assert!(rec.points[0].dirty_bytes.is_some());
+        assert_eq!(rec.interval_ns, 10_000_000);
+    }
+}

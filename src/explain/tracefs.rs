@@ -1,0 +1,275 @@
+//! tracefs, the kernel's tracing file system (Documentation/trace/ftrace.rst): finding or
+//! mounting it, a private instance per run, and removing the instance again.
+//!
+//! fsynclab traces in an instance of its own, `instances/fsynclab-<pid>` (ftrace.rst,
+//! "Instances"): its events, filters, triggers, clock and buffer belong to it alone, so a
+//! user's tracing in the top-level buffer or in other instances is left untouched. The
+//! instance is recorded on the undo stack ([`Step::TraceInstance`]) *before* it is made,
+//! so that a run killed at any moment leaves a record `fsynclab cleanup` can act on, and it
+//! is removed on every way out. tracefs is mounted only when it is not already, and
+//! unmounted afterwards only if fsynclab mounted it and no instance of anyone else remains.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::environment::{parse_mountinfo, MountInfo};
+use crate::testbed::state::{Step, Undo};
+
+/// Where tracefs is mounted when nothing else says so.
+pub(crate) const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+
+/// The prefix of every instance fsynclab makes.
+pub(crate) const INSTANCE_PREFIX: &str = "fsynclab-";
+
+/// Where tracefs is mounted in `mounts`: a `tracefs` mount (the one at
+/// /sys/kernel/tracing first), else `tracing/` inside a debugfs mount (older systems).
+pub(crate) fn find_mount_in(mounts: &[MountInfo]) -> Option<PathBuf> {
+    let tracefs: Vec<&MountInfo> = mounts.iter().filter(|m| m.fstype == "tracefs").collect();
+    if let Some(m) = tracefs
+        .iter()
+        .find(|m| m.mount_point == DEFAULT_MOUNT)
+        .or(tracefs.first())
+    {
+        return Some(PathBuf::from(&m.mount_point));
+    }
+    mounts
+        .iter()
+        .filter(|m| m.fstype == "debugfs")
+        .map(|m| Path::new(&m.mount_point).join("tracing"))
+        .find(|p| p.join("instances").is_dir())
+}
+
+/// Where tracefs is mounted now, if anywhere.
+pub(crate) fn find_mount() -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    find_mount_in(&parse_mountinfo(&text))
+}
+
+/// Finds tracefs, or mounts it at [`DEFAULT_MOUNT`] (as `mount -t tracefs nodev
+/// /sys/kernel/tracing` would) and records that on `undo`.
+pub(crate) fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
+    if let Some(root) = find_mount() {
+        return Ok(root);
+    }
+    mount_at(Path::new(DEFAULT_MOUNT))?;
+    undo.record(Step::Tracefs {
+        mount_point: PathBuf::from(DEFAULT_MOUNT),
+    })?;
+    Ok(PathBuf::from(DEFAULT_MOUNT))
+}
+
+fn c_path(path: &Path) -> Result<std::ffi::CString> {
+    std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).context("path has a NUL byte")
+}
+
+fn mount_at(mount_point: &Path) -> Result<()> {
+    let target = c_path(mount_point)?;
+    // SAFETY: all pointers are valid NUL-terminated strings; no mount data is passed.
+    let ret = unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            target.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if ret != 0 {
+        let err = std::io::Error::last_os_error();
+        bail!(
+            "cannot mount tracefs at {}: {err} (needs root and a kernel with CONFIG_TRACING)",
+            mount_point.display()
+        );
+    }
+    Ok(())
+}
+
+/// Unmounts the tracefs fsynclab mounted at `mount_point`, unless someone else now has an
+/// instance in it or holds a file open: never lazily, since another tracer may be using it.
+pub(crate) fn unmount_if_unused(mount_point: &Path) -> Result<()> {
+    let mounted = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+        .iter()
+        .any(|m| m.fstype == "tracefs" && Path::new(&m.mount_point) == mount_point);
+    if !mounted {
+        return Ok(());
+    }
+    let instances = std::fs::read_dir(mount_point.join("instances"))
+        .map(|d| d.filter_map(|e| e.ok()).count())
+        .unwrap_or(0);
+    if instances > 0 {
+        return Ok(());
+    }
+    let target = c_path(mount_point)?;
+    // SAFETY: `target` is a valid NUL-terminated path.
+    if unsafe { libc::umount2(target.as_ptr(), 0) } != 0 {
+        let err = std::io::Error::last_os_error();
+        // Busy: another process is reading it; leaving tracefs mounted harms nothing.
+        if err.raw_os_error() != Some(libc::EBUSY) {
+            bail!("cannot unmount tracefs at {}: {err}", mount_point.display());
+        }
+    }
+    Ok(())
+}
+
+/// The name of this process's next instance: `fsynclab-<pid>`, then `fsynclab-<pid>-<n>`.
+pub(crate) fn next_instance_name() -> String {
+    static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let pid = std::process::id();
+    if n == 0 {
+        format!("{INSTANCE_PREFIX}{pid}")
+    } else {
+        format!("{INSTANCE_PREFIX}{pid}-{n}")
+    }
+}
+
+/// Whether `name` has the shape of an instance process `pid` made ([`next_instance_name`]):
+/// `fsynclab cleanup` removes no other.
+pub(crate) fn is_instance_of(name: &str, pid: u32) -> bool {
+    let Some(rest) = name.strip_prefix(INSTANCE_PREFIX) else {
+        return false;
+    };
+    let (p, n) = rest.split_once('-').unwrap_or((rest, "0"));
+    p == pid.to_string() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A tracing instance: a directory under `instances/` with its own buffer and events.
+#[derive(Debug)]
+pub(crate) struct Instance {
+    dir: PathBuf,
+}
+
+impl Instance {
+    /// Makes instance `name` under the tracefs at `root`.
+    pub(crate) fn create(root: &Path, name: &str) -> Result<Instance> {
+        let dir = root.join("instances").join(name);
+        std::fs::create_dir(&dir).with_context(|| format!("cannot create the trace instance {}", dir.display()))?;
+        Ok(Instance { dir })
+    }
+
+    /// A file of the instance (`trace_clock`, `events/sched/sched_switch/filter`).
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    pub(crate) fn exists(&self, rel: &str) -> bool {
+        self.path(rel).exists()
+    }
+
+    /// Writes `value` to a control file; a refusal is reported with the kernel's reason
+    /// from the instance's `error_log` when it gave one.
+    pub(crate) fn write(&self, rel: &str, value: &str) -> Result<()> {
+        let path = self.path(rel);
+        let result = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(value.as_bytes()));
+        result.map_err(|e| {
+            let reason = self
+                .last_error()
+                .map(|r| format!("; the kernel says: {r}"))
+                .unwrap_or_default();
+            anyhow::anyhow!("cannot write '{value}' to {}: {e}{reason}", path.display())
+        })
+    }
+
+    /// Reads a control or statistics file.
+    pub(crate) fn read(&self, rel: &str) -> Result<String> {
+        let path = self.path(rel);
+        std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))
+    }
+
+    /// The last line of the instance's `error_log`, where the kernel explains a refused
+    /// filter or trigger.
+    fn last_error(&self) -> Option<String> {
+        let log = std::fs::read_to_string(self.path("error_log")).ok()?;
+        let line = log.lines().rev().find(|l| !l.trim().is_empty())?;
+        Some(line.trim().to_string())
+    }
+}
+
+/// Removes the instance `name` of the tracefs mounted now; if tracefs has been unmounted
+/// meanwhile, mounts it for the removal (the instance lives on in the kernel either way)
+/// and unmounts it again. A missing instance is not an error. rmdir is refused while a file
+/// of the instance is open, so a reader that is just closing gets a moment.
+pub(crate) fn remove_instance(name: &str) -> Result<()> {
+    let (root, mounted_here) = match find_mount() {
+        Some(root) => (root, false),
+        None => {
+            mount_at(Path::new(DEFAULT_MOUNT))?;
+            (PathBuf::from(DEFAULT_MOUNT), true)
+        }
+    };
+    let dir = root.join("instances").join(name);
+    let mut result = Ok(());
+    for attempt in 0..20 {
+        match std::fs::remove_dir(&dir) {
+            Ok(()) => {
+                result = Ok(());
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                result = Ok(());
+                break;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && attempt < 19 => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => {
+                result = Err(anyhow::anyhow!(
+                    "cannot remove the trace instance {}: {e} (a process still has one of its files open?)",
+                    dir.display()
+                ));
+                break;
+            }
+        }
+    }
+    if mounted_here {
+        unmount_if_unused(&root)?;
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mounts(text: &str) -> Vec<MountInfo> {
+        parse_mountinfo(text)
+    }
+
+    #[test]
+    fn prefers_the_usual_tracefs_mount() {
+        let m = mounts(
+            "40 23 0:13 / /mnt/t rw,relatime - tracefs nodev rw\n\
+             42 23 0:13 / /sys/kernel/tracing rw,relatime - tracefs nodev rw\n",
+        );
+        assert_eq!(find_mount_in(&m), Some(PathBuf::from(DEFAULT_MOUNT)));
+        let m = mounts("40 23 0:13 / /mnt/t rw,relatime - tracefs nodev rw\n");
+        assert_eq!(find_mount_in(&m), Some(PathBuf::from("/mnt/t")));
+    }
+
+    #[test]
+    fn no_tracefs_no_mount() {
+        let m = mounts("27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n");
+        assert_eq!(find_mount_in(&m), None);
+    }
+
+    #[test]
+    fn instance_names_are_per_process_and_unique() {
+        let a = next_instance_name();
+        let b = next_instance_name();
+        let pid = std::process::id().to_string();
+        assert!(a.starts_with(INSTANCE_PREFIX) && a.contains(&pid), "{a}");
+        assert_ne!(a, b);
+        assert!(b.starts_with(&format!("{INSTANCE_PREFIX}{pid}")), "{b}");
+        let me = std::process::id();
+        assert!(is_instance_of(&a, me) && is_instance_of(&b, me));
+        assert!(!is_instance_of(&a, me + 1));
+        assert!(!is_instance_of("fsynclab-12x", 12) && !is_instance_of("user-trace", me));
+    }
+}

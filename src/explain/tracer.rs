@@ -1,0 +1,711 @@
+//! The tracer: kernel events and off-CPU stacks of the measured threads, recorded in a
+//! private tracefs instance for the length of a run.
+//!
+//! What is enabled, and why (filters keep the volume to what the attribution reads):
+//! - `sched_switch` and `sched_wakeup` of the watched threads and of the filesystem's
+//!   journal thread (jbd2, btrfs-transaction): when each left the CPU, in which state, and
+//!   who woke it. A `stacktrace` trigger on `sched_switch` (`prev_state & 3`: sleeping,
+//!   interruptible or not) prints the kernel stack at each sleep, which says what it waited
+//!   for (`jbd2_log_wait_commit`, `folio_wait_writeback`, `balance_dirty_pages`...).
+//! - `jbd2` commit phases and run statistics, `xfs_log_force`, `btrfs_transaction_commit`
+//!   on the filesystem's device: the commits a sync call can wait behind.
+//! - `block_rq_issue`/`block_rq_complete` on the disk under the filesystem: cache flushes
+//!   (`F` in rwbs) and the writes the device worked through meanwhile.
+//! - `balance_dirty_pages`, `folio_wait_writeback` and `global_dirty_state` of the watched
+//!   threads; `writeback_start`/`written` of the disk's bdi.
+//!
+//! Every event costs the traced call a little; the kernel stacks cost the most (about
+//! 10 µs per sleep on the project VM, `cargo bench --bench explain_overhead`). Events the
+//! attribution does not read (`ext4_sync_file_enter`, `xfs_file_fsync`...) are left off.
+//!
+//! The trace clock is `mono`, CLOCK_MONOTONIC, the clock of Rust's `Instant` and so of the
+//! run clock. A thread of its own watches how full the buffer is during the run and drains
+//! `trace_pipe` before it overflows (see `read_pipe` for why not more often); events the
+//! kernel still had to drop are counted from the `[LOST N EVENTS]` notes and the per-CPU
+//! `overrun`/`dropped events` statistics.
+
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use super::events::{parse_trace, Dev, Event};
+use super::tracefs::{self, Instance};
+use crate::environment::{device_numbers, disk_dir, mount_of, parse_mountinfo};
+use crate::measure::clock::monotonic_ns;
+use crate::testbed::state::{Step, Undo};
+
+/// The threads whose calls are measured: by thread id, and/or every thread with a given
+/// name (comm), which also catches threads made after the tracer started.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Watch {
+    pub(crate) tids: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) comms: Vec<String>,
+}
+
+impl Watch {
+    pub(crate) fn threads(tids: &[u32]) -> Watch {
+        Watch {
+            tids: tids.to_vec(),
+            comms: Vec::new(),
+        }
+    }
+
+    /// Every thread named `comm` (at most 15 bytes, as the kernel keeps it).
+    #[cfg(test)]
+    pub(crate) fn comm(comm: &str) -> Watch {
+        Watch {
+            tids: Vec::new(),
+            comms: vec![comm.chars().take(15).collect()],
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tids.is_empty() && self.comms.is_empty()
+    }
+}
+
+/// The calling thread's id (`gettid(2)`), as the kernel names it in events.
+pub(crate) fn current_tid() -> u32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// A task and its name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Task {
+    pub(crate) pid: u32,
+    pub(crate) comm: String,
+}
+
+/// The filesystem under test, as far as tracing cares.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TracedFs {
+    /// `ext4`, `xfs`, `btrfs`, ... (`ext2`/`ext3` are served by the ext4 driver).
+    pub(crate) fstype: String,
+    /// The block device the filesystem is on (a partition's own numbers).
+    pub(crate) dev: Option<Dev>,
+    /// Its kernel name (`loop0`, `vda1`), as jbd2 names its thread.
+    pub(crate) dev_name: Option<String>,
+    /// The whole disk, where block events are reported.
+    pub(crate) disk: Option<Dev>,
+}
+
+impl TracedFs {
+    /// The filesystem that holds `path`, from /proc/self/mountinfo and sysfs.
+    pub(crate) fn of_path(path: &Path) -> TracedFs {
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
+        let Some(m) = mount_of(&mounts, &canonical) else {
+            return TracedFs::default();
+        };
+        let (major, minor) = device_numbers(m);
+        let dev = Dev { major, minor };
+        let dev_name = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
+            .ok()
+            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+        let disk = disk_dir(major, minor)
+            .and_then(|d| std::fs::read_to_string(d.join("dev")).ok())
+            .and_then(|s| s.trim().parse().ok());
+        TracedFs {
+            fstype: m.fstype.clone(),
+            dev: dev_name.is_some().then_some(dev),
+            dev_name,
+            disk,
+        }
+    }
+
+    fn is_ext4(&self) -> bool {
+        matches!(self.fstype.as_str(), "ext2" | "ext3" | "ext4")
+    }
+}
+
+/// What to trace.
+#[derive(Clone, Debug)]
+pub(crate) struct TraceConfig {
+    pub(crate) watch: Watch,
+    pub(crate) fs: TracedFs,
+    /// CLOCK_MONOTONIC at the run clock's zero ([`crate::measure::RunClock::origin_monotonic_ns`]).
+    pub(crate) origin_ns: u64,
+    /// Ring buffer per CPU, KiB.
+    pub(crate) buffer_kb_per_cpu: u32,
+    /// Keep the raw trace text in [`Trace::text`] (for fixtures and debugging).
+    pub(crate) keep_text: bool,
+    /// Record the kernel stack at each sleep of a watched thread: what tells the causes of
+    /// a wait apart, and most of the tracing's cost (`cargo bench --bench explain_overhead`).
+    pub(crate) stacks: bool,
+}
+
+impl TraceConfig {
+    pub(crate) fn new(watch: Watch, fs: TracedFs, origin_ns: u64) -> TraceConfig {
+        TraceConfig {
+            watch,
+            fs,
+            origin_ns,
+            buffer_kb_per_cpu: 8192,
+            keep_text: false,
+            stacks: true,
+        }
+    }
+}
+
+/// A finished trace: typed events on CLOCK_MONOTONIC plus what is needed to read them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Trace {
+    /// CLOCK_MONOTONIC (ns) at the run clock's zero: event `ts_ns - origin_ns` is run time.
+    pub(crate) origin_ns: u64,
+    /// When tracing started and stopped, CLOCK_MONOTONIC ns.
+    pub(crate) started_ns: u64,
+    pub(crate) stopped_ns: u64,
+    pub(crate) fs: TracedFs,
+    /// The threads watched (at the end: including those added during the run).
+    pub(crate) watched: Watch,
+    /// The filesystem's journal or transaction threads, traced like the watched ones.
+    pub(crate) journal_threads: Vec<Task>,
+    /// Events this kernel does not offer (a filesystem module not loaded, an old kernel).
+    pub(crate) missing_events: Vec<String>,
+    /// Events the kernel dropped because the buffer was full.
+    pub(crate) lost_events: u64,
+    /// Trace lines that could not be read.
+    pub(crate) unparsed_lines: u64,
+    /// CPU time of the thread that read the trace during the run, ns.
+    pub(crate) reader_cpu_ns: u64,
+    pub(crate) events: Vec<Event>,
+    /// The raw text, when [`TraceConfig::keep_text`] asked for it.
+    #[serde(skip)]
+    pub(crate) text: Option<String>,
+}
+
+/// The first line of a saved trace: `# fsynclab-trace ` and the metadata as JSON.
+const SAVED_HEADER: &str = "# fsynclab-trace ";
+
+impl Trace {
+    /// The trace as text that [`Trace::from_saved_text`] reads back: a comment line with the
+    /// metadata, then the raw trace (needs [`TraceConfig::keep_text`]).
+    pub(crate) fn to_saved_text(&self) -> Option<String> {
+        let text = self.text.as_ref()?;
+        let meta = Trace {
+            events: Vec::new(),
+            text: None,
+            ..self.clone()
+        };
+        Some(format!("{SAVED_HEADER}{}\n{text}", serde_json::to_string(&meta).ok()?))
+    }
+
+    /// Reads a trace saved by [`Trace::to_saved_text`] (the fixtures in tests/fixtures/).
+    #[cfg(test)]
+    pub(crate) fn from_saved_text(saved: &str) -> Result<Trace> {
+        let (first, text) = saved.split_once('\n').unwrap_or((saved, ""));
+        let meta = first
+            .strip_prefix(SAVED_HEADER)
+            .context("not a saved fsynclab trace: the first line must start with `# fsynclab-trace `")?;
+        let mut trace: Trace = serde_json::from_str(meta).context("saved trace: bad metadata line")?;
+        let parsed = parse_trace(text);
+        trace.events = parsed.events;
+        trace.lost_events += parsed.lost_events;
+        trace.unparsed_lines += parsed.unparsed_lines;
+        trace.text = Some(text.to_string());
+        Ok(trace)
+    }
+
+    /// The events between two CLOCK_MONOTONIC times (inclusive), by binary search: the events
+    /// are in time order.
+    pub(crate) fn events_between(&self, from_ns: u64, to_ns: u64) -> &[Event] {
+        let lo = self.events.partition_point(|e| e.ts_ns < from_ns);
+        let hi = self.events.partition_point(|e| e.ts_ns <= to_ns);
+        &self.events[lo..hi.max(lo)]
+    }
+}
+
+/// The events enabled, per system, with the filter each gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Filter {
+    /// Context switches of the watched and journal threads.
+    Switch,
+    /// Wakeups of the watched and journal threads.
+    Wakeup,
+    /// Fired by a watched thread itself.
+    Current,
+    /// On the filesystem's device (`dev`).
+    FsDev,
+    /// On the disk (`dev`).
+    Disk,
+    /// On the disk's bdi (`name`).
+    Bdi,
+    None,
+}
+
+fn events_for(fs: &TracedFs) -> Vec<(&'static str, Filter)> {
+    let mut v = vec![
+        ("sched/sched_switch", Filter::Switch),
+        ("sched/sched_wakeup", Filter::Wakeup),
+        ("writeback/balance_dirty_pages", Filter::Current),
+        ("writeback/folio_wait_writeback", Filter::Current),
+        ("writeback/global_dirty_state", Filter::Current),
+        ("writeback/writeback_start", Filter::Bdi),
+        ("writeback/writeback_written", Filter::Bdi),
+        ("block/block_rq_issue", Filter::Disk),
+        ("block/block_rq_complete", Filter::Disk),
+    ];
+    if fs.is_ext4() {
+        v.extend([
+            ("jbd2/jbd2_start_commit", Filter::FsDev),
+            ("jbd2/jbd2_commit_locking", Filter::FsDev),
+            ("jbd2/jbd2_commit_flushing", Filter::FsDev),
+            ("jbd2/jbd2_commit_logging", Filter::FsDev),
+            ("jbd2/jbd2_end_commit", Filter::FsDev),
+            ("jbd2/jbd2_run_stats", Filter::FsDev),
+        ]);
+    }
+    match fs.fstype.as_str() {
+        "xfs" => v.push(("xfs/xfs_log_force", Filter::FsDev)),
+        "btrfs" => v.push(("btrfs/btrfs_transaction_commit", Filter::None)),
+        _ => {}
+    }
+    v
+}
+
+/// The threads that commit the filesystem's journal: `jbd2/<dev>-<inode>` for ext3/ext4
+/// (the name cut to 15 bytes, as the kernel keeps it), `btrfs-transaction` for btrfs (all
+/// of them: its name does not say which filesystem). xfs writes its log from shared
+/// workqueues, whose threads cannot be told apart; its log forces are traced as events.
+fn journal_threads(fs: &TracedFs) -> Vec<Task> {
+    let prefix = match (fs.is_ext4(), fs.fstype.as_str(), &fs.dev_name) {
+        (true, _, Some(name)) => format!("jbd2/{name}-"),
+        (_, "btrfs", _) => "btrfs-transacti".to_string(),
+        _ => return Vec::new(),
+    };
+    let prefix: String = prefix.chars().take(15).collect();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        let comm = comm.trim_end();
+        comm.starts_with(&prefix).then(|| Task {
+            pid,
+            comm: comm.to_string(),
+        })
+    })
+    .collect()
+}
+
+/// The filter expressions for the threads to follow.
+struct Filters {
+    switch: String,
+    trigger: String,
+    wakeup: String,
+    current: String,
+}
+
+fn filters(watch: &Watch, journal: &[Task]) -> Filters {
+    let pids: Vec<u32> = watch
+        .tids
+        .iter()
+        .copied()
+        .chain(journal.iter().map(|t| t.pid))
+        .collect();
+    let any = |terms: Vec<String>| terms.join(" || ");
+    let by = |fields: &[&str], comm_fields: &[&str]| {
+        let mut terms = Vec::new();
+        for f in fields {
+            terms.extend(pids.iter().map(|p| format!("{f} == {p}")));
+        }
+        for f in comm_fields {
+            terms.extend(watch.comms.iter().map(|c| format!("{f} == \"{c}\"")));
+        }
+        any(terms)
+    };
+    Filters {
+        switch: by(&["prev_pid", "next_pid"], &["prev_comm", "next_comm"]),
+        trigger: format!(
+            "stacktrace if ({}) && prev_state & 3",
+            by(&["prev_pid"], &["prev_comm"])
+        ),
+        wakeup: by(&["pid"], &["comm"]),
+        // Only the watched threads: their own sync calls, throttling and page waits.
+        current: any(watch
+            .tids
+            .iter()
+            .map(|p| format!("common_pid == {p}"))
+            .chain(watch.comms.iter().map(|c| format!("comm == \"{c}\"")))
+            .collect()),
+    }
+}
+
+/// Tracing in progress. [`Tracer::stop`] returns the trace; dropping it without stopping
+/// still removes the instance.
+pub(crate) struct Tracer {
+    instance: Instance,
+    config: TraceConfig,
+    watch: Mutex<Watch>,
+    journal: Vec<Task>,
+    missing: Vec<String>,
+    enabled: Vec<(&'static str, Filter)>,
+    marker: Mutex<Option<std::fs::File>>,
+    started_ns: u64,
+    stop_flag: Arc<AtomicBool>,
+    reader: Option<JoinHandle<Result<(String, u64)>>>,
+    /// Removes the instance (and tracefs, if mounted here) on every way out.
+    undo: Undo,
+}
+
+/// How often the reader checks how full the buffer is.
+const CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+impl Tracer {
+    /// Starts tracing as `config` says. Needs root and tracefs; the error says what is missing.
+    pub(crate) fn start(config: TraceConfig) -> Result<Tracer> {
+        Tracer::start_with(config, Undo::new())
+    }
+
+    /// [`Tracer::start`] recording its undo steps in `undo` (tests keep their state files apart).
+    pub(crate) fn start_with(config: TraceConfig, mut undo: Undo) -> Result<Tracer> {
+        if !crate::sys::is_root() {
+            bail!(crate::error::Usage(
+                "tracing the kernel needs root (tracefs): run fsynclab as root".into()
+            ));
+        }
+        if config.watch.is_empty() {
+            bail!("nothing to trace: no thread to watch");
+        }
+        let root = tracefs::find_or_mount(&mut undo)?;
+        let name = tracefs::next_instance_name();
+        // Recorded before it exists: a kill between mkdir and the record cannot leak it.
+        undo.record(Step::TraceInstance { name: name.clone() })?;
+        let instance = Instance::create(&root, &name)?;
+        let journal = journal_threads(&config.fs);
+        let mut tracer = Tracer {
+            instance,
+            watch: Mutex::new(config.watch.clone()),
+            journal,
+            missing: Vec::new(),
+            enabled: Vec::new(),
+            marker: Mutex::new(None),
+            started_ns: 0,
+            stop_flag: Arc::new(AtomicBool::new(false)),
+            reader: None,
+            undo,
+            config,
+        };
+        tracer.configure()?;
+        Ok(tracer)
+    }
+
+    fn configure(&mut self) -> Result<()> {
+        let inst = &self.instance;
+        inst.write("tracing_on", "0")?;
+        let clocks = inst.read("trace_clock")?;
+        if !clocks.split_whitespace().any(|c| c.trim_matches(['[', ']']) == "mono") {
+            bail!(
+                "this kernel's tracefs offers no `mono` trace clock (offers: {})",
+                clocks.trim()
+            );
+        }
+        inst.write("trace_clock", "mono")?;
+        inst.write("buffer_size_kb", &self.config.buffer_kb_per_cpu.to_string())?;
+        for (event, filter) in events_for(&self.config.fs) {
+            let dir = format!("events/{event}");
+            if !inst.exists(&dir) {
+                self.missing.push(event.to_string());
+                continue;
+            }
+            let expr = match filter {
+                Filter::FsDev => self.config.fs.dev.map(|d| format!("dev == {}", d.kernel_dev_t())),
+                Filter::Disk => self.config.fs.disk.map(|d| format!("dev == {}", d.kernel_dev_t())),
+                Filter::Bdi => self.config.fs.disk.map(|d| format!("name == \"{d}\"")),
+                // Set with the threads below.
+                Filter::Switch | Filter::Wakeup | Filter::Current | Filter::None => None,
+            };
+            if let Some(expr) = expr {
+                inst.write(&format!("{dir}/filter"), &expr)?;
+            }
+            self.enabled.push((event, filter));
+        }
+        let watch = self
+            .watch
+            .lock()
+            .map_err(|_| anyhow::anyhow!("watch list poisoned"))?
+            .clone();
+        self.apply_thread_filters(&watch)?;
+        for (event, _) in &self.enabled {
+            inst.write(&format!("events/{event}/enable"), "1")?;
+        }
+        let pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(inst.path("trace_pipe"))
+            .context("cannot open trace_pipe")?;
+        let marker = std::fs::OpenOptions::new()
+            .write(true)
+            .open(inst.path("trace_marker"))
+            .context("cannot open trace_marker")?;
+        *self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))? = Some(marker);
+        let flag = Arc::clone(&self.stop_flag);
+        let fill = Fill::open(inst, self.config.buffer_kb_per_cpu);
+        self.reader = Some(
+            std::thread::Builder::new()
+                .name("trace-reader".into())
+                .spawn(move || read_pipe(pipe, fill, &flag))
+                .context("cannot start the trace reader thread")?,
+        );
+        self.started_ns = monotonic_ns();
+        inst.write("tracing_on", "1")
+    }
+
+    /// Sets the filters and the stack trigger that follow the watched and journal threads.
+    fn apply_thread_filters(&self, watch: &Watch) -> Result<()> {
+        let f = filters(watch, &self.journal);
+        let inst = &self.instance;
+        for (event, filter) in &self.enabled {
+            let expr = match filter {
+                Filter::Switch => &f.switch,
+                Filter::Wakeup => &f.wakeup,
+                Filter::Current => &f.current,
+                _ => continue,
+            };
+            inst.write(&format!("events/{event}/filter"), expr)?;
+        }
+        if self.config.stacks && self.enabled.iter().any(|(e, _)| *e == "sched/sched_switch") {
+            let trigger = "events/sched/sched_switch/trigger";
+            // A second stacktrace trigger is refused (EEXIST): remove the old one first.
+            if inst.read(trigger)?.lines().any(|l| l.starts_with("stacktrace")) {
+                inst.write(trigger, "!stacktrace")?;
+            }
+            inst.write(trigger, &f.trigger)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `text` into the trace as a marker event (`tracing_mark_write`).
+    pub(crate) fn mark(&self, text: &str) -> Result<()> {
+        use std::io::Write as _;
+        let mut guard = self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))?;
+        let file = guard.as_mut().context("the tracer is stopped")?;
+        file.write_all(text.as_bytes()).context("cannot write to trace_marker")
+    }
+
+    /// Stops tracing, removes the instance and returns the trace.
+    pub(crate) fn stop(mut self) -> Result<Trace> {
+        let stopped_ns = monotonic_ns();
+        let off = self.instance.write("tracing_on", "0");
+        let (text, reader_cpu_ns) = self.join_reader()?;
+        off?;
+        let dropped = self.dropped_events();
+        *self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))? = None;
+        let outcome = self.undo.undo_all();
+        if !outcome.is_complete() {
+            bail!("{}", outcome.failed.join("; "));
+        }
+        let parsed = parse_trace(&text);
+        let watched = self
+            .watch
+            .lock()
+            .map_err(|_| anyhow::anyhow!("watch list poisoned"))?
+            .clone();
+        Ok(Trace {
+            origin_ns: self.config.origin_ns,
+            started_ns: self.started_ns,
+            stopped_ns,
+            fs: self.config.fs.clone(),
+            watched,
+            journal_threads: self.journal.clone(),
+            missing_events: std::mem::take(&mut self.missing),
+            lost_events: parsed.lost_events.max(dropped),
+            unparsed_lines: parsed.unparsed_lines,
+            reader_cpu_ns,
+            events: parsed.events,
+            text: self.config.keep_text.then_some(text),
+        })
+    }
+
+    fn join_reader(&mut self) -> Result<(String, u64)> {
+        self.stop_flag.store(true, Ordering::SeqCst);
+        match self.reader.take() {
+            Some(h) => {
+                h.thread().unpark();
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("the trace reader thread panicked"))?
+            }
+            None => Ok((String::new(), 0)),
+        }
+    }
+
+    /// Events lost on any CPU: the `overrun` (overwritten) and `dropped events` counts of
+    /// `per_cpu/cpuN/stats` (ftrace.rst, "per_cpu/cpuX/stats").
+    fn dropped_events(&self) -> u64 {
+        let Ok(cpus) = std::fs::read_dir(self.instance.path("per_cpu")) else {
+            return 0;
+        };
+        cpus.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stats")).ok())
+            .map(|s| parse_cpu_stats_lost(&s))
+            .sum()
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        // Stopped already, or stop failed: the reader is gone. Otherwise close everything
+        // the instance holds open before the undo stack (dropped after this) removes it.
+        let _ = self.instance.write("tracing_on", "0");
+        let _ = self.join_reader();
+        if let Ok(mut m) = self.marker.lock() {
+            *m = None;
+        }
+    }
+}
+
+/// Overwritten plus dropped events in one `per_cpu/cpuN/stats` file.
+fn parse_cpu_stats_lost(stats: &str) -> u64 {
+    stats
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| matches!(k.trim(), "overrun" | "dropped events"))
+        .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
+        .sum()
+}
+
+/// How full a CPU's ring buffer may get before the reader drains it.
+struct Fill {
+    /// `per_cpu/cpuN/stats` of each CPU, kept open.
+    stats: Vec<std::fs::File>,
+    /// Unread bytes in one CPU's buffer that trigger a drain: half its size.
+    threshold_bytes: u64,
+}
+
+impl Fill {
+    fn open(instance: &Instance, buffer_kb_per_cpu: u32) -> Fill {
+        let stats = std::fs::read_dir(instance.path("per_cpu"))
+            .map(|d| {
+                d.filter_map(|e| std::fs::File::open(e.ok()?.path().join("stats")).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Fill {
+            stats,
+            threshold_bytes: u64::from(buffer_kb_per_cpu) * 1024 / 2,
+        }
+    }
+
+    /// Whether some CPU's buffer holds more unread bytes than the threshold (`bytes:` in
+    /// its stats, ftrace.rst "per_cpu/cpuX/stats").
+    fn over(&self) -> bool {
+        use std::os::unix::fs::FileExt as _;
+        let mut buf = [0u8; 512];
+        self.stats.iter().any(|f| {
+            let n = f.read_at(&mut buf, 0).unwrap_or(0);
+            String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .find_map(|l| l.strip_prefix("bytes:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .is_some_and(|b| b > self.threshold_bytes)
+        })
+    }
+}
+
+/// The reader thread. Reading `trace_pipe` makes the kernel format every event as text, in
+/// this thread, which costs CPU the measurement would feel; so the buffer is drained only
+/// when some CPU's buffer is half full (checked every [`CHECK_INTERVAL`]) and once at the
+/// end, after tracing is off. Returns the text and the thread's own CPU time.
+fn read_pipe(mut pipe: std::fs::File, fill: Fill, stop: &AtomicBool) -> Result<(String, u64)> {
+    let mut text = Vec::with_capacity(1 << 20);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        if stopping || fill.over() {
+            drain(&mut pipe, &mut buf, &mut text)?;
+        }
+        if stopping {
+            break;
+        }
+        std::thread::park_timeout(CHECK_INTERVAL);
+    }
+    Ok((String::from_utf8_lossy(&text).into_owned(), thread_cpu_ns()))
+}
+
+/// Reads `trace_pipe` (non-blocking) until it is empty.
+fn drain(pipe: &mut std::fs::File, buf: &mut [u8], text: &mut Vec<u8>) -> Result<()> {
+    loop {
+        match pipe.read(buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(anyhow::anyhow!("cannot read trace_pipe: {e}")),
+        }
+    }
+}
+
+/// CPU time (user + system) of the calling thread, ns (`getrusage(RUSAGE_THREAD)`).
+pub(crate) fn thread_cpu_ns() -> u64 {
+    // SAFETY: zeroed rusage is a valid value to be overwritten.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_follow_threads_and_names() {
+        let journal = [Task {
+            pid: 9,
+            comm: "jbd2/loop0-8".into(),
+        }];
+        let f = filters(&Watch::threads(&[5, 6]), &journal);
+        assert_eq!(
+            f.switch,
+            "prev_pid == 5 || prev_pid == 6 || prev_pid == 9 || next_pid == 5 || next_pid == 6 || next_pid == 9"
+        );
+        assert_eq!(
+            f.trigger,
+            "stacktrace if (prev_pid == 5 || prev_pid == 6 || prev_pid == 9) && prev_state & 3"
+        );
+        assert_eq!(f.wakeup, "pid == 5 || pid == 6 || pid == 9");
+        assert_eq!(f.current, "common_pid == 5 || common_pid == 6");
+        let f = filters(&Watch::comm("fsynclab"), &[]);
+        assert_eq!(f.switch, "prev_comm == \"fsynclab\" || next_comm == \"fsynclab\"");
+        assert_eq!(f.current, "comm == \"fsynclab\"");
+    }
+
+    #[test]
+    fn lost_events_from_cpu_stats() {
+        let stats = "entries: 397\noverrun: 3\ncommit overrun: 0\nbytes: 25424\noldest event ts:  1635.688768\nnow ts:  1638.560681\ndropped events: 4\nread events: 0\n";
+        assert_eq!(parse_cpu_stats_lost(stats), 7);
+    }
+
+    #[test]
+    fn per_filesystem_events() {
+        let ext4 = TracedFs {
+            fstype: "ext4".into(),
+            ..Default::default()
+        };
+        let names: Vec<&str> = events_for(&ext4).iter().map(|e| e.0).collect();
+        assert!(names.contains(&"jbd2/jbd2_run_stats") && !names.contains(&"xfs/xfs_log_force"));
+        let xfs = TracedFs {
+            fstype: "xfs".into(),
+            ..Default::default()
+        };
+        let names: Vec<&str> = events_for(&xfs).iter().map(|e| e.0).collect();
+        assert!(names.contains(&"xfs/xfs_log_force") && !names.contains(&"jbd2/jbd2_run_stats"));
+    }
+
+    #[test]
+    fn watched_names_are_cut_as_the_kernel_keeps_them() {
+        assert_eq!(Watch::comm("a-very-long-thread-name").comms[0].len(), 15);
+    }
+}

@@ -1,0 +1,440 @@
+//! Issue 10: every run records a timeline of the machine's writeback state, and `--explain`
+//! splits each slow call into causes whose parts add up to it. The privileged tests run the
+//! seeds' scenarios, scaled down, on a scratch filesystem over the emulated 5400 rpm disk
+//! and check that the slowest calls are explained by what really delayed them; they need
+//! root, loop devices, FUSE and tracefs.
+
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
+mod common;
+
+use std::io::BufRead as _;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{fsynclab, require, require_root, PrivateState};
+use serde_json::Value;
+
+fn tracefs_in_kernel() -> bool {
+    Path::new("/sys/kernel/tracing").is_dir()
+}
+
+fn privileged() -> bool {
+    require_root()
+        && require("/dev/fuse", Path::new("/dev/fuse").exists())
+        && require("tracefs (CONFIG_TRACING)", tracefs_in_kernel())
+}
+
+fn temp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fsynclab-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// fsynclab's trace instances in tracefs now (none when tracefs is not mounted).
+fn trace_instances() -> Vec<String> {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with("fsynclab-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `fsynclab run SCENARIO ARGS... --format json` with a private state directory; the result,
+/// checked against the schema, and the text report the same result prints as (`show`).
+fn run_json(scenario: &str, args: &[&str]) -> (Value, String) {
+    let state = PrivateState::new();
+    let dir = temp();
+    let file = dir.path().join("result.json");
+    let out = fsynclab()
+        .env(state.env().0, state.env().1)
+        .args(["run", scenario, "--quiet", "--format", "json", "--output"])
+        .arg(&file)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{scenario} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&result);
+    let text = fsynclab().args(["show"]).arg(&file).output().unwrap();
+    assert!(text.status.success());
+    assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
+    (result, String::from_utf8(text.stdout).unwrap())
+}
+
+/// The explained calls of `op`, slowest first.
+fn explained<'a>(result: &'a Value, op: &str) -> Vec<&'a Value> {
+    result["explain"]["calls"]
+        .as_array()
+        .expect("explain.calls")
+        .iter()
+        .filter(|c| c["op"] == op)
+        .collect()
+}
+
+/// The time of a call's parts whose cause is `cause`.
+fn ns_of(call: &Value, cause: &str) -> u64 {
+    parts(call)
+        .iter()
+        .filter(|p| p["cause"] == cause)
+        .map(|p| p["ns"].as_u64().unwrap())
+        .sum()
+}
+
+fn parts(call: &Value) -> &Vec<Value> {
+    call["parts"].as_array().expect("parts")
+}
+
+/// The parts add up to the call within 5%, and at most 5% of it is left unattributed.
+fn assert_parts_add_up(call: &Value) {
+    let latency = call["latency_ns"].as_u64().unwrap() as f64;
+    let total: u64 = parts(call).iter().map(|p| p["ns"].as_u64().unwrap()).sum();
+    assert!(
+        (total as f64 - latency).abs() <= 0.05 * latency,
+        "parts {total} ns vs call {latency} ns: {call:#}"
+    );
+    let unattributed = ns_of(call, "unattributed") as f64;
+    assert!(
+        unattributed <= 0.05 * latency,
+        "{unattributed} ns unattributed: {call:#}"
+    );
+}
+
+/// The commits named in a call's journal parts.
+fn commits(call: &Value) -> Vec<&Value> {
+    parts(call)
+        .iter()
+        .filter(|p| p["cause"] == "journal_commit")
+        .flat_map(|p| p["commits"].as_array().unwrap())
+        .collect()
+}
+
+/// Seed 000 scaled down: a 1 MiB overwrite + fsync every second (so that each write changes
+/// the inode's mtime, which the fsync commits) for 6 s against a stream that overwrites
+/// 512 MiB, on ext4 or xfs over the emulated 5400 rpm laptop disk.
+fn seed000(fs: &str) -> (Value, String) {
+    let backing = temp();
+    run_json(
+        "overwrite-fsync",
+        &[
+            "--scratch",
+            fs,
+            "--device",
+            "hdd-5400",
+            "--backing",
+            backing.path().to_str().unwrap(),
+            "--scratch-size",
+            "1G",
+            "--set",
+            "file_size=512M",
+            "--set",
+            "duration=6s",
+        ],
+    )
+}
+
+#[test]
+fn issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() {
+    if !privileged() {
+        return;
+    }
+    let (result, text) = seed000("ext4");
+    // The fingerprint says why fsync costs a commit here and not on the VM's own root.
+    let journal = &result["environment"]["journal"];
+    assert_eq!(journal["kind"], "jbd2", "{journal}");
+    assert_eq!(journal["data_mode"], "ordered", "{journal}");
+    let fsyncs = explained(&result, "fsync");
+    let worst = fsyncs.first().expect("an fsync explained");
+    let latency = worst["latency_ns"].as_u64().unwrap();
+    assert!(
+        latency > 100_000_000,
+        "the stream should slow an fsync past 100 ms: {worst:#}"
+    );
+    for call in &fsyncs {
+        assert_parts_add_up(call);
+    }
+    // The worst fsync waited for a named jbd2 commit, whose duration the trace knows...
+    let journal_ns = ns_of(worst, "journal_commit");
+    let named = commits(worst);
+    assert!(
+        journal_ns > 0
+            && named
+                .iter()
+                .any(|c| c["name"].as_str().unwrap().starts_with("jbd2 transaction ") && c["duration_ns"].is_u64()),
+        "{worst:#}"
+    );
+    // ...and for data writeback: its own file's, or the ordered data the commit wrote first.
+    let own_writeback = ns_of(worst, "data_writeback");
+    let commit_writeback: u64 = named
+        .iter()
+        .flat_map(|c| c["waited_for"].as_array().unwrap())
+        .filter(|s| s["what"].as_str().unwrap().contains("data writeback"))
+        .map(|s| s["ns"].as_u64().unwrap())
+        .sum();
+    assert!(own_writeback + commit_writeback > 0, "{worst:#}");
+    assert!((journal_ns + own_writeback) as f64 >= 0.5 * latency as f64, "{worst:#}");
+    // The text report says it in words, in its slowest-calls section.
+    let section = text.split("slowest calls").nth(1).expect("a slowest calls section");
+    assert!(
+        section.contains("waiting for a journal commit: jbd2 transaction"),
+        "{text}"
+    );
+    assert!(section.contains("waiting for data writeback"), "{text}");
+    // The timeline covered the run on the scratch filesystem's device.
+    let timeline = &result["timeline"];
+    assert!(timeline["points"].as_array().unwrap().len() >= 20, "{timeline}");
+    assert!(timeline["device"].as_str().unwrap().starts_with("loop"), "{timeline}");
+    assert!(trace_instances().is_empty(), "left: {:?}", trace_instances());
+}
+
+#[test]
+fn issue10_slow_fsyncs_on_xfs_name_the_log_force() {
+    if !privileged() || !require("mkfs.xfs", fsynclab::testbed::command::find_tool("mkfs.xfs").is_some()) {
+        return;
+    }
+    let (result, _) = seed000("xfs");
+    assert_eq!(result["environment"]["journal"]["kind"], "xfs log");
+    let fsyncs = explained(&result, "fsync");
+    assert!(!fsyncs.is_empty());
+    // Every fsync of new data on xfs forces the log: each explained one waits for it.
+    for call in &fsyncs {
+        assert_parts_add_up(call);
+        let named = commits(call);
+        assert!(
+            ns_of(call, "journal_commit") > 0
+                && named
+                    .iter()
+                    .any(|c| c["name"].as_str().unwrap().starts_with("xfs log force")),
+            "{call:#}"
+        );
+    }
+    assert!(trace_instances().is_empty(), "left: {:?}", trace_instances());
+}
+
+#[test]
+fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
+    if !privileged() {
+        return;
+    }
+    let backing = temp();
+    // vm.dirty_ratio=1: about 1% of memory may be dirty before writers are throttled, which
+    // the random writer's setup and flood reach at once. The prober appends 8 MiB back to
+    // back without syncing: since Linux 3.2 a task is paused in proportion to the pages it
+    // dirtied less its "think time" (mm/page-writeback.c), so a writer that sleeps between
+    // small writes is seldom paused.
+    let (result, text) = run_json(
+        "random-writeback",
+        &[
+            "--scratch",
+            "ext4",
+            "--device",
+            "hdd-5400",
+            "--backing",
+            backing.path().to_str().unwrap(),
+            "--scratch-size",
+            "1G",
+            "--dirty-ratio",
+            "1",
+            "--dirty-background-ratio",
+            "0",
+            "--set",
+            "random_file_size=256M",
+            "--set",
+            "sync=none",
+            "--set",
+            "placement=append",
+            "--set",
+            "write_size=8M",
+            "--set",
+            "sleep=0",
+            "--set",
+            "iterations=10",
+        ],
+    );
+    let writes = explained(&result, "write");
+    assert!(!writes.is_empty());
+    for call in &writes {
+        assert_parts_add_up(call);
+    }
+    // Most slow writes spent most of their time paused in balance_dirty_pages (a write can
+    // also wait for an inode buffer the running journal commit is writing out,
+    // do_get_write_access, which is a wait for that commit).
+    let slow: Vec<&&Value> = writes
+        .iter()
+        .filter(|c| c["latency_ns"].as_u64().unwrap() > 10_000_000)
+        .collect();
+    let throttled = slow
+        .iter()
+        .filter(|c| ns_of(c, "dirty_throttle") as f64 >= 0.5 * c["latency_ns"].as_u64().unwrap() as f64)
+        .count();
+    assert!(
+        !slow.is_empty() && throttled * 2 >= slow.len(),
+        "{throttled} of {} slow writes throttled: {writes:#?}",
+        slow.len()
+    );
+    assert!(text.contains("dirty throttling"), "{text}");
+    assert!(trace_instances().is_empty(), "left: {:?}", trace_instances());
+}
+
+#[test]
+fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
+    if !require_root() || !require("tracefs (CONFIG_TRACING)", tracefs_in_kernel()) {
+        return;
+    }
+    let state = PrivateState::new();
+    let dir = temp();
+    let bin = assert_cmd::cargo::cargo_bin("fsynclab");
+    let mut child = std::process::Command::new(&bin)
+        .env(state.env().0, state.env().1)
+        .env("FSYNCLAB_STORE", "off")
+        .args(["run", "overwrite-fsync", "--explain", "--format", "seed", "--dir"])
+        .arg(dir.path())
+        .args([
+            "--set",
+            "background=none",
+            "--set",
+            "duration=60s",
+            "--set",
+            "sleep=50ms",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The seed format prints a line per fsync: once one is out, the tracer is running.
+    let stdout = child.stdout.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.starts_with("fsync time"))),
+        "the run never printed an fsync"
+    );
+    let name = format!("fsynclab-{}", child.id());
+    assert!(trace_instances().contains(&name), "{name} not traced in");
+    assert!(Instant::now() < deadline);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        trace_instances().contains(&name),
+        "a SIGKILLed run cannot remove its instance"
+    );
+    let out = fsynclab()
+        .env(state.env().0, state.env().1)
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("undone: ") && l.ends_with(&format!("trace instance {name}"))),
+        "{said}"
+    );
+    // tracefs is unmounted again only when no instance remains in it, so either way the
+    // instance would show here if it were still there.
+    assert!(!trace_instances().contains(&name), "{name} left behind");
+    assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
+    assert_eq!(
+        common::leftovers(dir.path()),
+        Vec::<String>::new(),
+        "work directory left"
+    );
+}
+
+#[test]
+fn issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result() {
+    let dir = temp();
+    let file = dir.path().join("result.json");
+    let out = fsynclab()
+        .args(["run", "overwrite-fsync", "--quiet", "--no-explain", "--format", "json"])
+        .args(["--timeline-interval", "50ms", "--output"])
+        .arg(&file)
+        .arg("--dir")
+        .arg(dir.path())
+        .args([
+            "--set",
+            "background=none",
+            "--set",
+            "iterations=4",
+            "--set",
+            "sleep=100ms",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&result);
+    assert!(result.get("explain").is_none(), "--no-explain traced");
+    let timeline = &result["timeline"];
+    assert_eq!(timeline["interval_ns"], 50_000_000);
+    let points = timeline["points"].as_array().unwrap();
+    // Four iterations with 100 ms sleeps: at least 300 ms, so six points or more, in order.
+    assert!(points.len() >= 6, "{timeline}");
+    assert!(points.windows(2).all(|w| w[0]["t_ns"].as_u64() < w[1]["t_ns"].as_u64()));
+    assert!(points.iter().all(|p| p["dirty_bytes"].is_u64()), "{timeline}");
+    let said = fsynclab().arg("explain").arg(&file).output().unwrap();
+    assert!(said.status.success());
+    let said = String::from_utf8(said.stdout).unwrap();
+    assert!(
+        said.contains("no calls explained") && said.contains("timeline: "),
+        "{said}"
+    );
+    let text = fsynclab().arg("show").arg(&file).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("timeline: ") && !text.contains("slowest calls"), "{text}");
+}
+
+#[test]
+fn issue10_explain_prints_every_part_of_a_traced_run() {
+    if !require_root() || !require("tracefs (CONFIG_TRACING)", tracefs_in_kernel()) {
+        return;
+    }
+    let dir = temp();
+    let file = dir.path().join("result.json");
+    let out = fsynclab()
+        .args(["run", "overwrite-fsync", "--quiet", "--explain", "--output"])
+        .arg(&file)
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["--set", "background=none", "--set", "iterations=5", "--set", "sleep=0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("slowest calls"), "{text}");
+    let said = fsynclab().arg("explain").arg(&file).output().unwrap();
+    let said = String::from_utf8(said.stdout).unwrap();
+    // The slowest fsync and the slowest write at least, each with its parts and their sum.
+    assert!(said.contains("fsync at ") && said.contains("write at "), "{said}");
+    assert!(said.contains("parts add up to"), "{said}");
+    assert!(trace_instances().is_empty(), "left: {:?}", trace_instances());
+}
+
+#[test]
+fn issue10_bad_explain_flags_are_refused_in_one_line() {
+    let dir = temp();
+    for (flag, value, says) in [
+        ("--explain-over", "soon", "--explain-over soon"),
+        ("--explain-slowest", "150%", "percentage from 0 to 100"),
+        ("--timeline-interval", "0", "at least 1ms"),
+    ] {
+        let out = fsynclab()
+            .args(["run", "overwrite-fsync", "--quiet", flag, value, "--dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    assert_eq!(common::leftovers(dir.path()), Vec::<String>::new());
+}
