@@ -462,3 +462,70 @@ fn issue10_bad_explain_flags_are_refused_in_one_line() {
     }
     assert_eq!(common::leftovers(dir.path()), Vec::<String>::new());
 }
+
+/// Whether tracefs is mounted at its usual place, and by whom (the mount source).
+fn tracefs_mount() -> Option<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .find(|l| l.contains(" /sys/kernel/tracing ") && l.contains(" - tracefs "))
+        .and_then(|l| l.split(" - ").nth(1)?.split_whitespace().nth(1).map(str::to_string))
+}
+
+#[test]
+fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
+    let _one = one_at_a_time();
+    if !privileged() {
+        return;
+    }
+    // Regression: run A mounted tracefs, run B traced in it too; A ended first and left the
+    // mount to B, which had not mounted it and so never unmounted it. The whole test suite
+    // once ended with tracefs mounted.
+    let before = tracefs_mount();
+    let state = PrivateState::new();
+    let dir = temp();
+    let start = |duration: &str| {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+            .env(state.env().0, state.env().1)
+            .env("FSYNCLAB_STORE", "off")
+            .args([
+                "run",
+                "overwrite-fsync",
+                "--explain",
+                "--quiet",
+                "--format",
+                "json",
+                "--dir",
+            ])
+            .arg(dir.path())
+            .args(["--set", "background=none", "--set", "sleep=50ms", "--set"])
+            .arg(format!("duration={duration}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let wait_for_instance = |pid: u32| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !trace_instances().contains(&format!("fsynclab-{pid}")) {
+            assert!(Instant::now() < deadline, "run {pid} never traced");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut a = start("2s");
+    wait_for_instance(a.id());
+    let mut b = start("4s");
+    wait_for_instance(b.id());
+    let a_status = a.wait().unwrap();
+    assert!(tracefs_mount().is_some(), "B still traces");
+    let b_status = b.wait().unwrap();
+    assert!(a_status.success() && b_status.success(), "{a_status} {b_status}");
+    assert!(trace_instances().is_empty(), "left: {:?}", trace_instances());
+    assert_eq!(tracefs_mount(), before, "tracefs mounted before: {before:?}");
+    assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
+    assert_eq!(
+        common::leftovers(dir.path()),
+        Vec::<String>::new(),
+        "work directory left"
+    );
+}

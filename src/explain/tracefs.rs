@@ -21,6 +21,19 @@ use crate::testbed::state::{Step, Undo};
 /// Where tracefs is mounted when nothing else says so.
 pub(crate) const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
 
+/// The source name of a tracefs fsynclab mounts (`mount -t tracefs fsynclab ...`; the
+/// usual `nodev` otherwise): any fsynclab run can then tell that mount from a user's, and
+/// the last run to leave it unmounts it even when another run mounted it.
+const MOUNT_SOURCE: &std::ffi::CStr = c"fsynclab";
+
+/// Whether the tracefs at `root` is one fsynclab mounted.
+fn mounted_by_fsynclab(root: &Path) -> bool {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    parse_mountinfo(&text)
+        .iter()
+        .any(|m| m.fstype == "tracefs" && Path::new(&m.mount_point) == root && m.source == "fsynclab")
+}
+
 /// The prefix of every instance fsynclab makes.
 pub(crate) const INSTANCE_PREFIX: &str = "fsynclab-";
 
@@ -48,7 +61,7 @@ pub(crate) fn find_mount() -> Option<PathBuf> {
     find_mount_in(&parse_mountinfo(&text))
 }
 
-/// Finds tracefs, or mounts it at [`DEFAULT_MOUNT`] (as `mount -t tracefs nodev
+/// Finds tracefs, or mounts it at [`DEFAULT_MOUNT`] (as `mount -t tracefs fsynclab
 /// /sys/kernel/tracing` would) and records that on `undo`.
 pub(crate) fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
     if let Some(root) = find_mount() {
@@ -70,7 +83,7 @@ fn mount_at(mount_point: &Path) -> Result<()> {
     // SAFETY: all pointers are valid NUL-terminated strings; no mount data is passed.
     let ret = unsafe {
         libc::mount(
-            c"nodev".as_ptr(),
+            MOUNT_SOURCE.as_ptr(),
             target.as_ptr(),
             c"tracefs".as_ptr(),
             0,
@@ -228,7 +241,9 @@ pub(crate) fn remove_instance(name: &str) -> Result<()> {
             }
         }
     }
-    if mounted_here {
+    // The run that mounted tracefs may have ended while this one still traced: whoever
+    // removes the last instance from an fsynclab mount unmounts it.
+    if mounted_here || mounted_by_fsynclab(&root) {
         unmount_if_unused(&root)?;
     }
     result
