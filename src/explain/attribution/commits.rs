@@ -1,0 +1,201 @@
+//! The journal commits a wait covered: jbd2 transactions with where the journal thread's
+//! time went, xfs log forces, btrfs transaction commits.
+
+use super::super::events::EventKind;
+use super::super::stacks::{classify, top_frames, WaitKind};
+use super::causes::{Commit, Share};
+use super::index::Index;
+use super::index::UNSEEN_SWITCH;
+use super::Call;
+
+impl Index<'_> {
+    /// The commits the call's wait in [a, b] covered.
+    pub(super) fn commits_during(&self, call: &Call, a: u64, b: u64, frames: &[String]) -> Vec<Commit> {
+        match self.trace.fs.fstype.as_str() {
+            "xfs" => self.xfs_log_forces(call, a, b),
+            "btrfs" => self.btrfs_commits(call, a, b, frames),
+            _ => self.jbd2_commits(a, b),
+        }
+    }
+
+    pub(super) fn jbd2_commits(&self, a: u64, b: u64) -> Vec<Commit> {
+        self.commits
+            .iter()
+            .filter_map(|c| {
+                let start = c.start.unwrap_or(self.trace.started_ns);
+                let end = c.end.unwrap_or(self.trace.stopped_ns);
+                let overlap = end.min(b).saturating_sub(start.max(a));
+                (overlap > 0).then(|| Commit {
+                    name: format!("jbd2 transaction {}", c.transaction),
+                    start_ns: c.start.map(|s| self.run_ns(s)),
+                    duration_ns: c.start.zip(c.end).map(|(s, e)| e.saturating_sub(s)),
+                    overlap_ns: overlap,
+                    waited_for: self.journal_thread_time(start, end),
+                    flushes: self.flushes_completed(start, end),
+                    device_write_bytes: self.write_bytes(start, end),
+                    blocks_logged: c.blocks_logged,
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn xfs_log_forces(&self, call: &Call, a: u64, b: u64) -> Vec<Commit> {
+        let call_start = self.trace.origin_ns + call.start_ns;
+        let lsn = self.last_event_of(call.tid, call_start, b, |k| match k {
+            EventKind::XfsLogForce { lsn, .. } => Some(*lsn),
+            _ => None,
+        });
+        let flush_ns = self.flush_ns(a, b);
+        vec![Commit {
+            // xfs_log_force_seq traces the checkpoint (CIL) sequence in the `lsn` field.
+            name: match lsn {
+                Some(0) => "xfs log force (all)".into(),
+                Some(seq) => format!("xfs log force (checkpoint sequence {seq})"),
+                None => "xfs log force".into(),
+            },
+            start_ns: None,
+            duration_ns: None,
+            overlap_ns: b - a,
+            waited_for: shares(vec![
+                ("cache flushes".into(), flush_ns),
+                ("log and data writes".into(), (b - a).saturating_sub(flush_ns)),
+            ]),
+            flushes: self.flushes_completed(a, b),
+            device_write_bytes: self.write_bytes(a, b),
+            blocks_logged: None,
+        }]
+    }
+
+    pub(super) fn btrfs_commits(&self, call: &Call, a: u64, b: u64, frames: &[String]) -> Vec<Commit> {
+        // An fsync either syncs the log tree (btrfs_sync_log) or commits the whole
+        // transaction; the stack says which.
+        let full = frames.iter().any(|f| {
+            matches!(
+                f.as_str(),
+                "btrfs_commit_transaction" | "wait_for_commit" | "wait_current_trans"
+            )
+        });
+        if !full {
+            let flush_ns = self.flush_ns(a, b);
+            return vec![Commit {
+                name: "btrfs log tree sync".into(),
+                start_ns: None,
+                duration_ns: None,
+                overlap_ns: b - a,
+                waited_for: shares(vec![
+                    ("cache flushes".into(), flush_ns),
+                    ("log tree and data writes".into(), (b - a).saturating_sub(flush_ns)),
+                ]),
+                flushes: self.flushes_completed(a, b),
+                device_write_bytes: self.write_bytes(a, b),
+                blocks_logged: None,
+            }];
+        }
+        // The commit event fires at the end of btrfs_commit_transaction: in the calling
+        // thread once its last wait is over (before the call returns), or in the
+        // btrfs-transaction thread during the wait.
+        let call_end = self.trace.origin_ns + call.start_ns + call.latency_ns;
+        let generation = self
+            .trace
+            .events_between(a, call_end)
+            .iter()
+            .filter(|e| e.ts_ns <= b || e.pid == call.tid)
+            .find_map(|e| match e.kind {
+                EventKind::BtrfsTransactionCommit { generation } => Some(generation),
+                _ => None,
+            });
+        // The event's `gen` is the filesystem's generation when the commit ended: the
+        // committed transaction's, or the next one's if a writer has already opened it.
+        let name = match generation {
+            None => "btrfs transaction commit".to_string(),
+            Some(g) => format!("btrfs transaction commit (gen {g})"),
+        };
+        let mut waited_for = if self.trace.journal_threads.is_empty() {
+            Vec::new()
+        } else {
+            self.journal_thread_time(a, b)
+        };
+        if waited_for.is_empty() {
+            let flush_ns = self.flush_ns(a, b);
+            waited_for = shares(vec![
+                ("cache flushes".into(), flush_ns),
+                ("tree and data writes".into(), (b - a).saturating_sub(flush_ns)),
+            ]);
+        }
+        vec![Commit {
+            name,
+            start_ns: None,
+            duration_ns: None,
+            overlap_ns: b - a,
+            waited_for,
+            flushes: self.flushes_completed(a, b),
+            device_write_bytes: self.write_bytes(a, b),
+            blocks_logged: None,
+        }]
+    }
+
+    /// Where the journal thread's time went within [from, to]: its off-CPU intervals by
+    /// stack (journal writes split into the time a cache flush was in flight and the rest),
+    /// and on CPU.
+    pub(super) fn journal_thread_time(&self, from: u64, to: u64) -> Vec<Share> {
+        let Some(thread) = self
+            .trace
+            .journal_threads
+            .iter()
+            .find(|t| self.off_cpu.contains_key(&t.pid))
+        else {
+            return Vec::new();
+        };
+        let mut by: Vec<(String, u64)> = Vec::new();
+        let mut add = |what: &str, ns: u64| match by.iter_mut().find(|(w, _)| w == what) {
+            Some(x) => x.1 += ns,
+            None => by.push((what.to_string(), ns)),
+        };
+        let mut off = 0;
+        for iv in &self.off_cpu[&thread.pid] {
+            let a = iv.start.max(from);
+            let b = iv.end.unwrap_or(self.trace.stopped_ns).min(to);
+            if b <= a {
+                continue;
+            }
+            off += b - a;
+            if iv.state.starts_with('R') {
+                add("waiting for a CPU", b - a);
+                continue;
+            }
+            if iv.state == UNSEEN_SWITCH {
+                add("unattributed (switch onto a CPU not traced)", b - a);
+                continue;
+            }
+            let Some(frames) = &iv.stack else {
+                add("unattributed (no stack)", b - a);
+                continue;
+            };
+            match classify(frames) {
+                WaitKind::DataWriteback => add("ordered data writeback", b - a),
+                WaitKind::JournalWrite | WaitKind::DeviceFlush => {
+                    let flush = self.flush_ns(a, b);
+                    add("cache flushes", flush);
+                    add("journal writes", (b - a) - flush);
+                }
+                WaitKind::JournalHandles => add("open handles", b - a),
+                WaitKind::DirtyThrottle => add("dirty throttling", b - a),
+                WaitKind::JournalCommit => add("an earlier commit", b - a),
+                WaitKind::Other => add(&top_frames(frames, 1).join(""), b - a),
+            }
+        }
+        add("on CPU", (to - from).saturating_sub(off));
+        shares(by)
+    }
+}
+
+/// Shares, zero ones dropped, largest first.
+fn shares(v: Vec<(String, u64)>) -> Vec<Share> {
+    let mut out: Vec<Share> = v
+        .into_iter()
+        .filter(|(_, ns)| *ns > 0)
+        .map(|(what, ns)| Share { what, ns })
+        .collect();
+    out.sort_by_key(|s| std::cmp::Reverse(s.ns));
+    out
+}
