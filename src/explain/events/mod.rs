@@ -1,0 +1,215 @@
+//! Typed kernel events, parsed from the text tracefs prints (`trace`, `trace_pipe`).
+//!
+//! Each line is `TASK-PID [CPU] FLAGS SECONDS.MICROS: EVENT: BODY` (Documentation/trace/
+//! ftrace.rst, "Output format"); the body of each event follows the `print fmt` in
+//! `events/SYSTEM/EVENT/format` of the running kernel. A `stacktrace` trigger adds a line
+//! `... SECONDS.MICROS: <stack trace>` followed by one ` => function` line per frame, and a
+//! reader that falls behind gets `CPU:N [LOST M EVENTS]`. Events fsynclab does not use are
+//! kept as [`EventKind::Other`], so nothing is silently dropped.
+//!
+//! Only the fields the attribution and the report use are typed; the others are ignored.
+//! Task names (comm) may hold spaces and dashes (`lto cgu.10-9946`), so fields are cut at
+//! the next known key rather than at whitespace.//!
+//! The parts: `body` (each event's body, field by field), `lines` (a trace's lines: events,
+//! stacks and lost-event notes, in time order).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+mod body;
+mod lines;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use lines::parse_trace;
+
+/// A block device number, as the kernel prints it in events (`7,0` or `7:0`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct Dev {
+    pub(crate) major: u32,
+    pub(crate) minor: u32,
+}
+
+impl Dev {
+    /// The number as event filters compare it: the kernel's internal `dev_t`, major in the
+    /// bits above 20 (`MKDEV`, include/linux/kdev_t.h), not the user-space encoding.
+    pub(crate) fn kernel_dev_t(self) -> u64 {
+        (u64::from(self.major) << 20) | u64::from(self.minor)
+    }
+}
+
+impl fmt::Display for Dev {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.major, self.minor)
+    }
+}
+
+impl FromStr for Dev {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Dev, String> {
+        let (major, minor) = s
+            .split_once([',', ':'])
+            .ok_or_else(|| format!("not a device number: {s}"))?;
+        Ok(Dev {
+            major: major.parse().map_err(|_| format!("not a device number: {s}"))?,
+            minor: minor.parse().map_err(|_| format!("not a device number: {s}"))?,
+        })
+    }
+}
+
+/// One event from the trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Event {
+    /// When it fired, ns on the trace clock (`mono`: CLOCK_MONOTONIC); the text format has
+    /// microsecond resolution.
+    pub(crate) ts_ns: u64,
+    pub(crate) cpu: u32,
+    /// The task running when it fired (for a stack, the task that is switching out).
+    pub(crate) pid: u32,
+    /// That task's name as the trace knew it (`<...>` when it did not).
+    pub(crate) comm: String,
+    pub(crate) kind: EventKind,
+}
+
+/// A jbd2 commit phase event: `jbd2_start_commit` ... `jbd2_end_commit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Jbd2Phase {
+    Start,
+    Locking,
+    Flushing,
+    Logging,
+    End,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub(crate) enum EventKind {
+    /// `sched:sched_switch`: `prev` leaves the CPU in `prev_state` (`R`/`R+` preempted,
+    /// `S` sleeping, `D` uninterruptible), `next` gets it.
+    SchedSwitch {
+        prev_comm: String,
+        prev_pid: u32,
+        prev_state: String,
+        next_comm: String,
+        next_pid: u32,
+    },
+    /// `sched:sched_wakeup`: task `pid` was made runnable by the event's own task.
+    SchedWakeup { comm: String, pid: u32 },
+    /// The kernel stack a `stacktrace` trigger printed, innermost frame first, offsets and
+    /// module names removed.
+    Stack { frames: Vec<String> },
+    /// `jbd2:jbd2_{start_commit,commit_locking,commit_flushing,commit_logging,end_commit}`.
+    Jbd2Commit {
+        phase: Jbd2Phase,
+        dev: Dev,
+        transaction: u32,
+    },
+    /// `jbd2:jbd2_run_stats`, at the end of a commit: how long each phase took, in ms
+    /// (jiffies converted by the kernel, so one jiffy is the resolution).
+    Jbd2RunStats {
+        dev: Dev,
+        transaction: u32,
+        wait_ms: u32,
+        request_delay_ms: u32,
+        running_ms: u32,
+        locked_ms: u32,
+        flushing_ms: u32,
+        logging_ms: u32,
+        handle_count: u32,
+        blocks: u32,
+        blocks_logged: u32,
+    },
+    /// `writeback:balance_dirty_pages`: the task dirtied pages and is throttled; `pause_ms`
+    /// is the sleep now starting, `paused_ms` what it slept already in this call. Page counts.
+    BalanceDirtyPages {
+        bdi: String,
+        limit_pages: u64,
+        setpoint_pages: u64,
+        dirty_pages: u64,
+        paused_ms: u64,
+        pause_ms: i64,
+    },
+    /// `writeback:folio_wait_writeback`: the task waits for page `index` of inode `ino` to
+    /// finish writeback.
+    FolioWaitWriteback { bdi: String, ino: u64, index: u64 },
+    /// `writeback:writeback_start` / `writeback_written`: a flusher work item on `bdi`.
+    Writeback {
+        done: bool,
+        bdi: String,
+        nr_pages: i64,
+        reason: String,
+    },
+    /// `writeback:global_dirty_state`, page counts.
+    GlobalDirtyState {
+        dirty_pages: u64,
+        writeback_pages: u64,
+        background_thresh_pages: u64,
+        thresh_pages: u64,
+    },
+    /// `block:block_rq_issue`: a request goes to the driver.
+    BlockRqIssue {
+        dev: Dev,
+        rwbs: String,
+        bytes: u64,
+        sector: u64,
+        sectors: u32,
+    },
+    /// `block:block_rq_complete`: a request is done (`error` is a negative errno or 0).
+    BlockRqComplete {
+        dev: Dev,
+        rwbs: String,
+        sector: u64,
+        sectors: u32,
+        error: i32,
+    },
+    /// `ext4:ext4_sync_file_enter` / `ext4_sync_file_exit`.
+    Ext4SyncFile { exit: bool, dev: Dev, ino: u64 },
+    /// `xfs:xfs_log_force`: a log force up to `lsn` (0: everything), asked by `caller`.
+    XfsLogForce { dev: Dev, lsn: u64, caller: String },
+    /// `xfs:xfs_file_fsync`.
+    XfsFileFsync { dev: Dev, ino: u64 },
+    /// `btrfs:btrfs_transaction_commit`: the commit of transaction `generation`.
+    BtrfsTransactionCommit { generation: u64 },
+    /// `btrfs:btrfs_sync_file`.
+    BtrfsSyncFile { ino: u64, datasync: bool },
+    /// A line written to `trace_marker`.
+    Marker { text: String },
+    /// Any other event, unparsed.
+    Other { name: String, body: String },
+}
+
+/// The request flags of a block event (`rwbs`, block/blk-core.c `blk_fill_rwbs`): an
+/// optional leading `F` for a preflush, the operation (`W`, `R`, `D`, `F` for a flush,
+/// `N`), then `F` for FUA, `A` readahead, `S` sync, `M` metadata.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Rwbs {
+    pub(crate) preflush: bool,
+    pub(crate) op: char,
+    pub(crate) fua: bool,
+}
+
+impl Rwbs {
+    pub(crate) fn parse(rwbs: &str) -> Rwbs {
+        let b: Vec<char> = rwbs.chars().collect();
+        let preflush = b.len() >= 2 && b[0] == 'F';
+        let i = usize::from(preflush);
+        Rwbs {
+            preflush,
+            op: b.get(i).copied().unwrap_or('N'),
+            fua: b.get(i + 1) == Some(&'F'),
+        }
+    }
+
+    /// A device cache flush: a flush request, or a write that carries one.
+    pub(crate) fn is_flush(self) -> bool {
+        self.op == 'F' || self.preflush
+    }
+
+    pub(crate) fn is_write(self) -> bool {
+        self.op == 'W'
+    }
+}

@@ -1,0 +1,193 @@
+//! Event lines from traces captured on the project VM.
+
+use super::*;
+
+fn one(line: &str) -> Event {
+    let p = parse_trace(line);
+    assert_eq!(p.unparsed_lines, 0, "{line}");
+    assert_eq!(p.events.len(), 1, "{line}");
+    p.events.into_iter().next().unwrap()
+}
+
+#[test]
+fn header_with_spaces_and_dashes_in_the_task_name() {
+    let e = one("      lto cgu.10-9946    [001] d..2.  1635.160045: sched_switch: prev_comm=lto cgu.10 prev_pid=9946 prev_prio=120 prev_state=R+ ==> next_comm=jbd2/loop0-8 next_pid=9997 next_prio=120");
+    assert_eq!((e.pid, e.cpu, e.comm.as_str()), (9946, 1, "lto cgu.10"));
+    assert_eq!(e.ts_ns, 1_635_160_045_000);
+    assert_eq!(
+        e.kind,
+        EventKind::SchedSwitch {
+            prev_comm: "lto cgu.10".into(),
+            prev_pid: 9946,
+            prev_state: "R+".into(),
+            next_comm: "jbd2/loop0-8".into(),
+            next_pid: 9997
+        }
+    );
+    let e = one(" memfd:sealed-91-1068    [000] d..2.  1635.688768: sched_wakeup: comm=jbd2/loop0-8 pid=9997 prio=120 target_cpu=000");
+    assert_eq!((e.pid, e.comm.as_str()), (1068, "memfd:sealed-91"));
+    assert_eq!(
+        e.kind,
+        EventKind::SchedWakeup {
+            comm: "jbd2/loop0-8".into(),
+            pid: 9997
+        }
+    );
+}
+
+#[test]
+fn stack_frames_follow_their_header() {
+    let text = "    jbd2/loop0-8-9997    [000] d..2.  1635.690027: <stack trace>\n => trace_event_raw_event_sched_switch\n => jbd2_journal_commit_transaction+0x1b3/0x2a0 [jbd2]\n => kjournald2\n              dd-10020   [001] .....  1635.710272: ext4_sync_file_exit: dev 7,0 ino 13 ret 0\n";
+    let p = parse_trace(text);
+    assert_eq!(p.events.len(), 2);
+    assert_eq!(p.events[0].pid, 9997);
+    assert_eq!(
+        p.events[0].kind,
+        EventKind::Stack {
+            frames: vec![
+                "trace_event_raw_event_sched_switch".into(),
+                "jbd2_journal_commit_transaction".into(),
+                "kjournald2".into()
+            ]
+        }
+    );
+    assert_eq!(
+        p.events[1].kind,
+        EventKind::Ext4SyncFile {
+            exit: true,
+            dev: Dev { major: 7, minor: 0 },
+            ino: 13
+        }
+    );
+}
+
+#[test]
+fn jbd2_events() {
+    let e = one("    jbd2/loop0-8-9997    [000] ...1.  1635.710242: jbd2_run_stats: dev 7,0 tid 2 wait 0 request_delay 0 running 1048 locked 0 flushing 0 logging 20 handle_count 150 blocks 6 blocks_logged 8");
+    let EventKind::Jbd2RunStats {
+        transaction,
+        running_ms,
+        logging_ms,
+        blocks_logged,
+        ..
+    } = e.kind
+    else {
+        panic!("{e:?}")
+    };
+    assert_eq!((transaction, running_ms, logging_ms, blocks_logged), (2, 1048, 20, 8));
+    let e =
+        one("    jbd2/loop0-8-9997    [000] .....  1635.710246: jbd2_end_commit: dev 7,0 transaction 2 sync 0 head 2");
+    assert_eq!(
+        e.kind,
+        EventKind::Jbd2Commit {
+            phase: Jbd2Phase::End,
+            dev: Dev { major: 7, minor: 0 },
+            transaction: 2
+        }
+    );
+}
+
+#[test]
+fn block_events_and_their_flags() {
+    let e = one(
+        "    kworker/0:0H-10      [000] .....  1635.696106: block_rq_issue: 7,0 FF 0 () 0 + 0 none,0,0 [kworker/0:0H]",
+    );
+    let EventKind::BlockRqIssue { rwbs, bytes, .. } = &e.kind else {
+        panic!("{e:?}")
+    };
+    assert_eq!((rwbs.as_str(), *bytes), ("FF", 0));
+    assert!(Rwbs::parse(rwbs).is_flush());
+    let e = one(
+        "     ksoftirqd/1-22      [001] ..s..  1635.709086: block_rq_complete: 7,0 WS () 1048584 + 56 none,0,0 [0]",
+    );
+    assert_eq!(
+        e.kind,
+        EventKind::BlockRqComplete {
+            dev: Dev { major: 7, minor: 0 },
+            rwbs: "WS".into(),
+            sector: 1048584,
+            sectors: 56,
+            error: 0
+        }
+    );
+    assert_eq!(
+        Rwbs::parse("FWFS"),
+        Rwbs {
+            preflush: true,
+            op: 'W',
+            fua: true
+        }
+    );
+    assert_eq!(
+        Rwbs::parse("WFS"),
+        Rwbs {
+            preflush: false,
+            op: 'W',
+            fua: true
+        }
+    );
+    assert!(!Rwbs::parse("WS").is_flush());
+    assert!(Rwbs::parse("F").is_flush());
+}
+
+#[test]
+fn writeback_events() {
+    let e = one("              dd-10022   [001] .....  1635.972068: folio_wait_writeback: bdi 7:0: ino=13 index=0");
+    assert_eq!(
+        e.kind,
+        EventKind::FolioWaitWriteback {
+            bdi: "7:0".into(),
+            ino: 13,
+            index: 0
+        }
+    );
+    let e = one("    kworker/u8:4-7261    [001] ...1.  1635.747410: writeback_start: bdi 7:0: sb_dev 7:0 nr_pages=258139 sync_mode=0 kupdate=0 range_cyclic=0 background=0 reason=fs_free_space cgroup_ino=1");
+    assert_eq!(
+        e.kind,
+        EventKind::Writeback {
+            done: false,
+            bdi: "7:0".into(),
+            nr_pages: 258139,
+            reason: "fs_free_space".into()
+        }
+    );
+    let e = one("           <...>-31      [000] .....   100.000001: balance_dirty_pages: bdi 7:0: limit=1169243 setpoint=1000 dirty=1200 wb_setpoint=900 wb_dirty=1100 dirty_ratelimit=4 task_ratelimit=0 dirtied=32 dirtied_pause=32 paused=0 pause=200 period=200 think=0 cgroup_ino=1");
+    let EventKind::BalanceDirtyPages {
+        pause_ms, dirty_pages, ..
+    } = e.kind
+    else {
+        panic!("{e:?}")
+    };
+    assert_eq!((pause_ms, dirty_pages), (200, 1200));
+}
+
+#[test]
+fn lost_events_markers_and_unknown_lines() {
+    let text = "CPU:1 [LOST 123 EVENTS]\n           <...>-5      [000] .....   2.5: tracing_mark_write: hello there\n           <...>-5      [000] .....   2.500001: some_event: x=1\ngarbage\n";
+    let p = parse_trace(text);
+    assert_eq!(p.lost_events, 123);
+    assert_eq!(p.unparsed_lines, 1);
+    assert_eq!(p.events[0].ts_ns, 2_500_000_000);
+    assert_eq!(
+        p.events[0].kind,
+        EventKind::Marker {
+            text: "hello there".into()
+        }
+    );
+    assert_eq!(
+        p.events[1].kind,
+        EventKind::Other {
+            name: "some_event".into(),
+            body: "x=1".into()
+        }
+    );
+}
+
+#[test]
+fn dev_numbers() {
+    let d: Dev = "7,3".parse().unwrap();
+    assert_eq!(d, "7:3".parse().unwrap());
+    assert_eq!(d.kernel_dev_t(), (7 << 20) | 3);
+    assert_eq!(d.to_string(), "7:3");
+    assert!("7".parse::<Dev>().is_err());
+}
