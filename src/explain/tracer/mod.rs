@@ -23,8 +23,10 @@
 //! `trace_pipe` before it overflows (see `read_pipe` for why not more often); events the
 //! kernel still had to drop are counted from the `[LOST N EVENTS]` notes and the per-CPU
 //! `overrun`/`dropped events` statistics.
+//!
+//! The parts: `trace` (a finished trace, and its saved form), `filters` (which events, for
+//! which threads), `reader` (the thread that drains the trace buffer as it fills).
 
-use std::io::Read as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,11 +37,22 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use super::events::{parse_trace, Dev, Event};
+use super::events::{parse_trace, Dev};
 use super::tracefs::{self, Instance};
 use crate::environment::{device_numbers, disk_dir, mount_of, parse_mountinfo};
 use crate::measure::clock::monotonic_ns;
 use crate::testbed::state::{Step, Undo};
+
+mod filters;
+mod reader;
+#[cfg(test)]
+mod tests;
+mod trace;
+
+use filters::{events_for, filters, journal_threads, Filter};
+pub(crate) use reader::thread_cpu_ns;
+use reader::{parse_cpu_stats_lost, read_pipe, Fill};
+pub(crate) use trace::Trace;
 
 /// The threads whose calls are measured: by thread id, and/or every thread with a given
 /// name (comm), which also catches threads made after the tracer started.
@@ -156,191 +169,6 @@ impl TraceConfig {
     }
 }
 
-/// A finished trace: typed events on CLOCK_MONOTONIC plus what is needed to read them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Trace {
-    /// CLOCK_MONOTONIC (ns) at the run clock's zero: event `ts_ns - origin_ns` is run time.
-    pub(crate) origin_ns: u64,
-    /// When tracing started and stopped, CLOCK_MONOTONIC ns.
-    pub(crate) started_ns: u64,
-    pub(crate) stopped_ns: u64,
-    pub(crate) fs: TracedFs,
-    /// The threads watched (at the end: including those added during the run).
-    pub(crate) watched: Watch,
-    /// The filesystem's journal or transaction threads, traced like the watched ones.
-    pub(crate) journal_threads: Vec<Task>,
-    /// Events this kernel does not offer (a filesystem module not loaded, an old kernel).
-    pub(crate) missing_events: Vec<String>,
-    /// Events the kernel dropped because the buffer was full.
-    pub(crate) lost_events: u64,
-    /// Trace lines that could not be read.
-    pub(crate) unparsed_lines: u64,
-    /// CPU time of the thread that read the trace during the run, ns.
-    pub(crate) reader_cpu_ns: u64,
-    pub(crate) events: Vec<Event>,
-    /// The raw text, when [`TraceConfig::keep_text`] asked for it.
-    #[serde(skip)]
-    pub(crate) text: Option<String>,
-}
-
-/// The first line of a saved trace: `# fsynclab-trace ` and the metadata as JSON.
-const SAVED_HEADER: &str = "# fsynclab-trace ";
-
-impl Trace {
-    /// The trace as text that [`Trace::from_saved_text`] reads back: a comment line with the
-    /// metadata, then the raw trace (needs [`TraceConfig::keep_text`]).
-    pub(crate) fn to_saved_text(&self) -> Option<String> {
-        let text = self.text.as_ref()?;
-        let meta = Trace {
-            events: Vec::new(),
-            text: None,
-            ..self.clone()
-        };
-        Some(format!("{SAVED_HEADER}{}\n{text}", serde_json::to_string(&meta).ok()?))
-    }
-
-    /// Reads a trace saved by [`Trace::to_saved_text`] (the fixtures in tests/fixtures/).
-    #[cfg(test)]
-    pub(crate) fn from_saved_text(saved: &str) -> Result<Trace> {
-        let (first, text) = saved.split_once('\n').unwrap_or((saved, ""));
-        let meta = first
-            .strip_prefix(SAVED_HEADER)
-            .context("not a saved fsynclab trace: the first line must start with `# fsynclab-trace `")?;
-        let mut trace: Trace = serde_json::from_str(meta).context("saved trace: bad metadata line")?;
-        let parsed = parse_trace(text);
-        trace.events = parsed.events;
-        trace.lost_events += parsed.lost_events;
-        trace.unparsed_lines += parsed.unparsed_lines;
-        trace.text = Some(text.to_string());
-        Ok(trace)
-    }
-
-    /// The events between two CLOCK_MONOTONIC times (inclusive), by binary search: the events
-    /// are in time order.
-    pub(crate) fn events_between(&self, from_ns: u64, to_ns: u64) -> &[Event] {
-        let lo = self.events.partition_point(|e| e.ts_ns < from_ns);
-        let hi = self.events.partition_point(|e| e.ts_ns <= to_ns);
-        &self.events[lo..hi.max(lo)]
-    }
-}
-
-/// The events enabled, per system, with the filter each gets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Filter {
-    /// Context switches of the watched and journal threads.
-    Switch,
-    /// Wakeups of the watched and journal threads.
-    Wakeup,
-    /// Fired by a watched thread itself.
-    Current,
-    /// On the filesystem's device (`dev`).
-    FsDev,
-    /// On the disk (`dev`).
-    Disk,
-    /// On the disk's bdi (`name`).
-    Bdi,
-    None,
-}
-
-fn events_for(fs: &TracedFs) -> Vec<(&'static str, Filter)> {
-    let mut v = vec![
-        ("sched/sched_switch", Filter::Switch),
-        ("sched/sched_wakeup", Filter::Wakeup),
-        ("writeback/balance_dirty_pages", Filter::Current),
-        ("writeback/folio_wait_writeback", Filter::Current),
-        ("writeback/global_dirty_state", Filter::Current),
-        ("writeback/writeback_start", Filter::Bdi),
-        ("writeback/writeback_written", Filter::Bdi),
-        ("block/block_rq_issue", Filter::Disk),
-        ("block/block_rq_complete", Filter::Disk),
-    ];
-    if fs.is_ext4() {
-        v.extend([
-            ("jbd2/jbd2_start_commit", Filter::FsDev),
-            ("jbd2/jbd2_commit_locking", Filter::FsDev),
-            ("jbd2/jbd2_commit_flushing", Filter::FsDev),
-            ("jbd2/jbd2_commit_logging", Filter::FsDev),
-            ("jbd2/jbd2_end_commit", Filter::FsDev),
-            ("jbd2/jbd2_run_stats", Filter::FsDev),
-        ]);
-    }
-    match fs.fstype.as_str() {
-        "xfs" => v.push(("xfs/xfs_log_force", Filter::FsDev)),
-        "btrfs" => v.push(("btrfs/btrfs_transaction_commit", Filter::None)),
-        _ => {}
-    }
-    v
-}
-
-/// The threads that commit the filesystem's journal: `jbd2/<dev>-<inode>` for ext3/ext4
-/// (the name cut to 15 bytes, as the kernel keeps it), `btrfs-transaction` for btrfs (all
-/// of them: its name does not say which filesystem). xfs writes its log from shared
-/// workqueues, whose threads cannot be told apart; its log forces are traced as events.
-fn journal_threads(fs: &TracedFs) -> Vec<Task> {
-    let prefix = match (fs.is_ext4(), fs.fstype.as_str(), &fs.dev_name) {
-        (true, _, Some(name)) => format!("jbd2/{name}-"),
-        (_, "btrfs", _) => "btrfs-transacti".to_string(),
-        _ => return Vec::new(),
-    };
-    let prefix: String = prefix.chars().take(15).collect();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| {
-        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-        let comm = comm.trim_end();
-        comm.starts_with(&prefix).then(|| Task {
-            pid,
-            comm: comm.to_string(),
-        })
-    })
-    .collect()
-}
-
-/// The filter expressions for the threads to follow.
-struct Filters {
-    switch: String,
-    trigger: String,
-    wakeup: String,
-    current: String,
-}
-
-fn filters(watch: &Watch, journal: &[Task]) -> Filters {
-    let pids: Vec<u32> = watch
-        .tids
-        .iter()
-        .copied()
-        .chain(journal.iter().map(|t| t.pid))
-        .collect();
-    let any = |terms: Vec<String>| terms.join(" || ");
-    let by = |fields: &[&str], comm_fields: &[&str]| {
-        let mut terms = Vec::new();
-        for f in fields {
-            terms.extend(pids.iter().map(|p| format!("{f} == {p}")));
-        }
-        for f in comm_fields {
-            terms.extend(watch.comms.iter().map(|c| format!("{f} == \"{c}\"")));
-        }
-        any(terms)
-    };
-    Filters {
-        switch: by(&["prev_pid", "next_pid"], &["prev_comm", "next_comm"]),
-        trigger: format!(
-            "stacktrace if ({}) && prev_state & 3",
-            by(&["prev_pid"], &["prev_comm"])
-        ),
-        wakeup: by(&["pid"], &["comm"]),
-        // Only the watched threads: their own sync calls, throttling and page waits.
-        current: any(watch
-            .tids
-            .iter()
-            .map(|p| format!("common_pid == {p}"))
-            .chain(watch.comms.iter().map(|c| format!("comm == \"{c}\"")))
-            .collect()),
-    }
-}
-
 /// Tracing in progress. [`Tracer::stop`] returns the trace; dropping it without stopping
 /// still removes the instance.
 pub(crate) struct Tracer {
@@ -359,7 +187,7 @@ pub(crate) struct Tracer {
 }
 
 /// How often the reader checks how full the buffer is.
-const CHECK_INTERVAL: Duration = Duration::from_millis(100);
+pub(super) const CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 impl Tracer {
     /// Starts tracing as `config` says. Needs root and tracefs; the error says what is missing.
@@ -560,152 +388,5 @@ impl Drop for Tracer {
         if let Ok(mut m) = self.marker.lock() {
             *m = None;
         }
-    }
-}
-
-/// Overwritten plus dropped events in one `per_cpu/cpuN/stats` file.
-fn parse_cpu_stats_lost(stats: &str) -> u64 {
-    stats
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .filter(|(k, _)| matches!(k.trim(), "overrun" | "dropped events"))
-        .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
-        .sum()
-}
-
-/// How full a CPU's ring buffer may get before the reader drains it.
-struct Fill {
-    /// `per_cpu/cpuN/stats` of each CPU, kept open.
-    stats: Vec<std::fs::File>,
-    /// Unread bytes in one CPU's buffer that trigger a drain: half its size.
-    threshold_bytes: u64,
-}
-
-impl Fill {
-    fn open(instance: &Instance, buffer_kb_per_cpu: u32) -> Fill {
-        let stats = std::fs::read_dir(instance.path("per_cpu"))
-            .map(|d| {
-                d.filter_map(|e| std::fs::File::open(e.ok()?.path().join("stats")).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        Fill {
-            stats,
-            threshold_bytes: u64::from(buffer_kb_per_cpu) * 1024 / 2,
-        }
-    }
-
-    /// Whether some CPU's buffer holds more unread bytes than the threshold (`bytes:` in
-    /// its stats, ftrace.rst "per_cpu/cpuX/stats").
-    fn over(&self) -> bool {
-        use std::os::unix::fs::FileExt as _;
-        let mut buf = [0u8; 512];
-        self.stats.iter().any(|f| {
-            let n = f.read_at(&mut buf, 0).unwrap_or(0);
-            String::from_utf8_lossy(&buf[..n])
-                .lines()
-                .find_map(|l| l.strip_prefix("bytes:"))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .is_some_and(|b| b > self.threshold_bytes)
-        })
-    }
-}
-
-/// The reader thread. Reading `trace_pipe` makes the kernel format every event as text, in
-/// this thread, which costs CPU the measurement would feel; so the buffer is drained only
-/// when some CPU's buffer is half full (checked every [`CHECK_INTERVAL`]) and once at the
-/// end, after tracing is off. Returns the text and the thread's own CPU time.
-fn read_pipe(mut pipe: std::fs::File, fill: Fill, stop: &AtomicBool) -> Result<(String, u64)> {
-    let mut text = Vec::with_capacity(1 << 20);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let stopping = stop.load(Ordering::SeqCst);
-        if stopping || fill.over() {
-            drain(&mut pipe, &mut buf, &mut text)?;
-        }
-        if stopping {
-            break;
-        }
-        std::thread::park_timeout(CHECK_INTERVAL);
-    }
-    Ok((String::from_utf8_lossy(&text).into_owned(), thread_cpu_ns()))
-}
-
-/// Reads `trace_pipe` (non-blocking) until it is empty.
-fn drain(pipe: &mut std::fs::File, buf: &mut [u8], text: &mut Vec<u8>) -> Result<()> {
-    loop {
-        match pipe.read(buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => text.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) => return Err(anyhow::anyhow!("cannot read trace_pipe: {e}")),
-        }
-    }
-}
-
-/// CPU time (user + system) of the calling thread, ns (`getrusage(RUSAGE_THREAD)`).
-pub(crate) fn thread_cpu_ns() -> u64 {
-    // SAFETY: zeroed rusage is a valid value to be overwritten.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
-        return 0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn filters_follow_threads_and_names() {
-        let journal = [Task {
-            pid: 9,
-            comm: "jbd2/loop0-8".into(),
-        }];
-        let f = filters(&Watch::threads(&[5, 6]), &journal);
-        assert_eq!(
-            f.switch,
-            "prev_pid == 5 || prev_pid == 6 || prev_pid == 9 || next_pid == 5 || next_pid == 6 || next_pid == 9"
-        );
-        assert_eq!(
-            f.trigger,
-            "stacktrace if (prev_pid == 5 || prev_pid == 6 || prev_pid == 9) && prev_state & 3"
-        );
-        assert_eq!(f.wakeup, "pid == 5 || pid == 6 || pid == 9");
-        assert_eq!(f.current, "common_pid == 5 || common_pid == 6");
-        let f = filters(&Watch::comm("fsynclab"), &[]);
-        assert_eq!(f.switch, "prev_comm == \"fsynclab\" || next_comm == \"fsynclab\"");
-        assert_eq!(f.current, "comm == \"fsynclab\"");
-    }
-
-    #[test]
-    fn lost_events_from_cpu_stats() {
-        let stats = "entries: 397\noverrun: 3\ncommit overrun: 0\nbytes: 25424\noldest event ts:  1635.688768\nnow ts:  1638.560681\ndropped events: 4\nread events: 0\n";
-        assert_eq!(parse_cpu_stats_lost(stats), 7);
-    }
-
-    #[test]
-    fn per_filesystem_events() {
-        let ext4 = TracedFs {
-            fstype: "ext4".into(),
-            ..Default::default()
-        };
-        let names: Vec<&str> = events_for(&ext4).iter().map(|e| e.0).collect();
-        assert!(names.contains(&"jbd2/jbd2_run_stats") && !names.contains(&"xfs/xfs_log_force"));
-        let xfs = TracedFs {
-            fstype: "xfs".into(),
-            ..Default::default()
-        };
-        let names: Vec<&str> = events_for(&xfs).iter().map(|e| e.0).collect();
-        assert!(names.contains(&"xfs/xfs_log_force") && !names.contains(&"jbd2/jbd2_run_stats"));
-    }
-
-    #[test]
-    fn watched_names_are_cut_as_the_kernel_keeps_them() {
-        assert_eq!(Watch::comm("a-very-long-thread-name").comms[0].len(), 15);
     }
 }
