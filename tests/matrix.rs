@@ -191,13 +191,17 @@ fn issue11_compare_tells_a_doubled_flush_time_from_the_same_configuration() {
         !same.contains("faster") && !same.contains("slower"),
         "the same configuration twice: {same}"
     );
-    // The figures the flush decides. Those of 400 ms runs move by a few percent with the
-    // machine's load (a helper compiling beside the test moved fsync.p50 by 6%), so one of
-    // the two may come out inconclusive, as it should; on a quiet machine both say it.
-    assert!(
-        verdict("fsync.p50 ").ends_with("no difference") || verdict("fsync.ops/s ").ends_with("no difference"),
-        "{same}"
-    );
+    // The figures the flush decides say "no difference" or, when two sets of 400 ms runs
+    // made minutes apart drift by more than 5% (fsync.p50 +7% in one CI run on a quiet
+    // machine), "inconclusive", with the difference and its p-value: never a verdict.
+    for figure in ["fsync.p50 ", "fsync.ops/s "] {
+        let v = verdict(figure);
+        assert!(
+            v.ends_with("no difference") || v.contains("inconclusive: medians differ by"),
+            "{same}"
+        );
+    }
+    assert!(same.contains("no difference"), "{same}");
     assert!(!same.contains("differ in:"), "the same parameters and testbed: {same}");
     no_leftovers(tmp.path());
 }
