@@ -205,11 +205,20 @@ impl Tracer {
         if config.watch.is_empty() {
             bail!("nothing to trace: no thread to watch");
         }
-        let root = tracefs::find_or_mount(&mut undo)?;
         let name = tracefs::next_instance_name();
         // Recorded before it exists: a kill between mkdir and the record cannot leak it.
         undo.record(Step::TraceInstance { name: name.clone() })?;
-        let instance = Instance::create(&root, &name)?;
+        // The last run to leave an fsynclab mount unmounts it, possibly between our finding
+        // it and making the instance: then tracefs is found (or mounted) again.
+        let mut attempts = 0;
+        let instance = loop {
+            let root = tracefs::find_or_mount(&mut undo)?;
+            match Instance::create(&root, &name) {
+                Ok(instance) => break instance,
+                Err(_) if attempts < 3 && !root.join("instances").is_dir() => attempts += 1,
+                Err(e) => return Err(e),
+            }
+        };
         let journal = journal_threads(&config.fs);
         let mut tracer = Tracer {
             instance,
