@@ -59,7 +59,8 @@ fn scratch(device: &str, backing: &Path) -> fsynclab::testbed::Prepared {
         backing: Some(backing.to_path_buf()),
         ..Default::default()
     };
-    fsynclab::testbed::prepare(&args).unwrap_or_else(|e| panic!("scratch ext4 on {device}: {e:#}"))
+    fsynclab::testbed::prepare(&args.request().expect("a valid request"), 0)
+        .unwrap_or_else(|e| panic!("scratch ext4 on {device}: {e:#}"))
 }
 
 /// A 32 MiB file written and synced, opened for O_DIRECT writes.

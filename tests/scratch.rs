@@ -172,7 +172,8 @@ fn fresh_block_fsync(mount_options: &str, backing: &Path) -> (Duration, f64) {
         backing: Some(backing.to_path_buf()),
         ..Default::default()
     };
-    let target = fsynclab::testbed::prepare(&args).expect("scratch ext4 on flush=20ms");
+    let target =
+        fsynclab::testbed::prepare(&args.request().expect("a valid request"), 0).expect("scratch ext4 on flush=20ms");
     let mut latencies = Vec::new();
     let loop_device = target.loop_device().expect("a loop device").to_string();
     let block_flushes = || fsynclab::testbed::loopdev::flushes_completed(&loop_device).expect("block stats");
@@ -489,7 +490,7 @@ fn issue4_a_panic_during_the_run_still_undoes_everything() {
         ..Default::default()
     };
     let outcome = std::panic::catch_unwind(|| {
-        let target = fsynclab::testbed::prepare(&args).expect("scratch ext4");
+        let target = fsynclab::testbed::prepare(&args.request().expect("a valid request"), 0).expect("scratch ext4");
         std::fs::write(target.dir().join("f"), b"x").unwrap();
         assert!(
             !traces_under(dir.path()).is_empty(),
