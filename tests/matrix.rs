@@ -11,16 +11,15 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{fsynclab, leftovers, require_root};
+use common::Need::Root;
+use common::{fsynclab, leftovers, one_at_a_time};
 use serde_json::Value;
 
-/// The tests that measure run one at a time: two sets of runs compared as "the same
-/// configuration" must not have one set made beside another test's scratch filesystems and
-/// the other alone (in CI a write p99 moved 5x that way).
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+common::tests! {
+    issue11_matrix_reproduces_seed_002_on_emulated_disks: [Root],
+    issue11_compare_tells_a_doubled_flush_time_from_the_same_configuration: [Root],
+    issue11_dry_run_shows_the_plan_and_bad_axes_are_refused,
+    issue11_an_interrupted_matrix_resumes_where_it_stopped,
 }
 
 fn output(store: &Path, cwd: &Path, args: &[&str]) -> (i32, String, String) {
@@ -66,12 +65,8 @@ fn no_leftovers(cwd: &Path) {
     );
 }
 
-#[test]
 fn issue11_matrix_reproduces_seed_002_on_emulated_disks() {
     let _one = one_at_a_time();
-    if !require_root() {
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");
     let t0 = Instant::now();
@@ -144,12 +139,11 @@ fn flush_matrix(store: &Path, cwd: &Path, devices: &str) {
     );
 }
 
-#[test]
 fn issue11_compare_tells_a_doubled_flush_time_from_the_same_configuration() {
+    // The tests that measure run one at a time: two sets of runs compared as "the same
+    // configuration" must not have one set made beside another test's scratch filesystems
+    // and the other alone (in CI a write p99 moved 5x that way).
     let _one = one_at_a_time();
-    if !require_root() {
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");
     flush_matrix(&store, tmp.path(), "flush=5ms,flush=10ms");
@@ -221,7 +215,6 @@ fn issue11_compare_tells_a_doubled_flush_time_from_the_same_configuration() {
     no_leftovers(tmp.path());
 }
 
-#[test]
 fn issue11_dry_run_shows_the_plan_and_bad_axes_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");
@@ -274,7 +267,6 @@ const DIR_MATRIX: &[&str] = &[
     "file_size=16M",
 ];
 
-#[test]
 fn issue11_an_interrupted_matrix_resumes_where_it_stopped() {
     let _one = one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();

@@ -114,6 +114,23 @@ pub const TINY: &[&str] = &[
     "--quiet",
 ];
 
+/// `--set` values that make every scenario of a suite tiny: global keys apply to each
+/// scenario declaring them (scenarios of other branches included), SCENARIO.KEY ones to that
+/// scenario only.
+pub const SUITE_TINY: &[&str] = &[
+    "duration=1s",
+    "sleep=100ms",
+    "iterations=2",
+    "overwrite-fsync.file_size=64k",
+    "random-writeback.random_file_size=8M",
+    "datasync.file_size=64k",
+    "small-files.sizes=4k,64k",
+    "small-files.runs=1",
+    "small-files.files=5",
+    "datasync.rounds=1",
+    "datasync.duration=20ms",
+];
+
 /// Validates `result` against `schema/result-v1.schema.json`, panicking with every error.
 pub fn assert_matches_schema(result: &serde_json::Value) {
     let schema: serde_json::Value =
