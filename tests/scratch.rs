@@ -191,11 +191,13 @@ fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
     );
     assert!(per_fsync >= 1.0, "{per_fsync} device flushes per fsync");
     let (nobarrier, per_fsync_nb) = fresh_block_fsync(":nobarrier", dir.path());
+    // The device saw no flush, and no fsync waited as long as one takes (20 ms): what is left
+    // is the write and the journal commit, whose time a loaded machine stretches.
+    assert_eq!(per_fsync_nb, 0.0);
     assert!(
-        nobarrier < Duration::from_millis(10),
+        nobarrier < Duration::from_millis(20),
         "fsync took {nobarrier:?} with nobarrier: the flush should be gone"
     );
-    assert_eq!(per_fsync_nb, 0.0);
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
