@@ -661,7 +661,9 @@ fn issue8_cleanup_removes_nothing_without_fsynclabs_shape() {
 /// What the sweep compares before and after: everything a scratch run touches, and nothing
 /// of another fsynclab's that may run beside the test (its loop devices, mounts and trace
 /// instances are left out; the vm sysctls cannot be: two runs never set them at once).
-#[derive(Debug, PartialEq)]
+/// Trace instances are the sweep's own runs' (by pid): another's, even one a SIGKILL left
+/// for its own cleanup, is not the sweep's to find.
+#[derive(Clone, Debug, PartialEq)]
 struct Machine {
     /// Attached loop devices and their backing files.
     loops: BTreeMap<String, String>,
@@ -675,13 +677,16 @@ struct Machine {
     files: BTreeSet<String>,
     /// Processes still working in the backing directory.
     stragglers: BTreeSet<String>,
+    /// Whether another fsynclab had a trace instance: then the tracefs mount is not compared.
+    others_trace: bool,
 }
 
 fn list(dir: &Path) -> BTreeSet<String> {
     leftovers(dir).into_iter().collect()
 }
 
-fn snapshot(backing: &Path) -> Machine {
+/// The machine as the sweep sees it, `ours` being the pids of every run it started.
+fn snapshot(backing: &Path, ours: &[u32]) -> Machine {
     let mut loops = BTreeMap::new();
     let mut loop_settings = BTreeMap::new();
     for entry in std::fs::read_dir("/sys/block").unwrap().filter_map(|e| e.ok()) {
@@ -732,26 +737,22 @@ fn snapshot(backing: &Path) -> Machine {
     .into_iter()
     .map(|n| (n.to_string(), sysctl(n)))
     .collect();
-    // Instances of live processes are another run's (none of the sweep's is alive when it
-    // looks); so is the tracefs mount while one of them traces.
+    // Another's instance makes the tracefs mount its own too.
     let mut trace_instances = BTreeSet::new();
     let mut others_trace = false;
     for dir in ["/sys/kernel/tracing/instances", "/sys/kernel/debug/tracing/instances"] {
         for i in list(Path::new(dir)) {
-            let live = i
-                .strip_prefix("fsynclab-")
-                .is_some_and(|pid| Path::new("/proc").join(pid).exists());
-            if live {
-                others_trace = true;
-            } else {
+            if ours.iter().any(|pid| i == format!("fsynclab-{pid}")) {
                 trace_instances.insert(format!("{dir}/{i}"));
+            } else {
+                others_trace = true;
             }
         }
     }
     let b = backing.to_string_lossy().into_owned();
     let mounts = mounts
         .into_iter()
-        .filter(|m: &String| m.contains(&b) || (m.contains(" tracefs ") && !others_trace))
+        .filter(|m: &String| m.contains(&b) || m.contains(" tracefs "))
         .collect();
     let stragglers = std::fs::read_dir("/proc")
         .unwrap()
@@ -770,42 +771,28 @@ fn snapshot(backing: &Path) -> Machine {
         run_state: list(&state_dir()),
         files: list(backing),
         stragglers,
+        others_trace,
     }
 }
 
 /// Loop devices created by a run stay as free devices: compare the settings of those
 /// that existed before only.
 fn same_machine(before: &Machine, after: &Machine) -> Result<(), String> {
-    let mut after_settings = after.loop_settings.clone();
-    after_settings.retain(|k, _| before.loop_settings.contains_key(k));
+    let (mut before, mut after) = (before.clone(), after.clone());
     // A device another run holds at either time is its to set.
-    let mut before_settings = before.loop_settings.clone();
-    before_settings.retain(|k, _| after.loop_settings.contains_key(k));
-    let comparable = Machine {
-        loop_settings: after_settings,
-        ..snapshot_clone(after)
-    };
-    let before = &Machine {
-        loop_settings: before_settings,
-        ..snapshot_clone(before)
-    };
-    if &comparable == before {
+    before.loop_settings.retain(|k, _| after.loop_settings.contains_key(k));
+    after.loop_settings.retain(|k, _| before.loop_settings.contains_key(k));
+    // So is the tracefs mount while another run traces.
+    if before.others_trace || after.others_trace {
+        for m in [&mut before, &mut after] {
+            m.mounts.retain(|l| !l.contains(" tracefs "));
+            m.others_trace = false;
+        }
+    }
+    if after == before {
         Ok(())
     } else {
-        Err(format!("before: {before:#?}\nafter: {comparable:#?}"))
-    }
-}
-
-fn snapshot_clone(m: &Machine) -> Machine {
-    Machine {
-        loops: m.loops.clone(),
-        loop_settings: m.loop_settings.clone(),
-        mounts: m.mounts.clone(),
-        sysctls: m.sysctls.clone(),
-        trace_instances: m.trace_instances.clone(),
-        run_state: m.run_state.clone(),
-        files: m.files.clone(),
-        stragglers: m.stragglers.clone(),
+        Err(format!("before: {before:#?}\nafter: {after:#?}"))
     }
 }
 
@@ -874,7 +861,8 @@ fn sweep_run(backing: &Path) -> Command {
     cmd
 }
 
-fn kill_sweep_run(backing: &Path, at: &KillAt) -> bool {
+/// Returns whether the run was killed before it ended, and its pid.
+fn kill_sweep_run(backing: &Path, at: &KillAt) -> (bool, u32) {
     let mut cmd = sweep_run(backing);
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     if let KillAt::Point(point) = at {
@@ -895,7 +883,7 @@ fn kill_sweep_run(backing: &Path, at: &KillAt) -> bool {
     };
     let _ = run.kill();
     wait_dead(&mut run, &format!("{at:?}"));
-    killed
+    (killed, run.id())
 }
 
 /// Waits for a SIGKILLed run to be gone. One that is not within 10 s is stuck in an
@@ -969,21 +957,30 @@ fn issue8_sigkill_at_every_step_then_cleanup_restores_the_machine() {
         SysctlGuard::new("dirty_expire_centisecs"),
     ];
     let backing = scratch_backing();
-    let before = snapshot(backing.path());
+    let mut ours = Vec::new();
+    let before = snapshot(backing.path(), &ours);
     let started = Instant::now();
     // One run to its end: it must leave the machine as it was, and its length spreads the
     // kills by delay over its whole life, reaching what the named points do not (inside
     // mkfs, mount, the measurement).
-    let whole = sweep_run(backing.path()).output().unwrap();
+    let whole = sweep_run(backing.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    ours.push(whole.id());
+    let whole = whole.wait_with_output().unwrap();
     assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
     let length = started.elapsed();
-    same_machine(&before, &snapshot(backing.path())).unwrap_or_else(|d| panic!("after a whole run: {d}"));
+    same_machine(&before, &snapshot(backing.path(), &ours)).unwrap_or_else(|d| panic!("after a whole run: {d}"));
     const BY_DELAY: u32 = 12;
     let mut plan: Vec<KillAt> = POINTS.iter().map(|p| KillAt::Point(p)).collect();
     plan.extend((0..BY_DELAY).map(|i| KillAt::After(length * (2 * i + 1) / (2 * BY_DELAY))));
     let mut tried = 0;
     for at in &plan {
-        if !kill_sweep_run(backing.path(), at) {
+        let (killed, pid) = kill_sweep_run(backing.path(), at);
+        ours.push(pid);
+        if !killed {
             continue;
         }
         tried += 1;
@@ -994,7 +991,7 @@ fn issue8_sigkill_at_every_step_then_cleanup_restores_the_machine() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let after = snapshot(backing.path());
+        let after = snapshot(backing.path(), &ours);
         if let Err(diff) = same_machine(&before, &after) {
             panic!(
                 "after a kill at {at:?} and `fsynclab cleanup` ({}), the machine differs:\n{diff}",

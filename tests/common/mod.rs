@@ -31,6 +31,13 @@
 //! /dev/fuse, tracefs, a tool on the PATH, or any check of the test's own with
 //! [`Need::That`]).
 //!
+//! Converting a test written for libtest: drop its `#[test]`, add its name to the file's
+//! `common::tests!` list, and turn its early return into the list's needs: `if
+//! !require_root() { return; }` becomes `: [Root]`, a `require("/dev/fuse", ..)` `Fuse`,
+//! tracefs `Tracefs`, `find_tool("mkfs.xfs")` `Tool("mkfs.xfs")`. A new file also needs its
+//! `[[test]]` entry (without it, cargo builds it with libtest and finds no test). One
+//! difference from libtest: a single FILTER argument, not several.
+//!
 //! # The helpers
 //! The binary under test ([`fsynclab`], [`bin`]); scratch backing directories and what a
 //! run can leave in them ([`backing`], [`traces_under`], [`leftovers`]); waiting on a
