@@ -8,112 +8,17 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use common::{require, require_root, PrivateState};
+use common::Need::{Root, Tool};
+use common::{send, traces_under, wait_at_most, PrivateState, StderrLines};
 
-fn mkfs_ext2() -> bool {
-    require(
-        "mkfs.ext2",
-        fsynclab::testbed::command::find_tool("mkfs.ext2").is_some(),
-    )
-}
-
-/// Loop devices and mounts whose paths lie under `dir`, plus files left in it.
-fn traces_under(dir: &Path) -> Vec<String> {
-    let d = dir.to_string_lossy().to_string();
-    let mut out = common::leftovers(dir);
-    let losetup = Command::new("losetup")
-        .arg("-a")
-        .output()
-        .map(|o| o.stdout)
-        .unwrap_or_default();
-    out.extend(
-        String::from_utf8_lossy(&losetup)
-            .lines()
-            .filter(|l| l.contains(&d))
-            .map(String::from),
-    );
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    out.extend(mountinfo.lines().filter(|l| l.contains(&d)).map(String::from));
-    out
-}
-
-/// A started fsynclab whose stderr lines arrive on a channel.
-struct Started {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Started {
-    fn spawn(mut cmd: Command) -> Started {
-        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("start fsynclab");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Started {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits (at most a minute) for a line containing `needle`.
-    fn wait_for(&mut self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            match self.lines.recv_timeout(Duration::from_millis(100)) {
-                Ok(line) => {
-                    let found = line.contains(needle);
-                    self.seen.push(line);
-                    if found {
-                        return;
-                    }
-                }
-                Err(_) => {
-                    if let Some(status) = self.child.try_wait().unwrap() {
-                        panic!("ended ({status}) before saying {needle:?}: {:#?}", self.seen);
-                    }
-                }
-            }
-            assert!(Instant::now() < deadline, "never said {needle:?}: {:#?}", self.seen);
-        }
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: kill has no memory preconditions; the pid is our child, not yet reaped.
-        assert_eq!(unsafe { libc::kill(self.child.id() as i32, sig) }, 0);
-    }
-
-    /// Waits (at most two minutes) for the end; returns the exit code and all of stderr.
-    fn finish(mut self) -> (Option<i32>, String) {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("did not end: {:#?}", self.seen);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        // The reader thread ends with the pipe.
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-            self.seen.push(line);
-        }
-        (status.code(), self.seen.join("\n"))
-    }
+common::tests! {
+    issue14_a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
+    issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
+    issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, Tool("mkfs.ext2")],
 }
 
 /// `fsynclab COMMAND...` on a small scratch ext2 under `backing`, with its own state
@@ -203,11 +108,18 @@ fn signal_at(point: &str, says: &str) {
         if name == "exec" {
             cmd.args(["--", "true"]);
         }
-        let mut run = Started::spawn(cmd);
-        run.wait_for(&format!("test pause at {point}"));
-        run.signal(libc::SIGTERM);
-        let pid = run.child.id();
-        let (code, stderr) = run.finish();
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut run = cmd.spawn().expect("start fsynclab");
+        let mut lines = StderrLines::of(&mut run);
+        lines.wait_for(
+            &format!("fsynclab: test pause at {point}"),
+            &mut run,
+            Duration::from_secs(60),
+        );
+        send(&run, libc::SIGTERM);
+        let code = wait_at_most(&mut run, Duration::from_secs(120)).code();
+        let stderr = lines.all();
+        let pid = run.id();
         assert_eq!(code, Some(143), "{name}, SIGTERM at {point}: {stderr}");
         assert!(stderr.contains(says), "{name}, SIGTERM at {point}: {stderr}");
         assert_eq!(
@@ -219,29 +131,17 @@ fn signal_at(point: &str, says: &str) {
     }
 }
 
-#[test]
 fn issue14_a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n() {
-    if !require_root() || !mkfs_ext2() {
-        return;
-    }
     signal_at("done:mount", "interrupted by signal 15 while preparing the target");
 }
 
-#[test]
 fn issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n() {
-    if !require_root() || !mkfs_ext2() {
-        return;
-    }
     signal_at("undo:mount", "signal 15");
 }
 
 /// Issue 19, item 16: the first signal to `exec` while its command ignores it says what
 /// happens, the second kills the command; everything is undone.
-#[test]
 fn issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
-    if !require_root() || !mkfs_ext2() {
-        return;
-    }
     let backing = tempfile::Builder::new().prefix("fsynclab-test-").tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let state = PrivateState::new();
@@ -249,12 +149,20 @@ fn issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
     let script = "trap '' INT; echo ready >&2; exec sleep 600";
     let mut cmd = command(&["exec"], backing.path(), work.path(), &state);
     cmd.args(["--", "sh", "-c", script]);
-    let mut run = Started::spawn(cmd);
-    run.wait_for("ready");
-    run.signal(libc::SIGINT);
-    run.wait_for("waiting for the command to end; a second Ctrl-C kills it");
-    run.signal(libc::SIGINT);
-    let (code, stderr) = run.finish();
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut run = cmd.spawn().expect("start fsynclab exec");
+    let mut lines = StderrLines::of(&mut run);
+    let minute = Duration::from_secs(60);
+    lines.wait_for("ready", &mut run, minute);
+    send(&run, libc::SIGINT);
+    lines.wait_for(
+        "fsynclab: waiting for the command to end; a second Ctrl-C kills it",
+        &mut run,
+        minute,
+    );
+    send(&run, libc::SIGINT);
+    let code = wait_at_most(&mut run, Duration::from_secs(120)).code();
+    let stderr = lines.all();
     assert!(stderr.contains("second signal: killing the command"), "{stderr}");
     assert_eq!(
         code,
