@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -65,6 +65,11 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
             Ok(())
         });
     }
+    // The command's own children outlive it when it ends first (`sh -c 'dd ...; sync'`
+    // under SIGTERM): as the subreaper, fsynclab inherits them, and ends them before the
+    // testbed is undone (`end_what_it_left`).
+    let ours = children_of(std::process::id());
+    set_child_subreaper()?;
     // Signals are the command's from here on; one that came before it starts stops it.
     let forwarding = signals::forward_to_command();
     if let Some(sig) = session.stop().signal() {
@@ -94,6 +99,7 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
     });
     let status = exit_code(status?);
     let elapsed_s = started.elapsed().as_secs_f64();
+    end_what_it_left(&ours);
     // A signal while the command ran was the command's to answer: its status says how.
     let answered = session.stop().signal().is_some();
 
@@ -128,6 +134,95 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
 /// 128 + N for a command ended by signal N, as shells report it.
 fn exit_code(status: ExitStatus) -> i32 {
     status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1)
+}
+
+/// Makes this process the one that inherits its descendants when their parent ends, rather
+/// than init (`PR_SET_CHILD_SUBREAPER`, proc(5)... prctl(2)).
+fn set_child_subreaper() -> Result<()> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag; no memory is passed.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot become the command's subreaper");
+    }
+    Ok(())
+}
+
+/// The processes whose parent is `pid`, read from /proc/PID/stat's fourth field (proc(5)),
+/// with their names.
+fn children_of(pid: u32) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let child: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses.
+            let (head, tail) = stat.rsplit_once(')')?;
+            let comm = head.split_once('(')?.1.to_string();
+            let ppid: u32 = tail.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == pid).then_some((child, comm))
+        })
+        .collect()
+}
+
+/// Ends what the command left running once it ended (its children, inherited as their
+/// subreaper, and theirs in turn), so that nothing keeps the testbed busy: SIGTERM, then
+/// SIGKILL to those still there after five seconds, reaping each. `ours` are the children
+/// fsynclab had before the command (the emulated device's guard), left alone. One that
+/// cannot die (waiting on the device in the kernel) is waited for up to two minutes, then
+/// left to the teardown, which says who keeps the testbed busy.
+fn end_what_it_left(ours: &[(u32, String)]) {
+    let me = std::process::id();
+    let left = || -> Vec<(u32, String)> {
+        children_of(me)
+            .into_iter()
+            .filter(|(pid, _)| !ours.iter().any(|(o, _)| o == pid))
+            .collect()
+    };
+    let first = left();
+    if first.is_empty() {
+        return;
+    }
+    let names: Vec<String> = first.iter().map(|(pid, comm)| format!("{comm} (pid {pid})")).collect();
+    note!(
+        "fsynclab: the command ended and left {} running in the testbed; ending {} (SIGTERM, SIGKILL after 5 s)",
+        names.join(", "),
+        if first.len() == 1 { "it" } else { "them" }
+    );
+    let started = Instant::now();
+    let mut killed = false;
+    let mut signalled: Vec<u32> = Vec::new();
+    loop {
+        let now_left = left();
+        if now_left.is_empty() {
+            return;
+        }
+        for (pid, _) in &now_left {
+            let sig = if killed { libc::SIGKILL } else { libc::SIGTERM };
+            if !signalled.contains(pid) {
+                // SAFETY: kill has no memory preconditions; `pid` is our child (inherited),
+                // not reaped, so the pid is not reused.
+                unsafe { libc::kill(*pid as i32, sig) };
+                signalled.push(*pid);
+            }
+            // Reaps it if it has ended (it is our child now).
+            // SAFETY: waitpid writes only into `status`, a local.
+            unsafe {
+                let mut status = 0;
+                libc::waitpid(*pid as i32, &mut status, libc::WNOHANG);
+            }
+        }
+        let waited = started.elapsed();
+        if !killed && waited > Duration::from_secs(5) {
+            killed = true;
+            signalled.clear();
+        }
+        if waited > Duration::from_secs(120) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Waits until process `pid` has exited, leaving it a zombie so that its pid cannot be

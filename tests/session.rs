@@ -19,6 +19,7 @@ common::tests! {
     issue14_a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
     issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
     issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, Tool("mkfs.ext2")],
+    issue19_exec_ends_what_the_command_left_running_before_undoing: [Root, Tool("mkfs.ext2")],
 }
 
 /// `fsynclab COMMAND...` on a small scratch ext2 under `backing`, with its own state
@@ -169,5 +170,30 @@ fn issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
         Some(128 + libc::SIGKILL),
         "the command's own end is passed through: {stderr}"
     );
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+/// Issue 19, item 3: a command that ends under SIGTERM while its own child goes on in the
+/// scratch filesystem (`sh -c 'dd ...; sync'`: the shell dies, `sync` does not) left the
+/// testbed busy, and the tmpfs and image behind. fsynclab inherits such children and ends
+/// them before undoing.
+fn issue19_exec_ends_what_the_command_left_running_before_undoing() {
+    let backing = common::backing();
+    let work = tempfile::tempdir().unwrap();
+    let state = PrivateState::new();
+    let mut cmd = command(&["exec"], backing.path(), work.path(), &state);
+    // The inner shell ignores nothing and holds the scratch filesystem as its directory.
+    let script = "sh -c 'sleep 600' & echo ready >&2; wait";
+    cmd.args(["--", "sh", "-c", script]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut run = cmd.spawn().expect("start fsynclab exec");
+    let mut lines = StderrLines::of(&mut run);
+    lines.wait_for("ready", &mut run, Duration::from_secs(60));
+    send(&run, libc::SIGTERM);
+    let code = wait_at_most(&mut run, Duration::from_secs(120)).code();
+    let stderr = lines.all();
+    assert_eq!(code, Some(143), "the command's status: {stderr}");
+    assert!(stderr.contains("the command ended and left sh (pid"), "{stderr}");
+    assert!(!stderr.contains("could not undo"), "{stderr}");
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
