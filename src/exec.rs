@@ -47,6 +47,9 @@ pub fn run(args: &TargetArgs, command: &[OsString], output: Option<&PathBuf>) ->
         )
         .into());
     };
+    if let Some(path) = output {
+        crate::output::check(path, None)?;
+    }
     let relay = Relay::install()?;
     let target = match testbed::prepare_for(args, 0) {
         Err(_) if relay.first_signal().is_some() => {

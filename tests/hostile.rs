@@ -1,0 +1,232 @@
+//! Issue 19: the holes a hostile run of the store, matrix, compare, report and `-o` found.
+//! Each test reproduces one as the issue describes it and checks what a user now sees.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
+mod common;
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use fsynclab::store::Store;
+use serde_json::{json, Value};
+
+use common::{fsynclab, require_root};
+
+/// A result of an fsync-bound run of `scenario` with parameters `params`, whose fsync takes
+/// about `fsync_ms` (no samples: the store keeps what a run's head holds).
+fn result(scenario: &str, params: Value, fsync_ms: f64, started_at: &str) -> Value {
+    let p50 = fsync_ms * 1e6;
+    json!({
+        "schema_version": 1, "scenario": scenario, "started_at": started_at,
+        "duration_s": 3.0, "interrupted": false, "params": params, "environment": {},
+        "ops": {"fsync": {"count": (3000.0 / fsync_ms) as u64, "errors": 0, "bytes": 0, "latency_ns": {
+            "min": (p50 * 0.9) as u64, "p50": p50 as u64, "p90": (p50 * 1.1) as u64,
+            "p99": (p50 * 1.3) as u64, "p999": (p50 * 1.5) as u64, "max": (p50 * 2.0) as u64,
+            "mean": p50 as u64}}},
+        "background": null
+    })
+}
+
+const NO_SAMPLES: &[(u64, &str, u64, u64, Option<&str>)] = &[];
+
+/// A store at `path` holding `n` overwrite-fsync runs (ids 1..=n), fsync 1 ms and up.
+fn store_with_runs(path: &Path, n: usize) {
+    let mut store = Store::open(path).unwrap();
+    for i in 0..n {
+        let r = result(
+            "overwrite-fsync",
+            json!({"sleep": "1s", "sync": "fsync"}),
+            1.0 + i as f64 * 0.01,
+            &format!("2026-11-22T09:{:02}:00Z", i % 60),
+        );
+        store.record_run(&r, NO_SAMPLES, None).unwrap();
+    }
+}
+
+/// Runs fsynclab with `args`: exit status, stdout, stderr.
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = fsynclab().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `args` must be refused as bad input: exit status 2, one line on stderr containing `says`.
+fn refused(args: &[&str], says: &str) {
+    let (code, _, err) = run(args);
+    assert_eq!(code, 2, "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The number of runs `fsynclab runs` lists in `store`.
+fn listed(store: &Path) -> usize {
+    let (code, out, err) = run(&["runs", "--store", s(store), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str::<Vec<Value>>(&out).unwrap().len()
+}
+
+fn mknod(path: &Path, mode: libc::mode_t, major: u32, minor: u32) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string; mknod reads nothing else.
+    let rc = unsafe { libc::mknod(c.as_ptr(), mode | 0o666, libc::makedev(major, minor)) };
+    assert_eq!(rc, 0, "mknod {}: {}", path.display(), std::io::Error::last_os_error());
+}
+
+/// Item 1: as root, `export -o`, `report -o` and `exec --output` replaced a device node with a
+/// regular file (it replaced /dev/full on the test machine). They write into it now, and a
+/// block device (a disk) is refused.
+#[test]
+fn issue19_output_never_replaces_a_device_node() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("S.sqlite");
+    store_with_runs(&store, 1);
+    let node = tmp.path().join("null");
+    mknod(&node, libc::S_IFCHR, 1, 3);
+    let is_null = |p: &Path| {
+        let md = std::fs::symlink_metadata(p).unwrap();
+        md.file_type().is_char_device() && md.rdev() == libc::makedev(1, 3)
+    };
+    for args in [
+        vec!["export", "1", "-o", s(&node), "--store", s(&store)],
+        vec!["report", "1", "-o", s(&node), "--store", s(&store)],
+        vec!["exec", "--dir", s(tmp.path()), "--output", s(&node), "--", "true"],
+    ] {
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(is_null(&node), "{args:?} replaced the device node");
+    }
+    // A full device: the write fails, and the node stays.
+    let full = tmp.path().join("full");
+    mknod(&full, libc::S_IFCHR, 1, 7);
+    let (code, _, err) = run(&["export", "1", "-o", s(&full), "--store", s(&store)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("No space left"), "{err}");
+    assert!(std::fs::symlink_metadata(&full).unwrap().file_type().is_char_device());
+    // A block device is never written.
+    let disk = tmp.path().join("disk");
+    mknod(&disk, libc::S_IFBLK, 7, 250);
+    refused(&["export", "1", "-o", s(&disk), "--store", s(&store)], "block device");
+    assert!(std::fs::symlink_metadata(&disk).unwrap().file_type().is_block_device());
+}
+
+/// Item 1: a symlink (to /proc/self/fd/1, to a file) and a FIFO were replaced by a regular
+/// file. A link is followed as `cp` and `tee` follow it; a FIFO is written into.
+#[test]
+fn issue19_output_follows_links_and_writes_into_fifos() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("S.sqlite");
+    store_with_runs(&store, 1);
+
+    // A link to the process's stdout: the run comes out there.
+    let stdout_link = tmp.path().join("out");
+    std::os::unix::fs::symlink("/proc/self/fd/1", &stdout_link).unwrap();
+    let (code, out, err) = run(&["export", "1", "-o", s(&stdout_link), "--store", s(&store)]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["scenario"],
+        "overwrite-fsync"
+    );
+    assert!(std::fs::symlink_metadata(&stdout_link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    // A link to a file: the file gets the run, the link stays a link.
+    let file = tmp.path().join("real.json");
+    std::fs::write(&file, "old").unwrap();
+    let link = tmp.path().join("link.json");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let (code, _, err) = run(&["export", "1", "-o", s(&link), "--store", s(&store)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let back: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(back["scenario"], "overwrite-fsync");
+
+    // A FIFO: its reader gets the run; with no reader, a one-line refusal, never a wait.
+    let fifo = tmp.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    refused(
+        &["export", "1", "-o", s(&fifo), "--store", s(&store)],
+        "no process reads",
+    );
+    // Opened read-write, the FIFO has its reader before fsynclab starts (and never blocks).
+    let mut reader = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    let (code, _, err) = run(&["export", "1", "-o", s(&fifo), "--store", s(&store)]);
+    assert_eq!(code, 0, "{err}");
+    let mut buf = vec![0u8; 1 << 16];
+    let n = std::io::Read::read(&mut reader, &mut buf).unwrap();
+    let back: Value = serde_json::from_slice(&buf[..n]).unwrap();
+    assert_eq!(back["scenario"], "overwrite-fsync");
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+
+    // A link that leads nowhere is refused, not made to create its target.
+    let dangling = tmp.path().join("dangling");
+    std::os::unix::fs::symlink(tmp.path().join("no/such.json"), &dangling).unwrap();
+    refused(
+        &["export", "1", "-o", s(&dangling), "--store", s(&store)],
+        "which does not exist",
+    );
+}
+
+/// Item 2: `export 1 -o S.sqlite --store S.sqlite` exited 0 and every run was gone; `report
+/// -o` and `run --output` did the same. The store is refused by any name (a hard link, a
+/// symlink, its -wal file), before anything is measured.
+#[test]
+fn issue19_output_onto_the_store_in_use_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("S.sqlite");
+    store_with_runs(&store, 3);
+    let hard = tmp.path().join("hard.sqlite");
+    std::fs::hard_link(&store, &hard).unwrap();
+    let soft = tmp.path().join("soft.json");
+    std::os::unix::fs::symlink("S.sqlite", &soft).unwrap();
+    let dotted = format!("{}/./S.sqlite", s(tmp.path()));
+    for out in [s(&store), s(&hard), s(&soft), dotted.as_str()] {
+        refused(&["export", "1", "-o", out, "--store", s(&store)], "results store");
+        refused(&["report", "1-3", "-o", out, "--store", s(&store)], "results store");
+    }
+    // The store's write-ahead log, while another process holds the store open.
+    let open = rusqlite_like_holder(&store);
+    let wal = PathBuf::from(format!("{}-wal", s(&store)));
+    assert!(wal.exists(), "the store is in WAL mode while open");
+    refused(&["export", "1", "-o", s(&wal), "--store", s(&store)], "write-ahead log");
+    drop(open);
+    // A run: refused before it measures anything.
+    let work = tempfile::tempdir().unwrap();
+    let t0 = std::time::Instant::now();
+    refused(
+        &[
+            "run",
+            "overwrite-fsync",
+            "--dir",
+            s(work.path()),
+            "--set",
+            "duration=5s",
+            "--quiet",
+            "--store",
+            s(&store),
+            "--output",
+            s(&hard),
+        ],
+        "results store",
+    );
+    assert!(t0.elapsed().as_secs() < 5, "refused before measuring");
+    assert_eq!(listed(&store), 3, "every run is still there");
+}
+
+/// Holds the store open (as a running matrix would), so that its -wal file exists.
+fn rusqlite_like_holder(path: &Path) -> Store {
+    Store::open(path).unwrap()
+}
