@@ -30,7 +30,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
 pub use codec::{SampleColumns, SampleRecord, SampleRef};
@@ -66,6 +66,31 @@ pub enum StoreError {
     },
     #[error("cannot make a run id: {0}")]
     Random(std::io::Error),
+}
+
+/// How long a process waits for another that holds the store's write lock.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `f` again while the store is busy (another process holds a lock SQLite does not
+/// wait for through the busy timeout, e.g. while a journal mode changes), for up to
+/// [`BUSY_TIMEOUT`].
+pub(crate) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let started = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(e) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// A run's number in its store, as `fsynclab runs` shows it.
@@ -203,8 +228,9 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the store at `path`, creating it (and its directory) if needed, and brings its
-    /// schema up to date.
+    /// Opens the store at `path` to record runs, creating it (and its directory) if needed,
+    /// and brings its schema up to date. A file that is not a fsynclab store is refused
+    /// before anything in it changes (issue 19): no journal switch, no table, no write.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
@@ -213,7 +239,9 @@ impl Store {
             })?;
         }
         let shown = path.display().to_string();
-        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite {
+        // No SQLITE_OPEN_URI: a store named `file:...` is a file of that name.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Sqlite {
             path: shown.clone(),
             source,
         })?;
@@ -229,28 +257,59 @@ impl Store {
         Store::setup(conn, ":memory:".into())
     }
 
+    /// Refuses a database that is not a store this fsynclab can use, by reading it only.
+    fn identify(conn: &Connection, path: &str) -> Result<u32, StoreError> {
+        let sql = |source| StoreError::Sqlite {
+            path: path.to_string(),
+            source,
+        };
+        let found = schema::version(conn).map_err(sql)?;
+        let known = schema::latest();
+        if found > known {
+            return Err(StoreError::NewerSchema {
+                path: path.to_string(),
+                found,
+                known,
+            });
+        }
+        if found == 0 && schema::any_table(conn).map_err(sql)? {
+            return Err(StoreError::NotAStore { path: path.to_string() });
+        }
+        Ok(found)
+    }
+
     fn setup(mut conn: Connection, path: String) -> Result<Store, StoreError> {
         let sql = |source| StoreError::Sqlite {
             path: path.clone(),
             source,
         };
+        // The busy timeout lets fsynclab processes share the store.
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        // What the file is, read before anything is changed in it.
+        let found = Store::identify(&conn, &path)?;
         // WAL: readers (`fsynclab runs` in another terminal) do not block a matrix writing
-        // its cells; NORMAL sync is durable at every checkpoint and never corrupts. The busy
-        // timeout lets two fsynclab processes share the store.
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        // its cells; NORMAL sync is durable at every checkpoint and never corrupts.
+        retry_busy(|| {
+            let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                conn.pragma_update(None, "journal_mode", "WAL")?;
+            }
+            Ok(())
+        })
+        .map_err(sql)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
-        let found = schema::version(&conn).map_err(sql)?;
-        let known = schema::latest();
-        if found > known {
-            return Err(StoreError::NewerSchema { path, found, known });
-        }
-        if found == 0 && schema::any_table(&conn).map_err(sql)? {
-            return Err(StoreError::NotAStore { path });
-        }
-        if found < known {
-            schema::migrate(&mut conn, known, &crate::result::now_rfc3339()).map_err(sql)?;
+        if found < schema::latest() {
+            // Several processes may make a new store at once (a matrix and runs started
+            // together): the schema is made in one immediate transaction, which the others
+            // wait for, then find done (issue 19).
+            let now = crate::result::now_rfc3339();
+            if retry_busy(|| schema::migrate(&mut conn, schema::latest(), &now))
+                .map_err(sql)?
+                .is_none()
+            {
+                return Err(StoreError::NotAStore { path });
+            }
         }
         Ok(Store { conn, path })
     }
@@ -287,7 +346,7 @@ mod tests {
         let path = dir.path().join("old.sqlite");
         {
             let mut conn = Connection::open(&path).unwrap();
-            assert_eq!(schema::migrate(&mut conn, 1, "2026-01-01T00:00:00Z").unwrap(), 1);
+            assert_eq!(schema::migrate(&mut conn, 1, "2026-01-01T00:00:00Z").unwrap(), Some(1));
             let block = codec::encode(&[(5u64, "fsync", 1000u64, 0u64, None::<&str>)]);
             conn.execute(
                 "INSERT INTO runs (uid, scenario, started_at, recorded_at, duration_s, interrupted,
