@@ -331,3 +331,128 @@ fn issue19_concurrent_first_use_of_a_new_store_keeps_every_run() {
         assert_eq!(listed(&store), PROCESSES, "try {attempt}: every run is stored");
     }
 }
+
+/// Undoes `chattr +i` when dropped, so that the test's directory can be removed.
+struct Immutable<'a>(&'a Path);
+
+impl Drop for Immutable<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr").arg("-i").arg(self.0).status();
+    }
+}
+
+/// Item 11: an immutable store (`chattr +i`) passed the writability check; the run was
+/// measured, then not stored. It is refused before anything is measured, in one line.
+#[test]
+fn issue19_an_immutable_store_is_refused_before_measuring() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("S.sqlite");
+    store_with_runs(&store, 1);
+    let made = std::process::Command::new("chattr").arg("+i").arg(&store).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!(
+            "skipped: chattr +i does not work on the filesystem of {}",
+            tmp.path().display()
+        );
+        return;
+    }
+    let _undo = Immutable(&store);
+    let work = tempfile::tempdir().unwrap();
+    let t0 = std::time::Instant::now();
+    refused_in(
+        work.path(),
+        &[
+            "run",
+            "overwrite-fsync",
+            "--dir",
+            s(work.path()),
+            "--set",
+            "duration=5s",
+            "--quiet",
+            "--store",
+            s(&store),
+        ],
+        "cannot be written",
+    );
+    assert!(t0.elapsed().as_secs() < 5, "refused before measuring");
+    assert!(common::leftovers(work.path()).is_empty(), "nothing was kept elsewhere");
+    // And it still reads.
+    assert_eq!(listed(&store), 1);
+}
+
+/// Unmounts a bind mount when dropped.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Item 12: `runs` on a store on a read-only mount, or a user reading root's 0444 store in
+/// a directory they cannot write, failed ("unable to open database file", "attempt to write
+/// a readonly database"). Reading needs no write access.
+#[test]
+fn issue19_a_store_reads_without_write_access() {
+    if !require_root() {
+        return;
+    }
+    let tmp = tempfile::Builder::new().prefix("fsynclab-test-ro-").tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    std::fs::create_dir(&dir).unwrap();
+    let store = dir.join("S.sqlite");
+    store_with_runs(&store, 3);
+    assert_eq!(common::leftovers(&dir), ["S.sqlite"], "closed cleanly, no -wal or -shm");
+    let reads = |store: &Path, as_nobody: bool| {
+        let bin = assert_cmd::cargo::cargo_bin("fsynclab");
+        for args in [
+            vec!["runs", "--store", s(store)],
+            vec!["export", "3", "--store", s(store)],
+            vec!["compare", "1", "2-3", "--store", s(store)],
+        ] {
+            let mut cmd = match as_nobody {
+                true => {
+                    let mut c = std::process::Command::new("setpriv");
+                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&bin);
+                    c
+                }
+                false => std::process::Command::new(&bin),
+            };
+            let out = cmd.args(&args).env("FSYNCLAB_STORE", "off").output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{args:?} (as nobody: {as_nobody}): {err}");
+        }
+    };
+
+    // A read-only mount.
+    let ro = tmp.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let mount = |args: &[&str]| {
+        std::process::Command::new("mount")
+            .args(args)
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(mount(&["--bind", s(&dir), s(&ro)]));
+    let guard = Mounted(ro.clone());
+    assert!(mount(&["-o", "remount,bind,ro", s(&ro)]));
+    reads(&ro.join("S.sqlite"), false);
+    drop(guard);
+
+    // Another user, a 0444 file in a directory they may not write.
+    use std::os::unix::fs::PermissionsExt;
+    let setpriv = std::process::Command::new("setpriv").arg("--version").output();
+    if !setpriv.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped the other user's half: no setpriv");
+        return;
+    }
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o444)).unwrap();
+    reads(&store, true);
+    assert_eq!(common::leftovers(&dir), ["S.sqlite"]);
+}

@@ -91,7 +91,7 @@ fn samples_from_store(result: &mut RunResult, format: Format) -> Result<()> {
     let path = Path::new(&at.store);
     let found = path
         .is_file()
-        .then(|| Store::open(path).ok())
+        .then(|| Store::open_read_only(path).ok())
         .flatten()
         .and_then(|store| store.run(RunId(at.run)).ok())
         .filter(|run| run.uid == at.uid);

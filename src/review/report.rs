@@ -76,7 +76,7 @@ fn from_file(path: &std::path::Path) -> Result<ReportRun> {
     if result.samples.is_empty() {
         if let Some(at) = result.stored.clone() {
             // A suite's file keeps its samples in the store; the report wants them.
-            if let Ok(store) = Store::open(std::path::Path::new(&at.store)) {
+            if let Ok(store) = Store::open_read_only(std::path::Path::new(&at.store)) {
                 if let Ok(run) = store.run(crate::store::RunId(at.run)) {
                     if run.uid == at.uid {
                         result.samples = record::samples_of(&run.samples).map_err(anyhow::Error::msg)?;

@@ -50,6 +50,8 @@ pub enum StoreError {
     Sqlite { path: String, source: rusqlite::Error },
     #[error("results store {path} has schema version {found}, newer than this fsynclab knows ({known}): use a newer fsynclab, or --store another file")]
     NewerSchema { path: String, found: u32, known: u32 },
+    #[error("results store {path} cannot be written: it opens read-only only (on a read-only mount, immutable: `lsattr` shows i, or a file this user may not write)")]
+    ReadOnly { path: String },
     #[error("{path} is an SQLite database but not a fsynclab results store: give --store another file")]
     NotAStore { path: String },
     #[error("no run {id} in the results store {path} (`fsynclab runs` lists them)")]
@@ -91,6 +93,30 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     )
+}
+
+/// Whether SQLite failed to open a file read-only for want of write access around it (a
+/// WAL store's -shm file it cannot make on a read-only mount or in another's directory).
+fn cannot_open_read_only(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+    )
+}
+
+/// `file:/abs/path?immutable=1`, the path percent-encoded as RFC 3986 asks.
+fn immutable_uri(path: &Path) -> std::io::Result<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(path)?;
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'.' | b'_' | b'~' => uri.push(b as char),
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    uri.push_str("?immutable=1");
+    Ok(uri)
 }
 
 /// A run's number in its store, as `fsynclab runs` shows it.
@@ -246,6 +272,45 @@ impl Store {
             source,
         })?;
         Store::setup(conn, shown)
+    }
+
+    /// Opens an existing store to read it, changing nothing and needing no write access
+    /// (issue 19): a store on a read-only mount, or another user's 0444 file, reads. When
+    /// SQLite cannot open it read-only (a WAL store whose -shm file it cannot make), it is
+    /// read as immutable, which nobody can be writing to where nobody may write. A store of
+    /// an older schema is brought up to date first, which needs write access once.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        let sql = |source| StoreError::Sqlite {
+            path: shown.clone(),
+            source,
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let read = |conn: Connection| -> Result<Connection, StoreError> {
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+            Store::identify(&conn, &shown)?;
+            Ok(conn)
+        };
+        let conn = match Connection::open_with_flags(path, flags).map_err(sql).and_then(read) {
+            Ok(conn) => conn,
+            Err(StoreError::Sqlite { source, .. }) if cannot_open_read_only(&source) => {
+                let uri = immutable_uri(path).map_err(|e| StoreError::CreateDir {
+                    path: path.to_path_buf(),
+                    source: e,
+                })?;
+                Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                    .map_err(sql)
+                    .and_then(read)
+                    .map_err(|_| sql(source))?
+            }
+            Err(e) => return Err(e),
+        };
+        if schema::version(&conn).map_err(sql)? < schema::latest() {
+            drop(conn);
+            return Store::open(path);
+        }
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        Ok(Store { conn, path: shown })
     }
 
     /// A store in memory, for tests and for a report of runs not kept.
