@@ -7,7 +7,7 @@ mod common;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use fsynclab::store::Store;
+use fsynclab::store::{RunFilter, RunId, Store};
 use serde_json::{json, Value};
 
 use common::{fsynclab, require_root};
@@ -455,4 +455,56 @@ fn issue19_a_store_reads_without_write_access() {
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o444)).unwrap();
     reads(&store, true);
     assert_eq!(common::leftovers(&dir), ["S.sqlite"]);
+}
+
+/// Item 10: `compare 1-32767 1-3` and `report 1-999999` exited 1 with SQLite's "variable
+/// number must be between ?1 and ?32766". A range is one condition, never expanded, so a
+/// range past the last run is a one-line error naming the first missing id; a list of more
+/// ids than SQLite takes variables is read in groups.
+#[test]
+fn issue19_large_ranges_work_or_get_a_one_line_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("S.sqlite");
+    store_with_runs(&store, 40);
+    refused(
+        &["compare", "1-32767", "1-3", "--store", s(&store)],
+        "no run 41 in the results store",
+    );
+    let page = tmp.path().join("r.html");
+    refused(
+        &["report", "1-999999", "-o", s(&page), "--store", s(&store)],
+        "no run 41",
+    );
+    assert!(!page.exists());
+    let (code, out, err) = run(&["compare", "1-20", "21-40", "--format", "json", "--store", s(&store)]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["figures"][0]["runs_a"].as_u64(), v["figures"][0]["runs_b"].as_u64()),
+        (Some(20), Some(20))
+    );
+
+    // 40,000 runs (39,960 more in one statement), listed by 40,000 ids.
+    {
+        let conn = rusqlite::Connection::open(&store).unwrap();
+        conn.execute_batch(
+            "WITH RECURSIVE n(i) AS (SELECT 41 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
+             INSERT INTO runs (uid, scenario, started_at, recorded_at, duration_s, interrupted,
+                 result_schema_version, params, environment, ops, background, tables, findings,
+                 extra, sample_count)
+             SELECT 'u' || i, 'overwrite-fsync', strftime('%Y-%m-%dT%H:%M:%SZ', 1800000000 + 60 * i, 'unixepoch'),
+                 '2026-11-22T09:00:00Z', 3.0, 0, 1, '{}', '{}', '{}', NULL, '[]', '[]', '{}', 0
+             FROM n;",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&store).unwrap();
+    let ids: Vec<RunId> = (1..=40_000).map(RunId).collect();
+    let found = store
+        .runs(&RunFilter {
+            ids: ids.clone(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(found.iter().map(|r| r.id).collect::<Vec<_>>(), ids);
 }

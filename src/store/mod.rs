@@ -186,8 +186,12 @@ pub struct MatrixRecord {
 /// Which runs [`Store::runs`] lists; every condition given must hold.
 #[derive(Clone, Debug, Default)]
 pub struct RunFilter {
-    /// These runs only (none: any).
+    /// These runs only (with `ranges`; neither: any). Any number: the store queries them in
+    /// groups that stay under SQLite's limit of variables.
     pub ids: Vec<RunId>,
+    /// And the runs of these inclusive ranges of ids, never expanded (`1-999999` is one
+    /// condition, not a million).
+    pub ranges: Vec<(RunId, RunId)>,
     pub scenario: Option<String>,
     /// Runs started at or after this RFC 3339 time or date prefix (`2026-11-22`).
     pub since: Option<String>,
