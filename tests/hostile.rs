@@ -457,6 +457,48 @@ fn issue19_a_store_reads_without_write_access() {
     assert_eq!(common::leftovers(&dir), ["S.sqlite"]);
 }
 
+/// Writes `result` as a result file at `path`.
+fn result_file(path: &Path, result: &Value) {
+    std::fs::write(path, serde_json::to_vec(result).unwrap()).unwrap();
+}
+
+/// Item 9: `compare r3.json,r3.json,... r4.json,...` counted one file given five times as
+/// five runs and said "slower, p=0.0079". A run named again is counted once, and it says so.
+#[test]
+fn issue19_compare_counts_a_run_named_again_once_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (r3, r4) = (tmp.path().join("r3.json"), tmp.path().join("r4.json"));
+    let params = json!({"sleep": "1s"});
+    result_file(
+        &r3,
+        &result("overwrite-fsync", params.clone(), 1.0, "2026-11-22T09:00:00Z"),
+    );
+    result_file(&r4, &result("overwrite-fsync", params, 2.0, "2026-11-22T09:01:00Z"));
+    let copy = tmp.path().join("r3-copy.json");
+    std::fs::copy(&r3, &copy).unwrap();
+    let five = |p: &Path| vec![s(p); 5].join(",");
+    let a = format!("{},{}", five(&r3), s(&copy));
+    let (code, out, err) = run(&["compare", &a, &five(&r4)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(1 run; 5 named again, counted once)"), "{out}");
+    assert!(out.contains("(1 run; 4 named again, counted once)"), "{out}");
+    assert!(!out.contains("B is slower"), "one run a side gives no verdict: {out}");
+
+    // A stored run and its export are one run too; a run in both sets is said to be.
+    let store = tmp.path().join("S.sqlite");
+    store_with_runs(&store, 3);
+    let e1 = tmp.path().join("e1.json");
+    let (code, _, err) = run(&["export", "1", "-o", s(&e1), "--store", s(&store)]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(&["compare", &format!("1,{}", s(&e1)), "1-3", "--store", s(&store)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("A: ") && out.contains("(1 run; 1 named again, counted once)"),
+        "{out}"
+    );
+    assert!(out.contains("in both sets: "), "{out}");
+}
+
 /// Item 10: `compare 1-32767 1-3` and `report 1-999999` exited 1 with SQLite's "variable
 /// number must be between ?1 and ?32766". A range is one condition, never expanded, so a
 /// range past the last run is a one-line error naming the first missing id; a list of more
@@ -507,4 +549,26 @@ fn issue19_large_ranges_work_or_get_a_one_line_error() {
         })
         .unwrap();
     assert_eq!(found.iter().map(|r| r.id).collect::<Vec<_>>(), ids);
+}
+
+/// Item 13: `compare` of runs of different scenarios listed the parameters that differ but
+/// never said the scenarios did. It refuses, in one line, unless --across-scenarios, and then
+/// says so first.
+#[test]
+fn issue19_compare_of_different_scenarios_says_so_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    result_file(&a, &result("overwrite-fsync", json!({}), 1.0, "2026-11-22T09:00:00Z"));
+    result_file(&b, &result("fsync-tps", json!({}), 1.0, "2026-11-22T09:01:00Z"));
+    refused(
+        &["compare", s(&a), s(&b)],
+        "A is overwrite-fsync, B is fsync-tps: runs of different scenarios",
+    );
+    let (code, out, err) = run(&["compare", s(&a), s(&b), "--across-scenarios"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.lines().next(),
+        Some("scenarios differ: A is overwrite-fsync, B is fsync-tps"),
+        "{out}"
+    );
 }

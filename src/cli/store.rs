@@ -119,6 +119,9 @@ pub struct CompareArgs {
     /// Only this figure, e.g. fsync.p99, write.ops/s, commit.tps (repeatable)
     #[arg(long, value_name = "FIGURE")]
     pub figure: Vec<String>,
+    /// Compare runs of different scenarios (refused otherwise: they measure different work)
+    #[arg(long)]
+    pub across_scenarios: bool,
     #[arg(long, short = 'f', value_enum, default_value_t = ListFormat::Text)]
     pub format: ListFormat,
     #[command(flatten)]

@@ -54,6 +54,33 @@ impl Picked {
         }
     }
 
+    /// The scenario the run was made by.
+    pub(crate) fn scenario(&self) -> Result<String> {
+        match self {
+            Picked::Stored(r) => Ok(r.scenario.clone()),
+            Picked::File(p) => Ok(read_head(p)?["scenario"].as_str().unwrap_or("?").to_string()),
+        }
+    }
+
+    /// What makes the run this run, whether it is named by id or as a file (its own, or a
+    /// copy, or an export of a stored run): its scenario, start, length and call figures.
+    fn identity(&self) -> Result<String> {
+        let (scenario, started, duration, ops) = match self {
+            Picked::Stored(r) => (
+                Value::from(r.scenario.as_str()),
+                Value::from(r.started_at.as_str()),
+                Value::from(r.duration_s),
+                r.ops.clone(),
+            ),
+            Picked::File(p) => {
+                let head = read_head(p)?;
+                let get = |k: &str| head.get(k).cloned().unwrap_or(Value::Null);
+                (get("scenario"), get("started_at"), get("duration_s"), get("ops"))
+            }
+        };
+        Ok(serde_json::json!([scenario, started, duration, ops]).to_string())
+    }
+
     /// The parameters of the run, for saying how two sets differ.
     pub(crate) fn params(&self) -> Result<Value> {
         match self {
@@ -68,6 +95,8 @@ impl Picked {
 struct Head {
     #[serde(default)]
     scenario: Value,
+    #[serde(default)]
+    started_at: Value,
     #[serde(default)]
     duration_s: Value,
     #[serde(default)]
@@ -87,10 +116,40 @@ fn read_head(path: &Path) -> Result<Value> {
     let head: Head = serde_json::from_reader(std::io::BufReader::new(file))
         .map_err(|e| Usage(format!("{}: not an fsynclab result ({e})", path.display())))?;
     Ok(serde_json::json!({
-        "scenario": head.scenario, "duration_s": head.duration_s, "params": head.params,
+        "scenario": head.scenario, "started_at": head.started_at, "duration_s": head.duration_s,
+        "params": head.params,
         "ops": head.ops, "background": head.background, "figures": head.figures,
         "environment": head.environment,
     }))
+}
+
+/// `set` with each run once, however often it was named (a file given five times, a file
+/// and its copy, a stored run and its export): issue 19, `compare` counted one file given
+/// five times as five runs and found a significant difference. Also the number left out.
+pub(crate) fn fold(set: Vec<Picked>) -> Result<(Vec<Picked>, usize)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    let mut folded = 0;
+    for p in set {
+        if seen.insert(p.identity()?) {
+            out.push(p);
+        } else {
+            folded += 1;
+        }
+    }
+    Ok((out, folded))
+}
+
+/// The runs of `a` that `b` also has, by their labels in `a`.
+pub(crate) fn shared(a: &[Picked], b: &[Picked]) -> Result<Vec<String>> {
+    let theirs: std::collections::HashSet<String> = b.iter().map(Picked::identity).collect::<Result<_>>()?;
+    let mut out = Vec::new();
+    for p in a {
+        if theirs.contains(&p.identity()?) {
+            out.push(p.label());
+        }
+    }
+    Ok(out)
 }
 
 /// The runs `text` names. `store` is needed only for stored runs and matrix cells.
