@@ -572,3 +572,55 @@ fn issue19_compare_of_different_scenarios_says_so_first() {
         "{out}"
     );
 }
+
+/// Item 14: `runs --since garbage` was accepted and matched nothing; `--param sleep=0`
+/// missed runs stored as `0s`. Dates are parsed strictly; parameters compare by value.
+#[test]
+fn issue19_runs_parses_dates_strictly_and_compares_parameters_by_value() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("S.sqlite");
+    {
+        let mut st = Store::open(&store).unwrap();
+        for (sleep, size, start) in [
+            ("0s", "1G", "2026-11-20T10:00:00Z"),
+            ("250ms", "1024M", "2026-11-21T10:00:00Z"),
+            ("1s", "4G", "2026-11-22T10:00:00Z"),
+        ] {
+            let r = result(
+                "overwrite-fsync",
+                json!({"sleep": sleep, "file_size": size}),
+                1.0,
+                start,
+            );
+            st.record_run(&r, NO_SAMPLES, None).unwrap();
+        }
+    }
+    let ids = |args: &[&str]| -> Vec<u64> {
+        let mut all = vec!["runs", "--format", "json", "--store", s(&store)];
+        all.extend_from_slice(args);
+        let (code, out, err) = run(&all);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        serde_json::from_str::<Vec<Value>>(&out)
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids(&["--param", "sleep=0"]), [1]);
+    assert_eq!(ids(&["--param", "sleep=0.25s"]), [2]);
+    assert_eq!(ids(&["--param", "file_size=1024M"]), [1, 2]);
+    assert_eq!(ids(&["--param", "file_size=1G", "--last", "1"]), [2]);
+    assert_eq!(ids(&["--since", "2026-11-21"]), [2, 3]);
+    assert_eq!(ids(&["--since", "2026-11-21T11:00:00+01:00"]), [2, 3]);
+    assert_eq!(ids(&["--since", "2026-11-21T10:00:01Z"]), [3]);
+    for bad in ["garbage", "2026-02-30", "2026-11-21 10:00"] {
+        refused(
+            &["runs", "--store", s(&store), "--since", bad],
+            "expected a date (2026-11-22)",
+        );
+    }
+    refused(
+        &["runs", "--store", s(&store), "--param", "sleep=abc"],
+        "--param sleep=abc: expected a duration",
+    );
+}
