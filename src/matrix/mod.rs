@@ -34,6 +34,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
         return resume(id, args);
     }
     let mut plan = plan_of(args)?;
+    plan.check_size(args.yes)?;
     plan.check()?;
     if args.dry_run {
         let slots = plan.order();
