@@ -137,6 +137,10 @@ impl Recording {
         self.store.as_ref().map(|(s, _)| s)
     }
 
+    pub(crate) fn store_mut(&mut self) -> Option<&mut Store> {
+        self.store.as_mut().map(|(s, _)| s)
+    }
+
     pub(crate) fn path(&self) -> Option<&Path> {
         self.store.as_ref().map(|(_, p)| p.as_path())
     }

@@ -756,3 +756,57 @@ fn issue19_matrix_values_spelled_differently_are_one_value() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("2 cells"), "{out}");
 }
+
+/// Item 8: two `matrix --resume ID` at once both made the missing runs: 7 runs in a 4-run
+/// matrix, the duplicates folded into the medians. Each run's place is claimed in the store
+/// first: three resumes at once make each run once.
+#[test]
+fn issue19_concurrent_resumes_make_each_run_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("S.sqlite");
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    {
+        // A matrix recorded with its plan, none of its 4 runs made yet (as one stopped at once).
+        let mut st = Store::open(&store).unwrap();
+        st.create_matrix(&fsynclab::store::MatrixRecord {
+            id: "m1".into(),
+            scenario: "overwrite-fsync".into(),
+            created_at: "2026-11-22T09:00:00Z".into(),
+            plan: json!({
+                "scenario": "overwrite-fsync",
+                "sets": ["duration=1s", "sleep=100ms", "file_size=16M", "chunk=1M"],
+                "target": [["dir", s(&work)]],
+                "axes": [{"key": "sync", "values": ["fsync", "fdatasync"]}],
+                "repeat": 2,
+            }),
+        })
+        .unwrap();
+    }
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+                .args(["matrix", "--resume", "m1", "--quiet", "--store", s(&store)])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (code, out, err) = run(&["runs", "--matrix", "m1", "--format", "json", "--store", s(&store)]);
+    assert_eq!(code, 0, "{err}");
+    let mut places: Vec<String> = serde_json::from_str::<Vec<Value>>(&out)
+        .unwrap()
+        .iter()
+        .map(|r| r["matrix"]["cell"].to_string() + &r["matrix"]["repetition"].to_string())
+        .collect();
+    places.sort();
+    let made = places.len();
+    places.dedup();
+    assert_eq!((made, places.len()), (4, 4), "each of the 4 runs made once: {out}");
+    assert!(common::leftovers(&work).is_empty(), "{:?}", common::leftovers(&work));
+}

@@ -14,10 +14,12 @@
 
 //!
 //! - [`location`]: where the store file is
-//! - [`write`] records runs and matrices; [`read`] lists and reads them back
+//! - [`write`] records runs and matrices; [`read`] lists and reads them back; [`claims`]:
+//!   which process makes which run of a matrix
 //! - [`json`]: a stored run streamed out as its result JSON
 //! - [`codec`]: the samples' compact encoding; [`schema`]: tables and migrations
 
+mod claims;
 pub mod codec;
 mod json;
 mod location;
@@ -33,6 +35,7 @@ use std::str::FromStr;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
+pub use claims::{Claim, ClaimOwner};
 pub use codec::{SampleColumns, SampleRecord, SampleRef};
 pub use location::{choose_path, resolve_path, STORE_ENV};
 

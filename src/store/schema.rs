@@ -68,6 +68,23 @@ ALTER TABLE runs ADD COLUMN matrix_repetition INTEGER;
 CREATE INDEX runs_by_matrix ON runs (matrix_id, matrix_cell, matrix_repetition);
 ",
     },
+    Migration {
+        version: 3,
+        what: "claims on matrix cells, so that two processes never make the same run",
+        sql: "
+CREATE TABLE matrix_claims (
+    matrix_id TEXT NOT NULL REFERENCES matrices (id),
+    matrix_cell TEXT NOT NULL,
+    matrix_repetition INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    boot_id TEXT NOT NULL,
+    pid BIGINT NOT NULL,
+    pid_start BIGINT,
+    claimed_at TEXT NOT NULL,
+    PRIMARY KEY (matrix_id, matrix_cell, matrix_repetition)
+);
+",
+    },
 ];
 
 /// The newest schema this build knows.

@@ -91,6 +91,14 @@ impl Store {
         )
         .map_err(&sql)?;
         let id = tx.last_insert_rowid();
+        // The run's place is stored: whoever claimed it has what it claimed it for.
+        if let Some(m) = matrix {
+            tx.execute(
+                "DELETE FROM matrix_claims WHERE matrix_id = ?1 AND matrix_cell = ?2 AND matrix_repetition = ?3",
+                params![m.matrix_id, axes_to_text(&m.axes), i64::from(m.repetition)],
+            )
+            .map_err(&sql)?;
+        }
         {
             let mut insert = tx
                 .prepare(
