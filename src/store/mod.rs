@@ -284,8 +284,9 @@ impl Store {
     /// Opens an existing store to read it, changing nothing and needing no write access
     /// (issue 19): a store on a read-only mount, or another user's 0444 file, reads. When
     /// SQLite cannot open it read-only (a WAL store whose -shm file it cannot make), it is
-    /// read as immutable, which nobody can be writing to where nobody may write. A store of
-    /// an older schema is brought up to date first, which needs write access once.
+    /// read as immutable, which nobody can be writing to where nobody may write. A store
+    /// older than the reading queries ([`schema::READS_FROM`]) is brought up to date first,
+    /// which needs write access once.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         let shown = path.display().to_string();
         let sql = |source| StoreError::Sqlite {
@@ -312,7 +313,7 @@ impl Store {
             }
             Err(e) => return Err(e),
         };
-        if schema::version(&conn).map_err(sql)? < schema::latest() {
+        if schema::version(&conn).map_err(sql)? < schema::READS_FROM {
             drop(conn);
             return Store::open(path);
         }
@@ -454,6 +455,23 @@ mod tests {
             })
             .unwrap();
         assert_eq!(store.matrix("m1").unwrap().unwrap().scenario, "fsync-tps");
+    }
+
+    /// A store of schema 2 reads read-only as it is (schema 3 added only what writers use),
+    /// and is brought up to date when opened to record.
+    #[test]
+    fn a_store_of_schema_2_reads_unchanged_and_is_migrated_to_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.sqlite");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            assert_eq!(schema::migrate(&mut conn, 2, "2026-01-01T00:00:00Z").unwrap(), Some(2));
+        }
+        let store = Store::open_read_only(&path).unwrap();
+        assert!(store.runs(&RunFilter::default()).unwrap().is_empty());
+        assert_eq!(store.schema_version().unwrap(), 2);
+        drop(store);
+        assert_eq!(Store::open(&path).unwrap().schema_version().unwrap(), schema::latest());
     }
 
     #[test]

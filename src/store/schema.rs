@@ -87,6 +87,10 @@ CREATE TABLE matrix_claims (
     },
 ];
 
+/// The oldest schema the reading queries work on (matrices came in 2; 3 added only what
+/// writers use), so that a store of 2 on a read-only mount still reads.
+pub(crate) const READS_FROM: u32 = 2;
+
 /// The newest schema this build knows.
 pub(crate) fn latest() -> u32 {
     MIGRATIONS.last().map_or(0, |m| m.version)
