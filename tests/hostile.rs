@@ -476,7 +476,7 @@ fn issue19_compare_counts_a_run_named_again_once_and_says_so() {
     result_file(&r4, &result("overwrite-fsync", params, 2.0, "2026-11-22T09:01:00Z"));
     let copy = tmp.path().join("r3-copy.json");
     std::fs::copy(&r3, &copy).unwrap();
-    let five = |p: &Path| vec![s(p); 5].join(",");
+    let five = |p: &Path| [s(p); 5].join(",");
     let a = format!("{},{}", five(&r3), s(&copy));
     let (code, out, err) = run(&["compare", &a, &five(&r4)]);
     assert_eq!(code, 0, "{err}");
