@@ -10,7 +10,29 @@ use std::path::{Path, PathBuf};
 use fsynclab::store::{RunFilter, RunId, Store};
 use serde_json::{json, Value};
 
-use common::{fsynclab, require_root};
+use common::fsynclab;
+use common::Need::{Root, That, Tool};
+
+common::tests! {
+    issue19_output_never_replaces_a_device_node: [Root],
+    issue19_output_follows_links_and_writes_into_fifos,
+    issue19_output_onto_the_store_in_use_is_refused,
+    issue19_a_foreign_database_is_refused_unchanged,
+    issue19_concurrent_first_use_of_a_new_store_keeps_every_run,
+    issue19_an_immutable_store_is_refused_before_measuring: [
+        Root,
+        Tool("chattr"),
+        That("chattr +i on the filesystem of the temporary directory", immutable_files_here),
+    ],
+    issue19_a_store_reads_without_write_access: [Root, Tool("mount"), Tool("setpriv")],
+    issue19_compare_counts_a_run_named_again_once_and_says_so,
+    issue19_large_ranges_work_or_get_a_one_line_error,
+    issue19_compare_of_different_scenarios_says_so_first,
+    issue19_runs_parses_dates_strictly_and_compares_parameters_by_value,
+    issue19_matrix_input_and_plans_are_bounded,
+    issue19_matrix_values_spelled_differently_are_one_value,
+    issue19_concurrent_resumes_make_each_run_once,
+}
 
 /// A result of an fsync-bound run of `scenario` with parameters `params`, whose fsync takes
 /// about `fsync_ms` (no samples: the store keeps what a run's head holds).
@@ -91,11 +113,7 @@ fn mknod(path: &Path, mode: libc::mode_t, major: u32, minor: u32) {
 /// Item 1: as root, `export -o`, `report -o` and `exec --output` replaced a device node with a
 /// regular file (it replaced /dev/full on the test machine). They write into it now, and a
 /// block device (a disk) is refused.
-#[test]
 fn issue19_output_never_replaces_a_device_node() {
-    if !require_root() {
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 1);
@@ -130,7 +148,6 @@ fn issue19_output_never_replaces_a_device_node() {
 
 /// Item 1: a symlink (to /proc/self/fd/1, to a file) and a FIFO were replaced by a regular
 /// file. A link is followed as `cp` and `tee` follow it; a FIFO is written into.
-#[test]
 fn issue19_output_follows_links_and_writes_into_fifos() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
@@ -192,7 +209,6 @@ fn issue19_output_follows_links_and_writes_into_fifos() {
 /// Item 2: `export 1 -o S.sqlite --store S.sqlite` exited 0 and every run was gone; `report
 /// -o` and `run --output` did the same. The store is refused by any name (a hard link, a
 /// symlink, its -wal file), before anything is measured.
-#[test]
 fn issue19_output_onto_the_store_in_use_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
@@ -242,7 +258,6 @@ fn rusqlite_like_holder(path: &Path) -> Store {
 
 /// Item 4: `runs --store other.sqlite` said it is not a results store, but left the file
 /// switched to WAL. A foreign database is refused unchanged, by reading and recording alike.
-#[test]
 fn issue19_a_foreign_database_is_refused_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
     let other = tmp.path().join("other.sqlite");
@@ -293,7 +308,6 @@ fn issue19_a_foreign_database_is_refused_unchanged() {
 /// Item 7: four runs started at once on a new store lost 1-3 runs in 9 of 10 tries (`table
 /// schema_version already exists`, "... not a fsynclab results store"). Eight at once, five
 /// times: every run is stored.
-#[test]
 fn issue19_concurrent_first_use_of_a_new_store_keeps_every_run() {
     const PROCESSES: usize = 8;
     const TRIES: usize = 5;
@@ -303,7 +317,7 @@ fn issue19_concurrent_first_use_of_a_new_store_keeps_every_run() {
         let store = tmp.path().join("new.sqlite");
         let children: Vec<_> = (0..PROCESSES)
             .map(|_| {
-                std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+                std::process::Command::new(common::bin())
                     .args(["run", "overwrite-fsync", "--quiet", "--dir", s(work.path())])
                     .args([
                         "--set",
@@ -332,6 +346,23 @@ fn issue19_concurrent_first_use_of_a_new_store_keeps_every_run() {
     }
 }
 
+/// Whether a file of the temporary directory can be made immutable (ext4, xfs, btrfs and
+/// tmpfs since Linux 6.0 can; overlayfs over some cannot).
+fn immutable_files_here() -> bool {
+    let Ok(dir) = tempfile::tempdir() else {
+        return false;
+    };
+    let file = dir.path().join("f");
+    let chattr = |flag: &str| {
+        std::process::Command::new("chattr")
+            .arg(flag)
+            .arg(&file)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    std::fs::write(&file, b"").is_ok() && chattr("+i") && chattr("-i")
+}
+
 /// Undoes `chattr +i` when dropped, so that the test's directory can be removed.
 struct Immutable<'a>(&'a Path);
 
@@ -343,22 +374,12 @@ impl Drop for Immutable<'_> {
 
 /// Item 11: an immutable store (`chattr +i`) passed the writability check; the run was
 /// measured, then not stored. It is refused before anything is measured, in one line.
-#[test]
 fn issue19_an_immutable_store_is_refused_before_measuring() {
-    if !require_root() {
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 1);
     let made = std::process::Command::new("chattr").arg("+i").arg(&store).status();
-    if !made.is_ok_and(|s| s.success()) {
-        eprintln!(
-            "skipped: chattr +i does not work on the filesystem of {}",
-            tmp.path().display()
-        );
-        return;
-    }
+    assert!(made.is_ok_and(|s| s.success()), "chattr +i {}", store.display());
     let _undo = Immutable(&store);
     let work = tempfile::tempdir().unwrap();
     let t0 = std::time::Instant::now();
@@ -395,11 +416,7 @@ impl Drop for Mounted {
 /// Item 12: `runs` on a store on a read-only mount, or a user reading root's 0444 store in
 /// a directory they cannot write, failed ("unable to open database file", "attempt to write
 /// a readonly database"). Reading needs no write access.
-#[test]
 fn issue19_a_store_reads_without_write_access() {
-    if !require_root() {
-        return;
-    }
     let tmp = tempfile::Builder::new().prefix("fsynclab-test-ro-").tempdir().unwrap();
     let dir = tmp.path().join("store");
     std::fs::create_dir(&dir).unwrap();
@@ -407,7 +424,7 @@ fn issue19_a_store_reads_without_write_access() {
     store_with_runs(&store, 3);
     assert_eq!(common::leftovers(&dir), ["S.sqlite"], "closed cleanly, no -wal or -shm");
     let reads = |store: &Path, as_nobody: bool| {
-        let bin = assert_cmd::cargo::cargo_bin("fsynclab");
+        let bin = common::bin();
         for args in [
             vec!["runs", "--store", s(store)],
             vec!["export", "3", "--store", s(store)],
@@ -445,11 +462,6 @@ fn issue19_a_store_reads_without_write_access() {
 
     // Another user, a 0444 file in a directory they may not write.
     use std::os::unix::fs::PermissionsExt;
-    let setpriv = std::process::Command::new("setpriv").arg("--version").output();
-    if !setpriv.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped the other user's half: no setpriv");
-        return;
-    }
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o444)).unwrap();
@@ -464,7 +476,6 @@ fn result_file(path: &Path, result: &Value) {
 
 /// Item 9: `compare r3.json,r3.json,... r4.json,...` counted one file given five times as
 /// five runs and said "slower, p=0.0079". A run named again is counted once, and it says so.
-#[test]
 fn issue19_compare_counts_a_run_named_again_once_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let (r3, r4) = (tmp.path().join("r3.json"), tmp.path().join("r4.json"));
@@ -503,7 +514,6 @@ fn issue19_compare_counts_a_run_named_again_once_and_says_so() {
 /// number must be between ?1 and ?32766". A range is one condition, never expanded, so a
 /// range past the last run is a one-line error naming the first missing id; a list of more
 /// ids than SQLite takes variables is read in groups.
-#[test]
 fn issue19_large_ranges_work_or_get_a_one_line_error() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
@@ -554,7 +564,6 @@ fn issue19_large_ranges_work_or_get_a_one_line_error() {
 /// Item 13: `compare` of runs of different scenarios listed the parameters that differ but
 /// never said the scenarios did. It refuses, in one line, unless --across-scenarios, and then
 /// says so first.
-#[test]
 fn issue19_compare_of_different_scenarios_says_so_first() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
@@ -575,7 +584,6 @@ fn issue19_compare_of_different_scenarios_says_so_first() {
 
 /// Item 14: `runs --since garbage` was accepted and matched nothing; `--param sleep=0`
 /// missed runs stored as `0s`. Dates are parsed strictly; parameters compare by value.
-#[test]
 fn issue19_runs_parses_dates_strictly_and_compares_parameters_by_value() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
@@ -645,7 +653,6 @@ fn refused_quickly(args: &[&str], says: &str) {
 /// ever, a 100x100x100 plan with `--repeat 1000 --dry-run` printed nothing for 10 minutes at
 /// 16 GB. Files are bounded and regular; a plan is counted before it is built, and one past
 /// the stated limit needs --yes.
-#[test]
 fn issue19_matrix_input_and_plans_are_bounded() {
     let tmp = tempfile::tempdir().unwrap();
     let fifo = tmp.path().join("plan.toml");
@@ -721,7 +728,6 @@ fn issue19_matrix_input_and_plans_are_bounded() {
 
 /// Item 15: matrix values spelled differently (`sleep=0,0s,0ms`, `1G,1024M`) became separate
 /// cells. They are read through the parameter's type, and one value given twice is refused.
-#[test]
 fn issue19_matrix_values_spelled_differently_are_one_value() {
     let tmp = tempfile::tempdir().unwrap();
     refused_quickly(
@@ -760,7 +766,6 @@ fn issue19_matrix_values_spelled_differently_are_one_value() {
 /// Item 8: two `matrix --resume ID` at once both made the missing runs: 7 runs in a 4-run
 /// matrix, the duplicates folded into the medians. Each run's place is claimed in the store
 /// first: three resumes at once make each run once.
-#[test]
 fn issue19_concurrent_resumes_make_each_run_once() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
@@ -785,7 +790,7 @@ fn issue19_concurrent_resumes_make_each_run_once() {
     }
     let children: Vec<_> = (0..3)
         .map(|_| {
-            std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+            std::process::Command::new(common::bin())
                 .args(["matrix", "--resume", "m1", "--quiet", "--store", s(&store)])
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())

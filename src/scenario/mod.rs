@@ -19,8 +19,8 @@ use crate::measure::{Recorder, RunClock};
 use crate::observe::Observer;
 use crate::params::{ParamSpec, Params};
 use crate::result::{RunResult, Table};
-use crate::role::stop::Stop;
 use crate::role::writer::BackgroundReport;
+use crate::stop::Stop;
 use crate::units::format_latency_ns;
 
 pub(crate) mod background;
