@@ -336,7 +336,12 @@ impl Store {
             path: path.to_string(),
             source,
         };
-        let found = schema::version(conn).map_err(sql)?;
+        // One read transaction, so that both reads see one state of the file: read one by
+        // one, a store made by another process between them looked foreign (issue 19).
+        let tx = conn.unchecked_transaction().map_err(sql)?;
+        let found = schema::version(&tx).map_err(sql)?;
+        let foreign = found == 0 && schema::any_table(&tx).map_err(sql)?;
+        tx.finish().map_err(sql)?;
         let known = schema::latest();
         if found > known {
             return Err(StoreError::NewerSchema {
@@ -345,7 +350,7 @@ impl Store {
                 known,
             });
         }
-        if found == 0 && schema::any_table(conn).map_err(sql)? {
+        if foreign {
             return Err(StoreError::NotAStore { path: path.to_string() });
         }
         Ok(found)
