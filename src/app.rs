@@ -1,7 +1,6 @@
 //! What each subcommand does, from parsed arguments to output and exit status.
 
 use std::io;
-use std::path::Path;
 
 use anyhow::Result;
 
@@ -11,7 +10,6 @@ use crate::error::Usage;
 use crate::params::ParamSpec;
 use crate::record::Recording;
 use crate::report::{self, Live};
-use crate::result::write_json_atomically;
 use crate::scenario::{self, load, probe, Scenario};
 use crate::session::{Opened, Session};
 use crate::testbed;
@@ -75,8 +73,10 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         )
         .into());
     }
+    // The store in use, which --output must not name.
+    let store = crate::record::store_path(args.record.store.as_deref(), args.record.no_store)?;
     if let Some(path) = &args.output {
-        check_output_file(path)?;
+        crate::output::check(path, store.as_deref())?;
     }
     let request = args.target.request()?;
 
@@ -106,7 +106,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     // Recorded before --output is written, so that the file names the stored run.
     let recorded = recording.record_and_say(&mut finished.result);
     if let Some(path) = &args.output {
-        write_json_atomically(&finished.result, path)?;
+        crate::output::write_json(&finished.result, path, store.as_deref())?;
     }
     recorded?;
     if let Err(e) = printed {
@@ -141,49 +141,6 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
             Ok(128 + sig)
         }
         _ => Ok(finished.status.exit_code()),
-    }
-}
-
-/// Refuses, before anything runs, an `--output` that cannot be written: a directory, or a
-/// file in a directory that does not exist or is not writable (issue 8: these were found
-/// only after measuring, and the measurement was lost).
-pub(crate) fn check_output_file(path: &Path) -> Result<(), Usage> {
-    let shown = path.display();
-    if path.is_dir() {
-        return Err(Usage(format!(
-            "--output {shown}: is a directory; name a file, e.g. {shown}/result.json"
-        )));
-    }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(Usage(format!(
-            "--output {shown}: the directory {} does not exist; create it first",
-            dir.display()
-        )));
-    }
-    if !crate::sys::writable(dir) {
-        return Err(Usage(format!(
-            "--output {shown}: cannot write into {} ({}); choose another place",
-            dir.display(),
-            crate::sys::why_not_writable(dir)
-        )));
-    }
-    // Permission bits do not tell everything (root may write /proc's mode bits, not make a
-    // file there): make the file the result will be renamed from, and remove it.
-    let probe = dir.join(format!(".fsynclab-output-check-{}", std::process::id()));
-    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(Usage(format!(
-            "--output {shown}: cannot make a file in {} ({}); choose another place",
-            dir.display(),
-            e
-        ))),
     }
 }
 
@@ -280,22 +237,4 @@ fn list_json(scenarios: &[&dyn Scenario]) -> serde_json::Value {
             })
             .collect(),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Issue 8, item 9: a bad --output is refused before anything runs.
-    #[test]
-    fn issue8_output_paths_are_checked_first() {
-        let d = tempfile::tempdir().unwrap();
-        let err = check_output_file(d.path()).unwrap_err().to_string();
-        assert!(err.contains("is a directory"), "{err}");
-        let err = check_output_file(Path::new("/nonexistent/x.json"))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("does not exist"), "{err}");
-        assert!(check_output_file(&d.path().join("r.json")).is_ok());
-    }
 }

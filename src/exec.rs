@@ -42,6 +42,9 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
         )
         .into());
     };
+    if let Some(path) = output {
+        crate::output::check(path, None)?;
+    }
     let session = match Session::open(request, 0, "the command was not run")? {
         Opened::Ready(s) => s,
         Opened::Interrupted(sig) => return Ok(128 + sig),

@@ -28,6 +28,7 @@
 //!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
 //! - `explain`: a kernel trace of the measured threads, slow calls split into causes, the
 //!   writeback timeline
+//! - `output`: files users name (`-o`), written as `cp` and `tee` would, never over the store
 //! - `units`, `error`, `rng`: shared vocabulary, the one random generator
 
 /// A line on stderr that cannot panic: `eprintln!` panics when stderr is gone (a closed
@@ -51,6 +52,7 @@ pub mod html;
 mod matrix;
 pub mod measure;
 mod observe;
+mod output;
 mod params;
 mod record;
 mod report;

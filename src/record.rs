@@ -74,12 +74,13 @@ pub(crate) fn open_for_writing(path: &Path) -> Result<Store, Usage> {
             store::STORE_ENV
         ))
     };
-    let store = Store::open(path).map_err(refuse)?;
+    let mut store = Store::open(path).map_err(refuse)?;
     store.check_writable().map_err(refuse)?;
     Ok(store)
 }
 
-/// Opens an existing store to read from it; a missing one is bad input, not a new file.
+/// Opens an existing store to read from it, read-only; a missing one is bad input, not a
+/// new file.
 pub(crate) fn open_for_reading(flag: Option<&Path>) -> Result<(Store, PathBuf)> {
     let path = match store_path(flag, false)? {
         Some(p) => p,
@@ -98,7 +99,7 @@ pub(crate) fn open_for_reading(flag: Option<&Path>) -> Result<(Store, PathBuf)> 
         ))
         .into());
     }
-    let store = Store::open(&path).map_err(|e| Usage(e.to_string()))?;
+    let store = Store::open_read_only(&path).map_err(|e| Usage(e.to_string()))?;
     Ok((store, path))
 }
 
@@ -134,6 +135,10 @@ impl Recording {
 
     pub(crate) fn store(&self) -> Option<&Store> {
         self.store.as_ref().map(|(s, _)| s)
+    }
+
+    pub(crate) fn store_mut(&mut self) -> Option<&mut Store> {
+        self.store.as_mut().map(|(s, _)| s)
     }
 
     pub(crate) fn path(&self) -> Option<&Path> {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::environment::Fingerprint;
@@ -172,36 +172,16 @@ pub(crate) fn write_compact_json_atomically<T: Serialize>(value: &T, path: &Path
     })
 }
 
-/// Writes a file atomically: `write` fills a temporary file beside `path`, which is then
-/// fsynced and renamed over it, and the directory fsynced, so that a reader sees the old
-/// file or the whole new one. The writer is buffered: serde issues one small write per
-/// token, and a 7 MB result once took 3 million write(2) calls (issue 8).
+/// Writes a file the way [`crate::output`] says: a regular file or a new name atomically
+/// (a temporary file beside it, fsynced, renamed over it, the directory fsynced, so that a
+/// reader sees the old file or the whole new one), a device or FIFO written into, never
+/// replaced. The writer is buffered: serde issues one small write per token, and a 7 MB
+/// result once took 3 million write(2) calls (issue 8).
 pub(crate) fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{}: not a file name", path.display()))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-    let run = || -> Result<()> {
-        let file = std::fs::File::create(&tmp)?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        write(&mut out)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(&dir)?.sync_all()?;
-        Ok(())
-    };
-    run().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        e.context(format!("cannot write {}", path.display()))
-    })
+    crate::output::write(path, None, write)
 }
 
 /// Now as RFC 3339 UTC to the second (`2026-11-22T03:45:55Z`).

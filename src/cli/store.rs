@@ -119,6 +119,9 @@ pub struct CompareArgs {
     /// Only this figure, e.g. fsync.p99, write.ops/s, commit.tps (repeatable)
     #[arg(long, value_name = "FIGURE")]
     pub figure: Vec<String>,
+    /// Compare runs of different scenarios (refused otherwise: they measure different work)
+    #[arg(long)]
+    pub across_scenarios: bool,
     #[arg(long, short = 'f', value_enum, default_value_t = ListFormat::Text)]
     pub format: ListFormat,
     #[command(flatten)]
@@ -136,7 +139,9 @@ Every repetition runs on a freshly made testbed; repetitions go round-robin over
 (cell 1, 2, ..., then again) so that drift of the machine hits every cell alike. Each run is
 recorded in the results store as it ends, so an interrupted matrix loses nothing: `fsynclab
 matrix --resume ID` runs what is left. The default of 5 repetitions is the fewest at which a
-rank test can call a difference significant (p < 0.05); with 3 it never can.
+rank test can call a difference significant (p < 0.05); with 3 it never can. A plan of more
+than 10000 runs needs --yes; 1000000 is the most. Values of an axis are compared as the
+option or parameter reads them: `sleep=0,0s` names one value twice, and is refused.
 
 A matrix file (TOML) holds the same:
   scenario = \"fsync-tps\"
@@ -173,6 +178,9 @@ pub struct MatrixArgs {
     /// Print the plan (cells, runs, time and space) and run nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Plan a matrix of more than 10000 runs (up to 1000000)
+    #[arg(long)]
+    pub yes: bool,
     /// Continue a stored matrix that was interrupted (or print its table when complete)
     #[arg(long, value_name = "ID", conflicts_with_all = ["scenario", "axis", "file", "repeat", "sets"])]
     pub resume: Option<String>,

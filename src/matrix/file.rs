@@ -39,10 +39,59 @@ pub(crate) struct MatrixFile {
 
 const KEYS: [&str; 7] = ["scenario", "repeat", "figure", "columns", "set", "target", "axes"];
 
+/// The largest matrix file read: one of a few dozen lines takes a kilobyte.
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
+
 pub(crate) fn read(path: &Path) -> Result<MatrixFile, Usage> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| Usage(format!("--file {shown}: cannot read it ({e})")))?;
+    let text = read_bounded(path).map_err(|e| Usage(format!("--file {shown}: {e}")))?;
     parse(&text).map_err(|e| Usage(format!("--file {shown}: {e}")))
+}
+
+/// The text of a regular file of at most [`MAX_FILE_BYTES`]. Anything else is refused
+/// before it is read (issue 19: `--file /dev/zero` grew by 850 MB/s, `--file FIFO` waited
+/// for ever): a FIFO is opened without waiting for a writer, and looked at once open too.
+fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let not_regular = |t: std::fs::FileType| {
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        format!("{what}, not a matrix file; give a TOML file (see fsynclab matrix --help)")
+    };
+    let md = std::fs::metadata(path).map_err(|e| format!("cannot read it ({e})"))?;
+    if !md.is_file() {
+        return Err(not_regular(md.file_type()));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot read it ({e})"))?;
+    let md = file.metadata().map_err(|e| format!("cannot read it ({e})"))?;
+    if !md.is_file() {
+        return Err(not_regular(md.file_type()));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it ({e})"))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "larger than {} KiB, which no matrix file needs",
+            MAX_FILE_BYTES / 1024
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text; a matrix file is TOML".to_string())
 }
 
 fn scalar(key: &str, v: &Value) -> Result<String, String> {

@@ -6,10 +6,12 @@
 //! 2. `--dry-run` stops here and prints the cells, the runs, and the time and space they take;
 //! 3. the matrix is recorded in the results store with its plan, and its runs are made
 //!    round-robin, each on a freshly made testbed and recorded as it ends ([`run`]); an
-//!    interrupted matrix is continued with `--resume ID`;
+//!    interrupted matrix is continued with `--resume ID`; each run's place is claimed in the
+//!    store first, so that processes continuing one matrix share its runs ([`claim`]);
 //! 4. the table: one per figure, the best of each row in bold, a marker where a cell differs
 //!    significantly from the row's reference column ([`table`]).
 
+mod claim;
 mod file;
 pub(crate) mod plan;
 mod run;
@@ -34,6 +36,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
         return resume(id, args);
     }
     let mut plan = plan_of(args)?;
+    plan.check_size(args.yes)?;
     plan.check()?;
     if args.dry_run {
         let slots = plan.order();
@@ -108,7 +111,13 @@ fn execute_and_print(
     args: &MatrixArgs,
 ) -> Result<i32> {
     let mut recording = Recording::into(store, path.clone());
-    match run::execute(&plan, &id, slots, &mut recording, args.quiet)? {
+    let ended = run::execute(&plan, &id, slots, &mut recording, args.quiet);
+    // What this process claimed and did not make is free for the next (a run recorded
+    // ends its own claim); a process killed before this is found dead by the next.
+    if let Some(store) = recording.store_mut() {
+        store.release_claims(&id, &claim::this_process())?;
+    }
+    match ended? {
         Ended::Interrupted(sig) => {
             note!("fsynclab: matrix {id} stopped by signal {sig}; `fsynclab matrix --resume {id}` makes the runs left");
             Ok(128 + sig)
@@ -117,6 +126,10 @@ fn execute_and_print(
             let store = recording
                 .store()
                 .ok_or_else(|| anyhow::anyhow!("the matrix's store was closed"))?;
+            let elsewhere = run::remaining(store, &id, &plan)?.len();
+            if elsewhere > 0 {
+                note!("fsynclab matrix {id}: {elsewhere} runs are still being made by another fsynclab; the table shows the runs stored (`fsynclab matrix --resume {id}` prints it whole once they are)");
+            }
             print_tables(store, &id, args)?;
             if !args.quiet {
                 note!("fsynclab matrix {id}: `fsynclab report --matrix {id} -o {id}.html` draws it; `fsynclab runs --matrix {id}` lists its runs");

@@ -9,12 +9,20 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Planned;
 use crate::error::Usage;
 use crate::scenario::{self, Scenario};
+use crate::testbed::device::DeviceProfile;
 use crate::testbed::scratch::ScratchSpec;
 use crate::testbed::{Key, Spelling, TestbedRequest};
+use crate::units::{parse_duration, parse_size};
 
 /// The filesystem a device, scheduler or mkfs axis runs on when none is named: seed 002's
 /// hosts ran ext4, and a newcomer's one command should just work.
 pub(crate) const IMPLIED_SCRATCH: &str = "ext4";
+
+/// The most runs a matrix plans without `--yes`: at a few seconds a run, a day of measuring.
+pub(crate) const RUNS_WITHOUT_YES: u64 = 10_000;
+
+/// The most runs a matrix plans at all: its cells and run order are built in memory.
+pub(crate) const MAX_RUNS: u64 = 1_000_000;
 
 /// Repetitions when none are asked for: with 5 runs a side the smallest two-sided p-value of
 /// the rank test is 2/252 = 0.008, so a clear difference can be significant at 0.05; with
@@ -87,6 +95,43 @@ impl Plan {
                 scenario::names()
             ))
         })
+    }
+
+    /// The runs the plan makes, counted without building its cells; `None` past `u64`.
+    pub(crate) fn run_count(&self) -> Option<u64> {
+        self.axes
+            .iter()
+            .try_fold(u64::from(self.repeat), |n, a| n.checked_mul(a.values.len() as u64))
+    }
+
+    /// Refuses, before its cells are built, a plan larger than [`RUNS_WITHOUT_YES`] unless
+    /// `yes`, and one larger than [`MAX_RUNS`] in any case (issue 19: a 100×100×100 plan
+    /// with `--repeat 1000 --dry-run` printed nothing for 10 minutes and took 16 GB).
+    pub(crate) fn check_size(&self, yes: bool) -> Result<(), Usage> {
+        let sizes: Vec<String> = self.axes.iter().map(|a| a.values.len().to_string()).collect();
+        let what = format!(
+            "{} cells x {} repetitions",
+            if sizes.is_empty() {
+                "1".to_string()
+            } else {
+                sizes.join(" x ")
+            },
+            self.repeat
+        );
+        let runs = self.run_count();
+        let shown = runs.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string());
+        match runs {
+            Some(n) if n <= RUNS_WITHOUT_YES => Ok(()),
+            Some(n) if n <= MAX_RUNS && yes => Ok(()),
+            Some(n) if n <= MAX_RUNS => Err(Usage(format!(
+                "matrix {}: {shown} runs ({what}), more than the {RUNS_WITHOUT_YES} a matrix makes unasked; give --yes to plan them, or fewer values",
+                self.scenario
+            ))),
+            _ => Err(Usage(format!(
+                "matrix {}: {shown} runs ({what}), more than the {MAX_RUNS} a matrix can plan; give fewer values or repetitions",
+                self.scenario
+            ))),
+        }
     }
 
     /// Every combination of the axes' values, the first axis changing slowest.
@@ -173,14 +218,7 @@ impl Plan {
             if axis.values.is_empty() || axis.values.iter().any(String::is_empty) {
                 return Err(Usage(format!("--axis {}: an empty value", axis.key)).into());
             }
-            if let Some(v) = axis
-                .values
-                .iter()
-                .enumerate()
-                .find(|(j, v)| axis.values[..*j].contains(v))
-            {
-                return Err(Usage(format!("--axis {}: {} is given twice", axis.key, v.1)).into());
-            }
+            same_value_twice(&axis.key, &axis.values, &s.params())?;
             if self.target.iter().any(|(k, _)| *k == axis.key)
                 || self.sets.iter().any(|a| a.split('=').next() == Some(&axis.key))
             {
@@ -241,6 +279,50 @@ impl Plan {
             .find(|a| Key::from_name(&a.key).is_some_and(Key::scratch_only))
             .map(|a| a.key.as_str())
     }
+}
+
+/// What a value of axis `key` means, so that spellings of one value compare equal: `0`,
+/// `0s` and `0ms` of a duration, `1G` and `1024M` of a size, a device profile however its
+/// figures are written. Parsed as the parameter or testbed option takes it (exactly: the
+/// parsed value's debug form, never a rounded display); text that does not parse stays text,
+/// for [`Plan::check`] to refuse as the run would.
+fn meaning(key: &str, value: &str, params: &[crate::params::ParamSpec]) -> String {
+    let v = value.trim();
+    let parsed = match Key::from_name(key) {
+        Some(Key::ScratchSize) => parse_size(v).ok().map(|b| format!("{b:?}")),
+        Some(Key::DirtyExpire) => parse_duration(v).ok().map(|d| format!("{d:?}")),
+        Some(Key::DirtyRatio | Key::DirtyBackgroundRatio) => v.parse::<u64>().ok().map(|n| n.to_string()),
+        // A profile by its figures: its name is how it was spelled.
+        Some(Key::Device) => DeviceProfile::parse(v).ok().map(|d| match d {
+            DeviceProfile::Emulated(p) => format!("{:?}", p.figures),
+            other => format!("{other:?}"),
+        }),
+        Some(Key::Scratch) => ScratchSpec::parse(v).ok().map(|d| format!("{d:?}")),
+        Some(_) => None,
+        None => params
+            .iter()
+            .find(|p| p.name == key)
+            .and_then(|p| crate::params::parse_value(&p.kind, v).ok())
+            .map(|x| format!("{x:?}")),
+    };
+    parsed.unwrap_or_else(|| v.to_string())
+}
+
+/// Refuses an axis that names one value twice, however spelled (issue 19: `sleep=0,0s,0ms`
+/// and `1G,1024M` became separate cells, the same configuration measured as if different).
+fn same_value_twice(key: &str, values: &[String], params: &[crate::params::ParamSpec]) -> Result<(), Usage> {
+    let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    for v in values {
+        if let Some(first) = seen.insert(meaning(key, v, params), v) {
+            let why = if first == v {
+                format!("{v} is given twice")
+            } else {
+                format!("{first} and {v} are the same value")
+            };
+            return Err(Usage(format!("--axis {key}: {why}; give each value once")));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -335,6 +417,12 @@ mod tests {
         let err = |axes: &[(&str, &[&str])]| plan(axes).check().unwrap_err().to_string();
         assert!(err(&[("colour", &["red"])]).contains("nor a parameter of fsync-tps"));
         assert!(err(&[("device", &["ram", "ram"])]).contains("ram is given twice"));
+        // Issue 19, item 15: one value spelled twice is the same value.
+        assert!(err(&[("duration", &["1", "2s", "1000ms"])]).contains("1 and 1000ms are the same value"));
+        assert!(err(&[("record_size", &["4k", "4096"])]).contains("4k and 4096 are the same value"));
+        assert!(err(&[("scratch-size", &["1G", "1024M"])]).contains("1G and 1024M are the same value"));
+        assert!(err(&[("device", &["flush=5ms", "flush=5000us"])]).contains("are the same value"));
+        assert!(err(&[("dirty-ratio", &["10", "010"])]).contains("are the same value"));
         assert!(err(&[("device", &["floppy"])]).contains("--device floppy"));
         assert!(err(&[("coordination", &["none", "paxos"])]).contains("paxos"));
         assert!(err(&[("threads", &["2"])]).contains("both an axis and a setting"));

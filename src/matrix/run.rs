@@ -156,6 +156,18 @@ pub(crate) fn execute(
     for &(rep, c) in slots {
         let cell = &cells[c];
         let label = slot_label(cell, rep);
+        let place = MatrixPlace {
+            matrix_id: matrix_id.to_string(),
+            axes: cell.clone(),
+            repetition: rep,
+        };
+        // Claimed before anything is made: another process may be making this run.
+        if let Some(store) = recording.store_mut() {
+            if let Some(why) = super::claim::take(store, &place)? {
+                progress.say(&format!("{label}: {why}; left to it"));
+                continue;
+            }
+        }
         progress.starting(&label);
         let t0 = Instant::now();
         let planned = plan.planned_for(cell)?;
@@ -183,11 +195,6 @@ pub(crate) fn execute(
             note!("fsynclab: matrix {matrix_id}: interrupted during {label}; that run was not kept");
             return Ok(Ended::Interrupted(sig));
         }
-        let place = MatrixPlace {
-            matrix_id: matrix_id.to_string(),
-            axes: cell.clone(),
-            repetition: rep,
-        };
         let id = match recording.record(&mut finished.result, Some(&place)) {
             Ok(id) => id,
             Err(e) => {
@@ -221,7 +228,7 @@ pub(crate) fn execute(
     if !quiet {
         progress.say(&format!(
             "matrix {matrix_id}: {} runs made in {}",
-            slots.len(),
+            progress.made,
             clock(progress.started.elapsed())
         ));
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use super::select::{pick, Picked};
+use super::select::{fold, pick, shared, Picked};
 use crate::cli::{CompareArgs, ListFormat};
 use crate::compare::{compare_sets, render_comparison, Figure, FigureComparison, RunFigures, Settings, Verdict};
 use crate::error::Usage;
@@ -28,8 +28,18 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
         .collect::<Result<_, _>>()?;
     // Opened only when a side names stored runs: two result files need no store.
     let mut store = || record::open_for_reading(args.store.store.as_deref()).map(|(s, _)| s);
-    let a = pick(&args.a, &mut store)?;
-    let b = pick(&args.b, &mut store)?;
+    let (a, folded_a) = fold(pick(&args.a, &mut store)?)?;
+    let (b, folded_b) = fold(pick(&args.b, &mut store)?)?;
+    let scenarios = scenarios_of(&a, &b)?;
+    // Figures of two scenarios measure different work: a verdict between them would read
+    // as a regression or a gain that is neither (issue 19), so it takes a flag.
+    if let Some(s) = scenarios.as_ref().filter(|_| !args.across_scenarios) {
+        return Err(Usage(format!(
+            "compare: {s}: runs of different scenarios measure different work; compare runs of one scenario, or give --across-scenarios to compare them anyway"
+        ))
+        .into());
+    }
+    let in_both = shared(&a, &b)?;
     let figures = |set: &[Picked]| -> Result<Vec<RunFigures>> {
         set.iter()
             .map(|p| {
@@ -54,13 +64,24 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
     let out = match args.format {
         ListFormat::Text => {
             let mut out = String::new();
+            if let Some(s) = &scenarios {
+                out.push_str(&format!("scenarios differ: {s}\n"));
+            }
             out.push_str(&format!(
-                "A: {} ({})\nB: {} ({})\n",
+                "A: {} ({}{})\nB: {} ({}{})\n",
                 args.a,
                 runs_word(a.len()),
+                folded_word(folded_a),
                 args.b,
-                runs_word(b.len())
+                runs_word(b.len()),
+                folded_word(folded_b)
             ));
+            if !in_both.is_empty() {
+                out.push_str(&format!(
+                    "in both sets: {} (the test takes the sets as independent)\n",
+                    in_both.join(", ")
+                ));
+            }
             if !differ.is_empty() {
                 out.push_str(&format!("differ in: {}\n", differ.join("; ")));
             }
@@ -71,14 +92,39 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
         }
         ListFormat::Json => {
             serde_json::to_string_pretty(&json!({
-                "a": {"runs": labels(&a), "spec": args.a},
-                "b": {"runs": labels(&b), "spec": args.b},
+                "a": {"runs": labels(&a), "spec": args.a, "folded": folded_a},
+                "b": {"runs": labels(&b), "spec": args.b, "folded": folded_b},
+                "scenarios_differ": scenarios,
+                "in_both": in_both,
                 "differ_in": differ,
                 "figures": comparisons.iter().map(comparison_json).collect::<Vec<_>>(),
             }))? + "\n"
         }
     };
     super::print(&out)
+}
+
+/// `; 4 named again, counted once` when runs were named more than once.
+fn folded_word(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        n => format!("; {n} named again, counted once"),
+    }
+}
+
+/// `A is overwrite-fsync, B is fsync-tps` when the runs are not all of one scenario.
+fn scenarios_of(a: &[Picked], b: &[Picked]) -> Result<Option<String>> {
+    let names = |set: &[Picked]| -> Result<Vec<String>> {
+        let mut v: Vec<String> = set.iter().map(Picked::scenario).collect::<Result<_>>()?;
+        v.sort();
+        v.dedup();
+        Ok(v)
+    };
+    let (na, nb) = (names(a)?, names(b)?);
+    if na.len() == 1 && na == nb {
+        return Ok(None);
+    }
+    Ok(Some(format!("A is {}, B is {}", na.join(" and "), nb.join(" and "))))
 }
 
 fn runs_word(n: usize) -> String {

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{ListFormat, RunsArgs};
 use crate::error::Usage;
-use crate::params::split_assignment;
+use crate::params::{parse_value, split_assignment};
 use crate::record;
 use crate::store::{RunFilter, RunSummary};
 
@@ -15,25 +15,91 @@ pub(crate) fn runs(args: &RunsArgs) -> Result<i32> {
     let mut params = Vec::new();
     for p in &args.param {
         let (k, v) = split_assignment(p).map_err(|_| Usage(format!("--param {p}: expected KEY=VALUE")))?;
+        check_param_value(&k, &v)?;
         params.push((k, v));
     }
+    let since = args.since.as_deref().map(parse_since).transpose()?;
+    // Parameters are matched by value, after the query: the store keeps them as text.
     let filter = RunFilter {
         scenario: args.scenario.clone(),
-        since: args.since.clone(),
+        since,
         matrix_id: args.matrix.clone(),
-        params,
         contains: args.grep.clone(),
-        limit: args.last,
+        limit: if params.is_empty() { args.last } else { None },
         ..Default::default()
     };
     let (store, path) = record::open_for_reading(args.store.store.as_deref())?;
-    let runs = store.runs(&filter)?;
+    let mut runs = store.runs(&filter)?;
+    if !params.is_empty() {
+        runs.retain(|r| params.iter().all(|(k, v)| has_param(r, k, v)));
+        if let Some(n) = args.last {
+            runs.drain(..runs.len().saturating_sub(n));
+        }
+    }
     let out = match args.format {
         ListFormat::Json => serde_json::to_string_pretty(&runs.iter().map(as_json).collect::<Vec<_>>())? + "\n",
         ListFormat::Text if runs.is_empty() => format!("no runs in {} match\n", record::shown(&path)),
         ListFormat::Text => table(&runs),
     };
     super::print(&out)
+}
+
+/// `--since` as the store's own form of time (RFC 3339 UTC to the second): a date is its
+/// first second, UTC; a time must say its zone. Anything else is refused (issue 19: `--since
+/// garbage` was taken as text and matched nothing).
+pub(crate) fn parse_since(text: &str) -> Result<String, Usage> {
+    let t = text.trim();
+    if let Ok(date) = t.parse::<jiff::civil::Date>() {
+        if t.len() == "2026-11-22".len() {
+            return Ok(format!("{date}T00:00:00Z"));
+        }
+    }
+    if let Ok(ts) = t.parse::<jiff::Timestamp>() {
+        // Stored times are whole seconds: a fraction of a second starts at the next one.
+        let whole = ts.as_second() + i64::from(ts.subsec_nanosecond() > 0);
+        if let Ok(ts) = jiff::Timestamp::from_second(whole) {
+            return Ok(ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+        }
+    }
+    Err(Usage(format!(
+        "--since {text}: expected a date (2026-11-22) or a time with its zone (2026-11-22T08:00:00Z, 2026-11-22T09:00:00+01:00)"
+    )))
+}
+
+/// The parameter `name` as the scenarios that have it declare it.
+fn specs_named(name: &str) -> Vec<crate::params::ParamSpec> {
+    crate::scenario::all()
+        .into_iter()
+        .flat_map(|s| s.params())
+        .filter(|p| p.name == name)
+        .collect()
+}
+
+/// Refuses a value that no scenario having the parameter could take: `--param sleep=abc`
+/// would match nothing, silently.
+fn check_param_value(name: &str, value: &str) -> Result<(), Usage> {
+    let specs = specs_named(name);
+    match specs.first() {
+        Some(spec) if specs.iter().all(|s| parse_value(&s.kind, value).is_err()) => Err(Usage(format!(
+            "--param {name}={value}: expected {}",
+            spec.kind.expected()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Whether run `r` has parameter `name` equal to `value` by the parameter's type, so that
+/// `sleep=0` finds runs stored as `0s` and `file_size=1G` those stored as `1024M` (issue
+/// 19); a parameter its scenario does not declare is compared as text.
+fn has_param(r: &RunSummary, name: &str, value: &str) -> bool {
+    let Some(stored) = r.params.get(name) else {
+        return false;
+    };
+    let spec = crate::scenario::find(&r.scenario).and_then(|s| s.params().into_iter().find(|p| p.name == name));
+    match spec.map(|s| (parse_value(&s.kind, stored), parse_value(&s.kind, value))) {
+        Some((Ok(a), Ok(b))) => a == b,
+        _ => stored.trim() == value.trim(),
+    }
 }
 
 /// `ext4 hdd-7200`, `ext4 at /work` for a --dir run.
@@ -145,4 +211,33 @@ fn as_json(r: &RunSummary) -> Value {
             "repetition": m.repetition + 1,
         })),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 19, item 14: `--since` is a date or a time with its zone, nothing else.
+    #[test]
+    fn issue19_since_is_parsed_strictly() {
+        assert_eq!(parse_since("2026-11-22").unwrap(), "2026-11-22T00:00:00Z");
+        assert_eq!(parse_since("2026-11-22T08:00:00Z").unwrap(), "2026-11-22T08:00:00Z");
+        assert_eq!(
+            parse_since("2026-11-22T09:00:00+01:00").unwrap(),
+            "2026-11-22T08:00:00Z"
+        );
+        assert_eq!(parse_since("2026-11-22T08:00:00.5Z").unwrap(), "2026-11-22T08:00:01Z");
+        for bad in [
+            "garbage",
+            "2026-13-01",
+            "2026-02-30",
+            "2026-11-22T08:00:00",
+            "2026",
+            "",
+            "yesterday",
+        ] {
+            let e = parse_since(bad).unwrap_err().to_string();
+            assert!(e.contains("expected a date (2026-11-22)"), "{bad}: {e}");
+        }
+    }
 }

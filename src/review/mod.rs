@@ -20,7 +20,7 @@ use anyhow::Result;
 use crate::cli::{ExportArgs, ExportFormat, Format};
 use crate::error::Usage;
 use crate::record;
-use crate::result::{write_atomically, RunResult};
+use crate::result::RunResult;
 use crate::store::{RunId, Store};
 
 pub(crate) use compare::compare;
@@ -91,7 +91,7 @@ fn samples_from_store(result: &mut RunResult, format: Format) -> Result<()> {
     let path = Path::new(&at.store);
     let found = path
         .is_file()
-        .then(|| Store::open(path).ok())
+        .then(|| Store::open_read_only(path).ok())
         .flatten()
         .and_then(|store| store.run(RunId(at.run)).ok())
         .filter(|run| run.uid == at.uid);
@@ -121,10 +121,10 @@ pub(crate) fn run_id(text: &str, command: &str) -> Result<RunId, Usage> {
 /// file (atomically) or stdout.
 pub(crate) fn export(args: &ExportArgs) -> Result<i32> {
     let id = run_id(&args.run, "export")?;
+    let (store, store_path) = record::open_for_reading(args.store.store.as_deref())?;
     if let Some(path) = &args.output {
-        crate::app::check_output_file(path)?;
+        crate::output::check(path, Some(&store_path))?;
     }
-    let (store, _) = record::open_for_reading(args.store.store.as_deref())?;
     let run = record::read_run(&store, id)?;
     let write = |out: &mut dyn Write| -> Result<()> {
         match args.format {
@@ -138,7 +138,7 @@ pub(crate) fn export(args: &ExportArgs) -> Result<i32> {
     };
     match &args.output {
         Some(path) => {
-            write_atomically(path, |out| write(out))?;
+            crate::output::write(path, Some(&store_path), |out| write(out))?;
             note!("run {id}: {} calls written to {}", run.samples.len(), path.display());
             Ok(0)
         }

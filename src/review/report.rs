@@ -11,17 +11,19 @@ use crate::compare::run_figures;
 use crate::html::{self, Report, ReportRun};
 use crate::matrix::table::StoredMatrix;
 use crate::record;
-use crate::result::{write_atomically, RunResult};
+use crate::result::RunResult;
 use crate::store::{SampleColumns, Store};
 
 pub(crate) fn report(args: &ReportArgs) -> Result<i32> {
-    crate::app::check_output_file(&args.output)?;
+    // The store in use (read or not: a report of files still must not land on it).
+    let store = record::store_path(args.store.store.as_deref(), false).ok().flatten();
+    crate::output::check(&args.output, store.as_deref())?;
     let report = match &args.matrix {
         Some(id) => matrix_report(args, id)?,
         None => runs_report(args)?,
     };
     let page = html::render(&report);
-    write_atomically(&args.output, |out| {
+    crate::output::write(&args.output, store.as_deref(), |out| {
         use std::io::Write;
         Ok(out.write_all(page.as_bytes())?)
     })?;
@@ -74,7 +76,7 @@ fn from_file(path: &std::path::Path) -> Result<ReportRun> {
     if result.samples.is_empty() {
         if let Some(at) = result.stored.clone() {
             // A suite's file keeps its samples in the store; the report wants them.
-            if let Ok(store) = Store::open(std::path::Path::new(&at.store)) {
+            if let Ok(store) = Store::open_read_only(std::path::Path::new(&at.store)) {
                 if let Ok(run) = store.run(crate::store::RunId(at.run)) {
                     if run.uid == at.uid {
                         result.samples = record::samples_of(&run.samples).map_err(anyhow::Error::msg)?;

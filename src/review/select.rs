@@ -54,6 +54,33 @@ impl Picked {
         }
     }
 
+    /// The scenario the run was made by.
+    pub(crate) fn scenario(&self) -> Result<String> {
+        match self {
+            Picked::Stored(r) => Ok(r.scenario.clone()),
+            Picked::File(p) => Ok(read_head(p)?["scenario"].as_str().unwrap_or("?").to_string()),
+        }
+    }
+
+    /// What makes the run this run, whether it is named by id or as a file (its own, or a
+    /// copy, or an export of a stored run): its scenario, start, length and call figures.
+    fn identity(&self) -> Result<String> {
+        let (scenario, started, duration, ops) = match self {
+            Picked::Stored(r) => (
+                Value::from(r.scenario.as_str()),
+                Value::from(r.started_at.as_str()),
+                Value::from(r.duration_s),
+                r.ops.clone(),
+            ),
+            Picked::File(p) => {
+                let head = read_head(p)?;
+                let get = |k: &str| head.get(k).cloned().unwrap_or(Value::Null);
+                (get("scenario"), get("started_at"), get("duration_s"), get("ops"))
+            }
+        };
+        Ok(serde_json::json!([scenario, started, duration, ops]).to_string())
+    }
+
     /// The parameters of the run, for saying how two sets differ.
     pub(crate) fn params(&self) -> Result<Value> {
         match self {
@@ -68,6 +95,8 @@ impl Picked {
 struct Head {
     #[serde(default)]
     scenario: Value,
+    #[serde(default)]
+    started_at: Value,
     #[serde(default)]
     duration_s: Value,
     #[serde(default)]
@@ -87,10 +116,40 @@ fn read_head(path: &Path) -> Result<Value> {
     let head: Head = serde_json::from_reader(std::io::BufReader::new(file))
         .map_err(|e| Usage(format!("{}: not an fsynclab result ({e})", path.display())))?;
     Ok(serde_json::json!({
-        "scenario": head.scenario, "duration_s": head.duration_s, "params": head.params,
+        "scenario": head.scenario, "started_at": head.started_at, "duration_s": head.duration_s,
+        "params": head.params,
         "ops": head.ops, "background": head.background, "figures": head.figures,
         "environment": head.environment,
     }))
+}
+
+/// `set` with each run once, however often it was named (a file given five times, a file
+/// and its copy, a stored run and its export): issue 19, `compare` counted one file given
+/// five times as five runs and found a significant difference. Also the number left out.
+pub(crate) fn fold(set: Vec<Picked>) -> Result<(Vec<Picked>, usize)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    let mut folded = 0;
+    for p in set {
+        if seen.insert(p.identity()?) {
+            out.push(p);
+        } else {
+            folded += 1;
+        }
+    }
+    Ok((out, folded))
+}
+
+/// The runs of `a` that `b` also has, by their labels in `a`.
+pub(crate) fn shared(a: &[Picked], b: &[Picked]) -> Result<Vec<String>> {
+    let theirs: std::collections::HashSet<String> = b.iter().map(Picked::identity).collect::<Result<_>>()?;
+    let mut out = Vec::new();
+    for p in a {
+        if theirs.contains(&p.identity()?) {
+            out.push(p.label());
+        }
+    }
+    Ok(out)
 }
 
 /// The runs `text` names. `store` is needed only for stored runs and matrix cells.
@@ -103,6 +162,7 @@ pub(crate) fn pick(text: &str, store: &mut dyn FnMut() -> Result<Store>) -> Resu
         return matrix_cell(&store()?, matrix, cell);
     }
     let mut ids = Vec::new();
+    let mut ranges = Vec::new();
     let mut files = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         if Path::new(item).is_file() {
@@ -112,18 +172,20 @@ pub(crate) fn pick(text: &str, store: &mut dyn FnMut() -> Result<Store>) -> Resu
             if lo > hi {
                 return Err(Usage(format!("'{item}': a range goes from the lower id to the higher")).into());
             }
-            ids.extend((lo.0..=hi.0).map(RunId));
+            // Kept as a range: `1-999999` is one condition, not a million ids (issue 19).
+            ranges.push((lo, hi));
         } else {
             ids.push(id(item, text)?);
         }
     }
     let mut out = files;
-    if !ids.is_empty() {
+    if !ids.is_empty() || !ranges.is_empty() {
         let found = store()?.runs(&RunFilter {
             ids: ids.clone(),
+            ranges: ranges.clone(),
             ..Default::default()
         })?;
-        if let Some(missing) = ids.iter().find(|i| !found.iter().any(|r| r.id == **i)) {
+        if let Some(missing) = first_missing(&ids, &ranges, &found) {
             return Err(Usage(format!(
                 "'{text}': no run {missing} in the results store (`fsynclab runs` lists them)"
             ))
@@ -135,6 +197,31 @@ pub(crate) fn pick(text: &str, store: &mut dyn FnMut() -> Result<Store>) -> Resu
         return Err(Usage(format!("'{text}' names no runs")).into());
     }
     Ok(out)
+}
+
+/// The first id named (singly or in a range) that `found` lacks, found without expanding a
+/// range: a range is whole when the runs found in it are as many as its ids.
+fn first_missing(ids: &[RunId], ranges: &[(RunId, RunId)], found: &[RunSummary]) -> Option<RunId> {
+    let mut have: Vec<i64> = found.iter().map(|r| r.id.0).collect();
+    have.sort_unstable();
+    let has = |id: i64| have.binary_search(&id).is_ok();
+    if let Some(id) = ids.iter().find(|i| !has(i.0)) {
+        return Some(*id);
+    }
+    for &(lo, hi) in ranges {
+        let start = have.partition_point(|&i| i < lo.0);
+        let end = have.partition_point(|&i| i <= hi.0);
+        let within = &have[start..end];
+        if (within.len() as u64) < hi.0.abs_diff(lo.0) + 1 {
+            // The first gap: where the i-th id found is not lo + i.
+            let gap = within.iter().zip(lo.0..).find(|(have, want)| **have != *want);
+            return Some(RunId(match gap {
+                Some((_, want)) => want,
+                None => lo.0 + within.len() as i64,
+            }));
+        }
+    }
+    None
 }
 
 fn id(text: &str, whole: &str) -> Result<RunId, Usage> {
@@ -240,6 +327,37 @@ mod tests {
         );
         assert!(split_cell("sync=fsync", &axes).unwrap_err().contains("no axis 'sync'"));
         assert!(split_cell("device", &axes).is_err());
+    }
+
+    /// Issue 19, item 10: a range is checked without expanding it.
+    #[test]
+    fn issue19_the_first_missing_id_of_a_range_is_found_without_expanding_it() {
+        let run = |id: i64| RunSummary {
+            id: RunId(id),
+            uid: String::new(),
+            scenario: String::new(),
+            started_at: String::new(),
+            recorded_at: String::new(),
+            duration_s: 0.0,
+            interrupted: false,
+            sample_count: 0,
+            params: Default::default(),
+            environment: Value::Null,
+            ops: Value::Null,
+            background: None,
+            figures: Value::Null,
+            matrix: None,
+        };
+        let found: Vec<RunSummary> = [1, 2, 3, 5].into_iter().map(run).collect();
+        assert_eq!(first_missing(&[RunId(2)], &[(RunId(1), RunId(3))], &found), None);
+        assert_eq!(first_missing(&[], &[(RunId(1), RunId(5))], &found), Some(RunId(4)));
+        assert_eq!(first_missing(&[], &[(RunId(2), RunId(7))], &found), Some(RunId(4)));
+        assert_eq!(first_missing(&[], &[(RunId(5), RunId(6))], &found), Some(RunId(6)));
+        assert_eq!(
+            first_missing(&[], &[(RunId(1), RunId(i64::MAX))], &found),
+            Some(RunId(4))
+        );
+        assert_eq!(first_missing(&[RunId(9)], &[], &found), Some(RunId(9)));
     }
 
     #[test]

@@ -14,10 +14,12 @@
 
 //!
 //! - [`location`]: where the store file is
-//! - [`write`] records runs and matrices; [`read`] lists and reads them back
+//! - [`write`] records runs and matrices; [`read`] lists and reads them back; [`claims`]:
+//!   which process makes which run of a matrix
 //! - [`json`]: a stored run streamed out as its result JSON
 //! - [`codec`]: the samples' compact encoding; [`schema`]: tables and migrations
 
+mod claims;
 pub mod codec;
 mod json;
 mod location;
@@ -30,9 +32,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
+pub use claims::{Claim, ClaimOwner};
 pub use codec::{SampleColumns, SampleRecord, SampleRef};
 pub use location::{choose_path, resolve_path, STORE_ENV};
 
@@ -50,6 +53,8 @@ pub enum StoreError {
     Sqlite { path: String, source: rusqlite::Error },
     #[error("results store {path} has schema version {found}, newer than this fsynclab knows ({known}): use a newer fsynclab, or --store another file")]
     NewerSchema { path: String, found: u32, known: u32 },
+    #[error("results store {path} cannot be written: it opens read-only only (on a read-only mount, immutable: `lsattr` shows i, or a file this user may not write)")]
+    ReadOnly { path: String },
     #[error("{path} is an SQLite database but not a fsynclab results store: give --store another file")]
     NotAStore { path: String },
     #[error("no run {id} in the results store {path} (`fsynclab runs` lists them)")]
@@ -66,6 +71,55 @@ pub enum StoreError {
     },
     #[error("cannot make a run id: {0}")]
     Random(std::io::Error),
+}
+
+/// How long a process waits for another that holds the store's write lock.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `f` again while the store is busy (another process holds a lock SQLite does not
+/// wait for through the busy timeout, e.g. while a journal mode changes), for up to
+/// [`BUSY_TIMEOUT`].
+pub(crate) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let started = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(e) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Whether SQLite failed to open a file read-only for want of write access around it (a
+/// WAL store's -shm file it cannot make on a read-only mount or in another's directory).
+fn cannot_open_read_only(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+    )
+}
+
+/// `file:/abs/path?immutable=1`, the path percent-encoded as RFC 3986 asks.
+fn immutable_uri(path: &Path) -> std::io::Result<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(path)?;
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'.' | b'_' | b'~' => uri.push(b as char),
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    uri.push_str("?immutable=1");
+    Ok(uri)
 }
 
 /// A run's number in its store, as `fsynclab runs` shows it.
@@ -135,8 +189,12 @@ pub struct MatrixRecord {
 /// Which runs [`Store::runs`] lists; every condition given must hold.
 #[derive(Clone, Debug, Default)]
 pub struct RunFilter {
-    /// These runs only (none: any).
+    /// These runs only (with `ranges`; neither: any). Any number: the store queries them in
+    /// groups that stay under SQLite's limit of variables.
     pub ids: Vec<RunId>,
+    /// And the runs of these inclusive ranges of ids, never expanded (`1-999999` is one
+    /// condition, not a million).
+    pub ranges: Vec<(RunId, RunId)>,
     pub scenario: Option<String>,
     /// Runs started at or after this RFC 3339 time or date prefix (`2026-11-22`).
     pub since: Option<String>,
@@ -203,8 +261,9 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the store at `path`, creating it (and its directory) if needed, and brings its
-    /// schema up to date.
+    /// Opens the store at `path` to record runs, creating it (and its directory) if needed,
+    /// and brings its schema up to date. A file that is not a fsynclab store is refused
+    /// before anything in it changes (issue 19): no journal switch, no table, no write.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
@@ -213,11 +272,53 @@ impl Store {
             })?;
         }
         let shown = path.display().to_string();
-        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite {
+        // No SQLITE_OPEN_URI: a store named `file:...` is a file of that name.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Sqlite {
             path: shown.clone(),
             source,
         })?;
         Store::setup(conn, shown)
+    }
+
+    /// Opens an existing store to read it, changing nothing and needing no write access
+    /// (issue 19): a store on a read-only mount, or another user's 0444 file, reads. When
+    /// SQLite cannot open it read-only (a WAL store whose -shm file it cannot make), it is
+    /// read as immutable, which nobody can be writing to where nobody may write. A store
+    /// older than the reading queries ([`schema::READS_FROM`]) is brought up to date first,
+    /// which needs write access once.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        let sql = |source| StoreError::Sqlite {
+            path: shown.clone(),
+            source,
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let read = |conn: Connection| -> Result<Connection, StoreError> {
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+            Store::identify(&conn, &shown)?;
+            Ok(conn)
+        };
+        let conn = match Connection::open_with_flags(path, flags).map_err(sql).and_then(read) {
+            Ok(conn) => conn,
+            Err(StoreError::Sqlite { source, .. }) if cannot_open_read_only(&source) => {
+                let uri = immutable_uri(path).map_err(|e| StoreError::CreateDir {
+                    path: path.to_path_buf(),
+                    source: e,
+                })?;
+                Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                    .map_err(sql)
+                    .and_then(read)
+                    .map_err(|_| sql(source))?
+            }
+            Err(e) => return Err(e),
+        };
+        if schema::version(&conn).map_err(sql)? < schema::READS_FROM {
+            drop(conn);
+            return Store::open(path);
+        }
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        Ok(Store { conn, path: shown })
     }
 
     /// A store in memory, for tests and for a report of runs not kept.
@@ -229,28 +330,64 @@ impl Store {
         Store::setup(conn, ":memory:".into())
     }
 
+    /// Refuses a database that is not a store this fsynclab can use, by reading it only.
+    fn identify(conn: &Connection, path: &str) -> Result<u32, StoreError> {
+        let sql = |source| StoreError::Sqlite {
+            path: path.to_string(),
+            source,
+        };
+        // One read transaction, so that both reads see one state of the file: read one by
+        // one, a store made by another process between them looked foreign (issue 19).
+        let tx = conn.unchecked_transaction().map_err(sql)?;
+        let found = schema::version(&tx).map_err(sql)?;
+        let foreign = found == 0 && schema::any_table(&tx).map_err(sql)?;
+        tx.finish().map_err(sql)?;
+        let known = schema::latest();
+        if found > known {
+            return Err(StoreError::NewerSchema {
+                path: path.to_string(),
+                found,
+                known,
+            });
+        }
+        if foreign {
+            return Err(StoreError::NotAStore { path: path.to_string() });
+        }
+        Ok(found)
+    }
+
     fn setup(mut conn: Connection, path: String) -> Result<Store, StoreError> {
         let sql = |source| StoreError::Sqlite {
             path: path.clone(),
             source,
         };
+        // The busy timeout lets fsynclab processes share the store.
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        // What the file is, read before anything is changed in it.
+        let found = Store::identify(&conn, &path)?;
         // WAL: readers (`fsynclab runs` in another terminal) do not block a matrix writing
-        // its cells; NORMAL sync is durable at every checkpoint and never corrupts. The busy
-        // timeout lets two fsynclab processes share the store.
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        // its cells; NORMAL sync is durable at every checkpoint and never corrupts.
+        retry_busy(|| {
+            let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                conn.pragma_update(None, "journal_mode", "WAL")?;
+            }
+            Ok(())
+        })
+        .map_err(sql)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
-        let found = schema::version(&conn).map_err(sql)?;
-        let known = schema::latest();
-        if found > known {
-            return Err(StoreError::NewerSchema { path, found, known });
-        }
-        if found == 0 && schema::any_table(&conn).map_err(sql)? {
-            return Err(StoreError::NotAStore { path });
-        }
-        if found < known {
-            schema::migrate(&mut conn, known, &crate::result::now_rfc3339()).map_err(sql)?;
+        if found < schema::latest() {
+            // Several processes may make a new store at once (a matrix and runs started
+            // together): the schema is made in one immediate transaction, which the others
+            // wait for, then find done (issue 19).
+            let now = crate::result::now_rfc3339();
+            if retry_busy(|| schema::migrate(&mut conn, schema::latest(), &now))
+                .map_err(sql)?
+                .is_none()
+            {
+                return Err(StoreError::NotAStore { path });
+            }
         }
         Ok(Store { conn, path })
     }
@@ -287,7 +424,7 @@ mod tests {
         let path = dir.path().join("old.sqlite");
         {
             let mut conn = Connection::open(&path).unwrap();
-            assert_eq!(schema::migrate(&mut conn, 1, "2026-01-01T00:00:00Z").unwrap(), 1);
+            assert_eq!(schema::migrate(&mut conn, 1, "2026-01-01T00:00:00Z").unwrap(), Some(1));
             let block = codec::encode(&[(5u64, "fsync", 1000u64, 0u64, None::<&str>)]);
             conn.execute(
                 "INSERT INTO runs (uid, scenario, started_at, recorded_at, duration_s, interrupted,
@@ -323,6 +460,23 @@ mod tests {
             })
             .unwrap();
         assert_eq!(store.matrix("m1").unwrap().unwrap().scenario, "fsync-tps");
+    }
+
+    /// A store of schema 2 reads read-only as it is (schema 3 added only what writers use),
+    /// and is brought up to date when opened to record.
+    #[test]
+    fn a_store_of_schema_2_reads_unchanged_and_is_migrated_to_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.sqlite");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            assert_eq!(schema::migrate(&mut conn, 2, "2026-01-01T00:00:00Z").unwrap(), Some(2));
+        }
+        let store = Store::open_read_only(&path).unwrap();
+        assert!(store.runs(&RunFilter::default()).unwrap().is_empty());
+        assert_eq!(store.schema_version().unwrap(), 2);
+        drop(store);
+        assert_eq!(Store::open(&path).unwrap().schema_version().unwrap(), schema::latest());
     }
 
     #[test]

@@ -22,18 +22,62 @@ fn json_col(text: Option<String>) -> Value {
     text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null)
 }
 
+/// The most ids and ranges one query names: each takes one or two SQL variables, and SQLite
+/// allows 32766 (issue 19: `compare 1-32767 1-3` failed with SQLite's own words).
+const IDS_PER_QUERY: usize = 500;
+
 impl Store {
     /// The runs `filter` selects, oldest first.
     pub fn runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        if filter.ids.len() + filter.ranges.len() <= IDS_PER_QUERY {
+            return self.runs_in_one_query(filter);
+        }
+        // Many ids: a query per group, the groups' runs merged in order, the limit last.
+        let mut out: Vec<RunSummary> = Vec::new();
+        let each = RunFilter {
+            ids: Vec::new(),
+            ranges: Vec::new(),
+            limit: None,
+            ..filter.clone()
+        };
+        for ids in filter.ids.chunks(IDS_PER_QUERY) {
+            out.extend(self.runs_in_one_query(&RunFilter {
+                ids: ids.to_vec(),
+                ..each.clone()
+            })?);
+        }
+        for ranges in filter.ranges.chunks(IDS_PER_QUERY) {
+            out.extend(self.runs_in_one_query(&RunFilter {
+                ranges: ranges.to_vec(),
+                ..each.clone()
+            })?);
+        }
+        out.sort_by(|a, b| (&a.started_at, a.id).cmp(&(&b.started_at, b.id)));
+        out.dedup_by_key(|r| r.id);
+        if let Some(n) = filter.limit {
+            out.drain(..out.len().saturating_sub(n));
+        }
+        Ok(out)
+    }
+
+    fn runs_in_one_query(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
         let mut conditions: Vec<String> = Vec::new();
         let mut args: Vec<String> = Vec::new();
         let arg = |args: &mut Vec<String>, v: String| {
             args.push(v);
             format!("?{}", args.len())
         };
+        let mut any_of: Vec<String> = Vec::new();
         if !filter.ids.is_empty() {
             let list: Vec<String> = filter.ids.iter().map(|id| arg(&mut args, id.0.to_string())).collect();
-            conditions.push(format!("id IN ({})", list.join(", ")));
+            any_of.push(format!("id IN ({})", list.join(", ")));
+        }
+        for (lo, hi) in &filter.ranges {
+            let (lo, hi) = (arg(&mut args, lo.0.to_string()), arg(&mut args, hi.0.to_string()));
+            any_of.push(format!("id BETWEEN {lo} AND {hi}"));
+        }
+        if !any_of.is_empty() {
+            conditions.push(format!("({})", any_of.join(" OR ")));
         }
         if let Some(s) = &filter.scenario {
             let p = arg(&mut args, s.clone());
@@ -220,6 +264,33 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 19, item 10: ranges are never expanded, and any number of ids and ranges is
+    /// read in groups under SQLite's limit of variables, merged in order, limit last.
+    #[test]
+    fn issue19_ranges_and_long_lists_of_ids_are_read_in_groups() {
+        let mut store = Store::open_in_memory().unwrap();
+        for i in 0..1200 {
+            let r = serde_json::json!({"scenario": "probe", "started_at": format!("2026-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60), "duration_s": 1.0});
+            store
+                .record_run(&r, &[] as &[(u64, &str, u64, u64, Option<&str>)], None)
+                .unwrap();
+        }
+        let ids = |f: &RunFilter| store.runs(f).unwrap().iter().map(|r| r.id.0).collect::<Vec<_>>();
+        let whole = RunFilter {
+            ranges: vec![(RunId(1), RunId(i64::MAX))],
+            ..Default::default()
+        };
+        assert_eq!(ids(&whole), (1..=1200).collect::<Vec<_>>());
+        // 1,000 single ids and 700 ranges, overlapping: more than one query each.
+        let many = RunFilter {
+            ids: (1..=1000).rev().map(RunId).collect(),
+            ranges: (0..700).map(|i| (RunId(500 + i), RunId(501 + i))).collect(),
+            limit: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(ids(&many), [1198, 1199, 1200]);
+    }
 
     #[test]
     fn like_patterns_escape_wildcards() {

@@ -1,5 +1,5 @@
-//! The store's schema and its migrations: numbered steps, each applied once in its own
-//! transaction and recorded in `schema_version`, so a store made by any earlier fsynclab is
+//! The store's schema and its migrations: numbered steps, each applied once (those a store
+//! lacks, together in one transaction) and recorded in `schema_version`, so a store made by any earlier fsynclab is
 //! brought up to date when opened, and one made by a later fsynclab is refused.
 //!
 //! Portable on purpose, so that a PostgreSQL backend can take the same records: plain
@@ -68,7 +68,28 @@ ALTER TABLE runs ADD COLUMN matrix_repetition INTEGER;
 CREATE INDEX runs_by_matrix ON runs (matrix_id, matrix_cell, matrix_repetition);
 ",
     },
+    Migration {
+        version: 3,
+        what: "claims on matrix cells, so that two processes never make the same run",
+        sql: "
+CREATE TABLE matrix_claims (
+    matrix_id TEXT NOT NULL REFERENCES matrices (id),
+    matrix_cell TEXT NOT NULL,
+    matrix_repetition INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    boot_id TEXT NOT NULL,
+    pid BIGINT NOT NULL,
+    pid_start BIGINT,
+    claimed_at TEXT NOT NULL,
+    PRIMARY KEY (matrix_id, matrix_cell, matrix_repetition)
+);
+",
+    },
 ];
+
+/// The oldest schema the reading queries work on (matrices came in 2; 3 added only what
+/// writers use), so that a store of 2 on a read-only mount still reads.
+pub(crate) const READS_FROM: u32 = 2;
 
 /// The newest schema this build knows.
 pub(crate) fn latest() -> u32 {
@@ -104,27 +125,35 @@ pub(crate) fn version(conn: &Connection) -> rusqlite::Result<u32> {
     conn.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |r| r.get(0))
 }
 
-/// Applies every migration above the store's version up to `target`, each in its own
-/// transaction with its row in `schema_version`.
-pub(crate) fn migrate(conn: &mut Connection, target: u32, now: &str) -> rusqlite::Result<u32> {
-    if !table_exists(conn, "schema_version")? {
-        conn.execute_batch(
+/// Applies every migration above the store's version up to `target`, all in one immediate
+/// transaction with a row each in `schema_version`: a process that opens a new store while
+/// another makes it waits for the whole schema, then finds it made (issue 19: made step by
+/// step, four runs started at once on a new store lost runs to `table schema_version
+/// already exists` and to a half-made schema taken for another program's database).
+/// `None`, changing nothing, when the database has tables but no `schema_version`: not a
+/// store.
+pub(crate) fn migrate(conn: &mut Connection, target: u32, now: &str) -> rusqlite::Result<Option<u32>> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let from = version(&tx)?;
+    if from == 0 && any_table(&tx)? {
+        return Ok(None);
+    }
+    if !table_exists(&tx, "schema_version")? {
+        tx.execute_batch(
             "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL, what TEXT NOT NULL);",
         )?;
     }
-    let from = version(conn)?;
     let mut at = from;
     for m in MIGRATIONS.iter().filter(|m| m.version > from && m.version <= target) {
-        let tx = conn.transaction()?;
         tx.execute_batch(m.sql)?;
         tx.execute(
             "INSERT INTO schema_version (version, applied_at, what) VALUES (?1, ?2, ?3)",
             rusqlite::params![m.version, now, m.what],
         )?;
-        tx.commit()?;
         at = m.version;
     }
-    Ok(at)
+    tx.commit()?;
+    Ok(Some(at))
 }
 
 #[cfg(test)]
@@ -142,8 +171,14 @@ mod tests {
     fn migrating_twice_changes_nothing() {
         let mut c = Connection::open_in_memory().unwrap();
         assert_eq!(version(&c).unwrap(), 0);
-        assert_eq!(migrate(&mut c, latest(), "2026-01-01T00:00:00Z").unwrap(), latest());
-        assert_eq!(migrate(&mut c, latest(), "2026-01-02T00:00:00Z").unwrap(), latest());
+        assert_eq!(
+            migrate(&mut c, latest(), "2026-01-01T00:00:00Z").unwrap(),
+            Some(latest())
+        );
+        assert_eq!(
+            migrate(&mut c, latest(), "2026-01-02T00:00:00Z").unwrap(),
+            Some(latest())
+        );
         let n: u32 = c
             .query_row("SELECT COUNT(*) FROM schema_version", [], |r| r.get(0))
             .unwrap();

@@ -91,6 +91,14 @@ impl Store {
         )
         .map_err(&sql)?;
         let id = tx.last_insert_rowid();
+        // The run's place is stored: whoever claimed it has what it claimed it for.
+        if let Some(m) = matrix {
+            tx.execute(
+                "DELETE FROM matrix_claims WHERE matrix_id = ?1 AND matrix_cell = ?2 AND matrix_repetition = ?3",
+                params![m.matrix_id, axes_to_text(&m.axes), i64::from(m.repetition)],
+            )
+            .map_err(&sql)?;
+        }
         {
             let mut insert = tx
                 .prepare(
@@ -146,12 +154,35 @@ impl Store {
         }
     }
 
-    /// Fails unless the store can be written now: a store on a read-only filesystem, or
-    /// locked by another process for longer than the busy timeout, is found before a run
-    /// rather than after it.
-    pub fn check_writable(&self) -> Result<(), StoreError> {
-        let sql = self.sql();
-        self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").map_err(sql)
+    /// Fails unless the store can take a run now, by doing what recording one does — an
+    /// immediate transaction inserting a run — and rolling it back: a store on a read-only
+    /// filesystem, an immutable file (which SQLite opens read-only without a word, and
+    /// which `BEGIN IMMEDIATE` alone let through, issue 19), or a store locked by another
+    /// process for longer than the busy timeout, is found before a run rather than after.
+    pub fn check_writable(&mut self) -> Result<(), StoreError> {
+        if self.conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        let path = self.path.clone();
+        let sql = move |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&sql)?;
+        tx.execute(
+            "INSERT INTO runs (uid, scenario, started_at, recorded_at, duration_s, interrupted,
+                 result_schema_version, params, environment, ops, background, tables, findings,
+                 extra, sample_count)
+             VALUES ('writability-check', '', '', '', 0, 0, 1, '{}', '{}', '{}', NULL, '[]', '[]', '{}', 0)",
+            [],
+        )
+        .map_err(&sql)?;
+        tx.rollback().map_err(&sql)
     }
 
     /// Records a matrix's plan before its first cell runs (its runs name it).

@@ -27,6 +27,7 @@ mod leftovers;
 mod step;
 mod undo;
 
+pub(crate) use file::start_time;
 pub use leftovers::{
     cleanup_leftovers, dead_leftovers, recorded_directories, sysctl_changes, CleanupReport, SysctlChanges,
 };

@@ -1,0 +1,92 @@
+//! Which process makes which run of a matrix: each run's place is claimed in the store
+//! ([`crate::store::Claim`]) before its testbed is made, so that a matrix and its
+//! `--resume`, or two resumes, share the runs left instead of each making them all (issue
+//! 19). This process is the owner; an owner is dead when, on this host, its boot is over or
+//! its process is gone (process id and start time, as the state files tell their runs
+//! apart). Another host's owner is never taken for dead: that needs the lease a farm would add.
+
+use crate::store::{Claim, ClaimOwner, MatrixPlace, Store, StoreError};
+use crate::testbed::state::start_time;
+
+/// This host's name and boot.
+fn host_and_boot() -> (String, String) {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    (
+        read("/proc/sys/kernel/hostname"),
+        read("/proc/sys/kernel/random/boot_id"),
+    )
+}
+
+/// This process, as the owner of the claims it makes now.
+pub(crate) fn this_process() -> ClaimOwner {
+    let (host, boot_id) = host_and_boot();
+    let pid = std::process::id();
+    ClaimOwner {
+        host,
+        boot_id,
+        pid,
+        pid_start: start_time(pid),
+        claimed_at: crate::result::now_rfc3339(),
+    }
+}
+
+/// Whether the owner of a claim has gone: on this host, its boot is over, or no process
+/// with its id and start time runs.
+pub(crate) fn is_dead(owner: &ClaimOwner) -> bool {
+    let (host, boot_id) = host_and_boot();
+    if owner.host != host {
+        return false;
+    }
+    if owner.boot_id != boot_id {
+        return true;
+    }
+    match (start_time(owner.pid), owner.pid_start) {
+        (None, _) => true,
+        (Some(now), Some(then)) => now != then,
+        (Some(_), None) => false,
+    }
+}
+
+/// Claims `place` for this process: `None` when the run is ours to make, else why not
+/// (`made by pid 4242 on host1 since ...`, or `stored meanwhile`).
+pub(crate) fn take(store: &mut Store, place: &MatrixPlace) -> Result<Option<String>, StoreError> {
+    Ok(match store.claim_cell(place, &this_process(), is_dead)? {
+        Claim::Won => None,
+        Claim::Stored => Some("stored meanwhile by another fsynclab".to_string()),
+        Claim::Held(o) => Some(format!(
+            "being made by pid {} on {} (claimed {})",
+            o.pid, o.host, o.claimed_at
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_gone_one_is_dead() {
+        let me = this_process();
+        assert!(!is_dead(&me));
+        let rebooted = ClaimOwner {
+            boot_id: "another boot".into(),
+            ..me.clone()
+        };
+        assert!(is_dead(&rebooted));
+        let reused = ClaimOwner {
+            pid_start: me.pid_start.map(|t| t + 1),
+            ..me.clone()
+        };
+        assert!(is_dead(&reused), "a pid reused by a later process");
+        let elsewhere = ClaimOwner {
+            host: format!("{}-other", me.host),
+            pid: u32::MAX,
+            ..me
+        };
+        assert!(!is_dead(&elsewhere), "another host's owner is never taken for dead");
+    }
+}
