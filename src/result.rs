@@ -4,7 +4,8 @@
 //!
 //! A result carries the scenario's typed [`Details`] (the rows, counts and figures its tables,
 //! findings, headline and seed lines are computed from) beside their rendered forms
-//! (`tables`, `findings`), so that a saved result can be printed again in any format.
+//! (`tables` of [`Cell`]s, `findings`), so that a saved result can be printed again in any
+//! format.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -28,14 +29,83 @@ pub(crate) const SCHEMA_VERSION: u32 = 1;
 pub(crate) struct Table {
     pub(crate) title: String,
     pub(crate) columns: Vec<String>,
-    /// Cells are numbers or strings, one row per line of the table.
-    pub(crate) rows: Vec<Vec<serde_json::Value>>,
+    /// One row per line of the table.
+    pub(crate) rows: Vec<Vec<Cell>>,
 }
 
 /// A typed table row: its columns' titles, and its cells in that order.
 pub(crate) trait Row {
     const COLUMNS: &'static [&'static str];
-    fn cells(&self) -> Vec<serde_json::Value>;
+    fn cells(&self) -> Vec<Cell>;
+}
+
+/// One cell of a [`Table`], stored as a JSON string or number (`"wal"`, `4096`, `812.5`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Cell {
+    /// A name: a coordination, a sync method, a case.
+    Text(String),
+    /// A whole number: a count of calls, a size in KiB.
+    Count(u64),
+    /// A measured figure (a rate, a latency); always finite.
+    Figure(f64),
+    /// Any other JSON a result holds there, kept as it was: `null` where a figure was not a
+    /// number (JSON has no NaN), a later version's kinds of cell.
+    Other(serde_json::Value),
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Cell {
+        Cell::Text(text.to_string())
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Cell {
+        Cell::Text(text)
+    }
+}
+
+impl From<u64> for Cell {
+    fn from(n: u64) -> Cell {
+        Cell::Count(n)
+    }
+}
+
+impl From<f64> for Cell {
+    /// A figure; a non-finite one becomes `null`, as JSON has it.
+    fn from(x: f64) -> Cell {
+        if x.is_finite() {
+            Cell::Figure(x)
+        } else {
+            Cell::Other(serde_json::Value::Null)
+        }
+    }
+}
+
+impl Serialize for Cell {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Cell::Text(s) => ser.serialize_str(s),
+            Cell::Count(n) => ser.serialize_u64(*n),
+            Cell::Figure(x) => ser.serialize_f64(*x),
+            Cell::Other(v) => v.serialize(ser),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Cell {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Cell, D::Error> {
+        use serde_json::Value;
+        Ok(match Value::deserialize(de)? {
+            Value::String(s) => Cell::Text(s),
+            Value::Number(n) => match (n.as_u64(), n.as_f64()) {
+                (Some(count), _) => Cell::Count(count),
+                (None, Some(x)) if n.is_f64() => Cell::Figure(x),
+                _ => Cell::Other(Value::Number(n)),
+            },
+            other => Cell::Other(other),
+        })
+    }
 }
 
 impl Table {
@@ -255,6 +325,25 @@ mod tests {
         assert!(size > 5_000_000, "{size}");
         // About one call per MiB of buffer.
         assert!(calls < 50, "{calls} write calls for {size} bytes");
+    }
+
+    /// Issue 14: table cells are typed, and stored as the JSON strings and numbers they
+    /// always were; what a result holds that is neither is kept as it was.
+    #[test]
+    fn issue14_cells_are_stored_as_strings_and_numbers_and_read_back_typed() {
+        let row: Vec<Cell> = vec![
+            "wal".into(),
+            4096u64.into(),
+            812.5.into(),
+            3.0.into(),
+            f64::NAN.into(),
+            Cell::Other(serde_json::json!(-3)),
+        ];
+        let text = serde_json::to_string(&row).unwrap();
+        assert_eq!(text, r#"["wal",4096,812.5,3.0,null,-3]"#);
+        let back: Vec<Cell> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, row);
+        assert_eq!(back[3], Cell::Figure(3.0), "3.0 stays a figure, 4096 a count");
     }
 
     #[test]
