@@ -4,17 +4,19 @@
 //!
 //! A result carries the scenario's typed [`Details`] (the rows, counts and figures its tables,
 //! findings, headline and seed lines are computed from) beside their rendered forms
-//! (`tables` of [`Cell`]s, `findings`), so that a saved result can be printed again in any
+//! (`tables` of [`Cell`]s, [`Finding`]s), so that a saved result can be printed again in any
 //! format.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::io::Write;
 use std::path::Path;
+use std::str::FromStr;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::environment::Fingerprint;
+use crate::environment::{DeviceFinding, Fingerprint, SysctlsChanged};
 use crate::measure::{OpKind, OpStats, Sample};
 use crate::role::writer::BackgroundReport;
 use crate::scenario::Details;
@@ -119,6 +121,61 @@ impl Table {
     }
 }
 
+/// One conclusion of a run: a line for a reader. Results hold findings as those lines
+/// (`"findings": ["..."]`); read back, a line of a kind this version writes is that kind
+/// again, and any other line is kept as its text.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Finding {
+    /// What the scenario concludes from its figures, rendered from its details. Read back,
+    /// any line that is none of the kinds below (a later version's too).
+    Conclusion(String),
+    /// About the device: the emulated disk's daemon, the cache flushes counted.
+    Device(DeviceFinding),
+    /// Writeback sysctls another process changed during the run.
+    SysctlsChanged(SysctlsChanged),
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Finding::Conclusion(line) => f.write_str(line),
+            Finding::Device(d) => d.fmt(f),
+            Finding::SysctlsChanged(s) => s.fmt(f),
+        }
+    }
+}
+
+impl FromStr for Finding {
+    type Err = std::convert::Infallible;
+
+    /// The finding a line prints; a line of no kind this version knows is a conclusion.
+    fn from_str(line: &str) -> Result<Finding, Self::Err> {
+        Ok(if let Ok(d) = line.parse() {
+            Finding::Device(d)
+        } else if let Ok(s) = line.parse() {
+            Finding::SysctlsChanged(s)
+        } else {
+            Finding::Conclusion(line.to_string())
+        })
+    }
+}
+
+impl Serialize for Finding {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Finding {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Finding, D::Error> {
+        let line = String::deserialize(de)?;
+        match line.parse() {
+            Ok(finding) => Ok(finding),
+            Err(never) => match never {},
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RunResult {
     pub(crate) schema_version: u32,
@@ -146,7 +203,7 @@ pub(crate) struct RunResult {
     pub(crate) tables: Vec<Table>,
     /// Conclusions computed from this run's figures, rendered from `details` and the device.
     #[serde(default)]
-    pub(crate) findings: Vec<String>,
+    pub(crate) findings: Vec<Finding>,
     /// The scenario's typed figures (absent in results of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) details: Option<Details>,
@@ -202,10 +259,10 @@ impl RunResult {
         let Some(details) = &self.details else { return };
         let report = details.report();
         self.tables = report.tables();
-        self.findings = report.findings();
+        self.findings = report.findings().into_iter().map(Finding::Conclusion).collect();
         self.figures = report.figures();
-        self.findings
-            .extend(self.environment.device_findings(self.sync_calls()));
+        let device = self.environment.device_findings(self.sync_calls());
+        self.findings.extend(device.into_iter().map(Finding::Device));
     }
 
     /// The one line the suite's summary shows for this run.
@@ -344,6 +401,31 @@ mod tests {
         let back: Vec<Cell> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, row);
         assert_eq!(back[3], Cell::Figure(3.0), "3.0 stays a figure, 4096 a count");
+    }
+
+    /// Issue 14: findings are stored as the lines they print; read back, the kinds this
+    /// version writes are those kinds again, and any other line is kept as its text.
+    #[test]
+    fn issue14_findings_are_stored_as_lines_and_read_back_typed() {
+        let findings = vec![
+            Finding::Conclusion("floor: a durable 4 KiB overwrite costs 2.274ms at the median".into()),
+            Finding::Device(DeviceFinding::Flushes {
+                flushes: 9,
+                per_sync_call: Some((1.5, 6)),
+            }),
+            Finding::SysctlsChanged(SysctlsChanged(vec![crate::environment::SysctlChange {
+                name: "dirty_ratio".into(),
+                was: 20,
+                now: 5,
+            }])),
+        ];
+        let text = serde_json::to_string(&findings).unwrap();
+        assert_eq!(
+            text,
+            r#"["floor: a durable 4 KiB overwrite costs 2.274ms at the median","device: 9 cache flushes during the run, 1.50 per foreground sync call (6 calls; setup included)","sysctls: vm.dirty_ratio 20 -> 5 during the run (set by another process); the environment records the values at the start"]"#
+        );
+        let back: Vec<Finding> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, findings);
     }
 
     #[test]
