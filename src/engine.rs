@@ -176,6 +176,7 @@ pub(crate) fn run(
         timeline,
         explain,
         stored: None,
+        extra: Default::default(),
     };
     let sync_calls = result.sync_calls();
     testbed.count_flushes(&mut result.environment, flushes_before, sync_calls);

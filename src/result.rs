@@ -6,6 +6,13 @@
 //! findings, headline and seed lines are computed from) beside their rendered forms
 //! (`tables` of [`Cell`]s, [`Finding`]s), so that a saved result can be printed again in any
 //! format.
+//!
+//! What is read back is a [`RunResult`] too, typed as it was written: whole for `show`, or
+//! as its *head*, without its per-call samples (`samples` empty), for what works on figures
+//! and facts — `compare`, the `runs` listing and selection, the matrix table, the HTML
+//! report ([`RunResult::load_head`] for a file, `store::RunSummary::head` for a stored
+//! run). Keys this version does not know (a later version's) are kept in
+//! [`RunResult::extra`] and written out again.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -221,6 +228,10 @@ pub(crate) struct RunResult {
     /// Where the run is kept in the results store, when it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) stored: Option<StoredAt>,
+    /// Keys this version does not know (a later version's), as they were read: printed and
+    /// stored again with the rest, never dropped.
+    #[serde(flatten)]
+    pub(crate) extra: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A run's place in a results store, as a result file names it.
@@ -275,11 +286,105 @@ impl RunResult {
 
     /// Reads a result file written by `--output` or a suite.
     pub(crate) fn load(path: &Path) -> Result<RunResult> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| crate::error::Usage(format!("{}: cannot open it ({e})", path.display())))?;
-        serde_json::from_reader(std::io::BufReader::new(file))
-            .map_err(|e| crate::error::Usage(format!("{}: not an fsynclab result ({e})", path.display())).into())
+        let not_a_result = |e| crate::error::Usage(format!("{}: not an fsynclab result ({e})", path.display()));
+        match serde_json::from_reader(std::io::BufReader::new(open(path)?)) {
+            Ok(result) => Ok(result),
+            // A later version's result may hold parts this one cannot read: read again, they
+            // are kept aside (see `from_object`). Anything else is the first error, which
+            // says where in the file it is.
+            Err(e) => read_parts(open(path)?, true)
+                .ok()
+                .and_then(|(head, samples)| {
+                    let mut result = RunResult::from_object(head).ok()?;
+                    result.samples = samples;
+                    Some(result)
+                })
+                .ok_or_else(|| not_a_result(e).into()),
+        }
     }
+
+    /// Reads the head of a result file: the result without its samples, which are skipped
+    /// as the file is read, never built (a comparison of long runs needs only their
+    /// figures).
+    pub(crate) fn load_head(path: &Path) -> Result<RunResult> {
+        let not_a_result = |e| crate::error::Usage(format!("{}: not an fsynclab result ({e})", path.display()));
+        let (head, _) = read_parts(open(path)?, false).map_err(not_a_result)?;
+        Ok(RunResult::from_object(head).map_err(not_a_result)?)
+    }
+
+    /// The result a JSON object holds (its samples too, if it has them). The parts that a
+    /// later version may write in a kind this one does not know — a new scenario's
+    /// `details`, a `timeline` or `explain` of a new shape — are kept in `extra` as they
+    /// were when this version cannot read them, so that such a run is still listed,
+    /// compared and printed (and printed with them).
+    pub(crate) fn from_object(
+        mut object: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<RunResult, serde_json::Error> {
+        use serde_json::Value;
+        fn unreadable<T: serde::de::DeserializeOwned>(v: &Value) -> bool {
+            !v.is_null() && T::deserialize(v).is_err()
+        }
+        let mut unread = serde_json::Map::new();
+        for (key, cannot_read) in [
+            ("details", unreadable::<Details> as fn(&Value) -> bool),
+            ("timeline", unreadable::<crate::explain::TimelineRecord>),
+            ("explain", unreadable::<crate::explain::run::Explanation>),
+        ] {
+            if let Some(v) = object.remove(key) {
+                match cannot_read(&v) {
+                    true => unread.insert(key.to_string(), v),
+                    false => object.insert(key.to_string(), v),
+                };
+            }
+        }
+        let mut result: RunResult = serde_json::from_value(Value::Object(object))?;
+        result.extra.extend(unread);
+        Ok(result)
+    }
+}
+
+fn open(path: &Path) -> Result<std::fs::File, crate::error::Usage> {
+    std::fs::File::open(path).map_err(|e| crate::error::Usage(format!("{}: cannot open it ({e})", path.display())))
+}
+
+/// A result file as its JSON object without the samples, and its samples (typed as they are
+/// read, or skipped and never built when `keep_samples` is false).
+fn read_parts(
+    file: std::fs::File,
+    keep_samples: bool,
+) -> Result<(serde_json::Map<String, serde_json::Value>, Vec<Sample>), serde_json::Error> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    type Parts = (serde_json::Map<String, serde_json::Value>, Vec<Sample>);
+    struct Split {
+        keep_samples: bool,
+    }
+    impl<'de> Visitor<'de> for Split {
+        type Value = Parts;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parts, A::Error> {
+            let (mut head, mut samples) = (serde_json::Map::new(), Vec::new());
+            while let Some(key) = map.next_key::<String>()? {
+                match (key.as_str(), self.keep_samples) {
+                    ("samples", true) => samples = map.next_value()?,
+                    ("samples", false) => drop(map.next_value::<IgnoredAny>()?),
+                    _ => drop(head.insert(key, map.next_value()?)),
+                }
+            }
+            Ok((head, samples))
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Split {
+        type Value = Parts;
+        fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Parts, D::Error> {
+            de.deserialize_map(self)
+        }
+    }
+    let mut reader = serde_json::Deserializer::from_reader(std::io::BufReader::new(file));
+    let parts = Split { keep_samples }.deserialize(&mut reader)?;
+    reader.end()?;
+    Ok(parts)
 }
 
 /// Writes `value` as pretty JSON to `path` atomically (see [`write_atomically`]).
@@ -426,6 +531,25 @@ mod tests {
         );
         let back: Vec<Finding> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, findings);
+    }
+
+    /// Issue 14: a later version's result — a key, a scenario's details this version does
+    /// not know — is read, and written again with them.
+    #[test]
+    fn issue14_what_a_later_version_adds_is_kept() {
+        let mut object = match serde_json::to_value(crate::scenario::tests_support::empty_result()).unwrap() {
+            serde_json::Value::Object(o) => o,
+            _ => unreachable!("a result is an object"),
+        };
+        object.insert("hints".into(), serde_json::json!([{"text": "later"}]));
+        object.insert("details".into(), serde_json::json!({"new-scenario": {"rounds": 3}}));
+        let result = RunResult::from_object(object.clone()).unwrap();
+        assert_eq!(result.details, None);
+        assert_eq!(result.extra.len(), 2, "{:?}", result.extra);
+        assert_eq!(
+            serde_json::to_value(&result).unwrap(),
+            serde_json::Value::Object(object)
+        );
     }
 
     #[test]
