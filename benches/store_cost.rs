@@ -12,7 +12,6 @@
 
 use std::time::Instant;
 
-use fsynclab::compare::run_figures;
 use fsynclab::html::{self, ReportRun};
 use fsynclab::measure::{OpKind, Sample};
 use fsynclab::store::{codec, SampleColumns, SampleRecord, Store};
@@ -145,6 +144,7 @@ fn measure<S: SampleRecord>(
         // Encode + insert (one transaction, committed), best of three fresh stores; then
         // read back whole and check, outside the timing of the write.
         let (mut best, mut read_best, mut file_bytes) = (f64::MAX, f64::MAX, 0u64);
+        let mut stored = None;
         for _ in 0..3 {
             let dir = tempfile::tempdir()?;
             let path = dir.path().join("results.sqlite");
@@ -156,6 +156,7 @@ fn measure<S: SampleRecord>(
             let back = store.run(id)?;
             read_best = read_best.min(t.elapsed().as_secs_f64());
             assert_eq!(back.samples, SampleColumns::from_records(samples), "round trip");
+            stored = Some(back);
             drop(store);
             file_bytes = 0;
             for e in std::fs::read_dir(dir.path())? {
@@ -174,12 +175,13 @@ fn measure<S: SampleRecord>(
 
         // Read back: decode the run.
         let t = Instant::now();
-        let cols = codec::decode(&block)?;
+        let _decoded = codec::decode(&block)?;
         println!("  decode: {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
 
-        // The HTML report of this run alone.
-        let figures = run_figures(file, result).ok();
-        let run = ReportRun::from_result(file, result, cols, figures);
+        // The HTML report of this run alone, as `fsynclab report` reads it from the store.
+        let stored = stored.ok_or_else(|| anyhow::anyhow!("{file}: never stored"))?;
+        let mut run = ReportRun::from_stored(&stored)?;
+        run.label = file.to_string();
         let t = Instant::now();
         let page = html::render(&html::Report {
             title: format!("fsynclab report: {file}"),

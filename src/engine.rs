@@ -176,11 +176,16 @@ pub(crate) fn run(
         timeline,
         explain,
         stored: None,
+        extra: Default::default(),
     };
     let sync_calls = result.sync_calls();
     testbed.count_flushes(&mut result.environment, flushes_before, sync_calls);
     result.render_views();
-    result.findings.extend(testbed.sysctl_finding(&result.environment));
+    result.findings.extend(
+        testbed
+            .sysctl_finding(&result.environment)
+            .map(crate::result::Finding::SysctlsChanged),
+    );
     let status = Status::of(&result, stop);
     Ok(Finished { result, status })
 }

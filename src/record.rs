@@ -153,14 +153,7 @@ impl Recording {
         };
         let head = value_without_samples(result)?;
         let id = store.record_run(&head, &result.samples, place)?;
-        let uid = store
-            .runs(&store::RunFilter {
-                ids: vec![id],
-                ..Default::default()
-            })?
-            .pop()
-            .map(|r| r.uid)
-            .unwrap_or_default();
+        let uid = store.uid(id)?;
         result.stored = Some(StoredAt {
             run: id.0,
             uid,
@@ -206,7 +199,8 @@ pub(crate) fn keep_elsewhere(result: &RunResult, e: anyhow::Error) -> anyhow::Er
     e.context("the run could not be recorded, nor its result written to a file")
 }
 
-/// The result's JSON object without its samples (they are stored column-wise beside it).
+/// The result's JSON object without its samples, to be written where the samples are kept
+/// apart (column-wise in the store, beside a suite's file).
 pub(crate) fn value_without_samples(result: &mut RunResult) -> Result<Value> {
     let samples = std::mem::take(&mut result.samples);
     let value = serde_json::to_value(&*result);
@@ -218,12 +212,16 @@ pub(crate) fn value_without_samples(result: &mut RunResult) -> Result<Value> {
     Ok(value)
 }
 
+/// A stored run's result without its samples; a run this version cannot read is an error
+/// that says so.
+pub(crate) fn head_of(run: &StoredRun) -> Result<RunResult> {
+    run.head()
+        .map_err(|e| anyhow::anyhow!("run {}: not a result this fsynclab can read ({e})", run.id))
+}
+
 /// A stored run as the result it was, to print it again in any format.
 pub(crate) fn result_of(run: StoredRun) -> Result<RunResult> {
-    let mut object = run.result;
-    object.insert("samples".into(), Value::Array(Vec::new()));
-    let mut result: RunResult = serde_json::from_value(Value::Object(object))
-        .map_err(|e| anyhow::anyhow!("run {}: not a result this fsynclab can read ({e})", run.id))?;
+    let mut result = head_of(&run)?;
     result.samples = samples_of(&run.samples).map_err(|e| anyhow::anyhow!("run {}: {e}", run.id))?;
     Ok(result)
 }

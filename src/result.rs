@@ -4,16 +4,26 @@
 //!
 //! A result carries the scenario's typed [`Details`] (the rows, counts and figures its tables,
 //! findings, headline and seed lines are computed from) beside their rendered forms
-//! (`tables`, `findings`), so that a saved result can be printed again in any format.
+//! (`tables` of [`Cell`]s, [`Finding`]s), so that a saved result can be printed again in any
+//! format.
+//!
+//! What is read back is a [`RunResult`] too, typed as it was written: whole for `show`, or
+//! as its *head*, without its per-call samples (`samples` empty), for what works on figures
+//! and facts — `compare`, the `runs` listing and selection, the matrix table, the HTML
+//! report ([`RunResult::load_head`] for a file, `store::RunSummary::head` for a stored
+//! run). Keys this version does not know (a later version's) are kept in
+//! [`RunResult::extra`] and written out again.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::io::Write;
 use std::path::Path;
+use std::str::FromStr;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::environment::Fingerprint;
+use crate::environment::{DeviceFinding, Fingerprint, SysctlsChanged};
 use crate::measure::{OpKind, OpStats, Sample};
 use crate::role::writer::BackgroundReport;
 use crate::scenario::Details;
@@ -28,14 +38,83 @@ pub(crate) const SCHEMA_VERSION: u32 = 1;
 pub(crate) struct Table {
     pub(crate) title: String,
     pub(crate) columns: Vec<String>,
-    /// Cells are numbers or strings, one row per line of the table.
-    pub(crate) rows: Vec<Vec<serde_json::Value>>,
+    /// One row per line of the table.
+    pub(crate) rows: Vec<Vec<Cell>>,
 }
 
 /// A typed table row: its columns' titles, and its cells in that order.
 pub(crate) trait Row {
     const COLUMNS: &'static [&'static str];
-    fn cells(&self) -> Vec<serde_json::Value>;
+    fn cells(&self) -> Vec<Cell>;
+}
+
+/// One cell of a [`Table`], stored as a JSON string or number (`"wal"`, `4096`, `812.5`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Cell {
+    /// A name: a coordination, a sync method, a case.
+    Text(String),
+    /// A whole number: a count of calls, a size in KiB.
+    Count(u64),
+    /// A measured figure (a rate, a latency); always finite.
+    Figure(f64),
+    /// Any other JSON a result holds there, kept as it was: `null` where a figure was not a
+    /// number (JSON has no NaN), a later version's kinds of cell.
+    Other(serde_json::Value),
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Cell {
+        Cell::Text(text.to_string())
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Cell {
+        Cell::Text(text)
+    }
+}
+
+impl From<u64> for Cell {
+    fn from(n: u64) -> Cell {
+        Cell::Count(n)
+    }
+}
+
+impl From<f64> for Cell {
+    /// A figure; a non-finite one becomes `null`, as JSON has it.
+    fn from(x: f64) -> Cell {
+        if x.is_finite() {
+            Cell::Figure(x)
+        } else {
+            Cell::Other(serde_json::Value::Null)
+        }
+    }
+}
+
+impl Serialize for Cell {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Cell::Text(s) => ser.serialize_str(s),
+            Cell::Count(n) => ser.serialize_u64(*n),
+            Cell::Figure(x) => ser.serialize_f64(*x),
+            Cell::Other(v) => v.serialize(ser),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Cell {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Cell, D::Error> {
+        use serde_json::Value;
+        Ok(match Value::deserialize(de)? {
+            Value::String(s) => Cell::Text(s),
+            Value::Number(n) => match (n.as_u64(), n.as_f64()) {
+                (Some(count), _) => Cell::Count(count),
+                (None, Some(x)) if n.is_f64() => Cell::Figure(x),
+                _ => Cell::Other(Value::Number(n)),
+            },
+            other => Cell::Other(other),
+        })
+    }
 }
 
 impl Table {
@@ -45,6 +124,61 @@ impl Table {
             title,
             columns: R::COLUMNS.iter().map(|c| c.to_string()).collect(),
             rows: rows.iter().map(Row::cells).collect(),
+        }
+    }
+}
+
+/// One conclusion of a run: a line for a reader. Results hold findings as those lines
+/// (`"findings": ["..."]`); read back, a line of a kind this version writes is that kind
+/// again, and any other line is kept as its text.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Finding {
+    /// What the scenario concludes from its figures, rendered from its details. Read back,
+    /// any line that is none of the kinds below (a later version's too).
+    Conclusion(String),
+    /// About the device: the emulated disk's daemon, the cache flushes counted.
+    Device(DeviceFinding),
+    /// Writeback sysctls another process changed during the run.
+    SysctlsChanged(SysctlsChanged),
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Finding::Conclusion(line) => f.write_str(line),
+            Finding::Device(d) => d.fmt(f),
+            Finding::SysctlsChanged(s) => s.fmt(f),
+        }
+    }
+}
+
+impl FromStr for Finding {
+    type Err = std::convert::Infallible;
+
+    /// The finding a line prints; a line of no kind this version knows is a conclusion.
+    fn from_str(line: &str) -> Result<Finding, Self::Err> {
+        Ok(if let Ok(d) = line.parse() {
+            Finding::Device(d)
+        } else if let Ok(s) = line.parse() {
+            Finding::SysctlsChanged(s)
+        } else {
+            Finding::Conclusion(line.to_string())
+        })
+    }
+}
+
+impl Serialize for Finding {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Finding {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Finding, D::Error> {
+        let line = String::deserialize(de)?;
+        match line.parse() {
+            Ok(finding) => Ok(finding),
+            Err(never) => match never {},
         }
     }
 }
@@ -76,7 +210,7 @@ pub(crate) struct RunResult {
     pub(crate) tables: Vec<Table>,
     /// Conclusions computed from this run's figures, rendered from `details` and the device.
     #[serde(default)]
-    pub(crate) findings: Vec<String>,
+    pub(crate) findings: Vec<Finding>,
     /// The scenario's typed figures (absent in results of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) details: Option<Details>,
@@ -94,6 +228,10 @@ pub(crate) struct RunResult {
     /// Where the run is kept in the results store, when it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) stored: Option<StoredAt>,
+    /// Keys this version does not know (a later version's), as they were read: printed and
+    /// stored again with the rest, never dropped.
+    #[serde(flatten)]
+    pub(crate) extra: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A run's place in a results store, as a result file names it.
@@ -132,10 +270,10 @@ impl RunResult {
         let Some(details) = &self.details else { return };
         let report = details.report();
         self.tables = report.tables();
-        self.findings = report.findings();
+        self.findings = report.findings().into_iter().map(Finding::Conclusion).collect();
         self.figures = report.figures();
-        self.findings
-            .extend(self.environment.device_findings(self.sync_calls()));
+        let device = self.environment.device_findings(self.sync_calls());
+        self.findings.extend(device.into_iter().map(Finding::Device));
     }
 
     /// The one line the suite's summary shows for this run.
@@ -148,11 +286,105 @@ impl RunResult {
 
     /// Reads a result file written by `--output` or a suite.
     pub(crate) fn load(path: &Path) -> Result<RunResult> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| crate::error::Usage(format!("{}: cannot open it ({e})", path.display())))?;
-        serde_json::from_reader(std::io::BufReader::new(file))
-            .map_err(|e| crate::error::Usage(format!("{}: not an fsynclab result ({e})", path.display())).into())
+        let not_a_result = |e| crate::error::Usage(format!("{}: not an fsynclab result ({e})", path.display()));
+        match serde_json::from_reader(std::io::BufReader::new(open(path)?)) {
+            Ok(result) => Ok(result),
+            // A later version's result may hold parts this one cannot read: read again, they
+            // are kept aside (see `from_object`). Anything else is the first error, which
+            // says where in the file it is.
+            Err(e) => read_parts(open(path)?, true)
+                .ok()
+                .and_then(|(head, samples)| {
+                    let mut result = RunResult::from_object(head).ok()?;
+                    result.samples = samples;
+                    Some(result)
+                })
+                .ok_or_else(|| not_a_result(e).into()),
+        }
     }
+
+    /// Reads the head of a result file: the result without its samples, which are skipped
+    /// as the file is read, never built (a comparison of long runs needs only their
+    /// figures).
+    pub(crate) fn load_head(path: &Path) -> Result<RunResult> {
+        let not_a_result = |e| crate::error::Usage(format!("{}: not an fsynclab result ({e})", path.display()));
+        let (head, _) = read_parts(open(path)?, false).map_err(not_a_result)?;
+        Ok(RunResult::from_object(head).map_err(not_a_result)?)
+    }
+
+    /// The result a JSON object holds (its samples too, if it has them). The parts that a
+    /// later version may write in a kind this one does not know — a new scenario's
+    /// `details`, a `timeline` or `explain` of a new shape — are kept in `extra` as they
+    /// were when this version cannot read them, so that such a run is still listed,
+    /// compared and printed (and printed with them).
+    pub(crate) fn from_object(
+        mut object: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<RunResult, serde_json::Error> {
+        use serde_json::Value;
+        fn unreadable<T: serde::de::DeserializeOwned>(v: &Value) -> bool {
+            !v.is_null() && T::deserialize(v).is_err()
+        }
+        let mut unread = serde_json::Map::new();
+        for (key, cannot_read) in [
+            ("details", unreadable::<Details> as fn(&Value) -> bool),
+            ("timeline", unreadable::<crate::explain::TimelineRecord>),
+            ("explain", unreadable::<crate::explain::run::Explanation>),
+        ] {
+            if let Some(v) = object.remove(key) {
+                match cannot_read(&v) {
+                    true => unread.insert(key.to_string(), v),
+                    false => object.insert(key.to_string(), v),
+                };
+            }
+        }
+        let mut result: RunResult = serde_json::from_value(Value::Object(object))?;
+        result.extra.extend(unread);
+        Ok(result)
+    }
+}
+
+fn open(path: &Path) -> Result<std::fs::File, crate::error::Usage> {
+    std::fs::File::open(path).map_err(|e| crate::error::Usage(format!("{}: cannot open it ({e})", path.display())))
+}
+
+/// A result file as its JSON object without the samples, and its samples (typed as they are
+/// read, or skipped and never built when `keep_samples` is false).
+fn read_parts(
+    file: std::fs::File,
+    keep_samples: bool,
+) -> Result<(serde_json::Map<String, serde_json::Value>, Vec<Sample>), serde_json::Error> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    type Parts = (serde_json::Map<String, serde_json::Value>, Vec<Sample>);
+    struct Split {
+        keep_samples: bool,
+    }
+    impl<'de> Visitor<'de> for Split {
+        type Value = Parts;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parts, A::Error> {
+            let (mut head, mut samples) = (serde_json::Map::new(), Vec::new());
+            while let Some(key) = map.next_key::<String>()? {
+                match (key.as_str(), self.keep_samples) {
+                    ("samples", true) => samples = map.next_value()?,
+                    ("samples", false) => drop(map.next_value::<IgnoredAny>()?),
+                    _ => drop(head.insert(key, map.next_value()?)),
+                }
+            }
+            Ok((head, samples))
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Split {
+        type Value = Parts;
+        fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Parts, D::Error> {
+            de.deserialize_map(self)
+        }
+    }
+    let mut reader = serde_json::Deserializer::from_reader(std::io::BufReader::new(file));
+    let parts = Split { keep_samples }.deserialize(&mut reader)?;
+    reader.end()?;
+    Ok(parts)
 }
 
 /// Writes `value` as pretty JSON to `path` atomically (see [`write_atomically`]).
@@ -235,6 +467,69 @@ mod tests {
         assert!(size > 5_000_000, "{size}");
         // About one call per MiB of buffer.
         assert!(calls < 50, "{calls} write calls for {size} bytes");
+    }
+
+    /// Issue 14: table cells are typed, and stored as the JSON strings and numbers they
+    /// always were; what a result holds that is neither is kept as it was.
+    #[test]
+    fn issue14_cells_are_stored_as_strings_and_numbers_and_read_back_typed() {
+        let row: Vec<Cell> = vec![
+            "wal".into(),
+            4096u64.into(),
+            812.5.into(),
+            3.0.into(),
+            f64::NAN.into(),
+            Cell::Other(serde_json::json!(-3)),
+        ];
+        let text = serde_json::to_string(&row).unwrap();
+        assert_eq!(text, r#"["wal",4096,812.5,3.0,null,-3]"#);
+        let back: Vec<Cell> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, row);
+        assert_eq!(back[3], Cell::Figure(3.0), "3.0 stays a figure, 4096 a count");
+    }
+
+    /// Issue 14: findings are stored as the lines they print; read back, the kinds this
+    /// version writes are those kinds again, and any other line is kept as its text.
+    #[test]
+    fn issue14_findings_are_stored_as_lines_and_read_back_typed() {
+        let findings = vec![
+            Finding::Conclusion("floor: a durable 4 KiB overwrite costs 2.274ms at the median".into()),
+            Finding::Device(DeviceFinding::Flushes {
+                flushes: 9,
+                per_sync_call: Some((1.5, 6)),
+            }),
+            Finding::SysctlsChanged(SysctlsChanged(vec![crate::environment::SysctlChange {
+                name: "dirty_ratio".into(),
+                was: 20,
+                now: 5,
+            }])),
+        ];
+        let text = serde_json::to_string(&findings).unwrap();
+        assert_eq!(
+            text,
+            r#"["floor: a durable 4 KiB overwrite costs 2.274ms at the median","device: 9 cache flushes during the run, 1.50 per foreground sync call (6 calls; setup included)","sysctls: vm.dirty_ratio 20 -> 5 during the run (set by another process); the environment records the values at the start"]"#
+        );
+        let back: Vec<Finding> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, findings);
+    }
+
+    /// Issue 14: a later version's result — a key, a scenario's details this version does
+    /// not know — is read, and written again with them.
+    #[test]
+    fn issue14_what_a_later_version_adds_is_kept() {
+        let mut object = match serde_json::to_value(crate::scenario::tests_support::empty_result()).unwrap() {
+            serde_json::Value::Object(o) => o,
+            _ => unreachable!("a result is an object"),
+        };
+        object.insert("hints".into(), serde_json::json!([{"text": "later"}]));
+        object.insert("details".into(), serde_json::json!({"new-scenario": {"rounds": 3}}));
+        let result = RunResult::from_object(object.clone()).unwrap();
+        assert_eq!(result.details, None);
+        assert_eq!(result.extra.len(), 2, "{:?}", result.extra);
+        assert_eq!(
+            serde_json::to_value(&result).unwrap(),
+            serde_json::Value::Object(object)
+        );
     }
 
     #[test]

@@ -25,7 +25,10 @@ fn result(flush_ms: f64, noise: f64, started_at: &str) -> Value {
     json!({
         "schema_version": 1, "scenario": "fsync-tps", "started_at": started_at,
         "duration_s": 30.0, "interrupted": false,
-        "params": {"threads": "1"}, "environment": {"device_profile": {"name": format!("flush={flush_ms}ms")}},
+        "params": {"threads": "1"},
+        "environment": {"fsynclab_version": "0.1.0", "kernel": "6.1.0", "cpus": 2, "memory_bytes": 8u64 << 30,
+                        "target": "/work", "filesystem": null, "device": null, "sysctls": {},
+                        "device_profile": {"name": format!("flush={flush_ms}ms")}},
         "ops": {"fsync": {"count": count, "errors": 0, "bytes": 0, "latency_ns": {
             "min": (p50 * 0.9) as u64, "p50": p50 as u64, "p90": (p50 * 1.1) as u64,
             "p99": (p50 * 1.3) as u64, "p999": (p50 * 1.5) as u64, "max": (p50 * 2.0) as u64,

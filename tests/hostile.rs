@@ -40,7 +40,9 @@ fn result(scenario: &str, params: Value, fsync_ms: f64, started_at: &str) -> Val
     let p50 = fsync_ms * 1e6;
     json!({
         "schema_version": 1, "scenario": scenario, "started_at": started_at,
-        "duration_s": 3.0, "interrupted": false, "params": params, "environment": {},
+        "duration_s": 3.0, "interrupted": false, "params": params,
+        "environment": {"fsynclab_version": "0.1.0", "kernel": "6.1.0", "cpus": 2, "memory_bytes": 8u64 << 30,
+                        "target": "/work", "filesystem": null, "device": null, "sysctls": {}},
         "ops": {"fsync": {"count": (3000.0 / fsync_ms) as u64, "errors": 0, "bytes": 0, "latency_ns": {
             "min": (p50 * 0.9) as u64, "p50": p50 as u64, "p90": (p50 * 1.1) as u64,
             "p99": (p50 * 1.3) as u64, "p999": (p50 * 1.5) as u64, "max": (p50 * 2.0) as u64,

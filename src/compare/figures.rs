@@ -4,14 +4,14 @@
 //! the unit of comparison (its calls share journal commits and writeback, so they are not
 //! independent), and these are its measurements.
 //!
-//! They are read from a result's JSON shape (`schema/result-v1.schema.json`: `ops.KIND.count`,
-//! `.errors`, `.latency_ns.{p50,p99,max}`, `duration_s`, `background.mb_per_s`, `figures`),
-//! so a result file, a stored run and a run in memory all give the same figures.
+//! They are computed from a result as typed ([`RunResult`]: its `ops`, `duration_s`,
+//! `background` and named `figures`), so a run in memory, a result file and a stored run
+//! read back all give the same figures.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde_json::Value;
+use crate::result::RunResult;
 
 /// What is measured of a subject.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -138,74 +138,44 @@ pub struct RunFigures {
 /// What is wrong with a result that has no figures.
 #[derive(Debug, thiserror::Error)]
 pub enum FigureError {
-    #[error("{run}: not a result (missing or wrong {field})")]
-    Shape { run: String, field: &'static str },
+    #[error("{run}: not a result this fsynclab can read ({reason})")]
+    Unreadable { run: String, reason: String },
     #[error("{run}: the measured part lasted {duration_s} s, so no rate can be computed")]
     NoDuration { run: String, duration_s: f64 },
 }
 
-/// The figures of a result in its JSON shape: for every operation kind with at least one
-/// call, ops/s ((count − errors) / duration_s: failed calls are not work done), p50, p99
-/// and max (ns, from the result's histogram summary); and the background writer's MB/s
-/// when there was one.
-pub fn run_figures(run: &str, result: &Value) -> Result<RunFigures, FigureError> {
-    let shape = |field| FigureError::Shape {
-        run: run.to_string(),
-        field,
-    };
-    let duration_s = result
-        .get("duration_s")
-        .and_then(Value::as_f64)
-        .ok_or_else(|| shape("duration_s"))?;
+/// The figures of a result: for every operation kind with at least one call, ops/s
+/// ((count − errors) / duration_s: failed calls are not work done), p50, p99 and max (ns,
+/// from the result's histogram summary); the background writer's MB/s when there was one;
+/// and the figures the scenario names itself.
+pub(crate) fn run_figures(run: &str, result: &RunResult) -> Result<RunFigures, FigureError> {
+    let duration_s = result.duration_s;
     if duration_s.is_nan() || duration_s <= 0.0 {
         return Err(FigureError::NoDuration {
             run: run.to_string(),
             duration_s,
         });
     }
-    let ops = result
-        .get("ops")
-        .and_then(Value::as_object)
-        .ok_or_else(|| shape("ops"))?;
     let mut values = BTreeMap::new();
-    for (op, stats) in ops {
-        let count = stats
-            .get("count")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| shape("ops.*.count"))?;
-        if count == 0 {
-            continue;
-        }
-        let errors = stats.get("errors").and_then(Value::as_u64).unwrap_or(0);
-        let latency = stats.get("latency_ns").ok_or_else(|| shape("ops.*.latency_ns"))?;
-        let ns = |key| {
-            latency
-                .get(key)
-                .and_then(Value::as_f64)
-                .ok_or_else(|| shape("ops.*.latency_ns"))
-        };
+    for (op, stats) in result.ops.iter().filter(|(_, s)| s.count > 0) {
+        let subject = op.name();
+        let latency = &stats.latency_ns;
         values.insert(
-            Figure::new(op, Metric::OpsPerSec),
-            count.saturating_sub(errors) as f64 / duration_s,
+            Figure::new(subject, Metric::OpsPerSec),
+            stats.count.saturating_sub(stats.errors) as f64 / duration_s,
         );
-        values.insert(Figure::new(op, Metric::P50), ns("p50")?);
-        values.insert(Figure::new(op, Metric::P99), ns("p99")?);
-        values.insert(Figure::new(op, Metric::Max), ns("max")?);
+        values.insert(Figure::new(subject, Metric::P50), latency.p50 as f64);
+        values.insert(Figure::new(subject, Metric::P99), latency.p99 as f64);
+        values.insert(Figure::new(subject, Metric::Max), latency.max as f64);
     }
-    if let Some(mb) = result
-        .get("background")
-        .and_then(|b| b.get("mb_per_s"))
-        .and_then(Value::as_f64)
-    {
-        values.insert(Figure::new(BACKGROUND, Metric::MbPerS), mb);
+    if let Some(background) = &result.background {
+        values.insert(Figure::new(BACKGROUND, Metric::MbPerS), background.mb_per_s);
     }
     // The scenario's own figures of the whole run, by name; names this version does not
     // know (a later one's) are left out rather than guessed at.
-    if let Some(named) = result.get("figures").and_then(Value::as_object) {
-        for (name, v) in named {
-            if let (Some(figure), Some(v)) = (Figure::parse(name), v.as_f64()) {
-                values.insert(figure, v);
-            }
+    for (name, v) in &result.figures {
+        if let Some(figure) = Figure::parse(name) {
+            values.insert(figure, *v);
         }
     }
     Ok(RunFigures {
@@ -242,21 +212,34 @@ impl RunFigures {
 mod tests {
     use super::*;
 
-    fn result() -> Value {
-        serde_json::json!({
-            "duration_s": 2.0,
-            "ops": {
-                "fsync": {"count": 400, "errors": 0, "bytes": 0,
-                          "latency_ns": {"min": 1, "p50": 4_000_000, "p90": 0, "p99": 9_000_000,
-                                         "p999": 0, "max": 25_000_000, "mean": 0}},
-                "write": {"count": 402, "errors": 2, "bytes": 0,
-                          "latency_ns": {"min": 1, "p50": 3000, "p90": 0, "p99": 8000,
-                                         "p999": 0, "max": 90000, "mean": 0}},
-                "fdatasync": {"count": 0, "errors": 0, "bytes": 0, "latency_ns": {}}
+    fn result() -> RunResult {
+        use crate::measure::{LatencySummary, OpKind, OpStats};
+        let op = |count, errors, p50, p99, max| OpStats {
+            count,
+            errors,
+            bytes: 0,
+            latency_ns: LatencySummary {
+                min: 1,
+                p50,
+                p99,
+                max,
+                ..LatencySummary::default()
             },
-            "background": {"mb_per_s": 24.5},
-            "figures": {"commit.tps": 812.5, "commit.unknown": 1.0}
-        })
+        };
+        let mut background = crate::role::writer::BackgroundReport::empty(crate::role::writer::WriterKind::Stream);
+        background.mb_per_s = 24.5;
+        RunResult {
+            duration_s: 2.0,
+            ops: [
+                (OpKind::Fsync, op(400, 0, 4_000_000, 9_000_000, 25_000_000)),
+                (OpKind::Write, op(402, 2, 3000, 8000, 90000)),
+                (OpKind::Fdatasync, op(0, 0, 0, 0, 0)),
+            ]
+            .into(),
+            background: Some(background),
+            figures: [("commit.tps".to_string(), 812.5), ("commit.unknown".to_string(), 1.0)].into(),
+            ..crate::scenario::tests_support::empty_result()
+        }
     }
 
     #[test]
@@ -288,7 +271,7 @@ mod tests {
         let f = run_figures("r1", &result()).unwrap();
         assert_eq!(f.main_figure(), Some(Figure::new("commit", Metric::Tps)));
         let mut r = result();
-        r.as_object_mut().unwrap().remove("figures");
+        r.figures.clear();
         let f = run_figures("r1", &r).unwrap();
         assert_eq!(
             f.main_figure(),
@@ -300,13 +283,9 @@ mod tests {
     #[test]
     fn a_result_without_duration_says_so() {
         let mut r = result();
-        r["duration_s"] = 0.0.into();
+        r.duration_s = 0.0;
         let e = run_figures("r1", &r).unwrap_err().to_string();
         assert!(e.contains("r1") && e.contains("0 s"), "{e}");
-        let e = run_figures("x.json", &serde_json::json!({"duration_s": 1.0}))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("x.json: not a result") && e.contains("ops"), "{e}");
     }
 
     #[test]

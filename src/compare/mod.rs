@@ -24,7 +24,8 @@ pub mod stats;
 pub mod table;
 mod verdict;
 
-pub use figures::{run_figures, Direction, Figure, Metric, RunFigures};
+pub(crate) use figures::run_figures;
+pub use figures::{Direction, Figure, Metric, RunFigures};
 pub use render::render_comparison;
 use stats::Bootstrap;
 use verdict::{decide_all, estimate};

@@ -20,6 +20,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 mod device;
+mod findings;
 mod memory;
 mod mounts;
 
@@ -29,6 +30,7 @@ pub use device::{
 };
 pub(crate) use device::{device_numbers, disk_dir};
 
+pub use findings::{DeviceFinding, NotThisFinding, SysctlChange, SysctlsChanged};
 pub use memory::{
     check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, dirty_background_threshold,
     meminfo_field, parse_memtotal, read_sysctls, DIRTY_SYSCTLS,
@@ -160,25 +162,22 @@ impl Fingerprint {
         format!("{fs}{dev}{scratch}")
     }
 
-    /// The finding about the device's cache flushes, when they were counted: how many, and
-    /// per foreground sync call (`sync_calls` of them).
-    pub fn device_findings(&self, sync_calls: u64) -> Vec<String> {
+    /// The findings about the device: its daemon falling behind its model, and its cache
+    /// flushes when they were counted: how many, and per foreground sync call (`sync_calls`
+    /// of them).
+    pub fn device_findings(&self, sync_calls: u64) -> Vec<DeviceFinding> {
         let Some(profile) = &self.device_profile else {
             return Vec::new();
         };
         let mut out = Vec::new();
         let lag = profile.activity.as_ref().map(|a| a.drain_lag_ms_max);
-        if let Some(lag) = lag.filter(|l| *l > DAEMON_LAG_MS) {
-            out.push(format!(
-                "device: the emulated disk's daemon fell up to {lag:.0} ms behind its model (CPU or memory bandwidth): throughput figures here are the daemon's ceiling, not the profile's"
-            ));
+        if let Some(lag_ms) = lag.filter(|l| *l > DAEMON_LAG_MS) {
+            out.push(DeviceFinding::DaemonBehind { lag_ms });
         }
         if let Some(flushes) = profile.flushes {
-            out.push(match profile.flushes_per_sync {
-                Some(per) => format!(
-                    "device: {flushes} cache flushes during the run, {per:.2} per foreground sync call ({sync_calls} calls; setup included)"
-                ),
-                None => format!("device: {flushes} cache flushes during the run"),
+            out.push(DeviceFinding::Flushes {
+                flushes,
+                per_sync_call: profile.flushes_per_sync.map(|per| (per, sync_calls)),
             });
         }
         out

@@ -15,10 +15,9 @@ mod svg;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
 use crate::compare::table::{self, MatrixTable};
 use crate::compare::{Figure, Metric, RunFigures};
+use crate::result::RunResult;
 use crate::store::{SampleColumns, StoredRun};
 
 pub use svg::{CDF_POINTS, HEAT_COLUMNS, HEAT_ROWS, SLOW_POINTS};
@@ -42,48 +41,32 @@ pub struct ReportRun {
 }
 
 impl ReportRun {
-    /// A run from its result JSON (without or with its `samples`, which are taken from
-    /// `samples` either way).
-    pub fn from_result(label: &str, result: &Value, samples: SampleColumns, figures: Option<RunFigures>) -> ReportRun {
-        let text = |k: &str| result.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let bg = result.get("background").filter(|b| !b.is_null());
+    /// A run from its result (its head will do: the samples are taken from `samples`), with
+    /// its figures when it has them.
+    pub(crate) fn from_result(label: &str, result: &RunResult, samples: SampleColumns) -> ReportRun {
+        let background = result.background.as_ref();
         ReportRun {
             label: label.to_string(),
-            scenario: text("scenario"),
-            started_at: text("started_at"),
-            duration_s: result.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0),
-            params: result
-                .get("params")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string)))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            figures,
+            scenario: result.scenario.clone(),
+            started_at: result.started_at.clone(),
+            duration_s: result.duration_s,
+            params: result.params.clone(),
+            figures: crate::compare::run_figures(label, result).ok(),
             samples,
-            background: bg
-                .and_then(|b| b.get("per_second"))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| Some((s.get("second")?.as_u64()?, s.get("bytes")?.as_u64()?)))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            background_kind: bg
-                .and_then(|b| b.get("kind"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            background: background
+                .map_or_else(Vec::new, |b| b.per_second.iter().map(|s| (s.second, s.bytes)).collect()),
+            background_kind: background.map(|b| b.kind.to_string()),
         }
     }
 
-    /// A run read from the store.
-    pub fn from_stored(run: &StoredRun) -> ReportRun {
-        let result = Value::Object(run.result.clone());
-        let figures = crate::compare::run_figures(&run.id.to_string(), &result).ok();
-        ReportRun::from_result(&format!("run {}", run.id), &result, run.samples.clone(), figures)
+    /// A run read from the store; one this version cannot read is an error that says so.
+    pub fn from_stored(run: &StoredRun) -> anyhow::Result<ReportRun> {
+        let head = crate::record::head_of(run)?;
+        Ok(ReportRun::from_result(
+            &format!("run {}", run.id),
+            &head,
+            run.samples.clone(),
+        ))
     }
 }
 

@@ -202,8 +202,7 @@ pub(crate) fn execute(
                 return Err(record::keep_elsewhere(&finished.result, e));
             }
         };
-        let head = record::value_without_samples(&mut finished.result)?;
-        let figure = run_figures("", &head)
+        let figure = run_figures("", &finished.result)
             .ok()
             .and_then(|f| {
                 f.main_figure()

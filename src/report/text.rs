@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::Exporter;
-use crate::result::{RunResult, Table};
+use crate::result::{Cell, RunResult, Table};
 use crate::role::writer::BackgroundReport;
 use crate::units::{format_latency_ns, human_size};
 
@@ -103,13 +103,11 @@ fn table(t: &Table) -> String {
     for r in &t.rows {
         rows.push(
             r.iter()
-                .map(|v| match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    serde_json::Value::Number(n) => match n.as_f64() {
-                        Some(f) if n.is_f64() => format!("{f:.1}"),
-                        _ => n.to_string(),
-                    },
-                    other => other.to_string(),
+                .map(|cell| match cell {
+                    Cell::Text(s) => s.clone(),
+                    Cell::Count(n) => n.to_string(),
+                    Cell::Figure(x) => format!("{x:.1}"),
+                    Cell::Other(v) => v.to_string(),
                 })
                 .collect(),
         );

@@ -149,13 +149,10 @@ fn differences(a: &[Picked], b: &[Picked]) -> Result<Vec<String>> {
             if !bed.contains(&t) {
                 bed.push(t);
             }
-            if let Value::Object(params) = p.params()? {
-                for (k, v) in params {
-                    let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-                    let e = m.entry(k).or_default();
-                    if !e.contains(&v) {
-                        e.push(v);
-                    }
+            for (k, v) in p.params()? {
+                let e = m.entry(k).or_default();
+                if !e.contains(&v) {
+                    e.push(v);
                 }
             }
         }

@@ -6,6 +6,7 @@ use anyhow::Result;
 use serde_json::{json, Value};
 
 use crate::cli::{ListFormat, RunsArgs};
+use crate::environment::Fingerprint;
 use crate::error::Usage;
 use crate::params::{parse_value, split_assignment};
 use crate::record;
@@ -102,26 +103,26 @@ fn has_param(r: &RunSummary, name: &str, value: &str) -> bool {
     }
 }
 
-/// `ext4 hdd-7200`, `ext4 at /work` for a --dir run.
-pub(crate) fn testbed(env: &Value) -> String {
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    match env.get("scratch").filter(|s| s.is_object()) {
+/// `ext4 hdd-7200`, `ext4 at /work` for a --dir run; `?` when the run's environment is not
+/// known.
+pub(crate) fn testbed(env: Option<&Fingerprint>) -> String {
+    let Some(env) = env else { return "?".into() };
+    match &env.scratch {
         Some(s) => {
-            let mut fs = text(s, "fstype");
-            let opts = text(s, "mount_options");
-            if !opts.is_empty() {
-                fs = format!("{fs}:{opts}");
-            }
-            let device = env.get("device_profile").map(|d| text(d, "name")).unwrap_or_default();
-            let scheduler = text(s, "scheduler");
-            [fs, device, scheduler]
+            let fs = match s.mount_options.as_str() {
+                "" => s.fstype.clone(),
+                opts => format!("{}:{opts}", s.fstype),
+            };
+            let device = env.device_profile.as_ref().map(|d| d.name.as_str()).unwrap_or("");
+            let scheduler = s.scheduler.as_deref().unwrap_or("");
+            [fs.as_str(), device, scheduler]
                 .into_iter()
                 .filter(|x| !x.is_empty())
                 .collect::<Vec<_>>()
                 .join(" ")
         }
-        None => match env.get("filesystem").filter(|f| f.is_object()) {
-            Some(f) => format!("{} at {}", text(f, "fstype"), text(f, "mount_point")),
+        None => match &env.filesystem {
+            Some(f) => format!("{} at {}", f.fstype, f.mount_point),
             None => "?".into(),
         },
     }
@@ -163,7 +164,7 @@ fn table(runs: &[RunSummary]) -> String {
             format!("{:.1} s", r.duration_s),
             r.sample_count.to_string(),
             main_figure(r),
-            testbed(&r.environment),
+            testbed(r.head.as_ref().ok().map(|h| &h.environment)),
             matrix,
         ]);
     }
@@ -201,7 +202,7 @@ fn as_json(r: &RunSummary) -> Value {
         "interrupted": r.interrupted,
         "calls": r.sample_count,
         "params": r.params,
-        "testbed": testbed(&r.environment),
+        "testbed": testbed(r.head.as_ref().ok().map(|h| &h.environment)),
         "figures": r.figures().ok().map(|f| {
             f.values.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()
         }),

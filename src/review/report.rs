@@ -7,7 +7,6 @@ use anyhow::Result;
 
 use super::select::{pick, Picked};
 use crate::cli::ReportArgs;
-use crate::compare::run_figures;
 use crate::html::{self, Report, ReportRun};
 use crate::matrix::table::StoredMatrix;
 use crate::record;
@@ -54,7 +53,7 @@ fn runs_report(args: &ReportArgs) -> Result<Report> {
                         opened = Some(store()?);
                     }
                     let store = opened.as_ref().ok_or_else(|| anyhow::anyhow!("no store"))?;
-                    ReportRun::from_stored(&record::read_run(store, summary.id)?)
+                    ReportRun::from_stored(&record::read_run(store, summary.id)?)?
                 }
                 Picked::File(path) => from_file(&path)?,
             });
@@ -86,10 +85,7 @@ fn from_file(path: &std::path::Path) -> Result<ReportRun> {
         }
     }
     let samples = SampleColumns::from_records(&result.samples);
-    let head = record::value_without_samples(&mut result)?;
-    let label = path.display().to_string();
-    let figures = run_figures(&label, &head).ok();
-    Ok(ReportRun::from_result(&label, &head, samples, figures))
+    Ok(ReportRun::from_result(&path.display().to_string(), &result, samples))
 }
 
 fn matrix_report(args: &ReportArgs, id: &str) -> Result<Report> {
@@ -104,7 +100,7 @@ fn matrix_report(args: &ReportArgs, id: &str) -> Result<Report> {
     let table = stored.table(&figure, None)?;
     let mut runs = Vec::new();
     for (label, run_id) in stored.median_runs(&figure) {
-        let mut run = ReportRun::from_stored(&record::read_run(&store, run_id)?);
+        let mut run = ReportRun::from_stored(&record::read_run(&store, run_id)?)?;
         run.label = format!("{label} (run {run_id}, the median {figure})");
         runs.push(run);
     }

@@ -8,14 +8,14 @@
 //!
 //! Interrupted runs are left out of a matrix cell: a run cut short is not a repetition.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use serde::Deserialize;
-use serde_json::Value;
 
 use crate::compare::{run_figures, RunFigures};
 use crate::error::Usage;
+use crate::result::RunResult;
 use crate::store::{RunFilter, RunId, RunSummary, Store};
 
 /// One run a set names.
@@ -37,20 +37,15 @@ impl Picked {
     pub(crate) fn figures(&self) -> Result<RunFigures> {
         match self {
             Picked::Stored(r) => Ok(r.figures()?),
-            Picked::File(p) => {
-                let head = read_head(p)?;
-                Ok(run_figures(&p.display().to_string(), &head)?)
-            }
+            Picked::File(p) => Ok(run_figures(&p.display().to_string(), &RunResult::load_head(p)?)?),
         }
     }
 
     /// The testbed the run had (`ext4 hdd-7200`), for saying how two sets differ.
     pub(crate) fn testbed(&self) -> Result<String> {
         match self {
-            Picked::Stored(r) => Ok(super::listing::testbed(&r.environment)),
-            Picked::File(p) => Ok(super::listing::testbed(
-                read_head(p)?.get("environment").unwrap_or(&Value::Null),
-            )),
+            Picked::Stored(r) => Ok(super::listing::testbed(r.head.as_ref().ok().map(|h| &h.environment))),
+            Picked::File(p) => Ok(super::listing::testbed(Some(&RunResult::load_head(p)?.environment))),
         }
     }
 
@@ -58,69 +53,42 @@ impl Picked {
     pub(crate) fn scenario(&self) -> Result<String> {
         match self {
             Picked::Stored(r) => Ok(r.scenario.clone()),
-            Picked::File(p) => Ok(read_head(p)?["scenario"].as_str().unwrap_or("?").to_string()),
+            Picked::File(p) => Ok(RunResult::load_head(p)?.scenario),
         }
     }
 
     /// What makes the run this run, whether it is named by id or as a file (its own, or a
     /// copy, or an export of a stored run): its scenario, start, length and call figures.
     fn identity(&self) -> Result<String> {
+        let head;
         let (scenario, started, duration, ops) = match self {
-            Picked::Stored(r) => (
-                Value::from(r.scenario.as_str()),
-                Value::from(r.started_at.as_str()),
-                Value::from(r.duration_s),
-                r.ops.clone(),
-            ),
+            Picked::Stored(r) => {
+                let ops = match &r.head {
+                    Ok(h) => serde_json::to_value(&h.ops)?,
+                    Err(_) => serde_json::Value::Null,
+                };
+                (r.scenario.as_str(), r.started_at.as_str(), r.duration_s, ops)
+            }
             Picked::File(p) => {
-                let head = read_head(p)?;
-                let get = |k: &str| head.get(k).cloned().unwrap_or(Value::Null);
-                (get("scenario"), get("started_at"), get("duration_s"), get("ops"))
+                head = RunResult::load_head(p)?;
+                (
+                    head.scenario.as_str(),
+                    head.started_at.as_str(),
+                    head.duration_s,
+                    serde_json::to_value(&head.ops)?,
+                )
             }
         };
         Ok(serde_json::json!([scenario, started, duration, ops]).to_string())
     }
 
     /// The parameters of the run, for saying how two sets differ.
-    pub(crate) fn params(&self) -> Result<Value> {
+    pub(crate) fn params(&self) -> Result<BTreeMap<String, String>> {
         match self {
-            Picked::Stored(r) => Ok(serde_json::to_value(&r.params)?),
-            Picked::File(p) => Ok(read_head(p)?.get("params").cloned().unwrap_or(Value::Null)),
+            Picked::Stored(r) => Ok(r.params.clone()),
+            Picked::File(p) => Ok(RunResult::load_head(p)?.params),
         }
     }
-}
-
-/// The parts of a result file that figures come from; its samples are skipped, not built.
-#[derive(Deserialize)]
-struct Head {
-    #[serde(default)]
-    scenario: Value,
-    #[serde(default)]
-    started_at: Value,
-    #[serde(default)]
-    duration_s: Value,
-    #[serde(default)]
-    params: Value,
-    #[serde(default)]
-    ops: Value,
-    #[serde(default)]
-    background: Value,
-    #[serde(default)]
-    figures: Value,
-    #[serde(default)]
-    environment: Value,
-}
-
-fn read_head(path: &Path) -> Result<Value> {
-    let file = std::fs::File::open(path).map_err(|e| Usage(format!("{}: cannot open it ({e})", path.display())))?;
-    let head: Head = serde_json::from_reader(std::io::BufReader::new(file))
-        .map_err(|e| Usage(format!("{}: not an fsynclab result ({e})", path.display())))?;
-    Ok(serde_json::json!({
-        "scenario": head.scenario, "started_at": head.started_at, "duration_s": head.duration_s,
-        "params": head.params,
-        "ops": head.ops, "background": head.background, "figures": head.figures,
-        "environment": head.environment,
-    }))
 }
 
 /// `set` with each run once, however often it was named (a file given five times, a file
@@ -342,11 +310,8 @@ mod tests {
             interrupted: false,
             sample_count: 0,
             params: Default::default(),
-            environment: Value::Null,
-            ops: Value::Null,
-            background: None,
-            figures: Value::Null,
             matrix: None,
+            head: Err("not read".into()),
         };
         let found: Vec<RunSummary> = [1, 2, 3, 5].into_iter().map(run).collect();
         assert_eq!(first_missing(&[RunId(2)], &[(RunId(1), RunId(3))], &found), None);

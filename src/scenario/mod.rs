@@ -204,6 +204,7 @@ pub(crate) mod tests_support {
             timeline: None,
             explain: None,
             stored: None,
+            extra: Default::default(),
         }
     }
 }

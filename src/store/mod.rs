@@ -35,7 +35,9 @@ use std::str::FromStr;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
+use crate::result::RunResult;
 pub use claims::{Claim, ClaimOwner};
+
 pub use codec::{SampleColumns, SampleRecord, SampleRef};
 pub use location::{choose_path, resolve_path, STORE_ENV};
 
@@ -207,7 +209,8 @@ pub struct RunFilter {
     pub limit: Option<usize>,
 }
 
-/// A stored run as `fsynclab runs` lists it: everything but tables, findings and samples.
+/// A stored run as `fsynclab runs` lists it: the store's columns, and the result without
+/// its samples.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunSummary {
     pub id: RunId,
@@ -219,25 +222,23 @@ pub struct RunSummary {
     pub interrupted: bool,
     pub sample_count: u64,
     pub params: BTreeMap<String, String>,
-    pub environment: Value,
-    pub ops: Value,
-    pub background: Option<Value>,
-    /// The scenario's own figures (`{"commit.tps": 812.5}`), null when it names none.
-    pub figures: Value,
     pub matrix: Option<MatrixPlace>,
+    /// The run's result without its samples (its head), or why this version cannot read it
+    /// (a later version's kind of run): the columns above still list such a run.
+    pub(crate) head: Result<RunResult, String>,
 }
 
 impl RunSummary {
     /// The run-level figures of the run, for `fsynclab compare`.
     pub fn figures(&self) -> Result<crate::compare::RunFigures, crate::compare::figures::FigureError> {
-        let mut head = Map::new();
-        head.insert("duration_s".into(), self.duration_s.into());
-        head.insert("ops".into(), self.ops.clone());
-        if let Some(b) = &self.background {
-            head.insert("background".into(), b.clone());
+        let run = self.id.to_string();
+        match &self.head {
+            Ok(head) => crate::compare::run_figures(&run, head),
+            Err(reason) => Err(crate::compare::figures::FigureError::Unreadable {
+                run,
+                reason: reason.clone(),
+            }),
         }
-        head.insert("figures".into(), self.figures.clone());
-        crate::compare::run_figures(&self.id.to_string(), &Value::Object(head))
     }
 }
 
@@ -248,9 +249,21 @@ pub struct StoredRun {
     pub uid: String,
     pub recorded_at: String,
     pub matrix: Option<MatrixPlace>,
-    /// The result's JSON object without its samples.
+    /// The result's JSON object without its samples, as stored (`export` writes it out).
     pub result: Map<String, Value>,
     pub samples: SampleColumns,
+}
+
+impl StoredRun {
+    /// The result without its samples, typed, or why this version cannot read it.
+    pub(crate) fn head(&self) -> Result<RunResult, String> {
+        head_of(self.result.clone())
+    }
+}
+
+/// A stored result's JSON object as the result it is (`samples` empty).
+fn head_of(object: Map<String, Value>) -> Result<RunResult, String> {
+    RunResult::from_object(object).map_err(|e| e.to_string())
 }
 
 /// The results store.

@@ -7,8 +7,8 @@ use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
 use super::{
-    axes_from_text, codec, MatrixPlace, MatrixRecord, RunFilter, RunId, RunSummary, SampleColumns, Store, StoreError,
-    StoredRun,
+    axes_from_text, codec, head_of, MatrixPlace, MatrixRecord, RunFilter, RunId, RunSummary, SampleColumns, Store,
+    StoreError, StoredRun,
 };
 
 /// LIKE pattern matching `text` anywhere, with LIKE's wildcards in it escaped by `\`.
@@ -25,6 +25,34 @@ fn json_col(text: Option<String>) -> Value {
 /// The most ids and ranges one query names: each takes one or two SQL variables, and SQLite
 /// allows 32766 (issue 19: `compare 1-32767 1-3` failed with SQLite's own words).
 const IDS_PER_QUERY: usize = 500;
+
+/// The columns a run's result is kept in, in the order [`result_object`] reads them.
+const RESULT_COLUMNS: &str = "scenario, started_at, duration_s, interrupted, result_schema_version, params, environment, ops, background, tables, findings, extra";
+
+/// The result's JSON object without its samples, from the [`RESULT_COLUMNS`] of a row that
+/// starts at column `at`.
+fn result_object(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Map<String, Value>> {
+    let mut result = Map::new();
+    result.insert("schema_version".into(), r.get::<_, i64>(at + 4)?.into());
+    result.insert("scenario".into(), r.get::<_, String>(at)?.into());
+    result.insert("started_at".into(), r.get::<_, String>(at + 1)?.into());
+    result.insert("duration_s".into(), r.get::<_, f64>(at + 2)?.into());
+    result.insert("interrupted".into(), (r.get::<_, i64>(at + 3)? != 0).into());
+    for (key, column) in [
+        ("params", 5),
+        ("environment", 6),
+        ("ops", 7),
+        ("background", 8),
+        ("tables", 9),
+        ("findings", 10),
+    ] {
+        result.insert(key.into(), json_col(r.get(at + column)?));
+    }
+    if let Value::Object(extra) = json_col(r.get(at + 11)?) {
+        result.extend(extra);
+    }
+    Ok(result)
+}
 
 impl Store {
     /// The runs `filter` selects, oldest first.
@@ -103,10 +131,9 @@ impl Store {
                 "(params LIKE {p} ESCAPE '\\' OR environment LIKE {p} ESCAPE '\\')"
             ));
         }
-        let mut sql = String::from(
-            "SELECT id, uid, scenario, started_at, recorded_at, duration_s, interrupted, sample_count,
-                    params, environment, ops, background, matrix_id, matrix_cell, matrix_repetition, extra
-             FROM runs",
+        let mut sql = format!(
+            "SELECT id, uid, recorded_at, sample_count, matrix_id, matrix_cell, matrix_repetition, {RESULT_COLUMNS}
+             FROM runs"
         );
         if !conditions.is_empty() {
             sql.push_str(" WHERE ");
@@ -125,33 +152,27 @@ impl Store {
         let rows = stmt
             .query_map(rusqlite::params_from_iter(args.iter()), |r| {
                 let params: BTreeMap<String, String> =
-                    serde_json::from_str(&r.get::<_, String>(8)?).unwrap_or_default();
-                let matrix_id: Option<String> = r.get(12)?;
+                    serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or_default();
+                let matrix_id: Option<String> = r.get(4)?;
                 Ok(RunSummary {
                     id: RunId(r.get(0)?),
                     uid: r.get(1)?,
-                    scenario: r.get(2)?,
-                    started_at: r.get(3)?,
-                    recorded_at: r.get(4)?,
-                    duration_s: r.get(5)?,
-                    interrupted: r.get::<_, i64>(6)? != 0,
-                    sample_count: r.get::<_, i64>(7)? as u64,
+                    scenario: r.get(7)?,
+                    started_at: r.get(8)?,
+                    recorded_at: r.get(2)?,
+                    duration_s: r.get(9)?,
+                    interrupted: r.get::<_, i64>(10)? != 0,
+                    sample_count: r.get::<_, i64>(3)? as u64,
                     params,
-                    environment: json_col(r.get(9)?),
-                    ops: json_col(r.get(10)?),
-                    background: r.get::<_, Option<String>>(11)?.map(|t| json_col(Some(t))),
-                    figures: match json_col(r.get(15)?) {
-                        Value::Object(mut extra) => extra.remove("figures").unwrap_or(Value::Null),
-                        _ => Value::Null,
-                    },
                     matrix: match matrix_id {
                         Some(matrix_id) => Some(MatrixPlace {
                             matrix_id,
-                            axes: axes_from_text(r.get(13)?),
-                            repetition: r.get::<_, Option<i64>>(14)?.unwrap_or(0) as u32,
+                            axes: axes_from_text(r.get(5)?),
+                            repetition: r.get::<_, Option<i64>>(6)?.unwrap_or(0) as u32,
                         }),
                         None => None,
                     },
+                    head: head_of(result_object(r, 7)?),
                 })
             })
             .map_err(self.sql())?;
@@ -171,28 +192,20 @@ impl Store {
         let row: Option<Row> = self
             .conn
             .query_row(
-                "SELECT uid, recorded_at, matrix_id, matrix_cell, matrix_repetition, scenario, started_at,
-                        duration_s, interrupted, result_schema_version, params, environment, ops,
-                        background, tables, findings, extra
-                 FROM runs WHERE id = ?1",
+                &format!(
+                    "SELECT uid, recorded_at, matrix_id, matrix_cell, matrix_repetition, {RESULT_COLUMNS}
+                     FROM runs WHERE id = ?1"
+                ),
                 [id.0],
                 |r| {
-                    let mut result = Map::new();
-                    result.insert("schema_version".into(), r.get::<_, i64>(9)?.into());
-                    result.insert("scenario".into(), r.get::<_, String>(5)?.into());
-                    result.insert("started_at".into(), r.get::<_, String>(6)?.into());
-                    result.insert("duration_s".into(), r.get::<_, f64>(7)?.into());
-                    result.insert("interrupted".into(), (r.get::<_, i64>(8)? != 0).into());
-                    result.insert("params".into(), json_col(r.get(10)?));
-                    result.insert("environment".into(), json_col(r.get(11)?));
-                    result.insert("ops".into(), json_col(r.get(12)?));
-                    result.insert("background".into(), json_col(r.get(13)?));
-                    result.insert("tables".into(), json_col(r.get(14)?));
-                    result.insert("findings".into(), json_col(r.get(15)?));
-                    if let Value::Object(extra) = json_col(r.get(16)?) {
-                        result.extend(extra);
-                    }
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, result))
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        result_object(r, 5)?,
+                    ))
                 },
             )
             .optional()
@@ -213,6 +226,19 @@ impl Store {
             result,
             samples: self.samples(id)?,
         })
+    }
+
+    /// The unique id of run `id` (which tells it from a run of the same number in another
+    /// store).
+    pub fn uid(&self, id: RunId) -> Result<String, StoreError> {
+        self.conn
+            .query_row("SELECT uid FROM runs WHERE id = ?1", [id.0], |r| r.get(0))
+            .optional()
+            .map_err(self.sql())?
+            .ok_or_else(|| StoreError::NoSuchRun {
+                path: self.path.clone(),
+                id,
+            })
     }
 
     /// The samples of one run, decoded.

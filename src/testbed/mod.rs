@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::environment::{SysctlChange, SysctlsChanged};
 use crate::error::Usage;
 
 pub mod command;
@@ -114,7 +115,7 @@ impl Prepared {
 
     /// A finding when a writeback sysctl the run started under (`env.sysctls`) is no longer
     /// in force: another process changed it while the run went on.
-    pub fn sysctl_finding(&self, env: &crate::environment::Fingerprint) -> Option<String> {
+    pub fn sysctl_finding(&self, env: &crate::environment::Fingerprint) -> Option<SysctlsChanged> {
         sysctls_changed(&env.sysctls, &crate::environment::read_sysctls())
     }
 
@@ -279,20 +280,19 @@ fn command_line(pid: u32) -> String {
 /// A finding naming the writeback sysctls that changed between the run's start (`before`)
 /// and its end (`after`): the result then did not run under the values it records
 /// throughout (another process, or another fsynclab run, set them meanwhile).
-fn sysctls_changed(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> Option<String> {
-    let changed: Vec<String> = before
+fn sysctls_changed(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> Option<SysctlsChanged> {
+    let changed: Vec<SysctlChange> = before
         .iter()
-        .filter_map(|(name, was)| {
-            let now = after.get(name)?;
-            (now != was).then(|| format!("vm.{name} {was} -> {now}"))
+        .filter_map(|(name, &was)| {
+            let now = *after.get(name)?;
+            (now != was).then(|| SysctlChange {
+                name: name.clone(),
+                was,
+                now,
+            })
         })
         .collect();
-    (!changed.is_empty()).then(|| {
-        format!(
-            "sysctls: {} during the run (set by another process); the environment records the values at the start",
-            changed.join(", ")
-        )
-    })
+    (!changed.is_empty()).then_some(SysctlsChanged(changed))
 }
 
 #[cfg(test)]
@@ -305,7 +305,7 @@ mod tests {
         assert_eq!(sysctls_changed(&before, &before), None);
         let mut after = before.clone();
         after.insert("dirty_ratio".into(), 5);
-        let finding = sysctls_changed(&before, &after).expect("a finding");
+        let finding = sysctls_changed(&before, &after).expect("a finding").to_string();
         assert!(
             finding.starts_with("sysctls: vm.dirty_ratio 20 -> 5 during the run"),
             "{finding}"

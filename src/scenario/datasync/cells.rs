@@ -13,6 +13,7 @@ use crate::measure::stats::per_second;
 use crate::measure::{LatencyHistogram, LatencySummary, Recorder};
 use crate::observe::Event;
 use crate::params::Choice;
+use crate::result;
 use crate::role::fill::Filler;
 use crate::scenario::Context;
 use crate::sync::SyncMethod;
@@ -156,22 +157,21 @@ impl crate::result::Row for RatioRow<'_> {
         "case", "method", "ops", "errors", "ops/s", "p50", "p90", "p99", "max", "vs fsync",
     ];
 
-    fn cells(&self) -> Vec<serde_json::Value> {
-        use serde_json::json;
+    fn cells(&self) -> Vec<result::Cell> {
         let c = self.cell;
         let l = &c.latency_ns;
-        let us1 = |ns: u64| json!(rounded(us(ns), 1));
+        let us1 = |ns: u64| result::Cell::from(rounded(us(ns), 1));
         vec![
-            json!(c.case.name()),
-            json!(c.method.name()),
-            json!(c.ops),
-            json!(c.errors),
-            json!(rounded(c.ops_per_s(), 1)),
+            c.case.name().into(),
+            c.method.name().into(),
+            c.ops.into(),
+            c.errors.into(),
+            rounded(c.ops_per_s(), 1).into(),
             us1(l.p50),
             us1(l.p90),
             us1(l.p99),
             us1(l.max),
-            self.vs_fsync.map_or(json!("-"), |r| json!(format!("{r:.2}x"))),
+            self.vs_fsync.map_or("-".into(), |r| format!("{r:.2}x").into()),
         ]
     }
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{Config, Coordination};
 use crate::measure::{OpKind, Recorder};
 use crate::params::Choice;
-use crate::result::{RunResult, Table};
+use crate::result::{Cell, RunResult, Table};
 use crate::role::group_commit::Delay;
 use crate::scenario::{default_headline, Report};
 use crate::units::{format_size, ms, us, Bytes};
@@ -86,20 +86,19 @@ impl crate::result::Row for Row {
         "errors",
     ];
 
-    fn cells(&self) -> Vec<serde_json::Value> {
-        use serde_json::json;
+    fn cells(&self) -> Vec<Cell> {
         vec![
-            json!(self.coordination.name()),
-            json!(self.threads),
-            json!(self.tps),
-            json!(self.commits),
-            json!(self.syncs),
-            json!(self.commits_per_sync()),
-            json!(us(self.commit_p50_ns)),
-            json!(us(self.commit_p99_ns)),
-            json!(us(self.commit_max_ns)),
-            json!(us(self.sync_mean_ns)),
-            json!(self.errors),
+            self.coordination.name().into(),
+            self.threads.into(),
+            self.tps.into(),
+            self.commits.into(),
+            self.syncs.into(),
+            self.commits_per_sync().into(),
+            us(self.commit_p50_ns).into(),
+            us(self.commit_p99_ns).into(),
+            us(self.commit_max_ns).into(),
+            us(self.sync_mean_ns).into(),
+            self.errors.into(),
         ]
     }
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::Config;
 use crate::measure::stats::{nearest_rank, per_second, population_stddev};
 use crate::measure::{OpKind, Recorder};
+use crate::result::Cell;
 use crate::rng::SplitMix64;
 use crate::units::{secs, Bytes};
 
@@ -138,18 +139,17 @@ impl crate::result::Row for Summary {
         "req p95 us",
     ];
 
-    fn cells(&self) -> Vec<serde_json::Value> {
-        use serde_json::json;
+    fn cells(&self) -> Vec<Cell> {
         vec![
-            json!(self.requests_per_s),
-            json!(self.mib_per_s),
-            json!(self.writes),
-            json!(self.other),
-            json!(self.total_s),
-            json!(self.min_s * 1e6),
-            json!(self.avg_s * 1e6),
-            json!(self.max_s * 1e6),
-            json!(self.p95_s * 1e6),
+            self.requests_per_s.into(),
+            self.mib_per_s.into(),
+            self.writes.into(),
+            self.other.into(),
+            self.total_s.into(),
+            (self.min_s * 1e6).into(),
+            (self.avg_s * 1e6).into(),
+            (self.max_s * 1e6).into(),
+            (self.p95_s * 1e6).into(),
         ]
     }
 }

@@ -15,6 +15,7 @@ use super::Config;
 use crate::measure::stats::per_second;
 use crate::measure::{LatencyHistogram, LatencySummary, OpKind, Recorder};
 use crate::observe::{Event, Observer, Unit};
+use crate::result::Cell;
 use crate::scenario::Context;
 use crate::sys;
 use crate::units::{format_latency_ns, format_size, ms, rounded, Bytes};
@@ -93,18 +94,17 @@ impl crate::result::Row for FsMarkRun {
         "app overhead us",
     ];
 
-    fn cells(&self) -> Vec<serde_json::Value> {
-        use serde_json::json;
+    fn cells(&self) -> Vec<Cell> {
         let s = &self.fsync_ns;
-        let ms2 = |ns: u64| json!(rounded(ms(ns), 2));
+        let ms2 = |ns: u64| Cell::from(rounded(ms(ns), 2));
         vec![
-            json!(self.files),
-            json!(rounded(self.files_per_s(), 1)),
+            self.files.into(),
+            rounded(self.files_per_s(), 1).into(),
             ms2(s.p50),
             ms2(s.p90),
             ms2(s.p99),
             ms2(s.max),
-            json!(self.overhead_us()),
+            self.overhead_us().into(),
         ]
     }
 }

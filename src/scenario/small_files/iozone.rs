@@ -14,6 +14,7 @@ use super::Config;
 use crate::measure::stats::{mean, median, per_second};
 use crate::measure::{OpKind, Recorder, RunClock};
 use crate::observe::{Event, Unit};
+use crate::result::Cell;
 use crate::scenario::Context;
 use crate::sys;
 use crate::units::{format_size, Bytes};
@@ -44,15 +45,14 @@ pub(crate) struct SizeRow {
 impl crate::result::Row for SizeRow {
     const COLUMNS: &'static [&'static str] = &["kB", "reclen", "write", "rewrite", "write median", "rewrite median"];
 
-    fn cells(&self) -> Vec<serde_json::Value> {
-        use serde_json::json;
+    fn cells(&self) -> Vec<Cell> {
         vec![
-            json!(self.size / 1024),
-            json!(self.record / 1024),
-            json!(mean(&self.write_kbs).round() as u64),
-            json!(mean(&self.rewrite_kbs).round() as u64),
-            json!(median(&self.write_kbs).round() as u64),
-            json!(median(&self.rewrite_kbs).round() as u64),
+            (self.size / 1024).into(),
+            (self.record / 1024).into(),
+            (mean(&self.write_kbs).round() as u64).into(),
+            (mean(&self.rewrite_kbs).round() as u64).into(),
+            (median(&self.write_kbs).round() as u64).into(),
+            (median(&self.rewrite_kbs).round() as u64).into(),
         ]
     }
 }
