@@ -184,7 +184,12 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
             let made = scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch)?;
             (made.mount_point, Some(made.info))
         }
-        Place::Dir(dir) => (dir.clone(), None),
+        Place::Dir(dir) => {
+            // A directory that is not there is said before anything else (issue 14's
+            // review: the explanation's note came first for a user without root).
+            workdir::check_parent(dir)?;
+            (dir.clone(), None)
+        }
     };
     let mut sysctls_set = BTreeMap::new();
     for s in &request.sysctls {

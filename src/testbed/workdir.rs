@@ -159,7 +159,7 @@ fn dead_work_dirs(parent: &Path) -> Vec<PathBuf> {
     dead
 }
 
-fn check_parent(parent: &Path) -> Result<()> {
+pub(crate) fn check_parent(parent: &Path) -> Result<()> {
     let shown = parent.display();
     match std::fs::metadata(parent) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Usage(format!(
