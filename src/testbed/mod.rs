@@ -32,6 +32,7 @@ pub mod pause;
 pub mod scratch;
 pub mod state;
 pub mod sysctl;
+pub(crate) mod tracefs;
 pub mod workdir;
 
 pub use workdir::WorkDir;

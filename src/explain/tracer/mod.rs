@@ -38,10 +38,10 @@ use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use super::events::{parse_trace, Dev};
-use super::tracefs::{self, Instance};
 use crate::environment::{device_numbers, disk_dir, mount_of, parse_mountinfo};
 use crate::measure::clock::monotonic_ns;
-use crate::testbed::state::{Step, Undo};
+use crate::testbed::state::Undo;
+use crate::testbed::tracefs::Instance;
 
 mod filters;
 mod reader;
@@ -205,20 +205,7 @@ impl Tracer {
         if config.watch.is_empty() {
             bail!("nothing to trace: no thread to watch");
         }
-        let name = tracefs::next_instance_name();
-        // Recorded before it exists: a kill between mkdir and the record cannot leak it.
-        undo.record(Step::TraceInstance { name: name.clone() })?;
-        // The last run to leave an fsynclab mount unmounts it, possibly between our finding
-        // it and making the instance: then tracefs is found (or mounted) again.
-        let mut attempts = 0;
-        let instance = loop {
-            let root = tracefs::find_or_mount(&mut undo)?;
-            match Instance::create(&root, &name) {
-                Ok(instance) => break instance,
-                Err(_) if attempts < 3 && !root.join("instances").is_dir() => attempts += 1,
-                Err(e) => return Err(e),
-            }
-        };
+        let instance = Instance::make(&mut undo)?;
         let journal = journal_threads(&config.fs);
         let mut tracer = Tracer {
             instance,

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 
+use super::state::{Step, Undo};
 use crate::environment::{parse_mountinfo, MountInfo};
-use crate::testbed::state::{Step, Undo};
 
 /// Where tracefs is mounted when nothing else says so.
 pub(crate) const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
@@ -55,6 +55,11 @@ pub(crate) fn find_mount_in(mounts: &[MountInfo]) -> Option<PathBuf> {
         .find(|p| p.join("instances").is_dir())
 }
 
+/// Whether this kernel has tracefs: mounted somewhere, or its usual mount point there.
+pub(crate) fn in_kernel() -> bool {
+    find_mount().is_some() || Path::new(DEFAULT_MOUNT).is_dir()
+}
+
 /// Where tracefs is mounted now, if anywhere.
 pub(crate) fn find_mount() -> Option<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
@@ -63,7 +68,7 @@ pub(crate) fn find_mount() -> Option<PathBuf> {
 
 /// Finds tracefs, or mounts it at [`DEFAULT_MOUNT`] (as `mount -t tracefs fsynclab
 /// /sys/kernel/tracing` would) and records that on `undo`.
-pub(crate) fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
+fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
     if let Some(root) = find_mount() {
         return Ok(root);
     }
@@ -156,8 +161,27 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
+    /// Makes this process's next instance, finding or mounting tracefs for it; both are
+    /// recorded on `undo`, which removes them again.
+    pub(crate) fn make(undo: &mut Undo) -> Result<Instance> {
+        let name = next_instance_name();
+        // Recorded before it exists: a kill between mkdir and the record cannot leak it.
+        undo.record(Step::TraceInstance { name: name.clone() })?;
+        // The last run to leave an fsynclab mount unmounts it, possibly between our finding
+        // it and making the instance: then tracefs is found (or mounted) again.
+        let mut attempts = 0;
+        loop {
+            let root = find_or_mount(undo)?;
+            match Instance::create(&root, &name) {
+                Ok(instance) => return Ok(instance),
+                Err(_) if attempts < 3 && !root.join("instances").is_dir() => attempts += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Makes instance `name` under the tracefs at `root`.
-    pub(crate) fn create(root: &Path, name: &str) -> Result<Instance> {
+    fn create(root: &Path, name: &str) -> Result<Instance> {
         let dir = root.join("instances").join(name);
         std::fs::create_dir(&dir).with_context(|| format!("cannot create the trace instance {}", dir.display()))?;
         Ok(Instance { dir })
