@@ -26,6 +26,7 @@ pub mod command;
 pub mod deadman;
 pub mod device;
 pub mod loopdev;
+pub mod machine_lock;
 pub mod mount;
 pub mod names;
 pub mod pause;

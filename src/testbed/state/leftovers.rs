@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
+use super::super::machine_lock::MachineLock;
 use super::super::sysctl;
 use super::file::{alive, find_states, write_state_for, Found};
 use super::undo::undo_steps;
@@ -92,6 +93,9 @@ pub struct CleanupReport {
     pub running: Vec<u32>,
 }
 
+/// The machine-wide lock a cleanup holds from reading the state files to its last undo.
+const CLEANUP_LOCK: &str = "cleanup";
+
 /// How long `cleanup` waits for a tool a killed run had started (a `mount`, an `mkfs`) to
 /// end: it dies with the run, but may finish its system call first.
 const STRAGGLER_WAIT: Duration = Duration::from_secs(10);
@@ -123,8 +127,15 @@ fn stragglers(dirs: &[PathBuf]) -> Vec<String> {
 /// the OOM killer): the state files in `dir` whose process is gone. Only steps with
 /// fsynclab's shape are undone; every undo is checked; a state file stays while anything
 /// it records is left. Sysctls are restored only while no running fsynclab holds the
-/// sysctl lock.
+/// sysctl lock. Two cleanups take turns (one would otherwise rewrite a state file the other
+/// has just removed, issue 19): the second reads the state files once the first is done.
 pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupReport> {
+    let _turn = match MachineLock::take(CLEANUP_LOCK) {
+        Ok(lock) => Some(lock),
+        // A user who cannot make the lock file has only work directories to remove.
+        Err(_) if !crate::sys::is_root() => None,
+        Err(e) => return Err(e),
+    };
     let mut report = CleanupReport::default();
     let found = find_states(dir)?;
     if found.is_empty() {
