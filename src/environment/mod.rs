@@ -8,11 +8,11 @@
 //!   Documentation/ABI/stable/sysfs-block
 //! - `/proc/sys/vm/dirty_*` — Documentation/admin-guide/sysctl/vm.rst
 //! - `/proc/meminfo` — Documentation/filesystems/proc.rst, section 1.2 (MemTotal only)
-//! - the journal settings — `crate::explain::journal`
+//! - the journal settings — [`journal`]: `/proc/fs/ext4/DEV/options`, `/proc/fs/jbd2/DEV-INO/info`
 //!
 //! The parts: `mounts` (which filesystem a path is on), `device` (its block device, and the
-//! emulated disk's figures and counts), `memory` (meminfo, the dirty sysctls and their
-//! thresholds, what fits in memory).
+//! emulated disk's figures and counts), `journal` (the filesystem's journal settings),
+//! `memory` (meminfo, the dirty sysctls and their thresholds, what fits in memory).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,6 +20,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 mod device;
+pub(crate) mod journal;
 mod memory;
 mod mounts;
 
@@ -63,7 +64,7 @@ pub struct Fingerprint {
     /// The filesystem's journal: whether it has one, data mode, commit interval, batch
     /// times (ext4); log buffers (xfs); commit interval (btrfs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub journal: Option<crate::explain::journal::JournalInfo>,
+    pub journal: Option<journal::JournalInfo>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -98,7 +99,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         let dev_name = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
             .ok()
             .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
-        crate::explain::journal::read(&m.fstype, dev_name.as_deref(), &m.super_options)
+        journal::read(&m.fstype, dev_name.as_deref(), &m.super_options)
     });
     Fingerprint {
         fsynclab_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -12,11 +12,10 @@
 //! - [`tracer`]: what is traced in a private tracefs instance (made and removed by
 //!   [`crate::testbed::tracefs`]) and how it is read; [`events`]: the typed events
 //! - [`stacks`]: what a sleeping thread waited for; [`attribution`]: the split per call
-//! - [`timeline`]: the sampler; [`journal`]: journal settings for the fingerprint
+//! - [`timeline`]: the sampler
 
 pub(crate) mod attribution;
 pub(crate) mod events;
-pub(crate) mod journal;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod stacks;
