@@ -16,7 +16,8 @@
 //! - `role`: prober, writers, worker pool, group commit, file filling, the stop signal
 //! - `sync`: the sync methods; `sys`: the checked system calls
 //! - `measure`: clock, operation kinds, samples, histograms, throughput, small statistics
-//! - `testbed`, `environment`: where I/O goes, and what it is
+//! - `testbed`, `environment`: where I/O goes, and what it is; `kernel`: /proc and /sys
+//!   parsed, one parser per file
 //! - `result`: the versioned JSON shape; `report`: text, seed and json exporters, live
 //!   progress; `observe`: the events a run emits while it goes
 //! - `compare`, `store`, `html`: statistics and verdicts, the results store (SQLite, with
@@ -45,6 +46,7 @@ pub mod error;
 mod exec;
 mod explain;
 pub mod html;
+mod kernel;
 mod matrix;
 pub mod measure;
 mod observe;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::mounts::MountInfo;
+use crate::kernel::MountInfo;
 
 /// A scratch filesystem as requested; what the kernel made of the mount options is in
 /// [`super::FilesystemInfo`], the scheduler in [`DeviceInfo`].

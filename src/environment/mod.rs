@@ -3,14 +3,14 @@
 //! `vm.dirty_*` sysctls, CPUs and memory. Two results can only be compared if these agree.
 //!
 //! Sources, each parsed by a `FromStr` or a small function with its kernel document:
-//! - `/proc/self/mountinfo` — Documentation/filesystems/proc.rst, section 3.5
+//! - `/proc/self/mountinfo` — [`crate::kernel::mountinfo`]
 //! - `/sys/dev/block/MAJ:MIN/queue/{scheduler,write_cache,rotational}` —
 //!   Documentation/ABI/stable/sysfs-block
 //! - `/proc/sys/vm/dirty_*` — Documentation/admin-guide/sysctl/vm.rst
 //! - `/proc/meminfo` — Documentation/filesystems/proc.rst, section 1.2 (MemTotal only)
 //! - the journal settings — [`journal`]: `/proc/fs/ext4/DEV/options`, `/proc/fs/jbd2/DEV-INO/info`
 //!
-//! The parts: `mounts` (which filesystem a path is on), `device` (its block device, and the
+//! The parts: `device` (its block device, and the
 //! emulated disk's figures and counts), `journal` (the filesystem's journal settings),
 //! `memory` (meminfo, the dirty sysctls and their thresholds, what fits in memory).
 
@@ -19,10 +19,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::kernel::{mount_of, mounts};
+
 mod device;
 pub(crate) mod journal;
 mod memory;
-mod mounts;
 
 use device::read_trimmed;
 pub use device::{
@@ -34,7 +35,6 @@ pub use memory::{
     check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, dirty_background_threshold,
     meminfo_field, parse_memtotal, read_sysctls, DIRTY_SYSCTLS,
 };
-pub use mounts::{mount_of, parse_mountinfo, MountInfo};
 
 /// How far behind its model the emulated disk's daemon may fall before a run says that the
 /// daemon, not the profile, set the pace.
@@ -87,7 +87,7 @@ fn kernel_release() -> String {
 /// Takes the fingerprint of the machine and of the filesystem holding `target`.
 pub fn fingerprint(target: &Path) -> Fingerprint {
     let canonical = std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
-    let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
+    let mounts = mounts();
     let mount = mount_of(&mounts, &canonical);
     let device = mount.and_then(|m| {
         let (major, minor) = device_numbers(m);

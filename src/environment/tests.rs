@@ -2,34 +2,6 @@
 
 use super::*;
 
-const MOUNTINFO: &str = include_str!("../../tests/fixtures/mountinfo.txt");
-
-#[test]
-fn parses_mountinfo_fixture() {
-    let mounts = parse_mountinfo(MOUNTINFO);
-    assert_eq!(mounts.len(), 6);
-    let root = &mounts[0];
-    assert_eq!(root.fstype, "ext4");
-    assert_eq!(root.source, "/dev/vda");
-    assert_eq!((root.major, root.minor), (254, 0));
-    assert_eq!(root.mount_options, "rw,relatime");
-    assert_eq!(root.super_options, "rw");
-    let spaced = mounts.iter().find(|m| m.fstype == "xfs").unwrap();
-    assert_eq!(spaced.mount_point, "/mnt/with space");
-}
-
-#[test]
-fn longest_prefix_and_topmost_mount_wins() {
-    let mounts = parse_mountinfo(MOUNTINFO);
-    assert_eq!(mount_of(&mounts, Path::new("/home/u/x")).unwrap().fstype, "ext4");
-    assert_eq!(mount_of(&mounts, Path::new("/tmp/fsynclab-1")).unwrap().fstype, "tmpfs");
-    assert_eq!(mount_of(&mounts, Path::new("/mnt/with space/a")).unwrap().fstype, "xfs");
-    // Two mounts on /srv: the later one is on top.
-    assert_eq!(mount_of(&mounts, Path::new("/srv/db")).unwrap().fstype, "btrfs");
-    // A sibling whose name merely starts the same is not inside.
-    assert_eq!(mount_of(&mounts, Path::new("/tmpx")).unwrap().fstype, "ext4");
-}
-
 #[test]
 fn scheduler_marks_the_active_one() {
     let (active, all) = parse_scheduler("mq-deadline kyber [bfq] none");

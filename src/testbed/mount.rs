@@ -41,8 +41,7 @@ pub fn mount(fstype: &str, source: &str, mount_point: &Path, options: &str) -> R
 
 /// Whether something is mounted exactly at `path`.
 pub fn is_mount_point(path: &Path) -> bool {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    crate::environment::parse_mountinfo(&text)
+    crate::kernel::mounts()
         .iter()
         .any(|m| Path::new(&m.mount_point) == path)
 }
@@ -50,8 +49,7 @@ pub fn is_mount_point(path: &Path) -> bool {
 /// Returns `dir` if no filesystem is mounted inside it, so that removing it cannot reach
 /// into a mount that failed to come off; else an error naming the mount.
 pub fn nothing_mounted_under(dir: &Path) -> Result<&Path> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    match crate::environment::parse_mountinfo(&text)
+    match crate::kernel::mounts()
         .into_iter()
         .find(|m| Path::new(&m.mount_point).starts_with(dir))
     {
@@ -136,8 +134,7 @@ pub fn users_of(dir: &Path) -> Vec<String> {
 
 /// Where block `device` (`/dev/loop3`) is mounted, if anywhere.
 pub fn mount_point_of_device(device: &str) -> Option<String> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    crate::environment::parse_mountinfo(&text)
+    crate::kernel::mounts()
         .into_iter()
         .find(|m| m.source == device)
         .map(|m| m.mount_point)

@@ -28,7 +28,7 @@ use anyhow::{bail, Context as _, Result};
 
 use super::machine_lock::MachineLock;
 use super::state::{Step, Undo};
-use crate::environment::{parse_mountinfo, MountInfo};
+use crate::kernel::{mounts, MountInfo};
 
 /// The name of the machine-wide lock held around every change to tracefs.
 const LOCK: &str = "tracefs";
@@ -43,8 +43,7 @@ const MOUNT_SOURCE: &std::ffi::CStr = c"fsynclab";
 
 /// Whether the tracefs at `root` is one fsynclab mounted.
 fn mounted_by_fsynclab(root: &Path) -> bool {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    parse_mountinfo(&text)
+    mounts()
         .iter()
         .any(|m| m.fstype == "tracefs" && Path::new(&m.mount_point) == root && m.source == "fsynclab")
 }
@@ -77,8 +76,7 @@ pub(crate) fn in_kernel() -> bool {
 
 /// Where tracefs is mounted now, if anywhere.
 pub(crate) fn find_mount() -> Option<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    find_mount_in(&parse_mountinfo(&text))
+    find_mount_in(&mounts())
 }
 
 /// Finds tracefs, or mounts it at [`DEFAULT_MOUNT`] (as `mount -t tracefs fsynclab
@@ -129,7 +127,7 @@ pub(crate) fn unmount_if_unused(mount_point: &Path) -> Result<()> {
 
 /// [`unmount_if_unused`] with the [`LOCK`] held.
 fn unmount_if_unused_locked(mount_point: &Path) -> Result<()> {
-    let mounted = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+    let mounted = mounts()
         .iter()
         .any(|m| m.fstype == "tracefs" && Path::new(&m.mount_point) == mount_point);
     if !mounted {
@@ -311,7 +309,7 @@ mod tests {
     use super::*;
 
     fn mounts(text: &str) -> Vec<MountInfo> {
-        parse_mountinfo(text)
+        crate::kernel::mountinfo::parse_mountinfo(text)
     }
 
     #[test]

@@ -38,7 +38,8 @@ use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use super::events::{parse_trace, Dev};
-use crate::environment::{device_numbers, disk_dir, mount_of, parse_mountinfo};
+use crate::environment::{device_numbers, disk_dir};
+use crate::kernel::{mount_of, mounts};
 use crate::measure::clock::monotonic_ns;
 use crate::testbed::state::Undo;
 use crate::testbed::tracefs::Instance;
@@ -115,7 +116,7 @@ impl TracedFs {
     /// The filesystem that holds `path`, from /proc/self/mountinfo and sysfs.
     pub(crate) fn of_path(path: &Path) -> TracedFs {
         let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
+        let mounts = mounts();
         let Some(m) = mount_of(&mounts, &canonical) else {
             return TracedFs::default();
         };
