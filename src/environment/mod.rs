@@ -7,7 +7,7 @@
 //! - `/sys/dev/block/MAJ:MIN/queue/{scheduler,write_cache,rotational}` —
 //!   Documentation/ABI/stable/sysfs-block
 //! - `/proc/sys/vm/dirty_*` — Documentation/admin-guide/sysctl/vm.rst
-//! - `/proc/meminfo` — Documentation/filesystems/proc.rst, section 1.2 (MemTotal only)
+//! - `/proc/meminfo` — [`crate::kernel::meminfo`]
 //! - the journal settings — [`journal`]: `/proc/fs/ext4/DEV/options`, `/proc/fs/jbd2/DEV-INO/info`
 //!
 //! The parts: `device` (its block device, and the
@@ -19,7 +19,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{mount_of, mounts};
+use crate::kernel::{mount_of, mounts, Meminfo};
 
 mod device;
 pub(crate) mod journal;
@@ -32,8 +32,7 @@ pub use device::{
 pub(crate) use device::{device_numbers, disk_dir};
 
 pub use memory::{
-    check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, dirty_background_threshold,
-    meminfo_field, parse_memtotal, read_sysctls, DIRTY_SYSCTLS,
+    check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, read_sysctls, DIRTY_SYSCTLS,
 };
 
 /// How far behind its model the emulated disk's daemon may fall before a run says that the
@@ -105,10 +104,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         fsynclab_version: env!("CARGO_PKG_VERSION").to_string(),
         kernel: kernel_release(),
         cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        memory_bytes: std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| parse_memtotal(&m))
-            .unwrap_or(0),
+        memory_bytes: Meminfo::read().and_then(|m| m.total_bytes).unwrap_or(0),
         target: canonical.display().to_string(),
         filesystem: mount.map(|m| FilesystemInfo {
             fstype: m.fstype.clone(),

@@ -12,26 +12,20 @@ fn scheduler_marks_the_active_one() {
 
 #[test]
 fn dirty_background_threshold_from_ratio_or_bytes() {
-    let meminfo = "MemTotal: 1000 kB\nMemFree: 600 kB\nActive(file): 200 kB\nInactive(file): 200 kB\n";
+    let meminfo: crate::kernel::Meminfo =
+        "MemTotal: 1000 kB\nMemFree: 600 kB\nActive(file): 200 kB\nInactive(file): 200 kB\n"
+            .parse()
+            .unwrap();
     let mut sysctls = BTreeMap::from([
         ("dirty_background_ratio".to_string(), 10),
         ("dirty_background_bytes".to_string(), 0),
     ]);
     assert_eq!(
-        dirty_background_threshold(&sysctls, meminfo),
+        memory::dirty_background_threshold(&sysctls, &meminfo),
         Some(1000 * 1024 / 100 * 10)
     );
     sysctls.insert("dirty_background_bytes".into(), 4096);
-    assert_eq!(dirty_background_threshold(&sysctls, meminfo), Some(4096));
-}
-
-#[test]
-fn memtotal_in_bytes() {
-    assert_eq!(
-        parse_memtotal("MemTotal:       24563764 kB\nMemFree: 1 kB\n"),
-        Some(24563764 * 1024)
-    );
-    assert_eq!(parse_memtotal("nothing"), None);
+    assert_eq!(memory::dirty_background_threshold(&sysctls, &meminfo), Some(4096));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! clock, cheap enough to run beside every measurement.
 //!
 //! Each point holds what the kernel's own counters say at that moment:
-//! - `/proc/meminfo` Dirty and Writeback (Documentation/filesystems/proc.rst, "meminfo");
+//! - `/proc/meminfo` Dirty and Writeback ([`crate::kernel::meminfo`]);
 //! - `/proc/vmstat` nr_dirty_threshold and nr_dirty_background_threshold, the limits the
 //!   kernel computed for dirty pages, in pages (Documentation/admin-guide/sysctl/vm.rst
 //!   explains the limits; the counter names are those of mm/vmstat.c);
@@ -29,15 +29,8 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use super::tracer::thread_cpu_ns;
+use crate::kernel::Meminfo;
 use crate::measure::RunClock;
-
-/// The fields of `/proc/meminfo` the timeline keeps, in bytes: `Dirty` and `Writeback`
-/// (lines `Name:   value kB`); the other fields are ignored.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Meminfo {
-    pub(crate) dirty_bytes: u64,
-    pub(crate) writeback_bytes: u64,
-}
 
 /// The value of line `name` in a `Name: value [kB]` or `name value` file.
 fn field(text: &str, name: &str) -> Option<u64> {
@@ -55,18 +48,6 @@ fn field(text: &str, name: &str) -> Option<u64> {
             value
         })
     })
-}
-
-impl FromStr for Meminfo {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Meminfo, String> {
-        let get = |name: &str| field(text, name).ok_or_else(|| format!("meminfo: no {name} line"));
-        Ok(Meminfo {
-            dirty_bytes: get("Dirty")?,
-            writeback_bytes: get("Writeback")?,
-        })
-    }
 }
 
 /// The fields of `/proc/vmstat` the timeline keeps (lines `name value`), in pages: the dirty
@@ -239,8 +220,8 @@ impl Sources {
         let disk: Option<DiskStat> = Self::read(&mut self.buf, &self.disk);
         TimelinePoint {
             t_ns,
-            dirty_bytes: mem.map(|m| m.dirty_bytes),
-            writeback_bytes: mem.map(|m| m.writeback_bytes),
+            dirty_bytes: mem.and_then(|m| m.dirty_bytes),
+            writeback_bytes: mem.and_then(|m| m.writeback_bytes),
             dirty_threshold_bytes: vm.map(|v| v.dirty_threshold_pages * self.page_size),
             dirty_background_threshold_bytes: vm.map(|v| v.dirty_background_threshold_pages * self.page_size),
             io_some_total_us: psi.map(|p| p.some_total_us),
@@ -333,22 +314,9 @@ fn sample_until(clock: RunClock, interval: Duration, device: Option<String>, sto
 mod tests {
     use super::*;
 
-    const MEMINFO: &str = include_str!("../../tests/fixtures/proc-meminfo.txt");
     const VMSTAT: &str = include_str!("../../tests/fixtures/proc-vmstat.txt");
     const PRESSURE: &str = include_str!("../../tests/fixtures/proc-pressure-io.txt");
     const DISKSTAT: &str = include_str!("../../tests/fixtures/sys-block-stat.txt");
-
-    #[test]
-    fn meminfo_fixture() {
-        let m: Meminfo = MEMINFO.parse().unwrap();
-        assert_eq!((m.dirty_bytes, m.writeback_bytes), (0, 0), "an idle machine");
-        // kB become bytes, and `WritebackTmp` is not taken for `Writeback`.
-        let m: Meminfo = "MemTotal: 9 kB\nWritebackTmp: 8 kB\nDirty:   92 kB\nWriteback:  4 kB\n"
-            .parse()
-            .unwrap();
-        assert_eq!((m.dirty_bytes, m.writeback_bytes), (92 * 1024, 4096));
-        assert!("MemTotal: 1 kB".parse::<Meminfo>().is_err());
-    }
 
     #[test]
     fn vmstat_fixture() {

@@ -4,8 +4,11 @@
 //! (the testbed does that) or decides what a figure means (the environment and the
 //! explanation do).
 //!
+//! - [`meminfo`]: `/proc/meminfo`, memory and the dirty and writeback pages
 //! - [`mountinfo`]: `/proc/self/mountinfo`, what is mounted where
 
+pub(crate) mod meminfo;
 pub(crate) mod mountinfo;
 
+pub(crate) use meminfo::Meminfo;
 pub(crate) use mountinfo::{mount_of, mounts, MountInfo};
