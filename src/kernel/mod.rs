@@ -4,11 +4,20 @@
 //! (the testbed does that) or decides what a figure means (the environment and the
 //! explanation do).
 //!
+//! - [`block_stat`]: `/sys/block/DEV/stat`, a block device's I/O counters
 //! - [`meminfo`]: `/proc/meminfo`, memory and the dirty and writeback pages
 //! - [`mountinfo`]: `/proc/self/mountinfo`, what is mounted where
+//! - [`pressure`]: `/proc/pressure/io`, time stalled on I/O
+//! - [`vmstat`]: `/proc/vmstat`, the dirty limits the kernel computed
 
+pub(crate) mod block_stat;
 pub(crate) mod meminfo;
 pub(crate) mod mountinfo;
+pub(crate) mod pressure;
+pub(crate) mod vmstat;
 
+pub(crate) use block_stat::BlockStat;
 pub(crate) use meminfo::Meminfo;
 pub(crate) use mountinfo::{mount_of, mounts, MountInfo};
+pub(crate) use pressure::Pressure;
+pub(crate) use vmstat::Vmstat;

@@ -210,17 +210,15 @@ pub fn set_rotational(device: &str, rotational: bool) -> Result<()> {
     std::fs::write(&path, if rotational { "1" } else { "0" }).with_context(|| format!("cannot write {path}"))
 }
 
-/// Flush requests completed on `device` since it was set up: field 16 of
-/// `/sys/block/NAME/stat` (Documentation/block/stat.rst; the first 15 fields are read,
-/// write, in-flight and discard counters, ignored here).
+/// Flush requests completed on `device` since it was set up (`/sys/block/NAME/stat`,
+/// [`crate::kernel::block_stat`]).
 pub fn flushes_completed(device: &str) -> Result<u64> {
     let path = format!("{}/stat", sysfs_dir(device));
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    parse_flushes(&text).with_context(|| format!("{path}: no flush counter (kernel before 5.5?)"))
-}
-
-fn parse_flushes(stat: &str) -> Option<u64> {
-    stat.split_whitespace().nth(15)?.parse().ok()
+    text.parse::<crate::kernel::BlockStat>()
+        .ok()
+        .and_then(|stat| stat.flushes_completed)
+        .with_context(|| format!("{path}: no flush counter (kernel before 5.5?)"))
 }
 
 #[cfg(test)]
@@ -246,12 +244,5 @@ mod tests {
             assert!(err.contains(says), "{bad}: {err}");
             assert!(err.contains("none, mq-deadline, bfq, kyber"), "{err}");
         }
-    }
-
-    #[test]
-    fn flush_counter_is_the_sixteenth_field() {
-        let stat = "  100 0 800 5 200 0 1600 9 0 12 14 0 0 0 0 42 77\n";
-        assert_eq!(super::parse_flushes(stat), Some(42));
-        assert_eq!(super::parse_flushes("1 2 3"), None);
     }
 }
