@@ -4,8 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::read_trimmed;
-use crate::kernel::Meminfo;
+use crate::kernel::{read_trimmed, Meminfo};
 
 /// The vm sysctls that decide when buffered data is written back.
 pub const DIRTY_SYSCTLS: [&str; 6] = [

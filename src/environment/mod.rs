@@ -2,34 +2,28 @@
 //! options of the target, its block device (scheduler, write cache, rotational), the
 //! `vm.dirty_*` sysctls, CPUs and memory. Two results can only be compared if these agree.
 //!
-//! Sources, each parsed by a `FromStr` or a small function with its kernel document:
-//! - `/proc/self/mountinfo` — [`crate::kernel::mountinfo`]
-//! - `/sys/dev/block/MAJ:MIN/queue/{scheduler,write_cache,rotational}` —
-//!   Documentation/ABI/stable/sysfs-block
-//! - `/proc/sys/vm/dirty_*` — Documentation/admin-guide/sysctl/vm.rst
-//! - `/proc/meminfo` — [`crate::kernel::meminfo`]
-//! - the journal settings — [`journal`]: `/proc/fs/ext4/DEV/options`, `/proc/fs/jbd2/DEV-INO/info`
+//! Sources, each parsed in [`crate::kernel`] (one parser per file, with its kernel document):
+//! `/proc/self/mountinfo`, `/sys/dev/block/MAJ:MIN/queue/{scheduler,write_cache,rotational}`,
+//! `/proc/sys/vm/dirty_*`, `/proc/meminfo`, and for the journal settings ([`journal`])
+//! `/proc/fs/ext4/DEV/options` and `/proc/fs/jbd2/DEV-INO/info`.
 //!
-//! The parts: `device` (its block device, and the
-//! emulated disk's figures and counts), `journal` (the filesystem's journal settings),
-//! `memory` (meminfo, the dirty sysctls and their thresholds, what fits in memory).
+//! The parts: `device` (the block device, and the emulated disk's figures and counts),
+//! `journal` (the filesystem's journal settings), `memory` (the dirty sysctls and their
+//! thresholds, what fits in memory).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{mount_of, mounts, Meminfo};
+use crate::kernel::{block, mount_of, mounts, read_trimmed, Meminfo};
 
 mod device;
 pub(crate) mod journal;
 mod memory;
 
-use device::read_trimmed;
-pub use device::{
-    device_info, parse_scheduler, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, ScratchInfo,
-};
-pub(crate) use device::{device_numbers, disk_dir};
+pub(crate) use device::device_numbers;
+pub use device::{device_info, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, ScratchInfo};
 
 pub use memory::{
     check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, read_sysctls, DIRTY_SYSCTLS,
@@ -95,9 +89,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
     let journal = mount.and_then(|m| {
         let (major, minor) = device_numbers(m);
         // The filesystem's own device name (a partition's, not the disk's): /proc/fs/ext4/NAME.
-        let dev_name = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
-            .ok()
-            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+        let dev_name = block::name(major, minor);
         journal::read(&m.fstype, dev_name.as_deref(), &m.super_options)
     });
     Fingerprint {

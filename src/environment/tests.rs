@@ -3,14 +3,6 @@
 use super::*;
 
 #[test]
-fn scheduler_marks_the_active_one() {
-    let (active, all) = parse_scheduler("mq-deadline kyber [bfq] none");
-    assert_eq!(active.as_deref(), Some("bfq"));
-    assert_eq!(all, ["mq-deadline", "kyber", "bfq", "none"]);
-    assert_eq!(parse_scheduler("none").0, None);
-}
-
-#[test]
 fn dirty_background_threshold_from_ratio_or_bytes() {
     let meminfo: crate::kernel::Meminfo =
         "MemTotal: 1000 kB\nMemFree: 600 kB\nActive(file): 200 kB\nInactive(file): 200 kB\n"

@@ -4,12 +4,14 @@
 //! (the testbed does that) or decides what a figure means (the environment and the
 //! explanation do).
 //!
+//! - [`block`]: a block device's sysfs directory and queue attributes
 //! - [`block_stat`]: `/sys/block/DEV/stat`, a block device's I/O counters
 //! - [`meminfo`]: `/proc/meminfo`, memory and the dirty and writeback pages
 //! - [`mountinfo`]: `/proc/self/mountinfo`, what is mounted where
 //! - [`pressure`]: `/proc/pressure/io`, time stalled on I/O
 //! - [`vmstat`]: `/proc/vmstat`, the dirty limits the kernel computed
 
+pub(crate) mod block;
 pub(crate) mod block_stat;
 pub(crate) mod meminfo;
 pub(crate) mod mountinfo;
@@ -21,3 +23,8 @@ pub(crate) use meminfo::Meminfo;
 pub(crate) use mountinfo::{mount_of, mounts, MountInfo};
 pub(crate) use pressure::Pressure;
 pub(crate) use vmstat::Vmstat;
+
+/// A sysfs or procfs file's content without the newline; None when it cannot be read.
+pub(crate) fn read_trimmed(path: impl AsRef<std::path::Path>) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}

@@ -37,9 +37,7 @@ pub fn attach(image: &Path, direct_io: bool) -> Result<String> {
 /// The file behind loop `device` as the kernel shows it (with ` (deleted)` once removed),
 /// or None when the device is not attached.
 pub fn backing_file(device: &str) -> Option<String> {
-    std::fs::read_to_string(format!("{}/loop/backing_file", sysfs_dir(device)))
-        .ok()
-        .map(|s| s.trim().to_string())
+    crate::kernel::read_trimmed(format!("{}/loop/backing_file", sysfs_dir(device)))
 }
 
 /// Whether loop `device` is attached to exactly `image` (the kernel adds ` (deleted)` once
@@ -96,7 +94,7 @@ fn sysfs_dir(device: &str) -> String {
 pub fn scheduler(device: &str) -> Result<(Option<String>, Vec<String>)> {
     let path = format!("{}/queue/scheduler", sysfs_dir(device));
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    Ok(crate::environment::parse_scheduler(text.trim()))
+    Ok(crate::kernel::block::parse_scheduler(&text))
 }
 
 /// Selects the I/O scheduler of `device`; the error names those it offers.
@@ -201,7 +199,7 @@ pub fn set_tunable(device: &str, scheduler: &str, name: &str, value: &str) -> Re
 pub fn rotational(device: &str) -> Result<bool> {
     let path = format!("{}/queue/rotational", sysfs_dir(device));
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    Ok(text.trim() == "1")
+    Ok(crate::kernel::block::parse_rotational(&text))
 }
 
 /// Marks `device` rotational or not.

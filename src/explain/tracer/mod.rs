@@ -38,8 +38,8 @@ use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use super::events::{parse_trace, Dev};
-use crate::environment::{device_numbers, disk_dir};
-use crate::kernel::{mount_of, mounts};
+use crate::environment::device_numbers;
+use crate::kernel::{block, mount_of, mounts};
 use crate::measure::clock::monotonic_ns;
 use crate::testbed::state::Undo;
 use crate::testbed::tracefs::Instance;
@@ -122,10 +122,8 @@ impl TracedFs {
         };
         let (major, minor) = device_numbers(m);
         let dev = Dev { major, minor };
-        let dev_name = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
-            .ok()
-            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
-        let disk = disk_dir(major, minor)
+        let dev_name = block::name(major, minor);
+        let disk = block::disk_dir(major, minor)
             .and_then(|d| std::fs::read_to_string(d.join("dev")).ok())
             .and_then(|s| s.trim().parse().ok());
         TracedFs {
