@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::kernel::{read_trimmed, Meminfo};
+use crate::kernel::Meminfo;
 
 /// The vm sysctls that decide when buffered data is written back.
 pub const DIRTY_SYSCTLS: [&str; 6] = [
@@ -67,7 +67,7 @@ pub fn read_sysctls() -> BTreeMap<String, u64> {
     DIRTY_SYSCTLS
         .iter()
         .filter_map(|name| {
-            let v = read_trimmed(format!("/proc/sys/vm/{name}"))?.parse().ok()?;
+            let v = crate::kernel::sysctl::vm(name).ok()?;
             Some((name.to_string(), v))
         })
         .collect()

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{block, mount_of, mounts, read_trimmed, Meminfo};
+use crate::kernel::{block, mount_of, mounts, Meminfo};
 
 mod device;
 pub(crate) mod journal;
@@ -74,7 +74,7 @@ pub struct FilesystemInfo {
 
 /// `uname -r`.
 fn kernel_release() -> String {
-    read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into())
+    crate::kernel::sysctl::osrelease().unwrap_or_else(|| "unknown".into())
 }
 
 /// Takes the fingerprint of the machine and of the filesystem holding `target`.

@@ -10,6 +10,8 @@
 //! - [`meminfo`]: `/proc/meminfo`, memory and the dirty and writeback pages
 //! - [`mountinfo`]: `/proc/self/mountinfo`, what is mounted where
 //! - [`pressure`]: `/proc/pressure/io`, time stalled on I/O
+//! - [`process`]: `/proc/PID/{stat,cmdline,comm}`, a process's start time, arguments, name
+//! - [`sysctl`]: `/proc/sys`, the `vm.` numbers and the kernel's release
 //! - [`vmstat`]: `/proc/vmstat`, the dirty limits the kernel computed
 
 pub(crate) mod block;
@@ -18,6 +20,8 @@ pub(crate) mod ext4;
 pub(crate) mod meminfo;
 pub(crate) mod mountinfo;
 pub(crate) mod pressure;
+pub(crate) mod process;
+pub(crate) mod sysctl;
 pub(crate) mod vmstat;
 
 pub(crate) use block_stat::BlockStat;

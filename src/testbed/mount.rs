@@ -1,12 +1,13 @@
 //! mkfs, mount and unmount. mkfs runs on the image file before it is attached (faster, and
 //! no discard requests through the emulated device); `mount` and `umount` are the commands.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
 use super::command;
+use crate::kernel::process;
 
 /// Makes a filesystem of type `fstype` on `target` (a file or device) with extra `opts`.
 /// ext4 gets its inode tables and journal written now (`lazy_itable_init=0`), so no
@@ -102,16 +103,10 @@ fn busy_because(dir: &Path) -> String {
 /// an open file is there (`/proc/PID/cwd`, `root`, `fd/*`; Documentation/filesystems/proc.rst).
 /// At most five, as `pid 12 (bash) has its working directory there`.
 pub fn users_of(dir: &Path) -> Vec<String> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let inside = |link: &Path| std::fs::read_link(link).is_ok_and(|target| target.starts_with(dir));
     let mut users = Vec::new();
-    for entry in procs.filter_map(|e| e.ok()) {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let proc_dir = entry.path();
+    for pid in process::pids() {
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
         let how = if inside(&proc_dir.join("cwd")) {
             "has its working directory there"
         } else if inside(&proc_dir.join("root")) {
@@ -123,8 +118,8 @@ pub fn users_of(dir: &Path) -> Vec<String> {
         } else {
             continue;
         };
-        let comm = std::fs::read_to_string(proc_dir.join("comm")).unwrap_or_default();
-        users.push(format!("pid {pid} ({}) {how}", comm.trim()));
+        let comm = process::comm(pid).unwrap_or_default();
+        users.push(format!("pid {pid} ({comm}) {how}"));
         if users.len() == 5 {
             break;
         }

@@ -12,6 +12,7 @@ use super::super::sysctl;
 use super::file::{alive, find_states, write_state_for, Found};
 use super::undo::undo_steps;
 use super::Step;
+use crate::kernel::process;
 
 /// The pids of dead processes whose leftovers are recorded in `dir` (for a hint to run
 /// `fsynclab cleanup`).
@@ -102,20 +103,12 @@ const STRAGGLER_WAIT: Duration = Duration::from_secs(10);
 
 /// Processes other than this one whose command line names a path inside one of `dirs`.
 fn stragglers(dirs: &[PathBuf]) -> Vec<String> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let me = std::process::id();
-    procs
-        .filter_map(|e| e.ok())
-        .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path())))
-        .filter(|(pid, _)| *pid != me)
-        .filter_map(|(pid, path)| {
-            let cmdline = std::fs::read(path.join("cmdline")).ok()?;
-            let args: Vec<String> = cmdline
-                .split(|b| *b == 0)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
+    process::pids()
+        .into_iter()
+        .filter(|pid| *pid != me)
+        .filter_map(|pid| {
+            let args = process::cmdline(pid)?;
             args.iter()
                 .any(|a| dirs.iter().any(|d| Path::new(a).starts_with(d)))
                 .then(|| format!("pid {pid} ({})", args.join(" ").trim()))
