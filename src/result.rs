@@ -16,38 +16,13 @@ use serde::{Deserialize, Serialize};
 use crate::environment::Fingerprint;
 use crate::measure::{OpKind, OpStats, Sample};
 use crate::role::writer::BackgroundReport;
-use crate::scenario::Details;
+pub(crate) use crate::scenario::table::Table;
+use crate::scenario::{Details, Measured};
 
 /// Optional keys may be added within a version (`details` was); a key's meaning never
 /// changes without a new version. Results without `details` (written by older versions)
 /// still load, but cannot be printed again in the seed format.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
-
-/// A table as results store and reports print it: typed rows rendered to cells.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Table {
-    pub(crate) title: String,
-    pub(crate) columns: Vec<String>,
-    /// Cells are numbers or strings, one row per line of the table.
-    pub(crate) rows: Vec<Vec<serde_json::Value>>,
-}
-
-/// A typed table row: its columns' titles, and its cells in that order.
-pub(crate) trait Row {
-    const COLUMNS: &'static [&'static str];
-    fn cells(&self) -> Vec<serde_json::Value>;
-}
-
-impl Table {
-    /// Renders typed rows under `title`.
-    pub(crate) fn of<R: Row>(title: String, rows: &[R]) -> Table {
-        Table {
-            title,
-            columns: R::COLUMNS.iter().map(|c| c.to_string()).collect(),
-            rows: rows.iter().map(Row::cells).collect(),
-        }
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RunResult {
@@ -138,11 +113,21 @@ impl RunResult {
             .extend(self.environment.device_findings(self.sync_calls()));
     }
 
+    /// What the run measured, as a scenario's report reads it.
+    pub(crate) fn measured(&self) -> Measured<'_> {
+        Measured {
+            environment: &self.environment,
+            ops: &self.ops,
+            samples: &self.samples,
+            background: self.background.as_ref(),
+        }
+    }
+
     /// The one line the suite's summary shows for this run.
     pub(crate) fn headline(&self) -> String {
         match &self.details {
-            Some(d) => d.report().headline(self),
-            None => crate::scenario::default_headline(self),
+            Some(d) => d.report().headline(&self.measured()),
+            None => crate::scenario::default_headline(&self.measured()),
         }
     }
 

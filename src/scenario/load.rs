@@ -12,8 +12,8 @@ use super::{Context, Outcome, Plan, Report, Scenario};
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
 use crate::params::{Kind, ParamSpec, Params};
-use crate::result::RunResult;
 use crate::role::writer::{Setup, WriterKind};
+use crate::scenario::Measured;
 
 pub(crate) struct Load {
     kind: WriterKind,
@@ -165,11 +165,11 @@ impl Report for Details {
         Vec::new()
     }
 
-    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, r: &Measured<'_>) -> Vec<String> {
         let mut lines: Vec<String> = self.setup.seed_lines().iter().map(|l| l.to_string()).collect();
         match self.writer {
             WriterKind::Random => lines.push(STARTING_RANDOM.into()),
-            WriterKind::Stream => lines.extend(r.background.as_ref().map(background::seed_stream_line)),
+            WriterKind::Stream => lines.extend(r.background.map(background::seed_stream_line)),
         }
         lines
     }

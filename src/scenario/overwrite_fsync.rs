@@ -12,9 +12,9 @@ use super::{Plan, Report, Scenario};
 use crate::measure::Sample;
 use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
-use crate::result::RunResult;
 use crate::role::prober::Iteration;
 use crate::role::writer::{BackgroundReport, WriterKind};
+use crate::scenario::Measured;
 
 pub(crate) struct OverwriteFsync;
 
@@ -87,12 +87,12 @@ impl Report for Details {
         self.0.findings()
     }
 
-    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
-        let mut lines: Vec<String> = fsync_tester::iterations(&r.samples)
+    fn seed_lines(&self, r: &Measured<'_>) -> Vec<String> {
+        let mut lines: Vec<String> = fsync_tester::iterations(r.samples)
             .iter()
             .map(|(write, sync)| seed_line(sync.as_ref().unwrap_or(write)))
             .collect();
-        lines.extend(stream_line(r.background.as_ref()));
+        lines.extend(stream_line(r.background));
         lines
     }
 }

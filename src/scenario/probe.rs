@@ -16,7 +16,7 @@ use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
 use crate::params::{Kind, ParamSpec, Params};
-use crate::result::RunResult;
+use crate::scenario::Measured;
 use crate::sync::SyncMethod;
 use crate::sys::{self, AlignedBuf};
 use crate::units::format_latency_ns;
@@ -166,7 +166,7 @@ impl Report for Details {
         out
     }
 
-    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, _: &Measured<'_>) -> Vec<String> {
         Vec::new()
     }
 }

@@ -13,9 +13,9 @@ use super::{Plan, Report, Scenario};
 use crate::measure::Sample;
 use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
-use crate::result::RunResult;
 use crate::role::prober::Iteration;
 use crate::role::writer::{BackgroundReport, WriterKind};
+use crate::scenario::Measured;
 
 pub(crate) struct RandomWriteback;
 
@@ -110,14 +110,14 @@ impl Report for Details {
         self.0.findings()
     }
 
-    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, r: &Measured<'_>) -> Vec<String> {
         let d = &self.0;
         let mut lines: Vec<String> = d.setup.seed_lines().iter().map(|l| l.to_string()).collect();
         lines.push(STARTING.into());
         if d.background == Some(WriterKind::Random) {
             lines.push(STARTING_RANDOM.into());
         }
-        for (write, sync) in fsync_tester::iterations(&r.samples) {
+        for (write, sync) in fsync_tester::iterations(r.samples) {
             lines.push(seed_line(&write, sync.as_ref()));
         }
         lines.push(seed_done_line(d.iterations, d.background));

@@ -151,7 +151,7 @@ pub(crate) fn with_ratios(cells: &[CellRow]) -> Vec<RatioRow<'_>> {
         .collect()
 }
 
-impl crate::result::Row for RatioRow<'_> {
+impl crate::scenario::table::Row for RatioRow<'_> {
     const COLUMNS: &'static [&'static str] = &[
         "case", "method", "ops", "errors", "ops/s", "p50", "p90", "p99", "max", "vs fsync",
     ];

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::{Config, Coordination};
 use crate::measure::{OpKind, Recorder};
 use crate::params::Choice;
-use crate::result::{RunResult, Table};
 use crate::role::group_commit::Delay;
 use crate::scenario::{default_headline, Report};
+use crate::scenario::{Measured, Table};
 use crate::units::{format_size, ms, us, Bytes};
 
 /// The flush time above which Wong found coordination to pay (the post's "about 8ms").
@@ -71,7 +71,7 @@ impl Row {
     }
 }
 
-impl crate::result::Row for Row {
+impl crate::scenario::table::Row for Row {
     const COLUMNS: &'static [&'static str] = &[
         "coordination",
         "threads",
@@ -194,7 +194,7 @@ impl Report for Details {
 
     /// The best transactions/s of the sweep with its strategy and thread count, the
     /// single-thread `none` rate it compares with, and the average flush time.
-    fn headline(&self, r: &RunResult) -> String {
+    fn headline(&self, r: &Measured<'_>) -> String {
         let clean = self.rows.iter().filter(|r| r.is_clean());
         let Some(best) = clean.clone().max_by(|a, b| a.tps.total_cmp(&b.tps)) else {
             return default_headline(r);
@@ -215,7 +215,7 @@ impl Report for Details {
         line
     }
 
-    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, _: &Measured<'_>) -> Vec<String> {
         let sync = match self.sync {
             OpKind::Fsync => crate::sync::SyncMethod::Fsync,
             _ => crate::sync::SyncMethod::Fdatasync,
@@ -282,7 +282,13 @@ mod tests {
             "rows with failed calls, left out of every comparison: none x4 (1 failed)"
         );
         assert_eq!(f.len(), 2, "{f:?}");
-        let r = crate::scenario::tests_support::empty_result();
+        let (ops, environment) = (std::collections::BTreeMap::new(), Default::default());
+        let r = Measured {
+            environment: &environment,
+            ops: &ops,
+            samples: &[],
+            background: None,
+        };
         assert!(
             d.headline(&r).starts_with("best 250 tps (wal, 4 threads)"),
             "{}",

@@ -125,7 +125,7 @@ impl Summary {
     }
 }
 
-impl crate::result::Row for Summary {
+impl crate::scenario::table::Row for Summary {
     const COLUMNS: &'static [&'static str] = &[
         "requests/s",
         "MiB/s",

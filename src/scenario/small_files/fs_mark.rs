@@ -82,7 +82,7 @@ impl FsMarkRun {
     }
 }
 
-impl crate::result::Row for FsMarkRun {
+impl crate::scenario::table::Row for FsMarkRun {
     const COLUMNS: &'static [&'static str] = &[
         "files",
         "files/s",

@@ -41,7 +41,7 @@ pub(crate) struct SizeRow {
     pub(crate) rewrite_kbs: Vec<f64>,
 }
 
-impl crate::result::Row for SizeRow {
+impl crate::scenario::table::Row for SizeRow {
     const COLUMNS: &'static [&'static str] = &["kB", "reclen", "write", "rewrite", "write median", "rewrite median"];
 
     fn cells(&self) -> Vec<serde_json::Value> {
