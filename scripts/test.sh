@@ -11,5 +11,5 @@ set +e
 cargo test --locked 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-awk '/^test result:/ {p += $4; f += $6; i += $8} END {printf "%d passed, %d failed, %d skipped\n", p, f, i}' "$log"
+awk '/^test result: / {p += $4; f += $6; i += $8} END {printf "%d passed, %d failed, %d skipped\n", p, f, i}' "$log"
 exit "$status"

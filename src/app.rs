@@ -8,13 +8,12 @@ use anyhow::Result;
 use crate::cli::{Cli, Command, ListFormat, LoadKind, RunArgs};
 use crate::engine::{self, Planned};
 use crate::error::Usage;
-use crate::explain::run::ExplainOptions;
 use crate::params::ParamSpec;
 use crate::record::Recording;
 use crate::report::{self, Live};
 use crate::result::write_json_atomically;
-use crate::role::stop::Stop;
 use crate::scenario::{self, load, probe, Scenario};
+use crate::session::{Opened, Session};
 use crate::testbed;
 
 /// Runs the command and returns the process exit status.
@@ -37,7 +36,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Probe { common } => measure(&probe::Probe, &common),
         Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
         Command::Explain { result, store } => crate::review::explain(&result, store.store.as_deref()),
-        Command::Exec(args) => crate::exec::run(&args.target, &args.command, args.output.as_ref()),
+        Command::Exec(args) => crate::exec::run(&args.target.request()?, &args.command, args.output.as_ref()),
         Command::ListDevices => crate::review::print(&crate::testbed::device::profile::listing()),
         Command::Runs(args) => crate::review::runs(&args),
         Command::Export(args) => crate::review::export(&args),
@@ -67,7 +66,7 @@ fn device_help_requested(cli: &Cli) -> bool {
 fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     // Everything that can be refused is refused before anything is made or measured.
     let mut planned = Planned::new(s, &args.sets)?;
-    let (explain, explain_note) = ExplainOptions::from_args(&args.explain)?;
+    let (explain, explain_note) = args.explain.options()?;
     planned.explain = explain;
     if args.keep && args.target.scratch.is_some() {
         return Err(Usage(
@@ -79,27 +78,12 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     if let Some(path) = &args.output {
         check_output_file(path)?;
     }
+    let request = args.target.request()?;
 
-    // Signals first: a Ctrl-C while a scratch target is being made must not kill us halfway.
-    let stop = Stop::on_signals()?;
-    let testbed = match testbed::prepare_for(&args.target, planned.plan.space_needed()) {
-        // Ctrl-C reaches the mkfs or mount we were waiting for: say so rather than its error.
-        Err(_) if stop.signal().is_some() => {
-            let sig = stop.signal().unwrap_or(2);
-            let undone = if testbed::state::teardown_failed() {
-                "what could not be undone is listed above"
-            } else {
-                "what was set up is undone"
-            };
-            note!("fsynclab: interrupted by signal {sig} while preparing the target; {undone}");
-            return Ok(128 + sig);
-        }
-        r => r?,
+    let session = match Session::open(&request, planned.plan.space_needed(), "nothing was measured")? {
+        Opened::Ready(s) => s,
+        Opened::Interrupted(sig) => return Ok(128 + sig),
     };
-    if let Some(sig) = stop.signal() {
-        note!("fsynclab: interrupted by signal {sig} while preparing the target; nothing was measured");
-        return Ok(128 + sig);
-    }
     // The store is opened once the target is (a missing root is the first thing to say),
     // and before anything is measured.
     let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
@@ -109,8 +93,8 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     }
     let mut exporter = report::exporter(args.format, true);
     let mut finished = {
-        let mut live = Live::new(exporter.as_mut(), args.quiet, Some(&stop));
-        let finished = engine::run(&planned, &testbed, args.keep, &stop, &mut live);
+        let mut live = Live::new(exporter.as_mut(), args.quiet, Some(session.stop()));
+        let finished = session.measure(&planned, args.keep, &mut live);
         live.finish();
         if live.stdout_closed() {
             // Whoever read our output has gone (`| head`): stop quietly, like a shell tool.
@@ -149,7 +133,15 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     if finished.status != engine::Status::Ok {
         note!("fsynclab: {}", finished.status);
     }
-    Ok(finished.status.exit_code())
+    // A signal after the measurement (while printing, recording or undoing the testbed)
+    // still ends the command as a signal does; the result above is whole.
+    match session.close() {
+        Some(sig) if finished.status.exit_code() < 128 => {
+            note!("fsynclab: interrupted by signal {sig} after the run; its result is whole and kept");
+            Ok(128 + sig)
+        }
+        _ => Ok(finished.status.exit_code()),
+    }
 }
 
 /// Refuses, before anything runs, an `--output` that cannot be written: a directory, or a

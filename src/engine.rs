@@ -17,8 +17,8 @@ use crate::measure::RunClock;
 use crate::observe::Observer;
 use crate::params::Params;
 use crate::result::{now_rfc3339, RunResult, SCHEMA_VERSION};
-use crate::role::stop::Stop;
 use crate::scenario::{Context, Plan, Scenario};
+use crate::stop::Stop;
 use crate::testbed::{workdir, Prepared, WorkDir};
 
 /// A scenario with its parameters decided.

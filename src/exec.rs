@@ -3,31 +3,26 @@
 //! scheduler, sysctls), runs COMMAND with the mounted filesystem as its working directory,
 //! passes its exit status through, and undoes everything afterwards on every way out.
 //!
-//! Signals: SIGINT, SIGTERM and SIGHUP are caught. One that another process sent (`kill`,
-//! `timeout`) is forwarded to the command; one the terminal generated already reached the
-//! command, which shares our process group, so it is not sent twice (the rule sudo follows).
-//! Either way fsynclab waits for the command to end, then undoes. A second signal kills the
-//! command (SIGKILL). The command gets SIGKILL if fsynclab itself dies (PR_SET_PDEATHSIG),
-//! so that `fsynclab cleanup` finds nothing busy.
+//! Signals, while the command runs, are the command's business first
+//! ([`signals::forward_to_command`]): one that another process sent (`kill`, `timeout`) is forwarded
+//! to it; one the terminal generated already reached it. Either way fsynclab says it waits
+//! for the command to end, then undoes. A second signal kills the command (SIGKILL). The
+//! command gets SIGKILL if fsynclab itself dies (PR_SET_PDEATHSIG), so that `fsynclab
+//! cleanup` finds nothing busy.
 
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::exfiltrator::WithOrigin;
-use signal_hook::iterator::SignalsInfo;
-use signal_hook::low_level::siginfo::Cause;
 
-use crate::cli::TargetArgs;
 use crate::environment::Fingerprint;
-use crate::testbed;
+use crate::session::{Opened, Session};
+use crate::signals;
+use crate::testbed::TestbedRequest;
 
 /// What `--output` records: the command, how it ended, and where it ran.
 #[derive(Debug, Serialize)]
@@ -39,27 +34,19 @@ pub struct ExecRecord {
     pub environment: Fingerprint,
 }
 
-/// Runs `command` on the target `args` describe; returns the exit status to pass through.
-pub fn run(args: &TargetArgs, command: &[OsString], output: Option<&PathBuf>) -> Result<i32> {
+/// Runs `command` on the testbed `request` names; returns the exit status to pass through.
+pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathBuf>) -> Result<i32> {
     let Some(program) = command.first() else {
         return Err(crate::error::Usage(
             "exec: give the command after --, e.g. fsynclab exec --scratch ext4 -- fio job.fio".into(),
         )
         .into());
     };
-    let relay = Relay::install()?;
-    let target = match testbed::prepare_for(args, 0) {
-        Err(_) if relay.first_signal().is_some() => {
-            let sig = relay.first_signal().unwrap_or(SIGINT);
-            note!("fsynclab: interrupted by signal {sig} while preparing the target; what was set up is undone");
-            return Ok(128 + sig);
-        }
-        r => r?,
+    let session = match Session::open(request, 0, "the command was not run")? {
+        Opened::Ready(s) => s,
+        Opened::Interrupted(sig) => return Ok(128 + sig),
     };
-    if let Some(sig) = relay.first_signal() {
-        note!("fsynclab: interrupted by signal {sig} while preparing the target; the command was not run");
-        return Ok(128 + sig);
-    }
+    let target = session.testbed();
     // Marks the start of the command for the emulated device's counters.
     let _ = target.flushes();
     let dir = target.dir().to_path_buf();
@@ -78,6 +65,14 @@ pub fn run(args: &TargetArgs, command: &[OsString], output: Option<&PathBuf>) ->
             Ok(())
         });
     }
+    // Signals are the command's from here on; one that came before it starts stops it.
+    let forwarding = signals::forward_to_command();
+    if let Some(sig) = session.stop().signal() {
+        note!("fsynclab: interrupted by signal {sig} before the command started; it was not run");
+        drop(forwarding);
+        session.close();
+        return Ok(128 + sig);
+    }
     let started = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -92,14 +87,15 @@ pub fn run(args: &TargetArgs, command: &[OsString], output: Option<&PathBuf>) ->
             return Ok(status);
         }
     };
-    relay.watch(child.id());
+    forwarding.started(child.id());
     let status = wait_unreaped(child.id()).and_then(|()| {
-        relay.forget_child();
+        drop(forwarding);
         child.wait().context("cannot wait for the command")
     });
-    relay.close();
     let status = exit_code(status?);
     let elapsed_s = started.elapsed().as_secs_f64();
+    // A signal while the command ran was the command's to answer: its status says how.
+    let answered = session.stop().signal().is_some();
 
     let mut environment = crate::environment::fingerprint(&dir);
     target.annotate_environment(&mut environment);
@@ -118,8 +114,15 @@ pub fn run(args: &TargetArgs, command: &[OsString], output: Option<&PathBuf>) ->
         };
         crate::result::write_json_atomically(&record, path)?;
     }
-    drop(target);
-    Ok(status)
+    // A signal after the command ended (while undoing the testbed) ends fsynclab as a
+    // signal does; otherwise the command's status is passed through.
+    match session.close() {
+        Some(sig) if !answered => {
+            note!("fsynclab: interrupted by signal {sig} after the command ended (status {status}); what was set up is undone");
+            Ok(128 + sig)
+        }
+        _ => Ok(status),
+    }
 }
 
 /// 128 + N for a command ended by signal N, as shells report it.
@@ -165,89 +168,4 @@ fn summary(env: &Fingerprint) -> Option<String> {
         mib(a.cache_max_bytes),
         a.media_busy_fraction * 100.0
     ))
-}
-
-/// The signal relay: a thread that receives SIGINT, SIGTERM and SIGHUP and passes them on
-/// to the command as the module's comment says.
-struct Relay {
-    handle: signal_hook::iterator::Handle,
-    thread: Option<std::thread::JoinHandle<()>>,
-    /// The command's pid while it may receive signals, else 0.
-    child: Arc<AtomicI32>,
-    /// The first signal received, or 0.
-    first: Arc<AtomicU32>,
-}
-
-impl Relay {
-    fn install() -> Result<Relay> {
-        let mut signals =
-            SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install the signal handlers")?;
-        let handle = signals.handle();
-        let child = Arc::new(AtomicI32::new(0));
-        let first = Arc::new(AtomicU32::new(0));
-        let thread = {
-            let (child, first) = (child.clone(), first.clone());
-            std::thread::Builder::new()
-                .name("fsynclab-signals".into())
-                .spawn(move || {
-                    let mut received = 0;
-                    for origin in signals.forever() {
-                        received += 1;
-                        let _ = first.compare_exchange(0, origin.signal as u32, Ordering::SeqCst, Ordering::SeqCst);
-                        let pid = child.load(Ordering::SeqCst);
-                        if pid <= 0 {
-                            continue;
-                        }
-                        let sig = if received > 1 {
-                            note!("fsynclab: second signal: killing the command");
-                            libc::SIGKILL
-                        } else if matches!(origin.cause, Cause::Sent(_)) {
-                            origin.signal
-                        } else {
-                            // The terminal sent it to the whole foreground group.
-                            continue;
-                        };
-                        // SAFETY: kill has no memory preconditions; `pid` is our child,
-                        // not yet reaped (see `wait_unreaped`).
-                        unsafe {
-                            libc::kill(pid, sig);
-                        }
-                    }
-                })
-                .context("cannot start the signal relay")?
-        };
-        Ok(Relay {
-            handle,
-            thread: Some(thread),
-            child,
-            first,
-        })
-    }
-
-    fn first_signal(&self) -> Option<i32> {
-        match self.first.load(Ordering::SeqCst) {
-            0 => None,
-            s => Some(s as i32),
-        }
-    }
-
-    fn watch(&self, pid: u32) {
-        self.child.store(pid as i32, Ordering::SeqCst);
-    }
-
-    fn forget_child(&self) {
-        self.child.store(0, Ordering::SeqCst);
-    }
-
-    /// Stops relaying: signals from now on get their default action again.
-    fn close(self) {}
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.handle.close();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }

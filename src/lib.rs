@@ -10,10 +10,13 @@
 //!
 //! Modules, from the outside in:
 //! - `cli` (the command line as typed), `app` (what each subcommand does)
-//! - `engine`: the one run path, phase by phase; `suite`: every scenario in one go;
-//!   `exec`: any program on the testbed
+//! - `session`: the one way to run (signals watched, testbed opened, the `engine` run on
+//!   it, the testbed undone); `engine`: a measurement, phase by phase; `suite`: every
+//!   scenario in one go; `exec`: any program on the testbed
+//! - `signals`: the signals that stop a run; `stop`: the stop they set, which every role
+//!   checks
 //! - `scenario`: a file or folder per experiment; `params`: `--set` as declared and parsed
-//! - `role`: prober, writers, worker pool, group commit, file filling, the stop signal
+//! - `role`: prober, writers, worker pool, group commit, file filling
 //! - `sync`: the sync methods; `sys`: the checked system calls
 //! - `measure`: clock, operation kinds, samples, histograms, throughput, small statistics
 //! - `testbed`, `environment`: where I/O goes, and what it is; `kernel`: /proc and /sys
@@ -58,6 +61,9 @@ mod review;
 mod rng;
 mod role;
 mod scenario;
+mod session;
+mod signals;
+mod stop;
 pub mod store;
 mod suite;
 mod sync;

@@ -22,16 +22,16 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::SuiteArgs;
-use crate::engine::{self, Planned};
+use crate::engine::Planned;
 use crate::environment::{self, Fingerprint};
 use crate::error::Usage;
 use crate::params::split_assignment;
 use crate::record::{self, Recording};
 use crate::report::{self, Format, Live};
 use crate::result::{now_rfc3339, write_compact_json_atomically, write_json_atomically};
-use crate::role::stop::Stop;
 use crate::scenario::{self, Scenario};
-use crate::testbed::{self, workdir};
+use crate::session::{Opened, Session};
+use crate::testbed::workdir;
 use crate::units::{format_duration, human_size};
 
 /// The longest a suite run lets any scenario's `duration` be, so that six scenarios fit in
@@ -84,11 +84,15 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
     // Plan: parameters of every scenario, checked before anything runs.
     let planned = plan(&args.sets, args.full)?;
     let results = results_dir(args.results.as_deref())?;
-    // Signals first: a Ctrl-C while a scratch target is being made must not kill us halfway.
-    let stop = Stop::on_signals()?;
     // A scratch image big enough for the largest scenario.
     let needed = planned.iter().map(|p| p.plan.space_needed()).max().unwrap_or(0);
-    let target = testbed::prepare_for(&args.target, needed)?;
+    let request = args.target.request()?;
+    let session = match Session::open(&request, needed, "nothing was measured")? {
+        Opened::Ready(s) => s,
+        Opened::Interrupted(sig) => return Ok(128 + sig),
+    };
+    let stop = session.stop().clone();
+    let target = session.testbed();
     let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
     let dir = target.dir();
     workdir::WorkDir::create(dir, false)?; // checks --dir is usable; removed at once
@@ -116,7 +120,7 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
         let mut exporter = report::exporter(Format::Text, true);
         let outcome = {
             let mut live = Live::new(exporter.as_mut(), args.quiet, None);
-            let r = engine::run(p, &target, false, &stop, &mut live);
+            let r = session.measure(p, false, &mut live);
             live.finish();
             r
         };
@@ -156,7 +160,7 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
     };
     write_json_atomically(&summary, &results.join(SUMMARY_FILE))?;
     print!("{}", render(&summary, &results));
-    if let Some(sig) = stop.signal() {
+    if let Some(sig) = session.close() {
         note!("fsynclab: interrupted by signal {sig}; the summary covers what ran until then");
         return Ok(128 + sig);
     }

@@ -7,7 +7,21 @@ mod common;
 use common::{fsynclab, leftovers};
 use predicates::prelude::*;
 
-#[test]
+common::tests! {
+    list_shows_every_scenario_with_seed_and_parameters,
+    list_json_gives_defaults_and_seed_values,
+    help_teaches_with_examples,
+    unknown_scenario_names_the_valid_ones,
+    unknown_parameter_names_the_valid_ones,
+    malformed_size_and_duration_say_what_they_expect,
+    bad_combinations_are_refused,
+    missing_or_wrong_directory_is_refused,
+    unknown_format_is_a_usage_error,
+    free_space_preflight_refuses_with_numbers,
+    scratch_only_options_need_scratch_even_with_an_explicit_dir,
+    buffers_larger_than_memory_are_refused_before_anything_is_created,
+}
+
 fn list_shows_every_scenario_with_seed_and_parameters() {
     let out = fsynclab().arg("list").assert().success().get_output().stdout.clone();
     let text = String::from_utf8(out).unwrap();
@@ -25,7 +39,6 @@ fn list_shows_every_scenario_with_seed_and_parameters() {
     }
 }
 
-#[test]
 fn list_json_gives_defaults_and_seed_values() {
     let out = fsynclab()
         .args(["list", "--format", "json"])
@@ -51,7 +64,6 @@ fn list_json_gives_defaults_and_seed_values() {
     assert_eq!(iterations["seed"], "60");
 }
 
-#[test]
 fn help_teaches_with_examples() {
     fsynclab()
         .arg("--help")
@@ -83,7 +95,6 @@ fn refused(args: &[&str], needle: &str) {
     assert!(leftovers(dir.path()).is_empty(), "files left behind by {args:?}");
 }
 
-#[test]
 fn unknown_scenario_names_the_valid_ones() {
     refused(
         &["run", "nosuch"],
@@ -91,7 +102,6 @@ fn unknown_scenario_names_the_valid_ones() {
     );
 }
 
-#[test]
 fn unknown_parameter_names_the_valid_ones() {
     refused(
         &["run", "overwrite-fsync", "--set", "colour=red"],
@@ -99,7 +109,6 @@ fn unknown_parameter_names_the_valid_ones() {
     );
 }
 
-#[test]
 fn malformed_size_and_duration_say_what_they_expect() {
     refused(
         &["run", "overwrite-fsync", "--set", "write_size=1Q"],
@@ -116,7 +125,6 @@ fn malformed_size_and_duration_say_what_they_expect() {
     refused(&["run", "overwrite-fsync", "--set", "sleep"], "expected KEY=VALUE");
 }
 
-#[test]
 fn bad_combinations_are_refused() {
     refused(
         &[
@@ -140,7 +148,6 @@ fn bad_combinations_are_refused() {
     refused(&["load", "stream", "--set", "chunk=0"], "must be larger than 0");
 }
 
-#[test]
 fn missing_or_wrong_directory_is_refused() {
     refused(
         &["run", "overwrite-fsync", "--dir", "/nonexistent/fsynclab"],
@@ -149,7 +156,6 @@ fn missing_or_wrong_directory_is_refused() {
     refused(&["probe", "--dir", "/etc/hostname"], "not a directory");
 }
 
-#[test]
 fn unknown_format_is_a_usage_error() {
     fsynclab()
         .args(["run", "overwrite-fsync", "--format", "xml"])
@@ -158,7 +164,6 @@ fn unknown_format_is_a_usage_error() {
     fsynclab().args(["load", "sideways"]).assert().code(2);
 }
 
-#[test]
 fn free_space_preflight_refuses_with_numbers() {
     let dir = tempfile::tempdir().unwrap();
     let assert = fsynclab()
@@ -180,7 +185,6 @@ fn free_space_preflight_refuses_with_numbers() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn scratch_only_options_need_scratch_even_with_an_explicit_dir() {
     // Regression: clap's `requires` did not fire with --dir given, and the scheduler was
     // silently left as it was.
@@ -194,7 +198,6 @@ fn scratch_only_options_need_scratch_even_with_an_explicit_dir() {
     );
 }
 
-#[test]
 fn buffers_larger_than_memory_are_refused_before_anything_is_created() {
     // Regression: an allocation this large aborted the process (exit 134) after the work
     // directory existed, and the abort skipped its removal.

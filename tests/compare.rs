@@ -3,10 +3,18 @@
 //! turned into run-level figures, compared, and laid out as seed 002's table.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
+mod common;
+
 use fsynclab::compare::table::{self, TableSpec};
 use fsynclab::compare::{compare_sets, render_comparison, Figure, Metric, Settings, Verdict};
 use fsynclab::store::{MatrixPlace, MatrixRecord, RunFilter, Store};
 use serde_json::{json, Value};
+
+common::tests! {
+    issue11_doubled_flush_time_is_slower_with_a_ratio_near_2,
+    issue11_two_sets_of_the_same_configuration_show_no_difference,
+    issue11_a_stored_matrix_becomes_seed_002s_table,
+}
 
 /// A result of an fsync-bound run whose flush takes `flush_ms`: ops/s, p50, p99 and max
 /// follow from it, with a run-to-run spread of about ±2% (`noise` in -1..1).
@@ -62,7 +70,6 @@ fn record_matrix(store: &mut Store) {
     }
 }
 
-#[test]
 fn issue11_doubled_flush_time_is_slower_with_a_ratio_near_2() {
     let mut store = Store::open_in_memory().unwrap();
     record_matrix(&mut store);
@@ -100,7 +107,6 @@ fn issue11_doubled_flush_time_is_slower_with_a_ratio_near_2() {
     );
 }
 
-#[test]
 fn issue11_two_sets_of_the_same_configuration_show_no_difference() {
     let mut store = Store::open_in_memory().unwrap();
     for i in 0..10u64 {
@@ -119,7 +125,6 @@ fn issue11_two_sets_of_the_same_configuration_show_no_difference() {
     }
 }
 
-#[test]
 fn issue11_a_stored_matrix_becomes_seed_002s_table() {
     let mut store = Store::open_in_memory().unwrap();
     record_matrix(&mut store);

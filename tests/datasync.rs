@@ -7,6 +7,13 @@ mod common;
 use common::{fsynclab, leftovers};
 use serde_json::Value;
 
+common::tests! {
+    every_method_meets_every_case_in_one_table,
+    writes_limit_gives_exact_counts_and_seed_lines,
+    text_report_states_the_ratio,
+    bad_combinations_are_one_line_errors_with_status_2,
+}
+
 fn run(dir: &std::path::Path, format: &str, sets: &[&str]) -> String {
     let mut cmd = fsynclab();
     cmd.args(["run", "datasync", "--quiet", "--format", format, "--dir"])
@@ -17,7 +24,6 @@ fn run(dir: &std::path::Path, format: &str, sets: &[&str]) -> String {
     String::from_utf8(cmd.assert().success().get_output().stdout.clone()).unwrap()
 }
 
-#[test]
 fn every_method_meets_every_case_in_one_table() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(dir.path(), "json", &["rounds=1", "duration=50ms", "file_size=256k"]);
@@ -50,7 +56,6 @@ fn every_method_meets_every_case_in_one_table() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn writes_limit_gives_exact_counts_and_seed_lines() {
     let dir = tempfile::tempdir().unwrap();
     let sets = [
@@ -77,7 +82,6 @@ fn writes_limit_gives_exact_counts_and_seed_lines() {
     );
 }
 
-#[test]
 fn text_report_states_the_ratio() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
@@ -95,7 +99,6 @@ fn text_report_states_the_ratio() {
     assert!(out.contains("fdatasync on overwrite: "), "{out}");
 }
 
-#[test]
 fn bad_combinations_are_one_line_errors_with_status_2() {
     let dir = tempfile::tempdir().unwrap();
     for (sets, says) in [

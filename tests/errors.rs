@@ -8,7 +8,13 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{fsynclab, leftovers, require_root};
+use common::Need::Root;
+use common::{fsynclab, leftovers};
+
+common::tests! {
+    read_only_directory_is_refused_in_one_line: [Root],
+    failed_writes_are_counted_and_reported_not_fatal,
+}
 
 /// A tmpfs mounted for one test, unmounted when dropped (even when the test fails).
 struct TmpfsMount {
@@ -44,11 +50,7 @@ fn mounted(path: &Path) -> bool {
         .contains(path.to_str().unwrap())
 }
 
-#[test]
 fn read_only_directory_is_refused_in_one_line() {
-    if !require_root() {
-        return;
-    }
     let m = TmpfsMount::new("ro,size=16m");
     let out = fsynclab()
         .args(["probe", "--quiet", "--dir"])
@@ -64,7 +66,6 @@ fn read_only_directory_is_refused_in_one_line() {
     assert!(!mounted(&path));
 }
 
-#[test]
 fn failed_writes_are_counted_and_reported_not_fatal() {
     use std::os::unix::process::CommandExt;
     // A file size limit makes every write past 512 KiB fail with EFBIG, as a full disk fails

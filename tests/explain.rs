@@ -13,25 +13,20 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{fsynclab, require, require_root, PrivateState};
+use common::Need::{Fuse, Root, Tool, Tracefs};
+use common::{fsynclab, one_at_a_time, PrivateState};
 use serde_json::Value;
 
-/// The tests of this file run one at a time: each checks that no trace instance is left,
-/// which another's running trace would contradict.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn tracefs_in_kernel() -> bool {
-    Path::new("/sys/kernel/tracing").is_dir()
-}
-
-fn privileged() -> bool {
-    require_root()
-        && require("/dev/fuse", Path::new("/dev/fuse").exists())
-        && require("tracefs (CONFIG_TRACING)", tracefs_in_kernel())
+common::tests! {
+    issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback: [Root, Fuse, Tracefs],
+    issue10_slow_fsyncs_on_xfs_name_the_log_force: [Root, Fuse, Tracefs, Tool("mkfs.xfs")],
+    issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
+    issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run: [Root, Tracefs],
+    issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result,
+    issue10_explain_prints_every_part_of_a_traced_run: [Root, Tracefs],
+    issue10_bad_explain_flags_are_refused_in_one_line,
+    issue10_overlapping_runs_leave_tracefs_as_they_found_it: [Root, Fuse, Tracefs],
+    issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found: [Root, Tracefs],
 }
 
 fn temp() -> tempfile::TempDir {
@@ -41,8 +36,9 @@ fn temp() -> tempfile::TempDir {
         .expect("temp dir")
 }
 
-/// fsynclab's trace instances in tracefs now (none when tracefs is not mounted): those of
-/// every fsynclab on the machine, a neighbour's included.
+/// fsynclab's trace instances in tracefs now (none when tracefs is not mounted), of any run
+/// on the machine: a test asserts only on its own runs' ([`instance_of`]), since other
+/// fsynclab runs may trace beside it.
 fn trace_instances() -> Vec<String> {
     std::fs::read_dir("/sys/kernel/tracing/instances")
         .map(|d| {
@@ -51,6 +47,21 @@ fn trace_instances() -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The trace instance of the run with `pid`.
+fn instance_of(pid: u32) -> String {
+    format!("fsynclab-{pid}")
+}
+
+/// The test's own runs left no trace instance, in tracefs or, unmounted, in the kernel.
+fn assert_no_instance_of(pids: &[u32]) {
+    let held = tracefs_lock();
+    let left: Vec<String> = all_trace_instances(&held)
+        .into_iter()
+        .filter(|i| pids.iter().any(|&p| is_instance_of(i, p)))
+        .collect();
+    assert!(left.is_empty(), "left: {left:?}");
 }
 
 /// Whether trace instance `name` is one process `pid` made: `fsynclab-PID` or `fsynclab-PID-N`.
@@ -138,25 +149,43 @@ fn assert_no_trace_left(pids: &[u32], before: &[String]) {
     );
 }
 
-/// `fsynclab run SCENARIO ARGS... --format json` with a private state directory; the result,
-/// checked against the schema, and the text report the same result prints as (`show`).
-/// The run must leave no state file and no trace instance.
-fn run_json(scenario: &str, args: &[&str]) -> (Value, String) {
-    let state = PrivateState::new();
-    let dir = temp();
-    let file = dir.path().join("result.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+/// A run of the test's own, whose pid it knows.
+struct Run {
+    pid: u32,
+    out: std::process::Output,
+}
+
+/// Runs fsynclab with `args` to its end, with the results store off.
+fn run_to_end(state: &PrivateState, args: &[std::ffi::OsString]) -> Run {
+    let child = std::process::Command::new(common::bin())
         .env(state.env().0, state.env().1)
         .env("FSYNCLAB_STORE", "off")
-        .args(["run", scenario, "--quiet", "--format", "json", "--output"])
-        .arg(&file)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let pid = child.id();
-    let out = child.wait_with_output().unwrap();
+    Run {
+        pid,
+        out: child.wait_with_output().unwrap(),
+    }
+}
+
+/// `fsynclab run SCENARIO ARGS... --format json` with a private state directory; the result,
+/// checked against the schema, the text report the same result prints as (`show`), and the
+/// run's pid.
+fn run_json(scenario: &str, args: &[&str]) -> (Value, String, u32) {
+    let state = PrivateState::new();
+    let dir = temp();
+    let file = dir.path().join("result.json");
+    let mut all: Vec<std::ffi::OsString> = ["run", scenario, "--quiet", "--format", "json", "--output"]
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    all.push(file.clone().into());
+    all.extend(args.iter().map(Into::into));
+    let Run { pid, out } = run_to_end(&state, &all);
     assert!(
         out.status.success(),
         "{scenario} {args:?}: {}",
@@ -167,13 +196,7 @@ fn run_json(scenario: &str, args: &[&str]) -> (Value, String) {
     let text = fsynclab().args(["show"]).arg(&file).output().unwrap();
     assert!(text.status.success());
     assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
-    let held = tracefs_lock();
-    let left: Vec<String> = all_trace_instances(&held)
-        .into_iter()
-        .filter(|i| is_instance_of(i, pid))
-        .collect();
-    assert!(left.is_empty(), "trace instance left: {left:?}");
-    (result, String::from_utf8(text.stdout).unwrap())
+    (result, String::from_utf8(text.stdout).unwrap(), pid)
 }
 
 /// The explained calls of `op`, slowest first.
@@ -232,7 +255,7 @@ fn commits(call: &Value) -> Vec<&Value> {
 /// Seed 000 scaled down: a 1 MiB overwrite + fsync every second (so that each write changes
 /// the inode's mtime, which the fsync commits) for 6 s against a stream that overwrites
 /// 512 MiB, on ext4 or xfs over the emulated 5400 rpm laptop disk.
-fn seed000(fs: &str) -> (Value, String) {
+fn seed000(fs: &str) -> (Value, String, u32) {
     let backing = temp();
     run_json(
         "overwrite-fsync",
@@ -253,13 +276,9 @@ fn seed000(fs: &str) -> (Value, String) {
     )
 }
 
-#[test]
 fn issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() {
     let _one = one_at_a_time();
-    if !privileged() {
-        return;
-    }
-    let (result, text) = seed000("ext4");
+    let (result, text, pid) = seed000("ext4");
     // The fingerprint says why fsync costs a commit here and not on the VM's own root.
     let journal = &result["environment"]["journal"];
     assert_eq!(journal["kind"], "jbd2", "{journal}");
@@ -305,15 +324,12 @@ fn issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() 
     let timeline = &result["timeline"];
     assert!(timeline["points"].as_array().unwrap().len() >= 20, "{timeline}");
     assert!(timeline["device"].as_str().unwrap().starts_with("loop"), "{timeline}");
+    assert_no_instance_of(&[pid]);
 }
 
-#[test]
 fn issue10_slow_fsyncs_on_xfs_name_the_log_force() {
     let _one = one_at_a_time();
-    if !privileged() || !require("mkfs.xfs", fsynclab::testbed::command::find_tool("mkfs.xfs").is_some()) {
-        return;
-    }
-    let (result, _) = seed000("xfs");
+    let (result, _, pid) = seed000("xfs");
     assert_eq!(result["environment"]["journal"]["kind"], "xfs log");
     let fsyncs = explained(&result, "fsync");
     assert!(!fsyncs.is_empty());
@@ -329,21 +345,18 @@ fn issue10_slow_fsyncs_on_xfs_name_the_log_force() {
             "{call:#}"
         );
     }
+    assert_no_instance_of(&[pid]);
 }
 
-#[test]
 fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     let _one = one_at_a_time();
-    if !privileged() {
-        return;
-    }
     let backing = temp();
     // vm.dirty_ratio=1: about 1% of memory may be dirty before writers are throttled, which
     // the random writer's setup and flood reach at once. The prober appends 8 MiB back to
     // back without syncing: since Linux 3.2 a task is paused in proportion to the pages it
     // dirtied less its "think time" (mm/page-writeback.c), so a writer that sleeps between
     // small writes is seldom paused.
-    let (result, text) = run_json(
+    let (result, text, pid) = run_json(
         "random-writeback",
         &[
             "--scratch",
@@ -398,19 +411,14 @@ fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
         slow.len()
     );
     assert!(text.contains("dirty throttling"), "{text}");
+    assert_no_instance_of(&[pid]);
 }
 
-#[test]
 fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
     let _one = one_at_a_time();
-    if !require_root() || !require("tracefs (CONFIG_TRACING)", tracefs_in_kernel()) {
-        return;
-    }
-    let before = tracefs_mounts();
     let state = PrivateState::new();
     let dir = temp();
-    let bin = assert_cmd::cargo::cargo_bin("fsynclab");
-    let mut child = std::process::Command::new(&bin)
+    let mut child = std::process::Command::new(common::bin())
         .env(state.env().0, state.env().1)
         .env("FSYNCLAB_STORE", "off")
         .args(["run", "overwrite-fsync", "--explain", "--format", "seed", "--dir"])
@@ -435,7 +443,7 @@ fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
         lines.any(|l| l.is_ok_and(|l| l.starts_with("fsync time"))),
         "the run never printed an fsync"
     );
-    let name = format!("fsynclab-{}", child.id());
+    let name = instance_of(child.id());
     assert!(trace_instances().contains(&name), "{name} not traced in");
     assert!(Instant::now() < deadline);
     child.kill().unwrap();
@@ -456,7 +464,7 @@ fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
             .any(|l| l.starts_with("undone: ") && l.ends_with(&format!("trace instance {name}"))),
         "{said}"
     );
-    assert_no_trace_left(&[child.id()], &before);
+    assert_no_instance_of(&[child.id()]);
     assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
     assert_eq!(
         common::leftovers(dir.path()),
@@ -465,7 +473,6 @@ fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
     );
 }
 
-#[test]
 fn issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result() {
     let _one = one_at_a_time();
     let dir = temp();
@@ -509,30 +516,26 @@ fn issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result() {
     assert!(text.contains("timeline: ") && !text.contains("slowest calls"), "{text}");
 }
 
-#[test]
 fn issue10_explain_prints_every_part_of_a_traced_run() {
     let _one = one_at_a_time();
-    if !require_root() || !require("tracefs (CONFIG_TRACING)", tracefs_in_kernel()) {
-        return;
-    }
     let dir = temp();
     let file = dir.path().join("result.json");
-    let before = tracefs_mounts();
     let state = PrivateState::new();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
-        .env(state.env().0, state.env().1)
-        .env("FSYNCLAB_STORE", "off")
-        .args(["run", "overwrite-fsync", "--quiet", "--explain", "--output"])
-        .arg(&file)
-        .arg("--dir")
-        .arg(dir.path())
-        .args(["--set", "background=none", "--set", "iterations=5", "--set", "sleep=0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
+    let args: Vec<std::ffi::OsString> = [
+        "run",
+        "overwrite-fsync",
+        "--quiet",
+        "--explain",
+        "--output",
+        file.to_str().unwrap(),
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]
+    .into_iter()
+    .chain(["--set", "background=none", "--set", "iterations=5", "--set", "sleep=0"])
+    .map(Into::into)
+    .collect();
+    let Run { pid, out } = run_to_end(&state, &args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("slowest calls"), "{text}");
@@ -541,10 +544,9 @@ fn issue10_explain_prints_every_part_of_a_traced_run() {
     // The slowest fsync and the slowest write at least, each with its parts and their sum.
     assert!(said.contains("fsync at ") && said.contains("write at "), "{said}");
     assert!(said.contains("parts add up to"), "{said}");
-    assert_no_trace_left(&[pid], &before);
+    assert_no_instance_of(&[pid]);
 }
 
-#[test]
 fn issue10_bad_explain_flags_are_refused_in_one_line() {
     let dir = temp();
     for (flag, value, says) in [
@@ -565,20 +567,17 @@ fn issue10_bad_explain_flags_are_refused_in_one_line() {
     assert_eq!(common::leftovers(dir.path()), Vec::<String>::new());
 }
 
-#[test]
 fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
     let _one = one_at_a_time();
-    if !privileged() {
-        return;
-    }
     // Regression: run A mounted tracefs, run B traced in it too; A ended first and left the
     // mount to B, which had not mounted it and so never unmounted it. The whole test suite
-    // once ended with tracefs mounted.
+    // once ended with tracefs mounted. Both runs are long and ended by Ctrl-C in that order,
+    // so that they overlap whatever the machine's load.
     let before = tracefs_mounts();
     let state = PrivateState::new();
     let dir = temp();
-    let start = |duration: &str| {
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+    let start = || {
+        std::process::Command::new(common::bin())
             .env(state.env().0, state.env().1)
             .env("FSYNCLAB_STORE", "off")
             .args([
@@ -591,28 +590,45 @@ fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
                 "--dir",
             ])
             .arg(dir.path())
-            .args(["--set", "background=none", "--set", "sleep=50ms", "--set"])
-            .arg(format!("duration={duration}"))
+            .args([
+                "--set",
+                "background=none",
+                "--set",
+                "sleep=50ms",
+                "--set",
+                "duration=60s",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
     };
-    let wait_for_instance = |pid: u32| {
+    let wait_for_instance = |run: &mut std::process::Child| {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !trace_instances().contains(&format!("fsynclab-{pid}")) {
-            assert!(Instant::now() < deadline, "run {pid} never traced");
+        while !trace_instances().contains(&instance_of(run.id())) {
+            if let Some(status) = run.try_wait().unwrap() {
+                panic!(
+                    "run {} ended ({status}) before it traced: {}",
+                    run.id(),
+                    common::stderr_of(run)
+                );
+            }
+            assert!(Instant::now() < deadline, "run {} never traced", run.id());
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    let mut a = start("2s");
-    wait_for_instance(a.id());
-    let mut b = start("4s");
-    wait_for_instance(b.id());
-    let a_status = a.wait().unwrap();
+    let mut a = start();
+    wait_for_instance(&mut a);
+    let mut b = start();
+    wait_for_instance(&mut b);
+    common::send(&a, libc::SIGINT);
+    let a_status = common::wait_at_most(&mut a, Duration::from_secs(30));
+    assert_eq!(a_status.code(), Some(130), "A: {}", common::stderr_of(&mut a));
+    assert!(trace_instances().contains(&instance_of(b.id())), "B still traces");
     assert!(!tracefs_mounts().is_empty(), "B still traces");
-    let b_status = b.wait().unwrap();
-    assert!(a_status.success() && b_status.success(), "{a_status} {b_status}");
+    common::send(&b, libc::SIGINT);
+    let b_status = common::wait_at_most(&mut b, Duration::from_secs(30));
+    assert_eq!(b_status.code(), Some(130), "B: {}", common::stderr_of(&mut b));
     assert_no_trace_left(&[a.id(), b.id()], &before);
     assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
     assert_eq!(
@@ -622,12 +638,8 @@ fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
     );
 }
 
-#[test]
 fn issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found() {
     let _one = one_at_a_time();
-    if !privileged() {
-        return;
-    }
     // Regression: a CI run beside other fsynclab runs and `cleanup` calls failed with trace
     // instances left. Runs that end, runs SIGKILLed while they trace, and cleanups, all at
     // once in two state directories (which share tracefs), mount, unmount and remove in
@@ -637,7 +649,7 @@ fn issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_
     let before = tracefs_mounts();
     let states = [PrivateState::new(), PrivateState::new()];
     let dir = temp();
-    let bin = assert_cmd::cargo::cargo_bin("fsynclab");
+    let bin = common::bin();
     let pids = std::sync::Mutex::new(Vec::new());
     let failures = std::sync::Mutex::new(Vec::<String>::new());
     let fail = |what: String| failures.lock().unwrap().push(what);

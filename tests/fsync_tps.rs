@@ -8,6 +8,13 @@ mod common;
 use common::{fsynclab, leftovers};
 use serde_json::Value;
 
+common::tests! {
+    issue_3_every_strategy_reports_a_row_per_thread_count,
+    issue_3_wal_with_avg_flush_delay_and_append_batches_commits,
+    issue_3_directio_and_seed_lines,
+    issue_3_bad_combinations_exit_2_with_one_line,
+}
+
 fn run_json(dir: &std::path::Path, sets: &[&str]) -> Value {
     let mut cmd = fsynclab();
     cmd.args(["run", "fsync-tps", "--dir"])
@@ -29,7 +36,6 @@ fn column(table: &Value, name: &str) -> usize {
         .unwrap_or_else(|| panic!("no column {name}"))
 }
 
-#[test]
 fn issue_3_every_strategy_reports_a_row_per_thread_count() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_json(
@@ -93,7 +99,6 @@ fn issue_3_every_strategy_reports_a_row_per_thread_count() {
     );
 }
 
-#[test]
 fn issue_3_wal_with_avg_flush_delay_and_append_batches_commits() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_json(
@@ -117,7 +122,6 @@ fn issue_3_wal_with_avg_flush_delay_and_append_batches_commits() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn issue_3_directio_and_seed_lines() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
@@ -148,7 +152,6 @@ fn issue_3_directio_and_seed_lines() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn issue_3_bad_combinations_exit_2_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     for (set, says) in [

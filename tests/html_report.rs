@@ -15,6 +15,13 @@ use fsynclab::compare::{Figure, Metric, RunFigures, Settings};
 use fsynclab::html::{self, Report, ReportRun};
 use fsynclab::store::SampleColumns;
 
+use common::Need::That;
+
+common::tests! {
+    issue11_html_report_renders_in_chromium_without_errors: [That("chromium (scripts/setup.sh installs it)", || chromium().is_some())],
+    issue11_chromium_console_errors_are_caught: [That("chromium (scripts/setup.sh installs it)", || chromium().is_some())],
+}
+
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -165,12 +172,8 @@ fn render_in_chromium(chromium: &Path, page: &Path, dir: &Path) -> (Vec<u8>, u32
     (rgba, info.width, info.height, console)
 }
 
-#[test]
 fn issue11_html_report_renders_in_chromium_without_errors() {
-    let Some(chromium) = chromium() else {
-        common::require("chromium (scripts/setup.sh installs it)", false);
-        return;
-    };
+    let chromium = chromium().expect("found before the test began");
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
     let report = Report {
@@ -215,12 +218,8 @@ fn issue11_html_report_renders_in_chromium_without_errors() {
 
 /// The console check above must be able to fail: a page that logs an error, and one that
 /// throws, are caught.
-#[test]
 fn issue11_chromium_console_errors_are_caught() {
-    let Some(chromium) = chromium() else {
-        common::require("chromium (scripts/setup.sh installs it)", false);
-        return;
-    };
+    let chromium = chromium().expect("found before the test began");
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("bad.html");
     std::fs::write(

@@ -11,6 +11,13 @@ use std::path::Path;
 use common::{assert_matches_schema, fsynclab, leftovers, TINY};
 use serde_json::Value;
 
+common::tests! {
+    issue11_a_run_is_stored_and_shown_exported_and_listed_by_its_id,
+    issue11_a_store_that_cannot_be_written_stops_the_run_before_it_starts,
+    issue11_runs_filter_and_compare_sets_of_stored_runs,
+    issue11_a_suite_leaves_the_samples_to_the_store,
+}
+
 /// `fsynclab ARGS` with the store at `store`; (stdout, stderr) of a successful run.
 fn with_store(store: &Path, args: &[&str]) -> (String, String) {
     let out = fsynclab()
@@ -34,7 +41,6 @@ fn tiny_run(store: &Path, dir: &Path, format: &str, extra: &[&str]) -> (String, 
     with_store(store, &args)
 }
 
-#[test]
 fn issue11_a_run_is_stored_and_shown_exported_and_listed_by_its_id() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("nested/results.sqlite");
@@ -88,7 +94,6 @@ fn issue11_a_run_is_stored_and_shown_exported_and_listed_by_its_id() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run 7"));
 }
 
-#[test]
 fn issue11_a_store_that_cannot_be_written_stops_the_run_before_it_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path().join("work");
@@ -116,7 +121,6 @@ fn issue11_a_store_that_cannot_be_written_stops_the_run_before_it_starts() {
     assert!(!store.exists());
 }
 
-#[test]
 fn issue11_runs_filter_and_compare_sets_of_stored_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");
@@ -180,27 +184,13 @@ fn issue11_runs_filter_and_compare_sets_of_stored_runs() {
 
 /// A suite's results directory holds compact, schema-valid results without their samples,
 /// which stay in the store; `show FILE --format seed` still prints every call from there.
-#[test]
 fn issue11_a_suite_leaves_the_samples_to_the_store() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");
     let results = tmp.path().join("results");
     let mut args = vec!["suite", "--quiet", "--dir", tmp.path().to_str().unwrap()];
     args.extend(["--results", results.to_str().unwrap()]);
-    let sets = [
-        "duration=1s",
-        "sleep=100ms",
-        "iterations=2",
-        "overwrite-fsync.file_size=64k",
-        "random-writeback.random_file_size=8M",
-        "datasync.file_size=64k",
-        "small-files.sizes=4k,64k",
-        "small-files.runs=1",
-        "small-files.files=5",
-        "datasync.rounds=1",
-        "datasync.duration=20ms",
-    ];
-    for s in &sets {
+    for s in common::SUITE_TINY {
         args.extend(["--set", s]);
     }
     let (out, _) = with_store(&store, &args);

@@ -9,7 +9,12 @@ mod common;
 use common::{fsynclab, leftovers};
 use serde_json::Value;
 
-#[test]
+common::tests! {
+    issue_3_max_requests_run_counts_like_sysbench,
+    issue_3_seed_format_prints_sysbench_0_4_summary,
+    issue_3_bad_combinations_exit_2_with_one_line,
+}
+
 fn issue_3_max_requests_run_counts_like_sysbench() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
@@ -46,7 +51,6 @@ fn issue_3_max_requests_run_counts_like_sysbench() {
     );
 }
 
-#[test]
 fn issue_3_seed_format_prints_sysbench_0_4_summary() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
@@ -87,7 +91,6 @@ fn issue_3_seed_format_prints_sysbench_0_4_summary() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn issue_3_bad_combinations_exit_2_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     for (sets, says) in [

@@ -9,6 +9,20 @@ use common::{assert_matches_schema, fsynclab, leftovers, TINY};
 use regex::Regex;
 use serde_json::Value;
 
+common::tests! {
+    overwrite_fsync_json_result_matches_schema_and_records_every_call,
+    overwrite_fsync_seed_format_prints_the_original_lines,
+    random_writeback_seed_format_prints_the_original_lines,
+    random_writeback_text_summary_has_percentiles_and_background,
+    every_sync_method_runs_and_is_recorded_under_its_own_name,
+    direct_sync_uses_o_direct_on_a_filesystem_that_has_it,
+    append_placement_grows_the_file,
+    output_file_is_written_whatever_the_format,
+    load_random_reports_its_rate,
+    load_stream_reports_its_rate,
+    probe_measures_the_flush_floor,
+}
+
 fn run_json(args: &[&str], dir: &std::path::Path) -> Value {
     let out = fsynclab()
         .args(args)
@@ -26,7 +40,6 @@ fn tiny(args: &[&str]) -> Vec<String> {
     args.iter().chain(TINY).map(|s| s.to_string()).collect()
 }
 
-#[test]
 fn overwrite_fsync_json_result_matches_schema_and_records_every_call() {
     let dir = tempfile::tempdir().unwrap();
     let args = tiny(&["run", "overwrite-fsync"]);
@@ -63,7 +76,6 @@ fn overwrite_fsync_json_result_matches_schema_and_records_every_call() {
     assert!(leftovers(dir.path()).is_empty(), "work directory left behind");
 }
 
-#[test]
 fn overwrite_fsync_seed_format_prints_the_original_lines() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
@@ -83,7 +95,6 @@ fn overwrite_fsync_seed_format_prints_the_original_lines() {
     assert!(final_line.is_match(last), "{text}");
 }
 
-#[test]
 fn random_writeback_seed_format_prints_the_original_lines() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
@@ -118,7 +129,6 @@ fn random_writeback_seed_format_prints_the_original_lines() {
     assert_eq!(lines.len(), 8, "{text}");
 }
 
-#[test]
 fn random_writeback_text_summary_has_percentiles_and_background() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
@@ -141,7 +151,6 @@ fn random_writeback_text_summary_has_percentiles_and_background() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn every_sync_method_runs_and_is_recorded_under_its_own_name() {
     let dir = tempfile::tempdir().unwrap();
     for (method, write_op, sync_op) in [
@@ -180,7 +189,6 @@ fn every_sync_method_runs_and_is_recorded_under_its_own_name() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn direct_sync_uses_o_direct_on_a_filesystem_that_has_it() {
     // tmpfs may refuse O_DIRECT; the work tree's filesystem is a real one.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -204,7 +212,6 @@ fn direct_sync_uses_o_direct_on_a_filesystem_that_has_it() {
     assert_eq!(r["ops"]["fdatasync"]["count"], 2);
 }
 
-#[test]
 fn append_placement_grows_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
@@ -237,7 +244,6 @@ fn append_placement_grows_the_file() {
     assert_eq!(len, 3 * 4096);
 }
 
-#[test]
 fn output_file_is_written_whatever_the_format() {
     let dir = tempfile::tempdir().unwrap();
     let results = tempfile::tempdir().unwrap();
@@ -269,7 +275,6 @@ fn output_file_is_written_whatever_the_format() {
     );
 }
 
-#[test]
 fn load_random_reports_its_rate() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
@@ -313,7 +318,6 @@ fn load_random_reports_its_rate() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn load_stream_reports_its_rate() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_json(
@@ -359,7 +363,6 @@ fn load_stream_reports_its_rate() {
     );
 }
 
-#[test]
 fn probe_measures_the_flush_floor() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let r = run_json(&["probe", "--set", "iterations=20"], dir.path());

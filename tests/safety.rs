@@ -11,24 +11,42 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead as _, Write as _};
+use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{fsynclab, leftovers, require, require_root};
+use common::Need::{Fuse, Root, Tool};
+use common::{
+    backing as scratch_backing, bin, fsynclab, leftovers, send, stderr_of, traces_under, wait_at_most,
+    wait_for_file_containing, StderrLines,
+};
 use serde_json::Value;
 
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+common::tests! {
+    issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live: [Root],
+    issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them: [Root],
+    issue8_a_result_says_when_a_sysctl_changed_under_it: [Root],
+    issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up,
+    issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything: [Root, Fuse],
+    issue8_a_signal_ignored_at_start_stays_ignored,
+    issue8_a_closed_terminal_still_undoes_a_scratch_run: [Root, Fuse],
+    issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record: [Root, Fuse],
+    issue8_a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it: [Root, Fuse],
+    issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run,
+    issue8_cleanup_removes_nothing_without_fsynclabs_shape,
+    issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once: [Root, Fuse],
+    issue8_sigkill_at_every_step_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4")],
+}
 
 /// The running test's turn and its state directory, named to every fsynclab it starts
 /// (the variable is set in this process while the guard lives: the tests run one at a time),
 /// with the results store off.
 struct Serial {
-    _turn: std::sync::MutexGuard<'static, ()>,
     _state: common::PrivateState,
+    // Dropped last: the next test's turn begins once this one's state directory is gone.
+    _turn: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Drop for Serial {
@@ -38,14 +56,14 @@ impl Drop for Serial {
 }
 
 fn serial() -> Serial {
-    let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let turn = common::one_at_a_time();
     let state = common::PrivateState::new();
     std::env::set_var(common::STATE_DIR_ENV, state.path());
     // As common::fsynclab(): never the user's results store.
     std::env::set_var("FSYNCLAB_STORE", "off");
     Serial {
-        _turn: turn,
         _state: state,
+        _turn: turn,
     }
 }
 
@@ -57,31 +75,6 @@ fn state_dir() -> PathBuf {
 /// The state file of the run with `pid`.
 fn state_file(pid: u32) -> PathBuf {
     state_dir().join(format!("{pid}.json"))
-}
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("fsynclab")
-}
-
-fn fuse_available() -> bool {
-    require_root() && require("/dev/fuse", Path::new("/dev/fuse").exists())
-}
-
-/// A temporary directory for scratch images and work directories.
-fn scratch_backing() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("fsynclab-test-")
-        .tempdir()
-        .expect("temp dir")
-}
-
-/// Runs `fsynclab cleanup` when dropped, so that a failing test leaves nothing behind.
-struct CleanupGuard;
-
-impl Drop for CleanupGuard {
-    fn drop(&mut self) {
-        let _ = fsynclab().arg("cleanup").output();
-    }
 }
 
 /// Puts a sysctl back when dropped.
@@ -106,51 +99,48 @@ fn sysctl(name: &str) -> String {
         .to_string()
 }
 
-fn send(child: &Child, signal: i32) {
-    // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-}
-
-/// Waits for `child` at most `limit`, killing it if it takes longer.
-fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if Instant::now() > deadline {
-            // Reaped before the panic, so that the cleanup guard sees a dead run.
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("fsynclab did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The stderr of a finished child.
-fn stderr_of(child: &mut Child) -> String {
-    let mut text = String::new();
-    if let Some(mut err) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut err, &mut text);
-    }
-    text
-}
-
-/// Waits until `path` exists and contains `needle` (a state file showing a step).
-fn wait_for_file_containing(path: &Path, needle: &str, child: &mut Child) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(path).is_ok_and(|s| s.contains(needle)) {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("fsynclab ended ({status}) before {} showed {needle}", path.display());
-        }
-        assert!(Instant::now() < deadline, "{} never showed {needle}", path.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// A long scratch run on an emulated disk with a sysctl set; returns once it is measuring.
 fn start_scratch_run(backing: &Path) -> (Child, PathBuf) {
+    let mut child = scratch_run(backing)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fsynclab");
+    let state = state_file(child.id());
+    wait_until_measuring_on_scratch(backing, &mut child);
+    (child, state)
+}
+
+/// Waits until the scratch run `child` on `backing` is measuring: prepared, and probing in
+/// its scratch filesystem.
+fn wait_until_measuring_on_scratch(backing: &Path, child: &mut Child) {
+    let scratch = backing.join(format!("fsynclab-scratch-{}-", child.id()));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mnt = loop {
+        let found = std::fs::read_dir(backing)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().starts_with(&*scratch.to_string_lossy()));
+        if let Some(dir) = found {
+            break dir.join("mnt");
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("fsynclab ended ({status}) before it made its scratch directory");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no scratch directory in {}",
+            backing.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    common::wait_until_measuring(&mnt, common::PROBE_FILE, child);
+}
+
+/// A long scratch run on an emulated disk with a sysctl set.
+fn scratch_run(backing: &Path) -> Command {
     let mut cmd = Command::new(bin());
     cmd.args([
         "run",
@@ -163,34 +153,8 @@ fn start_scratch_run(backing: &Path) -> (Child, PathBuf) {
     ])
     .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
     .args(["--dirty-ratio", "13", "--backing"])
-    .arg(backing)
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("start fsynclab");
-    let state = state_file(child.id());
-    wait_for_file_containing(&state, "\"sysctl\"", &mut child);
-    std::thread::sleep(Duration::from_millis(300));
-    (child, state)
-}
-
-/// Loop devices and mounts whose paths lie under `dir`, plus files left in it.
-fn traces_under(dir: &Path) -> Vec<String> {
-    let d = dir.to_string_lossy().to_string();
-    let mut out: Vec<String> = leftovers(dir);
-    let losetup = Command::new("losetup")
-        .arg("-a")
-        .output()
-        .map(|o| o.stdout)
-        .unwrap_or_default();
-    out.extend(
-        String::from_utf8_lossy(&losetup)
-            .lines()
-            .filter(|l| l.contains(&d))
-            .map(String::from),
-    );
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    out.extend(mountinfo.lines().filter(|l| l.contains(&d)).map(String::from));
-    out
+    .arg(backing);
+    cmd
 }
 
 // ---- item 1: overlapping --dirty-ratio runs ----
@@ -206,16 +170,13 @@ fn dir_run(dir: &Path, duration: &str, extra: &[&str]) -> Command {
     cmd
 }
 
-#[test]
 fn issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live() {
-    if !require_root() {
-        return;
-    }
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
     let before = sysctl("dirty_ratio");
     let dir = tempfile::tempdir().unwrap();
-    let mut a = dir_run(dir.path(), "3s", &["--dirty-ratio", "5"])
+    // A is live until the test stops it, after B's attempt: the order is certain.
+    let mut a = dir_run(dir.path(), "60s", &["--dirty-ratio", "5"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -230,8 +191,14 @@ fn issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live() {
         "the refusal names the run holding the sysctls: {b_err}"
     );
     assert_eq!(sysctl("dirty_ratio"), "5", "the refused run changed nothing");
+    send(&a, libc::SIGINT);
     let a_out = a.wait_with_output().unwrap();
-    assert!(a_out.status.success(), "{}", String::from_utf8_lossy(&a_out.stderr));
+    assert_eq!(
+        a_out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&a_out.stderr)
+    );
     let r: Value = serde_json::from_slice(&a_out.stdout).unwrap();
     assert_eq!(r["environment"]["sysctls_set"]["dirty_ratio"], 5);
     let findings = r["findings"].to_string();
@@ -242,14 +209,10 @@ fn issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live() {
     assert_eq!(sysctl("dirty_ratio"), before, "restored by the one run that set it");
 }
 
-#[test]
 fn issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
-    if !require_root() {
-        return;
-    }
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
-    let _cleanup = CleanupGuard;
+    let _cleanup = common::CleanupOnDrop(state_dir());
     let before = sysctl("dirty_ratio");
     let dir = tempfile::tempdir().unwrap();
     let mut a = dir_run(dir.path(), "60s", &["--dirty-ratio", "5"])
@@ -276,21 +239,18 @@ fn issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
     assert_eq!(sysctl("dirty_ratio"), before);
 }
 
-#[test]
 fn issue8_a_result_says_when_a_sysctl_changed_under_it() {
-    if !require_root() {
-        return;
-    }
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
     let before: u64 = sysctl("dirty_ratio").parse().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let run = dir_run(dir.path(), "2s", &[])
+    let mut run = dir_run(dir.path(), "2s", &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // The run read the sysctls before it wrote its first probe; it measures 2 s from there.
+    common::wait_until_measuring(dir.path(), common::PROBE_FILE, &mut run);
     std::fs::write("/proc/sys/vm/dirty_ratio", (before - 1).to_string()).unwrap();
     let out = run.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -304,7 +264,6 @@ fn issue8_a_result_says_when_a_sysctl_changed_under_it() {
 
 // ---- item 2: every terminating signal ----
 
-#[test]
 fn issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
@@ -326,7 +285,9 @@ fn issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(800));
+        // Once it measures: its handlers are in place (a signal before would end it by the
+        // signal's default action, which is not what this test is about).
+        common::wait_until_measuring(dir.path(), common::PROBE_FILE, &mut run);
         send(&run, signal);
         let status = wait_at_most(&mut run, Duration::from_secs(10));
         let err = stderr_of(&mut run);
@@ -340,13 +301,9 @@ fn issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up() {
     }
 }
 
-#[test]
 fn issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
-    if !fuse_available() {
-        return;
-    }
     let _serial = serial();
-    let _cleanup = CleanupGuard;
+    let _cleanup = common::CleanupOnDrop(state_dir());
     let _guard = SysctlGuard::new("dirty_ratio");
     let before = sysctl("dirty_ratio");
     let backing = scratch_backing();
@@ -362,7 +319,6 @@ fn issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
     }
 }
 
-#[test]
 fn issue8_a_signal_ignored_at_start_stays_ignored() {
     // `nohup fsynclab ...` must survive the terminal closing.
     let _serial = serial();
@@ -376,7 +332,8 @@ fn issue8_a_signal_ignored_at_start_stays_ignored() {
         });
     }
     let mut run = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Once it measures, past where it would have installed a handler.
+    common::wait_until_measuring(dir.path(), common::PROBE_FILE, &mut run);
     send(&run, libc::SIGHUP);
     let status = wait_at_most(&mut run, Duration::from_secs(30));
     let mut out = String::new();
@@ -405,13 +362,9 @@ fn open_pty() -> (std::os::fd::OwnedFd, std::ffi::CString) {
     }
 }
 
-#[test]
 fn issue8_a_closed_terminal_still_undoes_a_scratch_run() {
-    if !fuse_available() {
-        return;
-    }
     let _serial = serial();
-    let _cleanup = CleanupGuard;
+    let _cleanup = common::CleanupOnDrop(state_dir());
     let _guard = SysctlGuard::new("dirty_ratio");
     let before = sysctl("dirty_ratio");
     let backing = scratch_backing();
@@ -451,8 +404,7 @@ fn issue8_a_closed_terminal_still_undoes_a_scratch_run() {
     }
     let mut run = cmd.spawn().expect("start fsynclab on a terminal");
     let state = state_file(run.id());
-    wait_for_file_containing(&state, "\"sysctl\"", &mut run);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until_measuring_on_scratch(backing.path(), &mut run);
     // Hang up: the master's last descriptor goes, as when a terminal window closes.
     drop(master);
     let status = wait_at_most(&mut run, Duration::from_secs(60));
@@ -465,13 +417,9 @@ fn issue8_a_closed_terminal_still_undoes_a_scratch_run() {
 
 // ---- item 3: a busy mount at the end of a run ----
 
-#[test]
 fn issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
-    if !fuse_available() {
-        return;
-    }
     let _serial = serial();
-    let _cleanup = CleanupGuard;
+    let _cleanup = common::CleanupOnDrop(state_dir());
     let backing = scratch_backing();
     let mut run = Command::new(bin())
         .args(["probe", "-q", "--set", "iterations=1000"])
@@ -552,22 +500,30 @@ fn issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
 
 // ---- item 5: a second Ctrl-C ----
 
-#[test]
 fn issue8_a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it() {
-    if !fuse_available() {
-        return;
-    }
     let _serial = serial();
-    let _cleanup = CleanupGuard;
+    let _cleanup = common::CleanupOnDrop(state_dir());
     let _guard = SysctlGuard::new("dirty_ratio");
     let before = sysctl("dirty_ratio");
     let backing = scratch_backing();
-    let (mut run, state) = start_scratch_run(backing.path());
+    // The second Ctrl-C comes while the run undoes what it made, for certain: the run stops
+    // before its first undo (the test pause point of src/testbed/pause.rs), says so, and
+    // the test sends the second one then. (Sent 10 ms after the first, it once came after
+    // the run had undone everything and ended.)
+    let mut run = scratch_run(backing.path())
+        .env("FSYNCLAB_TEST_PAUSE", "undo:sysctl")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fsynclab");
+    let state = state_file(run.id());
+    let mut said = StderrLines::of(&mut run);
+    wait_until_measuring_on_scratch(backing.path(), &mut run);
     send(&run, libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(10));
+    said.wait_for("fsynclab: test pause at undo:sysctl", &mut run, Duration::from_secs(60));
     send(&run, libc::SIGINT);
     let status = wait_at_most(&mut run, Duration::from_secs(30));
-    let err = stderr_of(&mut run);
+    let err = said.all();
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("second signal: exiting at once"), "{err}");
     for what in [
@@ -595,7 +551,6 @@ fn user_runtime_dir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("fsynclab-runtime-").tempdir().unwrap()
 }
 
-#[test]
 fn issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run() {
     let _serial = serial();
     let runtime = user_runtime_dir();
@@ -645,7 +600,6 @@ fn issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run() {
 
 // ---- item 12: cleanup trusts nothing that is not fsynclab's ----
 
-#[test]
 fn issue8_cleanup_removes_nothing_without_fsynclabs_shape() {
     let _serial = serial();
     let runtime = user_runtime_dir();
@@ -704,8 +658,12 @@ fn issue8_cleanup_removes_nothing_without_fsynclabs_shape() {
 
 // ---- the fault-injection sweep ----
 
-/// What the sweep compares before and after: everything a scratch run touches.
-#[derive(Debug, PartialEq)]
+/// What the sweep compares before and after: everything a scratch run touches, and nothing
+/// of another fsynclab's that may run beside the test (its loop devices, mounts and trace
+/// instances are left out; the vm sysctls cannot be: two runs never set them at once).
+/// Trace instances are the sweep's own runs' (by pid): another's, even one a SIGKILL left
+/// for its own cleanup, is not the sweep's to find.
+#[derive(Clone, Debug, PartialEq)]
 struct Machine {
     /// Attached loop devices and their backing files.
     loops: BTreeMap<String, String>,
@@ -719,13 +677,16 @@ struct Machine {
     files: BTreeSet<String>,
     /// Processes still working in the backing directory.
     stragglers: BTreeSet<String>,
+    /// Whether another fsynclab had a trace instance: then the tracefs mount is not compared.
+    others_trace: bool,
 }
 
 fn list(dir: &Path) -> BTreeSet<String> {
     leftovers(dir).into_iter().collect()
 }
 
-fn snapshot(backing: &Path) -> Machine {
+/// The machine as the sweep sees it, `ours` being the pids of every run it started.
+fn snapshot(backing: &Path, ours: &[u32]) -> Machine {
     let mut loops = BTreeMap::new();
     let mut loop_settings = BTreeMap::new();
     for entry in std::fs::read_dir("/sys/block").unwrap().filter_map(|e| e.ok()) {
@@ -741,6 +702,9 @@ fn snapshot(backing: &Path) -> Machine {
         };
         let backing_file = read("loop/backing_file");
         if !backing_file.is_empty() {
+            if !backing_file.starts_with(&*backing.to_string_lossy()) {
+                continue; // another's
+            }
             loops.insert(name.clone(), backing_file);
         }
         loop_settings.insert(
@@ -749,7 +713,7 @@ fn snapshot(backing: &Path) -> Machine {
         );
     }
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let mounts = mountinfo
+    let mounts: Vec<String> = mountinfo
         .lines()
         .map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
@@ -773,11 +737,23 @@ fn snapshot(backing: &Path) -> Machine {
     .into_iter()
     .map(|n| (n.to_string(), sysctl(n)))
     .collect();
+    // Another's instance makes the tracefs mount its own too.
     let mut trace_instances = BTreeSet::new();
+    let mut others_trace = false;
     for dir in ["/sys/kernel/tracing/instances", "/sys/kernel/debug/tracing/instances"] {
-        trace_instances.extend(list(Path::new(dir)).into_iter().map(|i| format!("{dir}/{i}")));
+        for i in list(Path::new(dir)) {
+            if ours.iter().any(|pid| i == format!("fsynclab-{pid}")) {
+                trace_instances.insert(format!("{dir}/{i}"));
+            } else {
+                others_trace = true;
+            }
+        }
     }
     let b = backing.to_string_lossy().into_owned();
+    let mounts = mounts
+        .into_iter()
+        .filter(|m: &String| m.contains(&b) || m.contains(" tracefs "))
+        .collect();
     let stragglers = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok())
@@ -795,35 +771,28 @@ fn snapshot(backing: &Path) -> Machine {
         run_state: list(&state_dir()),
         files: list(backing),
         stragglers,
+        others_trace,
     }
 }
 
 /// Loop devices created by a run stay as free devices: compare the settings of those
 /// that existed before only.
 fn same_machine(before: &Machine, after: &Machine) -> Result<(), String> {
-    let mut after_settings = after.loop_settings.clone();
-    after_settings.retain(|k, _| before.loop_settings.contains_key(k));
-    let comparable = Machine {
-        loop_settings: after_settings,
-        ..snapshot_clone(after)
-    };
-    if &comparable == before {
+    let (mut before, mut after) = (before.clone(), after.clone());
+    // A device another run holds at either time is its to set.
+    before.loop_settings.retain(|k, _| after.loop_settings.contains_key(k));
+    after.loop_settings.retain(|k, _| before.loop_settings.contains_key(k));
+    // So is the tracefs mount while another run traces.
+    if before.others_trace || after.others_trace {
+        for m in [&mut before, &mut after] {
+            m.mounts.retain(|l| !l.contains(" tracefs "));
+            m.others_trace = false;
+        }
+    }
+    if after == before {
         Ok(())
     } else {
-        Err(format!("before: {before:#?}\nafter: {comparable:#?}"))
-    }
-}
-
-fn snapshot_clone(m: &Machine) -> Machine {
-    Machine {
-        loops: m.loops.clone(),
-        loop_settings: m.loop_settings.clone(),
-        mounts: m.mounts.clone(),
-        sysctls: m.sysctls.clone(),
-        trace_instances: m.trace_instances.clone(),
-        run_state: m.run_state.clone(),
-        files: m.files.clone(),
-        stragglers: m.stragglers.clone(),
+        Err(format!("before: {before:#?}\nafter: {after:#?}"))
     }
 }
 
@@ -892,37 +861,19 @@ fn sweep_run(backing: &Path) -> Command {
     cmd
 }
 
-fn kill_sweep_run(backing: &Path, at: &KillAt) -> bool {
+/// Returns whether the run was killed before it ended, and its pid.
+fn kill_sweep_run(backing: &Path, at: &KillAt) -> (bool, u32) {
     let mut cmd = sweep_run(backing);
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     if let KillAt::Point(point) = at {
         cmd.env("FSYNCLAB_TEST_PAUSE", point);
     }
     let mut run = cmd.spawn().expect("start fsynclab");
-    let stderr = run.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let mut said = StderrLines::of(&mut run);
     let killed = match at {
         KillAt::Point(point) => {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            let mut seen = Vec::new();
-            loop {
-                match rx.recv_timeout(Duration::from_millis(100)) {
-                    Ok(line) if line == format!("fsynclab: test pause at {}", point.split('@').next().unwrap()) => {
-                        break
-                    }
-                    Ok(line) => seen.push(line),
-                    Err(_) => {}
-                }
-                if let Some(status) = run.try_wait().unwrap() {
-                    panic!("the run ended ({status}) without reaching {point}: {seen:?}");
-                }
-                assert!(Instant::now() < deadline, "{point} never reached: {seen:?}");
-            }
+            let line = format!("fsynclab: test pause at {}", point.split('@').next().unwrap());
+            said.wait_for(&line, &mut run, Duration::from_secs(60));
             true
         }
         KillAt::After(delay) => {
@@ -932,7 +883,7 @@ fn kill_sweep_run(backing: &Path, at: &KillAt) -> bool {
     };
     let _ = run.kill();
     wait_dead(&mut run, &format!("{at:?}"));
-    killed
+    (killed, run.id())
 }
 
 /// Waits for a SIGKILLed run to be gone. One that is not within 10 s is stuck in an
@@ -964,15 +915,11 @@ fn wait_dead(run: &mut Child, at: &str) {
     }
 }
 
-#[test]
 fn issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
     // SIGKILL while the prober waits in fdatasync for the emulated disk: the process must
     // die, not hang in an uninterruptible wait for its own FUSE thread.
-    if !fuse_available() {
-        return;
-    }
     let _serial = serial();
-    let _cleanup = CleanupGuard;
+    let _cleanup = common::CleanupOnDrop(state_dir());
     let backing = scratch_backing();
     for i in 0..5 {
         let mut run = Command::new(bin())
@@ -1002,38 +949,38 @@ fn issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
     }
 }
 
-#[test]
 fn issue8_sigkill_at_every_step_then_cleanup_restores_the_machine() {
-    if !fuse_available()
-        || !require(
-            "mkfs.ext4",
-            fsynclab::testbed::command::find_tool("mkfs.ext4").is_some(),
-        )
-    {
-        return;
-    }
     let _serial = serial();
-    let _cleanup = CleanupGuard;
+    let _cleanup = common::CleanupOnDrop(state_dir());
     let _guards = [
         SysctlGuard::new("dirty_ratio"),
         SysctlGuard::new("dirty_expire_centisecs"),
     ];
     let backing = scratch_backing();
-    let before = snapshot(backing.path());
+    let mut ours = Vec::new();
+    let before = snapshot(backing.path(), &ours);
     let started = Instant::now();
     // One run to its end: it must leave the machine as it was, and its length spreads the
     // kills by delay over its whole life, reaching what the named points do not (inside
     // mkfs, mount, the measurement).
-    let whole = sweep_run(backing.path()).output().unwrap();
+    let whole = sweep_run(backing.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    ours.push(whole.id());
+    let whole = whole.wait_with_output().unwrap();
     assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
     let length = started.elapsed();
-    same_machine(&before, &snapshot(backing.path())).unwrap_or_else(|d| panic!("after a whole run: {d}"));
+    same_machine(&before, &snapshot(backing.path(), &ours)).unwrap_or_else(|d| panic!("after a whole run: {d}"));
     const BY_DELAY: u32 = 12;
     let mut plan: Vec<KillAt> = POINTS.iter().map(|p| KillAt::Point(p)).collect();
     plan.extend((0..BY_DELAY).map(|i| KillAt::After(length * (2 * i + 1) / (2 * BY_DELAY))));
     let mut tried = 0;
     for at in &plan {
-        if !kill_sweep_run(backing.path(), at) {
+        let (killed, pid) = kill_sweep_run(backing.path(), at);
+        ours.push(pid);
+        if !killed {
             continue;
         }
         tried += 1;
@@ -1044,7 +991,7 @@ fn issue8_sigkill_at_every_step_then_cleanup_restores_the_machine() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let after = snapshot(backing.path());
+        let after = snapshot(backing.path(), &ours);
         if let Err(diff) = same_machine(&before, &after) {
             panic!(
                 "after a kill at {at:?} and `fsynclab cleanup` ({}), the machine differs:\n{diff}",

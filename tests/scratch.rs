@@ -11,38 +11,33 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fsynclab, leftovers, require, require_root, PrivateState};
+use common::Need::{Fuse, Root, That, Tool};
+use common::{backing, fsynclab, traces_under, PrivateState};
 use serde_json::Value;
 
-/// Loop devices and mounts whose paths lie under `dir`, plus files left in it.
-fn traces_under(dir: &Path) -> Vec<String> {
-    let d = dir.to_string_lossy().to_string();
-    let mut out: Vec<String> = leftovers(dir);
-    let losetup = Command::new("losetup")
-        .arg("-a")
-        .output()
-        .map(|o| o.stdout)
-        .unwrap_or_default();
-    out.extend(
-        String::from_utf8_lossy(&losetup)
-            .lines()
-            .filter(|l| l.contains(&d))
-            .map(String::from),
-    );
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    out.extend(mountinfo.lines().filter(|l| l.contains(&d)).map(String::from));
-    out
+common::tests! {
+    issue4_scratch_ext4_runs_and_cleans_up: [Root, Tool("mkfs.ext4")],
+    issue4_scratch_ext3_data_writeback_reports_the_mount_option: [Root, Tool("mkfs.ext3")],
+    issue4_scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
+    issue4_scratch_btrfs_runs_and_cleans_up: [Root, Tool("mkfs.btrfs")],
+    issue4_scheduler_is_switched_for_the_run: [Root],
+    issue4_sysctls_are_set_for_the_run_and_restored: [Root],
+    issue4_flush_profile_delays_fsync_and_nobarrier_removes_it: [Root, Fuse],
+    issue4_cleanup_removes_what_a_sigkilled_run_left: [Root, Fuse],
+    issue4_sigterm_ends_a_scratch_run_and_cleans_up: [Root, Fuse],
+    issue4_without_root_a_one_line_error_says_so: [That("setpriv to drop root", setpriv_when_root)],
+    issue4_bad_scratch_options_are_usage_errors,
+    issue4_named_profile_and_ram_are_recorded_in_the_result: [Root, Fuse],
+    issue4_write_rate_paces_the_emulated_disk: [Root, Fuse],
+    issue4_a_panic_during_the_run_still_undoes_everything: [Root, Fuse],
+    issue4_suite_runs_on_one_scratch_target_and_records_it: [Root, Fuse],
+    issue8_an_overlong_expiry_is_a_usage_error,
+    issue8_bad_mkfs_options_are_usage_errors: [Root, Tool("mkfs.ext4")],
 }
 
-fn backing() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("fsynclab-test-")
-        .tempdir()
-        .expect("temp dir")
-}
-
-fn tool(name: &str) -> bool {
-    fsynclab::testbed::command::find_tool(name).is_some()
+/// As root, the test drops to nobody with setpriv; as another user it needs nothing.
+fn setpriv_when_root() -> bool {
+    !common::is_root() || Path::new("/usr/bin/setpriv").exists()
 }
 
 /// Runs `fsynclab probe` on a scratch filesystem and returns the JSON result.
@@ -65,9 +60,6 @@ fn probe(backing: &Path, extra: &[&str]) -> Value {
 }
 
 fn scratch_run(spec: &str, fstype: &str, option: Option<&str>) {
-    if !require_root() || !require(&format!("mkfs.{fstype}"), tool(&format!("mkfs.{fstype}"))) {
-        return;
-    }
     let dir = backing();
     let r = probe(dir.path(), &["--scratch", spec]);
     let env = &r["environment"];
@@ -89,31 +81,23 @@ fn scratch_run(spec: &str, fstype: &str, option: Option<&str>) {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-#[test]
 fn issue4_scratch_ext4_runs_and_cleans_up() {
     scratch_run("ext4", "ext4", None);
 }
 
-#[test]
 fn issue4_scratch_ext3_data_writeback_reports_the_mount_option() {
     scratch_run("ext3:data=writeback", "ext3", Some("data=writeback"));
 }
 
-#[test]
 fn issue4_scratch_xfs_runs_and_cleans_up() {
     scratch_run("xfs", "xfs", None);
 }
 
-#[test]
 fn issue4_scratch_btrfs_runs_and_cleans_up() {
     scratch_run("btrfs", "btrfs", None);
 }
 
-#[test]
 fn issue4_scheduler_is_switched_for_the_run() {
-    if !require_root() {
-        return;
-    }
     let dir = backing();
     for scheduler in ["mq-deadline", "bfq", "none"] {
         let r = probe(
@@ -130,11 +114,7 @@ fn issue4_scheduler_is_switched_for_the_run() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-#[test]
 fn issue4_sysctls_are_set_for_the_run_and_restored() {
-    if !require_root() {
-        return;
-    }
     let read = |name: &str| {
         std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
             .unwrap()
@@ -172,7 +152,8 @@ fn fresh_block_fsync(mount_options: &str, backing: &Path) -> (Duration, f64) {
         backing: Some(backing.to_path_buf()),
         ..Default::default()
     };
-    let target = fsynclab::testbed::prepare(&args).expect("scratch ext4 on flush=20ms");
+    let target =
+        fsynclab::testbed::prepare(&args.request().expect("a valid request"), 0).expect("scratch ext4 on flush=20ms");
     let mut latencies = Vec::new();
     let loop_device = target.loop_device().expect("a loop device").to_string();
     let block_flushes = || fsynclab::testbed::loopdev::flushes_completed(&loop_device).expect("block stats");
@@ -202,11 +183,7 @@ fn fresh_block_fsync(mount_options: &str, backing: &Path) -> (Duration, f64) {
     (latencies[2], flushes as f64 / 5.0)
 }
 
-#[test]
 fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
-    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
-        return;
-    }
     let dir = backing();
     let (barrier, per_fsync) = fresh_block_fsync("", dir.path());
     assert!(
@@ -215,33 +192,19 @@ fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
     );
     assert!(per_fsync >= 1.0, "{per_fsync} device flushes per fsync");
     let (nobarrier, per_fsync_nb) = fresh_block_fsync(":nobarrier", dir.path());
+    // The device saw no flush, and no fsync waited as long as one takes (20 ms): what is left
+    // is the write and the journal commit, whose time a loaded machine stretches.
+    assert_eq!(per_fsync_nb, 0.0);
     assert!(
-        nobarrier < Duration::from_millis(10),
+        nobarrier < Duration::from_millis(20),
         "fsync took {nobarrier:?} with nobarrier: the flush should be gone"
     );
-    assert_eq!(per_fsync_nb, 0.0);
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
-}
-
-/// The tests that kill runs and call `fsynclab cleanup` run one at a time: one's cleanup
-/// would otherwise remove the leftovers the other is checking.
-static KILL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Runs `fsynclab cleanup` over the test's own state directory when dropped, so a failing
-/// test leaves nothing behind.
-struct CleanupGuard<'a>(&'a PrivateState);
-
-impl Drop for CleanupGuard<'_> {
-    fn drop(&mut self) {
-        let (var, dir) = self.0.env();
-        let _ = fsynclab().arg("cleanup").env(var, dir).output();
-    }
 }
 
 /// Starts a long scratch run and waits until its state file shows the filesystem mounted.
 fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child, PathBuf) {
-    let bin = assert_cmd::cargo::cargo_bin("fsynclab");
-    let child = Command::new(bin)
+    let mut child = Command::new(common::bin())
         .env("FSYNCLAB_STORE", "off")
         .args([
             "run",
@@ -269,26 +232,16 @@ fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child,
         .spawn()
         .expect("start fsynclab");
     let state = state.file_of(child.id());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(&state).is_ok_and(|s| s.contains("\"mount\"")) {
-        assert!(
-            Instant::now() < deadline,
-            "the run never mounted its scratch filesystem"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_for_file_containing(&state, "\"mount\"", &mut child);
     std::thread::sleep(Duration::from_millis(500));
     (child, state)
 }
 
-#[test]
 fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
-    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
-        return;
-    }
-    let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    // One at a time: one's cleanup would otherwise remove the leftovers the other checks.
+    let _turn = common::one_at_a_time();
     let private = PrivateState::new();
-    let _guard = CleanupGuard(&private);
+    let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
     let dir = backing();
     let (mut child, state) = start_long_run(dir.path(), &private);
     child.kill().expect("SIGKILL");
@@ -331,34 +284,25 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-#[test]
 fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
-    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
-        return;
-    }
-    let _serial = KILL_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+    // One at a time: one's cleanup would otherwise remove the leftovers the other checks.
+    let _turn = common::one_at_a_time();
     let private = PrivateState::new();
-    let _guard = CleanupGuard(&private);
+    let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
     let dir = backing();
     let (mut child, state) = start_long_run(dir.path(), &private);
-    // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    common::send(&child, libc::SIGTERM);
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(143));
     assert!(!state.exists());
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-#[test]
 fn issue4_without_root_a_one_line_error_says_so() {
     // As root, run a copy as nobody from a directory nobody can reach (the build directory
     // may sit under a private home).
     let reachable = tempfile::tempdir().unwrap();
     let mut cmd = if common::is_root() {
-        if !Path::new("/usr/bin/setpriv").exists() {
-            eprintln!("skipped: needs setpriv to drop root");
-            return;
-        }
         use std::os::unix::fs::PermissionsExt;
         let bin = reachable.path().join("fsynclab");
         std::fs::copy(assert_cmd::cargo::cargo_bin("fsynclab"), &bin).unwrap();
@@ -380,7 +324,6 @@ fn issue4_without_root_a_one_line_error_says_so() {
     assert!(stderr.contains("needs root"), "{stderr}");
 }
 
-#[test]
 fn issue4_bad_scratch_options_are_usage_errors() {
     for args in [
         &["probe", "--scratch", "zfs"][..],
@@ -400,11 +343,7 @@ fn issue4_bad_scratch_options_are_usage_errors() {
     }
 }
 
-#[test]
 fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
-    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
-        return;
-    }
     let dir = backing();
     let r = probe(
         dir.path(),
@@ -443,11 +382,7 @@ fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-#[test]
 fn issue4_write_rate_paces_the_emulated_disk() {
-    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
-        return;
-    }
     let dir = backing();
     let out = fsynclab()
         .args(["run", "overwrite-fsync", "-q", "-f", "json", "--backing"])
@@ -475,11 +410,7 @@ fn issue4_write_rate_paces_the_emulated_disk() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-#[test]
 fn issue4_a_panic_during_the_run_still_undoes_everything() {
-    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
-        return;
-    }
     let dir = backing();
     let args = fsynclab::cli::TargetArgs {
         scratch: Some("ext4".into()),
@@ -489,7 +420,7 @@ fn issue4_a_panic_during_the_run_still_undoes_everything() {
         ..Default::default()
     };
     let outcome = std::panic::catch_unwind(|| {
-        let target = fsynclab::testbed::prepare(&args).expect("scratch ext4");
+        let target = fsynclab::testbed::prepare(&args.request().expect("a valid request"), 0).expect("scratch ext4");
         std::fs::write(target.dir().join("f"), b"x").unwrap();
         assert!(
             !traces_under(dir.path()).is_empty(),
@@ -501,11 +432,7 @@ fn issue4_a_panic_during_the_run_still_undoes_everything() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-#[test]
 fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
-    if !require_root() || !require("/dev/fuse", Path::new("/dev/fuse").exists()) {
-        return;
-    }
     let dir = backing();
     let results = tempfile::tempdir().unwrap();
     let mut cmd = fsynclab();
@@ -554,10 +481,8 @@ fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-/// Issue 8, item 11: a bad --mkfs-opts was a failure (exit 1) where bad mount options were
-/// bad input (exit 2); a --dirty-expire too large for the kernel was called malformed.
-#[test]
-fn issue8_bad_mkfs_options_and_an_overlong_expiry_are_usage_errors() {
+/// Issue 8, item 11: a --dirty-expire too large for the kernel was called malformed.
+fn issue8_an_overlong_expiry_is_a_usage_error() {
     let out = fsynclab()
         .args(["probe", "-q", "--dirty-expire", "9999999h"])
         .output()
@@ -565,9 +490,11 @@ fn issue8_bad_mkfs_options_and_an_overlong_expiry_are_usage_errors() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("too long; the kernel takes at most 248 days"), "{err}");
-    if !require_root() || !tool("mkfs.ext4") {
-        return;
-    }
+}
+
+/// Issue 8, item 11: a bad --mkfs-opts was a failure (exit 1) where bad mount options were
+/// bad input (exit 2).
+fn issue8_bad_mkfs_options_are_usage_errors() {
     let backing = backing();
     let out = fsynclab()
         .args(["probe", "-q", "--scratch", "ext4", "--mkfs-opts", "-b 3", "--backing"])

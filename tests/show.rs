@@ -7,6 +7,11 @@ mod common;
 
 use common::{fsynclab, TINY};
 
+common::tests! {
+    issue7_show_prints_a_saved_result_as_the_run_printed_it,
+    issue7_show_refuses_what_is_not_a_result,
+}
+
 /// Every scenario and subcommand, with parameters that finish in about a second.
 fn cases() -> Vec<Vec<String>> {
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -68,7 +73,6 @@ fn cases() -> Vec<Vec<String>> {
     out
 }
 
-#[test]
 fn issue7_show_prints_a_saved_result_as_the_run_printed_it() {
     for args in cases() {
         for format in ["seed", "text"] {
@@ -103,7 +107,6 @@ fn issue7_show_prints_a_saved_result_as_the_run_printed_it() {
     }
 }
 
-#[test]
 fn issue7_show_refuses_what_is_not_a_result() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");

@@ -9,8 +9,17 @@ use std::time::{Duration, Instant};
 
 use common::leftovers;
 
-fn interrupt_after(args: &[&str], dir: &std::path::Path, after: Duration, signal: i32) -> (i32, String, Duration) {
-    let child = Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+common::tests! {
+    ctrl_c_while_probing_reports_the_partial_run_and_cleans_up,
+    sigterm_during_random_file_setup_cleans_up,
+}
+
+/// Runs fsynclab with `args` in `dir`, and sends `signal` once it has written into the file
+/// `written` of its work directory (so that the signal finds it where the test means it to,
+/// whatever the machine's load). Returns the exit code, stdout, and the time from the
+/// signal to the end.
+fn interrupt_once_written(args: &[&str], dir: &std::path::Path, written: &str, signal: i32) -> (i32, String, Duration) {
+    let mut child = Command::new(common::bin())
         .env("FSYNCLAB_STORE", "off")
         .args(args)
         .arg("--dir")
@@ -19,10 +28,9 @@ fn interrupt_after(args: &[&str], dir: &std::path::Path, after: Duration, signal
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(after);
+    common::wait_until_measuring(dir, written, &mut child);
     let sent = Instant::now();
-    // SAFETY: sending a signal to our own child.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+    common::send(&child, signal);
     let out = child.wait_with_output().unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -31,7 +39,6 @@ fn interrupt_after(args: &[&str], dir: &std::path::Path, after: Duration, signal
     )
 }
 
-#[test]
 fn ctrl_c_while_probing_reports_the_partial_run_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let args = [
@@ -43,10 +50,11 @@ fn ctrl_c_while_probing_reports_the_partial_run_and_cleans_up() {
         "--set",
         "sleep=200ms",
     ];
-    let (code, stdout, took) = interrupt_after(
+    // Once the prober has written its first block: it is probing.
+    let (code, stdout, took) = interrupt_once_written(
         &[&args[..], &["--set", "file_size=64M"]].concat(),
         dir.path(),
-        Duration::from_millis(1500),
+        common::PROBE_FILE,
         libc::SIGINT,
     );
     assert_eq!(code, 130, "{stdout}");
@@ -60,7 +68,6 @@ fn ctrl_c_while_probing_reports_the_partial_run_and_cleans_up() {
     );
 }
 
-#[test]
 fn sigterm_during_random_file_setup_cleans_up() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let args = [
@@ -72,7 +79,8 @@ fn sigterm_during_random_file_setup_cleans_up() {
         "--set",
         "random_file_size=8G",
     ];
-    let (code, stdout, took) = interrupt_after(&args, dir.path(), Duration::from_millis(700), libc::SIGTERM);
+    // Once the random file has data: its setup (8 GiB) is under way.
+    let (code, stdout, took) = interrupt_once_written(&args, dir.path(), "fsync-tester.rnd-file", libc::SIGTERM);
     assert_eq!(code, 143, "{stdout}");
     let r: serde_json::Value = serde_json::from_str(&stdout).expect("partial result is still JSON");
     assert_eq!(r["interrupted"], true);

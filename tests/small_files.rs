@@ -7,6 +7,13 @@ mod common;
 use common::{fsynclab, leftovers};
 use serde_json::Value;
 
+common::tests! {
+    iozone_mode_reports_write_and_rewrite_per_size_with_the_scheduler,
+    fs_mark_mode_reports_files_per_second_and_fsync_latency,
+    seed_format_prints_iozone_and_fs_mark_lines,
+    bad_combinations_are_one_line_errors_with_status_2,
+}
+
 fn run_json(dir: &std::path::Path, sets: &[&str]) -> Value {
     let mut cmd = fsynclab();
     cmd.args(["run", "small-files", "--quiet", "--format", "json", "--dir"])
@@ -18,7 +25,6 @@ fn run_json(dir: &std::path::Path, sets: &[&str]) -> Value {
     serde_json::from_slice(&out).expect("JSON result")
 }
 
-#[test]
 fn iozone_mode_reports_write_and_rewrite_per_size_with_the_scheduler() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_json(dir.path(), &["mode=iozone", "sizes=4k,16k", "runs=2"]);
@@ -45,7 +51,6 @@ fn iozone_mode_reports_write_and_rewrite_per_size_with_the_scheduler() {
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
 }
 
-#[test]
 fn fs_mark_mode_reports_files_per_second_and_fsync_latency() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_json(
@@ -63,7 +68,6 @@ fn fs_mark_mode_reports_files_per_second_and_fsync_latency() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn seed_format_prints_iozone_and_fs_mark_lines() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
@@ -87,7 +91,6 @@ fn seed_format_prints_iozone_and_fs_mark_lines() {
     assert_eq!(lines[3].split_whitespace().nth(1), Some("3"), "{text}");
 }
 
-#[test]
 fn bad_combinations_are_one_line_errors_with_status_2() {
     let dir = tempfile::tempdir().unwrap();
     for (sets, says) in [

@@ -11,6 +11,13 @@ use serde_json::Value;
 
 use common::{assert_matches_schema, fsynclab, TINY};
 
+common::tests! {
+    issue11_a_stored_run_comes_back_identical_and_schema_valid,
+    issue11_runs_are_listed_by_scenario_time_matrix_and_parameter,
+    issue11_unknown_result_keys_are_kept,
+    issue11_samples_take_at_most_16_bytes_each,
+}
+
 type Tuple = (u64, String, u64, u64, Option<String>);
 
 /// The samples of a result JSON, as the codec takes them.
@@ -46,7 +53,6 @@ fn tiny_run(scenario: &str, extra: &[&str]) -> Value {
     serde_json::from_slice(&out).expect("result JSON")
 }
 
-#[test]
 fn issue11_a_stored_run_comes_back_identical_and_schema_valid() {
     let result = tiny_run("overwrite-fsync", &[]);
     let samples = samples_of(&result);
@@ -67,7 +73,6 @@ fn issue11_a_stored_run_comes_back_identical_and_schema_valid() {
     assert_eq!(back, result, "the stored run reads back as the result it was");
 }
 
-#[test]
 fn issue11_runs_are_listed_by_scenario_time_matrix_and_parameter() {
     let base = tiny_run("overwrite-fsync", &[]);
     let mut store = Store::open_in_memory().unwrap();
@@ -148,7 +153,6 @@ fn issue11_runs_are_listed_by_scenario_time_matrix_and_parameter() {
     assert!(f.values[&Figure::new("fsync", Metric::P99)] > 0.0);
 }
 
-#[test]
 fn issue11_unknown_result_keys_are_kept() {
     let mut r = tiny_run("overwrite-fsync", &[]);
     r["timeline"] = serde_json::json!([{"t_ns": 5, "event": "commit"}]);
@@ -184,7 +188,6 @@ fn fsync_tps_like(n: usize) -> Vec<Tuple> {
         .collect()
 }
 
-#[test]
 fn issue11_samples_take_at_most_16_bytes_each() {
     let samples = fsync_tps_like(200_000);
     let block = codec::encode(&samples);

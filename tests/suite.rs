@@ -7,26 +7,16 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
 
 use common::{fsynclab, leftovers};
 use serde_json::Value;
 
-/// Settings that make every scenario tiny: global keys apply to each scenario declaring them
-/// (scenarios of other branches included), SCENARIO.KEY ones to that scenario only.
-const TINY: &[&str] = &[
-    "duration=1s",
-    "sleep=100ms",
-    "iterations=2",
-    "overwrite-fsync.file_size=64k",
-    "random-writeback.random_file_size=8M",
-    "datasync.file_size=64k",
-    "small-files.sizes=4k,64k",
-    "small-files.runs=1",
-    "small-files.files=5",
-    "datasync.rounds=1",
-    "datasync.duration=20ms",
-];
+common::tests! {
+    suite_runs_every_scenario_and_writes_each_result_and_a_summary,
+    ctrl_c_stops_the_suite_and_still_writes_the_summary,
+    full_refuses_with_numbers_when_it_does_not_fit,
+    bad_sets_are_one_line_errors_with_status_2,
+}
 
 fn scenario_names() -> Vec<String> {
     let out = fsynclab()
@@ -47,14 +37,13 @@ fn scenario_names() -> Vec<String> {
 fn suite(dir: &Path, cwd: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
     let mut cmd = fsynclab();
     cmd.current_dir(cwd).args(["suite", "--quiet", "--dir"]).arg(dir);
-    for s in TINY {
+    for s in common::SUITE_TINY {
         cmd.args(["--set", s]);
     }
     cmd.args(extra);
     cmd.assert()
 }
 
-#[test]
 fn suite_runs_every_scenario_and_writes_each_result_and_a_summary() {
     let names = scenario_names();
     let dir = tempfile::tempdir().unwrap();
@@ -140,11 +129,10 @@ fn suite_runs_every_scenario_and_writes_each_result_and_a_summary() {
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
 }
 
-#[test]
 fn ctrl_c_stops_the_suite_and_still_writes_the_summary() {
     let dir = tempfile::tempdir().unwrap();
     let results = tempfile::tempdir().unwrap();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+    let mut child = std::process::Command::new(common::bin())
         .env("FSYNCLAB_STORE", "off")
         .args([
             "suite",
@@ -161,9 +149,9 @@ fn ctrl_c_stops_the_suite_and_still_writes_the_summary() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill(2) on the child we spawned.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // Once the first scenario probes (before, Ctrl-C would find the suite starting).
+    common::wait_until_measuring(dir.path(), common::PROBE_FILE, &mut child);
+    common::send(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
     let summary: Value =
@@ -179,7 +167,6 @@ fn ctrl_c_stops_the_suite_and_still_writes_the_summary() {
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
 }
 
-#[test]
 fn full_refuses_with_numbers_when_it_does_not_fit() {
     let dir = tempfile::tempdir().unwrap();
     let results = tempfile::tempdir().unwrap();
@@ -207,7 +194,6 @@ fn full_refuses_with_numbers_when_it_does_not_fit() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-#[test]
 fn bad_sets_are_one_line_errors_with_status_2() {
     let dir = tempfile::tempdir().unwrap();
     for (set, says) in [

@@ -1,5 +1,7 @@
-//! The command line as typed (clap definitions). Validation into typed settings happens in
-//! `app`, where scenario parameters are known.//!
+//! The command line as typed (clap definitions), and its reading into the typed settings
+//! the rest of the program takes: [`TargetArgs::request`] (the testbed), [`ExplainArgs::options`]
+//! (the explanation); scenario parameters are read by their scenario's plan.
+//!
 //! `mod.rs` holds the command list and the options every measuring command shares (the
 //! target, the run, the explanation); `store.rs` those of the results store's commands
 //! (runs, show, export, compare, matrix, report).
@@ -7,6 +9,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::error::Usage;
+use crate::explain::attribution::Threshold;
+use crate::explain::run::{ExplainOptions, TraceWish};
+use crate::testbed::{Key, Spelling, TestbedRequest};
+use crate::units::parse_duration;
 
 mod store;
 
@@ -307,4 +315,101 @@ pub enum Format {
     Seed,
     /// The full result with every call (schema/result-v1.schema.json).
     Json,
+}
+
+impl TargetArgs {
+    /// The testbed options given, as their text (`--dir .` is the default and left out).
+    pub fn options(&self) -> Vec<(Key, String)> {
+        let mut out = Vec::new();
+        let mut put = |k: Key, v: Option<String>| {
+            if let Some(v) = v {
+                out.push((k, v));
+            }
+        };
+        put(
+            Key::Dir,
+            (self.dir != std::path::Path::new(".") && !self.dir.as_os_str().is_empty())
+                .then(|| self.dir.display().to_string()),
+        );
+        put(Key::Scratch, self.scratch.clone());
+        put(Key::MkfsOpts, self.mkfs_opts.clone());
+        put(Key::ScratchSize, self.scratch_size.clone());
+        put(Key::Backing, self.backing.as_ref().map(|p| p.display().to_string()));
+        put(Key::Scheduler, self.scheduler.clone());
+        put(Key::Device, self.device.clone());
+        put(Key::DirtyRatio, self.dirty_ratio.map(|v| v.to_string()));
+        put(
+            Key::DirtyBackgroundRatio,
+            self.dirty_background_ratio.map(|v| v.to_string()),
+        );
+        put(Key::DirtyExpire, self.dirty_expire.clone());
+        out
+    }
+
+    /// The testbed these flags ask for, checked.
+    pub fn request(&self) -> Result<TestbedRequest, Usage> {
+        TestbedRequest::from_options(&self.options(), Spelling::Flag)
+    }
+}
+
+impl ExplainArgs {
+    /// The explanation these flags ask for, and the line to print when tracing was left to
+    /// its default and cannot work here.
+    pub(crate) fn options(&self) -> Result<(ExplainOptions, Option<String>), Usage> {
+        let duration =
+            |flag: &str, text: &str| parse_duration(text).map_err(|e| Usage(format!("--{flag} {text}: {e}")));
+        let over = duration("explain-over", &self.explain_over)?;
+        let percent: f64 = self
+            .explain_slowest
+            .trim()
+            .trim_end_matches('%')
+            .parse()
+            .ok()
+            .filter(|p: &f64| (0.0..=100.0).contains(p))
+            .ok_or_else(|| {
+                Usage(format!(
+                    "--explain-slowest {}: expected a percentage from 0 to 100, like 1%",
+                    self.explain_slowest
+                ))
+            })?;
+        let interval = duration("timeline-interval", &self.timeline_interval)?;
+        if interval < std::time::Duration::from_millis(1) {
+            return Err(Usage(format!(
+                "--timeline-interval {}: at least 1ms",
+                self.timeline_interval
+            )));
+        }
+        let wish = match (self.explain, self.no_explain) {
+            (_, true) => TraceWish::Declined,
+            (true, false) => TraceWish::Asked,
+            (false, false) => TraceWish::Default,
+        };
+        let threshold = Threshold {
+            slowest_fraction: percent / 100.0,
+            over_ns: over.as_nanos() as u64,
+        };
+        ExplainOptions::decide(wish, threshold, interval)
+    }
+}
+
+/// Every testbed flag of [`TargetArgs`] is a testbed [`Key`], and the reverse: the matrix
+/// takes every option `run` takes (issue 14).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn issue14_every_target_flag_is_a_testbed_key() {
+        let cmd = Cli::command();
+        let run = cmd.find_subcommand("exec").expect("exec");
+        let flags: Vec<String> = run
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .filter(|l| !["output", "help"].contains(l))
+            .map(str::to_string)
+            .collect();
+        let keys: Vec<String> = Key::ALL.map(|k| k.name().to_string()).to_vec();
+        assert_eq!(flags, keys);
+    }
 }

@@ -2,7 +2,7 @@
 //! with `--explain`, a kernel trace of the thread that makes the measured calls, whose slow
 //! calls are then split into causes ([`super::attribute`]).
 //!
-//! The options are decided before the run ([`ExplainOptions::from_args`]): `--explain` is
+//! The options are decided before the run ([`ExplainOptions::decide`]): `--explain` is
 //! on by default where it can work (root, tracefs in the kernel) and says in one line why
 //! not where it cannot. The engine starts [`Explaining`] just before the measurement and
 //! finishes it just after; dropping it on an error path still removes the trace instance.
@@ -18,10 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::attribution::{attribute, Attribution, Call, Threshold};
 use super::timeline::{Timeline, TimelineRecord, DEFAULT_INTERVAL};
 use super::tracer::{current_tid, Task, TraceConfig, TracedFs, Tracer, Watch};
-use crate::cli::ExplainArgs;
 use crate::error::Usage;
 use crate::measure::{RunClock, Sample};
-use crate::units::parse_duration;
 
 /// What a run records to explain itself.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,46 +49,35 @@ pub(crate) fn unavailable() -> Option<&'static str> {
     (!crate::testbed::tracefs::in_kernel()).then_some("this kernel has no tracefs (CONFIG_TRACING)")
 }
 
+/// Whether the kernel is to be traced, as the command line said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TraceWish {
+    /// `--explain`: trace, or refuse the run where tracing cannot work.
+    Asked,
+    /// Neither flag: trace where it can work, say in one line why not elsewhere.
+    Default,
+    /// `--no-explain`.
+    Declined,
+}
+
 impl ExplainOptions {
-    /// Reads the flags; returns the options and, when `--explain` was left to its default
-    /// and cannot work here, the one line that says so. An explicit `--explain` that cannot
-    /// work is refused.
-    pub(crate) fn from_args(args: &ExplainArgs) -> Result<(ExplainOptions, Option<String>), Usage> {
-        let duration =
-            |flag: &str, text: &str| parse_duration(text).map_err(|e| Usage(format!("--{flag} {text}: {e}")));
-        let over = duration("explain-over", &args.explain_over)?;
-        let percent: f64 = args
-            .explain_slowest
-            .trim()
-            .trim_end_matches('%')
-            .parse()
-            .ok()
-            .filter(|p: &f64| (0.0..=100.0).contains(p))
-            .ok_or_else(|| {
-                Usage(format!(
-                    "--explain-slowest {}: expected a percentage from 0 to 100, like 1%",
-                    args.explain_slowest
-                ))
-            })?;
-        let interval = duration("timeline-interval", &args.timeline_interval)?;
-        if interval < Duration::from_millis(1) {
-            return Err(Usage(format!(
-                "--timeline-interval {}: at least 1ms",
-                args.timeline_interval
-            )));
-        }
+    /// Decides whether to trace; returns the options and, when tracing was left to its
+    /// default and cannot work here, the one line that says so. An explicit `--explain` that
+    /// cannot work is refused.
+    pub(crate) fn decide(
+        wish: TraceWish,
+        threshold: Threshold,
+        timeline_interval: Duration,
+    ) -> Result<(ExplainOptions, Option<String>), Usage> {
         let mut options = ExplainOptions {
-            trace: !args.no_explain,
-            threshold: Threshold {
-                slowest_fraction: percent / 100.0,
-                over_ns: over.as_nanos() as u64,
-            },
-            timeline_interval: interval,
+            trace: wish != TraceWish::Declined,
+            threshold,
+            timeline_interval,
         };
         let mut note = None;
         if options.trace {
             if let Some(why) = unavailable() {
-                if args.explain {
+                if wish == TraceWish::Asked {
                     return Err(Usage(format!("--explain: {why}; run as root, or leave --explain out")));
                 }
                 options.trace = false;

@@ -21,8 +21,9 @@ use std::path::Path;
 
 use toml::{Table, Value};
 
-use super::plan::{normalize_key, Axis, TESTBED_KEYS};
+use super::plan::{normalize_key, Axis};
 use crate::error::Usage;
+use crate::testbed::Key;
 
 /// What a matrix file says; everything is optional, the command line adds to it.
 #[derive(Debug, Default, PartialEq)]
@@ -96,14 +97,10 @@ pub(crate) fn parse(text: &str) -> Result<MatrixFile, String> {
     }
     if let Some(t) = table(&doc, "target")? {
         for (k, v) in t {
-            let key = normalize_key(k);
-            if !TESTBED_KEYS.contains(&key.as_str()) {
-                return Err(format!(
-                    "[target] {k}: not a testbed option; valid: {}",
-                    TESTBED_KEYS.join(", ")
-                ));
-            }
-            out.target.push((key, scalar(k, v)?));
+            let Some(key) = Key::from_name(k) else {
+                return Err(format!("[target] {k}: not a testbed option; valid: {}", Key::names()));
+            };
+            out.target.push((key.name().to_string(), scalar(k, v)?));
         }
     }
     if let Some(t) = table(&doc, "axes")? {

@@ -174,10 +174,7 @@ fn refuse_without_root(plan: &Plan) -> Result<()> {
             format!(
                 "its cells run on scratch filesystems (a scratch {} is implied by the {} axis)",
                 plan::IMPLIED_SCRATCH,
-                plan.axes
-                    .iter()
-                    .find(|a| ["device", "scheduler", "mkfs-opts", "scratch-size", "backing"].contains(&a.key.as_str()))
-                    .map_or("device", |a| a.key.as_str())
+                plan.implying_axis().unwrap_or("device")
             )
         } else {
             "its cells make scratch filesystems or set vm sysctls".to_string()
@@ -221,9 +218,9 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
         }
     }
     let mut target = from_file.target;
-    for (k, v) in plan::target_entries(&args.target) {
-        target.retain(|(tk, _)| *tk != k);
-        target.push((k, v));
+    for (k, v) in args.target.options() {
+        target.retain(|(tk, _)| tk != k.name());
+        target.push((k.name().to_string(), v));
     }
     let mut sets = from_file.sets;
     sets.extend(args.sets.iter().cloned());
@@ -280,13 +277,11 @@ fn dry_run(plan: &Plan, slots: &[(u32, usize)]) -> Result<String> {
         }
         files = files.max(planned.plan.space_needed());
         let target = plan.target_for(&cells[c])?;
-        if let Some(s) = &target.scratch {
-            let spec = crate::testbed::scratch::ScratchSpec::parse(s)?;
-            let size = match &target.scratch_size {
-                Some(t) => crate::units::parse_size(t).map(|b| b.get()).unwrap_or(0),
-                None => spec.default_size(planned.plan.space_needed()),
-            };
-            image = image.max(size);
+        if let Some(s) = target.scratch() {
+            image = image.max(
+                s.size
+                    .unwrap_or_else(|| s.spec.default_size(planned.plan.space_needed())),
+            );
         }
     }
     out.push_str(&format!(

@@ -3,36 +3,14 @@
 //! anything runs — every cell's parameters and testbed options — and stored with the matrix
 //! (as JSON) so that `--resume` runs the same thing.
 
-use std::path::{Path, PathBuf};
-
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::TargetArgs;
 use crate::engine::Planned;
 use crate::error::Usage;
 use crate::scenario::{self, Scenario};
-use crate::testbed::device::DeviceProfile;
 use crate::testbed::scratch::ScratchSpec;
-use crate::units::{parse_duration, parse_size};
-
-/// The testbed options an axis or a matrix file may set, by their command-line names.
-pub(crate) const TESTBED_KEYS: [&str; 10] = [
-    "dir",
-    "scratch",
-    "mkfs-opts",
-    "scratch-size",
-    "backing",
-    "scheduler",
-    "device",
-    "dirty-ratio",
-    "dirty-background-ratio",
-    "dirty-expire",
-];
-
-/// Options that exist only on a scratch filesystem: with one of them and no `scratch`, the
-/// matrix runs on a scratch ext4 ([`IMPLIED_SCRATCH`]).
-const SCRATCH_ONLY: [&str; 5] = ["mkfs-opts", "scratch-size", "backing", "scheduler", "device"];
+use crate::testbed::{Key, Spelling, TestbedRequest};
 
 /// The filesystem a device, scheduler or mkfs axis runs on when none is named: seed 002's
 /// hosts ran ext4, and a newcomer's one command should just work.
@@ -54,7 +32,7 @@ pub(crate) struct Plan {
     pub(crate) scenario: String,
     /// `--set` assignments every cell shares.
     pub(crate) sets: Vec<String>,
-    /// Testbed options every cell shares, by [`TESTBED_KEYS`] name.
+    /// Testbed options every cell shares, by [`Key`] name.
     pub(crate) target: Vec<(String, String)>,
     pub(crate) axes: Vec<Axis>,
     pub(crate) repeat: u32,
@@ -72,14 +50,10 @@ pub(crate) struct Plan {
 /// One cell: a value of every axis, in axis order.
 pub(crate) type Cell = Vec<(String, String)>;
 
-/// `dirty_ratio` and `dirty-ratio` are the same option.
+/// A testbed option's name as [`Key::name`] spells it (`dirty_ratio` and `dirty-ratio` are
+/// the same option); a parameter's name as given.
 pub(crate) fn normalize_key(key: &str) -> String {
-    let dashed = key.trim().replace('_', "-");
-    if TESTBED_KEYS.contains(&dashed.as_str()) {
-        dashed
-    } else {
-        key.trim().to_string()
-    }
+    Key::from_name(key).map_or_else(|| key.trim().to_string(), |k| k.name().to_string())
 }
 
 /// Splits an axis's values at commas, keeping together what belongs to one value: a
@@ -141,7 +115,7 @@ impl Plan {
     }
 
     fn is_testbed(key: &str) -> bool {
-        TESTBED_KEYS.contains(&key)
+        Key::from_name(key).is_some()
     }
 
     /// The `--set` assignments of a cell: the shared ones, then the cell's parameters.
@@ -155,20 +129,16 @@ impl Plan {
         sets
     }
 
-    /// The testbed options of a cell, as `fsynclab run` would take them.
-    pub(crate) fn target_for(&self, cell: &Cell) -> Result<TargetArgs, Usage> {
-        let mut t = TargetArgs {
-            dir: PathBuf::from("."),
-            ..TargetArgs::default()
-        };
-        for (k, v) in self
-            .target
-            .iter()
-            .chain(cell.iter().filter(|(k, _)| Plan::is_testbed(k)))
-        {
-            apply(&mut t, k, v)?;
+    /// The testbed of a cell: the shared options, then the cell's, read as `fsynclab run`
+    /// reads its flags.
+    pub(crate) fn target_for(&self, cell: &Cell) -> Result<TestbedRequest, Usage> {
+        let mut options = Vec::new();
+        for (k, v) in self.target.iter().chain(cell.iter()) {
+            if let Some(key) = Key::from_name(k) {
+                options.push((key, v.clone()));
+            }
         }
-        Ok(t)
+        TestbedRequest::from_options(&options, Spelling::Assignment)
     }
 
     pub(crate) fn planned_for(&self, cell: &Cell) -> Result<Planned> {
@@ -191,7 +161,7 @@ impl Plan {
                 return Err(Usage(format!(
                     "--axis {}: not a testbed option ({}) nor a parameter of {} ({})",
                     axis.key,
-                    TESTBED_KEYS.join(", "),
+                    Key::names(),
                     s.name(),
                     params.join(", ")
                 ))
@@ -228,11 +198,12 @@ impl Plan {
             .chain(self.axes.iter().map(|a| a.key.as_str()))
             .collect();
         let has = |k: &str| keys.contains(&k);
-        if !has("scratch") && SCRATCH_ONLY.iter().any(|k| has(k)) {
+        let scratch_only = Key::ALL.into_iter().find(|k| k.scratch_only() && has(k.name()));
+        if let (false, Some(key)) = (has("scratch"), scratch_only) {
             if has("dir") {
                 return Err(Usage(format!(
                     "{} needs a scratch filesystem, and dir names a directory: give --scratch FS instead of --dir",
-                    SCRATCH_ONLY.iter().find(|k| has(k)).unwrap_or(&"device")
+                    key.name()
                 ))
                 .into());
             }
@@ -258,85 +229,18 @@ impl Plan {
             .iter()
             .map(|(k, _)| k.as_str())
             .chain(self.axes.iter().map(|a| a.key.as_str()));
-        keys.into_iter().any(|k| k == "scratch" || k.starts_with("dirty-"))
+        keys.into_iter()
+            .filter_map(Key::from_name)
+            .any(|k| k == Key::Scratch || k.sysctl().is_some())
     }
-}
 
-/// Sets one testbed option of `t`, checked as the command line checks it.
-fn apply(t: &mut TargetArgs, key: &str, value: &str) -> Result<(), Usage> {
-    let percent = |v: &str| -> Result<u64, Usage> {
-        v.parse::<u64>()
-            .ok()
-            .filter(|p| *p <= 100)
-            .ok_or_else(|| Usage(format!("{key}={v}: expected a percentage from 0 to 100")))
-    };
-    match key {
-        "dir" => t.dir = PathBuf::from(value),
-        "scratch" => {
-            ScratchSpec::parse(value)?;
-            t.scratch = Some(value.into());
-        }
-        "mkfs-opts" => t.mkfs_opts = Some(value.into()),
-        "scratch-size" => {
-            parse_size(value).map_err(|e| Usage(format!("scratch-size={value}: {e}")))?;
-            t.scratch_size = Some(value.into());
-        }
-        "backing" => t.backing = Some(PathBuf::from(value)),
-        "scheduler" => {
-            const SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "bfq", "kyber"];
-            if !SCHEDULERS.contains(&value) {
-                return Err(Usage(format!(
-                    "scheduler={value}: expected one of {}",
-                    SCHEDULERS.join(", ")
-                )));
-            }
-            t.scheduler = Some(value.into());
-        }
-        "device" => {
-            DeviceProfile::parse(value)?;
-            t.device = Some(value.into());
-        }
-        "dirty-ratio" => t.dirty_ratio = Some(percent(value)?),
-        "dirty-background-ratio" => t.dirty_background_ratio = Some(percent(value)?),
-        "dirty-expire" => {
-            parse_duration(value).map_err(|e| Usage(format!("dirty-expire={value}: {e}")))?;
-            t.dirty_expire = Some(value.into());
-        }
-        other => {
-            return Err(Usage(format!(
-                "{other}: not a testbed option; valid: {}",
-                TESTBED_KEYS.join(", ")
-            )))
-        }
+    /// The first axis that implies the scratch filesystem, when one was implied.
+    pub(crate) fn implying_axis(&self) -> Option<&str> {
+        self.axes
+            .iter()
+            .find(|a| Key::from_name(&a.key).is_some_and(Key::scratch_only))
+            .map(|a| a.key.as_str())
     }
-    Ok(())
-}
-
-/// The testbed options a command line gave (`--scratch ext4 --device ram`), as plan entries.
-pub(crate) fn target_entries(t: &TargetArgs) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut put = |k: &str, v: Option<String>| {
-        if let Some(v) = v {
-            out.push((k.to_string(), v));
-        }
-    };
-    put(
-        "dir",
-        (t.dir != Path::new(".") && !t.dir.as_os_str().is_empty()).then(|| t.dir.display().to_string()),
-    );
-    put("scratch", t.scratch.clone());
-    put("mkfs-opts", t.mkfs_opts.clone());
-    put("scratch-size", t.scratch_size.clone());
-    put("backing", t.backing.as_ref().map(|p| p.display().to_string()));
-    put("scheduler", t.scheduler.clone());
-    put("device", t.device.clone());
-    put("dirty-ratio", t.dirty_ratio.map(|v| v.to_string()));
-    put(
-        "dirty-background-ratio",
-        t.dirty_background_ratio.map(|v| v.to_string()),
-    );
-    put("dirty-expire", t.dirty_expire.clone());
-    out
 }
 
 #[cfg(test)]
@@ -398,10 +302,9 @@ mod tests {
         p.check().unwrap();
         assert!(p.implied_scratch && p.needs_root());
         let t = p.target_for(&p.cells()[3]).unwrap();
-        assert_eq!(
-            (t.scratch.as_deref(), t.device.as_deref()),
-            (Some("ext4"), Some("hdd-7200"))
-        );
+        let s = t.scratch().unwrap();
+        assert_eq!(s.spec.fstype, "ext4");
+        assert!(matches!(&s.device, crate::testbed::device::DeviceProfile::Emulated(p) if p.name == "hdd-7200"));
         assert_eq!(p.sets_for(&p.cells()[3]), ["threads=2", "coordination=wal"]);
         // A directory and a device cannot go together.
         let mut p = plan(&[("device", &["ram"])]);
@@ -411,6 +314,20 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--scratch FS instead of --dir"));
+    }
+
+    /// Issue 14: the matrix reads testbed options as `run` reads its flags, tunables too.
+    #[test]
+    fn issue14_a_scheduler_axis_takes_tunables_as_run_does() {
+        let mut p = plan(&[("scheduler", &["bfq:slice_idle=8", "mq-deadline"])]);
+        p.check().unwrap();
+        let t = p.target_for(&p.cells()[0]).unwrap();
+        assert_eq!(
+            t.scratch().unwrap().scheduler.as_ref().unwrap().to_string(),
+            "bfq:slice_idle=8"
+        );
+        let err = plan(&[("scheduler", &["cfq"])]).check().unwrap_err().to_string();
+        assert!(err.contains("unknown scheduler 'cfq'"), "{err}");
     }
 
     #[test]

@@ -11,12 +11,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::plan::{Cell, Plan};
 use crate::compare::run_figures;
-use crate::engine::{self, Status};
+use crate::engine::Status;
 use crate::record::{self, Recording};
 use crate::report::{self, Format, Live};
-use crate::role::stop::Stop;
+use crate::session::{Opened, Session};
 use crate::store::{MatrixPlace, RunFilter, Store};
-use crate::testbed;
 
 /// How the matrix ended.
 pub(crate) enum Ended {
@@ -151,7 +150,6 @@ pub(crate) fn execute(
     recording: &mut Recording,
     quiet: bool,
 ) -> Result<Ended> {
-    let stop = Stop::on_signals()?;
     let cells = plan.cells();
     let total = plan.order().len();
     let mut progress = Progress::new(total, total - slots.len(), quiet);
@@ -161,19 +159,24 @@ pub(crate) fn execute(
         progress.starting(&label);
         let t0 = Instant::now();
         let planned = plan.planned_for(cell)?;
-        let target = plan.target_for(cell)?;
+        let request = plan.target_for(cell)?;
         // A freshly made testbed for every run: mkfs, loop device, emulated disk, sysctls,
-        // all undone when it is dropped at the end of the run.
-        let testbed = match testbed::prepare_for(&target, planned.plan.space_needed()) {
-            Err(_) if stop.signal().is_some() => return Ok(Ended::Interrupted(stop.signal().unwrap_or(2))),
-            r => r.with_context(|| format!("matrix {matrix_id}, {label}: cannot prepare the testbed"))?,
+        // all undone when the session closes at the end of the run.
+        let opened = Session::open(&request, planned.plan.space_needed(), "that run was not made")
+            .with_context(|| format!("matrix {matrix_id}, {label}: cannot prepare the testbed"))?;
+        let session = match opened {
+            Opened::Ready(s) => s,
+            Opened::Interrupted(sig) => {
+                progress.clear();
+                return Ok(Ended::Interrupted(sig));
+            }
         };
         let mut exporter = report::exporter(Format::Text, true);
         let finished = {
             let mut live = Live::new(exporter.as_mut(), true, None);
-            engine::run(&planned, &testbed, false, &stop, &mut live)
+            session.measure(&planned, false, &mut live)
         };
-        drop(testbed);
+        let late_signal = session.close();
         let mut finished = finished.with_context(|| format!("matrix {matrix_id}, {label}"))?;
         if let Status::Interrupted(sig) = finished.status {
             progress.clear();
@@ -209,9 +212,9 @@ pub(crate) fn execute(
             id.map_or("-".to_string(), |i| i.to_string()),
             t0.elapsed().as_secs_f64()
         ));
-        if stop.is_set() {
+        if let Some(sig) = late_signal {
             progress.clear();
-            return Ok(Ended::Interrupted(stop.signal().unwrap_or(2)));
+            return Ok(Ended::Interrupted(sig));
         }
     }
     progress.clear();

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::observe::{Event, Observer, Unit};
 use crate::result::RunResult;
-use crate::role::stop::Stop;
+use crate::stop::Stop;
 use crate::units::format_latency_ns;
 
 pub(crate) mod json;

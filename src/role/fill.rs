@@ -12,8 +12,8 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
-use super::stop::Stop;
 use crate::observe::{Event, Observer, Unit};
+use crate::stop::Stop;
 use crate::sys;
 use crate::units::Bytes;
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::stop::Stop;
+use crate::stop::Stop;
 use crate::sys::Errno;
 use crate::units::parse_duration;
 

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::stop::Stop;
 use crate::measure::{Recorder, RunClock, Sample};
 use crate::observe::{Event, Observer, Unit};
 use crate::params::Choice;
+use crate::stop::Stop;
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 

@@ -18,10 +18,10 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::fill::Filler;
-use super::stop::Stop;
 use crate::measure::{LatencyHistogram, LatencySummary, PerSecond, RunClock, SecondBucket};
 use crate::observe::{Event, Observer};
 use crate::rng::SplitMix64;
+use crate::stop::Stop;
 use crate::sync::SyncMethod;
 use crate::sys::{self, Errno};
 use crate::units::Bytes;

@@ -11,10 +11,10 @@ use super::Context;
 use crate::error::Usage;
 use crate::measure::RunClock;
 use crate::params::{Choice, Kind, ParamSpec, Params};
-use crate::role::stop::Stop;
 use crate::role::writer::{
     Background, BackgroundReport, RandomConfig, RandomWriter, Setup, StreamConfig, StreamWriter, Writer, WriterKind,
 };
+use crate::stop::Stop;
 use crate::units::{human_size, Bytes};
 
 /// The `background` parameter's values.

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use crate::measure::{OpKind, OpStats, Recorder, RunClock, Sample};
 use crate::observe::Observer;
 use crate::params::{ParamSpec, Params};
-use crate::role::stop::Stop;
 use crate::role::writer::BackgroundReport;
+use crate::stop::Stop;
 use crate::units::format_latency_ns;
 
 pub(crate) mod background;

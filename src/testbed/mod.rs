@@ -3,7 +3,7 @@
 //! file, optionally served by an emulated disk (`--device`, [`device`]). Either way
 //! fsynclab works only inside a new subdirectory ([`WorkDir`]) and removes it afterwards.
 //!
-//! [`prepare`] turns the target options into a directory to run in, holding whatever must
+//! [`prepare`] turns a [`TestbedRequest`] (the options, typed: [`request`]) into a directory to run in, holding whatever must
 //! be undone afterwards (loop device, mounts, scheduler, sysctls: the [`state::Undo`] stack)
 //! until the [`Prepared`] is dropped — on every way out, panics included. What a run
 //! killed with SIGKILL leaves, `fsynclab cleanup` undoes from the state files
@@ -18,9 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::cli::TargetArgs;
 use crate::error::Usage;
-use crate::units::{parse_duration, parse_size};
 
 pub mod command;
 pub mod deadman;
@@ -30,6 +28,7 @@ pub mod machine_lock;
 pub mod mount;
 pub mod names;
 pub mod pause;
+pub mod request;
 pub mod scratch;
 pub mod state;
 pub mod sysctl;
@@ -40,7 +39,7 @@ pub use workdir::WorkDir;
 
 use device::fuse::{DeviceMark, EmulatedDevice};
 use device::DeviceProfile;
-use scratch::{ScratchRequest, ScratchSpec};
+pub use request::{Key, Place, Spelling, TestbedRequest};
 use state::{Step, Undo};
 
 /// A target ready for runs: the directory to run in, and what must be undone afterwards.
@@ -150,49 +149,19 @@ impl Prepared {
     }
 }
 
-/// Prepares the target the options name, sized for a run that needs little space.
-pub fn prepare(args: &TargetArgs) -> Result<Prepared> {
-    prepare_for(args, 0)
-}
-
-/// Refuses the scratch-only options without `--scratch`. clap's `requires` does not fire
-/// when `--dir` (which `--scratch` conflicts with) is given, and a silently ignored
-/// `--scheduler bfq` would make a user compare two runs on the same scheduler.
-fn require_scratch_for_its_options(args: &TargetArgs) -> Result<()> {
-    if args.scratch.is_some() {
-        return Ok(());
-    }
-    let given = [
-        ("--mkfs-opts", args.mkfs_opts.is_some()),
-        ("--scratch-size", args.scratch_size.is_some()),
-        ("--backing", args.backing.is_some()),
-        ("--scheduler", args.scheduler.is_some()),
-        ("--device", args.device.is_some()),
-    ];
-    match given.iter().find(|(_, set)| *set) {
-        Some((flag, _)) => Err(crate::error::Usage(format!(
-            "{flag} applies to a scratch filesystem only: add --scratch FS (e.g. --scratch ext4) instead of --dir"
-        ))
-        .into()),
-        None => Ok(()),
-    }
-}
-
-/// Prepares the target the options name; a scratch image without `--scratch-size` gets
-/// room for `space_needed` bytes of files plus a margin.
-pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
-    require_scratch_for_its_options(args)?;
-    let request = scratch_request(args, space_needed)?;
-    let sysctls = sysctl_request(args)?;
-    if let Some(r) = &request {
-        scratch::check_prerequisites(r)?;
-    } else if !sysctls.is_empty() && !crate::sys::is_root() {
+/// Prepares what `request` asks for; a scratch image without a size gets room for
+/// `space_needed` bytes of files plus a margin.
+pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> {
+    let image_size = |s: &request::ScratchOptions| s.size.unwrap_or_else(|| s.spec.default_size(space_needed));
+    if let Some(s) = request.scratch() {
+        scratch::check_prerequisites(s, image_size(s))?;
+    } else if !request.sysctls.is_empty() && !crate::sys::is_root() {
         return Err(Usage(
             "--dirty-ratio, --dirty-background-ratio and --dirty-expire need root: run fsynclab as root".into(),
         )
         .into());
     }
-    if request.is_some() || !sysctls.is_empty() {
+    if request.needs_root() {
         let dead = state::dead_leftovers(&state::root_state_dir());
         if !dead.is_empty() {
             note!(
@@ -203,32 +172,32 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
     }
 
     // Declared before `undo` so that they are dropped after it (locals drop in reverse).
-    let sysctl_lock = if sysctls.is_empty() {
+    let sysctl_lock = if request.sysctls.is_empty() {
         None
     } else {
-        Some(claim_sysctls(args, &state::root_state_dir())?)
+        Some(claim_sysctls(request, &state::root_state_dir())?)
     };
     let mut device = None;
     let mut switch = None;
     let mut undo = Undo::new();
-    let (dir, scratch) = match &request {
-        Some(r) => {
-            let s = scratch::provision(r, &mut undo, &mut device, &mut switch)?;
-            (s.mount_point, Some(s.info))
+    let (dir, scratch) = match &request.place {
+        Place::Scratch(s) => {
+            let made = scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch)?;
+            (made.mount_point, Some(made.info))
         }
-        None => (args.dir.clone(), None),
+        Place::Dir(dir) => (dir.clone(), None),
     };
     let mut sysctls_set = BTreeMap::new();
-    for (name, value) in sysctls {
-        let (in_force, previous) = sysctl::in_force(name)?;
+    for s in &request.sysctls {
+        let (in_force, previous) = sysctl::in_force(s.name)?;
         undo.perform(
             Step::Sysctl {
                 name: in_force,
                 previous,
             },
-            || sysctl::write(name, value),
+            || sysctl::write(s.name, s.value),
         )?;
-        sysctls_set.insert(name.to_string(), value);
+        sysctls_set.insert(s.name.to_string(), s.value);
     }
     pause::point("prepared");
     Ok(Prepared {
@@ -236,7 +205,7 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
         undo,
         _sysctl_lock: sysctl_lock,
         scratch,
-        profile: request.map(|r| r.device),
+        profile: request.scratch().map(|s| s.device.clone()),
         sysctls_set,
         device_mark: std::sync::Mutex::new(None),
         device,
@@ -252,14 +221,8 @@ pub fn prepare_for(args: &TargetArgs, space_needed: u64) -> Result<Prepared> {
 /// holds them, and can start once it ends. Likewise while a killed run's changes are still
 /// in force: the value this run would record as "before" would be that run's, and
 /// `fsynclab cleanup` would later put back the wrong one.
-fn claim_sysctls(args: &TargetArgs, state_dir: &Path) -> Result<sysctl::SysctlLock> {
-    let flags = [
-        ("--dirty-ratio", args.dirty_ratio.is_some()),
-        ("--dirty-background-ratio", args.dirty_background_ratio.is_some()),
-        ("--dirty-expire", args.dirty_expire.is_some()),
-    ];
-    let flags: Vec<&str> = flags.iter().filter(|(_, given)| *given).map(|(f, _)| *f).collect();
-    let flags = flags.join(", ");
+fn claim_sysctls(request: &TestbedRequest, state_dir: &Path) -> Result<sysctl::SysctlLock> {
+    let flags = request.sysctl_flags();
     let Some(lock) = sysctl::try_lock(state_dir)? else {
         // The holder records its changes right after taking the lock: give it a moment.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
@@ -332,75 +295,6 @@ fn sysctls_changed(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>
             changed.join(", ")
         )
     })
-}
-
-fn scratch_request(args: &TargetArgs, space_needed: u64) -> Result<Option<ScratchRequest>, Usage> {
-    let Some(text) = &args.scratch else { return Ok(None) };
-    let spec = ScratchSpec::parse(text)?;
-    let size = match &args.scratch_size {
-        Some(s) => {
-            let size = parse_size(s)
-                .map_err(|e| Usage(format!("--scratch-size {s}: {e}")))?
-                .get();
-            if size < spec.min_size() {
-                return Err(Usage(format!(
-                    "--scratch-size {s}: {} needs at least {}",
-                    spec.fstype,
-                    crate::units::human_size(spec.min_size())
-                )));
-            }
-            size
-        }
-        None => spec.default_size(space_needed),
-    };
-    let device = match &args.device {
-        Some(d) => DeviceProfile::parse(d)?,
-        None => DeviceProfile::Host,
-    };
-    let mkfs_options = args
-        .mkfs_opts
-        .as_deref()
-        .map(|o| o.split_whitespace().map(str::to_string).collect())
-        .unwrap_or_default();
-    Ok(Some(ScratchRequest {
-        spec,
-        mkfs_options,
-        size,
-        backing: args.backing.clone().unwrap_or_else(|| PathBuf::from(".")),
-        scheduler: args
-            .scheduler
-            .as_deref()
-            .map(loopdev::SchedulerSpec::parse)
-            .transpose()?,
-        device,
-    }))
-}
-
-/// The sysctls to set, by their `/proc/sys/vm` names.
-fn sysctl_request(args: &TargetArgs) -> Result<Vec<(&'static str, u64)>, Usage> {
-    let mut out = Vec::new();
-    if let Some(r) = args.dirty_ratio {
-        out.push(("dirty_ratio", r));
-    }
-    if let Some(r) = args.dirty_background_ratio {
-        out.push(("dirty_background_ratio", r));
-    }
-    if let Some(e) = &args.dirty_expire {
-        // The kernel keeps it as a C int of centiseconds (Documentation/admin-guide/sysctl/vm.rst).
-        let centisecs = match parse_duration(e) {
-            Ok(d) => d.as_millis() / 10,
-            Err(crate::units::UnitError::DurationTooLong) => u128::MAX,
-            Err(err) => return Err(Usage(format!("--dirty-expire {e}: {err}"))),
-        };
-        if centisecs > i32::MAX as u128 {
-            return Err(Usage(format!(
-                "--dirty-expire {e}: too long; the kernel takes at most {} days",
-                i32::MAX as u128 / 100 / 86_400
-            )));
-        }
-        out.push(("dirty_expire_centisecs", centisecs as u64));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

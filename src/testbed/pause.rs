@@ -9,12 +9,19 @@
 //! an external tool (`mkfs.ext4`, `losetup`, `mount`, `umount`) runs, and `prepared` when
 //! the target is ready and measurement is about to start. Without the variable a point
 //! costs one comparison.
+//!
+//! With `FSYNCLAB_TEST_PAUSE_UNTIL=signal` as well, the pause ends once a signal has asked
+//! the run to stop, and the run goes on from there: how the tests send a signal at a known
+//! phase (issue 14: a signal at any phase gives 128 + N and a clean machine).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 /// The environment variable naming the point to pause at.
 pub const VARIABLE: &str = "FSYNCLAB_TEST_PAUSE";
+
+/// The environment variable that, set to `signal`, ends the pause at the first signal.
+pub const UNTIL: &str = "FSYNCLAB_TEST_PAUSE_UNTIL";
 
 /// Pauses for good if `name` is the point (and hit) the environment asks for.
 pub fn point(name: &str) {
@@ -32,7 +39,15 @@ pub fn point(name: &str) {
         return;
     }
     note!("fsynclab: test pause at {name}");
+    let until_signal = std::env::var(UNTIL).is_ok_and(|v| v == "signal");
     loop {
-        std::thread::sleep(std::time::Duration::from_secs(3600));
+        if until_signal && crate::signals::received().is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(if until_signal {
+            20
+        } else {
+            3_600_000
+        }));
     }
 }

@@ -15,6 +15,7 @@ use super::command::find_tool;
 use super::device::fuse::{EmulatedDevice, IMAGE_NAME};
 use super::device::DeviceProfile;
 use super::loopdev::SchedulerSpec;
+use super::request::ScratchOptions;
 use super::state::{Step, Undo};
 use super::{loopdev, mount, names};
 use crate::environment::ScratchInfo;
@@ -78,19 +79,9 @@ impl ScratchSpec {
     }
 }
 
-/// Everything `--scratch` takes, checked.
-#[derive(Clone, Debug)]
-pub struct ScratchRequest {
-    pub spec: ScratchSpec,
-    pub mkfs_options: Vec<String>,
-    pub size: u64,
-    pub backing: PathBuf,
-    pub scheduler: Option<SchedulerSpec>,
-    pub device: DeviceProfile,
-}
-
 /// Refuses, in one line saying how to get it, what the machine lacks for `request`.
-pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
+/// `size` is the image's size, decided ([`ScratchOptions::size`] or the scenario's need).
+pub fn check_prerequisites(request: &ScratchOptions, size: u64) -> Result<(), Usage> {
     if !sys::is_root() {
         return Err(Usage(
             "--scratch needs root (loop devices, mkfs, mount): run fsynclab as root, e.g. with sudo".into(),
@@ -116,14 +107,14 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
         let available = crate::kernel::Meminfo::read()
             .and_then(|m| m.available_bytes)
             .unwrap_or(u64::MAX);
-        if request.size > available / 2 {
+        if size > available / 2 {
             let what = match &request.device {
                 DeviceProfile::Emulated(p) => format!("{} (an emulated disk keeps its media in memory)", p.name),
                 _ => "ram".to_string(),
             };
             return Err(Usage(format!(
                 "--device {what}: the {} image would take more than half of the {} of memory available; lower --scratch-size or use --device host",
-                human_size(request.size),
+                human_size(size),
                 human_size(available)
             )));
         }
@@ -134,12 +125,12 @@ pub fn check_prerequisites(request: &ScratchRequest) -> Result<(), Usage> {
                 backing.display()
             ))
         })?;
-        if space.available < request.size {
+        if space.available < size {
             return Err(Usage(format!(
                 "--backing {}: {} free, the scratch image needs {}; lower --scratch-size or choose another --backing",
                 backing.display(),
                 human_size(space.available),
-                human_size(request.size)
+                human_size(size)
             )));
         }
     }
@@ -169,11 +160,12 @@ pub struct Scratch {
     pub info: ScratchInfo,
 }
 
-/// Provisions `request`, recording every step on `undo` before doing it; `device` receives
+/// Provisions `request` on an image of `size` bytes, recording every step on `undo` before doing it; `device` receives
 /// the emulated device (which must outlive the undo of the loop device: the caller drops it
 /// last) and `switch` its dead man's switch ([`super::deadman`]).
 pub fn provision(
-    request: &ScratchRequest,
+    request: &ScratchOptions,
+    size: u64,
     undo: &mut Undo,
     device: &mut Option<EmulatedDevice>,
     switch: &mut Option<super::deadman::Switch>,
@@ -189,7 +181,7 @@ pub fn provision(
     let image_dir = if request.device == DeviceProfile::Ram || request.device.is_emulated() {
         let ram = dir.join(names::RAM_DIR);
         std::fs::create_dir(&ram)?;
-        let size = format!("size={}", request.size + 16 * Bytes::MIB);
+        let size = format!("size={}", size + 16 * Bytes::MIB);
         undo.perform(
             Step::Tmpfs {
                 mount_point: ram.clone(),
@@ -202,7 +194,7 @@ pub fn provision(
     };
     let image = image_dir.join(names::IMAGE_FILE);
     std::fs::File::create(&image)
-        .and_then(|f| f.set_len(request.size))
+        .and_then(|f| f.set_len(size))
         .map_err(|e| anyhow::anyhow!("cannot create the image {}: {e}", image.display()))?;
     // With options of the user's, a failing mkfs is refused input (exit 2), as mount
     // options the kernel refuses are.
@@ -299,7 +291,7 @@ pub fn provision(
             fstype: request.spec.fstype.clone(),
             mount_options: request.spec.mount_options.clone(),
             mkfs_options: request.mkfs_options.join(" "),
-            size_bytes: request.size,
+            size_bytes: size,
             image: image.display().to_string(),
             loop_device,
             scheduler: request.scheduler.as_ref().map(|s| s.name.clone()),

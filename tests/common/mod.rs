@@ -1,11 +1,81 @@
-//! Shared helpers of the integration tests: the binary under test, and the rule for tests
-//! that need root or loop devices — skip with the reason on a machine without them, but
-//! fail when `FSYNCLAB_REQUIRE_PRIVILEGED=1` (as `.ci/run` sets), never skip silently.
-#![allow(dead_code)]
+//! Shared helpers of the integration tests, and the harness they run under.
+//!
+//! # How a test file is written
+//! Every file under tests/ is a test binary with its own `main` (`harness = false` in
+//! Cargo.toml), run by [`harness::run`] on libtest-mimic: it prints and filters like `cargo
+//! test` (`cargo test --test NAME FILTER`, `--exact`, `--skip`, `--list`, `--test-threads`;
+//! `--nocapture` is accepted, and output is never captured), and a test that cannot run here
+//! is reported as ignored with its reason, `test NAME ... ignored (skipped: needs root)`, and
+//! counted in the closing line, instead of returning early and passing. With
+//! `FSYNCLAB_REQUIRE_PRIVILEGED=1` (as `.ci/run` sets) such a test fails instead: CI runs
+//! them all. A file lists its tests once, each with what it needs, then defines them as
+//! plain functions (no `#[test]`; one left out of the list is dead code, which clippy
+//! refuses):
+//!
+//! ```ignore
+//! mod common;
+//!
+//! use common::Need::{Fuse, Root, Tool};
+//!
+//! common::tests! {
+//!     issue4_bad_scratch_options_are_usage_errors,
+//!     issue4_scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
+//!     issue9_exec_runs_the_command_in_the_scratch_filesystem: [Root, Fuse],
+//! }
+//!
+//! fn issue4_bad_scratch_options_are_usage_errors() { /* asserts, panics on failure */ }
+//! ```
+//!
+//! and a `[[test]] name = "FILE" harness = false` entry in Cargo.toml. What a test needs is
+//! checked when it is about to run, before its body: [`Need`] lists the kinds (root,
+//! /dev/fuse, tracefs, a tool on the PATH, or any check of the test's own with
+//! [`Need::That`]).
+//!
+//! Converting a test written for libtest: drop its `#[test]`, add its name to the file's
+//! `common::tests!` list, and turn its early return into the list's needs: `if
+//! !require_root() { return; }` becomes `: [Root]`, a `require("/dev/fuse", ..)` `Fuse`,
+//! tracefs `Tracefs`, `find_tool("mkfs.xfs")` `Tool("mkfs.xfs")`. A new file also needs its
+//! `[[test]]` entry (without it, cargo builds it with libtest and finds no test). One
+//! difference from libtest: a single FILTER argument, not several.
+//!
+//! # The helpers
+//! The binary under test ([`fsynclab`], [`bin`]); scratch backing directories and what a
+//! run can leave in them ([`backing`], [`traces_under`], [`leftovers`]); waiting on a
+//! child for a state file or a line of its stderr ([`wait_for_file_containing`],
+//! [`StderrLines`]) and for a run to be measuring ([`wait_until_measuring`]) so that a
+//! signal's timing is certain; a private state directory and `fsynclab cleanup` on drop
+//! ([`PrivateState`], [`CleanupOnDrop`]); one test at a time within a file
+//! ([`one_at_a_time`]).
+#![allow(dead_code, unused_imports, unused_macros)] // each file uses what it needs of them
 
-use std::path::Path;
+pub mod harness;
+
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+
+pub use harness::Need;
+
+/// Lists a file's tests, each with what it needs, and makes the file's `main`:
+/// `common::tests! { plain_test, root_test: [Root], xfs_test: [Root, Tool("mkfs.xfs")] }`.
+macro_rules! tests {
+    ($($name:ident $(: [$($need:expr),* $(,)?])?),* $(,)?) => {
+        fn main() -> std::process::ExitCode {
+            crate::common::harness::run(vec![
+                $(crate::common::harness::Test {
+                    name: stringify!($name),
+                    body: $name,
+                    needs: vec![$($($need),*)?],
+                }),*
+            ])
+        }
+    };
+}
+pub(crate) use tests;
 
 /// The binary, with the results store off (`FSYNCLAB_STORE=off`), so that tests never write
 /// into the user's store; a test of the store gives `--store` or its own `FSYNCLAB_STORE`.
@@ -16,31 +86,13 @@ pub fn fsynclab() -> Command {
     cmd
 }
 
-/// Whether privileged tests must run (CI) rather than skip.
-pub fn privileged_required() -> bool {
-    std::env::var("FSYNCLAB_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1")
-}
+pub use fsynclab::sys::is_root;
+pub use harness::privileged_required;
 
-/// Returns true when the test may go on. Otherwise prints why it skips, or panics when
-/// privileged tests are required.
-pub fn require(what: &str, available: bool) -> bool {
-    if available {
-        return true;
-    }
-    if privileged_required() {
-        panic!("FSYNCLAB_REQUIRE_PRIVILEGED=1 but {what} is not available");
-    }
-    eprintln!("skipped: needs {what}");
-    false
-}
-
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-pub fn require_root() -> bool {
-    require("root", is_root())
+/// The path of the binary under test, for a `std::process::Command` (a run the test signals,
+/// or whose stderr it reads as it goes).
+pub fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("fsynclab")
 }
 
 /// Entries left in `dir` (a test's parent directory must be empty after a run).
@@ -67,6 +119,23 @@ pub const TINY: &[&str] = &[
     "--set",
     "random_file_size=16M",
     "--quiet",
+];
+
+/// `--set` values that make every scenario of a suite tiny: global keys apply to each
+/// scenario declaring them (scenarios of other branches included), SCENARIO.KEY ones to that
+/// scenario only.
+pub const SUITE_TINY: &[&str] = &[
+    "duration=1s",
+    "sleep=100ms",
+    "iterations=2",
+    "overwrite-fsync.file_size=64k",
+    "random-writeback.random_file_size=8M",
+    "datasync.file_size=64k",
+    "small-files.sizes=4k,64k",
+    "small-files.runs=1",
+    "small-files.files=5",
+    "datasync.rounds=1",
+    "datasync.duration=20ms",
 ];
 
 /// Validates `result` against `schema/result-v1.schema.json`, panicking with every error.
@@ -129,5 +198,187 @@ impl PrivateState {
     /// The state file of the run with `pid`.
     pub fn file_of(&self, pid: u32) -> std::path::PathBuf {
         self.0.path().join(format!("{pid}.json"))
+    }
+}
+
+/// A temporary directory for scratch images and work directories (`--backing`).
+pub fn backing() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fsynclab-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// Loop devices and mounts whose paths lie under `dir`, plus files left in it: what a run
+/// on `--backing dir` may leave behind, and nothing of another run's elsewhere.
+pub fn traces_under(dir: &Path) -> Vec<String> {
+    let d = dir.to_string_lossy().to_string();
+    let mut out: Vec<String> = leftovers(dir);
+    let losetup = std::process::Command::new("losetup")
+        .arg("-a")
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    out.extend(
+        String::from_utf8_lossy(&losetup)
+            .lines()
+            .filter(|l| l.contains(&d))
+            .map(String::from),
+    );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    out.extend(mountinfo.lines().filter(|l| l.contains(&d)).map(String::from));
+    out
+}
+
+/// The calling test's turn: the tests of a file that take it run one at a time (those that
+/// time the emulated disk, that check what is left on the machine, or that call `fsynclab
+/// cleanup`, which would undo what another is looking at).
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Sends `signal` to `child`.
+pub fn send(child: &Child, signal: i32) {
+    // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0, "kill {signal}");
+}
+
+/// Waits for `child` at most `limit`, killing it (and failing) if it takes longer.
+pub fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            // Reaped before the panic, so that a cleanup guard sees a dead run.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fsynclab did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The stderr of a finished child (piped).
+pub fn stderr_of(child: &mut Child) -> String {
+    let mut text = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut err, &mut text);
+    }
+    text
+}
+
+/// Waits until `path` exists and contains `needle` (a state file showing a step), failing if
+/// `child` ends first or a minute passes.
+pub fn wait_for_file_containing(path: &Path, needle: &str, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(path).is_ok_and(|s| s.contains(needle)) {
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("fsynclab ended ({status}) before {} showed {needle}", path.display());
+        }
+        assert!(Instant::now() < deadline, "{} never showed {needle}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until the run `child` started with `--dir dir` is measuring: its work directory in
+/// `dir` holds a file of `name` with data in it (the work directory is made, and the
+/// environment read, before the scenario writes anything; the prober's file,
+/// `fsync-tester.tst-file`, has data once the first probe is written). Fails if `child`
+/// ends first or a minute passes.
+pub fn wait_until_measuring(dir: &Path, name: &str, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let written = || {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|work| std::fs::metadata(work.path().join(name)).is_ok_and(|m| m.len() > 0))
+    };
+    while !written() {
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("fsynclab ended ({status}) before it wrote {name} in {}", dir.display());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {name} written in {} within 60 s",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The prober's file in a work directory (src/role/prober.rs), for [`wait_until_measuring`].
+pub const PROBE_FILE: &str = "fsync-tester.tst-file";
+
+/// A child's stderr read line by line as it comes, so that a test can wait for what the run
+/// says (and act once it has said it) and still have all of it at the end.
+pub struct StderrLines {
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl StderrLines {
+    /// Takes `child`'s piped stderr.
+    pub fn of(child: &mut Child) -> StderrLines {
+        let stderr = child.stderr.take().expect("stderr piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        StderrLines {
+            lines: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits until a line equals `line`, failing if `child` ends first or `limit` passes.
+    pub fn wait_for(&mut self, line: &str, child: &mut Child, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.lines.recv_timeout(Duration::from_millis(50)) {
+                Ok(l) if l == line => {
+                    self.seen.push(l);
+                    return;
+                }
+                Ok(l) => self.seen.push(l),
+                Err(_) => {
+                    if let Some(status) = child.try_wait().expect("wait") {
+                        // What it said before it ended is still in the pipe.
+                        self.seen.extend(self.lines.try_iter());
+                        panic!("fsynclab ended ({status}) before saying {line:?}: {:?}", self.seen);
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never said {line:?} within {limit:?}: {:?}",
+                self.seen
+            );
+        }
+    }
+
+    /// Everything said, once the child has ended (its stderr closed).
+    pub fn all(mut self) -> String {
+        self.seen.extend(self.lines.iter());
+        let mut text = self.seen.join("\n");
+        text.push('\n');
+        text
+    }
+}
+
+/// Runs `fsynclab cleanup` over a state directory when dropped, so that a failing test
+/// leaves nothing behind.
+pub struct CleanupOnDrop(pub PathBuf);
+
+impl Drop for CleanupOnDrop {
+    fn drop(&mut self) {
+        let _ = fsynclab().arg("cleanup").env(STATE_DIR_ENV, &self.0).output();
     }
 }

@@ -19,8 +19,8 @@ use crate::params::Choice;
 use crate::role::fill::Filler;
 use crate::role::group_commit::GroupCommit;
 use crate::role::pool::run_workers;
-use crate::role::stop::Stop;
 use crate::scenario::Context;
+use crate::stop::Stop;
 use crate::sys::{self, AlignedBuf};
 
 /// Transactions timed before the sweep to measure the average flush time.

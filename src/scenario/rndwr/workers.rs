@@ -14,8 +14,8 @@ use super::Config;
 use crate::measure::{OpKind, Recorder, RunClock};
 use crate::observe::Event;
 use crate::role::fill::Filler;
-use crate::role::stop::Stop;
 use crate::scenario::Context;
+use crate::stop::Stop;
 use crate::sync::SyncMethod;
 use crate::sys;
 

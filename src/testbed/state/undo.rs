@@ -284,13 +284,13 @@ fn publish(id: u64, file: Option<&Path>, steps: &[Step]) {
         let described = steps.iter().rev().map(Step::describe).collect();
         live.insert(id, (file.map(Path::to_path_buf), described));
     }
-    crate::role::stop::set_last_words(last_words(&live));
+    crate::signals::set_last_words(last_words(&live));
 }
 
 fn forget(id: u64) {
     let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     if live.remove(&id).is_some() {
-        crate::role::stop::set_last_words(last_words(&live));
+        crate::signals::set_last_words(last_words(&live));
     }
 }
 

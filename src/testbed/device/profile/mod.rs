@@ -26,7 +26,7 @@ pub(crate) fn key_names() -> Vec<&'static str> {
 }
 
 /// A profile's figures with its name as typed. (`pub` because the public
-/// `testbed::scratch::ScratchRequest` carries one inside its `DeviceProfile`.)
+/// `testbed::request::ScratchOptions` carries one inside its `DeviceProfile`.)
 #[derive(Clone, Debug, PartialEq)]
 pub struct DiskProfile {
     pub(crate) name: String,

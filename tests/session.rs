@@ -1,0 +1,173 @@
+//! Issue 14: one session runs every command, so a signal at any phase (while the testbed is
+//! made, while it is undone) ends `run`, `suite`, `matrix` and `exec` alike: exit status
+//! 128 + N and nothing left behind. The signal is sent at a known step: the run pauses there
+//! (`FSYNCLAB_TEST_PAUSE`) until a signal arrives (`FSYNCLAB_TEST_PAUSE_UNTIL=signal`).
+//! Issue 19, item 16: `exec` says what it does on the first signal, and a second kills the
+//! command.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::Need::{Root, Tool};
+use common::{send, traces_under, wait_at_most, PrivateState, StderrLines};
+
+common::tests! {
+    issue14_a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
+    issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
+    issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, Tool("mkfs.ext2")],
+}
+
+/// `fsynclab COMMAND...` on a small scratch ext2 under `backing`, with its own state
+/// directory and store.
+fn command(args: &[&str], backing: &Path, work: &Path, state: &PrivateState) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("fsynclab"));
+    cmd.env(state.env().0, state.path())
+        .env("FSYNCLAB_STORE", work.join("store.sqlite"))
+        .current_dir(work)
+        .args(args)
+        .args(["--scratch", "ext2", "--scratch-size", "160M", "--backing"])
+        .arg(backing);
+    cmd
+}
+
+/// The four commands that open a testbed, each small: a suite of six scenarios takes about
+/// 5 s on a scratch ext2.
+const COMMANDS: [(&str, &[&str]); 4] = [
+    (
+        "run",
+        &[
+            "run",
+            "fsync-tps",
+            "-q",
+            "--set",
+            "threads=1",
+            "--set",
+            "duration=200ms",
+        ],
+    ),
+    (
+        "suite",
+        &[
+            "suite",
+            "-q",
+            "--results",
+            "results",
+            "--set",
+            "duration=200ms",
+            "--set",
+            "iterations=1",
+            "--set",
+            "sleep=0s",
+            "--set",
+            "file_size=4M",
+            "--set",
+            "random_file_size=4M",
+            "--set",
+            "files=8",
+            "--set",
+            "total_size=4M",
+            "--set",
+            "rounds=1",
+            "--set",
+            "threads=1",
+            "--set",
+            "sizes=64k",
+        ],
+    ),
+    (
+        "matrix",
+        &[
+            "matrix",
+            "fsync-tps",
+            "-q",
+            "--axis",
+            "threads=1,2",
+            "--set",
+            "duration=200ms",
+            "--repeat",
+            "1",
+        ],
+    ),
+    ("exec", &["exec"]),
+];
+
+/// Sends SIGTERM when each command pauses at `point`, and checks 143, the line that says
+/// so, and a clean machine.
+fn signal_at(point: &str, says: &str) {
+    for (name, args) in COMMANDS {
+        let backing = tempfile::Builder::new().prefix("fsynclab-test-").tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let state = PrivateState::new();
+        let mut cmd = command(args, backing.path(), work.path(), &state);
+        cmd.env("FSYNCLAB_TEST_PAUSE", point)
+            .env("FSYNCLAB_TEST_PAUSE_UNTIL", "signal");
+        if name == "exec" {
+            cmd.args(["--", "true"]);
+        }
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut run = cmd.spawn().expect("start fsynclab");
+        let mut lines = StderrLines::of(&mut run);
+        lines.wait_for(
+            &format!("fsynclab: test pause at {point}"),
+            &mut run,
+            Duration::from_secs(60),
+        );
+        send(&run, libc::SIGTERM);
+        let code = wait_at_most(&mut run, Duration::from_secs(120)).code();
+        let stderr = lines.all();
+        let pid = run.id();
+        assert_eq!(code, Some(143), "{name}, SIGTERM at {point}: {stderr}");
+        assert!(stderr.contains(says), "{name}, SIGTERM at {point}: {stderr}");
+        assert_eq!(
+            traces_under(backing.path()),
+            Vec::<String>::new(),
+            "{name}: left behind"
+        );
+        assert!(!state.file_of(pid).exists(), "{name}: its state file is left");
+    }
+}
+
+fn issue14_a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n() {
+    signal_at("done:mount", "interrupted by signal 15 while preparing the target");
+}
+
+fn issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n() {
+    signal_at("undo:mount", "signal 15");
+}
+
+/// Issue 19, item 16: the first signal to `exec` while its command ignores it says what
+/// happens, the second kills the command; everything is undone.
+fn issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
+    let backing = tempfile::Builder::new().prefix("fsynclab-test-").tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let state = PrivateState::new();
+    // `exec` replaces the shell, so the command that ignores SIGINT is the one fsynclab waits for.
+    let script = "trap '' INT; echo ready >&2; exec sleep 600";
+    let mut cmd = command(&["exec"], backing.path(), work.path(), &state);
+    cmd.args(["--", "sh", "-c", script]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut run = cmd.spawn().expect("start fsynclab exec");
+    let mut lines = StderrLines::of(&mut run);
+    let minute = Duration::from_secs(60);
+    lines.wait_for("ready", &mut run, minute);
+    send(&run, libc::SIGINT);
+    lines.wait_for(
+        "fsynclab: waiting for the command to end; a second Ctrl-C kills it",
+        &mut run,
+        minute,
+    );
+    send(&run, libc::SIGINT);
+    let code = wait_at_most(&mut run, Duration::from_secs(120)).code();
+    let stderr = lines.all();
+    assert!(stderr.contains("second signal: killing the command"), "{stderr}");
+    assert_eq!(
+        code,
+        Some(128 + libc::SIGKILL),
+        "the command's own end is passed through: {stderr}"
+    );
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
