@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 use fsynclab::compare::run_figures;
-use fsynclab::html::{self, ReportRun};
+use fsynclab::html::{self, PageRun};
 use fsynclab::measure::{OpKind, Sample};
 use fsynclab::store::{codec, SampleColumns, SampleRecord, Store};
 use fsynclab::sys::Errno;
@@ -88,7 +88,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     if let Some(out) = html_out {
-        let page = html::render(&html::Report {
+        let page = html::render(&html::Page {
             title: "fsynclab report".into(),
             runs: report_runs,
             matrix: None,
@@ -125,7 +125,7 @@ fn measure<S: SampleRecord>(
     result: &Value,
     samples: &[S],
     measured_s: f64,
-    report_runs: &mut Vec<ReportRun>,
+    report_runs: &mut Vec<PageRun>,
 ) -> anyhow::Result<()> {
     {
         let n = samples.len();
@@ -179,9 +179,9 @@ fn measure<S: SampleRecord>(
 
         // The HTML report of this run alone.
         let figures = run_figures(file, result).ok();
-        let run = ReportRun::from_result(file, result, cols, figures);
+        let run = PageRun::from_result(file, result, cols, figures);
         let t = Instant::now();
-        let page = html::render(&html::Report {
+        let page = html::render(&html::Page {
             title: format!("fsynclab report: {file}"),
             runs: vec![run.clone()],
             matrix: None,

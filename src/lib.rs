@@ -24,7 +24,7 @@
 //! - `result`: the versioned JSON shape; `report`: text, seed and json exporters, live
 //!   progress; `observe`: the events a run emits while it goes
 //! - `compare`, `store`, `html`: statistics and verdicts, the results store (SQLite, with
-//!   the compact sample codec), the HTML report; `record`: runs stored as they finish
+//!   the compact sample codec), the HTML page `fsynclab report` writes; `record`: runs stored as they finish
 //! - `matrix`: configurations crossed and repeated, with seed 002's table; `review`: the
 //!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
 //! - `explain`: a kernel trace of the measured threads, slow calls split into causes, the

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::environment::Fingerprint;
 use crate::measure::{OpKind, OpStats, Sample};
-use crate::role::writer::BackgroundReport;
+use crate::role::writer::BackgroundSummary;
 pub(crate) use crate::scenario::table::Table;
 use crate::scenario::{Details, Measured};
 
@@ -45,7 +45,7 @@ pub(crate) struct RunResult {
     #[serde(default)]
     pub(crate) samples: Vec<Sample>,
     /// The background writer, when there was one.
-    pub(crate) background: Option<BackgroundReport>,
+    pub(crate) background: Option<BackgroundSummary>,
     /// Scenario-specific tables, rendered from `details`.
     #[serde(default)]
     pub(crate) tables: Vec<Table>,
@@ -105,15 +105,15 @@ impl RunResult {
     /// Renders `tables` and `findings` from the details and the environment.
     pub(crate) fn render_views(&mut self) {
         let Some(details) = &self.details else { return };
-        let report = details.report();
-        self.tables = report.tables();
-        self.findings = report.findings();
-        self.figures = report.figures();
+        let views = details.views();
+        self.tables = views.tables();
+        self.findings = views.findings();
+        self.figures = views.figures();
         self.findings
             .extend(self.environment.device_findings(self.sync_calls()));
     }
 
-    /// What the run measured, as a scenario's report reads it.
+    /// What the run measured, as a scenario's views read it.
     pub(crate) fn measured(&self) -> Measured<'_> {
         Measured {
             environment: &self.environment,
@@ -126,7 +126,7 @@ impl RunResult {
     /// The one line the suite's summary shows for this run.
     pub(crate) fn headline(&self) -> String {
         match &self.details {
-            Some(d) => d.report().headline(&self.measured()),
+            Some(d) => d.views().headline(&self.measured()),
             None => crate::scenario::default_headline(&self.measured()),
         }
     }

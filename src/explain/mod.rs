@@ -16,9 +16,9 @@
 
 pub(crate) mod attribution;
 pub(crate) mod events;
-pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod stacks;
+pub(crate) mod text;
 pub(crate) mod timeline;
 pub(crate) mod tracer;
 

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::background::{self, BackgroundConfig, BackgroundKind, Running};
-use super::{Context, Outcome, Plan, Report, Scenario};
+use super::{Context, Outcome, Plan, Scenario, Views};
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
 use crate::params::{Kind, ParamSpec, Params};
@@ -152,7 +152,7 @@ impl Config {
     }
 }
 
-/// What the load recorded beside the writer's report.
+/// What the load recorded beside the writer's summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Details {
     pub(crate) writer: WriterKind,
@@ -160,7 +160,7 @@ pub(crate) struct Details {
     pub(crate) setup: Setup,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn findings(&self) -> Vec<String> {
         Vec::new()
     }

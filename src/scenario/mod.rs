@@ -5,7 +5,7 @@
 //! into the experiment's typed configuration and checks every combination; the plan then
 //! says how much space and time it needs and runs. What it measured comes back as samples
 //! plus typed [`Details`], from which tables, findings, the suite's headline and the seed's
-//! own output lines are computed ([`Report`]) — during the run or from a saved result.
+//! own output lines are computed ([`Views`]) — during the run or from a saved result.
 //!
 //! [`all`] is the registry that `fsynclab list`, `run` and `suite` read.
 
@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::measure::{OpKind, OpStats, Recorder, RunClock, Sample};
 use crate::observe::Observer;
 use crate::params::{ParamSpec, Params};
-use crate::role::writer::BackgroundReport;
+use crate::role::writer::BackgroundSummary;
 use crate::stop::Stop;
 use crate::units::format_latency_ns;
 
@@ -48,11 +48,11 @@ pub(crate) struct Context<'a> {
 /// What a scenario measured.
 pub(crate) struct Outcome {
     pub(crate) recorder: Recorder,
-    pub(crate) background: Option<BackgroundReport>,
+    pub(crate) background: Option<BackgroundSummary>,
     pub(crate) details: Details,
 }
 
-/// What a run measured and where, as a scenario's [`Report`] reads it beside the details:
+/// What a run measured and where, as a scenario's [`Views`] read it beside the details:
 /// the statistics per operation kind, every foreground call, the background writer, the
 /// environment.
 #[derive(Clone, Copy)]
@@ -60,7 +60,7 @@ pub(crate) struct Measured<'a> {
     pub(crate) environment: &'a crate::environment::Fingerprint,
     pub(crate) ops: &'a std::collections::BTreeMap<OpKind, OpStats>,
     pub(crate) samples: &'a [Sample],
-    pub(crate) background: Option<&'a BackgroundReport>,
+    pub(crate) background: Option<&'a BackgroundSummary>,
 }
 
 /// An experiment as `fsynclab list` shows it, and the factory of its plans.
@@ -97,7 +97,7 @@ pub(crate) trait Plan: Send + Sync {
 
 /// What a scenario's typed details give the exporters. Each is computed from the details
 /// (and the run's samples), never read back from rendered text.
-pub(crate) trait Report {
+pub(crate) trait Views {
     fn tables(&self) -> Vec<Table> {
         Vec::new()
     }
@@ -130,7 +130,7 @@ pub(crate) enum Details {
 }
 
 impl Details {
-    pub(crate) fn report(&self) -> &dyn Report {
+    pub(crate) fn views(&self) -> &dyn Views {
         match self {
             Details::OverwriteFsync(d) => d,
             Details::RandomWriteback(d) => d,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Context, Outcome, Plan, Report, Scenario};
+use super::{Context, Outcome, Plan, Scenario, Views};
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
@@ -145,7 +145,7 @@ pub(crate) struct Details {
     pub(crate) unchanged_p50_ns: u64,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn findings(&self) -> Vec<String> {
         let write_op = if self.direct {
             OpKind::WriteDirect

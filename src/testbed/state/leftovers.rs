@@ -81,7 +81,7 @@ pub fn recorded_directories(dir: &Path) -> Vec<PathBuf> {
 
 /// What `fsynclab cleanup` did, one line per step, each prefixed with the run's pid.
 #[derive(Debug, Default)]
-pub struct CleanupReport {
+pub struct CleanupOutcome {
     /// Steps undone and checked.
     pub undone: Vec<String>,
     /// Steps that could not be undone, or that cleanup refused, with why.
@@ -122,14 +122,14 @@ fn stragglers(dirs: &[PathBuf]) -> Vec<String> {
 /// it records is left. Sysctls are restored only while no running fsynclab holds the
 /// sysctl lock. Two cleanups take turns (one would otherwise rewrite a state file the other
 /// has just removed, issue 19): the second reads the state files once the first is done.
-pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupReport> {
+pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupOutcome> {
     let _turn = match MachineLock::take(CLEANUP_LOCK) {
         Ok(lock) => Some(lock),
         // A user who cannot make the lock file has only work directories to remove.
         Err(_) if !crate::sys::is_root() => None,
         Err(e) => return Err(e),
     };
-    let mut report = CleanupReport::default();
+    let mut report = CleanupOutcome::default();
     let found = find_states(dir)?;
     if found.is_empty() {
         return Ok(report);

@@ -28,7 +28,7 @@ mod step;
 mod undo;
 
 pub use leftovers::{
-    cleanup_leftovers, dead_leftovers, recorded_directories, sysctl_changes, CleanupReport, SysctlChanges,
+    cleanup_leftovers, dead_leftovers, recorded_directories, sysctl_changes, CleanupOutcome, SysctlChanges,
 };
 pub use step::Step;
 pub use undo::{teardown_failed, Undo, UndoOutcome};

@@ -9,7 +9,7 @@ use super::{Config, Coordination};
 use crate::measure::{OpKind, Recorder};
 use crate::params::Choice;
 use crate::role::group_commit::Delay;
-use crate::scenario::{default_headline, Report};
+use crate::scenario::{default_headline, Views};
 use crate::scenario::{Measured, Table};
 use crate::units::{format_size, ms, us, Bytes};
 
@@ -161,7 +161,7 @@ impl Details {
     }
 }
 
-impl Report for Details {
+impl Views for Details {
     fn tables(&self) -> Vec<Table> {
         let delay = match self.delay_us {
             None => "avg-flush".to_string(),
@@ -264,7 +264,7 @@ mod tests {
             row(Coordination::None, 4, 100.0, 200, 200),
             row(Coordination::Wal, 4, 250.0, 500, 125),
         ]);
-        let f: Vec<String> = Report::findings(&d);
+        let f: Vec<String> = Views::findings(&d);
         assert!(f[0].contains("9.000 ms") && f[0].contains("at or above"), "{}", f[0]);
         assert!(f[1].contains("wal 250.00 tps = 2.50x none"), "{}", f[1]);
         assert_eq!(f[2], "coordination beat none at 1 of 1 thread counts");
@@ -276,7 +276,7 @@ mod tests {
         let mut failed = row(Coordination::None, 4, 273_488.0, 3, 3);
         failed.errors = 1;
         let d = details(vec![failed, row(Coordination::Wal, 4, 250.0, 500, 125)]);
-        let f: Vec<String> = Report::findings(&d);
+        let f: Vec<String> = Views::findings(&d);
         assert_eq!(
             f[1],
             "rows with failed calls, left out of every comparison: none x4 (1 failed)"

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{fs_mark, iozone};
 use crate::measure::stats::mean;
-use crate::scenario::Report;
+use crate::scenario::Views;
 use crate::scenario::{Measured, Table};
 use crate::units::Bytes;
 
@@ -21,7 +21,7 @@ pub(crate) struct Details {
     pub(crate) fs_mark: Option<fs_mark::FsMarkRun>,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn tables(&self) -> Vec<Table> {
         let mut out = Vec::new();
         if !self.iozone.is_empty() {

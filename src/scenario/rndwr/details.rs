@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::sysbench::{self, Summary};
 use crate::measure::{OpKind, OpStats};
-use crate::scenario::Report;
+use crate::scenario::Views;
 use crate::scenario::{Measured, Table};
 use crate::units::{format_latency_ns, ms};
 
@@ -20,7 +20,7 @@ pub(crate) struct Details {
     pub(crate) summary: Summary,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn tables(&self) -> Vec<Table> {
         let title = "sysbench fileio rndwr figures (requests are writes; syncs are 'Other')".to_string();
         vec![Table::of(title, std::slice::from_ref(&self.summary))]

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cells::{self, CellRow};
-use crate::scenario::Report;
+use crate::scenario::Views;
 use crate::scenario::{Measured, Table};
 use crate::units::{format_size, Bytes};
 
@@ -18,7 +18,7 @@ pub(crate) struct Details {
     pub(crate) slots: Vec<cells::Slot>,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn tables(&self) -> Vec<Table> {
         let title = format!(
             "datasync: {} write + sync per operation, {} interleaved round(s); latency in us",
