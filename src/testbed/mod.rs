@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::Result;
 
@@ -29,6 +30,7 @@ pub mod machine_lock;
 pub mod mount;
 pub mod names;
 pub mod pause;
+pub(crate) mod power;
 pub mod request;
 pub mod scratch;
 pub mod state;
@@ -49,15 +51,26 @@ use state::{Step, Undo};
 /// its dead man's switch disarmed.
 pub struct Prepared {
     dir: PathBuf,
-    undo: Undo,
+    /// What is set up and the emulated device serving it; a power-cut cycle changes both
+    /// while a run holds the testbed ([`power`]).
+    live: Mutex<Live>,
     _sysctl_lock: Option<sysctl::SysctlLock>,
     scratch: Option<crate::environment::ScratchInfo>,
     profile: Option<DeviceProfile>,
+    /// The scratch filesystem as asked for, and its image's size, to make it again.
+    remake: Option<(request::ScratchOptions, u64)>,
     sysctls_set: BTreeMap<String, u64>,
     /// Where the current run's device activity is measured from (see [`Prepared::flushes`]).
-    device_mark: std::sync::Mutex<Option<DeviceMark>>,
+    device_mark: Mutex<Option<DeviceMark>>,
+}
+
+/// The undo stack and the emulated device with its dead man's switch. Fields drop in
+/// order: the stack (unmount, detach, FUSE unmount, sysctls back), then the device's
+/// session thread is joined and its switch disarmed.
+struct Live {
+    undo: Undo,
     device: Option<EmulatedDevice>,
-    _switch: Option<deadman::Switch>,
+    switch: Option<deadman::Switch>,
 }
 
 impl Drop for Prepared {
@@ -65,9 +78,10 @@ impl Drop for Prepared {
     /// steps above that tmpfs (mount, loop device, FUSE mount), let the device go (closing
     /// the media file), then the undo stack undoes the rest as it drops.
     fn drop(&mut self) {
-        if self.device.is_some() {
-            self.undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
-            self.device = None;
+        let live = self.live.get_mut().unwrap_or_else(|p| p.into_inner());
+        if live.device.is_some() {
+            live.undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
+            live.device = None;
         }
     }
 }
@@ -77,6 +91,10 @@ impl Prepared {
         &self.dir
     }
 
+    fn live(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Device cache flushes so far: counted by the emulated device when there is one, else
     /// the flush requests the block layer completed on the scratch loop device (`host`,
     /// `ram`); None for `--dir` runs.
@@ -84,7 +102,8 @@ impl Prepared {
     /// Callers read it just before a run and hand it to [`Prepared::annotate`] after; so
     /// reading it also marks where the emulated device's activity of the run starts.
     pub fn flushes(&self) -> Option<u64> {
-        match (&self.device, &self.scratch) {
+        let live = self.live();
+        match (&live.device, &self.scratch) {
             (Some(d), _) => {
                 let mark = d.mark();
                 *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = Some(mark);
@@ -101,7 +120,7 @@ impl Prepared {
     }
 
     fn flushes_counted_by(&self) -> &'static str {
-        if self.device.is_some() {
+        if self.live().device.is_some() {
             "emulated device"
         } else {
             "block layer"
@@ -124,7 +143,8 @@ impl Prepared {
     /// What the emulated device did since [`Prepared::flushes`] was last read (None without
     /// an emulated device).
     pub fn device_activity(&self) -> Option<crate::environment::DeviceActivity> {
-        let device = self.device.as_ref()?;
+        let live = self.live();
+        let device = live.device.as_ref()?;
         let mark = self.device_mark.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
         Some(device.activity_since(&mark))
     }
@@ -208,14 +228,13 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
     pause::point("prepared");
     Ok(Prepared {
         dir,
-        undo,
+        live: Mutex::new(Live { undo, device, switch }),
         _sysctl_lock: sysctl_lock,
         scratch,
         profile: request.scratch().map(|s| s.device.clone()),
+        remake: request.scratch().map(|s| (s.clone(), image_size(s))),
         sysctls_set,
-        device_mark: std::sync::Mutex::new(None),
-        device,
-        _switch: switch,
+        device_mark: Mutex::new(None),
     })
 }
 

@@ -117,6 +117,9 @@ pub(crate) struct Run<'a> {
     file: Option<File>,
     /// The directory, open for its fsync.
     dir_file: Option<File>,
+    /// Bytes the pattern may write before it waits for the stop.
+    limit: u64,
+    written: u64,
 }
 
 impl<'a> Run<'a> {
@@ -136,13 +139,32 @@ impl<'a> Run<'a> {
             ledger: Ledger::default(),
             file,
             dir_file: Some(dir_file),
+            limit: u64::MAX,
+            written: 0,
         })
+    }
+
+    /// Writes at most `bytes`, then waits for the stop: a pattern without a sync call
+    /// writes at memory speed and would fill the filesystem before the cut.
+    pub(crate) fn limited_to(mut self, bytes: u64) -> Run<'a> {
+        self.limit = bytes;
+        self
+    }
+
+    /// The calls and the ledger; the files are closed.
+    pub(crate) fn finish(self) -> (Recorder, Ledger) {
+        (self.recorder, self.ledger)
     }
 
     /// Makes steps until `stop` is set or a call fails.
     pub(crate) fn until(&mut self, stop: &Stop) -> Ended {
         let mut seq = self.ledger.issued;
         while !stop.is_set() {
+            if self.written.saturating_add(self.w.record_size as u64) > self.limit {
+                stop.sleep(std::time::Duration::from_millis(10));
+                continue;
+            }
+            self.written += self.w.record_size as u64;
             seq += 1;
             self.ledger.issued = seq;
             let record = self.w.record(seq);

@@ -49,6 +49,43 @@ impl Verdict {
     pub(crate) fn lost_acknowledged(&self) -> bool {
         self.acked_lost + self.acked_torn > 0
     }
+
+    /// Adds another cut's verdict to this one.
+    pub(crate) fn add(&mut self, o: &Verdict) {
+        self.acked += o.acked;
+        self.acked_intact += o.acked_intact;
+        self.acked_lost += o.acked_lost;
+        self.acked_torn += o.acked_torn;
+        self.unacked += o.unacked;
+        self.unacked_kept += o.unacked_kept;
+        self.unacked_lost += o.unacked_lost;
+        if let Some(f) = &o.files {
+            let mine = self.files.get_or_insert_with(FileStates::default);
+            mine.new += f.new;
+            mine.old += f.old;
+            mine.empty += f.empty;
+            mine.missing += f.missing;
+            mine.torn += f.torn;
+        }
+        self.lost_ack_ages_ns.extend(&o.lost_ack_ages_ns);
+    }
+}
+
+/// The verdict when the filesystem does not mount after the cut: nothing can be read back,
+/// so every acknowledged record is lost.
+pub(crate) fn all_lost(w: &Workload, ledger: &Ledger, cut_at_ns: u64) -> Verdict {
+    let mut v = Verdict::default();
+    let acked: Vec<u64> = match w.pattern {
+        // Each slot's latest acknowledged version, or the file's.
+        Pattern::Overwrite => (0..w.slots).filter_map(|s| ledger.latest_ack(s).map(|a| a.seq)).collect(),
+        Pattern::Rename => ledger.acks.last().map(|a| a.seq).into_iter().collect(),
+        Pattern::Append | Pattern::Create => ledger.acks.iter().map(|a| a.seq).collect(),
+    };
+    for seq in acked {
+        let age = ledger.acks.iter().find(|a| a.seq == seq).map(|a| cut_at_ns.saturating_sub(a.at_ns));
+        v.count(true, false, false, age);
+    }
+    v
 }
 
 /// Reads what `dir` (the work directory on the recovered filesystem) holds of the records
