@@ -90,6 +90,15 @@ pub struct DiskModelInfo {
     /// `volatile`, `battery-backed`, or `none` (write-through).
     pub cache: String,
     pub flush_cost_ms: f64,
+    /// The unit a write is persisted in (a power cut tears writes only between sectors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sector_bytes: Option<u64>,
+    /// A lying drive (`flush=ignore`): flushes acknowledged without draining the cache.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignores_flushes: bool,
+    /// The injected faults (`fail=...`), each as `fail=` takes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
 }
 
 /// What an emulated disk did during a run: the daemon's counts and times.
