@@ -25,7 +25,7 @@ mod mounts;
 
 use device::read_trimmed;
 pub use device::{
-    device_info, parse_scheduler, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, ScratchInfo,
+    device_info, parse_scheduler, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, PowerCut, ScratchInfo,
 };
 pub(crate) use device::{device_numbers, disk_dir};
 

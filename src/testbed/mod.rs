@@ -36,7 +36,7 @@ pub mod workdir;
 pub use workdir::WorkDir;
 
 use device::fuse::{DeviceMark, EmulatedDevice};
-use device::DeviceProfile;
+use device::{DeviceControl, DeviceProfile};
 pub use request::{Key, Place, Spelling, TestbedRequest};
 use state::{Step, Undo};
 
@@ -55,6 +55,8 @@ pub struct Prepared {
     device_mark: std::sync::Mutex<Option<DeviceMark>>,
     device: Option<EmulatedDevice>,
     _switch: Option<deadman::Switch>,
+    /// Taken off its disk ([`Prepared::unplug`]): no loop device, no device to count.
+    unplugged: bool,
 }
 
 impl Drop for Prepared {
@@ -81,6 +83,9 @@ impl Prepared {
     /// Callers read it just before a run and hand it to [`Prepared::annotate`] after; so
     /// reading it also marks where the emulated device's activity of the run starts.
     pub fn flushes(&self) -> Option<u64> {
+        if self.unplugged {
+            return None;
+        }
         match (&self.device, &self.scratch) {
             (Some(d), _) => {
                 let mark = d.mark();
@@ -92,9 +97,52 @@ impl Prepared {
         }
     }
 
+    /// The emulated device's controls (power cuts, injected faults, stopping time), if the
+    /// scratch filesystem is on an emulated disk.
+    pub fn device_control(&self) -> Option<DeviceControl> {
+        self.device.as_ref().map(EmulatedDevice::control)
+    }
+
+    /// The scratch filesystem's image: for an emulated disk, its media, which holds exactly
+    /// what has reached it.
+    pub fn image(&self) -> Option<&Path> {
+        self.scratch.as_ref().map(|s| Path::new(&s.image))
+    }
+
+    /// Takes the scratch filesystem off its disk, as after a power cut: undoes every step
+    /// recorded after the image was made (the mount, whose writes now fail if the power is
+    /// cut; the scheduler; the loop device; the emulated device; sysctls set for the run)
+    /// and leaves the image where it is, as the disk left it, for a plain loop device
+    /// (`losetup`, then mount: the filesystem replays its journal). The image's directory and
+    /// tmpfs are undone when this is dropped. Returns the image's path. Whatever holds the
+    /// filesystem (an open file, a process working in it) must be gone first: the unmount
+    /// is refused otherwise, and said so.
+    pub fn unplug(&mut self) -> Result<PathBuf> {
+        let image = self
+            .image()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| anyhow::anyhow!("unplug: there is no scratch image"))?;
+        let holds_image = |s: &Step| matches!(s, Step::Tmpfs { .. } | Step::Directory { .. });
+        self.undo.undo_above(holds_image);
+        if !self.undo.last().is_some_and(holds_image) {
+            // The device stays until the drop retries what is left above the image.
+            anyhow::bail!(
+                "unplug: {} could not be undone (said above why); closing what holds it lets the end of the run finish",
+                self.undo.last().map_or_else(|| "a step".to_string(), Step::describe)
+            );
+        }
+        self.device = None;
+        self.unplugged = true;
+        *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(image)
+    }
+
     /// The scratch loop device (`/dev/loop3`), if there is one.
     pub fn loop_device(&self) -> Option<&str> {
-        self.scratch.as_ref().map(|s| s.loop_device.as_str())
+        self.scratch
+            .as_ref()
+            .filter(|_| !self.unplugged)
+            .map(|s| s.loop_device.as_str())
     }
 
     fn flushes_counted_by(&self) -> &'static str {
@@ -208,6 +256,7 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
         device_mark: std::sync::Mutex::new(None),
         device,
         _switch: switch,
+        unplugged: false,
     })
 }
 

@@ -15,9 +15,12 @@ use crate::error::Usage;
 
 pub(crate) mod fuse;
 pub(crate) mod model;
+pub mod power_cut;
 pub(crate) mod profile;
 
+pub use fuse::DeviceControl;
 use model::Mechanics;
+pub use power_cut::{CutPlan, CutTrigger, Keep};
 pub(crate) use profile::DiskProfile;
 
 /// One line for `--device` in `--help`; `fsynclab list-devices` prints the figures.
