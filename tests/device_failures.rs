@@ -258,7 +258,8 @@ fn issue18_a_battery_backed_cache_survives_a_cut() {
         run("sync", &["-f", target.dir().to_str().unwrap()]);
         let cut = control.cut_power(Keep::Nothing, 0).unwrap();
         assert_eq!(cut.keep, "battery");
-        assert!(cut.held_bytes >= 4 << 20, "the file was still in the cache: {cut:?}");
+        // 1 MiB takes 1.7 s to drain at 600K/s: most of the file is still in the cache.
+        assert!(cut.held_bytes >= 3 << 20, "the file was still in the cache: {cut:?}");
         assert_eq!((cut.lost_writes, cut.unacknowledged_writes), (0, 0), "{cut:?}");
         assert_eq!((cut.kept_writes, cut.kept_bytes), (cut.held_writes, cut.held_bytes));
         // On the media, whole.
