@@ -25,6 +25,7 @@ common::tests! {
     issue15_injected_faults_fail_exactly_the_requests_they_name_and_are_counted: [Root, Fuse],
     issue15_a_failing_flush_set_on_a_running_device_fails_once_then_heals: [Root, Fuse],
     issue15_bad_fault_options_are_one_line_saying_what_is_valid,
+    issue15_faults_that_fail_the_mount_are_refused_and_leave_nothing: [Root, Fuse],
     issue19_physically_absurd_profiles_are_refused_with_the_valid_range,
     issue19_sigterm_during_a_mount_on_a_slow_disk_ends_the_run_within_seconds: [Root, Fuse],
     issue19_sigterm_while_the_command_waits_on_a_slow_disk_ends_the_run_within_seconds: [Root, Fuse],
@@ -371,6 +372,43 @@ fn issue15_bad_fault_options_are_one_line_saying_what_is_valid() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{device}: {stderr}");
         assert!(stderr.contains(says), "{device}: {stderr}");
     }
+}
+
+fn issue15_faults_that_fail_the_mount_are_refused_and_leave_nothing() {
+    // A flush rule in force from the device's start fails mount's own flush. Before, the
+    // failed mount also left the media's tmpfs busy (the device went after the undo that
+    // needed it gone), for `fsynclab cleanup`, as any mount failing on an emulated disk did.
+    let dir = backing();
+    let private = common::PrivateState::new();
+    let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
+    let out = fsynclab()
+        .env(private.env().0, private.path())
+        .args([
+            "exec",
+            "--scratch",
+            "ext4",
+            "--scratch-size",
+            "64M",
+            "--device",
+            "hdd-5400,fail=flush",
+        ])
+        .arg("--backing")
+        .arg(dir.path())
+        .args(["--", "true"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("mount failed with the fail= rules in force from the device's start"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("let mount through with after=N or after=DURATION"),
+        "{stderr}"
+    );
+    assert_cleanup_finds_nothing(&private, dir.path());
 }
 
 fn issue19_physically_absurd_profiles_are_refused_with_the_valid_range() {

@@ -227,37 +227,47 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
     let mut switch = None;
     let mut undo = Undo::new();
     let (dir, scratch) = match &request.place {
-        Place::Scratch(s) => {
-            let made = scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch)?;
-            (made.mount_point, Some(made.info))
-        }
+        Place::Scratch(s) => match scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch) {
+            Ok(made) => (made.mount_point, Some(made.info)),
+            Err(e) => {
+                // As `Prepared::drop` does: the emulated device holds its media open on the
+                // tmpfs, so it goes after what is above the tmpfs and before the tmpfs
+                // (a mount that failed left the tmpfs busy, for `fsynclab cleanup`).
+                if device.is_some() {
+                    undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
+                }
+                drop(device);
+                return Err(e);
+            }
+        },
         Place::Dir(dir) => (dir.clone(), None),
     };
-    let mut sysctls_set = BTreeMap::new();
+    // From here a failure drops the `Prepared`, which undoes in the right order.
+    let mut prepared = Prepared {
+        dir,
+        undo,
+        _sysctl_lock: sysctl_lock,
+        scratch,
+        profile: request.scratch().map(|s| s.device.clone()),
+        sysctls_set: BTreeMap::new(),
+        device_mark: std::sync::Mutex::new(None),
+        device,
+        _switch: switch,
+        unplugged: false,
+    };
     for s in &request.sysctls {
         let (in_force, previous) = sysctl::in_force(s.name)?;
-        undo.perform(
+        prepared.undo.perform(
             Step::Sysctl {
                 name: in_force,
                 previous,
             },
             || sysctl::write(s.name, s.value),
         )?;
-        sysctls_set.insert(s.name.to_string(), s.value);
+        prepared.sysctls_set.insert(s.name.to_string(), s.value);
     }
     pause::point("prepared");
-    Ok(Prepared {
-        dir,
-        undo,
-        _sysctl_lock: sysctl_lock,
-        scratch,
-        profile: request.scratch().map(|s| s.device.clone()),
-        sysctls_set,
-        device_mark: std::sync::Mutex::new(None),
-        device,
-        _switch: switch,
-        unplugged: false,
-    })
+    Ok(prepared)
 }
 
 /// Takes the sysctl lock for a run that sets sysctls, or refuses the run.
