@@ -93,7 +93,7 @@ impl DeviceControl {
     /// now. An empty text makes the drive healthy again. Bad rules are refused in one line
     /// saying what is valid; a device that is gone is refused too.
     pub fn set_faults(&self, rules: &str) -> Result<(), Usage> {
-        let parsed = profile::fault_rules(rules).map_err(|why| Usage(format!("faults {rules}: {why}")))?;
+        let parsed = profile::fault_rules(rules).map_err(|why| Usage(why.to_string()))?;
         let shared = self
             .device()
             .ok_or_else(|| Usage(format!("faults {rules}: the emulated device is gone")))?;

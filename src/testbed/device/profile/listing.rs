@@ -130,7 +130,7 @@ pub(crate) fn listing() -> String {
         "\nExamples: hdd-5400,cache=0 (no write cache)   flush=20ms,write=80M (fixed flush cost, paced writes)\n\
          \x20         rpm=7200,rate=120M,seek=15ms,cache=16M   hdd-7200,flush=ignore (a lying drive)\n\n",
     );
-    out.push_str("Valid ranges (beyond them no drive was ever made; a profile outside them is refused):\n");
+    out.push_str("Valid ranges, derived from real drives (a figure outside them is refused):\n");
     for (keys, valid, why) in RANGES {
         let _ = writeln!(out, "  {keys:<23} {valid}\n  {:<23} ({why})", "");
     }

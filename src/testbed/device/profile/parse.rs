@@ -85,7 +85,7 @@ pub(super) const RANGES: [(&str, &str, &str); 6] = [
         "up to 1s",
         "over 100 times the 7 ms random write of a 5400 rpm disk; a device slower than that is failing, not slow",
     ),
-    ("capacity", "5M to 100T", "from the ST-506's 5 MB to beyond the largest drives (30 TB in 2024)"),
+    ("capacity", "5M to 100T", "from the ST-506's 5 MB to beyond the largest drives, 30 TB in 2024"),
     ("sector", "512 to 64K, a power of two", "512 B on drives before 2010, 4 KiB on Advanced Format drives"),
 ];
 
