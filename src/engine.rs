@@ -45,6 +45,21 @@ impl Planned {
     }
 }
 
+impl Planned {
+    /// Refuses, before anything is made, a testbed the plan cannot run on: a power cut
+    /// needs an emulated disk.
+    pub(crate) fn check_testbed(&self, request: &crate::testbed::TestbedRequest) -> Result<(), crate::error::Usage> {
+        let emulated = request.scratch().is_some_and(|s| s.device.is_emulated());
+        if self.plan.needs_power_switch() && !emulated {
+            return Err(crate::error::Usage(format!(
+                "{} cuts the power of an emulated disk: add --scratch FS --device PROFILE (e.g. --scratch ext4 --device hdd-7200)",
+                self.scenario.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// How a run ended, when it produced a result.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Status {

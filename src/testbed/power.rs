@@ -55,11 +55,6 @@ fn checker(fstype: &str) -> (&'static str, &'static [&'static str]) {
 }
 
 impl Prepared {
-    /// Whether the testbed's disk is emulated, so that its power can be cut.
-    pub(crate) fn has_power_switch(&self) -> bool {
-        self.live().device.is_some() || self.remake.as_ref().is_some_and(|(o, _)| o.device.is_emulated())
-    }
-
     /// After a cut: tears the scratch filesystem down without writing (nothing reaches the
     /// media any more), attaches the media again and mounts it where it was, timing the
     /// replay. A filesystem that does not mount is a result, not an error.
@@ -85,9 +80,12 @@ impl Prepared {
                 )
             },
         )?;
-        // The device's last handle on the media file goes with it.
+        // The device's last handle on the media file goes with it; what the run counts on
+        // its disk (flushes, activity) ends with it.
         live.device = None;
         live.switch = None;
+        live.unplugged = true;
+        *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let teardown_ms = t0.elapsed().as_secs_f64() * 1e3;
 
         let image = std::path::PathBuf::from(&info.image);
@@ -108,7 +106,14 @@ impl Prepared {
             Step::Mount {
                 mount_point: mount_point.clone(),
             },
-            || mount::mount(&options.spec.fstype, &loop_device, &mount_point, &options.spec.mount_options),
+            || {
+                mount::mount(
+                    &options.spec.fstype,
+                    &loop_device,
+                    &mount_point,
+                    &options.spec.mount_options,
+                )
+            },
         );
         let replay_ms = t1.elapsed().as_secs_f64() * 1e3;
         Ok(Recovery {
@@ -191,9 +196,7 @@ impl Prepared {
             .to_path_buf();
         debug_assert!(self.dir.ends_with(names::MOUNT_DIR));
         let Live {
-            undo,
-            device,
-            switch,
+            undo, device, switch, ..
         } = &mut *live;
         scratch::bring_up(options, *size, &dir, &image, undo, device, switch)?;
         Ok(t0.elapsed())

@@ -173,7 +173,11 @@ impl Views for Details {
         }
         let unclean = self.cycles.iter().filter(|c| !c.check.clean).count();
         if unclean > 0 {
-            let first = self.cycles.iter().find(|c| !c.check.clean).map(|c| c.check.command.clone());
+            let first = self
+                .cycles
+                .iter()
+                .find(|c| !c.check.clean)
+                .map(|c| c.check.command.clone());
             out.push(format!(
                 "the filesystem's checker found problems after {unclean} of {cuts} cuts ({})",
                 first.unwrap_or_default()
@@ -218,11 +222,7 @@ impl Views for Details {
             .map(|c| {
                 format!(
                     "cut at {:.3} s: {} acknowledged, {} lost, {} torn; mounted: {}",
-                    c.moment_s,
-                    c.verdict.acked,
-                    c.verdict.acked_lost,
-                    c.verdict.acked_torn,
-                    c.recovery.mounted
+                    c.moment_s, c.verdict.acked, c.verdict.acked_lost, c.verdict.acked_torn, c.recovery.mounted
                 )
             })
             .collect()

@@ -21,7 +21,6 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
 use super::{Context, Outcome, Plan, Scenario};
 use crate::error::Usage;
@@ -162,7 +161,10 @@ impl Config {
             return usage("--set cuts=0: at least one cut, e.g. cuts=50".into());
         }
         if c.cut_after.is_zero() && c.cut_within.is_zero() {
-            return usage("--set cut_after=0 and cut_within=0: the pattern needs time to write before the cut, e.g. cut_after=1s".into());
+            return usage(
+                "--set cut_after=0 and cut_within=0: the pattern needs time to write before the cut, e.g. cut_after=1s"
+                    .into(),
+            );
         }
         Ok(c)
     }

@@ -77,12 +77,18 @@ pub(crate) fn all_lost(w: &Workload, ledger: &Ledger, cut_at_ns: u64) -> Verdict
     let mut v = Verdict::default();
     let acked: Vec<u64> = match w.pattern {
         // Each slot's latest acknowledged version, or the file's.
-        Pattern::Overwrite => (0..w.slots).filter_map(|s| ledger.latest_ack(s).map(|a| a.seq)).collect(),
+        Pattern::Overwrite => (0..w.slots)
+            .filter_map(|s| ledger.latest_ack(s).map(|a| a.seq))
+            .collect(),
         Pattern::Rename => ledger.acks.last().map(|a| a.seq).into_iter().collect(),
         Pattern::Append | Pattern::Create => ledger.acks.iter().map(|a| a.seq).collect(),
     };
     for seq in acked {
-        let age = ledger.acks.iter().find(|a| a.seq == seq).map(|a| cut_at_ns.saturating_sub(a.at_ns));
+        let age = ledger
+            .acks
+            .iter()
+            .find(|a| a.seq == seq)
+            .map(|a| cut_at_ns.saturating_sub(a.at_ns));
         v.count(true, false, false, age);
     }
     v

@@ -175,7 +175,8 @@ impl Undo {
                 continue;
             }
             pause::point(&format!("undo:{}", step.kind()));
-            step.undo().with_context(|| format!("cannot undo {}", step.describe()))?;
+            step.undo()
+                .with_context(|| format!("cannot undo {}", step.describe()))?;
             self.steps.remove(i);
             self.publish();
             if let Some(file) = &self.file {
@@ -184,6 +185,11 @@ impl Undo {
             pause::point(&format!("undone:{}", step.kind()));
         }
         Ok(())
+    }
+
+    /// The step on top of the stack (the last one recorded and not undone).
+    pub fn last(&self) -> Option<&Step> {
+        self.steps.last()
     }
 
     /// Undoes every step in reverse order, checking each; what could not be undone stays
