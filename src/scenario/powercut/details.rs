@@ -40,6 +40,9 @@ pub(crate) struct Cycle {
     pub(crate) cut: Option<PowerCut>,
     /// Records the pattern started.
     pub(crate) issued: u64,
+    /// Making this cycle's filesystem (a cycle after the first makes its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) fresh_ms: Option<f64>,
     pub(crate) recovery: Recovery,
     pub(crate) check: Check,
     pub(crate) verdict: Verdict,
@@ -130,11 +133,14 @@ impl Views for Details {
         if let Some(files) = &self.total.files {
             tables.push(Table {
                 title: format!("{}: what each file held after the cuts", self.workload()),
-                columns: ["new", "old", "empty", "missing", "torn"].map(String::from).to_vec(),
+                columns: ["new", "old", "empty", "zeroed", "missing", "torn"]
+                    .map(String::from)
+                    .to_vec(),
                 rows: vec![vec![
                     Cell::from(files.new),
                     Cell::from(files.old),
                     Cell::from(files.empty),
+                    Cell::from(files.zeroed),
                     Cell::from(files.missing),
                     Cell::from(files.torn),
                 ]],

@@ -211,10 +211,13 @@ impl Plan for Config {
             if ctx.stop.is_set() {
                 break;
             }
-            if i > 0 {
-                testbed.fresh_filesystem()?;
+            let fresh_ms = if i > 0 {
+                let made = testbed.fresh_filesystem()?;
                 crate::testbed::workdir::recreate(ctx.dir)?;
-            }
+                Some(made.as_secs_f64() * 1e3)
+            } else {
+                None
+            };
             let control = testbed
                 .device_control()
                 .ok_or_else(|| Usage("powercut needs an emulated disk: --scratch FS --device PROFILE".into()))?;
@@ -261,6 +264,7 @@ impl Plan for Config {
                 },
                 cut,
                 issued: ledger.issued,
+                fresh_ms,
                 recovery,
                 check,
                 verdict,

@@ -41,6 +41,10 @@ pub(crate) struct FileStates {
     /// There, with nothing in it (the zero-length file of a rename without fsync).
     pub(crate) empty: u64,
     pub(crate) missing: u64,
+    /// Its size there, its data not: zeros where the record was (the data blocks never
+    /// written, as ext3/4 and xfs could leave a file after a cut).
+    #[serde(default)]
+    pub(crate) zeroed: u64,
     pub(crate) torn: u64,
 }
 
@@ -65,6 +69,7 @@ impl Verdict {
             mine.old += f.old;
             mine.empty += f.empty;
             mine.missing += f.missing;
+            mine.zeroed += f.zeroed;
             mine.torn += f.torn;
         }
         self.lost_ack_ages_ns.extend(&o.lost_ack_ages_ns);
@@ -154,7 +159,11 @@ pub(crate) fn judge(dir: &Path, w: &Workload, ledger: &Ledger, cut_at_ns: u64) -
                     files.old += 1;
                     Some(r.seq)
                 }
-                FileFound::Is(_) => {
+                FileFound::Is(Found::Zero) => {
+                    files.zeroed += 1;
+                    None
+                }
+                FileFound::Is(Found::Torn) => {
                     files.torn += 1;
                     None
                 }
@@ -177,9 +186,10 @@ pub(crate) fn judge(dir: &Path, w: &Workload, ledger: &Ledger, cut_at_ns: u64) -
                     FileFound::Missing => files.missing += 1,
                     FileFound::Empty => files.empty += 1,
                     _ if whole => files.new += 1,
+                    FileFound::Is(Found::Zero) => files.zeroed += 1,
                     _ => files.torn += 1,
                 }
-                let torn = !whole && matches!(found, FileFound::Is(_));
+                let torn = !whole && matches!(found, FileFound::Is(Found::Torn));
                 v.count(acked(seq), whole, torn, age(seq));
             }
             v.files = Some(files);
