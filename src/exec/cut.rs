@@ -69,7 +69,9 @@ pub(super) struct Watch {
 }
 
 impl Watch {
-    pub(super) fn start(testbed: &Prepared, plan: CutPlan, pid: u32) -> Result<Watch> {
+    /// `ours` are the processes fsynclab had before the command (left alone at the cut).
+    pub(super) fn start(testbed: &Prepared, plan: CutPlan, pid: u32, ours: &[(u32, String)]) -> Result<Watch> {
+        let ours: Vec<u32> = ours.iter().map(|(p, _)| *p).collect();
         let control = testbed
             .device_control()
             .ok_or_else(|| anyhow::anyhow!("the emulated disk is gone: no power to cut"))?;
@@ -79,6 +81,7 @@ impl Watch {
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let thread = {
             let (control, pid, stopped, done) = (control.clone(), pid.clone(), stopped.clone(), done.clone());
+            let ours = ours.clone();
             std::thread::Builder::new().name("fsynclab-cut".into()).spawn(move || {
                 while !done.load(std::sync::atomic::Ordering::SeqCst) {
                     let Some(cut) = control.wait_for_cut(Duration::from_millis(200)) else {
@@ -92,6 +95,23 @@ impl Watch {
                             cut.trigger
                         );
                         kill_tree(child);
+                        // And what it started that left it (a server that daemonized:
+                        // fsynclab, its subreaper, is now its parent). A power cut gives no
+                        // process the time to shut down.
+                        // Orphans keep coming while the killed die (a server's workers are
+                        // the subreaper's once their parent is gone): a second to round them up.
+                        for _ in 0..20 {
+                            let orphans: Vec<u32> = super::children_of(std::process::id())
+                                .into_iter()
+                                .map(|(p, _)| p)
+                                .filter(|p| *p != child && !ours.contains(p))
+                                .collect();
+                            if orphans.is_empty() {
+                                break;
+                            }
+                            orphans.into_iter().for_each(kill_tree);
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
                         *stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
                     }
                     return;

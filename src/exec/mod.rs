@@ -109,7 +109,9 @@ pub fn run(
         }
     };
     forwarding.started(child.id());
-    let watch = cut.map(|c| cut::Watch::start(target, c.plan, child.id())).transpose()?;
+    let watch = cut
+        .map(|c| cut::Watch::start(target, c.plan, child.id(), &ours))
+        .transpose()?;
     let status = wait_unreaped(child.id()).and_then(|()| {
         drop(forwarding);
         if let Some(w) = &watch {
@@ -189,8 +191,11 @@ pub(crate) fn children_of(pid: u32) -> Vec<(u32, String)> {
             // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses.
             let (head, tail) = stat.rsplit_once(')')?;
             let comm = head.split_once('(')?.1.to_string();
-            let ppid: u32 = tail.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == pid).then_some((child, comm))
+            let mut fields = tail.split_whitespace();
+            let state = fields.next()?;
+            let ppid: u32 = fields.next()?.parse().ok()?;
+            // A zombie has ended: it only waits to be reaped.
+            (ppid == pid && state != "Z").then_some((child, comm))
         })
         .collect()
 }
@@ -209,6 +214,7 @@ fn end_what_it_left(ours: &[(u32, String)]) {
             .filter(|(pid, _)| !ours.iter().any(|(o, _)| o == pid))
             .collect()
     };
+    reap_ended(me);
     let first = left();
     if first.is_empty() {
         return;
@@ -251,6 +257,26 @@ fn end_what_it_left(ours: &[(u32, String)]) {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Reaps the children of `me` that have ended (orphans of the command a power cut killed,
+/// inherited as their subreaper).
+fn reap_ended(me: u32) {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let mut fields = stat.rsplit_once(')').map(|(_, t)| t).unwrap_or("").split_whitespace();
+        if fields.next() == Some("Z") && fields.next().and_then(|p| p.parse::<u32>().ok()) == Some(me) {
+            let mut status = 0;
+            // SAFETY: waitpid writes only into `status`, a local; `pid` is our child.
+            unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) };
+        }
     }
 }
 
