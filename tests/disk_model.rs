@@ -25,6 +25,7 @@ common::tests! {
     issue9_exec_without_a_command_is_a_usage_error,
     issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown: [Root],
     issue9_list_devices_prints_every_profile_with_its_sources,
+    issue20_bdi_limits_are_set_recorded_restored_and_refused_when_bad: [Root],
 }
 
 /// A scratch ext4 on emulated disk `device`, 256 MiB.
@@ -387,4 +388,51 @@ fn issue9_list_devices_prints_every_profile_with_its_sources() {
     assert_eq!(bad.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("cache=lots"), "{stderr}");
+}
+
+fn issue20_bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
+    let dir = backing();
+    let out = fsynclab()
+        .args(["probe", "-q", "-f", "json", "--set", "iterations=3", "--backing"])
+        .arg(dir.path())
+        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+        .args(["--bdi", "strict_limit=1,max_bytes=4M"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&r);
+    let bdi = &r["environment"]["scratch"]["bdi"];
+    assert_eq!(bdi["strict_limit"], 1, "{bdi}");
+    // The kernel keeps max_bytes as a ratio of the dirty limit: it reads back near 4 MiB.
+    let max_bytes = bdi["max_bytes"].as_u64().unwrap();
+    assert!((3 << 20..=5 << 20).contains(&max_bytes), "{bdi}");
+    // Put back: a loop device is kept by the kernel, and with it its bdi.
+    let device = r["environment"]["scratch"]["loop_device"].as_str().unwrap();
+    let sys = format!("/sys/block/{}/bdi", device.trim_start_matches("/dev/"));
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("{sys}/{f}"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    assert_eq!(read("strict_limit"), "0");
+    assert_eq!(read("max_ratio_fine"), "1000000");
+    let bad = fsynclab()
+        .args(["probe", "-q", "--set", "iterations=1", "--backing"])
+        .arg(dir.path())
+        .args(["--scratch", "ext2", "--scratch-size", "128M", "--bdi", "max_byte=4M"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("unknown knob 'max_byte'") && stderr.contains("max_bytes"),
+        "{stderr}"
+    );
+    let no_scratch = fsynclab().args(["probe", "--bdi", "strict_limit=1"]).output().unwrap();
+    assert_eq!(no_scratch.status.code(), Some(2));
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }

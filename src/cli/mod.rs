@@ -215,6 +215,16 @@ pub struct TargetArgs {
         help_heading = "Scratch target"
     )]
     pub device: Option<String>,
+    /// Per-device dirty limits of the scratch loop device, restored afterwards:
+    /// strict_limit=0|1, max_bytes=SIZE, max_ratio=PERCENT, min_bytes=SIZE, min_ratio=PERCENT
+    /// (/sys/class/bdi/MAJ:MIN/), e.g. strict_limit=1,max_bytes=4M
+    #[arg(
+        long,
+        value_name = "KNOB=VALUE,...",
+        requires = "scratch",
+        help_heading = "Scratch target"
+    )]
+    pub bdi: Option<String>,
     /// vm.dirty_ratio for the run (restored afterwards; root)
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(0..=100), help_heading = "Writeback sysctls")]
     pub dirty_ratio: Option<u64>,
@@ -337,6 +347,7 @@ impl TargetArgs {
         put(Key::Backing, self.backing.as_ref().map(|p| p.display().to_string()));
         put(Key::Scheduler, self.scheduler.clone());
         put(Key::Device, self.device.clone());
+        put(Key::Bdi, self.bdi.clone());
         put(Key::DirtyRatio, self.dirty_ratio.map(|v| v.to_string()));
         put(
             Key::DirtyBackgroundRatio,

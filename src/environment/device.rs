@@ -30,6 +30,10 @@ pub struct ScratchInfo {
     /// `queue/iosched/`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scheduler_tunables: BTreeMap<String, String>,
+    /// The per-device dirty limits `--bdi` set: every knob of the loop device's bdi as read
+    /// back after setting them (`max_bytes` reads as the bytes its ratio comes to now).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bdi: BTreeMap<String, u64>,
 }
 
 /// The device profile as the result records it.

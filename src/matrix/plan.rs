@@ -65,14 +65,20 @@ pub(crate) fn normalize_key(key: &str) -> String {
 }
 
 /// Splits an axis's values at commas, keeping together what belongs to one value: a
-/// device's `write=RATE` (`flush=5ms,write=80M`) and a scratch filesystem's mount options
-/// (`ext4:data=writeback,nobarrier`).
+/// device's `write=RATE` (`flush=5ms,write=80M`), a scratch filesystem's mount options
+/// (`ext4:data=writeback,nobarrier`) and a `bdi` value's knobs (a value ends where a knob
+/// comes again: `max_bytes=4M,strict_limit=1,max_bytes=1M` is two values).
 pub(crate) fn split_values(key: &str, text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for piece in text.split(',') {
         let joins_previous = match key {
             "device" => piece.starts_with("write="),
             "scratch" => ScratchSpec::parse(piece).is_err(),
+            // A value of per-device limits ends where a knob comes again.
+            "bdi" => out.last().is_some_and(|last| {
+                let knob = |p: &str| p.split('=').next().unwrap_or("").trim().to_string();
+                !last.split(',').any(|p| knob(p) == knob(piece))
+            }),
             _ => false,
         };
         match out.last_mut() {
@@ -359,6 +365,17 @@ mod tests {
             ["ext4:data=writeback,nobarrier", "xfs"]
         );
         assert_eq!(split_values("threads", "1,8"), ["1", "8"]);
+        assert_eq!(
+            split_values(
+                "bdi",
+                "strict_limit=1,max_bytes=4M,strict_limit=1,max_bytes=1M,max_bytes=256k"
+            ),
+            [
+                "strict_limit=1,max_bytes=4M",
+                "strict_limit=1,max_bytes=1M",
+                "max_bytes=256k"
+            ]
+        );
         assert_eq!(normalize_key("dirty_ratio"), "dirty-ratio");
         assert_eq!(normalize_key("record_size"), "record_size");
     }
