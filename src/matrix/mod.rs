@@ -15,6 +15,7 @@ mod claim;
 mod file;
 pub(crate) mod plan;
 mod run;
+pub(crate) use run::clock;
 pub(crate) mod table;
 
 use std::io::IsTerminal;

@@ -128,7 +128,7 @@ impl Store {
         for text in &filter.contains {
             let p = arg(&mut args, like_anywhere(text));
             conditions.push(format!(
-                "(params LIKE {p} ESCAPE '\\' OR environment LIKE {p} ESCAPE '\\')"
+                "(params LIKE {p} ESCAPE '\\' OR environment LIKE {p} ESCAPE '\\' OR matrix_id LIKE {p} ESCAPE '\\')"
             ));
         }
         let mut sql = format!(
