@@ -182,6 +182,9 @@ pub struct ReproduceArgs {
     /// The posts' sizes and durations where the machine allows, three runs a configuration
     #[arg(long)]
     pub full: bool,
+    /// Seconds a configuration, every row produced: the tests' short configuration
+    #[arg(long, hide = true, conflicts_with_all = ["quick", "full"])]
+    pub smoke: bool,
     /// What to print on stdout
     #[arg(long, short = 'f', value_enum, default_value_t = TableFormat::Text)]
     pub format: TableFormat,

@@ -21,21 +21,24 @@ pub(crate) enum Size {
     Quick,
     /// The posts' sizes and durations where the machine allows, three runs a configuration.
     Full,
+    /// The quick configurations cut to seconds ([`super::SMOKE_SETS`]): every row is
+    /// produced, no figure means much. For the tests (`--smoke`, hidden).
+    Smoke,
 }
 
 impl Size {
     /// Runs of each configuration.
     pub(crate) fn repeat(self) -> u32 {
         match self {
-            Size::Quick => 1,
+            Size::Quick | Size::Smoke => 1,
             Size::Full => 3,
         }
     }
 
-    /// `quick` or `full`'s value.
+    /// `quick` or `full`'s value (a smoke run starts from the quick one).
     pub(crate) fn pick<T>(self, quick: T, full: T) -> T {
         match self {
-            Size::Quick => quick,
+            Size::Quick | Size::Smoke => quick,
             Size::Full => full,
         }
     }
@@ -325,8 +328,10 @@ mod tests {
 
     fn run(id: i64, fsync_max_ms: u64) -> Run {
         let mut result = empty_result();
-        let mut stats = crate::measure::OpStats::default();
-        stats.count = 3;
+        let mut stats = crate::measure::OpStats {
+            count: 3,
+            ..Default::default()
+        };
         stats.latency_ns.max = fsync_max_ms * 1_000_000;
         result.ops.insert(OpKind::Fsync, stats);
         Run { id: Some(id), result }

@@ -51,6 +51,17 @@ use experiment::{CellRuns, Experiment, Measured, Row, Run, Size};
 /// The prefix of a reproduction's id (`reproduce3`) and of its matrices (`reproduce3-000`).
 pub(crate) const ID_PREFIX: &str = "reproduce";
 
+/// What `--smoke` sets over each scenario's quick configuration: seconds a run, small
+/// files.
+pub(crate) const SMOKE_SETS: &[(&str, &[&str])] = &[
+    ("overwrite-fsync", &["duration=2s", "file_size=64M"]),
+    ("random-writeback", &["duration=2s", "random_file_size=32M"]),
+    ("small-files", &["runs=1"]),
+    ("fsync-tps", &["duration=200ms"]),
+    ("datasync", &["rounds=1", "duration=200ms"]),
+    ("rndwr", &["duration=1s", "total_size=32M", "threads=4"]),
+];
+
 /// Every seed's experiment, in seed order.
 fn all() -> Vec<&'static dyn Experiment> {
     vec![
@@ -121,7 +132,11 @@ pub(crate) struct Reproduction {
 pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     // Plan: bad input is refused before anything is made.
     let experiments = select(&args.seeds)?;
-    let size = if args.full { Size::Full } else { Size::Quick };
+    let size = match (args.full, args.smoke) {
+        (true, _) => Size::Full,
+        (false, true) => Size::Smoke,
+        (false, false) => Size::Quick,
+    };
     if !crate::sys::is_root() {
         return Err(Usage(
             "fsynclab reproduce: its runs make scratch filesystems on emulated disks and set vm sysctls, which needs root: run it as root".into(),
@@ -159,6 +174,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             match size {
                 Size::Quick => "quick",
                 Size::Full => "full",
+                Size::Smoke => "smoke (seconds a run: the tests' configuration)",
             },
             match size.repeat() {
                 1 => "1 run".to_string(),
@@ -207,11 +223,11 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             let cell = &cells[c];
             match run_one(g, cell, rep, explain.clone(), &mut recording, &mut progress)? {
                 Made::Run(run) => match m.cells.iter_mut().find(|x| x.group == g.name && x.axes == *cell) {
-                    Some(x) => x.runs.push(run),
+                    Some(x) => x.runs.push(*run),
                     None => m.cells.push(CellRuns {
                         group: g.name,
                         axes: cell.clone(),
-                        runs: vec![run],
+                        runs: vec![*run],
                     }),
                 },
                 Made::Failed(why) => {
@@ -247,7 +263,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
                     .filter(|g| g.experiment.seed() == e.seed())
                     .map(|g| g.matrix_id.clone())
                     .collect(),
-                rows: e.rows(m),
+                rows: e.rows(m).into_iter().map(|row| with_disturbances(row, m)).collect(),
             })
             .collect(),
     };
@@ -269,6 +285,32 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     })
 }
 
+/// `row` with a warning in its reason for every run behind it whose writeback sysctls
+/// another process changed while it ran: its figures are not those of the configuration the
+/// row states (the result's own finding says which and how).
+fn with_disturbances(mut row: Row, m: &Measured) -> Row {
+    for run in m.cells.iter().flat_map(|c| &c.runs) {
+        let Some(id) = run.id.filter(|id| row.runs.contains(id)) else {
+            continue;
+        };
+        for finding in &run.result.findings {
+            if let crate::result::Finding::SysctlsChanged(changed) = finding {
+                let what: Vec<String> = changed
+                    .0
+                    .iter()
+                    .map(|c| format!("vm.{} {} -> {}", c.name, c.was, c.now))
+                    .collect();
+                row.judgement.why = format!(
+                    "{}; CAUTION: another process changed run {id}'s sysctls while it ran ({}): its figures are not this configuration's",
+                    row.judgement.why,
+                    what.join(", ")
+                );
+            }
+        }
+    }
+    row
+}
+
 /// Every group of every experiment as a matrix plan with its id, each cell's parameters
 /// and testbed checked as `run` would check them.
 fn plan_groups(
@@ -281,6 +323,13 @@ fn plan_groups(
     for e in experiments {
         for group in e.groups(size) {
             let mut plan = group.plan(size.repeat());
+            if size == Size::Smoke {
+                let smoke = SMOKE_SETS
+                    .iter()
+                    .filter(|(s, _)| *s == group.scenario)
+                    .flat_map(|(_, sets)| *sets);
+                plan.sets.extend(smoke.map(|s| s.to_string()));
+            }
             if let Some(dir) = backing {
                 plan.target.push(("backing".into(), dir.display().to_string()));
             }
@@ -347,7 +396,7 @@ impl Progress {
 
 /// What one run came to.
 enum Made {
-    Run(Run),
+    Run(Box<Run>),
     /// It could not be made (the testbed could not be prepared, the run failed): why.
     Failed(String),
     Interrupted(i32),
@@ -427,10 +476,10 @@ fn run_one(
     if let Some(sig) = late_signal {
         return Ok(Made::Interrupted(sig));
     }
-    Ok(Made::Run(Run {
+    Ok(Made::Run(Box::new(Run {
         id: id.map(|i| i.0),
         result: finished.result,
-    }))
+    })))
 }
 
 #[cfg(test)]
@@ -452,7 +501,7 @@ mod tests {
 
     #[test]
     fn issue20_every_group_of_every_seed_plans_as_a_matrix_would_run_it() {
-        for size in [Size::Quick, Size::Full] {
+        for size in [Size::Quick, Size::Full, Size::Smoke] {
             let groups = plan_groups(&all(), size, "reproduce1", None).unwrap();
             assert!(groups.len() >= 5, "{}", groups.len());
             for g in &groups {

@@ -24,6 +24,7 @@ fn size_words(size: Size) -> String {
     match size {
         Size::Quick => "quick, 1 run a configuration".into(),
         Size::Full => format!("full, {} runs a configuration", size.repeat()),
+        Size::Smoke => "smoke, 1 short run a configuration (its figures mean little)".into(),
     }
 }
 
