@@ -164,11 +164,18 @@ fn issue20_seed001_rows_are_produced_and_well_formed() {
 }
 
 fn issue20_seed002_rows_are_produced_and_well_formed() {
-    let rows = smoke("002", 1);
-    let measured = rows[0]["measured"].as_str().unwrap();
-    for ms in ["0.5 ms", "8 ms", "16 ms"] {
-        assert!(measured.contains(ms), "{measured}");
+    let rows = smoke("002", 2);
+    for row in &rows {
+        let measured = row["measured"].as_str().unwrap();
+        for ms in ["0.5 ms", "8 ms", "16 ms"] {
+            assert!(measured.contains(ms), "{measured}");
+        }
     }
+    assert!(
+        rows[0]["configuration"].as_str().unwrap().contains("delay=avg-flush"),
+        "{}",
+        rows[0]
+    );
 }
 
 fn issue20_seed003_rows_are_produced_and_well_formed() {

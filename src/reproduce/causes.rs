@@ -18,7 +18,7 @@ fn label(cause: &Cause) -> String {
         Cause::OnCpu => "on CPU".into(),
         Cause::Runnable => "waiting for a CPU".into(),
         Cause::DataWriteback { .. } => "waiting for data writeback".into(),
-        Cause::JournalCommit { journal, .. } => format!("waiting for a {journal} commit"),
+        Cause::JournalCommit { journal, .. } => format!("waiting for a journal commit ({journal})"),
         Cause::DeviceFlush { .. } => "device cache flushes".into(),
         Cause::DirtyThrottle { .. } => "dirty throttling (balance_dirty_pages)".into(),
         Cause::OtherWait { stack } => match stack.first() {
@@ -39,7 +39,7 @@ fn explained<'a>(result: &'a RunResult, op: &str) -> Vec<&'a Attribution> {
         .collect()
 }
 
-/// `fsync: 4 slow calls explained (worst 6.296s): 71% waiting for a jbd2 commit, 25% waiting
+/// `fsync: 4 slow calls explained (worst 6.296s): 71% waiting for a journal commit (jbd2), 25% waiting
 /// for data writeback, 3% device cache flushes`; None when the run explained none (not
 /// traced: no root, no tracefs, worker threads).
 pub(crate) fn summary(result: &RunResult, op: &str) -> Option<String> {
@@ -157,7 +157,7 @@ mod tests {
         });
         assert_eq!(
             summary(&r, "fsync").unwrap(),
-            "fsync: 2 slow calls explained (worst 800ns): 80% waiting for a jbd2 commit, 10% on CPU, 10% waiting for data writeback"
+            "fsync: 2 slow calls explained (worst 800ns): 80% waiting for a journal commit (jbd2), 10% on CPU, 10% waiting for data writeback"
         );
         assert_eq!(throttle(&r, "write"), Some((1, 3, 40)));
         assert_eq!(throttle(&r, "fsync"), Some((2, 0, 0)));

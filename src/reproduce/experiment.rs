@@ -78,6 +78,9 @@ pub(crate) struct Group {
     pub(crate) figures: Vec<&'static str>,
     /// Explain every call at least this slow (else the explanation's default, 100 ms).
     pub(crate) explain_over_ms: Option<u64>,
+    /// Runs a configuration in `--quick`, where the group's runs are short enough to repeat
+    /// (else [`Size::repeat`]).
+    pub(crate) quick_repeat: Option<u32>,
 }
 
 impl Group {
@@ -90,6 +93,20 @@ impl Group {
             axes: Vec::new(),
             figures: Vec::new(),
             explain_over_ms: None,
+            quick_repeat: None,
+        }
+    }
+
+    pub(crate) fn quick_repeat(mut self, n: u32) -> Group {
+        self.quick_repeat = Some(n);
+        self
+    }
+
+    /// Runs a configuration at `size`.
+    pub(crate) fn repeat(&self, size: Size) -> u32 {
+        match (size, self.quick_repeat) {
+            (Size::Quick, Some(n)) => n,
+            _ => size.repeat(),
         }
     }
 

@@ -176,9 +176,9 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
                 Size::Full => "full",
                 Size::Smoke => "smoke (seconds a run: the tests' configuration)",
             },
-            match size.repeat() {
-                1 => "1 run".to_string(),
-                n => format!("{n} runs"),
+            match size {
+                Size::Full => format!("{} runs", size.repeat()),
+                _ => "1 run, 3 where runs are short,".to_string(),
             },
             record::shown(&path)
         );
@@ -322,7 +322,7 @@ fn plan_groups(
     let mut out = Vec::new();
     for e in experiments {
         for group in e.groups(size) {
-            let mut plan = group.plan(size.repeat());
+            let mut plan = group.plan(group.repeat(size));
             if size == Size::Smoke {
                 let smoke = SMOKE_SETS
                     .iter()

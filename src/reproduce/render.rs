@@ -22,7 +22,7 @@ pub(crate) fn render(r: &Reproduction, format: TableFormat) -> Result<String> {
 /// `quick, 1 run a configuration`.
 fn size_words(size: Size) -> String {
     match size {
-        Size::Quick => "quick, 1 run a configuration".into(),
+        Size::Quick => "quick, 1 run a configuration (3 for seeds 001 and 002)".into(),
         Size::Full => format!("full, {} runs a configuration", size.repeat()),
         Size::Smoke => "smoke, 1 short run a configuration (its figures mean little)".into(),
     }
@@ -179,7 +179,7 @@ mod tests {
         let t = render(&reproduction(), TableFormat::Text).unwrap();
         assert!(
             t.starts_with(
-                "fsynclab reproduce reproduce1: quick, 1 run a configuration; Linux 6.18, 2 CPUs; 3 runs in 2m05s\n"
+                "fsynclab reproduce reproduce1: quick, 1 run a configuration (3 for seeds 001 and 002); Linux 6.18, 2 CPUs; 3 runs in 2m05s\n"
             ),
             "{t}"
         );

@@ -155,11 +155,13 @@ pub(crate) fn judge_trade_off(figures: &[(&str, f64, f64)]) -> Judgement {
     };
     let gain = worst.1 / best.1.max(1e-9);
     let cost = worst.2 / best.2.max(1e-9);
+    let pace = 100.0 * (1.0 / cost - 1.0);
     let said = format!(
-        "{} stalls {gain:.1}x less than {} with the writer at {:.0}% of its rate",
+        "{} stalls {gain:.1}x less than {} with the writer {:.0}% {}",
         best.0,
         worst.0,
-        100.0 / cost
+        pace.abs(),
+        if pace < 0.0 { "slower" } else { "faster" }
     );
     if gain < 1.5 {
         return Judgement::new(
@@ -194,7 +196,7 @@ mod tests {
         assert!(
             posted
                 .why
-                .starts_with("patched stalls 3.4x less than 2.6.29 with the writer at 88%"),
+                .starts_with("patched stalls 3.4x less than 2.6.29 with the writer 12% slower"),
             "{}",
             posted.why
         );

@@ -50,7 +50,7 @@ impl Experiment for Seed001 {
 
     fn era(&self, size: Size) -> String {
         format!(
-            "small-files in iozone mode (-e -i 0: write and rewrite with fsync, 4 KiB records) on ext4, 64 KiB and 8 MiB files, {} runs averaged, on hdd-7200 (SATA) and san; schedulers mq-deadline, bfq (slice_idle 8 ms and low_latency on, as CFQ had them), bfq:slice_idle=0, none",
+            "small-files in iozone mode (-e -i 0: write and rewrite with fsync, 4 KiB records) on ext4, 64 KiB and 8 MiB files, {} passes averaged a run, on hdd-7200 (SATA) and san; schedulers mq-deadline, bfq (slice_idle 8 ms and low_latency on, as CFQ had them), bfq:slice_idle=0, none",
             size.pick(3, 5)
         )
     }
@@ -62,6 +62,7 @@ impl Experiment for Seed001 {
             .set("sizes=64k,8M")
             .set(format!("runs={}", size.pick(3, 5)))
             .set("record=4k")
+            .quick_repeat(3)
             .axis("device", &["hdd-7200", "san"])
             .axis("scheduler", &[DEADLINE, BFQ, BFQ_NO_IDLE, "none"])]
     }

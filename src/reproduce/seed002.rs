@@ -6,7 +6,8 @@
 //! disk's fixed flush cost is swept (`flush=0.5ms` ... `16ms`). `none` is the old behaviour
 //! (each thread flushes alone); `wal` with `delay=avg-flush` is the seed's "use avg sync
 //! time" (the leader waits the average flush time for followers, then one flush serves
-//! the batch). The post's thread count and transaction are not known: 8 threads, 4 KiB.
+//! the batch), and `wal` with `delay=0` a group commit that does not wait. The post's
+//! thread count and transaction are not known: 8 threads, 4 KiB.
 //!
 //! Verdict rule ([`judge_crossover`]): coordination "wins" at a flush time when its tps is
 //! more than 5% above none's and "loses" when more than 5% below. The crossover is the
@@ -31,6 +32,9 @@ const CLAIM: Source = Source {
 };
 
 /// The flush times swept, ms, as the device axis names them.
+/// The seed's coordination: the first thread waits the average flush time for others.
+const SEED_DELAY: &str = "avg-flush";
+
 const FLUSH_MS: [(&str, f64); 6] = [
     ("flush=0.5ms", 0.5),
     ("flush=1ms", 1.0),
@@ -41,7 +45,7 @@ const FLUSH_MS: [(&str, f64); 6] = [
 ];
 
 /// What changed since the post.
-const HISTORY: &str = "no fsync coordination was merged in ext4; jbd2 batches commits by their measured commit time (jbd2_journal_stop, as Dilger pointed out in the thread), and the block layer merges concurrent cache flushes";
+const HISTORY: &str = "no fsync coordination was merged in ext4; jbd2 already batches the fsyncs of concurrent threads into one commit, timed by its measured commit time (jbd2_journal_stop, as Dilger pointed out in the thread)";
 
 impl Experiment for Seed002 {
     fn seed(&self) -> &'static str {
@@ -54,7 +58,7 @@ impl Experiment for Seed002 {
 
     fn era(&self, size: Size) -> String {
         format!(
-            "fsync-tps on ext4, 8 threads each overwriting 4 KiB and calling fsync, {} each, none vs wal with delay=avg-flush (the seed's 'use avg sync time'), on a disk whose every flush costs 0.5, 1, 2, 4, 8 or 16 ms",
+            "fsync-tps on ext4, 8 threads each overwriting 4 KiB and calling fsync, {} each, none vs wal with delay=avg-flush (the seed's 'use avg sync time') and with delay=0, on a disk whose every flush costs 0.5, 1, 2, 4, 8 or 16 ms; 3 runs a configuration",
             size.pick("1 s", "5 s")
         )
     }
@@ -65,54 +69,67 @@ impl Experiment for Seed002 {
             .on(Key::Scratch, "ext4")
             .set("threads=8")
             .set("coordination=none,wal")
-            .set("delay=avg-flush")
             .set("sync=fsync")
             .set(format!("duration={}", size.pick("1s", "5s")))
+            .quick_repeat(3)
             .axis("device", &devices)
+            .axis("delay", &[SEED_DELAY, "0"])
             .figure("commit.tps")]
     }
 
     fn rows(&self, m: &Measured) -> Vec<Row> {
-        let row = Row::new(
-            "002",
-            "coordinating fsyncs (one flush for several threads) hurts below about 8 ms of flush time and helps above",
-        )
+        vec![
+            crossover(
+                m,
+                SEED_DELAY,
+                "coordinating fsyncs (the first thread waits for others so one flush serves them) hurts below about 8 ms of flush time and helps above",
+            ),
+            crossover(
+                m,
+                "0",
+                "the same crossover with group commit that does not wait (a leader flushes for whoever is queued)",
+            ),
+        ]
+    }
+}
+
+/// The row of `delay`'s coordination against none, over the flush times.
+fn crossover(m: &Measured, delay: &str, claim: &str) -> Row {
+    let row = Row::new("002", claim)
         .published(
             "crossover at about 8 ms of average flush time: \"setups with low (< 8ms) flush times exhibit better performance when fsync coordination is not attempted\"",
             &[CLAIM],
         )
-        .configuration("fsync-tps, 8 threads, none vs wal (delay=avg-flush), flush 0.5-16 ms");
-        let mut points = Vec::new();
-        let mut ids = Vec::new();
-        for (device, ms) in FLUSH_MS {
-            let pick = [("device", device)];
-            if let (Some((none, i)), Some((wal, _))) = (
-                m.median("", &pick, tps(Coordination::None)),
-                m.median("", &pick, tps(Coordination::Wal)),
-            ) {
-                points.push((ms, none, wal));
-                ids.extend(i);
-            }
+        .configuration(format!("fsync-tps, 8 threads, none vs wal with delay={delay}, flush 0.5-16 ms"));
+    let mut points = Vec::new();
+    let mut ids = Vec::new();
+    for (device, ms) in FLUSH_MS {
+        let pick = [("device", device), ("delay", delay)];
+        if let (Some((none, i)), Some((wal, _))) = (
+            m.median("", &pick, tps(Coordination::None)),
+            m.median("", &pick, tps(Coordination::Wal)),
+        ) {
+            points.push((ms, none, wal));
+            ids.extend(i);
         }
-        if points.is_empty() {
-            return vec![row.judged(Judgement::unmeasured(&m.missing()))];
-        }
-        let shown: Vec<String> = points
-            .iter()
-            .map(|(ms, none, wal)| format!("{ms} ms: {:.2}x ({wal:.0}/{none:.0} tps)", wal / none.max(1e-9)))
-            .collect();
-        let ratios: Vec<(f64, f64)> = points
-            .iter()
-            .map(|(ms, none, wal)| (*ms, wal / none.max(1e-9)))
-            .collect();
-        let mut judgement = judge_crossover(&ratios);
-        if judgement.verdict != Verdict::Reproduced {
-            judgement = judgement.and(HISTORY);
-        }
-        vec![row
-            .measured(format!("wal/none {} ({})", shown.join(", "), ids_text(&ids)), ids)
-            .judged(judgement)]
     }
+    if points.is_empty() {
+        return row.judged(Judgement::unmeasured(&m.missing()));
+    }
+    let shown: Vec<String> = points
+        .iter()
+        .map(|(ms, none, wal)| format!("{ms} ms: {:.2}x ({wal:.0}/{none:.0} tps)", wal / none.max(1e-9)))
+        .collect();
+    let ratios: Vec<(f64, f64)> = points
+        .iter()
+        .map(|(ms, none, wal)| (*ms, wal / none.max(1e-9)))
+        .collect();
+    let mut judgement = judge_crossover(&ratios);
+    if judgement.verdict != Verdict::Reproduced {
+        judgement = judgement.and(HISTORY);
+    }
+    row.measured(format!("wal/none {} ({})", shown.join(", "), ids_text(&ids)), ids)
+        .judged(judgement)
 }
 
 /// The best tps of `coordination` in an fsync-tps run.

@@ -201,10 +201,22 @@ fn sysbench(m: &Measured) -> Row {
         return row.judged(Judgement::unmeasured(&m.missing()));
     };
     ids.extend(more);
+    // What one sync call of a sweep cost, the figure sysbench cannot show.
+    let per_call = |mode: &str| {
+        m.median("rndwr", &[("fsync_mode", mode)], |r| match &r.details {
+            Some(Details::Rndwr(d)) if d.syncs.count > 0 => Some(d.syncs.latency_ns.p50 as f64),
+            _ => None,
+        })
+        .map(|(ns, _)| crate::units::format_latency_ns(ns as u64))
+    };
+    let calls = match (per_call("fsync"), per_call("fdatasync")) {
+        (Some(f), Some(d)) => format!("; a sweep's sync call took {f} (fsync) and {d} (fdatasync) at the median"),
+        _ => String::new(),
+    };
     let judgement = effect(1050.83 / 775.45, with_fdatasync / with_fsync.max(1e-9), NOISE).and(HISTORY);
     row.measured(
         format!(
-            "fdatasync sweeps {with_fdatasync:.0} requests/s, fsync sweeps {with_fsync:.0} ({})",
+            "fdatasync sweeps {with_fdatasync:.0} requests/s, fsync sweeps {with_fsync:.0}{calls} ({})",
             ids_text(&ids)
         ),
         ids,
