@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use fsynclab::html::{self, ReportRun};
+use fsynclab::html::{self, PageRun};
 use fsynclab::measure::{OpKind, Sample};
 use fsynclab::store::{codec, SampleColumns, SampleRecord, Store};
 use fsynclab::sys::Errno;
@@ -87,7 +87,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     if let Some(out) = html_out {
-        let page = html::render(&html::Report {
+        let page = html::render(&html::Page {
             title: "fsynclab report".into(),
             runs: report_runs,
             matrix: None,
@@ -124,7 +124,7 @@ fn measure<S: SampleRecord>(
     result: &Value,
     samples: &[S],
     measured_s: f64,
-    report_runs: &mut Vec<ReportRun>,
+    report_runs: &mut Vec<PageRun>,
 ) -> anyhow::Result<()> {
     {
         let n = samples.len();
@@ -180,10 +180,10 @@ fn measure<S: SampleRecord>(
 
         // The HTML report of this run alone, as `fsynclab report` reads it from the store.
         let stored = stored.ok_or_else(|| anyhow::anyhow!("{file}: never stored"))?;
-        let mut run = ReportRun::from_stored(&stored)?;
+        let mut run = PageRun::from_stored(&stored)?;
         run.label = file.to_string();
         let t = Instant::now();
-        let page = html::render(&html::Report {
+        let page = html::render(&html::Page {
             title: format!("fsynclab report: {file}"),
             runs: vec![run.clone()],
             matrix: None,

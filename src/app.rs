@@ -40,7 +40,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Export(args) => crate::review::export(&args),
         Command::Compare(args) => crate::review::compare(&args),
         Command::Matrix(args) => crate::matrix::run(&args),
-        Command::Report(args) => crate::review::report(&args),
+        Command::Report(args) => crate::review::html_page(&args),
         Command::Reproduce(args) => crate::reproduce::run(&args),
         Command::Cleanup => cleanup(),
     }
@@ -155,29 +155,29 @@ fn cleanup() -> Result<i32> {
         )
         .into());
     };
-    let report = testbed::state::cleanup_leftovers(&dir)?;
-    for line in &report.undone {
+    let outcome = testbed::state::cleanup_leftovers(&dir)?;
+    for line in &outcome.undone {
         println!("undone: {line}");
     }
-    for pid in &report.running {
+    for pid in &outcome.running {
         println!("left alone: pid {pid} is still running");
     }
-    for line in &report.failed {
+    for line in &outcome.failed {
         note!("fsynclab: cleanup: could not undo {line}");
     }
-    for line in &report.kept {
+    for line in &outcome.kept {
         note!("fsynclab: cleanup: kept {line}");
     }
-    for file in &report.kept_files {
+    for file in &outcome.kept_files {
         note!(
             "fsynclab: cleanup: {} still records what is left; run `fsynclab cleanup` again once the cause above is gone",
             file.display()
         );
     }
-    if report.undone.is_empty() && report.failed.is_empty() && report.kept.is_empty() {
+    if outcome.undone.is_empty() && outcome.failed.is_empty() && outcome.kept.is_empty() {
         println!("nothing to clean up");
     }
-    Ok(if report.failed.is_empty() && report.kept.is_empty() {
+    Ok(if outcome.failed.is_empty() && outcome.kept.is_empty() {
         0
     } else {
         1

@@ -19,11 +19,12 @@
 //! - `role`: prober, writers, worker pool, group commit, file filling
 //! - `sync`: the sync methods; `sys`: the checked system calls
 //! - `measure`: clock, operation kinds, samples, histograms, throughput, small statistics
-//! - `testbed`, `environment`: where I/O goes, and what it is
+//! - `testbed`, `environment`: where I/O goes, and what it is; `kernel`: /proc and /sys
+//!   parsed, one parser per file
 //! - `result`: the versioned JSON shape; `report`: text, seed and json exporters, live
 //!   progress; `observe`: the events a run emits while it goes
 //! - `compare`, `store`, `html`: statistics and verdicts, the results store (SQLite, with
-//!   the compact sample codec), the HTML report; `record`: runs stored as they finish
+//!   the compact sample codec), the HTML page `fsynclab report` writes; `record`: runs stored as they finish
 //! - `matrix`: configurations crossed and repeated, with seed 002's table; `review`: the
 //!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
 //! - `reproduce`: every seed's finding run again on the configuration of its era, the
@@ -51,6 +52,7 @@ pub mod error;
 mod exec;
 mod explain;
 pub mod html;
+mod kernel;
 mod matrix;
 pub mod measure;
 mod observe;

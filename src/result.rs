@@ -25,108 +25,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::environment::{DeviceFinding, Fingerprint, SysctlsChanged};
 use crate::measure::{OpKind, OpStats, Sample};
-use crate::role::writer::BackgroundReport;
-use crate::scenario::Details;
+use crate::role::writer::BackgroundSummary;
+pub(crate) use crate::scenario::table::{Cell, Table};
+use crate::scenario::{Details, Measured};
 
 /// Optional keys may be added within a version (`details` was); a key's meaning never
 /// changes without a new version. Results without `details` (written by older versions)
 /// still load, but cannot be printed again in the seed format.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
-
-/// A table as results store and reports print it: typed rows rendered to cells.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Table {
-    pub(crate) title: String,
-    pub(crate) columns: Vec<String>,
-    /// One row per line of the table.
-    pub(crate) rows: Vec<Vec<Cell>>,
-}
-
-/// A typed table row: its columns' titles, and its cells in that order.
-pub(crate) trait Row {
-    const COLUMNS: &'static [&'static str];
-    fn cells(&self) -> Vec<Cell>;
-}
-
-/// One cell of a [`Table`], stored as a JSON string or number (`"wal"`, `4096`, `812.5`).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Cell {
-    /// A name: a coordination, a sync method, a case.
-    Text(String),
-    /// A whole number: a count of calls, a size in KiB.
-    Count(u64),
-    /// A measured figure (a rate, a latency); always finite.
-    Figure(f64),
-    /// Any other JSON a result holds there, kept as it was: `null` where a figure was not a
-    /// number (JSON has no NaN), a later version's kinds of cell.
-    Other(serde_json::Value),
-}
-
-impl From<&str> for Cell {
-    fn from(text: &str) -> Cell {
-        Cell::Text(text.to_string())
-    }
-}
-
-impl From<String> for Cell {
-    fn from(text: String) -> Cell {
-        Cell::Text(text)
-    }
-}
-
-impl From<u64> for Cell {
-    fn from(n: u64) -> Cell {
-        Cell::Count(n)
-    }
-}
-
-impl From<f64> for Cell {
-    /// A figure; a non-finite one becomes `null`, as JSON has it.
-    fn from(x: f64) -> Cell {
-        if x.is_finite() {
-            Cell::Figure(x)
-        } else {
-            Cell::Other(serde_json::Value::Null)
-        }
-    }
-}
-
-impl Serialize for Cell {
-    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Cell::Text(s) => ser.serialize_str(s),
-            Cell::Count(n) => ser.serialize_u64(*n),
-            Cell::Figure(x) => ser.serialize_f64(*x),
-            Cell::Other(v) => v.serialize(ser),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Cell {
-    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Cell, D::Error> {
-        use serde_json::Value;
-        Ok(match Value::deserialize(de)? {
-            Value::String(s) => Cell::Text(s),
-            Value::Number(n) => match (n.as_u64(), n.as_f64()) {
-                (Some(count), _) => Cell::Count(count),
-                (None, Some(x)) if n.is_f64() => Cell::Figure(x),
-                _ => Cell::Other(Value::Number(n)),
-            },
-            other => Cell::Other(other),
-        })
-    }
-}
-
-impl Table {
-    /// Renders typed rows under `title`.
-    pub(crate) fn of<R: Row>(title: String, rows: &[R]) -> Table {
-        Table {
-            title,
-            columns: R::COLUMNS.iter().map(|c| c.to_string()).collect(),
-            rows: rows.iter().map(Row::cells).collect(),
-        }
-    }
-}
 
 /// One conclusion of a run: a line for a reader. Results hold findings as those lines
 /// (`"findings": ["..."]`); read back, a line of a kind this version writes is that kind
@@ -204,7 +110,7 @@ pub(crate) struct RunResult {
     #[serde(default)]
     pub(crate) samples: Vec<Sample>,
     /// The background writer, when there was one.
-    pub(crate) background: Option<BackgroundReport>,
+    pub(crate) background: Option<BackgroundSummary>,
     /// Scenario-specific tables, rendered from `details`.
     #[serde(default)]
     pub(crate) tables: Vec<Table>,
@@ -268,19 +174,29 @@ impl RunResult {
     /// Renders `tables` and `findings` from the details and the environment.
     pub(crate) fn render_views(&mut self) {
         let Some(details) = &self.details else { return };
-        let report = details.report();
-        self.tables = report.tables();
-        self.findings = report.findings().into_iter().map(Finding::Conclusion).collect();
-        self.figures = report.figures();
+        let views = details.views();
+        self.tables = views.tables();
+        self.findings = views.findings().into_iter().map(Finding::Conclusion).collect();
+        self.figures = views.figures();
         let device = self.environment.device_findings(self.sync_calls());
         self.findings.extend(device.into_iter().map(Finding::Device));
+    }
+
+    /// What the run measured, as a scenario's views read it.
+    pub(crate) fn measured(&self) -> Measured<'_> {
+        Measured {
+            environment: &self.environment,
+            ops: &self.ops,
+            samples: &self.samples,
+            background: self.background.as_ref(),
+        }
     }
 
     /// The one line the suite's summary shows for this run.
     pub(crate) fn headline(&self) -> String {
         match &self.details {
-            Some(d) => d.report().headline(self),
-            None => crate::scenario::default_headline(self),
+            Some(d) => d.views().headline(&self.measured()),
+            None => crate::scenario::default_headline(&self.measured()),
         }
     }
 
@@ -517,7 +433,7 @@ mod tests {
     /// not know — is read, and written again with them.
     #[test]
     fn issue14_what_a_later_version_adds_is_kept() {
-        let mut object = match serde_json::to_value(crate::scenario::tests_support::empty_result()).unwrap() {
+        let mut object = match serde_json::to_value(crate::result::tests_support::empty_result()).unwrap() {
             serde_json::Value::Object(o) => o,
             _ => unreachable!("a result is an object"),
         };
@@ -540,5 +456,34 @@ mod tests {
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(v["a"], 1);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::{RunResult, SCHEMA_VERSION};
+
+    /// A result with nothing in it, for tests of headlines and exporters.
+    pub(crate) fn empty_result() -> RunResult {
+        RunResult {
+            schema_version: SCHEMA_VERSION,
+            scenario: "test".into(),
+            started_at: "2026-11-22T00:00:00Z".into(),
+            duration_s: 0.0,
+            interrupted: false,
+            params: Default::default(),
+            environment: Default::default(),
+            ops: Default::default(),
+            samples: Vec::new(),
+            background: None,
+            tables: Vec::new(),
+            findings: Vec::new(),
+            details: None,
+            figures: Default::default(),
+            timeline: None,
+            explain: None,
+            stored: None,
+            extra: Default::default(),
+        }
     }
 }

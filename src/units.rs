@@ -163,7 +163,7 @@ pub(crate) fn format_latency_ns(ns: u64) -> String {
     format!("{v:.decimals$}{}", ["ns", "us", "ms", "s"][unit])
 }
 
-/// The same for prose and the HTML report: `1.234 ms`, `12.5 µs`.
+/// The same for prose and the HTML page: `1.234 ms`, `12.5 µs`.
 pub(crate) fn latency_text(ns: u64) -> String {
     let (v, decimals, unit) = scale_latency(ns);
     format!("{v:.decimals$} {}", ["ns", "µs", "ms", "s"][unit])

@@ -9,6 +9,7 @@
 mod common;
 
 use std::io::BufRead as _;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ common::tests! {
     issue10_explain_prints_every_part_of_a_traced_run: [Root, Tracefs],
     issue10_bad_explain_flags_are_refused_in_one_line,
     issue10_overlapping_runs_leave_tracefs_as_they_found_it: [Root, Fuse, Tracefs],
+    issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found: [Root, Tracefs],
 }
 
 fn temp() -> tempfile::TempDir {
@@ -52,13 +54,99 @@ fn instance_of(pid: u32) -> String {
     format!("fsynclab-{pid}")
 }
 
-/// The test's own runs left no trace instance.
+/// The test's own runs left no trace instance, in tracefs or, unmounted, in the kernel.
 fn assert_no_instance_of(pids: &[u32]) {
-    let left: Vec<String> = trace_instances()
+    let held = tracefs_lock();
+    let left: Vec<String> = all_trace_instances(&held)
         .into_iter()
-        .filter(|i| pids.iter().any(|&p| *i == instance_of(p)))
+        .filter(|i| pids.iter().any(|&p| is_instance_of(i, p)))
         .collect();
     assert!(left.is_empty(), "left: {left:?}");
+}
+
+/// Whether trace instance `name` is one process `pid` made: `fsynclab-PID` or `fsynclab-PID-N`.
+fn is_instance_of(name: &str, pid: u32) -> bool {
+    name.strip_prefix(&format!("fsynclab-{pid}"))
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+}
+
+/// The lock every fsynclab takes around its tracefs changes (mount, making and removing an
+/// instance, unmount): while a test holds it, no fsynclab is between two of those steps.
+const TRACEFS_LOCK: &str = "/run/lock/fsynclab-tracefs.lock";
+
+struct TracefsLock(#[allow(dead_code)] std::fs::File);
+
+fn tracefs_lock() -> TracefsLock {
+    use std::os::fd::AsRawFd as _;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(TRACEFS_LOCK)
+        .unwrap();
+    // SAFETY: flock on a descriptor we own; no memory is passed.
+    while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        assert_eq!(std::io::Error::last_os_error().kind(), std::io::ErrorKind::Interrupted);
+    }
+    TracefsLock(file)
+}
+
+/// The tracefs mounts at /sys/kernel/tracing, bottom first, by source (`fsynclab` for one
+/// an fsynclab mounted, `nodev` or another name for a user's).
+fn tracefs_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(" /sys/kernel/tracing ") && l.contains(" - tracefs "))
+        .filter_map(|l| l.split(" - ").nth(1)?.split_whitespace().nth(1).map(str::to_string))
+        .collect()
+}
+
+/// Every trace instance the kernel has, tracefs mounted or not (an instance outlives an
+/// unmount of tracefs): when it is not mounted, it is mounted for the look at a private
+/// mount point and unmounted again.
+fn all_trace_instances(_held: &TracefsLock) -> Vec<String> {
+    if !tracefs_mounts().is_empty() {
+        return common::leftovers(Path::new("/sys/kernel/tracing/instances"));
+    }
+    let at = temp();
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tracefs", "fsynclab-test"])
+        .arg(at.path())
+        .status()
+        .unwrap();
+    assert!(status.success(), "cannot mount tracefs to look");
+    let instances = common::leftovers(&at.path().join("instances"));
+    let status = std::process::Command::new("umount").arg(at.path()).status().unwrap();
+    assert!(status.success(), "cannot unmount the tracefs mounted to look");
+    instances
+}
+
+/// Checks that the runs with `pids` left no trace instance, and tracefs mounted as it was
+/// (`before`, from [`tracefs_mounts`]). Another fsynclab may trace beside the test (root's
+/// runs trace by default): its instances are not the test's, and it may have mounted
+/// tracefs, or unmounted the mount there was; but a user's mount stays, and an fsynclab
+/// mount with no instance in it, or a second one, is a leftover.
+fn assert_no_trace_left(pids: &[u32], before: &[String]) {
+    let held = tracefs_lock();
+    let instances = all_trace_instances(&held);
+    let ours: Vec<&String> = instances
+        .iter()
+        .filter(|i| pids.iter().any(|p| is_instance_of(i, *p)))
+        .collect();
+    assert!(ours.is_empty(), "left: {ours:?}");
+    let after = tracefs_mounts();
+    let users = |m: &[String]| m.iter().filter(|s| *s != "fsynclab").cloned().collect::<Vec<_>>();
+    assert_eq!(
+        users(&after),
+        users(before),
+        "a user's tracefs mount changed: {before:?} -> {after:?}"
+    );
+    let fsynclabs = after.len() - users(&after).len();
+    assert!(
+        fsynclabs == 0 || (fsynclabs == 1 && !instances.is_empty()),
+        "tracefs mounts before: {before:?}, now: {after:?} with instances {instances:?}"
+    );
 }
 
 /// A run of the test's own, whose pid it knows.
@@ -376,9 +464,7 @@ fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
             .any(|l| l.starts_with("undone: ") && l.ends_with(&format!("trace instance {name}"))),
         "{said}"
     );
-    // tracefs is unmounted again only when no instance remains in it, so either way the
-    // instance would show here if it were still there.
-    assert!(!trace_instances().contains(&name), "{name} left behind");
+    assert_no_instance_of(&[child.id()]);
     assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
     assert_eq!(
         common::leftovers(dir.path()),
@@ -481,23 +567,13 @@ fn issue10_bad_explain_flags_are_refused_in_one_line() {
     assert_eq!(common::leftovers(dir.path()), Vec::<String>::new());
 }
 
-/// Whether tracefs is mounted at its usual place, and by whom (the mount source).
-fn tracefs_mount() -> Option<String> {
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .find(|l| l.contains(" /sys/kernel/tracing ") && l.contains(" - tracefs "))
-        .and_then(|l| l.split(" - ").nth(1)?.split_whitespace().nth(1).map(str::to_string))
-}
-
 fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
     let _one = one_at_a_time();
     // Regression: run A mounted tracefs, run B traced in it too; A ended first and left the
     // mount to B, which had not mounted it and so never unmounted it. The whole test suite
     // once ended with tracefs mounted. Both runs are long and ended by Ctrl-C in that order,
     // so that they overlap whatever the machine's load.
-    let others_before = tracing_beside(&[]);
-    let before = tracefs_mount();
+    let before = tracefs_mounts();
     let state = PrivateState::new();
     let dir = temp();
     let start = || {
@@ -549,19 +625,11 @@ fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
     let a_status = common::wait_at_most(&mut a, Duration::from_secs(30));
     assert_eq!(a_status.code(), Some(130), "A: {}", common::stderr_of(&mut a));
     assert!(trace_instances().contains(&instance_of(b.id())), "B still traces");
-    assert!(tracefs_mount().is_some(), "B still traces");
+    assert!(!tracefs_mounts().is_empty(), "B still traces");
     common::send(&b, libc::SIGINT);
     let b_status = common::wait_at_most(&mut b, Duration::from_secs(30));
     assert_eq!(b_status.code(), Some(130), "B: {}", common::stderr_of(&mut b));
-    assert_no_instance_of(&[a.id(), b.id()]);
-    // tracefs as it was found, unless another fsynclab run traced in it beside this test:
-    // then the mount is that run's to keep or remove.
-    let others = [others_before, tracing_beside(&[a.id(), b.id()])].concat();
-    if others.is_empty() {
-        assert_eq!(tracefs_mount(), before, "tracefs mounted before: {before:?}");
-    } else {
-        eprintln!("tracefs mount not compared: other fsynclab runs traced beside: {others:?}");
-    }
+    assert_no_trace_left(&[a.id(), b.id()], &before);
     assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
     assert_eq!(
         common::leftovers(dir.path()),
@@ -570,10 +638,119 @@ fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
     );
 }
 
-/// The trace instances of fsynclab runs other than `ours`.
-fn tracing_beside(ours: &[u32]) -> Vec<String> {
-    trace_instances()
-        .into_iter()
-        .filter(|i| !ours.iter().any(|&p| *i == instance_of(p)))
-        .collect()
+fn issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found() {
+    let _one = one_at_a_time();
+    // Regression: a CI run beside other fsynclab runs and `cleanup` calls failed with trace
+    // instances left. Runs that end, runs SIGKILLed while they trace, and cleanups, all at
+    // once in two state directories (which share tracefs), mount, unmount and remove in
+    // every order: each run must trace (no "tracing could not start"), each cleanup succeed,
+    // and in the end no instance of any of them is left, nor a second or empty mount.
+    const ROUNDS: usize = 6;
+    let before = tracefs_mounts();
+    let states = [PrivateState::new(), PrivateState::new()];
+    let dir = temp();
+    let bin = common::bin();
+    let pids = std::sync::Mutex::new(Vec::new());
+    let failures = std::sync::Mutex::new(Vec::<String>::new());
+    let fail = |what: String| failures.lock().unwrap().push(what);
+    let running = std::sync::atomic::AtomicUsize::new(5);
+    let start = |state: &PrivateState, duration: &str| {
+        let child = std::process::Command::new(&bin)
+            .env(state.env().0, state.env().1)
+            .env("FSYNCLAB_STORE", "off")
+            .args([
+                "run",
+                "overwrite-fsync",
+                "--explain",
+                "--quiet",
+                "--format",
+                "json",
+                "--dir",
+            ])
+            .arg(dir.path())
+            .args(["--set", "background=none", "--set", "sleep=20ms", "--set"])
+            .arg(format!("duration={duration}"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        pids.lock().unwrap().push(child.id());
+        child
+    };
+    let cleanup = |state: &PrivateState| {
+        let out = fsynclab()
+            .env(state.env().0, state.env().1)
+            .arg("cleanup")
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            fail(format!(
+                "cleanup: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    };
+    std::thread::scope(|s| {
+        for worker in 0..3 {
+            let (start, fail, running, states) = (&start, &fail, &running, &states);
+            s.spawn(move || {
+                for _ in 0..ROUNDS {
+                    let out = start(&states[worker % 2], "300ms").wait_with_output().unwrap();
+                    let result: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+                    let notes = result.as_ref().map(|r| r["explain"]["notes"].to_string());
+                    let traced = notes.as_ref().is_some_and(|n| !n.contains("tracing"));
+                    if !out.status.success() || !traced {
+                        fail(format!(
+                            "run: {} notes {notes:?}: {}",
+                            out.status,
+                            String::from_utf8_lossy(&out.stderr)
+                        ));
+                    }
+                }
+                running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+        for state in &states {
+            let (start, cleanup, running) = (&start, &cleanup, &running);
+            s.spawn(move || {
+                for round in 0..ROUNDS {
+                    let mut child = start(state, "30s");
+                    // Killed at once, while it makes its instance, or while it traces.
+                    std::thread::sleep(Duration::from_millis([0, 150, 400][round % 3]));
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    cleanup(state);
+                }
+                running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+        for state in &states {
+            let (cleanup, running) = (&cleanup, &running);
+            s.spawn(move || {
+                while running.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                    cleanup(state);
+                    std::thread::sleep(Duration::from_millis(30));
+                }
+            });
+        }
+    });
+    for state in &states {
+        cleanup(state);
+        assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
+    }
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    let pids = pids.into_inner().unwrap();
+    assert_no_trace_left(&pids, &before);
+    assert_eq!(
+        common::leftovers(dir.path()),
+        Vec::<String>::new(),
+        "work directory left"
+    );
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use fsynclab::compare::table::{self, MatrixCell, TableSpec};
 use fsynclab::compare::{Figure, Metric, RunFigures, Settings};
-use fsynclab::html::{self, Report, ReportRun};
+use fsynclab::html::{self, Page, PageRun};
 use fsynclab::store::SampleColumns;
 
 use common::Need::That;
@@ -31,7 +31,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// A run like fsync-tps's: alternating 4 KiB writes and fsyncs, a fsync tail, and a
 /// background writer whose throughput dips while the fsyncs stall.
-fn run(label: &str, calls: u64, flush_scale: u64) -> ReportRun {
+fn run(label: &str, calls: u64, flush_scale: u64) -> PageRun {
     let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ flush_scale;
     let mut next = move || {
         state ^= state << 13;
@@ -63,7 +63,7 @@ fn run(label: &str, calls: u64, flush_scale: u64) -> ReportRun {
             .into_iter()
             .collect(),
     };
-    ReportRun {
+    PageRun {
         label: label.into(),
         scenario: "fsync-tps".into(),
         started_at: "2026-11-22T08:00:00Z".into(),
@@ -176,12 +176,12 @@ fn issue11_html_report_renders_in_chromium_without_errors() {
     let chromium = chromium().expect("found before the test began");
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
-    let report = Report {
+    let content = Page {
         title: "fsynclab report: flush 2 ms against 4 ms".into(),
         runs: vec![run("run 1 (flush=2ms)", 20_000, 1), run("run 2 (flush=4ms)", 20_000, 2)],
         matrix: Some(matrix()),
     };
-    let html = html::render(&report);
+    let html = html::render(&content);
     std::fs::write(&page, &html).unwrap();
 
     // Nothing to fetch when opened: no URL but the SVG namespace, no script, no stylesheet link.

@@ -226,7 +226,7 @@ mod tests {
                 ..LatencySummary::default()
             },
         };
-        let mut background = crate::role::writer::BackgroundReport::empty(crate::role::writer::WriterKind::Stream);
+        let mut background = crate::role::writer::BackgroundSummary::empty(crate::role::writer::WriterKind::Stream);
         background.mb_per_s = 24.5;
         RunResult {
             duration_s: 2.0,
@@ -238,7 +238,7 @@ mod tests {
             .into(),
             background: Some(background),
             figures: [("commit.tps".to_string(), 812.5), ("commit.unknown".to_string(), 1.0)].into(),
-            ..crate::scenario::tests_support::empty_result()
+            ..crate::result::tests_support::empty_result()
         }
     }
 

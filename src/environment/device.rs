@@ -1,14 +1,12 @@
-//! The block device under a filesystem (`/sys/dev/block/MAJ:MIN/queue/{scheduler,
-//! write_cache,rotational}`, Documentation/ABI/stable/sysfs-block), and what a scratch
-//! testbed adds: the emulated disk's profile, its model's figures and its counts.
+//! The block device under a filesystem (its sysfs queue attributes, read with
+//! [`crate::kernel::block`]), and what a scratch testbed adds: the emulated disk's profile, its model's figures and its counts.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt as _;
-use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::mounts::MountInfo;
+use crate::kernel::{block, read_trimmed, MountInfo};
 
 /// A scratch filesystem as requested; what the kernel made of the mount options is in
 /// [`super::FilesystemInfo`], the scheduler in [`DeviceInfo`].
@@ -168,39 +166,6 @@ pub struct DeviceInfo {
     pub backing_file: Option<String>,
 }
 
-/// One line of `/proc/self/mountinfo`.
-/// The active scheduler and all offered, from `queue/scheduler`: `mq-deadline kyber [bfq] none`.
-pub fn parse_scheduler(text: &str) -> (Option<String>, Vec<String>) {
-    let mut active = None;
-    let all = text
-        .split_whitespace()
-        .map(|w| {
-            if let Some(inner) = w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
-                active = Some(inner.to_string());
-                inner.to_string()
-            } else {
-                w.to_string()
-            }
-        })
-        .collect();
-    (active, all)
-}
-
-/// A sysfs or procfs file's content without the newline.
-pub(super) fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
-}
-
-/// The sysfs directory of the whole disk for device `major:minor` (a partition's parent).
-pub(crate) fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
-    let dir = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
-    if dir.join("partition").exists() {
-        dir.parent().map(Path::to_path_buf)
-    } else {
-        Some(dir)
-    }
-}
-
 /// The device numbers behind a mount: those of its source when that is a block device
 /// (btrfs reports anonymous numbers in mountinfo), else mountinfo's own.
 pub(crate) fn device_numbers(m: &MountInfo) -> (u32, u32) {
@@ -219,10 +184,10 @@ pub(crate) fn device_numbers(m: &MountInfo) -> (u32, u32) {
 /// The block device `major:minor` is on (the whole disk for a partition): its name,
 /// scheduler, write-cache mode, rotational flag, and a loop device's backing file.
 pub fn device_info(major: u32, minor: u32) -> Option<DeviceInfo> {
-    let dir = disk_dir(major, minor)?;
+    let dir = block::disk_dir(major, minor)?;
     let queue = dir.join("queue");
     let (scheduler, schedulers) = read_trimmed(queue.join("scheduler"))
-        .map(|s| parse_scheduler(&s))
+        .map(|s| block::parse_scheduler(&s))
         .unwrap_or_default();
     Some(DeviceInfo {
         name: dir.file_name()?.to_string_lossy().into_owned(),
@@ -230,7 +195,7 @@ pub fn device_info(major: u32, minor: u32) -> Option<DeviceInfo> {
         scheduler,
         schedulers,
         write_cache: read_trimmed(queue.join("write_cache")),
-        rotational: read_trimmed(queue.join("rotational")).map(|r| r == "1"),
+        rotational: read_trimmed(queue.join("rotational")).map(|r| block::parse_rotational(&r)),
         backing_file: read_trimmed(dir.join("loop/backing_file")),
     })
 }

@@ -1,10 +1,10 @@
-//! Memory and writeback: `/proc/meminfo` (Documentation/filesystems/proc.rst, section
-//! 1.2), the `vm.dirty_*` sysctls (Documentation/admin-guide/sysctl/vm.rst) and the
-//! threshold they set, and whether a run's buffers fit in memory.
+//! Memory and writeback: the `vm.dirty_*` sysctls (Documentation/admin-guide/sysctl/vm.rst)
+//! and the threshold they set with the memory `/proc/meminfo` reports
+//! ([`crate::kernel::meminfo`]), and whether a run's buffers fit in memory.
 
 use std::collections::BTreeMap;
 
-use super::read_trimmed;
+use crate::kernel::Meminfo;
 
 /// The vm sysctls that decide when buffered data is written back.
 pub const DIRTY_SYSCTLS: [&str; 6] = [
@@ -16,31 +16,23 @@ pub const DIRTY_SYSCTLS: [&str; 6] = [
     "dirty_writeback_centisecs",
 ];
 
-/// A field of `/proc/meminfo` (`MemFree`, `Active(file)`), in bytes.
-pub fn meminfo_field(meminfo: &str, name: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.split(':').next() == Some(name))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 /// About how many dirty bytes the kernel lets pile up before background writeback starts:
 /// `vm.dirty_background_bytes` when set, else `dirty_background_ratio` percent of the
 /// dirtyable memory, approximated as MemFree + Active(file) + Inactive(file) (the kernel's
 /// `global_dirtyable_memory()` also subtracts reserves; this is an estimate).
-pub fn dirty_background_threshold(sysctls: &BTreeMap<String, u64>, meminfo: &str) -> Option<u64> {
+pub(crate) fn dirty_background_threshold(sysctls: &BTreeMap<String, u64>, meminfo: &Meminfo) -> Option<u64> {
     if let Some(bytes) = sysctls.get("dirty_background_bytes").filter(|b| **b > 0) {
         return Some(*bytes);
     }
     let ratio = *sysctls.get("dirty_background_ratio")?;
-    let dirtyable = meminfo_field(meminfo, "MemFree")?
-        + meminfo_field(meminfo, "Active(file)").unwrap_or(0)
-        + meminfo_field(meminfo, "Inactive(file)").unwrap_or(0);
+    let dirtyable =
+        meminfo.free_bytes? + meminfo.active_file_bytes.unwrap_or(0) + meminfo.inactive_file_bytes.unwrap_or(0);
     Some(dirtyable / 100 * ratio)
 }
 
 /// The same, for this machine now.
 pub fn current_dirty_background_threshold() -> Option<u64> {
-    dirty_background_threshold(&read_sysctls(), &std::fs::read_to_string("/proc/meminfo").ok()?)
+    dirty_background_threshold(&read_sysctls(), &Meminfo::read()?)
 }
 
 /// Refuses a parameter that sizes an in-memory buffer beyond half the RAM: the allocation
@@ -53,9 +45,7 @@ pub fn check_fits_in_memory(param: &str, bytes: u64) -> Result<(), crate::error:
 /// more than half the RAM: an allocation that fails aborts the process, and one that
 /// succeeds invites the OOM killer (issue 8: 3 x 10 GiB passed a per-buffer check).
 pub fn check_buffers_fit(param: &str, size: u64, count: u64) -> Result<(), crate::error::Usage> {
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| parse_memtotal(&m));
+    let total = Meminfo::read().and_then(|m| m.total_bytes);
     let needed = size.saturating_mul(count);
     let shown = crate::units::format_size(crate::units::Bytes(size));
     match total.map(|t| t / 2) {
@@ -72,19 +62,12 @@ pub fn check_buffers_fit(param: &str, size: u64, count: u64) -> Result<(), crate
     }
 }
 
-/// `MemTotal` from `/proc/meminfo`, in bytes.
-pub fn parse_memtotal(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 /// The [`DIRTY_SYSCTLS`] as they are now, by name.
 pub fn read_sysctls() -> BTreeMap<String, u64> {
     DIRTY_SYSCTLS
         .iter()
         .filter_map(|name| {
-            let v = read_trimmed(format!("/proc/sys/vm/{name}"))?.parse().ok()?;
+            let v = crate::kernel::sysctl::vm(name).ok()?;
             Some((name.to_string(), v))
         })
         .collect()

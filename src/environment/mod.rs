@@ -2,16 +2,13 @@
 //! options of the target, its block device (scheduler, write cache, rotational), the
 //! `vm.dirty_*` sysctls, CPUs and memory. Two results can only be compared if these agree.
 //!
-//! Sources, each parsed by a `FromStr` or a small function with its kernel document:
-//! - `/proc/self/mountinfo` — Documentation/filesystems/proc.rst, section 3.5
-//! - `/sys/dev/block/MAJ:MIN/queue/{scheduler,write_cache,rotational}` —
-//!   Documentation/ABI/stable/sysfs-block
-//! - `/proc/sys/vm/dirty_*` — Documentation/admin-guide/sysctl/vm.rst
-//! - `/proc/meminfo` — Documentation/filesystems/proc.rst, section 1.2 (MemTotal only)
-//! - the journal settings — `crate::explain::journal`
+//! Sources, each parsed in [`crate::kernel`] (one parser per file, with its kernel document):
+//! `/proc/self/mountinfo`, `/sys/dev/block/MAJ:MIN/queue/{scheduler,write_cache,rotational}`,
+//! `/proc/sys/vm/dirty_*`, `/proc/meminfo`, and for the journal settings ([`journal`])
+//! `/proc/fs/ext4/DEV/options` and `/proc/fs/jbd2/DEV-INO/info`.
 //!
-//! The parts: `mounts` (which filesystem a path is on), `device` (its block device, and the
-//! emulated disk's figures and counts), `memory` (meminfo, the dirty sysctls and their
+//! The parts: `device` (the block device, and the emulated disk's figures and counts),
+//! `journal` (the filesystem's journal settings), `memory` (the dirty sysctls and their
 //! thresholds, what fits in memory).
 
 use std::collections::BTreeMap;
@@ -19,23 +16,20 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::kernel::{block, mount_of, mounts, Meminfo};
+
 mod device;
 mod findings;
+pub(crate) mod journal;
 mod memory;
-mod mounts;
 
-use device::read_trimmed;
-pub use device::{
-    device_info, parse_scheduler, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, ScratchInfo,
-};
-pub(crate) use device::{device_numbers, disk_dir};
+pub(crate) use device::device_numbers;
+pub use device::{device_info, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, ScratchInfo};
 
 pub use findings::{DeviceFinding, NotThisFinding, SysctlChange, SysctlsChanged};
 pub use memory::{
-    check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, dirty_background_threshold,
-    meminfo_field, parse_memtotal, read_sysctls, DIRTY_SYSCTLS,
+    check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, read_sysctls, DIRTY_SYSCTLS,
 };
-pub use mounts::{mount_of, parse_mountinfo, MountInfo};
 
 /// How far behind its model the emulated disk's daemon may fall before a run says that the
 /// daemon, not the profile, set the pace.
@@ -65,7 +59,7 @@ pub struct Fingerprint {
     /// The filesystem's journal: whether it has one, data mode, commit interval, batch
     /// times (ext4); log buffers (xfs); commit interval (btrfs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub journal: Option<crate::explain::journal::JournalInfo>,
+    pub journal: Option<journal::JournalInfo>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -82,13 +76,13 @@ pub struct FilesystemInfo {
 
 /// `uname -r`.
 fn kernel_release() -> String {
-    read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into())
+    crate::kernel::sysctl::osrelease().unwrap_or_else(|| "unknown".into())
 }
 
 /// Takes the fingerprint of the machine and of the filesystem holding `target`.
 pub fn fingerprint(target: &Path) -> Fingerprint {
     let canonical = std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
-    let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
+    let mounts = mounts();
     let mount = mount_of(&mounts, &canonical);
     let device = mount.and_then(|m| {
         let (major, minor) = device_numbers(m);
@@ -97,19 +91,14 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
     let journal = mount.and_then(|m| {
         let (major, minor) = device_numbers(m);
         // The filesystem's own device name (a partition's, not the disk's): /proc/fs/ext4/NAME.
-        let dev_name = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
-            .ok()
-            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
-        crate::explain::journal::read(&m.fstype, dev_name.as_deref(), &m.super_options)
+        let dev_name = block::name(major, minor);
+        journal::read(&m.fstype, dev_name.as_deref(), &m.super_options)
     });
     Fingerprint {
         fsynclab_version: env!("CARGO_PKG_VERSION").to_string(),
         kernel: kernel_release(),
         cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        memory_bytes: std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| parse_memtotal(&m))
-            .unwrap_or(0),
+        memory_bytes: Meminfo::read().and_then(|m| m.total_bytes).unwrap_or(0),
         target: canonical.display().to_string(),
         filesystem: mount.map(|m| FilesystemInfo {
             fstype: m.fstype.clone(),

@@ -2,64 +2,22 @@
 
 use super::*;
 
-const MOUNTINFO: &str = include_str!("../../tests/fixtures/mountinfo.txt");
-
-#[test]
-fn parses_mountinfo_fixture() {
-    let mounts = parse_mountinfo(MOUNTINFO);
-    assert_eq!(mounts.len(), 6);
-    let root = &mounts[0];
-    assert_eq!(root.fstype, "ext4");
-    assert_eq!(root.source, "/dev/vda");
-    assert_eq!((root.major, root.minor), (254, 0));
-    assert_eq!(root.mount_options, "rw,relatime");
-    assert_eq!(root.super_options, "rw");
-    let spaced = mounts.iter().find(|m| m.fstype == "xfs").unwrap();
-    assert_eq!(spaced.mount_point, "/mnt/with space");
-}
-
-#[test]
-fn longest_prefix_and_topmost_mount_wins() {
-    let mounts = parse_mountinfo(MOUNTINFO);
-    assert_eq!(mount_of(&mounts, Path::new("/home/u/x")).unwrap().fstype, "ext4");
-    assert_eq!(mount_of(&mounts, Path::new("/tmp/fsynclab-1")).unwrap().fstype, "tmpfs");
-    assert_eq!(mount_of(&mounts, Path::new("/mnt/with space/a")).unwrap().fstype, "xfs");
-    // Two mounts on /srv: the later one is on top.
-    assert_eq!(mount_of(&mounts, Path::new("/srv/db")).unwrap().fstype, "btrfs");
-    // A sibling whose name merely starts the same is not inside.
-    assert_eq!(mount_of(&mounts, Path::new("/tmpx")).unwrap().fstype, "ext4");
-}
-
-#[test]
-fn scheduler_marks_the_active_one() {
-    let (active, all) = parse_scheduler("mq-deadline kyber [bfq] none");
-    assert_eq!(active.as_deref(), Some("bfq"));
-    assert_eq!(all, ["mq-deadline", "kyber", "bfq", "none"]);
-    assert_eq!(parse_scheduler("none").0, None);
-}
-
 #[test]
 fn dirty_background_threshold_from_ratio_or_bytes() {
-    let meminfo = "MemTotal: 1000 kB\nMemFree: 600 kB\nActive(file): 200 kB\nInactive(file): 200 kB\n";
+    let meminfo: crate::kernel::Meminfo =
+        "MemTotal: 1000 kB\nMemFree: 600 kB\nActive(file): 200 kB\nInactive(file): 200 kB\n"
+            .parse()
+            .unwrap();
     let mut sysctls = BTreeMap::from([
         ("dirty_background_ratio".to_string(), 10),
         ("dirty_background_bytes".to_string(), 0),
     ]);
     assert_eq!(
-        dirty_background_threshold(&sysctls, meminfo),
+        memory::dirty_background_threshold(&sysctls, &meminfo),
         Some(1000 * 1024 / 100 * 10)
     );
     sysctls.insert("dirty_background_bytes".into(), 4096);
-    assert_eq!(dirty_background_threshold(&sysctls, meminfo), Some(4096));
-}
-
-#[test]
-fn memtotal_in_bytes() {
-    assert_eq!(
-        parse_memtotal("MemTotal:       24563764 kB\nMemFree: 1 kB\n"),
-        Some(24563764 * 1024)
-    );
-    assert_eq!(parse_memtotal("nothing"), None);
+    assert_eq!(memory::dirty_background_threshold(&sysctls, &meminfo), Some(4096));
 }
 
 #[test]

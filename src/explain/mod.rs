@@ -9,19 +9,17 @@
 //! 4. [`attribute`] the trace and the calls → one [`Attribution`] per slow call, whose
 //!    [`Part`]s add up to its latency.
 //!
-//! - [`tracefs`]: finding or mounting tracefs; the private instance and its removal
-//! - [`tracer`]: what is traced and how it is read; [`events`]: the typed events
+//! - [`tracer`]: what is traced in a private tracefs instance (made and removed by
+//!   [`crate::testbed::tracefs`]) and how it is read; [`events`]: the typed events
 //! - [`stacks`]: what a sleeping thread waited for; [`attribution`]: the split per call
-//! - [`timeline`]: the sampler; [`journal`]: journal settings for the fingerprint
+//! - [`timeline`]: the sampler
 
 pub(crate) mod attribution;
 pub(crate) mod events;
-pub(crate) mod journal;
-pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod stacks;
+pub(crate) mod text;
 pub(crate) mod timeline;
-pub(crate) mod tracefs;
 pub(crate) mod tracer;
 
 pub(crate) use timeline::TimelineRecord;

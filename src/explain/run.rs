@@ -46,9 +46,7 @@ pub(crate) fn unavailable() -> Option<&'static str> {
     if !crate::sys::is_root() {
         return Some("tracing the kernel needs root");
     }
-    let in_kernel =
-        super::tracefs::find_mount().is_some() || std::path::Path::new(super::tracefs::DEFAULT_MOUNT).is_dir();
-    (!in_kernel).then_some("this kernel has no tracefs (CONFIG_TRACING)")
+    (!crate::testbed::tracefs::in_kernel()).then_some("this kernel has no tracefs (CONFIG_TRACING)")
 }
 
 /// Whether the kernel is to be traced, as the command line said.

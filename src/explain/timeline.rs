@@ -2,15 +2,13 @@
 //! clock, cheap enough to run beside every measurement.
 //!
 //! Each point holds what the kernel's own counters say at that moment:
-//! - `/proc/meminfo` Dirty and Writeback (Documentation/filesystems/proc.rst, "meminfo");
+//! - `/proc/meminfo` Dirty and Writeback ([`crate::kernel::meminfo`]);
 //! - `/proc/vmstat` nr_dirty_threshold and nr_dirty_background_threshold, the limits the
-//!   kernel computed for dirty pages, in pages (Documentation/admin-guide/sysctl/vm.rst
-//!   explains the limits; the counter names are those of mm/vmstat.c);
+//!   kernel computed for dirty pages, in pages ([`crate::kernel::vmstat`]);
 //! - `/proc/pressure/io` some and full, cumulative stall time in µs
-//!   (Documentation/accounting/psi.rst);
+//!   ([`crate::kernel::pressure`]);
 //! - `/sys/class/block/DEV/stat` of the device under test: requests in flight and the
-//!   completed reads, writes and flushes (Documentation/block/stat.rst; the same fields as
-//!   /proc/diskstats in Documentation/admin-guide/iostats.rst).
+//!   completed reads, writes and flushes ([`crate::kernel::block_stat`]).
 //!
 //! Cumulative counters are stored as read; rates come from differences between points.
 //! The background writer's throughput is already kept per second by the run and can be
@@ -29,126 +27,8 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use super::tracer::thread_cpu_ns;
+use crate::kernel::{BlockStat, Meminfo, Pressure, Vmstat};
 use crate::measure::RunClock;
-
-/// The fields of `/proc/meminfo` the timeline keeps, in bytes: `Dirty` and `Writeback`
-/// (lines `Name:   value kB`); the other fields are ignored.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Meminfo {
-    pub(crate) dirty_bytes: u64,
-    pub(crate) writeback_bytes: u64,
-}
-
-/// The value of line `name` in a `Name: value [kB]` or `name value` file.
-fn field(text: &str, name: &str) -> Option<u64> {
-    text.lines().find_map(|line| {
-        let rest = line.strip_prefix(name)?;
-        let rest = rest.strip_prefix(':').unwrap_or(rest);
-        if !rest.starts_with(' ') {
-            return None;
-        }
-        let mut words = rest.split_whitespace();
-        let value: u64 = words.next()?.parse().ok()?;
-        Some(if words.next() == Some("kB") {
-            value * 1024
-        } else {
-            value
-        })
-    })
-}
-
-impl FromStr for Meminfo {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Meminfo, String> {
-        let get = |name: &str| field(text, name).ok_or_else(|| format!("meminfo: no {name} line"));
-        Ok(Meminfo {
-            dirty_bytes: get("Dirty")?,
-            writeback_bytes: get("Writeback")?,
-        })
-    }
-}
-
-/// The fields of `/proc/vmstat` the timeline keeps (lines `name value`), in pages: the dirty
-/// limits the kernel computed last; the other counters are ignored.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Vmstat {
-    pub(crate) dirty_threshold_pages: u64,
-    pub(crate) dirty_background_threshold_pages: u64,
-}
-
-impl FromStr for Vmstat {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Vmstat, String> {
-        let get = |name: &str| field(text, name).ok_or_else(|| format!("vmstat: no {name} line"));
-        Ok(Vmstat {
-            dirty_threshold_pages: get("nr_dirty_threshold")?,
-            dirty_background_threshold_pages: get("nr_dirty_background_threshold")?,
-        })
-    }
-}
-
-/// `/proc/pressure/io`: `some avg10=0.00 avg60=0.00 avg300=0.00 total=N` and the same for
-/// `full`; only the cumulative `total` stall times (µs) are kept, the averages are ignored
-/// (the timeline's own differences give the rate at its interval).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Pressure {
-    pub(crate) some_total_us: u64,
-    pub(crate) full_total_us: Option<u64>,
-}
-
-impl FromStr for Pressure {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Pressure, String> {
-        let total = |kind: &str| {
-            let line = text.lines().find(|l| l.starts_with(kind))?;
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix("total="))?
-                .parse::<u64>()
-                .ok()
-        };
-        Ok(Pressure {
-            some_total_us: total("some ").ok_or_else(|| format!("pressure: no `some ... total=` in {text:?}"))?,
-            full_total_us: total("full "),
-        })
-    }
-}
-
-/// `/sys/class/block/DEV/stat`: 11, 15 or 17 numbers depending on the kernel
-/// (Documentation/block/stat.rst). Kept: completed reads and writes (field 1, 5), sectors
-/// written (7), requests in flight (9), completed flushes (16, kernel 5.5+); the merge,
-/// tick and discard fields are ignored.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct DiskStat {
-    pub(crate) reads_completed: u64,
-    pub(crate) writes_completed: u64,
-    pub(crate) sectors_written: u64,
-    pub(crate) in_flight: u64,
-    pub(crate) flushes_completed: Option<u64>,
-}
-
-impl FromStr for DiskStat {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<DiskStat, String> {
-        let f: Vec<u64> = text
-            .split_whitespace()
-            .map(|w| w.parse().map_err(|_| format!("block stat: not a number: {w:?}")))
-            .collect::<Result<_, String>>()?;
-        if f.len() < 11 {
-            return Err(format!("block stat: {} fields, expected at least 11", f.len()));
-        }
-        Ok(DiskStat {
-            reads_completed: f[0],
-            writes_completed: f[4],
-            sectors_written: f[6],
-            in_flight: f[8],
-            flushes_completed: f.get(15).copied(),
-        })
-    }
-}
 
 /// One sample.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -236,11 +116,11 @@ impl Sources {
         let mem: Option<Meminfo> = Self::read(&mut self.buf, &self.meminfo);
         let vm: Option<Vmstat> = Self::read(&mut self.buf, &self.vmstat);
         let psi: Option<Pressure> = Self::read(&mut self.buf, &self.pressure);
-        let disk: Option<DiskStat> = Self::read(&mut self.buf, &self.disk);
+        let disk: Option<BlockStat> = Self::read(&mut self.buf, &self.disk);
         TimelinePoint {
             t_ns,
-            dirty_bytes: mem.map(|m| m.dirty_bytes),
-            writeback_bytes: mem.map(|m| m.writeback_bytes),
+            dirty_bytes: mem.and_then(|m| m.dirty_bytes),
+            writeback_bytes: mem.and_then(|m| m.writeback_bytes),
             dirty_threshold_bytes: vm.map(|v| v.dirty_threshold_pages * self.page_size),
             dirty_background_threshold_bytes: vm.map(|v| v.dirty_background_threshold_pages * self.page_size),
             io_some_total_us: psi.map(|p| p.some_total_us),
@@ -332,62 +212,6 @@ fn sample_until(clock: RunClock, interval: Duration, device: Option<String>, sto
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const MEMINFO: &str = include_str!("../../tests/fixtures/proc-meminfo.txt");
-    const VMSTAT: &str = include_str!("../../tests/fixtures/proc-vmstat.txt");
-    const PRESSURE: &str = include_str!("../../tests/fixtures/proc-pressure-io.txt");
-    const DISKSTAT: &str = include_str!("../../tests/fixtures/sys-block-stat.txt");
-
-    #[test]
-    fn meminfo_fixture() {
-        let m: Meminfo = MEMINFO.parse().unwrap();
-        assert_eq!((m.dirty_bytes, m.writeback_bytes), (0, 0), "an idle machine");
-        // kB become bytes, and `WritebackTmp` is not taken for `Writeback`.
-        let m: Meminfo = "MemTotal: 9 kB\nWritebackTmp: 8 kB\nDirty:   92 kB\nWriteback:  4 kB\n"
-            .parse()
-            .unwrap();
-        assert_eq!((m.dirty_bytes, m.writeback_bytes), (92 * 1024, 4096));
-        assert!("MemTotal: 1 kB".parse::<Meminfo>().is_err());
-    }
-
-    #[test]
-    fn vmstat_fixture() {
-        let v: Vmstat = VMSTAT.parse().unwrap();
-        assert!(v.dirty_threshold_pages > v.dirty_background_threshold_pages);
-        assert_eq!(
-            (v.dirty_threshold_pages, v.dirty_background_threshold_pages),
-            (780684, 600187)
-        );
-        assert!("nr_dirty 5".parse::<Vmstat>().is_err());
-    }
-
-    #[test]
-    fn pressure_fixture() {
-        let p: Pressure = PRESSURE.parse().unwrap();
-        assert!(p.full_total_us.is_some_and(|full| full <= p.some_total_us));
-        let cpu_style: Pressure = "some avg10=1.00 avg60=0.50 avg300=0.10 total=1234\n".parse().unwrap();
-        assert_eq!(
-            cpu_style,
-            Pressure {
-                some_total_us: 1234,
-                full_total_us: None
-            }
-        );
-        assert!("full avg10=0 total=1".parse::<Pressure>().is_err());
-    }
-
-    #[test]
-    fn disk_stat_fixture() {
-        let d: DiskStat = DISKSTAT.parse().unwrap();
-        assert!(d.writes_completed > 0 && d.sectors_written >= d.writes_completed);
-        assert!(d.flushes_completed.is_some());
-        let old: DiskStat = "1 2 3 4 5 6 7 8 9 10 11".parse().unwrap();
-        assert_eq!(
-            (old.writes_completed, old.in_flight, old.flushes_completed),
-            (5, 9, None)
-        );
-        assert!("1 2 3".parse::<DiskStat>().is_err());
-    }
 
     #[test]
     fn samples_at_the_interval_and_stops_at_once() {

@@ -1,5 +1,5 @@
-//! The HTML report: one self-contained file (inline SVG and CSS, no script, nothing fetched
-//! when it is opened) that shows what the text report cannot:
+//! The HTML page `fsynclab report` writes: one self-contained file (inline SVG and CSS, no
+//! script, nothing fetched when it is opened) that shows what the text report cannot:
 //! - per run and operation kind, latency over time on the run's clock: a heat map where
 //!   calls are dense, the slowest calls as exact points, and under it the background
 //!   writer's throughput second by second, on the same time axis;
@@ -22,9 +22,9 @@ use crate::store::{SampleColumns, StoredRun};
 
 pub use svg::{CDF_POINTS, HEAT_COLUMNS, HEAT_ROWS, SLOW_POINTS};
 
-/// One run as the report shows it.
+/// One run as the page shows it.
 #[derive(Clone, Debug, Default)]
-pub struct ReportRun {
+pub struct PageRun {
     /// What names the run: its store id, a file name, a matrix cell.
     pub label: String,
     pub scenario: String,
@@ -40,12 +40,12 @@ pub struct ReportRun {
     pub background_kind: Option<String>,
 }
 
-impl ReportRun {
+impl PageRun {
     /// A run from its result (its head will do: the samples are taken from `samples`), with
     /// its figures when it has them.
-    pub(crate) fn from_result(label: &str, result: &RunResult, samples: SampleColumns) -> ReportRun {
+    pub(crate) fn from_result(label: &str, result: &RunResult, samples: SampleColumns) -> PageRun {
         let background = result.background.as_ref();
-        ReportRun {
+        PageRun {
             label: label.to_string(),
             scenario: result.scenario.clone(),
             started_at: result.started_at.clone(),
@@ -60,9 +60,9 @@ impl ReportRun {
     }
 
     /// A run read from the store; one this version cannot read is an error that says so.
-    pub fn from_stored(run: &StoredRun) -> anyhow::Result<ReportRun> {
+    pub fn from_stored(run: &StoredRun) -> anyhow::Result<PageRun> {
         let head = crate::record::head_of(run)?;
-        Ok(ReportRun::from_result(
+        Ok(PageRun::from_result(
             &format!("run {}", run.id),
             &head,
             run.samples.clone(),
@@ -70,14 +70,14 @@ impl ReportRun {
     }
 }
 
-/// What a report holds.
+/// What a page holds.
 #[derive(Clone, Debug, Default)]
-pub struct Report {
+pub struct Page {
     pub title: String,
     /// Every run gets its timelines and a line in each CDF: about 0.5 MB of page for a
     /// 25-second fsync-tps run of 576,000 calls, whatever the count. For a matrix, pass one
     /// run a cell (the one with the median figure, say), not every repetition.
-    pub runs: Vec<ReportRun>,
+    pub runs: Vec<PageRun>,
     pub matrix: Option<MatrixTable>,
 }
 
@@ -106,29 +106,29 @@ svg{display:block;margin:6px 0}svg text{font:11px system-ui,sans-serif;fill:#333
 .sig{color:#b00}
 ";
 
-/// The report as one HTML document.
-pub fn render(report: &Report) -> String {
+/// The page as one HTML document.
+pub fn render(page: &Page) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
-        escape(&report.title),
-        escape(&report.title)
+        escape(&page.title),
+        escape(&page.title)
     );
-    // A matrix's table is what its report is for: it comes first.
-    if let Some(t) = &report.matrix {
+    // A matrix's table is what its page is for: it comes first.
+    if let Some(t) = &page.matrix {
         matrix_section(&mut h, t);
     }
-    runs_table(&mut h, &report.runs);
-    let ranges = svg::LatencyRanges::of(&report.runs);
-    if report.runs.iter().any(|r| !r.samples.is_empty()) {
+    runs_table(&mut h, &page.runs);
+    let ranges = svg::LatencyRanges::of(&page.runs);
+    if page.runs.iter().any(|r| !r.samples.is_empty()) {
         let _ = writeln!(h, "<h2>Latency distributions</h2>\n<p class=\"note\">Share of calls at or below each latency, one line per run; the tail is the right-hand end of each line.</p>");
         for op in ranges.ops() {
             let _ = writeln!(h, "<h3>{}</h3>", escape(op));
-            h.push_str(&svg::cdf(op, &report.runs, &ranges));
+            h.push_str(&svg::cdf(op, &page.runs, &ranges));
         }
     }
-    for run in &report.runs {
+    for run in &page.runs {
         let _ = writeln!(h, "<h2>{} — {}</h2>", escape(&run.label), escape(&run.scenario));
         let _ = writeln!(
             h,
@@ -147,7 +147,7 @@ pub fn render(report: &Report) -> String {
     h
 }
 
-fn runs_table(h: &mut String, runs: &[ReportRun]) {
+fn runs_table(h: &mut String, runs: &[PageRun]) {
     h.push_str("<h2>Runs</h2>\n<table><tr><th>run</th><th>scenario</th><th>started</th><th>measured</th><th>calls</th><th>parameters</th></tr>\n");
     for r in runs {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -259,14 +259,14 @@ fn matrix_section(h: &mut String, t: &MatrixTable) {
 mod tests {
     use super::*;
 
-    fn run(label: &str, n: usize, scale: u64) -> ReportRun {
+    fn run(label: &str, n: usize, scale: u64) -> PageRun {
         let samples: Vec<(u64, &str, u64, u64, Option<&str>)> = (0..n as u64)
             .map(|i| {
                 let op = if i % 2 == 0 { "write" } else { "fsync" };
                 (i * 50_000, op, (10_000 + (i * 7919) % 90_000) * scale, 4096, None)
             })
             .collect();
-        ReportRun {
+        PageRun {
             label: label.into(),
             scenario: "fsync-tps".into(),
             started_at: "2026-01-01T00:00:00Z".into(),
@@ -274,15 +274,15 @@ mod tests {
             samples: SampleColumns::from_records(&samples),
             background: (0..5).map(|s| (s, ((s + 1) * 10) << 20)).collect(),
             background_kind: Some("stream".into()),
-            ..ReportRun::default()
+            ..PageRun::default()
         }
     }
 
     #[test]
-    fn a_report_is_self_contained_and_escapes_text() {
+    fn a_page_is_self_contained_and_escapes_text() {
         let mut r = run("<a&b>", 2000, 1);
         r.params.insert("note".into(), "\"quoted\"".into());
-        let page = render(&Report {
+        let page = render(&Page {
             title: "t <1>".into(),
             runs: vec![r, run("b", 2000, 3)],
             matrix: None,

@@ -1,6 +1,6 @@
 //! A stored matrix read back as seed 002's table: its complete runs grouped into the plan's
 //! cells, one table per figure ([`crate::compare::table`] builds and prints it), and the
-//! run of each cell whose figure is the median, for the HTML report.
+//! run of each cell whose figure is the median, for the HTML page.
 
 use anyhow::Result;
 use serde_json::{json, Value};

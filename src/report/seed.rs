@@ -27,7 +27,7 @@ impl Exporter for Seed {
         let lines = result
             .details
             .as_ref()
-            .map(|d| d.report().seed_lines(result))
+            .map(|d| d.views().seed_lines(&result.measured()))
             .unwrap_or_default();
         lines.iter().map(|l| format!("{l}\n")).collect()
     }

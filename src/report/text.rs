@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::Exporter;
 use crate::result::{Cell, RunResult, Table};
-use crate::role::writer::BackgroundReport;
+use crate::role::writer::BackgroundSummary;
 use crate::units::{format_latency_ns, human_size};
 
 pub(crate) struct Text;
@@ -42,10 +42,10 @@ impl Exporter for Text {
         }
         if let Some(e) = &r.explain {
             out.push('\n');
-            out.push_str(&crate::explain::report::slowest_calls(e));
+            out.push_str(&crate::explain::text::slowest_calls(e));
         }
         if let Some(t) = &r.timeline {
-            out.push_str(&crate::explain::report::timeline_line(t));
+            out.push_str(&crate::explain::text::timeline_line(t));
         }
         if !r.findings.is_empty() {
             out.push('\n');
@@ -79,7 +79,7 @@ fn ops_table(r: &RunResult) -> String {
     align(&rows)
 }
 
-pub(crate) fn background_line(b: &BackgroundReport) -> String {
+pub(crate) fn background_line(b: &BackgroundSummary) -> String {
     let mut s = format!(
         "background {}: {} in {:.1} s = {:.1} MiB/s, {:.0} writes/s (write p50 {}, p99 {}, max {})",
         b.kind,

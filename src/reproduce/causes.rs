@@ -93,7 +93,7 @@ mod tests {
     use super::*;
     use crate::explain::attribution::{Part, Threshold};
     use crate::explain::run::Explanation;
-    use crate::scenario::tests_support::empty_result;
+    use crate::result::tests_support::empty_result;
 
     fn call(op: &str, parts: Vec<(Cause, u64)>) -> Attribution {
         Attribution {

@@ -341,7 +341,7 @@ pub(crate) fn ids_text(ids: &[i64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::tests_support::empty_result;
+    use crate::result::tests_support::empty_result;
 
     fn run(id: i64, fsync_max_ms: u64) -> Run {
         let mut result = empty_result();

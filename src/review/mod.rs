@@ -3,13 +3,14 @@
 //! `report` draws them in HTML.
 //!
 //! - [`select`]: what names runs on the command line (`42`, `3-7`, `m3:device=ram`, files)
-//! - [`listing`]: the `runs` table; [`compare`] and [`report`]: the two commands of that name
+//! - [`listing`]: the `runs` table; [`compare`]: the `compare` command; [`html_page`]: the
+//!   `report` command's HTML page
 //!
 //! `show` and `export` are here: a run read from the store or a file, printed or written.
 
 mod compare;
+mod html_page;
 mod listing;
-mod report;
 pub(crate) mod select;
 
 use std::io::{self, Write};
@@ -24,8 +25,8 @@ use crate::result::RunResult;
 use crate::store::{RunId, Store};
 
 pub(crate) use compare::compare;
+pub(crate) use html_page::html_page;
 pub(crate) use listing::runs;
-pub(crate) use report::report;
 
 /// The exit status after writing `text` to stdout: 141 when its reader went away.
 pub(crate) fn print(text: &str) -> Result<i32> {
@@ -68,12 +69,12 @@ pub(crate) fn explain(what: &Path, store: Option<&Path>) -> Result<i32> {
     };
     let mut text = format!("{}  started {}\n", result.scenario, result.started_at);
     match &result.explain {
-        Some(e) => text.push_str(&crate::explain::report::full(e)),
+        Some(e) => text.push_str(&crate::explain::text::full(e)),
         None => text.push_str("no calls explained: the run was not traced (rerun as root with --explain)\n"),
     }
     if let Some(t) = &result.timeline {
         text.push('\n');
-        text.push_str(&crate::explain::report::timeline_line(t));
+        text.push_str(&crate::explain::text::timeline_line(t));
     }
     print(&text)
 }

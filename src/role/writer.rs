@@ -195,7 +195,7 @@ impl Writer for RandomWriter {
 
 /// What a background writer did over the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct BackgroundReport {
+pub(crate) struct BackgroundSummary {
     pub(crate) kind: WriterKind,
     pub(crate) bytes: u64,
     pub(crate) ops: u64,
@@ -213,10 +213,10 @@ pub(crate) struct BackgroundReport {
     pub(crate) per_second: Vec<SecondBucket>,
 }
 
-impl BackgroundReport {
+impl BackgroundSummary {
     /// A writer of `kind` that did nothing.
-    pub(crate) fn empty(kind: WriterKind) -> BackgroundReport {
-        BackgroundReport {
+    pub(crate) fn empty(kind: WriterKind) -> BackgroundSummary {
+        BackgroundSummary {
             kind,
             bytes: 0,
             ops: 0,
@@ -235,7 +235,7 @@ impl BackgroundReport {
 pub(crate) struct Background {
     kind: WriterKind,
     stop: Stop,
-    handle: JoinHandle<BackgroundReport>,
+    handle: JoinHandle<BackgroundSummary>,
 }
 
 impl Background {
@@ -251,18 +251,18 @@ impl Background {
         Ok(Background { kind, stop, handle })
     }
 
-    pub(crate) fn stop_and_join(self) -> BackgroundReport {
+    pub(crate) fn stop_and_join(self) -> BackgroundSummary {
         self.stop.set();
         let kind = self.kind;
-        self.handle.join().unwrap_or_else(|_| BackgroundReport {
+        self.handle.join().unwrap_or_else(|_| BackgroundSummary {
             errors: 1,
-            ..BackgroundReport::empty(kind)
+            ..BackgroundSummary::empty(kind)
         })
     }
 }
 
 /// The writer loop: one timed call at a time until stopped or failed.
-pub(crate) fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) -> BackgroundReport {
+pub(crate) fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) -> BackgroundSummary {
     let mut latency = LatencyHistogram::new();
     let mut per_second = PerSecond::new();
     let (mut bytes, mut ops, mut error) = (0u64, 0u64, None);
@@ -284,7 +284,7 @@ pub(crate) fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) 
     }
     let seconds = (clock.now_ns() - started_ns) as f64 / 1e9;
     let rate = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
-    BackgroundReport {
+    BackgroundSummary {
         kind: writer.kind(),
         bytes,
         ops,

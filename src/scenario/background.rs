@@ -12,7 +12,7 @@ use crate::error::Usage;
 use crate::measure::RunClock;
 use crate::params::{Choice, Kind, ParamSpec, Params};
 use crate::role::writer::{
-    Background, BackgroundReport, RandomConfig, RandomWriter, Setup, StreamConfig, StreamWriter, Writer, WriterKind,
+    Background, BackgroundSummary, RandomConfig, RandomWriter, Setup, StreamConfig, StreamWriter, Writer, WriterKind,
 };
 use crate::stop::Stop;
 use crate::units::{human_size, Bytes};
@@ -217,7 +217,7 @@ impl Running {
         Ok(Running(writer.map(|w| Background::start(w, clock, stop)).transpose()?))
     }
 
-    pub(crate) fn stop(self) -> Option<BackgroundReport> {
+    pub(crate) fn stop(self) -> Option<BackgroundSummary> {
         self.0.map(Background::stop_and_join)
     }
 }
@@ -225,7 +225,7 @@ impl Running {
 /// overwrite.c's final report: `1.984 GB written in 82.75 (24 MB/s)`. Its source is lost;
 /// binary units with the rate truncated reproduce both posted lines (1.984 GB in 82.75 s →
 /// 24 MB/s, in 93.77 s → 21 MB/s).
-pub(crate) fn seed_stream_line(r: &BackgroundReport) -> String {
+pub(crate) fn seed_stream_line(r: &BackgroundSummary) -> String {
     let gb = r.bytes as f64 / Bytes::GIB as f64;
     format!("{:.3} GB written in {:.2} ({} MB/s)", gb, r.seconds, r.mb_per_s as u64)
 }
@@ -237,10 +237,10 @@ mod tests {
     #[test]
     fn stream_line_reproduces_the_posted_figures() {
         let bytes = (1.984 * Bytes::GIB as f64) as u64;
-        let mut r = BackgroundReport {
+        let mut r = BackgroundSummary {
             bytes,
             seconds: 82.75,
-            ..BackgroundReport::empty(WriterKind::Stream)
+            ..BackgroundSummary::empty(WriterKind::Stream)
         };
         r.mb_per_s = bytes as f64 / Bytes::MIB as f64 / r.seconds;
         assert_eq!(seed_stream_line(&r), "1.984 GB written in 82.75 (24 MB/s)");

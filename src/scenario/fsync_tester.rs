@@ -16,7 +16,7 @@ use crate::measure::{Recorder, Sample};
 use crate::observe::Observer;
 use crate::params::{Kind, ParamSpec, Params};
 use crate::role::prober::{Iteration, Placement, Prober, ProberConfig};
-use crate::role::writer::{BackgroundReport, Setup, WriterKind};
+use crate::role::writer::{BackgroundSummary, Setup, WriterKind};
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 use crate::units::format_size;
@@ -148,12 +148,12 @@ pub(crate) trait Lines {
     fn writer_started(&self, _cfg: &TesterConfig, _observer: &mut dyn Observer) {}
     /// After each iteration.
     fn iteration(&self, it: &Iteration<'_>, observer: &mut dyn Observer);
-    /// After the last iteration, with the writer's report.
+    /// After the last iteration, with the writer's summary.
     fn done(
         &self,
         cfg: &TesterConfig,
         iterations: u64,
-        background: Option<&BackgroundReport>,
+        background: Option<&BackgroundSummary>,
         observer: &mut dyn Observer,
     );
 }
@@ -163,7 +163,7 @@ pub(crate) fn run(
     ctx: &mut Context<'_>,
     cfg: &TesterConfig,
     lines: &dyn Lines,
-) -> Result<(Recorder, Option<BackgroundReport>, TesterDetails)> {
+) -> Result<(Recorder, Option<BackgroundSummary>, TesterDetails)> {
     let mut prober = Prober::open(ctx.dir, cfg.prober.clone())?;
     let (writer, setup) = cfg.background.prepare(ctx)?;
     let mut recorder = Recorder::new();

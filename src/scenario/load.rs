@@ -8,12 +8,12 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::background::{self, BackgroundConfig, BackgroundKind, Running};
-use super::{Context, Outcome, Plan, Report, Scenario};
+use super::{Context, Outcome, Plan, Scenario, Views};
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
 use crate::params::{Kind, ParamSpec, Params};
-use crate::result::RunResult;
 use crate::role::writer::{Setup, WriterKind};
+use crate::scenario::Measured;
 
 pub(crate) struct Load {
     kind: WriterKind,
@@ -152,7 +152,7 @@ impl Config {
     }
 }
 
-/// What the load recorded beside the writer's report.
+/// What the load recorded beside the writer's summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Details {
     pub(crate) writer: WriterKind,
@@ -160,16 +160,16 @@ pub(crate) struct Details {
     pub(crate) setup: Setup,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn findings(&self) -> Vec<String> {
         Vec::new()
     }
 
-    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, r: &Measured<'_>) -> Vec<String> {
         let mut lines: Vec<String> = self.setup.seed_lines().iter().map(|l| l.to_string()).collect();
         match self.writer {
             WriterKind::Random => lines.push(STARTING_RANDOM.into()),
-            WriterKind::Stream => lines.extend(r.background.as_ref().map(background::seed_stream_line)),
+            WriterKind::Stream => lines.extend(r.background.map(background::seed_stream_line)),
         }
         lines
     }

@@ -5,7 +5,7 @@
 //! into the experiment's typed configuration and checks every combination; the plan then
 //! says how much space and time it needs and runs. What it measured comes back as samples
 //! plus typed [`Details`], from which tables, findings, the suite's headline and the seed's
-//! own output lines are computed ([`Report`]) — during the run or from a saved result.
+//! own output lines are computed ([`Views`]) — during the run or from a saved result.
 //!
 //! [`all`] is the registry that `fsynclab list`, `run` and `suite` read.
 
@@ -15,11 +15,10 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{Recorder, RunClock};
+use crate::measure::{OpKind, OpStats, Recorder, RunClock, Sample};
 use crate::observe::Observer;
 use crate::params::{ParamSpec, Params};
-use crate::result::{RunResult, Table};
-use crate::role::writer::BackgroundReport;
+use crate::role::writer::BackgroundSummary;
 use crate::stop::Stop;
 use crate::units::format_latency_ns;
 
@@ -33,6 +32,9 @@ pub(crate) mod probe;
 pub(crate) mod random_writeback;
 pub(crate) mod rndwr;
 pub(crate) mod small_files;
+pub(crate) mod table;
+
+pub(crate) use table::Table;
 
 /// What a scenario gets to run with.
 pub(crate) struct Context<'a> {
@@ -46,8 +48,19 @@ pub(crate) struct Context<'a> {
 /// What a scenario measured.
 pub(crate) struct Outcome {
     pub(crate) recorder: Recorder,
-    pub(crate) background: Option<BackgroundReport>,
+    pub(crate) background: Option<BackgroundSummary>,
     pub(crate) details: Details,
+}
+
+/// What a run measured and where, as a scenario's [`Views`] read it beside the details:
+/// the statistics per operation kind, every foreground call, the background writer, the
+/// environment.
+#[derive(Clone, Copy)]
+pub(crate) struct Measured<'a> {
+    pub(crate) environment: &'a crate::environment::Fingerprint,
+    pub(crate) ops: &'a std::collections::BTreeMap<OpKind, OpStats>,
+    pub(crate) samples: &'a [Sample],
+    pub(crate) background: Option<&'a BackgroundSummary>,
 }
 
 /// An experiment as `fsynclab list` shows it, and the factory of its plans.
@@ -84,7 +97,7 @@ pub(crate) trait Plan: Send + Sync {
 
 /// What a scenario's typed details give the exporters. Each is computed from the details
 /// (and the run's samples), never read back from rendered text.
-pub(crate) trait Report {
+pub(crate) trait Views {
     fn tables(&self) -> Vec<Table> {
         Vec::new()
     }
@@ -95,11 +108,11 @@ pub(crate) trait Report {
         Default::default()
     }
     /// One line with the run's headline figure, for the suite's summary.
-    fn headline(&self, result: &RunResult) -> String {
-        default_headline(result)
+    fn headline(&self, run: &Measured<'_>) -> String {
+        default_headline(run)
     }
     /// The lines the seed's original program printed, in order (`--format seed`).
-    fn seed_lines(&self, result: &RunResult) -> Vec<String>;
+    fn seed_lines(&self, run: &Measured<'_>) -> Vec<String>;
 }
 
 /// Each scenario's typed figures, as results store them (`"details": {"fsync-tps": ...}`).
@@ -117,7 +130,7 @@ pub(crate) enum Details {
 }
 
 impl Details {
-    pub(crate) fn report(&self) -> &dyn Report {
+    pub(crate) fn views(&self) -> &dyn Views {
         match self {
             Details::OverwriteFsync(d) => d,
             Details::RandomWriteback(d) => d,
@@ -133,7 +146,7 @@ impl Details {
 
 /// The worst and p99 latency of the main sync call (the sync kind called most often, else
 /// the most frequent call), and the background writer's rate when there was one.
-pub(crate) fn default_headline(r: &RunResult) -> String {
+pub(crate) fn default_headline(r: &Measured<'_>) -> String {
     let main = r
         .ops
         .iter()
@@ -154,7 +167,7 @@ pub(crate) fn default_headline(r: &RunResult) -> String {
         ),
         None => "no calls measured".to_string(),
     };
-    if let Some(b) = &r.background {
+    if let Some(b) = r.background {
         line.push_str(&format!("; background {} {:.1} MiB/s", b.kind, b.mb_per_s));
     }
     line
@@ -178,33 +191,4 @@ pub(crate) fn find(name: &str) -> Option<&'static dyn Scenario> {
 
 pub(crate) fn names() -> String {
     all().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
-}
-
-#[cfg(test)]
-pub(crate) mod tests_support {
-    use crate::result::{RunResult, SCHEMA_VERSION};
-
-    /// A result with nothing in it, for tests of headlines and exporters.
-    pub(crate) fn empty_result() -> RunResult {
-        RunResult {
-            schema_version: SCHEMA_VERSION,
-            scenario: "test".into(),
-            started_at: "2026-11-22T00:00:00Z".into(),
-            duration_s: 0.0,
-            interrupted: false,
-            params: Default::default(),
-            environment: Default::default(),
-            ops: Default::default(),
-            samples: Vec::new(),
-            background: None,
-            tables: Vec::new(),
-            findings: Vec::new(),
-            details: None,
-            figures: Default::default(),
-            timeline: None,
-            explain: None,
-            stored: None,
-            extra: Default::default(),
-        }
-    }
 }

@@ -8,13 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use super::background::{self, seed_stream_line};
 use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails, TesterPlan};
-use super::{Plan, Report, Scenario};
+use super::{Plan, Scenario, Views};
 use crate::measure::Sample;
 use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
-use crate::result::RunResult;
 use crate::role::prober::Iteration;
-use crate::role::writer::{BackgroundReport, WriterKind};
+use crate::role::writer::{BackgroundSummary, WriterKind};
+use crate::scenario::Measured;
 
 pub(crate) struct OverwriteFsync;
 
@@ -25,7 +25,7 @@ pub(crate) fn seed_line(sync: &Sample) -> String {
 }
 
 /// overwrite.c's line, printed when a stream writer ran.
-fn stream_line(background: Option<&BackgroundReport>) -> Option<String> {
+fn stream_line(background: Option<&BackgroundSummary>) -> Option<String> {
     background
         .filter(|b| b.kind == WriterKind::Stream)
         .map(seed_stream_line)
@@ -71,7 +71,7 @@ impl Lines for Seed000 {
         observer.event(Event::SeedLine(&seed_line(it.sync.unwrap_or(it.write))));
     }
 
-    fn done(&self, _: &TesterConfig, _: u64, background: Option<&BackgroundReport>, observer: &mut dyn Observer) {
+    fn done(&self, _: &TesterConfig, _: u64, background: Option<&BackgroundSummary>, observer: &mut dyn Observer) {
         if let Some(line) = stream_line(background) {
             observer.event(Event::SeedLine(&line));
         }
@@ -82,17 +82,17 @@ impl Lines for Seed000 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Details(pub TesterDetails);
 
-impl Report for Details {
+impl Views for Details {
     fn findings(&self) -> Vec<String> {
         self.0.findings()
     }
 
-    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
-        let mut lines: Vec<String> = fsync_tester::iterations(&r.samples)
+    fn seed_lines(&self, r: &Measured<'_>) -> Vec<String> {
+        let mut lines: Vec<String> = fsync_tester::iterations(r.samples)
             .iter()
             .map(|(write, sync)| seed_line(sync.as_ref().unwrap_or(write)))
             .collect();
-        lines.extend(stream_line(r.background.as_ref()));
+        lines.extend(stream_line(r.background));
         lines
     }
 }

@@ -11,12 +11,12 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Context, Outcome, Plan, Report, Scenario};
+use super::{Context, Outcome, Plan, Scenario, Views};
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
 use crate::params::{Kind, ParamSpec, Params};
-use crate::result::RunResult;
+use crate::scenario::Measured;
 use crate::sync::SyncMethod;
 use crate::sys::{self, AlignedBuf};
 use crate::units::format_latency_ns;
@@ -145,7 +145,7 @@ pub(crate) struct Details {
     pub(crate) unchanged_p50_ns: u64,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn findings(&self) -> Vec<String> {
         let write_op = if self.direct {
             OpKind::WriteDirect
@@ -166,7 +166,7 @@ impl Report for Details {
         out
     }
 
-    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, _: &Measured<'_>) -> Vec<String> {
         Vec::new()
     }
 }

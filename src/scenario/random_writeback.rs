@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use super::background;
 use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails, TesterPlan};
-use super::{Plan, Report, Scenario};
+use super::{Plan, Scenario, Views};
 use crate::measure::Sample;
 use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
-use crate::result::RunResult;
 use crate::role::prober::Iteration;
-use crate::role::writer::{BackgroundReport, WriterKind};
+use crate::role::writer::{BackgroundSummary, WriterKind};
+use crate::scenario::Measured;
 
 pub(crate) struct RandomWriteback;
 
@@ -96,7 +96,7 @@ impl Lines for Seed003 {
         observer.event(Event::SeedLine(&seed_line(it.write, it.sync)));
     }
 
-    fn done(&self, cfg: &TesterConfig, iterations: u64, _: Option<&BackgroundReport>, observer: &mut dyn Observer) {
+    fn done(&self, cfg: &TesterConfig, iterations: u64, _: Option<&BackgroundSummary>, observer: &mut dyn Observer) {
         observer.event(Event::SeedLine(&seed_done_line(iterations, cfg.background.kind())));
     }
 }
@@ -105,19 +105,19 @@ impl Lines for Seed003 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Details(pub TesterDetails);
 
-impl Report for Details {
+impl Views for Details {
     fn findings(&self) -> Vec<String> {
         self.0.findings()
     }
 
-    fn seed_lines(&self, r: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, r: &Measured<'_>) -> Vec<String> {
         let d = &self.0;
         let mut lines: Vec<String> = d.setup.seed_lines().iter().map(|l| l.to_string()).collect();
         lines.push(STARTING.into());
         if d.background == Some(WriterKind::Random) {
             lines.push(STARTING_RANDOM.into());
         }
-        for (write, sync) in fsync_tester::iterations(&r.samples) {
+        for (write, sync) in fsync_tester::iterations(r.samples) {
             lines.push(seed_line(&write, sync.as_ref()));
         }
         lines.push(seed_done_line(d.iterations, d.background));

@@ -1,5 +1,5 @@
 //! The results store: every run fsynclab makes, kept in one SQLite file with its parameters,
-//! environment, summary, tables, findings, background report, its place in a matrix, and
+//! environment, summary, tables, findings, background summary, its place in a matrix, and
 //! every per-call sample in the compact encoding of [`codec`] (6 bytes a sample on a real
 //! fsync-tps run, where its result JSON takes 108; `benches/store_cost.rs` measures it).
 //!

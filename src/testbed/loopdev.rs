@@ -37,9 +37,7 @@ pub fn attach(image: &Path, direct_io: bool) -> Result<String> {
 /// The file behind loop `device` as the kernel shows it (with ` (deleted)` once removed),
 /// or None when the device is not attached.
 pub fn backing_file(device: &str) -> Option<String> {
-    std::fs::read_to_string(format!("{}/loop/backing_file", sysfs_dir(device)))
-        .ok()
-        .map(|s| s.trim().to_string())
+    crate::kernel::read_trimmed(format!("{}/loop/backing_file", sysfs_dir(device)))
 }
 
 /// Whether loop `device` is attached to exactly `image` (the kernel adds ` (deleted)` once
@@ -96,7 +94,7 @@ fn sysfs_dir(device: &str) -> String {
 pub fn scheduler(device: &str) -> Result<(Option<String>, Vec<String>)> {
     let path = format!("{}/queue/scheduler", sysfs_dir(device));
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    Ok(crate::environment::parse_scheduler(text.trim()))
+    Ok(crate::kernel::block::parse_scheduler(&text))
 }
 
 /// Selects the I/O scheduler of `device`; the error names those it offers.
@@ -201,7 +199,7 @@ pub fn set_tunable(device: &str, scheduler: &str, name: &str, value: &str) -> Re
 pub fn rotational(device: &str) -> Result<bool> {
     let path = format!("{}/queue/rotational", sysfs_dir(device));
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    Ok(text.trim() == "1")
+    Ok(crate::kernel::block::parse_rotational(&text))
 }
 
 /// Marks `device` rotational or not.
@@ -210,17 +208,15 @@ pub fn set_rotational(device: &str, rotational: bool) -> Result<()> {
     std::fs::write(&path, if rotational { "1" } else { "0" }).with_context(|| format!("cannot write {path}"))
 }
 
-/// Flush requests completed on `device` since it was set up: field 16 of
-/// `/sys/block/NAME/stat` (Documentation/block/stat.rst; the first 15 fields are read,
-/// write, in-flight and discard counters, ignored here).
+/// Flush requests completed on `device` since it was set up (`/sys/block/NAME/stat`,
+/// [`crate::kernel::block_stat`]).
 pub fn flushes_completed(device: &str) -> Result<u64> {
     let path = format!("{}/stat", sysfs_dir(device));
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    parse_flushes(&text).with_context(|| format!("{path}: no flush counter (kernel before 5.5?)"))
-}
-
-fn parse_flushes(stat: &str) -> Option<u64> {
-    stat.split_whitespace().nth(15)?.parse().ok()
+    text.parse::<crate::kernel::BlockStat>()
+        .ok()
+        .and_then(|stat| stat.flushes_completed)
+        .with_context(|| format!("{path}: no flush counter (kernel before 5.5?)"))
 }
 
 #[cfg(test)]
@@ -246,12 +242,5 @@ mod tests {
             assert!(err.contains(says), "{bad}: {err}");
             assert!(err.contains("none, mq-deadline, bfq, kyber"), "{err}");
         }
-    }
-
-    #[test]
-    fn flush_counter_is_the_sixteenth_field() {
-        let stat = "  100 0 800 5 200 0 1600 9 0 12 14 0 0 0 0 42 77\n";
-        assert_eq!(super::parse_flushes(stat), Some(42));
-        assert_eq!(super::parse_flushes("1 2 3"), None);
     }
 }

@@ -26,6 +26,7 @@ pub mod command;
 pub mod deadman;
 pub mod device;
 pub mod loopdev;
+pub mod machine_lock;
 pub mod mount;
 pub mod names;
 pub mod pause;
@@ -33,6 +34,7 @@ pub mod request;
 pub mod scratch;
 pub mod state;
 pub mod sysctl;
+pub(crate) mod tracefs;
 pub mod workdir;
 
 pub use workdir::WorkDir;
@@ -265,12 +267,7 @@ fn claim_sysctls(request: &TestbedRequest, state_dir: &Path) -> Result<sysctl::S
 
 /// The command line of process `pid`, shortened, for messages (`fsynclab run ...`).
 fn command_line(pid: u32) -> String {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let mut args: Vec<String> = raw
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+    let mut args = crate::kernel::process::cmdline(pid).unwrap_or_default();
     if let Some(first) = args.first_mut() {
         if let Some(name) = Path::new(first.as_str()).file_name() {
             *first = name.to_string_lossy().into_owned();

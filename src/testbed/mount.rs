@@ -1,12 +1,13 @@
 //! mkfs, mount and unmount. mkfs runs on the image file before it is attached (faster, and
 //! no discard requests through the emulated device); `mount` and `umount` are the commands.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
 use super::command;
+use crate::kernel::process;
 
 /// Makes a filesystem of type `fstype` on `target` (a file or device) with extra `opts`.
 /// ext4 gets its inode tables and journal written now (`lazy_itable_init=0`), so no
@@ -41,8 +42,7 @@ pub fn mount(fstype: &str, source: &str, mount_point: &Path, options: &str) -> R
 
 /// Whether something is mounted exactly at `path`.
 pub fn is_mount_point(path: &Path) -> bool {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    crate::environment::parse_mountinfo(&text)
+    crate::kernel::mounts()
         .iter()
         .any(|m| Path::new(&m.mount_point) == path)
 }
@@ -50,8 +50,7 @@ pub fn is_mount_point(path: &Path) -> bool {
 /// Returns `dir` if no filesystem is mounted inside it, so that removing it cannot reach
 /// into a mount that failed to come off; else an error naming the mount.
 pub fn nothing_mounted_under(dir: &Path) -> Result<&Path> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    match crate::environment::parse_mountinfo(&text)
+    match crate::kernel::mounts()
         .into_iter()
         .find(|m| Path::new(&m.mount_point).starts_with(dir))
     {
@@ -104,16 +103,10 @@ fn busy_because(dir: &Path) -> String {
 /// an open file is there (`/proc/PID/cwd`, `root`, `fd/*`; Documentation/filesystems/proc.rst).
 /// At most five, as `pid 12 (bash) has its working directory there`.
 pub fn users_of(dir: &Path) -> Vec<String> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let inside = |link: &Path| std::fs::read_link(link).is_ok_and(|target| target.starts_with(dir));
     let mut users = Vec::new();
-    for entry in procs.filter_map(|e| e.ok()) {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let proc_dir = entry.path();
+    for pid in process::pids() {
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
         let how = if inside(&proc_dir.join("cwd")) {
             "has its working directory there"
         } else if inside(&proc_dir.join("root")) {
@@ -125,8 +118,8 @@ pub fn users_of(dir: &Path) -> Vec<String> {
         } else {
             continue;
         };
-        let comm = std::fs::read_to_string(proc_dir.join("comm")).unwrap_or_default();
-        users.push(format!("pid {pid} ({}) {how}", comm.trim()));
+        let comm = process::comm(pid).unwrap_or_default();
+        users.push(format!("pid {pid} ({comm}) {how}"));
         if users.len() == 5 {
             break;
         }
@@ -136,8 +129,7 @@ pub fn users_of(dir: &Path) -> Vec<String> {
 
 /// Where block `device` (`/dev/loop3`) is mounted, if anywhere.
 pub fn mount_point_of_device(device: &str) -> Option<String> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    crate::environment::parse_mountinfo(&text)
+    crate::kernel::mounts()
         .into_iter()
         .find(|m| m.source == device)
         .map(|m| m.mount_point)

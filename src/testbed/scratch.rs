@@ -104,12 +104,9 @@ pub fn check_prerequisites(request: &ScratchOptions, size: u64) -> Result<(), Us
     }
     // The emulated disks keep their media in memory too (see `device::fuse`).
     if request.device == DeviceProfile::Ram || request.device.is_emulated() {
-        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-        let available = meminfo
-            .lines()
-            .find(|l| l.starts_with("MemAvailable:"))
-            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .map_or(u64::MAX, |kib| kib * 1024);
+        let available = crate::kernel::Meminfo::read()
+            .and_then(|m| m.available_bytes)
+            .unwrap_or(u64::MAX);
         if size > available / 2 {
             let what = match &request.device {
                 DeviceProfile::Emulated(p) => format!("{} (an emulated disk keeps its media in memory)", p.name),

@@ -48,12 +48,9 @@ pub fn try_lock(state_dir: &Path) -> Result<Option<SysctlLock>> {
     }
 }
 
+/// The value of `vm.NAME` now.
 pub fn read(name: &str) -> Result<u64> {
-    let path = format!("/proc/sys/vm/{name}");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    text.trim()
-        .parse()
-        .with_context(|| format!("{path}: not a number: {}", text.trim()))
+    crate::kernel::sysctl::vm(name)
 }
 
 /// Sets `vm.name` and checks that the kernel took the value.

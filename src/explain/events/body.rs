@@ -1,6 +1,6 @@
 //! Each event's body, field by field, after the `print fmt` of
 //! `events/SYSTEM/EVENT/format` on the running kernel; only the fields the attribution and
-//! the report use.
+//! the explanation's text use.
 
 use std::str::FromStr;
 

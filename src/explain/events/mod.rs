@@ -7,7 +7,7 @@
 //! reader that falls behind gets `CPU:N [LOST M EVENTS]`. Events fsynclab does not use are
 //! kept as [`EventKind::Other`], so nothing is silently dropped.
 //!
-//! Only the fields the attribution and the report use are typed; the others are ignored.
+//! Only the fields the attribution and the explanation's text use are typed; the others are ignored.
 //! Task names (comm) may hold spaces and dashes (`lto cgu.10-9946`), so fields are cut at
 //! the next known key rather than at whitespace.//!
 //! The parts: `body` (each event's body, field by field), `lines` (a trace's lines: events,

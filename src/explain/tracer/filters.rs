@@ -2,6 +2,7 @@
 //! threads, the journal threads and the filesystem's device.
 
 use super::{Task, TracedFs, Watch};
+use crate::kernel::process;
 
 /// The events enabled, per system, with the filter each gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,19 +63,13 @@ pub(super) fn journal_threads(fs: &TracedFs) -> Vec<Task> {
         _ => return Vec::new(),
     };
     let prefix: String = prefix.chars().take(15).collect();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| {
-        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-        let comm = comm.trim_end();
-        comm.starts_with(&prefix).then(|| Task {
-            pid,
-            comm: comm.to_string(),
+    process::pids()
+        .into_iter()
+        .filter_map(|pid| {
+            let comm = process::comm(pid)?;
+            comm.starts_with(&prefix).then_some(Task { pid, comm })
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// The filter expressions for the threads to follow.

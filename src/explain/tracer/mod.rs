@@ -38,10 +38,11 @@ use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use super::events::{parse_trace, Dev};
-use super::tracefs::{self, Instance};
-use crate::environment::{device_numbers, disk_dir, mount_of, parse_mountinfo};
+use crate::environment::device_numbers;
+use crate::kernel::{block, mount_of, mounts};
 use crate::measure::clock::monotonic_ns;
-use crate::testbed::state::{Step, Undo};
+use crate::testbed::state::Undo;
+use crate::testbed::tracefs::Instance;
 
 mod filters;
 mod reader;
@@ -115,16 +116,14 @@ impl TracedFs {
     /// The filesystem that holds `path`, from /proc/self/mountinfo and sysfs.
     pub(crate) fn of_path(path: &Path) -> TracedFs {
         let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default());
+        let mounts = mounts();
         let Some(m) = mount_of(&mounts, &canonical) else {
             return TracedFs::default();
         };
         let (major, minor) = device_numbers(m);
         let dev = Dev { major, minor };
-        let dev_name = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
-            .ok()
-            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
-        let disk = disk_dir(major, minor)
+        let dev_name = block::name(major, minor);
+        let disk = block::disk_dir(major, minor)
             .and_then(|d| std::fs::read_to_string(d.join("dev")).ok())
             .and_then(|s| s.trim().parse().ok());
         TracedFs {
@@ -205,20 +204,7 @@ impl Tracer {
         if config.watch.is_empty() {
             bail!("nothing to trace: no thread to watch");
         }
-        let name = tracefs::next_instance_name();
-        // Recorded before it exists: a kill between mkdir and the record cannot leak it.
-        undo.record(Step::TraceInstance { name: name.clone() })?;
-        // The last run to leave an fsynclab mount unmounts it, possibly between our finding
-        // it and making the instance: then tracefs is found (or mounted) again.
-        let mut attempts = 0;
-        let instance = loop {
-            let root = tracefs::find_or_mount(&mut undo)?;
-            match Instance::create(&root, &name) {
-                Ok(instance) => break instance,
-                Err(_) if attempts < 3 && !root.join("instances").is_dir() => attempts += 1,
-                Err(e) => return Err(e),
-            }
-        };
+        let instance = Instance::make(&mut undo)?;
         let journal = journal_threads(&config.fs);
         let mut tracer = Tracer {
             instance,

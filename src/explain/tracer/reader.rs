@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 
-use super::super::tracefs::Instance;
 use super::CHECK_INTERVAL;
+use crate::testbed::tracefs::Instance;
 
 /// Overwritten plus dropped events in one `per_cpu/cpuN/stats` file.
 pub(super) fn parse_cpu_stats_lost(stats: &str) -> u64 {

@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 use super::{
     decade_label, latency_text, trim_float, LatencyRanges, CDF_H, CDF_POINTS, LEFT, LINE_COLOURS, PLOT_W, TOP,
 };
-use crate::html::{escape, ReportRun};
+use crate::html::{escape, PageRun};
 
 /// The latency CDF of one kind in every run that has it, on a log latency axis and a
 /// "nines" share axis (0, 90%, 99%, 99.9%...) so that the tail gets the room it matters.
-pub(crate) fn cdf(op: &str, runs: &[ReportRun], ranges: &LatencyRanges) -> String {
+pub(crate) fn cdf(op: &str, runs: &[PageRun], ranges: &LatencyRanges) -> String {
     let (d_lo, d_hi) = ranges.decades(op);
     let span = f64::from(d_hi - d_lo);
     let x_of = |lat: u64| LEFT + (((lat.max(1) as f64).log10() - f64::from(d_lo)) / span).clamp(0.0, 1.0) * PLOT_W;

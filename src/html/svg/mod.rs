@@ -1,4 +1,4 @@
-//! The report's pictures as inline SVG: a latency heat map over the run's clock with the
+//! The page's pictures as inline SVG: a latency heat map over the run's clock with the
 //! slowest calls as points and the background throughput under it, and overlaid latency
 //! CDFs. Pure functions of the runs; coordinates rounded to whole or tenth pixels so that a
 //! million calls make a few hundred kilobytes.
@@ -11,7 +11,7 @@ mod timeline;
 
 use std::fmt::Write as _;
 
-use super::ReportRun;
+use super::PageRun;
 
 pub(crate) use cdf::cdf;
 pub(crate) use timeline::timeline;
@@ -50,7 +50,7 @@ pub(crate) struct LatencyRanges {
 }
 
 impl LatencyRanges {
-    pub(crate) fn of(runs: &[ReportRun]) -> LatencyRanges {
+    pub(crate) fn of(runs: &[PageRun]) -> LatencyRanges {
         let mut ranges: Vec<(String, i32, i32)> = Vec::new();
         for r in runs {
             let s = &r.samples;
@@ -115,7 +115,7 @@ pub(crate) fn nice_step(span: f64, max_ticks: f64) -> f64 {
 }
 
 /// The time axis of a run: its measured part, or further if calls or the writer went on.
-pub(crate) fn run_seconds(run: &ReportRun) -> f64 {
+pub(crate) fn run_seconds(run: &PageRun) -> f64 {
     let s = &run.samples;
     let last_end = s
         .t_ns

@@ -7,7 +7,7 @@ use super::{
     decade_label, latency_text, run_seconds, x_axis, LatencyRanges, BG_H, HEAT_COLOURS, HEAT_COLUMNS, HEAT_H,
     HEAT_ROWS, LEFT, PLOT_W, SLOW_POINTS, TOP,
 };
-use crate::html::{escape, ReportRun};
+use crate::html::{escape, PageRun};
 
 /// Draws the binned calls, one path per colour level, runs of equal level in a row merged.
 /// `counts` is row-major, row 0 the lowest latency.
@@ -53,7 +53,7 @@ fn heat_map(svg: &mut String, counts: &[u32], max_count: u32) {
 }
 
 /// The latency of one kind over the run's time: heat map, slowest calls, background.
-pub(crate) fn timeline(run: &ReportRun, op: &str, ranges: &LatencyRanges) -> String {
+pub(crate) fn timeline(run: &PageRun, op: &str, ranges: &LatencyRanges) -> String {
     let s = &run.samples;
     let Some(op_index) = s.op_names.iter().position(|n| n == op) else {
         return String::new();
@@ -182,12 +182,12 @@ mod tests {
         let samples: Vec<(u64, &str, u64, u64, Option<&str>)> = (0..n)
             .map(|i| (i * 25_000, "fsync", 20_000 + (i * 2_654_435_761) % 2_000_000, 0, None))
             .collect();
-        let run = ReportRun {
+        let run = PageRun {
             label: "big".into(),
             duration_s: 25.0,
             samples: SampleColumns::from_records(&samples),
             background: (0..25).map(|s| (s, 100 << 20)).collect(),
-            ..ReportRun::default()
+            ..PageRun::default()
         };
         let ranges = LatencyRanges::of(std::slice::from_ref(&run));
         let svg = timeline(&run, "fsync", &ranges);

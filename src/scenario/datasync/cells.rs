@@ -13,8 +13,8 @@ use crate::measure::stats::per_second;
 use crate::measure::{LatencyHistogram, LatencySummary, Recorder};
 use crate::observe::Event;
 use crate::params::Choice;
-use crate::result;
 use crate::role::fill::Filler;
+use crate::scenario::table as result;
 use crate::scenario::Context;
 use crate::sync::SyncMethod;
 use crate::sys::{self, AlignedBuf};
@@ -152,7 +152,7 @@ pub(crate) fn with_ratios(cells: &[CellRow]) -> Vec<RatioRow<'_>> {
         .collect()
 }
 
-impl crate::result::Row for RatioRow<'_> {
+impl crate::scenario::table::Row for RatioRow<'_> {
     const COLUMNS: &'static [&'static str] = &[
         "case", "method", "ops", "errors", "ops/s", "p50", "p90", "p99", "max", "vs fsync",
     ];

@@ -34,9 +34,9 @@ use crate::sys::AlignedBuf;
 use crate::units::{format_size, Bytes};
 
 mod cells;
-mod report;
+mod details;
 
-pub(crate) use report::Details;
+pub(crate) use details::Details;
 
 use cells::{Cell, Files};
 

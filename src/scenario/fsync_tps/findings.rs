@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::report::{Details, Row, SEED_THRESHOLD_NS};
+use super::details::{Details, Row, SEED_THRESHOLD_NS};
 use super::workers::CALIBRATION_COMMITS;
 use super::Coordination;
 use crate::measure::OpKind;

@@ -19,7 +19,7 @@
 //! time that decides Wong's question), then each strategy at each thread count of `threads`
 //! for `duration` ([`workers`]). The table has one row per strategy and thread count (tps,
 //! commit latency percentiles, commits per sync), and the findings put the measured average
-//! flush time beside them ([`report`]).
+//! flush time beside them ([`details`]).
 
 use std::time::Duration;
 
@@ -36,11 +36,11 @@ use crate::role::prober::Placement;
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 
+mod details;
 mod findings;
-mod report;
 mod workers;
 
-pub(crate) use report::Details;
+pub(crate) use details::Details;
 
 pub(crate) struct FsyncTps;
 
@@ -228,7 +228,7 @@ impl Plan for Config {
         let files = workers::Files::prepare(ctx, self)?;
         let avg_flush_ns = workers::calibrate(self, &files, ctx.clock, &mut recorder)?;
         ctx.observer
-            .event(Event::SeedLine(&report::calibration_line(self.sync, avg_flush_ns)));
+            .event(Event::SeedLine(&details::calibration_line(self.sync, avg_flush_ns)));
         let mut rows = Vec::new();
         'sweep: for &coordination in &self.coordination {
             for &threads in &self.threads {
@@ -236,7 +236,7 @@ impl Plan for Config {
                     break 'sweep;
                 }
                 let (row, rec) = workers::run_step(ctx, self, &files, coordination, threads, avg_flush_ns)?;
-                ctx.observer.event(Event::SeedLine(&report::seed_line(&row)));
+                ctx.observer.event(Event::SeedLine(&details::seed_line(&row)));
                 recorder.merge(rec);
                 rows.push(row);
             }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
-use super::report::Row;
+use super::details::Row;
 use super::{Config, Coordination};
 use crate::measure::{OpKind, Recorder, RunClock};
 use crate::observe::{Event, Unit};

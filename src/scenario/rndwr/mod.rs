@@ -39,11 +39,11 @@ use crate::role::pool::run_workers;
 use crate::sync::SyncMethod;
 use crate::units::{format_size, Bytes};
 
-mod report;
+mod details;
 mod sysbench;
 mod workers;
 
-pub(crate) use report::Details;
+pub(crate) use details::Details;
 use sysbench::{Generator, Summary};
 
 pub(crate) struct Rndwr;

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::Config;
 use crate::measure::stats::{nearest_rank, per_second, population_stddev};
 use crate::measure::{OpKind, Recorder};
-use crate::result::Cell;
 use crate::rng::SplitMix64;
+use crate::scenario::table::Cell;
 use crate::units::{secs, Bytes};
 
 /// One request, as sysbench's generator hands them out.
@@ -126,7 +126,7 @@ impl Summary {
     }
 }
 
-impl crate::result::Row for Summary {
+impl crate::scenario::table::Row for Summary {
     const COLUMNS: &'static [&'static str] = &[
         "requests/s",
         "MiB/s",

@@ -48,7 +48,7 @@ pub(super) fn prepare(ctx: &mut Context<'_>, cfg: &Config) -> Result<Vec<File>> 
 }
 
 /// What one worker did.
-pub(super) struct WorkerReport {
+pub(super) struct WorkerOutcome {
     pub(super) recorder: Recorder,
     pub(super) writes: u64,
     pub(super) ended: Instant,
@@ -61,7 +61,7 @@ pub(super) fn worker(
     clock: RunClock,
     stop: &Stop,
     deadline: Option<Instant>,
-) -> WorkerReport {
+) -> WorkerOutcome {
     let mut recorder = Recorder::new();
     let buf = vec![0u8; cfg.block_size as usize];
     let sync_op = cfg.sync.sync_op().unwrap_or(OpKind::Fdatasync);
@@ -95,7 +95,7 @@ pub(super) fn worker(
             break;
         }
     }
-    WorkerReport {
+    WorkerOutcome {
         recorder,
         writes,
         ended: Instant::now(),

@@ -15,7 +15,7 @@ use super::Config;
 use crate::measure::stats::per_second;
 use crate::measure::{LatencyHistogram, LatencySummary, OpKind, Recorder};
 use crate::observe::{Event, Observer, Unit};
-use crate::result::Cell;
+use crate::scenario::table::Cell;
 use crate::scenario::Context;
 use crate::sys;
 use crate::units::{format_latency_ns, format_size, ms, rounded, Bytes};
@@ -83,7 +83,7 @@ impl FsMarkRun {
     }
 }
 
-impl crate::result::Row for FsMarkRun {
+impl crate::scenario::table::Row for FsMarkRun {
     const COLUMNS: &'static [&'static str] = &[
         "files",
         "files/s",

@@ -14,7 +14,7 @@ use super::Config;
 use crate::measure::stats::{mean, median, per_second};
 use crate::measure::{OpKind, Recorder, RunClock};
 use crate::observe::{Event, Unit};
-use crate::result::Cell;
+use crate::scenario::table::Cell;
 use crate::scenario::Context;
 use crate::sys;
 use crate::units::{format_size, Bytes};
@@ -42,7 +42,7 @@ pub(crate) struct SizeRow {
     pub(crate) rewrite_kbs: Vec<f64>,
 }
 
-impl crate::result::Row for SizeRow {
+impl crate::scenario::table::Row for SizeRow {
     const COLUMNS: &'static [&'static str] = &["kB", "reclen", "write", "rewrite", "write median", "rewrite median"];
 
     fn cells(&self) -> Vec<Cell> {

@@ -36,11 +36,11 @@ use crate::measure::Recorder;
 use crate::params::{Choice, Kind, ParamSpec, Params};
 use crate::units::{format_size, Bytes};
 
+mod details;
 mod fs_mark;
 mod iozone;
-mod report;
 
-pub(crate) use report::Details;
+pub(crate) use details::Details;
 
 pub(crate) struct SmallFiles;
 

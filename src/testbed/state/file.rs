@@ -40,15 +40,7 @@ pub(super) fn write_state_for(file: &Path, pid: u32, start_time: Option<u64>, st
         .with_context(|| format!("cannot write the state file {}", file.display()))
 }
 
-/// The start time of process `pid`, field 22 of `/proc/PID/stat` (Documentation/
-/// filesystems/proc.rst, table 1-4); the fields are counted after the `)` that ends the
-/// command name, which may itself contain spaces.
-pub(crate) fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    // After the name come field 3 (state) onwards: starttime is field 22.
-    after_name.split_whitespace().nth(22 - 3)?.parse().ok()
-}
+pub(crate) use crate::kernel::process::start_time;
 
 /// Whether the process that wrote `state` is still running.
 pub(super) fn alive(state: &StateFile) -> bool {

@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
+use super::super::machine_lock::MachineLock;
 use super::super::sysctl;
 use super::file::{alive, find_states, write_state_for, Found};
 use super::undo::undo_steps;
 use super::Step;
+use crate::kernel::process;
 
 /// The pids of dead processes whose leftovers are recorded in `dir` (for a hint to run
 /// `fsynclab cleanup`).
@@ -79,7 +81,7 @@ pub fn recorded_directories(dir: &Path) -> Vec<PathBuf> {
 
 /// What `fsynclab cleanup` did, one line per step, each prefixed with the run's pid.
 #[derive(Debug, Default)]
-pub struct CleanupReport {
+pub struct CleanupOutcome {
     /// Steps undone and checked.
     pub undone: Vec<String>,
     /// Steps that could not be undone, or that cleanup refused, with why.
@@ -92,26 +94,21 @@ pub struct CleanupReport {
     pub running: Vec<u32>,
 }
 
+/// The machine-wide lock a cleanup holds from reading the state files to its last undo.
+const CLEANUP_LOCK: &str = "cleanup";
+
 /// How long `cleanup` waits for a tool a killed run had started (a `mount`, an `mkfs`) to
 /// end: it dies with the run, but may finish its system call first.
 const STRAGGLER_WAIT: Duration = Duration::from_secs(10);
 
 /// Processes other than this one whose command line names a path inside one of `dirs`.
 fn stragglers(dirs: &[PathBuf]) -> Vec<String> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let me = std::process::id();
-    procs
-        .filter_map(|e| e.ok())
-        .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path())))
-        .filter(|(pid, _)| *pid != me)
-        .filter_map(|(pid, path)| {
-            let cmdline = std::fs::read(path.join("cmdline")).ok()?;
-            let args: Vec<String> = cmdline
-                .split(|b| *b == 0)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
+    process::pids()
+        .into_iter()
+        .filter(|pid| *pid != me)
+        .filter_map(|pid| {
+            let args = process::cmdline(pid)?;
             args.iter()
                 .any(|a| dirs.iter().any(|d| Path::new(a).starts_with(d)))
                 .then(|| format!("pid {pid} ({})", args.join(" ").trim()))
@@ -123,9 +120,16 @@ fn stragglers(dirs: &[PathBuf]) -> Vec<String> {
 /// the OOM killer): the state files in `dir` whose process is gone. Only steps with
 /// fsynclab's shape are undone; every undo is checked; a state file stays while anything
 /// it records is left. Sysctls are restored only while no running fsynclab holds the
-/// sysctl lock.
-pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupReport> {
-    let mut report = CleanupReport::default();
+/// sysctl lock. Two cleanups take turns (one would otherwise rewrite a state file the other
+/// has just removed, issue 19): the second reads the state files once the first is done.
+pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupOutcome> {
+    let _turn = match MachineLock::take(CLEANUP_LOCK) {
+        Ok(lock) => Some(lock),
+        // A user who cannot make the lock file has only work directories to remove.
+        Err(_) if !crate::sys::is_root() => None,
+        Err(e) => return Err(e),
+    };
+    let mut report = CleanupOutcome::default();
     let found = find_states(dir)?;
     if found.is_empty() {
         return Ok(report);

@@ -29,7 +29,7 @@ mod undo;
 
 pub(crate) use file::start_time;
 pub use leftovers::{
-    cleanup_leftovers, dead_leftovers, recorded_directories, sysctl_changes, CleanupReport, SysctlChanges,
+    cleanup_leftovers, dead_leftovers, recorded_directories, sysctl_changes, CleanupOutcome, SysctlChanges,
 };
 pub use step::Step;
 pub use undo::{teardown_failed, Undo, UndoOutcome};

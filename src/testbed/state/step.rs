@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::super::{bdi, loopdev, mount, names, sysctl};
+use super::super::{bdi, loopdev, mount, names, sysctl, tracefs};
 
 /// One thing done (or about to be), with what is needed to undo it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -134,8 +134,8 @@ impl Step {
                 device, file, previous, ..
             } => bdi::write(device, file, *previous),
             Step::Sysctl { name, previous } => sysctl::write(name, *previous),
-            Step::TraceInstance { name } => crate::explain::tracefs::remove_instance(name),
-            Step::Tracefs { mount_point } => crate::explain::tracefs::unmount_if_unused(mount_point),
+            Step::TraceInstance { name } => tracefs::remove_instance(name),
+            Step::Tracefs { mount_point } => tracefs::unmount_if_unused(mount_point),
         }
     }
 
@@ -195,9 +195,9 @@ impl Step {
             Step::Sysctl { name, .. } => {
                 (!sysctl::SETTABLE.contains(&name.as_str())).then(|| format!("vm.{name} is not a sysctl fsynclab sets"))
             }
-            Step::TraceInstance { name } => (!crate::explain::tracefs::is_instance_of(name, pid))
+            Step::TraceInstance { name } => (!tracefs::is_instance_of(name, pid))
                 .then(|| format!("trace instance {name} does not have the shape of one made by pid {pid}")),
-            Step::Tracefs { mount_point } => (mount_point != Path::new(crate::explain::tracefs::DEFAULT_MOUNT))
+            Step::Tracefs { mount_point } => (mount_point != Path::new(tracefs::DEFAULT_MOUNT))
                 .then(|| not_ours(mount_point, "the tracefs mount point fsynclab uses"))
                 .flatten(),
         }

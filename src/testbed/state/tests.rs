@@ -185,13 +185,6 @@ fn issue8_cleanup_reads_the_state_a_kill_left_half_written() {
 }
 
 #[test]
-fn start_time_tells_processes_apart() {
-    let mine = start_time(std::process::id()).expect("own start time");
-    assert!(start_time(1).is_some_and(|init| init <= mine));
-    assert_eq!(start_time(u32::MAX - 1), None);
-}
-
-#[test]
 fn last_words_name_what_is_left_and_how_to_undo_it() {
     let mut live = BTreeMap::new();
     assert_eq!(

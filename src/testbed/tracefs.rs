@@ -8,6 +8,17 @@
 //! so that a run killed at any moment leaves a record `fsynclab cleanup` can act on, and it
 //! is removed on every way out. tracefs is mounted only when it is not already, and
 //! unmounted afterwards only if fsynclab mounted it and no instance of anyone else remains.
+//!
+//! Runs and `fsynclab cleanup` calls share tracefs whatever their state directories, and an
+//! instance outlives an unmount of tracefs (it lives in the kernel, not in the mount). So
+//! each of these steps is taken under one machine-wide lock ([`MachineLock`]
+//! `tracefs`): finding or mounting tracefs and making the instance; removing an instance;
+//! counting the instances and unmounting. Without it (issue 19), one process could count
+//! no instance, another make its instance, and the first unmount tracefs under it (the
+//! second then failed to trace); two processes could each find no tracefs and mount it
+//! twice; two cleanups could remove the same instance (the kernel answers the second with
+//! ENODEV); and a removal that found tracefs unmounted under it took the missing directory
+//! for a removed instance.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -15,8 +26,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::environment::{parse_mountinfo, MountInfo};
-use crate::testbed::state::{Step, Undo};
+use super::machine_lock::MachineLock;
+use super::state::{Step, Undo};
+use crate::kernel::{mounts, MountInfo};
+
+/// The name of the machine-wide lock held around every change to tracefs.
+const LOCK: &str = "tracefs";
 
 /// Where tracefs is mounted when nothing else says so.
 pub(crate) const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
@@ -28,8 +43,7 @@ const MOUNT_SOURCE: &std::ffi::CStr = c"fsynclab";
 
 /// Whether the tracefs at `root` is one fsynclab mounted.
 fn mounted_by_fsynclab(root: &Path) -> bool {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    parse_mountinfo(&text)
+    mounts()
         .iter()
         .any(|m| m.fstype == "tracefs" && Path::new(&m.mount_point) == root && m.source == "fsynclab")
 }
@@ -55,15 +69,19 @@ pub(crate) fn find_mount_in(mounts: &[MountInfo]) -> Option<PathBuf> {
         .find(|p| p.join("instances").is_dir())
 }
 
+/// Whether this kernel has tracefs: mounted somewhere, or its usual mount point there.
+pub(crate) fn in_kernel() -> bool {
+    find_mount().is_some() || Path::new(DEFAULT_MOUNT).is_dir()
+}
+
 /// Where tracefs is mounted now, if anywhere.
 pub(crate) fn find_mount() -> Option<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    find_mount_in(&parse_mountinfo(&text))
+    find_mount_in(&mounts())
 }
 
 /// Finds tracefs, or mounts it at [`DEFAULT_MOUNT`] (as `mount -t tracefs fsynclab
-/// /sys/kernel/tracing` would) and records that on `undo`.
-pub(crate) fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
+/// /sys/kernel/tracing` would) and records that on `undo`. With the [`LOCK`] held.
+fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
     if let Some(root) = find_mount() {
         return Ok(root);
     }
@@ -103,16 +121,23 @@ fn mount_at(mount_point: &Path) -> Result<()> {
 /// Unmounts the tracefs fsynclab mounted at `mount_point`, unless someone else now has an
 /// instance in it or holds a file open: never lazily, since another tracer may be using it.
 pub(crate) fn unmount_if_unused(mount_point: &Path) -> Result<()> {
-    let mounted = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+    let _lock = MachineLock::take(LOCK)?;
+    unmount_if_unused_locked(mount_point)
+}
+
+/// [`unmount_if_unused`] with the [`LOCK`] held.
+fn unmount_if_unused_locked(mount_point: &Path) -> Result<()> {
+    let mounted = mounts()
         .iter()
         .any(|m| m.fstype == "tracefs" && Path::new(&m.mount_point) == mount_point);
     if !mounted {
         return Ok(());
     }
-    let instances = std::fs::read_dir(mount_point.join("instances"))
-        .map(|d| d.filter_map(|e| e.ok()).count())
-        .unwrap_or(0);
-    if instances > 0 {
+    // Instances that cannot be counted may be there: then it stays mounted.
+    let Ok(instances) = std::fs::read_dir(mount_point.join("instances")) else {
+        return Ok(());
+    };
+    if instances.filter_map(|e| e.ok()).count() > 0 {
         return Ok(());
     }
     let target = c_path(mount_point)?;
@@ -156,8 +181,28 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
+    /// Makes this process's next instance, finding or mounting tracefs for it; both are
+    /// recorded on `undo`, which removes them again.
+    pub(crate) fn make(undo: &mut Undo) -> Result<Instance> {
+        let name = next_instance_name();
+        // Recorded before it exists: a kill between mkdir and the record cannot leak it.
+        undo.record(Step::TraceInstance { name: name.clone() })?;
+        let _lock = MachineLock::take(LOCK)?;
+        // No fsynclab unmounts tracefs between our finding it and making the instance, but
+        // someone else may: then it is found (or mounted) again.
+        let mut attempts = 0;
+        loop {
+            let root = find_or_mount(undo)?;
+            match Instance::create(&root, &name) {
+                Ok(instance) => return Ok(instance),
+                Err(_) if attempts < 3 && !root.join("instances").is_dir() => attempts += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Makes instance `name` under the tracefs at `root`.
-    pub(crate) fn create(root: &Path, name: &str) -> Result<Instance> {
+    fn create(root: &Path, name: &str) -> Result<Instance> {
         let dir = root.join("instances").join(name);
         std::fs::create_dir(&dir).with_context(|| format!("cannot create the trace instance {}", dir.display()))?;
         Ok(Instance { dir })
@@ -207,9 +252,11 @@ impl Instance {
 
 /// Removes the instance `name` of the tracefs mounted now; if tracefs has been unmounted
 /// meanwhile, mounts it for the removal (the instance lives on in the kernel either way)
-/// and unmounts it again. A missing instance is not an error. rmdir is refused while a file
-/// of the instance is open, so a reader that is just closing gets a moment.
+/// and unmounts it again. A missing instance is not an error (ENODEV: the kernel has no
+/// instance of that name, though its directory was still listed). rmdir is refused while a
+/// file of the instance is open, so a reader that is just closing gets a moment.
 pub(crate) fn remove_instance(name: &str) -> Result<()> {
+    let _lock = MachineLock::take(LOCK)?;
     let (root, mounted_here) = match find_mount() {
         Some(root) => (root, false),
         None => {
@@ -225,7 +272,15 @@ pub(crate) fn remove_instance(name: &str) -> Result<()> {
                 result = Ok(());
                 break;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // Gone, unless tracefs itself is (unmounted by someone else than fsynclab).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !root.join("instances").is_dir() => {
+                result = Err(anyhow::anyhow!(
+                    "cannot remove the trace instance {name}: tracefs at {} was unmounted meanwhile; run `fsynclab cleanup`",
+                    root.display()
+                ));
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENODEV) => {
                 result = Ok(());
                 break;
             }
@@ -244,7 +299,7 @@ pub(crate) fn remove_instance(name: &str) -> Result<()> {
     // The run that mounted tracefs may have ended while this one still traced: whoever
     // removes the last instance from an fsynclab mount unmounts it.
     if mounted_here || mounted_by_fsynclab(&root) {
-        unmount_if_unused(&root)?;
+        unmount_if_unused_locked(&root)?;
     }
     result
 }
@@ -254,7 +309,7 @@ mod tests {
     use super::*;
 
     fn mounts(text: &str) -> Vec<MountInfo> {
-        parse_mountinfo(text)
+        crate::kernel::mountinfo::parse_mountinfo(text)
     }
 
     #[test]

@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use super::{Config, Coordination};
 use crate::measure::{OpKind, Recorder};
 use crate::params::Choice;
-use crate::result::{Cell, RunResult, Table};
 use crate::role::group_commit::Delay;
-use crate::scenario::{default_headline, Report};
+use crate::scenario::table::Cell;
+use crate::scenario::{default_headline, Views};
+use crate::scenario::{Measured, Table};
 use crate::units::{format_size, ms, us, Bytes};
 
 /// The flush time above which Wong found coordination to pay (the post's "about 8ms").
@@ -71,7 +72,7 @@ impl Row {
     }
 }
 
-impl crate::result::Row for Row {
+impl crate::scenario::table::Row for Row {
     const COLUMNS: &'static [&'static str] = &[
         "coordination",
         "threads",
@@ -160,7 +161,7 @@ impl Details {
     }
 }
 
-impl Report for Details {
+impl Views for Details {
     fn tables(&self) -> Vec<Table> {
         let delay = match self.delay_us {
             None => "avg-flush".to_string(),
@@ -193,7 +194,7 @@ impl Report for Details {
 
     /// The best transactions/s of the sweep with its strategy and thread count, the
     /// single-thread `none` rate it compares with, and the average flush time.
-    fn headline(&self, r: &RunResult) -> String {
+    fn headline(&self, r: &Measured<'_>) -> String {
         let clean = self.rows.iter().filter(|r| r.is_clean());
         let Some(best) = clean.clone().max_by(|a, b| a.tps.total_cmp(&b.tps)) else {
             return default_headline(r);
@@ -214,7 +215,7 @@ impl Report for Details {
         line
     }
 
-    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, _: &Measured<'_>) -> Vec<String> {
         let sync = match self.sync {
             OpKind::Fsync => crate::sync::SyncMethod::Fsync,
             _ => crate::sync::SyncMethod::Fdatasync,
@@ -263,7 +264,7 @@ mod tests {
             row(Coordination::None, 4, 100.0, 200, 200),
             row(Coordination::Wal, 4, 250.0, 500, 125),
         ]);
-        let f: Vec<String> = Report::findings(&d);
+        let f: Vec<String> = Views::findings(&d);
         assert!(f[0].contains("9.000 ms") && f[0].contains("at or above"), "{}", f[0]);
         assert!(f[1].contains("wal 250.00 tps = 2.50x none"), "{}", f[1]);
         assert_eq!(f[2], "coordination beat none at 1 of 1 thread counts");
@@ -275,13 +276,19 @@ mod tests {
         let mut failed = row(Coordination::None, 4, 273_488.0, 3, 3);
         failed.errors = 1;
         let d = details(vec![failed, row(Coordination::Wal, 4, 250.0, 500, 125)]);
-        let f: Vec<String> = Report::findings(&d);
+        let f: Vec<String> = Views::findings(&d);
         assert_eq!(
             f[1],
             "rows with failed calls, left out of every comparison: none x4 (1 failed)"
         );
         assert_eq!(f.len(), 2, "{f:?}");
-        let r = crate::scenario::tests_support::empty_result();
+        let (ops, environment) = (std::collections::BTreeMap::new(), Default::default());
+        let r = Measured {
+            environment: &environment,
+            ops: &ops,
+            samples: &[],
+            background: None,
+        };
         assert!(
             d.headline(&r).starts_with("best 250 tps (wal, 4 threads)"),
             "{}",

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{fs_mark, iozone};
 use crate::measure::stats::mean;
-use crate::result::{RunResult, Table};
-use crate::scenario::Report;
+use crate::scenario::Views;
+use crate::scenario::{Measured, Table};
 use crate::units::Bytes;
 
 /// What the run measured: iozone's rows, fs_mark's run, and the scheduler they ran under.
@@ -21,7 +21,7 @@ pub(crate) struct Details {
     pub(crate) fs_mark: Option<fs_mark::FsMarkRun>,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn tables(&self) -> Vec<Table> {
         let mut out = Vec::new();
         if !self.iozone.is_empty() {
@@ -45,7 +45,7 @@ impl Report for Details {
 
     /// `64k files write 1452 KB/s, rewrite 1788 KB/s; fs_mark 85.1 files/s, fsync p99 ...`
     /// (the 64k row, the seed's size, when it ran, else the first).
-    fn headline(&self, r: &RunResult) -> String {
+    fn headline(&self, r: &Measured<'_>) -> String {
         let mut parts = Vec::new();
         let row = self
             .iozone
@@ -77,7 +77,7 @@ impl Report for Details {
         )
     }
 
-    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, _: &Measured<'_>) -> Vec<String> {
         let mut lines = if self.iozone.is_empty() {
             Vec::new()
         } else {

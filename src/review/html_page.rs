@@ -1,4 +1,4 @@
-//! `fsynclab report RUN... | --matrix ID -o report.html`: the HTML report of [`crate::html`]
+//! `fsynclab report RUN... | --matrix ID -o report.html`: the HTML page of [`crate::html`]
 //! for runs named as `compare` names them, or for a stored matrix — its table, and of each
 //! cell the run whose figure is the median (every repetition would make a page too large to
 //! read, and the median run is the cell's typical one).
@@ -7,41 +7,41 @@ use anyhow::Result;
 
 use super::select::{pick, Picked};
 use crate::cli::ReportArgs;
-use crate::html::{self, Report, ReportRun};
+use crate::html::{self, Page, PageRun};
 use crate::matrix::table::StoredMatrix;
 use crate::record;
 use crate::result::RunResult;
 use crate::store::{SampleColumns, Store};
 
-pub(crate) fn report(args: &ReportArgs) -> Result<i32> {
+pub(crate) fn html_page(args: &ReportArgs) -> Result<i32> {
     // The store in use (read or not: a report of files still must not land on it).
     let store = record::store_path(args.store.store.as_deref(), false).ok().flatten();
     crate::output::check(&args.output, store.as_deref())?;
-    let report = match &args.matrix {
-        Some(id) => matrix_report(args, id)?,
-        None => runs_report(args)?,
+    let page = match &args.matrix {
+        Some(id) => matrix_page(args, id)?,
+        None => runs_page(args)?,
     };
-    let page = html::render(&report);
+    let html = html::render(&page);
     crate::output::write(&args.output, store.as_deref(), |out| {
         use std::io::Write;
-        Ok(out.write_all(page.as_bytes())?)
+        Ok(out.write_all(html.as_bytes())?)
     })?;
     note!(
         "{}: {} run{}{}, {} KB",
         args.output.display(),
-        report.runs.len(),
-        if report.runs.len() == 1 { "" } else { "s" },
-        if report.matrix.is_some() {
+        page.runs.len(),
+        if page.runs.len() == 1 { "" } else { "s" },
+        if page.matrix.is_some() {
             " and the matrix table"
         } else {
             ""
         },
-        page.len() / 1000
+        html.len() / 1000
     );
     Ok(0)
 }
 
-fn runs_report(args: &ReportArgs) -> Result<Report> {
+fn runs_page(args: &ReportArgs) -> Result<Page> {
     let mut opened: Option<Store> = None;
     let mut runs = Vec::new();
     for spec in &args.runs {
@@ -53,7 +53,7 @@ fn runs_report(args: &ReportArgs) -> Result<Report> {
                         opened = Some(store()?);
                     }
                     let store = opened.as_ref().ok_or_else(|| anyhow::anyhow!("no store"))?;
-                    ReportRun::from_stored(&record::read_run(store, summary.id)?)?
+                    PageRun::from_stored(&record::read_run(store, summary.id)?)?
                 }
                 Picked::File(path) => from_file(&path)?,
             });
@@ -63,18 +63,18 @@ fn runs_report(args: &ReportArgs) -> Result<Report> {
         [one] => format!("fsynclab report: {}", one.label),
         _ => format!("fsynclab report: {} runs", runs.len()),
     };
-    Ok(Report {
+    Ok(Page {
         title,
         runs,
         matrix: None,
     })
 }
 
-fn from_file(path: &std::path::Path) -> Result<ReportRun> {
+fn from_file(path: &std::path::Path) -> Result<PageRun> {
     let mut result = RunResult::load(path)?;
     if result.samples.is_empty() {
         if let Some(at) = result.stored.clone() {
-            // A suite's file keeps its samples in the store; the report wants them.
+            // A suite's file keeps its samples in the store; the page wants them.
             if let Ok(store) = Store::open_read_only(std::path::Path::new(&at.store)) {
                 if let Ok(run) = store.run(crate::store::RunId(at.run)) {
                     if run.uid == at.uid {
@@ -85,10 +85,10 @@ fn from_file(path: &std::path::Path) -> Result<ReportRun> {
         }
     }
     let samples = SampleColumns::from_records(&result.samples);
-    Ok(ReportRun::from_result(&path.display().to_string(), &result, samples))
+    Ok(PageRun::from_result(&path.display().to_string(), &result, samples))
 }
 
-fn matrix_report(args: &ReportArgs, id: &str) -> Result<Report> {
+fn matrix_page(args: &ReportArgs, id: &str) -> Result<Page> {
     let (store, _) = record::open_for_reading(args.store.store.as_deref())?;
     let stored = StoredMatrix::load(&store, id)?;
     let asked: Vec<String> = args.figure.iter().cloned().collect();
@@ -100,11 +100,11 @@ fn matrix_report(args: &ReportArgs, id: &str) -> Result<Report> {
     let table = stored.table(&figure, None)?;
     let mut runs = Vec::new();
     for (label, run_id) in stored.median_runs(&figure) {
-        let mut run = ReportRun::from_stored(&record::read_run(&store, run_id)?)?;
+        let mut run = PageRun::from_stored(&record::read_run(&store, run_id)?)?;
         run.label = format!("{label} (run {run_id}, the median {figure})");
         runs.push(run);
     }
-    Ok(Report {
+    Ok(Page {
         title: format!(
             "fsynclab matrix {id}: {} by {}",
             stored.plan.scenario, table.column_axis

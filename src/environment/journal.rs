@@ -5,17 +5,15 @@
 //! mode (ordered: the commit first writes the transaction's file data), the commit
 //! interval and the batch times.
 //!
-//! Sources:
-//! - ext2/3/4: `/proc/fs/ext4/DEV/options`, one option per line as the kernel applies them
-//!   (fs/ext4/super.c `ext4_seq_options_show`; `data=` is listed only with a journal), and
-//!   `/proc/fs/jbd2/DEV-INO/info`, present exactly when a jbd2 journal is (fs/jbd2/journal.c
-//!   `jbd2_seq_info_show`: "N transactions (M requested), each up to B blocks").
-//! - xfs: the superblock options in mountinfo (`logbufs=8,logbsize=32k`;
-//!   Documentation/admin-guide/xfs.rst gives the defaults).
-//! - btrfs: the superblock options in mountinfo (`commit=N` when not the default 30 s,
-//!   `flushoncommit`; Documentation/filesystems/btrfs.rst and the btrfs(5) manual page).
+//! Sources: for ext2/3/4, `/proc/fs/ext4/DEV/options` and the jbd2 journal's `info`, present
+//! exactly when it has one ([`crate::kernel::ext4`]); for xfs and btrfs, the superblock
+//! options in mountinfo (xfs `logbufs=8,logbsize=32k`, Documentation/admin-guide/xfs.rst
+//! gives the defaults; btrfs `commit=N` when not the default 30 s, `flushoncommit`,
+//! Documentation/filesystems/btrfs.rst and the btrfs(5) manual page).
 
 use serde::{Deserialize, Serialize};
+
+use crate::kernel::ext4::{Ext4Options, Jbd2Info};
 
 /// The journal settings of a filesystem.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -84,7 +82,7 @@ impl JournalInfo {
     }
 }
 
-/// The value of `name=` among comma- or line-separated options.
+/// The value of `name=` among the options (the last one, as the kernel takes it).
 fn option<'a>(options: impl Iterator<Item = &'a str>, name: &str) -> Option<&'a str> {
     let prefix = format!("{name}=");
     options.filter_map(|o| o.trim().strip_prefix(prefix.as_str())).last()
@@ -94,33 +92,18 @@ fn has(options: &str, sep: char, name: &str) -> bool {
     options.split(sep).any(|o| o.trim() == name)
 }
 
-/// ext2/3/4 from `/proc/fs/ext4/DEV/options` and, when the filesystem has a journal, the
-/// first line of `/proc/fs/jbd2/DEV-INO/info`.
-pub fn ext4(options: &str, jbd2_info: Option<&str>) -> JournalInfo {
-    let lines = || options.lines();
-    let num = |name: &str| option(lines(), name).and_then(|v| v.parse().ok());
-    let journal = jbd2_info.is_some();
+/// ext2/3/4 from its options and, when the filesystem has a journal, the jbd2 journal's info.
+pub fn ext4(options: &Ext4Options, jbd2: Option<&Jbd2Info>) -> JournalInfo {
+    let journal = jbd2.is_some();
+    let with_journal = |v: Option<u64>| if journal { v } else { None };
     JournalInfo {
         kind: if journal { "jbd2" } else { "none" }.into(),
-        data_mode: option(lines(), "data").map(str::to_string),
-        commit_interval_s: if journal { num("commit") } else { None },
-        min_batch_time_us: if journal { num("min_batch_time") } else { None },
-        max_batch_time_us: if journal { num("max_batch_time") } else { None },
-        barrier: match (has(options, '\n', "barrier"), has(options, '\n', "nobarrier")) {
-            (_, true) => Some(false),
-            (true, _) => Some(true),
-            _ => None,
-        },
-        max_transaction_blocks: jbd2_info.and_then(|info| {
-            let first = info.lines().next()?;
-            first
-                .split_once("each up to ")?
-                .1
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        }),
+        data_mode: options.data.clone(),
+        commit_interval_s: with_journal(options.commit_s),
+        min_batch_time_us: with_journal(options.min_batch_time_us),
+        max_batch_time_us: with_journal(options.max_batch_time_us),
+        barrier: options.barrier,
+        max_transaction_blocks: jbd2.and_then(|j| j.max_transaction_blocks),
         ..JournalInfo::default()
     }
 }
@@ -154,19 +137,7 @@ pub fn read(fstype: &str, dev_name: Option<&str>, super_options: &str) -> Option
     match fstype {
         "ext2" | "ext3" | "ext4" => {
             let dev = dev_name?;
-            let options = std::fs::read_to_string(format!("/proc/fs/ext4/{dev}/options")).ok()?;
-            // The journal's directory is named after the device and the journal inode.
-            let info = std::fs::read_dir("/proc/fs/jbd2").ok().and_then(|d| {
-                d.filter_map(|e| e.ok())
-                    .find(|e| {
-                        e.file_name()
-                            .to_str()
-                            .and_then(|n| n.rsplit_once('-'))
-                            .is_some_and(|(d, _)| d == dev)
-                    })
-                    .and_then(|e| std::fs::read_to_string(e.path().join("info")).ok())
-            });
-            Some(ext4(&options, info.as_deref()))
+            Some(ext4(&Ext4Options::read(dev)?, Jbd2Info::read(dev).as_ref()))
         }
         "xfs" => Some(xfs(super_options)),
         "btrfs" => Some(btrfs(super_options)),
@@ -184,7 +155,7 @@ mod tests {
 
     #[test]
     fn ext4_with_a_journal() {
-        let j = ext4(WITH_JOURNAL, Some(JBD2_INFO));
+        let j = ext4(&WITH_JOURNAL.parse().unwrap(), Some(&JBD2_INFO.parse().unwrap()));
         assert_eq!(j.kind, "jbd2");
         assert_eq!(j.data_mode.as_deref(), Some("ordered"));
         assert_eq!(j.commit_interval_s, Some(5));
@@ -200,7 +171,7 @@ mod tests {
     #[test]
     fn ext4_without_a_journal_has_no_commits() {
         // The project VM's root: no jbd2 directory, no data= line.
-        let j = ext4(WITHOUT, None);
+        let j = ext4(&WITHOUT.parse().unwrap(), None);
         assert_eq!(j.kind, "none");
         assert_eq!(j.data_mode, None);
         assert_eq!(j.commit_interval_s, None);

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::sysbench::{self, Summary};
 use crate::measure::{OpKind, OpStats};
-use crate::result::{RunResult, Table};
-use crate::scenario::Report;
+use crate::scenario::Views;
+use crate::scenario::{Measured, Table};
 use crate::units::{format_latency_ns, ms};
 
 /// What the run recorded: the file set, sysbench's summary, and the sync calls' own figures
@@ -20,7 +20,7 @@ pub(crate) struct Details {
     pub(crate) summary: Summary,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn tables(&self) -> Vec<Table> {
         let title = "sysbench fileio rndwr figures (requests are writes; syncs are 'Other')".to_string();
         vec![Table::of(title, std::slice::from_ref(&self.summary))]
@@ -52,7 +52,7 @@ impl Report for Details {
 
     /// What sysbench reported (requests/s, MiB/s) and what it cannot show, the sync calls'
     /// own p99 and worst latency.
-    fn headline(&self, _: &RunResult) -> String {
+    fn headline(&self, _: &Measured<'_>) -> String {
         let s = &self.summary;
         let mut line = format!("{:.0} requests/s ({:.1} MiB/s)", s.requests_per_s, s.mib_per_s);
         if self.syncs.count > 0 {
@@ -66,7 +66,7 @@ impl Report for Details {
         line
     }
 
-    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, _: &Measured<'_>) -> Vec<String> {
         let mut lines: Vec<String> = sysbench::prepare_lines(self.files, self.file_size).to_vec();
         lines.push(sysbench::TEST_LINE.to_string());
         lines.extend(sysbench::seed_lines(&self.summary));

@@ -1,9 +1,10 @@
-//! Which filesystem a path is on: `/proc/self/mountinfo`, parsed per
-//! Documentation/filesystems/proc.rst, section 3.5.
+//! `/proc/self/mountinfo`: what is mounted where, and which filesystem a path is on.
+//! Parsed per Documentation/filesystems/proc.rst, section 3.5 ("/proc/<pid>/mountinfo").
 
 use std::path::Path;
 use std::str::FromStr;
 
+/// One line of mountinfo.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MountInfo {
     pub mount_id: u32,
@@ -71,6 +72,12 @@ pub fn parse_mountinfo(text: &str) -> Vec<MountInfo> {
     text.lines().filter_map(|l| l.parse().ok()).collect()
 }
 
+/// This process's mounts now (none when /proc is not mounted), in mountinfo's order: of
+/// several mounts on one point, the last is on top.
+pub fn mounts() -> Vec<MountInfo> {
+    parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+}
+
 /// The mount that holds `path` (canonical): the longest mount point that is a prefix of it;
 /// of several mounts on the same point, the last (the one on top).
 pub fn mount_of<'a>(mounts: &'a [MountInfo], path: &Path) -> Option<&'a MountInfo> {
@@ -81,4 +88,37 @@ pub fn mount_of<'a>(mounts: &'a [MountInfo], path: &Path) -> Option<&'a MountInf
             Some(b) if b.mount_point.len() > m.mount_point.len() => Some(b),
             _ => Some(m),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = include_str!("../../tests/fixtures/mountinfo.txt");
+
+    #[test]
+    fn parses_mountinfo_fixture() {
+        let mounts = parse_mountinfo(MOUNTINFO);
+        assert_eq!(mounts.len(), 6);
+        let root = &mounts[0];
+        assert_eq!(root.fstype, "ext4");
+        assert_eq!(root.source, "/dev/vda");
+        assert_eq!((root.major, root.minor), (254, 0));
+        assert_eq!(root.mount_options, "rw,relatime");
+        assert_eq!(root.super_options, "rw");
+        let spaced = mounts.iter().find(|m| m.fstype == "xfs").unwrap();
+        assert_eq!(spaced.mount_point, "/mnt/with space");
+    }
+
+    #[test]
+    fn longest_prefix_and_topmost_mount_wins() {
+        let mounts = parse_mountinfo(MOUNTINFO);
+        assert_eq!(mount_of(&mounts, Path::new("/home/u/x")).unwrap().fstype, "ext4");
+        assert_eq!(mount_of(&mounts, Path::new("/tmp/fsynclab-1")).unwrap().fstype, "tmpfs");
+        assert_eq!(mount_of(&mounts, Path::new("/mnt/with space/a")).unwrap().fstype, "xfs");
+        // Two mounts on /srv: the later one is on top.
+        assert_eq!(mount_of(&mounts, Path::new("/srv/db")).unwrap().fstype, "btrfs");
+        // A sibling whose name merely starts the same is not inside.
+        assert_eq!(mount_of(&mounts, Path::new("/tmpx")).unwrap().fstype, "ext4");
+    }
 }

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::cells::{self, CellRow};
-use crate::result::{RunResult, Table};
-use crate::scenario::Report;
+use crate::scenario::Views;
+use crate::scenario::{Measured, Table};
 use crate::units::{format_size, Bytes};
 
 /// What the run measured: each (case, method) cell over all its slots, and each slot as it
@@ -18,7 +18,7 @@ pub(crate) struct Details {
     pub(crate) slots: Vec<cells::Slot>,
 }
 
-impl Report for Details {
+impl Views for Details {
     fn tables(&self) -> Vec<Table> {
         let title = format!(
             "datasync: {} write + sync per operation, {} interleaved round(s); latency in us",
@@ -33,14 +33,14 @@ impl Report for Details {
     }
 
     /// The first finding: fdatasync against fsync on the seed's case, when both ran.
-    fn headline(&self, r: &RunResult) -> String {
+    fn headline(&self, r: &Measured<'_>) -> String {
         match cells::findings(&self.cells).into_iter().next() {
             Some(f) => f,
             None => crate::scenario::default_headline(r),
         }
     }
 
-    fn seed_lines(&self, _: &RunResult) -> Vec<String> {
+    fn seed_lines(&self, _: &Measured<'_>) -> Vec<String> {
         self.slots.iter().map(|s| s.seed_line(self.write_size)).collect()
     }
 }
