@@ -144,6 +144,19 @@ fn smoke(seed: &str, rows: usize) -> Vec<Value> {
             assert!(stored.contains(&id.as_i64().unwrap()), "run {id} is not listed: {row}");
         }
     }
+    // The same rows again from the store alone, without root or a run.
+    let shown = fsynclab()
+        .args(["reproduce", "--show", "reproduce1", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", String::from_utf8_lossy(&shown.stderr));
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(
+        shown["seeds"][0]["rows"], seeds[0]["rows"],
+        "--show judges the stored runs alike"
+    );
+    assert_eq!(shown["size"], "smoke");
     assert_eq!(traces_under(&work), Vec::<String>::new(), "left behind");
     found
 }

@@ -168,7 +168,8 @@ first how long it takes and how much memory its emulated disks need.
 Examples:
   fsynclab reproduce                          all five seeds, quick
   fsynclab reproduce 003 --format markdown    seed 003, as a table for a mailing list
-  fsynclab reproduce --full --format json > reproduce.json";
+  fsynclab reproduce --full --format json > reproduce.json
+  fsynclab reproduce --show reproduce3 --format markdown   a stored one again, as a table";
 
 /// `fsynclab reproduce [SEED...] [--quick|--full] [--format text|markdown|json]`
 #[derive(Debug, Args)]
@@ -185,6 +186,10 @@ pub struct ReproduceArgs {
     /// Seconds a configuration, every row produced: the tests' short configuration
     #[arg(long, hide = true, conflicts_with_all = ["quick", "full"])]
     pub smoke: bool,
+    /// Print the rows of stored reproduction ID again (reproduce3), judged on its stored
+    /// runs, in any --format; runs nothing
+    #[arg(long, value_name = "ID", conflicts_with_all = ["quick", "full", "smoke"])]
+    pub show: Option<String>,
     /// What to print on stdout
     #[arg(long, short = 'f', value_enum, default_value_t = TableFormat::Text)]
     pub format: TableFormat,

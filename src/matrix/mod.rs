@@ -251,6 +251,7 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
         figures,
         columns: args.columns.clone().or(from_file.columns),
         implied_scratch: false,
+        origin: None,
     })
 }
 

@@ -53,6 +53,9 @@ pub(crate) struct Plan {
     /// Whether `scratch` was added because a scratch-only axis or option needed it.
     #[serde(default)]
     pub(crate) implied_scratch: bool,
+    /// What made the matrix when `fsynclab matrix` did not: `fsynclab reproduce --quick`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) origin: Option<String>,
 }
 
 /// One cell: a value of every axis, in axis order.
@@ -351,6 +354,7 @@ mod tests {
             figures: Vec::new(),
             columns: None,
             implied_scratch: false,
+            origin: None,
         }
     }
 

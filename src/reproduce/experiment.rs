@@ -35,6 +35,22 @@ impl Size {
         }
     }
 
+    /// `quick`, `full`, `smoke`: the flag's name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Size::Quick => "quick",
+            Size::Full => "full",
+            Size::Smoke => "smoke",
+        }
+    }
+
+    /// The size a matrix's origin names (`fsynclab reproduce --full`).
+    pub(crate) fn of_origin(origin: &str) -> Option<Size> {
+        [Size::Quick, Size::Full, Size::Smoke]
+            .into_iter()
+            .find(|s| origin.ends_with(&format!("--{}", s.name())))
+    }
+
     /// `quick` or `full`'s value (a smoke run starts from the quick one).
     pub(crate) fn pick<T>(self, quick: T, full: T) -> T {
         match self {
@@ -141,8 +157,8 @@ impl Group {
         self
     }
 
-    /// The group as a matrix plan, `repeat` runs a cell.
-    pub(crate) fn plan(&self, repeat: u32) -> Plan {
+    /// The group as a matrix plan of a reproduction at `size`.
+    pub(crate) fn plan(&self, size: Size) -> Plan {
         Plan {
             scenario: self.scenario.to_string(),
             sets: self.sets.clone(),
@@ -159,10 +175,11 @@ impl Group {
                     values: values.clone(),
                 })
                 .collect(),
-            repeat,
+            repeat: self.repeat(size),
             figures: self.figures.iter().map(|f| f.to_string()).collect(),
             columns: None,
             implied_scratch: false,
+            origin: Some(format!("fsynclab reproduce --{}", size.name())),
         }
     }
 }

@@ -123,7 +123,9 @@ pub(crate) struct Reproduction {
     pub(crate) machine: String,
     pub(crate) store: String,
     pub(crate) started_at: String,
-    pub(crate) duration_s: f64,
+    /// The wall time of the command that made the runs (absent when shown again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) duration_s: Option<f64>,
     pub(crate) runs: usize,
     pub(crate) interrupted: bool,
     pub(crate) seeds: Vec<SeedReport>,
@@ -132,6 +134,9 @@ pub(crate) struct Reproduction {
 pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     // Plan: bad input is refused before anything is made.
     let experiments = select(&args.seeds)?;
+    if let Some(id) = &args.show {
+        return show(id, &experiments, args);
+    }
     let size = match (args.full, args.smoke) {
         (true, _) => Size::Full,
         (false, true) => Size::Smoke,
@@ -249,7 +254,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         machine: machine.machine_line(),
         store: record::shown(&path),
         started_at,
-        duration_s: clock.elapsed().as_secs_f64(),
+        duration_s: Some(clock.elapsed().as_secs_f64()),
         runs: progress.done,
         interrupted: ended_by.is_some(),
         seeds: measured
@@ -283,6 +288,92 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         (None, 0) => 0,
         (None, _) => 1,
     })
+}
+
+/// `--show ID`: a stored reproduction's rows, judged again on its stored runs (the seeds
+/// `experiments` names, of those it has).
+fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs) -> Result<i32> {
+    let (store, path) = record::open_for_reading(args.store.store.as_deref())?;
+    let matrices = store.matrices_with_prefix(&format!("{id}-"))?;
+    if matrices.is_empty() {
+        return Err(Usage(format!(
+            "--show {id}: no reproduction {id} in {} (`fsynclab runs --grep {ID_PREFIX}` lists the stored runs of every one)",
+            record::shown(&path)
+        ))
+        .into());
+    }
+    let mut size = Size::Quick;
+    let mut seeds: Vec<SeedReport> = Vec::new();
+    let mut runs = 0;
+    let mut machine = String::new();
+    for e in experiments {
+        let mut m = Measured::default();
+        let mut ids = Vec::new();
+        for record in &matrices {
+            let Some(rest) = record.id.strip_prefix(&format!("{id}-{}", e.seed())) else {
+                continue;
+            };
+            let plan: Plan = serde_json::from_value(record.plan.clone())
+                .map_err(|err| anyhow::anyhow!("matrix {}: a plan this fsynclab cannot read ({err})", record.id))?;
+            size = plan.origin.as_deref().and_then(Size::of_origin).unwrap_or(size);
+            let name = rest.trim_start_matches('-');
+            let Some(group) = e.groups(size).into_iter().find(|g| g.name == name) else {
+                continue;
+            };
+            ids.push(record.id.clone());
+            let filter = crate::store::RunFilter {
+                matrix_id: Some(record.id.clone()),
+                ..Default::default()
+            };
+            for summary in store.runs(&filter)?.into_iter().filter(|r| !r.interrupted) {
+                let (Some(place), Ok(result)) = (summary.matrix.clone(), summary.head.clone()) else {
+                    continue;
+                };
+                runs += 1;
+                if machine.is_empty() {
+                    machine = result.environment.machine_line();
+                }
+                let run = Run {
+                    id: Some(summary.id.0),
+                    result,
+                };
+                match m
+                    .cells
+                    .iter_mut()
+                    .find(|c| c.group == group.name && c.axes == place.axes)
+                {
+                    Some(c) => c.runs.push(run),
+                    None => m.cells.push(CellRuns {
+                        group: group.name,
+                        axes: place.axes,
+                        runs: vec![run],
+                    }),
+                }
+            }
+        }
+        if ids.is_empty() {
+            continue;
+        }
+        seeds.push(SeedReport {
+            seed: e.seed(),
+            title: e.title(),
+            era: e.era(size),
+            matrices: ids,
+            rows: e.rows(&m).into_iter().map(|row| with_disturbances(row, &m)).collect(),
+        });
+    }
+    let reproduction = Reproduction {
+        id: id.to_string(),
+        size,
+        machine,
+        store: record::shown(&path),
+        started_at: matrices.iter().map(|m| m.created_at.clone()).min().unwrap_or_default(),
+        duration_s: None,
+        runs,
+        interrupted: false,
+        seeds,
+    };
+    crate::review::print(&render::render(&reproduction, args.format)?)
 }
 
 /// `row` with a warning in its reason for every run behind it whose writeback sysctls
@@ -322,7 +413,7 @@ fn plan_groups(
     let mut out = Vec::new();
     for e in experiments {
         for group in e.groups(size) {
-            let mut plan = group.plan(group.repeat(size));
+            let mut plan = group.plan(size);
             if size == Size::Smoke {
                 let smoke = SMOKE_SETS
                     .iter()

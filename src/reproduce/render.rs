@@ -49,13 +49,16 @@ fn tally(r: &Reproduction) -> String {
 }
 
 fn heading(r: &Reproduction) -> String {
+    let took = match r.duration_s {
+        Some(s) => format!(" in {}", clock(std::time::Duration::from_secs_f64(s.max(0.0)))),
+        None => format!(" (stored, made from {})", r.started_at),
+    };
     format!(
-        "fsynclab reproduce {}: {}; {}; {} runs in {}{}",
+        "fsynclab reproduce {}: {}; {}; {} runs{took}{}",
         r.id,
         size_words(r.size),
         r.machine,
         r.runs,
-        clock(std::time::Duration::from_secs_f64(r.duration_s.max(0.0))),
         if r.interrupted { " (interrupted)" } else { "" }
     )
 }
@@ -161,7 +164,7 @@ mod tests {
             machine: "Linux 6.18, 2 CPUs".into(),
             store: "s.sqlite".into(),
             started_at: "2026-11-23T00:00:00Z".into(),
-            duration_s: 125.0,
+            duration_s: Some(125.0),
             runs: 3,
             interrupted: false,
             seeds: vec![SeedReport {
