@@ -8,14 +8,14 @@ use anyhow::Result;
 use super::experiment::Size;
 use super::verdict::Verdict;
 use super::Reproduction;
-use crate::cli::TableFormat;
+use crate::cli::ReproduceFormat;
 use crate::matrix::clock;
 
-pub(crate) fn render(r: &Reproduction, format: TableFormat) -> Result<String> {
+pub(crate) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String> {
     Ok(match format {
-        TableFormat::Text => text(r),
-        TableFormat::Markdown => markdown(r),
-        TableFormat::Json => serde_json::to_string_pretty(r)? + "\n",
+        ReproduceFormat::Text => text(r),
+        ReproduceFormat::Markdown => markdown(r),
+        ReproduceFormat::Json => serde_json::to_string_pretty(r)? + "\n",
     })
 }
 
@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn issue20_text_shows_every_row_with_its_source_and_verdict() {
-        let t = render(&reproduction(), TableFormat::Text).unwrap();
+        let t = render(&reproduction(), ReproduceFormat::Text).unwrap();
         assert!(
             t.starts_with(
                 "fsynclab reproduce reproduce1: quick, 1 run a configuration (3 for seeds 001 and 002); Linux 6.18, 2 CPUs; 3 runs in 2m05s\n"
@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn issue20_markdown_is_one_table_row_per_finding() {
-        let md = render(&reproduction(), TableFormat::Markdown).unwrap();
+        let md = render(&reproduction(), ReproduceFormat::Markdown).unwrap();
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| 000 |")).collect();
         assert_eq!(rows.len(), 2, "{md}");
         assert!(
@@ -211,7 +211,7 @@ mod tests {
             assert_eq!(l.replace("\\|", "").matches('|').count(), 7, "six columns: {l}");
         }
         let json: serde_json::Value =
-            serde_json::from_str(&render(&reproduction(), TableFormat::Json).unwrap()).unwrap();
+            serde_json::from_str(&render(&reproduction(), ReproduceFormat::Json).unwrap()).unwrap();
         assert_eq!(json["seeds"][0]["rows"][0]["verdict"], "reproduced");
         assert_eq!(json["seeds"][0]["rows"][0]["runs"], serde_json::json!([4]));
     }
