@@ -40,7 +40,7 @@ pub mod workdir;
 pub use workdir::WorkDir;
 
 use device::fuse::{DeviceMark, EmulatedDevice};
-use device::DeviceProfile;
+use device::{DeviceControl, DeviceProfile};
 pub use request::{Key, Place, Spelling, TestbedRequest};
 use state::{Step, Undo};
 
@@ -59,6 +59,8 @@ pub struct Prepared {
     device_mark: std::sync::Mutex<Option<DeviceMark>>,
     device: Option<EmulatedDevice>,
     _switch: Option<deadman::Switch>,
+    /// Taken off its disk ([`Prepared::unplug`]): no loop device, no device to count.
+    unplugged: bool,
 }
 
 impl Drop for Prepared {
@@ -85,6 +87,9 @@ impl Prepared {
     /// Callers read it just before a run and hand it to [`Prepared::annotate`] after; so
     /// reading it also marks where the emulated device's activity of the run starts.
     pub fn flushes(&self) -> Option<u64> {
+        if self.unplugged {
+            return None;
+        }
         match (&self.device, &self.scratch) {
             (Some(d), _) => {
                 let mark = d.mark();
@@ -96,9 +101,52 @@ impl Prepared {
         }
     }
 
+    /// The emulated device's controls (power cuts, injected faults, stopping time), if the
+    /// scratch filesystem is on an emulated disk.
+    pub fn device_control(&self) -> Option<DeviceControl> {
+        self.device.as_ref().map(EmulatedDevice::control)
+    }
+
+    /// The scratch filesystem's image: for an emulated disk, its media, which holds exactly
+    /// what has reached it.
+    pub fn image(&self) -> Option<&Path> {
+        self.scratch.as_ref().map(|s| Path::new(&s.image))
+    }
+
+    /// Takes the scratch filesystem off its disk, as after a power cut: undoes every step
+    /// recorded after the image was made (the mount, whose writes now fail if the power is
+    /// cut; the scheduler; the loop device; the emulated device; sysctls set for the run)
+    /// and leaves the image where it is, as the disk left it, for a plain loop device
+    /// (`losetup`, then mount: the filesystem replays its journal). The image's directory and
+    /// tmpfs are undone when this is dropped. Returns the image's path. Whatever holds the
+    /// filesystem (an open file, a process working in it) must be gone first: the unmount
+    /// is refused otherwise, and said so.
+    pub fn unplug(&mut self) -> Result<PathBuf> {
+        let image = self
+            .image()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| anyhow::anyhow!("unplug: there is no scratch image"))?;
+        let holds_image = |s: &Step| matches!(s, Step::Tmpfs { .. } | Step::Directory { .. });
+        self.undo.undo_above(holds_image);
+        if !self.undo.last().is_some_and(holds_image) {
+            // The device stays until the drop retries what is left above the image.
+            anyhow::bail!(
+                "unplug: {} could not be undone (said above why); closing what holds it lets the end of the run finish",
+                self.undo.last().map_or_else(|| "a step".to_string(), Step::describe)
+            );
+        }
+        self.device = None;
+        self.unplugged = true;
+        *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(image)
+    }
+
     /// The scratch loop device (`/dev/loop3`), if there is one.
     pub fn loop_device(&self) -> Option<&str> {
-        self.scratch.as_ref().map(|s| s.loop_device.as_str())
+        self.scratch
+            .as_ref()
+            .filter(|_| !self.unplugged)
+            .map(|s| s.loop_device.as_str())
     }
 
     fn flushes_counted_by(&self) -> &'static str {
@@ -183,10 +231,19 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
     let mut switch = None;
     let mut undo = Undo::new();
     let (dir, scratch) = match &request.place {
-        Place::Scratch(s) => {
-            let made = scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch)?;
-            (made.mount_point, Some(made.info))
-        }
+        Place::Scratch(s) => match scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch) {
+            Ok(made) => (made.mount_point, Some(made.info)),
+            Err(e) => {
+                // As `Prepared::drop` does: the emulated device holds its media open on the
+                // tmpfs, so it goes after what is above the tmpfs and before the tmpfs
+                // (a mount that failed left the tmpfs busy, for `fsynclab cleanup`).
+                if device.is_some() {
+                    undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
+                }
+                drop(device);
+                return Err(e);
+            }
+        },
         Place::Dir(dir) => {
             // A directory that is not there is said before anything else (issue 14's
             // review: the explanation's note came first for a user without root).
@@ -194,30 +251,32 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
             (dir.clone(), None)
         }
     };
-    let mut sysctls_set = BTreeMap::new();
+    // From here a failure drops the `Prepared`, which undoes in the right order.
+    let mut prepared = Prepared {
+        dir,
+        undo,
+        _sysctl_lock: sysctl_lock,
+        scratch,
+        profile: request.scratch().map(|s| s.device.clone()),
+        sysctls_set: BTreeMap::new(),
+        device_mark: std::sync::Mutex::new(None),
+        device,
+        _switch: switch,
+        unplugged: false,
+    };
     for s in &request.sysctls {
         let (in_force, previous) = sysctl::in_force(s.name)?;
-        undo.perform(
+        prepared.undo.perform(
             Step::Sysctl {
                 name: in_force,
                 previous,
             },
             || sysctl::write(s.name, s.value),
         )?;
-        sysctls_set.insert(s.name.to_string(), s.value);
+        prepared.sysctls_set.insert(s.name.to_string(), s.value);
     }
     pause::point("prepared");
-    Ok(Prepared {
-        dir,
-        undo,
-        _sysctl_lock: sysctl_lock,
-        scratch,
-        profile: request.scratch().map(|s| s.device.clone()),
-        sysctls_set,
-        device_mark: std::sync::Mutex::new(None),
-        device,
-        _switch: switch,
-    })
+    Ok(prepared)
 }
 
 /// Takes the sysctl lock for a run that sets sysctls, or refuses the run.

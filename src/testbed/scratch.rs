@@ -280,6 +280,15 @@ pub fn provision(
         },
     )
     .map_err(|e| {
+        if let DeviceProfile::Emulated(p) = &request.device {
+            if !p.figures.faults.is_empty() {
+                return anyhow::anyhow!(Usage(format!(
+                    "--device {}: mount failed with the fail= rules in force from the device's start ({e:#}); \
+                     let mount through with after=N or after=DURATION",
+                    p.name
+                )));
+            }
+        }
         if request.spec.mount_options.is_empty() {
             e
         } else {

@@ -153,6 +153,11 @@ impl Undo {
         self.failed_earlier.extend(outcome.kept);
     }
 
+    /// The step on top of the stack (the last one recorded and not undone).
+    pub fn last(&self) -> Option<&Step> {
+        self.steps.last()
+    }
+
     /// Undoes every step in reverse order, checking each; what could not be undone stays
     /// in the stack and its state file.
     pub fn undo_all(&mut self) -> UndoOutcome {
