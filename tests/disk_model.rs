@@ -133,11 +133,14 @@ fn issue9_random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_thr
 }
 
 fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
+    // Issue 20 bounded the cache to 32 segments on the hard disks: the first half checks the
+    // unbounded cache this test was written for (`segments=0`), the second the profile's.
     // The tests that time the emulated disk take turns: one's load would slow another's daemon.
     let _turn = common::one_at_a_time();
     let dir = backing();
     {
-        let target = scratch("hdd-5400", dir.path());
+        // A cache without segments (`segments=0`): every write it has room for is held.
+        let target = scratch("hdd-5400,segments=0", dir.path());
         let f = prefilled(target.dir());
         let _ = target.flushes(); // marks the start of the measured stretch
         let buf = fsynclab::sys::AlignedBuf::filled(4096, 0);
@@ -171,6 +174,34 @@ fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
         assert!(
             per_op_ms > 1.0,
             "{per_op_ms:.2} ms a block: 32 MiB of random blocks are not that close"
+        );
+    }
+    {
+        // The profile's cache of 32 segments (issue 20): it holds at most 32 separate
+        // writes, so the writes after the 32nd wait for one to drain, and the flush finds
+        // at most 32 waiting.
+        let target = scratch("hdd-5400", dir.path());
+        let f = prefilled(target.dir());
+        let _ = target.flushes();
+        let buf = fsynclab::sys::AlignedBuf::filled(4096, 0);
+        for off in random_blocks(300) {
+            f.write_all_at(buf.as_slice(), off).unwrap();
+        }
+        let start = Instant::now();
+        f.sync_data().unwrap();
+        let flush = start.elapsed();
+        let a = target.device_activity().expect("an emulated device");
+        assert!(a.writes_waited_for_room > 200, "{a:?}");
+        let pending = a.flush_pending_bytes_max.unwrap_or(0) / 4096;
+        // 32 segments waiting, and the write on the actuator.
+        assert!(
+            (1..=33).contains(&pending),
+            "the flush found {pending} blocks waiting: {a:?}"
+        );
+        let per_op_ms = (a.positioning_ms + a.transfer_ms) / a.media_ops as f64;
+        assert!(
+            flush.as_secs_f64() < 1.5 * per_op_ms * pending as f64 / 1e3 + 0.05,
+            "flush of {pending} cached blocks took {flush:?} at {per_op_ms:.2} ms a block ({a:?})"
         );
     }
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");

@@ -89,6 +89,9 @@ pub struct DiskModelInfo {
     pub bus_bytes_per_s: Option<u64>,
     pub command_latency_us: f64,
     pub cache_bytes: u64,
+    /// The separate writes the cache holds at most (`segments=`; absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_segments: Option<u32>,
     /// `volatile`, `battery-backed`, or `none` (write-through).
     pub cache: String,
     pub flush_cost_ms: f64,
