@@ -35,7 +35,7 @@ pub(super) const KEYS: [(&str, &str); 16] = [
     ("cache=SIZE", "volatile write cache (0: write-through)"),
     (
         "segments=N",
-        "separate writes the cache holds at most (0: as many as fit; the hard disks: 32)",
+        "runs of contiguous writes the cache holds at most (0: as many as fit; the hard disks: 32)",
     ),
     (
         "nvcache=SIZE",
