@@ -34,7 +34,11 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Probe { common } => measure(&probe::Probe, &common),
         Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
         Command::Explain { result, store } => crate::review::explain(&result, store.store.as_deref()),
-        Command::Exec(args) => crate::exec::run(&args.target.request()?, &args.command, args.output.as_ref()),
+        Command::Exec(args) => {
+            let request = args.target.request()?;
+            let cut = crate::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
+            crate::exec::run(&request, &args.command, args.output.as_ref(), cut.as_ref())
+        }
         Command::ListDevices => crate::review::print(&crate::testbed::device::profile::listing()),
         Command::Runs(args) => crate::review::runs(&args),
         Command::Export(args) => crate::review::export(&args),
@@ -80,6 +84,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         crate::output::check(path, store.as_deref())?;
     }
     let request = args.target.request()?;
+    planned.check_testbed(&request)?;
 
     let session = match Session::open(&request, planned.plan.space_needed(), "nothing was measured")? {
         Opened::Ready(s) => s,

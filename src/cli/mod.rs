@@ -213,6 +213,16 @@ pub struct ExecArgs {
     /// disk did, as JSON to FILE
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Cut the emulated disk's power while the command runs: after=DURATION, flushes=N,
+    /// writes=N, random=DURATION or now; then keep=none|prefix|any|torn and seed=N (e.g.
+    /// after=5s,keep=prefix). The command is stopped, the filesystem recovers from what the
+    /// drive kept, and --check runs on it
+    #[arg(long, value_name = "PLAN", help_heading = "Power cut")]
+    pub cut: Option<String>,
+    /// After the cut, run this shell command on the recovered filesystem (its working
+    /// directory): its exit status is fsynclab's, its verdict on what survived
+    #[arg(long, value_name = "COMMAND", requires = "cut", help_heading = "Power cut")]
+    pub check: Option<String>,
     /// The command and its arguments, after `--`; it runs in the scratch filesystem with
     /// FSYNCLAB_DIR and FSYNCLAB_LOOP_DEVICE set
     #[arg(last = true, required = true, value_name = "COMMAND")]
@@ -238,32 +248,25 @@ pub struct TargetArgs {
     #[arg(
         long,
         value_name = "OPTS",
-        requires = "scratch",
         allow_hyphen_values = true,
         help_heading = "Scratch target"
     )]
     pub mkfs_opts: Option<String>,
     /// Size of the scratch image [default: what the scenario needs plus a margin, at least 1G]
-    #[arg(long, value_name = "SIZE", requires = "scratch", help_heading = "Scratch target")]
+    #[arg(long, value_name = "SIZE", help_heading = "Scratch target")]
     pub scratch_size: Option<String>,
     /// Directory that holds the scratch image and mount point [default: .]
-    #[arg(long, value_name = "DIR", requires = "scratch", help_heading = "Scratch target")]
+    #[arg(long, value_name = "DIR", help_heading = "Scratch target")]
     pub backing: Option<PathBuf>,
     /// I/O scheduler of the scratch loop device (none, mq-deadline, bfq, kyber), with
     /// tunables after a colon: bfq:slice_idle=8,low_latency=0
-    #[arg(
-        long,
-        value_name = "NAME[:TUNABLE=VALUE,...]",
-        requires = "scratch",
-        help_heading = "Scratch target"
-    )]
+    #[arg(long, value_name = "NAME[:TUNABLE=VALUE,...]", help_heading = "Scratch target")]
     pub scheduler: Option<String>,
     /// Disk behind the scratch filesystem: host (default), ram, hdd-5400, hdd-7200, ssd-sata,
     /// nvme, san, PROFILE,KEY=VALUE... (`fsynclab list-devices` shows their figures)
     #[arg(
         long,
         value_name = "PROFILE",
-        requires = "scratch",
         long_help = crate::testbed::device::PROFILES_HELP,
         help_heading = "Scratch target"
     )]
@@ -271,12 +274,7 @@ pub struct TargetArgs {
     /// Per-device dirty limits of the scratch loop device, restored afterwards:
     /// strict_limit=0|1, max_bytes=SIZE, max_ratio=PERCENT, min_bytes=SIZE, min_ratio=PERCENT
     /// (/sys/class/bdi/MAJ:MIN/), e.g. strict_limit=1,max_bytes=4M
-    #[arg(
-        long,
-        value_name = "KNOB=VALUE,...",
-        requires = "scratch",
-        help_heading = "Scratch target"
-    )]
+    #[arg(long, value_name = "KNOB=VALUE,...", help_heading = "Scratch target")]
     pub bdi: Option<String>,
     /// vm.dirty_ratio for the run (restored afterwards; root)
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(0..=100), help_heading = "Writeback sysctls")]
@@ -481,7 +479,7 @@ mod tests {
         let flags: Vec<String> = run
             .get_arguments()
             .filter_map(|a| a.get_long())
-            .filter(|l| !["output", "help"].contains(l))
+            .filter(|l| !["output", "cut", "check", "help"].contains(l))
             .map(str::to_string)
             .collect();
         let keys: Vec<String> = Key::ALL.map(|k| k.name().to_string()).to_vec();
