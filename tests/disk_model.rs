@@ -178,8 +178,7 @@ fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
     }
     {
         // The profile's cache of 32 segments (issue 20): it holds at most 32 separate
-        // writes, so the writes after the 32nd wait for one to drain, and the flush finds
-        // at most 32 waiting.
+        // writes, so writes wait for one to drain, and the flush finds at most 32 waiting.
         let target = scratch("hdd-5400", dir.path());
         let f = prefilled(target.dir());
         let _ = target.flushes();
@@ -191,7 +190,11 @@ fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
         f.sync_data().unwrap();
         let flush = start.elapsed();
         let a = target.device_activity().expect("an emulated device");
-        assert!(a.writes_waited_for_room > 200, "{a:?}");
+        // However fast the drain keeps up on a loaded machine, the cache held its 32
+        // segments and the few writes on their way to the media, never the 300 that the
+        // unsegmented cache above took in.
+        assert!(a.writes_waited_for_room > 0, "{a:?}");
+        assert!(a.cache_max_bytes < 40 * 4096, "{a:?}");
         let pending = a.flush_pending_bytes_max.unwrap_or(0) / 4096;
         // 32 segments waiting, and the write on the actuator.
         assert!(
