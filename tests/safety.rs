@@ -709,7 +709,13 @@ fn snapshot(backing: &Path, ours: &[u32]) -> Machine {
         }
         loop_settings.insert(
             name,
-            format!("{} rotational={}", read("queue/scheduler"), read("queue/rotational")),
+            format!(
+                "{} rotational={} bdi strict_limit={} max_ratio_fine={}",
+                read("queue/scheduler"),
+                read("queue/rotational"),
+                read("bdi/strict_limit"),
+                read("bdi/max_ratio_fine")
+            ),
         );
     }
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
@@ -803,7 +809,8 @@ enum KillAt {
     After(Duration),
 }
 
-/// The points of a scratch run on an emulated disk with a scheduler and two sysctls, from
+/// The points of a scratch run on an emulated disk with a scheduler, two per-device dirty
+/// limits and two sysctls, from
 /// the first step to the last undo (see src/testbed/pause.rs).
 const POINTS: &[&str] = &[
     "recorded:directory",
@@ -818,6 +825,10 @@ const POINTS: &[&str] = &[
     "done:rotational",
     "recorded:scheduler",
     "done:scheduler",
+    "recorded:bdi",
+    "done:bdi",
+    "recorded:bdi@2",
+    "done:bdi@2",
     "recorded:mount",
     "run:mount",
     "done:mount",
@@ -832,6 +843,10 @@ const POINTS: &[&str] = &[
     "undo:mount",
     "run:umount",
     "undone:mount",
+    "undo:bdi",
+    "undone:bdi",
+    "undo:bdi@2",
+    "undone:bdi@2",
     "undo:scheduler",
     "undone:scheduler",
     "undo:rotational",
@@ -848,13 +863,14 @@ const POINTS: &[&str] = &[
 
 /// Starts a sweep run, waits for the kill point, and SIGKILLs it. Returns false if the run
 /// ended before the delay.
-/// The run the sweep kills: a scratch ext4 on an emulated disk, with a scheduler and two
-/// sysctls, so that every kind of step is there.
+/// The run the sweep kills: a scratch ext4 on an emulated disk, with a scheduler, per-device
+/// dirty limits and two sysctls, so that every kind of step is there.
 fn sweep_run(backing: &Path) -> Command {
     let mut cmd = Command::new(bin());
     cmd.args(["probe", "-q", "--set", "iterations=20"])
         .args(["--scratch", "ext4", "--scratch-size", "160M", "--device", "hdd-5400"])
         .args(["--scheduler", "mq-deadline"])
+        .args(["--bdi", "strict_limit=1,max_bytes=4M"])
         .args(["--dirty-ratio", "13", "--dirty-expire", "7s"])
         .arg("--backing")
         .arg(backing);

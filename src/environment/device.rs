@@ -28,6 +28,10 @@ pub struct ScratchInfo {
     /// `queue/iosched/`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scheduler_tunables: BTreeMap<String, String>,
+    /// The per-device dirty limits `--bdi` set: every knob of the loop device's bdi as read
+    /// back after setting them (`max_bytes` reads as the bytes its ratio comes to now).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bdi: BTreeMap<String, u64>,
 }
 
 /// The device profile as the result records it.
@@ -85,6 +89,9 @@ pub struct DiskModelInfo {
     pub bus_bytes_per_s: Option<u64>,
     pub command_latency_us: f64,
     pub cache_bytes: u64,
+    /// The separate writes the cache holds at most (`segments=`; absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_segments: Option<u32>,
     /// `volatile`, `battery-backed`, or `none` (write-through).
     pub cache: String,
     pub flush_cost_ms: f64,

@@ -22,6 +22,7 @@ use anyhow::Result;
 use crate::environment::{SysctlChange, SysctlsChanged};
 use crate::error::Usage;
 
+pub mod bdi;
 pub mod command;
 pub mod deadman;
 pub mod device;
