@@ -159,17 +159,17 @@ pub struct DeviceActivity {
     /// large values mean the daemon (CPU, memory bandwidth), not the profile, set the pace.
     pub drain_lag_ms_max: f64,
     /// Requests the drive failed on purpose (`fail=...`), by kind.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub failed_writes: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub failed_reads: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub failed_flushes: u64,
     /// Flushes a lying drive (`flush=ignore`) acknowledged without draining.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub flushes_ignored: u64,
     /// Requests answered with EIO because the power had been cut.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub refused_after_cut: u64,
     /// The power cut during the run, if there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,4 +257,9 @@ pub fn device_info(major: u32, minor: u32) -> Option<DeviceInfo> {
         rotational: read_trimmed(queue.join("rotational")).map(|r| block::parse_rotational(&r)),
         backing_file: read_trimmed(dir.join("loop/backing_file")),
     })
+}
+
+/// Counts of what did not happen are left out of a result, as results before them had none.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
