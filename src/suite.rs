@@ -192,18 +192,19 @@ fn entry(
 /// `full`, every seed value), then the user's `--set SCENARIO.KEY=VALUE` (or `KEY=VALUE`
 /// for every scenario that has KEY).
 fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
-    let scenarios = scenario::all();
+    let scenarios: Vec<&'static dyn Scenario> = scenario::all().into_iter().filter(|s| s.in_suite()).collect();
     let mut user: Vec<(Option<String>, String)> = Vec::new();
     for arg in sets {
         let (key, value) = split_assignment(arg)?;
         match key.split_once('.') {
             Some((name, k)) => {
-                if scenario::find(name).is_none() {
-                    return Err(Usage(format!(
-                        "--set {arg}: unknown scenario '{name}'; valid: {}",
-                        scenario::names()
-                    ))
-                    .into());
+                if !scenarios.iter().any(|s| s.name() == name) {
+                    let names: Vec<&str> = scenarios.iter().map(|s| s.name()).collect();
+                    let why = match scenario::find(name) {
+                        Some(_) => format!("{name} is not part of the suite (run it with `fsynclab run {name}`)"),
+                        None => format!("unknown scenario '{name}'"),
+                    };
+                    return Err(Usage(format!("--set {arg}: {why}; valid: {}", names.join(", "))).into());
                 }
                 user.push((Some(name.to_string()), format!("{k}={value}")));
             }

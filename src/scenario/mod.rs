@@ -24,6 +24,7 @@ use crate::units::format_latency_ns;
 
 pub(crate) mod background;
 pub(crate) mod datasync;
+pub(crate) mod fsync_errors;
 pub(crate) mod fsync_tester;
 pub(crate) mod fsync_tps;
 pub(crate) mod load;
@@ -71,6 +72,11 @@ pub(crate) trait Scenario: Sync {
     /// The seed it reproduces: `000 (Ts'o, ext3 latency fixes, 2009)`.
     fn seed(&self) -> &'static str;
     fn params(&self) -> Vec<ParamSpec>;
+    /// Whether `fsynclab suite` runs it: the seeds' experiments do; one that needs more
+    /// than a directory (root, emulated disks) is run on its own.
+    fn in_suite(&self) -> bool {
+        true
+    }
     /// Reads the parameters once into the experiment's typed plan, refusing (as a usage
     /// error) any combination that cannot run.
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>>;
@@ -127,6 +133,7 @@ pub(crate) enum Details {
     Rndwr(rndwr::Details),
     Probe(probe::Details),
     Load(load::Details),
+    FsyncErrors(fsync_errors::Details),
 }
 
 impl Details {
@@ -140,6 +147,7 @@ impl Details {
             Details::Rndwr(d) => d,
             Details::Probe(d) => d,
             Details::Load(d) => d,
+            Details::FsyncErrors(d) => d,
         }
     }
 }
@@ -173,7 +181,7 @@ pub(crate) fn default_headline(r: &Measured<'_>) -> String {
     line
 }
 
-/// Every scenario, in the order `list` and `suite` show them.
+/// Every scenario, in the order `list` shows them (`suite` runs those [`Scenario::in_suite`]).
 pub(crate) fn all() -> Vec<&'static dyn Scenario> {
     vec![
         &overwrite_fsync::OverwriteFsync,
@@ -182,6 +190,7 @@ pub(crate) fn all() -> Vec<&'static dyn Scenario> {
         &fsync_tps::FsyncTps,
         &datasync::Datasync,
         &rndwr::Rndwr,
+        &fsync_errors::FsyncErrors,
     ]
 }
 

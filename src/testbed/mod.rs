@@ -29,6 +29,7 @@ pub mod machine_lock;
 pub mod mount;
 pub mod names;
 pub mod pause;
+pub mod remount;
 pub mod request;
 pub mod scratch;
 pub mod state;

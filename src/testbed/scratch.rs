@@ -305,6 +305,7 @@ pub fn provision(
             loop_device,
             scheduler: request.scheduler.as_ref().map(|s| s.name.clone()),
             scheduler_tunables,
+            ..Default::default()
         },
     })
 }
