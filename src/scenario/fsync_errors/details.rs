@@ -100,7 +100,8 @@ pub(crate) struct Behaviour {
     pub(crate) write: Call,
     pub(crate) first_fsync: Call,
     /// syncfs through another descriptor, made when the first fsync wrote nothing that
-    /// failed: the kernel's writeback of the block, now.
+    /// failed (the kernel's writeback of the block, now), and always when the whole disk
+    /// fails (the journal's commit, now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) writeback: Option<Call>,
     pub(crate) second_fsync: Call,

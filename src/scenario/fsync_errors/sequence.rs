@@ -7,7 +7,9 @@
 //! 3. new content written over that block (buffered), then fsync: the writeback fails;
 //! 4. when the first fsync wrote nothing that failed (ext4 data=journal puts the data in
 //!    its journal first), the kernel's own writeback is made to happen now (syncfs through
-//!    another descriptor) instead of at the next flusher wake-up;
+//!    another descriptor) instead of at the next flusher wake-up; when the whole disk
+//!    fails, always, so that every filesystem commits its journal or log on the failing
+//!    disk (an fsync of an overwrite need not: XFS forced its log in some runs, not others);
 //! 5. fsync again; the block read back through the page cache; fsync through the
 //!    descriptor opened before the error and through one opened after it;
 //! 6. the disk healthy again; what the filesystem then lets an application do;
@@ -161,7 +163,7 @@ fn run(bed: &Prepared, disk: &DeviceControl, spec: &ScratchSpec, scope: Scope) -
     let first_fsync = timed(bed, || sys::fsync(&file));
 
     // 4. The kernel's writeback, now, if the first fsync did not reach the failing write.
-    let writeback = (failed_writes(bed) == 0).then(|| timed(bed, || sys::syncfs(&root)));
+    let writeback = (failed_writes(bed) == 0 || scope == Scope::Disk).then(|| timed(bed, || sys::syncfs(&root)));
 
     // 5. The second fsync, the page, and the other descriptors.
     let second_fsync = timed(bed, || sys::fsync(&file));
