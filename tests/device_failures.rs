@@ -448,6 +448,7 @@ fn issue15_n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run() {
 
     // The result: exactly N failed calls, all fsync, one after another, and N failed flushes.
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    common::assert_matches_schema(&r);
     let fsyncs: Vec<&Value> = r["samples"]
         .as_array()
         .unwrap()

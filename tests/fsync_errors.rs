@@ -57,7 +57,9 @@ fn fsync_errors(dir: &Path, sets: &[&str]) -> Value {
     let said = String::from_utf8_lossy(&cleanup.stderr).to_string() + &String::from_utf8_lossy(&cleanup.stdout);
     assert!(said.contains("nothing to clean up"), "{said}");
     assert_eq!(traces_under(dir), Vec::<String>::new(), "left behind");
-    serde_json::from_str(&std::fs::read_to_string(report.path()).unwrap()).unwrap()
+    let result = serde_json::from_str(&std::fs::read_to_string(report.path()).unwrap()).unwrap();
+    common::assert_matches_schema(&result);
+    result
 }
 
 /// The rows of a result, each checked to be measured, by filesystem.
