@@ -34,7 +34,11 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Probe { common } => measure(&probe::Probe, &common),
         Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
         Command::Explain { result, store } => crate::review::explain(&result, store.store.as_deref()),
-        Command::Exec(args) => crate::exec::run(&args.target.request()?, &args.command, args.output.as_ref()),
+        Command::Exec(args) => {
+            let request = args.target.request()?;
+            let cut = crate::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
+            crate::exec::run(&request, &args.command, args.output.as_ref(), cut.as_ref())
+        }
         Command::ListDevices => crate::review::print(&crate::testbed::device::profile::listing()),
         Command::Runs(args) => crate::review::runs(&args),
         Command::Export(args) => crate::review::export(&args),
@@ -79,6 +83,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         crate::output::check(path, store.as_deref())?;
     }
     let request = args.target.request()?;
+    planned.check_testbed(&request)?;
 
     let session = match Session::open(&request, planned.plan.space_needed(), "nothing was measured")? {
         Opened::Ready(s) => s,
@@ -199,7 +204,7 @@ fn list_text(scenarios: &[&dyn Scenario]) -> String {
     let mut out = String::new();
     for s in scenarios {
         out.push_str(&format!("{}\n  {}\n  seed {}\n", s.name(), s.purpose(), s.seed()));
-        if !s.in_suite() {
+        if !scenario::in_suite(*s) {
             out.push_str(&format!(
                 "  not in `fsynclab suite`: run it with `fsynclab run {}`\n",
                 s.name()
@@ -238,7 +243,7 @@ fn list_json(scenarios: &[&dyn Scenario]) -> serde_json::Value {
             .map(|s| {
                 serde_json::json!({
                     "name": s.name(), "purpose": s.purpose(), "seed": s.seed(),
-                    "in_suite": s.in_suite(),
+                    "in_suite": scenario::in_suite(*s),
                     "params": s.params().iter().map(param).collect::<Vec<_>>(),
                 })
             })

@@ -160,6 +160,16 @@ pub struct ExecArgs {
     /// disk did, as JSON to FILE
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Cut the emulated disk's power while the command runs: after=DURATION, flushes=N,
+    /// writes=N, random=DURATION or now; then keep=none|prefix|any|torn and seed=N (e.g.
+    /// after=5s,keep=prefix). The command is stopped, the filesystem recovers from what the
+    /// drive kept, and --check runs on it
+    #[arg(long, value_name = "PLAN", help_heading = "Power cut")]
+    pub cut: Option<String>,
+    /// After the cut, run this shell command on the recovered filesystem (its working
+    /// directory): its exit status is fsynclab's, its verdict on what survived
+    #[arg(long, value_name = "COMMAND", requires = "cut", help_heading = "Power cut")]
+    pub check: Option<String>,
     /// The command and its arguments, after `--`; it runs in the scratch filesystem with
     /// FSYNCLAB_DIR and FSYNCLAB_LOOP_DEVICE set
     #[arg(last = true, required = true, value_name = "COMMAND")]
@@ -406,7 +416,7 @@ mod tests {
         let flags: Vec<String> = run
             .get_arguments()
             .filter_map(|a| a.get_long())
-            .filter(|l| !["output", "help"].contains(l))
+            .filter(|l| !["output", "cut", "check", "help"].contains(l))
             .map(str::to_string)
             .collect();
         let keys: Vec<String> = Key::ALL.map(|k| k.name().to_string()).to_vec();

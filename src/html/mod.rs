@@ -104,6 +104,7 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:
 td.n{text-align:right;font-variant-numeric:tabular-nums}.note{color:#555;font-size:12px}
 svg{display:block;margin:6px 0}svg text{font:11px system-ui,sans-serif;fill:#333}
 .sig{color:#b00}
+.lost{color:#b00;font-weight:bold}
 ";
 
 /// The page as one HTML document.
@@ -120,6 +121,10 @@ pub fn render(page: &Page) -> String {
         matrix_section(&mut h, t);
     }
     runs_table(&mut h, &page.runs);
+    if svg::has_frontier(&page.runs) {
+        let _ = writeln!(h, "<h2>Durability against latency</h2>\n<p class=\"note\">Each power-cut run: the p99 latency of its sync call across, the share of its acknowledged records lost or torn at the cuts up. A configuration off the floor lost what it had acknowledged, however fast it was.</p>");
+        h.push_str(&svg::frontier(&page.runs));
+    }
     let ranges = svg::LatencyRanges::of(&page.runs);
     if page.runs.iter().any(|r| !r.samples.is_empty()) {
         let _ = writeln!(h, "<h2>Latency distributions</h2>\n<p class=\"note\">Share of calls at or below each latency, one line per run; the tail is the right-hand end of each line.</p>");
@@ -178,6 +183,12 @@ fn runs_table(h: &mut String, runs: &[PageRun]) {
                     .get(&Figure::new(subject, m))
                     .map_or("-".to_string(), |v| Figure::new(subject, m).format(*v))
             };
+            // A subject with none of these figures (powercut's `acked`: what was lost) has
+            // its own picture, the frontier.
+            let shown = [Metric::OpsPerSec, Metric::P50, Metric::P99, Metric::Max, Metric::MbPerS];
+            if shown.iter().all(|m| !f.values.contains_key(&Figure::new(subject, *m))) {
+                continue;
+            }
             let _ = writeln!(
                 rows,
                 "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
@@ -223,6 +234,11 @@ fn matrix_section(h: &mut String, t: &MatrixTable) {
                 Some(c) => {
                     let v = escape(&t.figure.format(c.median));
                     let v = if c.best { format!("<b>{v}</b>") } else { v };
+                    let v = if c.lost_acknowledged {
+                        format!("{v} <span class=\"lost\" title=\"lost acknowledged writes at a power cut\">!</span>")
+                    } else {
+                        v
+                    };
                     let (mark, title) = match &c.versus_reference {
                         Some(cmp) => (
                             if c.significant() {

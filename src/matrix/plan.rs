@@ -65,13 +65,20 @@ pub(crate) fn normalize_key(key: &str) -> String {
 }
 
 /// Splits an axis's values at commas, keeping together what belongs to one value: a
-/// device's `write=RATE` (`flush=5ms,write=80M`) and a scratch filesystem's mount options
-/// (`ext4:data=writeback,nobarrier`).
+/// device's `KEY=VALUE` settings (`flush=5ms,write=80M`, `hdd-7200,flush=ignore`; a key the
+/// value already has starts the next one: `flush=5ms,flush=20ms` is two devices) and a
+/// scratch filesystem's mount options (`ext4:data=writeback,nobarrier`).
 pub(crate) fn split_values(key: &str, text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for piece in text.split(',') {
         let joins_previous = match key {
-            "device" => piece.starts_with("write="),
+            "device" => match (piece.trim().split_once('='), out.last()) {
+                // `host` and `ram` take no settings: what follows them is the next device.
+                (Some((k, _)), Some(last)) if !["host", "ram"].contains(&last.trim()) => !last
+                    .split(',')
+                    .any(|setting| setting.trim().split_once('=').is_some_and(|(had, _)| had == k)),
+                _ => false,
+            },
             "scratch" => ScratchSpec::parse(piece).is_err(),
             _ => false,
         };
@@ -254,8 +261,8 @@ impl Plan {
             .into());
         }
         for cell in self.cells() {
-            self.target_for(&cell)?;
-            self.planned_for(&cell)?;
+            let request = self.target_for(&cell)?;
+            self.planned_for(&cell)?.check_testbed(&request)?;
         }
         Ok(())
     }
@@ -353,6 +360,13 @@ mod tests {
         assert_eq!(
             split_values("device", "ram,flush=5ms,write=80M,hdd-7200"),
             ["ram", "flush=5ms,write=80M", "hdd-7200"]
+        );
+        assert_eq!(
+            split_values(
+                "device",
+                "flush=5ms,write=80M,flush=20ms,hdd-7200,flush=ignore,hdd-7200"
+            ),
+            ["flush=5ms,write=80M", "flush=20ms", "hdd-7200,flush=ignore", "hdd-7200"]
         );
         assert_eq!(
             split_values("scratch", "ext4:data=writeback,nobarrier,xfs"),

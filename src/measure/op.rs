@@ -21,12 +21,16 @@ pub enum OpKind {
     /// fsync-tps' single-thread syncs before the sweep, which measure the flush time.
     FlushCalibration,
     Fsync,
+    /// `fsync(2)` of a directory, making the names in it durable (a created or renamed file).
+    FsyncDir,
     /// `fsync(2)` of a file with nothing dirty (the probe's floor).
     FsyncUnchanged,
     /// An iozone rewrite pass: every write of the file and its fsync.
     IozoneRewrite,
     /// An iozone write pass of a new file: every write and its fsync.
     IozoneWrite,
+    /// `rename(2)` of a file over another.
+    Rename,
     SyncFileRange,
     Syncfs,
     /// Emptying an fsync-tps file that reached its size in append mode.
@@ -45,16 +49,18 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every kind, in order.
-    pub const ALL: [OpKind; 17] = [
+    pub const ALL: [OpKind; 19] = [
         OpKind::Close,
         OpKind::Commit,
         OpKind::Create,
         OpKind::Fdatasync,
         OpKind::FlushCalibration,
         OpKind::Fsync,
+        OpKind::FsyncDir,
         OpKind::FsyncUnchanged,
         OpKind::IozoneRewrite,
         OpKind::IozoneWrite,
+        OpKind::Rename,
         OpKind::SyncFileRange,
         OpKind::Syncfs,
         OpKind::Truncate,
@@ -73,9 +79,11 @@ impl OpKind {
             OpKind::Fdatasync => "fdatasync",
             OpKind::FlushCalibration => "flush_calibration",
             OpKind::Fsync => "fsync",
+            OpKind::FsyncDir => "fsync_dir",
             OpKind::FsyncUnchanged => "fsync_unchanged",
             OpKind::IozoneRewrite => "iozone_rewrite",
             OpKind::IozoneWrite => "iozone_write",
+            OpKind::Rename => "rename",
             OpKind::SyncFileRange => "sync_file_range",
             OpKind::Syncfs => "syncfs",
             OpKind::Truncate => "truncate",
@@ -102,6 +110,7 @@ impl OpKind {
             OpKind::Fdatasync
                 | OpKind::FlushCalibration
                 | OpKind::Fsync
+                | OpKind::FsyncDir
                 | OpKind::FsyncUnchanged
                 | OpKind::SyncFileRange
                 | OpKind::Syncfs

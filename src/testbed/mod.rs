@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::Result;
 
@@ -29,6 +30,7 @@ pub mod machine_lock;
 pub mod mount;
 pub mod names;
 pub mod pause;
+pub(crate) mod power;
 pub mod remount;
 pub mod request;
 pub mod scratch;
@@ -50,16 +52,28 @@ use state::{Step, Undo};
 /// its dead man's switch disarmed.
 pub struct Prepared {
     dir: PathBuf,
-    undo: Undo,
+    /// What is set up and the emulated device serving it; a power-cut cycle changes both
+    /// while a run holds the testbed ([`power`]).
+    live: Mutex<Live>,
     _sysctl_lock: Option<sysctl::SysctlLock>,
     scratch: Option<crate::environment::ScratchInfo>,
     profile: Option<DeviceProfile>,
+    /// The scratch filesystem as asked for, and its image's size, to make it again.
+    remake: Option<(request::ScratchOptions, u64)>,
     sysctls_set: BTreeMap<String, u64>,
     /// Where the current run's device activity is measured from (see [`Prepared::flushes`]).
-    device_mark: std::sync::Mutex<Option<DeviceMark>>,
+    device_mark: Mutex<Option<DeviceMark>>,
+}
+
+/// The undo stack and the emulated device with its dead man's switch. Fields drop in
+/// order: the stack (unmount, detach, FUSE unmount, sysctls back), then the device's
+/// session thread is joined and its switch disarmed.
+struct Live {
+    undo: Undo,
     device: Option<EmulatedDevice>,
-    _switch: Option<deadman::Switch>,
-    /// Taken off its disk ([`Prepared::unplug`]): no loop device, no device to count.
+    switch: Option<deadman::Switch>,
+    /// Taken off the disk it was made on ([`Prepared::unplug`], or a power cut's cycle,
+    /// [`power`]): no loop device to name, no device to count the run's flushes on.
     unplugged: bool,
 }
 
@@ -68,9 +82,10 @@ impl Drop for Prepared {
     /// steps above that tmpfs (mount, loop device, FUSE mount), let the device go (closing
     /// the media file), then the undo stack undoes the rest as it drops.
     fn drop(&mut self) {
-        if self.device.is_some() {
-            self.undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
-            self.device = None;
+        let live = self.live.get_mut().unwrap_or_else(|p| p.into_inner());
+        if live.device.is_some() {
+            live.undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
+            live.device = None;
         }
     }
 }
@@ -80,6 +95,10 @@ impl Prepared {
         &self.dir
     }
 
+    fn live(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Device cache flushes so far: counted by the emulated device when there is one, else
     /// the flush requests the block layer completed on the scratch loop device (`host`,
     /// `ram`); None for `--dir` runs.
@@ -87,10 +106,11 @@ impl Prepared {
     /// Callers read it just before a run and hand it to [`Prepared::annotate`] after; so
     /// reading it also marks where the emulated device's activity of the run starts.
     pub fn flushes(&self) -> Option<u64> {
-        if self.unplugged {
+        let live = self.live();
+        if live.unplugged {
             return None;
         }
-        match (&self.device, &self.scratch) {
+        match (&live.device, &self.scratch) {
             (Some(d), _) => {
                 let mark = d.mark();
                 *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = Some(mark);
@@ -104,7 +124,7 @@ impl Prepared {
     /// The emulated device's controls (power cuts, injected faults, stopping time), if the
     /// scratch filesystem is on an emulated disk.
     pub fn device_control(&self) -> Option<DeviceControl> {
-        self.device.as_ref().map(EmulatedDevice::control)
+        self.live().device.as_ref().map(EmulatedDevice::control)
     }
 
     /// The scratch filesystem's image: for an emulated disk, its media, which holds exactly
@@ -126,17 +146,18 @@ impl Prepared {
             .image()
             .map(Path::to_path_buf)
             .ok_or_else(|| anyhow::anyhow!("unplug: there is no scratch image"))?;
+        let live = self.live.get_mut().unwrap_or_else(|p| p.into_inner());
         let holds_image = |s: &Step| matches!(s, Step::Tmpfs { .. } | Step::Directory { .. });
-        self.undo.undo_above(holds_image);
-        if !self.undo.last().is_some_and(holds_image) {
+        live.undo.undo_above(holds_image);
+        if !live.undo.last().is_some_and(holds_image) {
             // The device stays until the drop retries what is left above the image.
             anyhow::bail!(
                 "unplug: {} could not be undone (said above why); closing what holds it lets the end of the run finish",
-                self.undo.last().map_or_else(|| "a step".to_string(), Step::describe)
+                live.undo.last().map_or_else(|| "a step".to_string(), Step::describe)
             );
         }
-        self.device = None;
-        self.unplugged = true;
+        live.device = None;
+        live.unplugged = true;
         *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(image)
     }
@@ -145,12 +166,12 @@ impl Prepared {
     pub fn loop_device(&self) -> Option<&str> {
         self.scratch
             .as_ref()
-            .filter(|_| !self.unplugged)
+            .filter(|_| !self.live().unplugged)
             .map(|s| s.loop_device.as_str())
     }
 
     fn flushes_counted_by(&self) -> &'static str {
-        if self.device.is_some() {
+        if self.live().device.is_some() {
             "emulated device"
         } else {
             "block layer"
@@ -173,7 +194,8 @@ impl Prepared {
     /// What the emulated device did since [`Prepared::flushes`] was last read (None without
     /// an emulated device).
     pub fn device_activity(&self) -> Option<crate::environment::DeviceActivity> {
-        let device = self.device.as_ref()?;
+        let live = self.live();
+        let device = live.device.as_ref()?;
         let mark = self.device_mark.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
         Some(device.activity_since(&mark))
     }
@@ -254,19 +276,23 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
     // From here a failure drops the `Prepared`, which undoes in the right order.
     let mut prepared = Prepared {
         dir,
-        undo,
+        live: Mutex::new(Live {
+            undo,
+            device,
+            switch,
+            unplugged: false,
+        }),
         _sysctl_lock: sysctl_lock,
         scratch,
         profile: request.scratch().map(|s| s.device.clone()),
+        remake: request.scratch().map(|s| (s.clone(), image_size(s))),
         sysctls_set: BTreeMap::new(),
-        device_mark: std::sync::Mutex::new(None),
-        device,
-        _switch: switch,
-        unplugged: false,
+        device_mark: Mutex::new(None),
     };
     for s in &request.sysctls {
         let (in_force, previous) = sysctl::in_force(s.name)?;
-        prepared.undo.perform(
+        let live = prepared.live.get_mut().unwrap_or_else(|p| p.into_inner());
+        live.undo.perform(
             Step::Sysctl {
                 name: in_force,
                 previous,

@@ -53,7 +53,7 @@ impl Prepared {
         let s = self
             .scratch
             .as_ref()
-            .filter(|_| !self.unplugged)
+            .filter(|_| !self.live().unplugged)
             .context("there is no scratch filesystem on a disk to mount")?;
         Ok((&s.fstype, &s.mount_options, &s.loop_device))
     }

@@ -7,6 +7,7 @@
 //! distributions; the axes and scales they share are here.
 
 mod cdf;
+mod frontier;
 mod timeline;
 
 use std::fmt::Write as _;
@@ -14,6 +15,7 @@ use std::fmt::Write as _;
 use super::PageRun;
 
 pub(crate) use cdf::cdf;
+pub(crate) use frontier::{frontier, has_points as has_frontier};
 pub(crate) use timeline::timeline;
 
 /// Time bins of a heat map (2 px each).

@@ -60,10 +60,6 @@ impl Scenario for FsyncErrors {
         "none (Rebello et al., ATC 2020; PostgreSQL's fsyncgate, 2018)"
     }
 
-    fn in_suite(&self) -> bool {
-        false
-    }
-
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             ParamSpec::new(

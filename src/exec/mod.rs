@@ -20,9 +20,13 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::environment::Fingerprint;
+
+mod cut;
+
 use crate::session::{Opened, Session};
 use crate::signals;
 use crate::testbed::TestbedRequest;
+pub use cut::CutOptions;
 
 /// What `--output` records: the command, how it ended, and where it ran.
 #[derive(Debug, Serialize)]
@@ -32,10 +36,19 @@ pub struct ExecRecord {
     pub exit_status: i32,
     pub elapsed_s: f64,
     pub environment: Fingerprint,
+    /// With `--cut`: what the cut did, how the filesystem came back, what the checks said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_cut: Option<cut::CutRecord>,
 }
 
-/// Runs `command` on the testbed `request` names; returns the exit status to pass through.
-pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathBuf>) -> Result<i32> {
+/// Runs `command` on the testbed `request` names, under a power cut when `cut` asks for
+/// one; returns the exit status to pass through (or the check's, after a cut).
+pub fn run(
+    request: &TestbedRequest,
+    command: &[OsString],
+    output: Option<&PathBuf>,
+    cut: Option<&CutOptions>,
+) -> Result<i32> {
     let Some(program) = command.first() else {
         return Err(crate::error::Usage(
             "exec: give the command after --, e.g. fsynclab exec --scratch ext4 -- fio job.fio".into(),
@@ -96,13 +109,21 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
         }
     };
     forwarding.started(child.id());
+    let watch = cut.map(|c| cut::Watch::start(target, c.plan, child.id())).transpose()?;
     let status = wait_unreaped(child.id()).and_then(|()| {
         drop(forwarding);
+        if let Some(w) = &watch {
+            w.forget_command();
+        }
         child.wait().context("cannot wait for the command")
     });
     let status = exit_code(status?);
     let elapsed_s = started.elapsed().as_secs_f64();
     end_what_it_left(&ours);
+    let cut_outcome = match (watch, cut) {
+        (Some(w), Some(c)) => Some(w.finish(target, c)?),
+        _ => None,
+    };
     // A signal while the command ran was the command's to answer: its status says how.
     let answered = session.stop().signal().is_some();
 
@@ -114,12 +135,17 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
     if let Some(line) = summary(&environment) {
         note!("fsynclab exec: {line}");
     }
+    let (cut_record, status) = match cut_outcome {
+        Some((record, verdict)) => (Some(record), verdict),
+        None => (None, status),
+    };
     if let Some(path) = output {
         let record = ExecRecord {
             command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
             exit_status: status,
             elapsed_s,
             environment,
+            power_cut: cut_record,
         };
         crate::result::write_json_atomically(&record, path)?;
     }
@@ -151,7 +177,7 @@ fn set_child_subreaper() -> Result<()> {
 
 /// The processes whose parent is `pid`, read from /proc/PID/stat's fourth field (proc(5)),
 /// with their names.
-fn children_of(pid: u32) -> Vec<(u32, String)> {
+pub(crate) fn children_of(pid: u32) -> Vec<(u32, String)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
