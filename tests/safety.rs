@@ -1036,12 +1036,13 @@ const FAULT_POINTS: &[&str] = &[
     "undone:directory@3",
 ];
 
-/// A run that makes filesystems fail: `fsync-errors` with every write failing, its
-/// scratch filesystems in its work directory in `backing`.
-fn fault_run(backing: &Path) -> Command {
+/// A run that makes filesystems fail: `fsync-errors` with every write failing (`disk`), or
+/// one flush failing and then the power cut (`flush`), its scratch filesystems in its work
+/// directory in `backing`.
+fn fault_run(backing: &Path, fault: &str) -> Command {
     let mut cmd = Command::new(bin());
     cmd.args(["run", "fsync-errors", "-q", "--no-explain"])
-        .args(["--set", "fs=ext4,xfs", "--set", "fault=disk", "--dir"])
+        .args(["--set", "fs=ext4,xfs", "--set", &format!("fault={fault}"), "--dir"])
         .arg(backing);
     cmd
 }
@@ -1056,19 +1057,22 @@ fn issue15_sigkill_during_a_fault_run_then_cleanup_restores_the_machine() {
     let mut ours = Vec::new();
     let before = snapshot(backing.path(), &ours);
     let started = Instant::now();
-    // One run to its end: its length spreads the kills by delay over its whole life.
-    let whole = fault_run(backing.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    ours.push(whole.id());
-    let whole = whole.wait_with_output().unwrap();
-    assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
-    let length = started.elapsed();
-    const BY_DELAY: u32 = 8;
-    let mut plan: Vec<KillAt> = FAULT_POINTS.iter().map(|p| KillAt::Point(p)).collect();
-    plan.extend((0..BY_DELAY).map(|i| KillAt::After(length * (2 * i + 1) / (2 * BY_DELAY))));
+    // One run of each to its end: its length spreads the kills by delay over its life.
+    let mut plan: Vec<(&str, KillAt)> = FAULT_POINTS.iter().map(|p| ("disk", KillAt::Point(p))).collect();
+    const BY_DELAY: u32 = 6;
+    for fault in ["disk", "flush"] {
+        let t0 = Instant::now();
+        let whole = fault_run(backing.path(), fault)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        ours.push(whole.id());
+        let whole = whole.wait_with_output().unwrap();
+        assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
+        let length = t0.elapsed();
+        plan.extend((0..BY_DELAY).map(|i| (fault, KillAt::After(length * (2 * i + 1) / (2 * BY_DELAY)))));
+    }
     // The settings of free loop devices are left out: the run sets no scheduler, and
     // other runs beside this one attach and free devices meanwhile, each attach setting a
     // device's rotational flag afresh (seen here as loop1 rotational 1 -> 0 across a whole
@@ -1079,10 +1083,10 @@ fn issue15_sigkill_during_a_fault_run_then_cleanup_restores_the_machine() {
     };
     let before = settled(before);
     same_machine(&before, &settled(snapshot(backing.path(), &ours)))
-        .unwrap_or_else(|d| panic!("after a whole run: {d}"));
+        .unwrap_or_else(|d| panic!("after whole runs: {d}"));
     let mut tried = 0;
-    for at in &plan {
-        let (killed, pid) = kill_run(fault_run(backing.path()), at);
+    for (fault, at) in &plan {
+        let (killed, pid) = kill_run(fault_run(backing.path(), fault), at);
         ours.push(pid);
         if !killed {
             continue;
@@ -1091,21 +1095,21 @@ fn issue15_sigkill_during_a_fault_run_then_cleanup_restores_the_machine() {
         let out = fsynclab().arg("cleanup").output().unwrap();
         assert!(
             out.status.success(),
-            "cleanup after a kill at {at:?} failed: {}{}",
+            "cleanup after a kill at {at:?} (fault={fault}) failed: {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
         let after = settled(snapshot(backing.path(), &ours));
         if let Err(diff) = same_machine(&before, &after) {
             panic!(
-                "after a kill at {at:?} and `fsynclab cleanup` ({}), the machine differs:\n{diff}",
+                "after a kill at {at:?} (fault={fault}) and `fsynclab cleanup` ({}), the machine differs:\n{diff}",
                 String::from_utf8_lossy(&out.stdout)
             );
         }
     }
     let _ = writeln!(
         std::io::stderr(),
-        "issue15 sweep: {tried} kill points tried ({} named, {} by delay) in a fault run, machine restored after each, in {:.1} s",
+        "issue15 sweep: {tried} kill points tried ({} named, {} by delay) in fault runs, machine restored after each, in {:.1} s",
         FAULT_POINTS.len(),
         tried - FAULT_POINTS.len(),
         started.elapsed().as_secs_f64()

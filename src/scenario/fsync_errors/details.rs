@@ -18,8 +18,11 @@ pub(crate) struct Call {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<Errno>,
     pub(crate) latency_ns: u64,
-    /// Writes the disk failed while the call ran.
-    pub(crate) failed_writes: u64,
+    /// Requests the disk failed while the call ran (writes; flushes with `fault=flush`).
+    pub(crate) disk_failed: u64,
+    /// Cache flushes the disk completed while the call ran.
+    #[serde(default)]
+    pub(crate) flushes: u64,
 }
 
 impl Call {
@@ -28,13 +31,23 @@ impl Call {
         Call {
             error: Some(Errno::of(e)),
             latency_ns: 0,
-            failed_writes: 0,
+            disk_failed: 0,
+            flushes: 0,
         }
     }
 
     /// `0` or the errno, as the table shows a return.
     fn shown(&self) -> String {
         self.error.map_or_else(|| "0".to_string(), |e| e.name().into_owned())
+    }
+
+    /// The return, and whether the call flushed the disk's cache: `0 (no flush)`.
+    fn shown_with_flushes(&self) -> String {
+        match (self.error, self.flushes) {
+            (Some(_), _) => self.shown(),
+            (None, 0) => "0 (no flush)".into(),
+            (None, _) => "0 (flushed)".into(),
+        }
     }
 
     fn reported(&self) -> bool {
@@ -110,12 +123,16 @@ pub(crate) struct Behaviour {
     /// fsync through a descriptor opened before the error, and one opened after it.
     pub(crate) fd_before: Call,
     pub(crate) fd_after: Call,
-    /// Writes the disk failed in all.
-    pub(crate) failed_writes: u64,
+    /// Requests the disk failed in all.
+    pub(crate) disk_failed: u64,
     /// What the filesystem let an application do once the disk was healthy again.
     pub(crate) state: FsState,
-    /// The block read after unmounting and mounting again, or why that failed.
+    /// The block read after unmounting and mounting again (with `fault=flush`, after the
+    /// power cut and the filesystem's recovery), or why that failed.
     pub(crate) on_disk: Result<Content, String>,
+    /// The power cut of `fault=flush`: what the drive held and lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cut: Option<crate::environment::PowerCut>,
     /// What the kernel logged about the device meanwhile (`/dev/kmsg`, as root).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) kernel: Vec<String>,
@@ -225,22 +242,30 @@ const COLUMNS: [&str; 9] = [
 ];
 
 impl Behaviour {
-    /// The row's cells; `block`: only the block's writes failed, so a failed write during
-    /// the second fsync is the page written again (kept dirty).
-    fn cells(&self, block: bool) -> Vec<String> {
-        let page = if block && self.second_fsync.failed_writes > 0 {
+    /// The row's cells under `fault`. With `block`, only the block's writes fail, so a
+    /// failed write during the second fsync is the page written again (kept dirty); with
+    /// `flush`, whether each call after the failed flush flushed the cache again.
+    fn cells(&self, fault: &str) -> Vec<String> {
+        let page = if fault == "block" && self.second_fsync.disk_failed > 0 {
             format!("{} (kept dirty)", self.page)
         } else {
             self.page.to_string()
+        };
+        let shown = |c: &Call| {
+            if fault == "flush" {
+                c.shown_with_flushes()
+            } else {
+                c.shown()
+            }
         };
         vec![
             self.filesystem.clone(),
             self.first_fsync.shown(),
             self.writeback
-                .map_or_else(|| "-".to_string(), |w| format!("syncfs {}", w.shown())),
-            self.second_fsync.shown(),
-            self.fd_before.shown(),
-            self.fd_after.shown(),
+                .map_or_else(|| "-".to_string(), |w| format!("syncfs {}", shown(&w))),
+            shown(&self.second_fsync),
+            shown(&self.fd_before),
+            shown(&self.fd_after),
             page,
             match &self.on_disk {
                 Ok(c) => c.to_string(),
@@ -271,6 +296,61 @@ impl Behaviour {
         out
     }
 
+    /// With `fault=flush`: what the power cut found, and which call after the failed flush
+    /// flushed the cache again.
+    fn after_the_cut(&self) -> Vec<String> {
+        let fs = &self.filesystem;
+        let Some(cut) = &self.cut else {
+            return vec![format!("{fs}: the power was not cut (the device was gone)")];
+        };
+        let later = [
+            ("syncfs", self.writeback.as_ref()),
+            ("the 2nd fsync", Some(&self.second_fsync)),
+            ("the fsync through the descriptor opened before", Some(&self.fd_before)),
+            ("the fsync through the descriptor opened after", Some(&self.fd_after)),
+        ];
+        let flushed: Vec<&str> = later
+            .iter()
+            .filter(|(_, c)| c.is_some_and(|c| c.flushes > 0 && c.error.is_none()))
+            .map(|(what, _)| *what)
+            .collect();
+        let new_survived = self.on_disk.as_ref().is_ok_and(|c| *c == Content::New);
+        let mut out = Vec::new();
+        if flushed.is_empty() {
+            let said_ok: Vec<&str> = later
+                .iter()
+                .filter(|(_, c)| c.is_some_and(|c| c.error.is_none()))
+                .map(|(what, _)| *what)
+                .collect();
+            if !said_ok.is_empty() {
+                out.push(format!(
+                    "{fs}: after the failed flush, {} returned 0 without flushing the cache again",
+                    said_ok.join(", ")
+                ));
+            }
+        } else {
+            out.push(format!(
+                "{fs}: after the failed flush, {} flushed the cache again",
+                flushed.join(", ")
+            ));
+        }
+        if cut.held_writes == 0 && !new_survived {
+            out.push(format!(
+                "{fs}: the drive held nothing at the cut, and the new data is not on it"
+            ));
+        } else if cut.held_writes == 0 {
+            out.push(format!(
+                "{fs}: the drive had drained its cache before the cut, so the cut tells nothing of the flushes; a disk that drains slowly shows it (--set device=ssd-sata,request=200ms)"
+            ));
+        } else if !new_survived {
+            out.push(format!(
+                "{fs}: the cut lost {} writes the drive still held, the new data among them",
+                cut.lost_writes
+            ));
+        }
+        out
+    }
+
     /// The fsyncgate outcome: an fsync returned 0 after the error while the new data is not
     /// on the disk.
     fn lost_silently(&self) -> bool {
@@ -281,12 +361,15 @@ impl Behaviour {
 
 impl Views for Details {
     fn tables(&self) -> Vec<Table> {
-        let columns: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
+        let mut columns: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
+        if self.fault == "flush" {
+            columns[7] = "on disk after the power cut".into();
+        }
         let measured = self
             .rows
             .iter()
             .map(|r| match r {
-                Row::Measured(b) => b.cells(self.fault != "disk").into_iter().map(Cell::Text).collect(),
+                Row::Measured(b) => b.cells(&self.fault).into_iter().map(Cell::Text).collect(),
                 Row::NotMeasured { filesystem, why } => {
                     let mut cells = vec![
                         Cell::Text(filesystem.clone()),
@@ -326,17 +409,17 @@ impl Views for Details {
         let mut tables = vec![Table {
             title: format!(
                 "after {} (disk {}): what each call returned, what the page and the disk hold",
-                if self.fault == "disk" {
-                    "the disk stopped taking writes"
-                } else {
-                    "a failed writeback of one data block"
+                match self.fault.as_str() {
+                    "disk" => "the disk stopped taking writes",
+                    "flush" => "one failed cache flush, then a power cut",
+                    _ => "a failed writeback of one data block",
                 },
                 self.device
             ),
             columns: columns.clone(),
             rows: measured,
         }];
-        if !expected.is_empty() && self.fault != "disk" {
+        if !expected.is_empty() && self.fault == "block" {
             tables.push(Table {
                 title: "published: Rebello et al., \"Can Applications Recover from fsync Failures?\", USENIX ATC 2020 (as CuttleFS encodes it)".into(),
                 columns,
@@ -356,9 +439,9 @@ impl Views for Details {
                     continue;
                 }
             };
-            if b.failed_writes == 0 {
+            if b.disk_failed == 0 {
                 out.push(format!(
-                    "{}: the disk failed no write ({}): the row shows a filesystem that never met the fault",
+                    "{}: the disk failed no request ({}): the row shows a filesystem that never met the fault",
                     b.filesystem, b.fault
                 ));
                 continue;
@@ -372,7 +455,7 @@ impl Views for Details {
             }
             if b.page == Content::New && b.on_disk.as_ref().is_ok_and(|c| *c != Content::New) {
                 out.push(format!(
-                    "{}: until the remount, reads return the new data the disk does not hold",
+                    "{}: until the filesystem is mounted again, reads return the new data the disk does not hold",
                     b.filesystem
                 ));
             }
@@ -393,7 +476,10 @@ impl Views for Details {
                     b.filesystem, b.state
                 ));
             }
-            if let (Some(p), false) = (published(&b.filesystem), self.fault == "disk") {
+            if self.fault == "flush" {
+                out.extend(b.after_the_cut());
+            }
+            if let (Some(p), true) = (published(&b.filesystem), self.fault == "block") {
                 let diff = b.differences(p);
                 if !diff.is_empty() {
                     out.push(format!("{}: differs from ATC'20: {}", b.filesystem, diff.join(", ")));
@@ -428,7 +514,8 @@ mod tests {
         Call {
             error: error.map(Errno),
             latency_ns: 1,
-            failed_writes: 0,
+            disk_failed: 0,
+            flushes: 0,
         }
     }
 
@@ -438,7 +525,7 @@ mod tests {
             fault: "fail=write:range=1+4096".into(),
             write: call(None),
             first_fsync: Call {
-                failed_writes: 1,
+                disk_failed: 1,
                 ..call(Some(libc::EIO))
             },
             writeback: None,
@@ -446,9 +533,10 @@ mod tests {
             page: Content::New,
             fd_before: call(Some(libc::EIO)),
             fd_after: call(None),
-            failed_writes: 1,
+            disk_failed: 1,
             state: FsState::Writable,
             on_disk: Ok(Content::Old),
+            cut: None,
             kernel: Vec::new(),
         }
     }
@@ -537,7 +625,7 @@ mod tests {
         let b = Behaviour {
             filesystem: "xfs".into(),
             second_fsync: Call {
-                failed_writes: 3,
+                disk_failed: 3,
                 ..call(Some(libc::EIO))
             },
             state: FsState::Refusing(Errno(libc::EIO)),
@@ -564,6 +652,62 @@ mod tests {
             "{findings:?}"
         );
         assert!(!findings.iter().any(|f| f.contains("ATC'20")), "{findings:?}");
+    }
+
+    #[test]
+    fn issue15_after_a_failed_flush_the_cut_says_which_call_flushed_again() {
+        let cut = crate::environment::PowerCut {
+            trigger: "now".into(),
+            keep: "none".into(),
+            held_writes: 2,
+            lost_writes: 2,
+            ..Default::default()
+        };
+        let b = Behaviour {
+            filesystem: "xfs".into(),
+            fault: "fail=flush:times=1".into(),
+            on_disk: Ok(Content::Old),
+            cut: Some(cut),
+            ..ordered_as_published()
+        };
+        let details = Details {
+            device: "ssd-sata,request=200ms".into(),
+            fault: "flush".into(),
+            rows: vec![Row::Measured(Box::new(b.clone()))],
+        };
+        let findings = details.findings();
+        assert!(findings.iter().any(|f| f == "xfs: after the failed flush, the 2nd fsync, the fsync through the descriptor opened after returned 0 without flushing the cache again"), "{findings:?}");
+        assert!(
+            findings
+                .iter()
+                .any(|f| f == "xfs: the cut lost 2 writes the drive still held, the new data among them"),
+            "{findings:?}"
+        );
+        assert!(!findings.iter().any(|f| f.contains("ATC'20")), "{findings:?}");
+        let tables = details.tables();
+        assert_eq!(tables.len(), 1);
+        assert_eq!(tables[0].columns[7], "on disk after the power cut");
+        assert_eq!(tables[0].rows[0][3], Cell::Text("0 (no flush)".into()));
+        // A call that flushed says so.
+        let flushed = Behaviour {
+            second_fsync: Call {
+                flushes: 1,
+                ..b.second_fsync
+            },
+            on_disk: Ok(Content::New),
+            ..b
+        };
+        let findings = Details {
+            rows: vec![Row::Measured(Box::new(flushed))],
+            ..details
+        }
+        .findings();
+        assert!(
+            findings
+                .iter()
+                .any(|f| f == "xfs: after the failed flush, the 2nd fsync flushed the cache again"),
+            "{findings:?}"
+        );
     }
 
     #[test]

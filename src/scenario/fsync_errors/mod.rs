@@ -5,12 +5,15 @@
 //! For each filesystem of `--set fs` (ext4 data=ordered, ext4 data=journal, XFS and Btrfs by
 //! default) the scenario makes a scratch filesystem of its own on an emulated disk (`--set
 //! device`), runs the fsyncgate sequence on it ([`sequence`]) with the disk failing the
-//! writes of one data block (`--set fault=block`, as published) or every write (`disk`:
-//! the journal and metadata too), and computes the row of the behaviour table: the error reported
+//! writes of one data block (`--set fault=block`, as published), every write (`disk`: the
+//! journal and metadata too), or one cache flush followed by a power cut (`flush`: what a
+//! retried fsync made durable), and computes the row of the behaviour table: the error reported
 //! by the first fsync and by the second, to a descriptor opened before the error and one
 //! opened after, the page's content after the error, what is on the disk after a remount
 //! with the disk healthy, and the filesystem's state. The table sets the published rows
-//! beside the measured ones ([`details`]).
+//! beside the measured ones ([`details`]). `fault=flush` is issue 15's item 4, faults and
+//! power cuts together: a cut after a failed flush, the filesystem recovered by the
+//! power-cut cycle of [`crate::testbed::power`].
 //!
 //! Why the scenario makes its own filesystems rather than run on the testbed it is given:
 //! every row needs a filesystem made for it (a failed writeback can leave one read-only or
@@ -72,7 +75,7 @@ impl Scenario for FsyncErrors {
                 "fault",
                 Kind::Choice(<Scope as crate::params::Choice>::NAMES),
                 "block",
-                "which writes fail: block (the file's data block, as published) or disk (every write: journal and metadata too)",
+                "what fails: block (the writes of the file's data block, as published), disk (every write: journal and metadata too) or flush (one cache flush, then the power is cut)",
             ),
             ParamSpec::new(
                 "device",

@@ -13,7 +13,10 @@
 //! 5. fsync again; the block read back through the page cache; fsync through the
 //!    descriptor opened before the error and through one opened after it;
 //! 6. the disk healthy again; what the filesystem then lets an application do;
-//! 7. unmount, mount (the journal replayed), and the block read from the disk.
+//! 7. unmount, mount (the journal replayed), and the block read from the disk; with
+//!    `fault=flush` (the disk failed one cache flush instead of the block's write), the
+//!    power is cut instead (the drive keeps nothing of its volatile cache) and the
+//!    filesystem recovered from the media ([`crate::testbed::power`]).
 //!
 //! Each call's return, latency and the writes the disk failed during it are kept, and what
 //! the kernel logged about the device meanwhile.
@@ -29,8 +32,8 @@ use super::details::{Behaviour, Call, Content};
 use super::locate;
 use crate::kernel::kmsg::{self, KernelLog};
 use crate::sys::{self, Errno};
-use crate::testbed::device::DeviceControl;
 use crate::testbed::device::DeviceProfile;
+use crate::testbed::device::{DeviceControl, Keep};
 use crate::testbed::request::{Place, ScratchOptions};
 use crate::testbed::scratch::ScratchSpec;
 use crate::testbed::{self, Prepared, TestbedRequest};
@@ -63,6 +66,9 @@ pub(super) enum Scope {
     /// Every write, from the new content on: a disk that stops taking writes (dm-error
     /// over the whole device); the journal and metadata fail too.
     Disk,
+    /// The next cache flush, once; then the power is cut: what the calls after the failed
+    /// flush made durable (the data sat in the drive's volatile cache).
+    Flush,
 }
 
 impl Scope {
@@ -70,13 +76,14 @@ impl Scope {
         match self {
             Scope::Block => "block",
             Scope::Disk => "disk",
+            Scope::Flush => "flush",
         }
     }
 }
 
 impl crate::params::Choice for Scope {
-    const NAMES: &'static [&'static str] = &["block", "disk"];
-    const ALL: &'static [Scope] = &[Scope::Block, Scope::Disk];
+    const NAMES: &'static [&'static str] = &["block", "disk", "flush"];
+    const ALL: &'static [Scope] = &[Scope::Block, Scope::Disk, Scope::Flush];
 }
 
 /// Runs the sequence for `spec` on a new scratch filesystem over `device`, failing the
@@ -106,20 +113,25 @@ pub(super) fn measure(spec: &ScratchSpec, device: &DeviceProfile, scope: Scope, 
     result
 }
 
-/// Writes that the disk failed so far.
-fn failed_writes(bed: &Prepared) -> u64 {
-    bed.device_activity().map_or(0, |a| a.failed_writes)
+/// Requests the disk failed so far, and the flushes it completed.
+fn disk_counts(bed: &Prepared) -> (u64, u64) {
+    bed.device_activity().map_or((0, 0), |a| {
+        (a.failed_writes + a.failed_flushes + a.failed_reads, a.flushes)
+    })
 }
 
-/// Times `call`, with the writes the disk failed meanwhile.
+/// Times `call`, with what the disk failed and flushed meanwhile.
 fn timed(bed: &Prepared, call: impl FnOnce() -> std::io::Result<()>) -> Call {
-    let before = failed_writes(bed);
+    let (failed, flushes) = disk_counts(bed);
     let start = Instant::now();
     let outcome = call();
+    let latency_ns = start.elapsed().as_nanos() as u64;
+    let (failed_after, flushes_after) = disk_counts(bed);
     Call {
         error: outcome.err().map(|e| Errno::of(&e)),
-        latency_ns: start.elapsed().as_nanos() as u64,
-        failed_writes: failed_writes(bed) - before,
+        latency_ns,
+        disk_failed: failed_after - failed,
+        flushes: flushes_after - flushes,
     }
 }
 
@@ -142,20 +154,7 @@ fn run(bed: &Prepared, disk: &DeviceControl, spec: &ScratchSpec, scope: Scope) -
 
     // 2. A descriptor opened before the error; the disk fails the block's writes.
     let before = OpenOptions::new().read(true).write(true).open(&path)?;
-    let ranges = if scope == Scope::Disk {
-        vec![(0, image_size(spec))]
-    } else if spec.fstype == "btrfs" {
-        locate::btrfs_data_ranges(&root).context("cannot read where btrfs keeps its data")?
-    } else {
-        let at = locate::block_on_disk(&file, TARGET, BLOCK as u64)
-            .context("cannot find where the file's block lies on the disk (FIEMAP)")?;
-        vec![(at, BLOCK as u64)]
-    };
-    let fault = ranges
-        .iter()
-        .map(|(offset, len)| format!("fail=write:range={offset}+{len}"))
-        .collect::<Vec<_>>()
-        .join(",");
+    let fault = fault_rules(scope, spec, &file, &root)?;
     disk.set_faults(&fault)?;
 
     // 3. New content over the block, and the first fsync.
@@ -163,7 +162,7 @@ fn run(bed: &Prepared, disk: &DeviceControl, spec: &ScratchSpec, scope: Scope) -
     let first_fsync = timed(bed, || sys::fsync(&file));
 
     // 4. The kernel's writeback, now, if the first fsync did not reach the failing write.
-    let writeback = (failed_writes(bed) == 0 || scope == Scope::Disk).then(|| timed(bed, || sys::syncfs(&root)));
+    let writeback = (disk_counts(bed).0 == 0 || scope == Scope::Disk).then(|| timed(bed, || sys::syncfs(&root)));
 
     // 5. The second fsync, the page, and the other descriptors.
     let second_fsync = timed(bed, || sys::fsync(&file));
@@ -174,16 +173,24 @@ fn run(bed: &Prepared, disk: &DeviceControl, spec: &ScratchSpec, scope: Scope) -
         Ok(f) => timed(bed, || sys::fsync(f)),
         Err(e) => Call::failed(e),
     };
-    let failed_writes = failed_writes(bed);
+    let disk_failed = disk_counts(bed).0;
 
     // 6. The disk healthy again: what is the filesystem's state?
     disk.set_faults("")?;
     let state = bed.filesystem_state();
 
-    // 7. Unmounted, mounted, read from the disk.
+    // 7. Unmounted, mounted, read from the disk; with a failed flush, the power cut
+    // instead, and the filesystem recovered from what the drive had made durable.
     drop((file, before, after, root));
-    let on_disk = remounted_content(bed, &path);
-    let kernel = kmsg::naming(log.read_new(), bed.loop_device().unwrap_or_default(), KERNEL_LINES);
+    let device = bed.loop_device().unwrap_or_default().to_string();
+    let (on_disk, cut) = match scope {
+        Scope::Flush => {
+            let cut = disk.cut_power(Keep::Nothing, 0);
+            (recovered_content(bed, &path), cut)
+        }
+        Scope::Block | Scope::Disk => (remounted_content(bed, &path), None),
+    };
+    let kernel = kmsg::naming(log.read_new(), &device, KERNEL_LINES);
 
     Ok(Behaviour {
         filesystem: spec_label(spec),
@@ -195,11 +202,34 @@ fn run(bed: &Prepared, disk: &DeviceControl, spec: &ScratchSpec, scope: Scope) -
         page,
         fd_before,
         fd_after,
-        failed_writes,
+        disk_failed,
         state,
         on_disk,
+        cut,
         kernel,
     })
+}
+
+/// The `fail=` rules of `scope`: the file's block (`file`'s second) or, on Btrfs, its data
+/// chunks (read through the directory `root`); the whole disk; or the next flush.
+fn fault_rules(scope: Scope, spec: &ScratchSpec, file: &File, root: &File) -> Result<String> {
+    let ranges = match scope {
+        Scope::Flush => return Ok("fail=flush:times=1".to_string()),
+        Scope::Disk => vec![(0, image_size(spec))],
+        Scope::Block if spec.fstype == "btrfs" => {
+            locate::btrfs_data_ranges(root).context("cannot read where btrfs keeps its data")?
+        }
+        Scope::Block => {
+            let at = locate::block_on_disk(file, TARGET, BLOCK as u64)
+                .context("cannot find where the file's block lies on the disk (FIEMAP)")?;
+            vec![(at, BLOCK as u64)]
+        }
+    };
+    Ok(ranges
+        .iter()
+        .map(|(offset, len)| format!("fail=write:range={offset}+{len}"))
+        .collect::<Vec<_>>()
+        .join(","))
 }
 
 /// The most kernel messages a row keeps.
@@ -221,6 +251,23 @@ fn read_block(file: &File) -> Content {
         Ok(()) => Content::of(&buf),
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Content::Short,
         Err(e) => Content::Unreadable(Errno::of(&e)),
+    }
+}
+
+/// The block as the drive left it at the power cut: the filesystem torn down without
+/// writing, its media attached again and mounted (the journal replayed).
+fn recovered_content(bed: &Prepared, path: &Path) -> Result<Content, String> {
+    let recovery = bed.recover().map_err(|e| format!("recovery failed: {e:#}"))?;
+    if !recovery.mounted {
+        return Err(format!(
+            "mount failed after the cut: {}",
+            recovery.mount_error.unwrap_or_default()
+        ));
+    }
+    match File::open(path) {
+        Ok(f) => Ok(read_block(&f)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Content::Missing),
+        Err(e) => Ok(Content::Unreadable(Errno::of(&e))),
     }
 }
 
