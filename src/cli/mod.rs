@@ -195,32 +195,25 @@ pub struct TargetArgs {
     #[arg(
         long,
         value_name = "OPTS",
-        requires = "scratch",
         allow_hyphen_values = true,
         help_heading = "Scratch target"
     )]
     pub mkfs_opts: Option<String>,
     /// Size of the scratch image [default: what the scenario needs plus a margin, at least 1G]
-    #[arg(long, value_name = "SIZE", requires = "scratch", help_heading = "Scratch target")]
+    #[arg(long, value_name = "SIZE", help_heading = "Scratch target")]
     pub scratch_size: Option<String>,
     /// Directory that holds the scratch image and mount point [default: .]
-    #[arg(long, value_name = "DIR", requires = "scratch", help_heading = "Scratch target")]
+    #[arg(long, value_name = "DIR", help_heading = "Scratch target")]
     pub backing: Option<PathBuf>,
     /// I/O scheduler of the scratch loop device (none, mq-deadline, bfq, kyber), with
     /// tunables after a colon: bfq:slice_idle=8,low_latency=0
-    #[arg(
-        long,
-        value_name = "NAME[:TUNABLE=VALUE,...]",
-        requires = "scratch",
-        help_heading = "Scratch target"
-    )]
+    #[arg(long, value_name = "NAME[:TUNABLE=VALUE,...]", help_heading = "Scratch target")]
     pub scheduler: Option<String>,
     /// Disk behind the scratch filesystem: host (default), ram, hdd-5400, hdd-7200, ssd-sata,
     /// nvme, san, PROFILE,KEY=VALUE... (`fsynclab list-devices` shows their figures)
     #[arg(
         long,
         value_name = "PROFILE",
-        requires = "scratch",
         long_help = crate::testbed::device::PROFILES_HELP,
         help_heading = "Scratch target"
     )]
