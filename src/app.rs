@@ -205,6 +205,12 @@ fn list_text(scenarios: &[&dyn Scenario]) -> String {
     let mut out = String::new();
     for s in scenarios {
         out.push_str(&format!("{}\n  {}\n  seed {}\n", s.name(), s.purpose(), s.seed()));
+        if !scenario::in_suite(*s) {
+            out.push_str(&format!(
+                "  not in `fsynclab suite`: run it with `fsynclab run {}`\n",
+                s.name()
+            ));
+        }
         let specs = s.params();
         let w = specs.iter().map(|p| p.name.len()).max().unwrap_or(0);
         let dw = specs.iter().map(|p| p.default.len()).max().unwrap_or(0);
@@ -238,6 +244,7 @@ fn list_json(scenarios: &[&dyn Scenario]) -> serde_json::Value {
             .map(|s| {
                 serde_json::json!({
                     "name": s.name(), "purpose": s.purpose(), "seed": s.seed(),
+                    "in_suite": scenario::in_suite(*s),
                     "params": s.params().iter().map(param).collect::<Vec<_>>(),
                 })
             })

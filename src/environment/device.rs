@@ -32,6 +32,14 @@ pub struct ScratchInfo {
     /// back after setting them (`max_bytes` reads as the bytes its ratio comes to now).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub bdi: BTreeMap<String, u64>,
+    /// What the filesystem let an application do after a run in which calls or the disk
+    /// failed, when it was no longer writable (`read-only`, `refuses changes (EIO)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_after_run: Option<String>,
+    /// What the kernel logged about the scratch device during the run (`/dev/kmsg`, as
+    /// root): I/O errors, a journal aborted, a filesystem shut down.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_messages: Vec<String>,
 }
 
 /// The device profile as the result records it.

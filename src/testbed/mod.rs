@@ -32,6 +32,7 @@ pub mod mount;
 pub mod names;
 pub mod pause;
 pub(crate) mod power;
+pub mod remount;
 pub mod request;
 pub mod scratch;
 pub mod state;

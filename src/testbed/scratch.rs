@@ -327,6 +327,7 @@ pub(crate) fn bring_up(
             scheduler: request.scheduler.as_ref().map(|s| s.name.clone()),
             scheduler_tunables,
             bdi,
+            ..Default::default()
         },
     })
 }
