@@ -316,7 +316,7 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
 /// `fsynclab cleanup` would later put back the wrong one.
 fn claim_sysctls(request: &TestbedRequest, state_dir: &Path) -> Result<sysctl::SysctlLock> {
     let flags = request.sysctl_flags();
-    let Some(lock) = sysctl::try_lock(state_dir)? else {
+    let Some(lock) = sysctl::try_lock()? else {
         // The holder records its changes right after taking the lock: give it a moment.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
         let holder = loop {

@@ -148,7 +148,7 @@ pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupOutcome> {
     if found.is_empty() {
         return Ok(report);
     }
-    let sysctl_lock = sysctl::try_lock(dir).ok().flatten();
+    let sysctl_lock = sysctl::try_lock().ok().flatten();
     for Found { file, pid, state } in found {
         let mut state = match state {
             Ok(s) if s.pid == pid => s,
