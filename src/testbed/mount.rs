@@ -22,7 +22,46 @@ pub fn mkfs(fstype: &str, target: &Path, opts: &[String]) -> Result<()> {
     };
     args.extend(opts.iter().map(String::as_str));
     args.push(target);
-    command::run(&format!("mkfs.{fstype}"), &args).map(|_| ())
+    let tool = format!("mkfs.{fstype}");
+    // mkfs.btrfs refuses to run while it cannot tell whether its target is mounted: it looks at
+    // every loop device's backing file, and one that lives on a FUSE mount whose daemon is gone
+    // (another run's emulated disk, in the middle of its teardown) answers ENOTCONN. Another
+    // fsynclab may be at that moment beside this one: wait for it to pass, then name the mount.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match command::run(&tool, &args) {
+            Ok(_) => return Ok(()),
+            Err(e) if format!("{e:#}").contains("cannot check mount status") => {
+                if Instant::now() >= deadline {
+                    let dead = dead_fuse_mounts();
+                    if dead.is_empty() {
+                        return Err(e);
+                    }
+                    return Err(e.context(format!(
+                        "a FUSE mount whose daemon is gone is in the way: {}; `fsynclab cleanup` \
+                         removes fsynclab's own, `umount -l PATH` another's",
+                        dead.join(", ")
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// FUSE mounts of this machine whose daemon is gone (their root answers ENOTCONN).
+fn dead_fuse_mounts() -> Vec<String> {
+    crate::kernel::mountinfo::mounts()
+        .into_iter()
+        .filter(|m| m.fstype.starts_with("fuse"))
+        .filter(|m| {
+            std::fs::metadata(&m.mount_point)
+                .err()
+                .is_some_and(|e| e.raw_os_error() == Some(libc::ENOTCONN))
+        })
+        .map(|m| m.mount_point)
+        .collect()
 }
 
 /// Mounts `source` of type `fstype` at `mount_point` with `options` (may be empty).
