@@ -80,7 +80,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     // The store in use, which --output must not name.
     let store = crate::record::store_path(args.record.store.as_deref(), args.record.no_store)?;
     if let Some(path) = &args.output {
-        crate::output::check(path, store.as_deref())?;
+        crate::output::check(path, store.as_ref().and_then(|s| s.as_file()))?;
     }
     let request = args.target.request()?;
     planned.check_testbed(&request)?;
@@ -111,7 +111,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     // Recorded before --output is written, so that the file names the stored run.
     let recorded = recording.record_and_say(&mut finished.result);
     if let Some(path) = &args.output {
-        crate::output::write_json(&finished.result, path, store.as_deref())?;
+        crate::output::write_json(&finished.result, path, store.as_ref().and_then(|s| s.as_file()))?;
     }
     recorded?;
     if let Err(e) = printed {

@@ -31,6 +31,7 @@ pub(crate) fn this_process() -> ClaimOwner {
         pid,
         pid_start: start_time(pid),
         claimed_at: crate::result::now_rfc3339(),
+        job: None,
     }
 }
 

@@ -61,7 +61,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
             plan.repeat,
             slots.len(),
             plan.scenario,
-            record::shown(&path)
+            record::shown_store(&path)
         );
         if plan.implied_scratch {
             note!(
@@ -76,7 +76,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
 /// `--resume ID`: the runs the matrix still lacks, then its tables.
 fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
     let path = store_path(args)?;
-    let (store, _) = record::open_for_reading(Some(&path))?;
+    let store = record::read_store_at(&path)?;
     let stored = StoredMatrix::load(&store, id)?;
     let slots = run::remaining(&store, id, &stored.plan)?;
     if args.dry_run {
@@ -107,7 +107,7 @@ fn execute_and_print(
     id: String,
     slots: &[(u32, usize)],
     store: Store,
-    path: std::path::PathBuf,
+    path: crate::store::Location,
     args: &MatrixArgs,
 ) -> Result<i32> {
     let mut recording = Recording::into(store, path.clone());
@@ -170,7 +170,7 @@ fn settings_line(plan: &Plan) -> String {
 }
 
 /// The store a matrix is kept in: it must have one.
-fn store_path(args: &MatrixArgs) -> Result<std::path::PathBuf> {
+fn store_path(args: &MatrixArgs) -> Result<crate::store::Location> {
     record::store_path(args.store.store.as_deref(), false)?.ok_or_else(|| {
         Usage(format!(
             "a matrix lives in the results store, which {}={} turns off: give --store PATH",

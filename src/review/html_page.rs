@@ -16,13 +16,13 @@ use crate::store::{SampleColumns, Store};
 pub(crate) fn html_page(args: &ReportArgs) -> Result<i32> {
     // The store in use (read or not: a report of files still must not land on it).
     let store = record::store_path(args.store.store.as_deref(), false).ok().flatten();
-    crate::output::check(&args.output, store.as_deref())?;
+    crate::output::check(&args.output, store.as_ref().and_then(|s| s.as_file()))?;
     let page = match &args.matrix {
         Some(id) => matrix_page(args, id)?,
         None => runs_page(args)?,
     };
     let html = html::render(&page);
-    crate::output::write(&args.output, store.as_deref(), |out| {
+    crate::output::write(&args.output, store.as_ref().and_then(|s| s.as_file()), |out| {
         use std::io::Write;
         Ok(out.write_all(html.as_bytes())?)
     })?;

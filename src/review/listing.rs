@@ -39,7 +39,7 @@ pub(crate) fn runs(args: &RunsArgs) -> Result<i32> {
     }
     let out = match args.format {
         ListFormat::Json => serde_json::to_string_pretty(&runs.iter().map(as_json).collect::<Vec<_>>())? + "\n",
-        ListFormat::Text if runs.is_empty() => format!("no runs in {} match\n", record::shown(&path)),
+        ListFormat::Text if runs.is_empty() => format!("no runs in {} match\n", record::shown_store(&path)),
         ListFormat::Text => table(&runs),
     };
     super::print(&out)

@@ -311,6 +311,7 @@ mod tests {
             sample_count: 0,
             params: Default::default(),
             matrix: None,
+            host: None,
             head: Err("not read".into()),
         };
         let found: Vec<RunSummary> = [1, 2, 3, 5].into_iter().map(run).collect();
