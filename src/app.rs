@@ -45,6 +45,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Compare(args) => crate::review::compare(&args),
         Command::Matrix(args) => crate::matrix::run(&args),
         Command::Report(args) => crate::review::html_page(&args),
+        Command::Store { command } => crate::stores::run(&command),
         Command::Cleanup => cleanup(),
     }
 }

@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use super::select::{pick, Picked};
+use super::select::{only_host, pick, Picked};
 use crate::cli::ReportArgs;
 use crate::html::{self, Page, PageRun};
 use crate::matrix::table::StoredMatrix;
@@ -46,7 +46,7 @@ fn runs_page(args: &ReportArgs) -> Result<Page> {
     let mut runs = Vec::new();
     for spec in &args.runs {
         let mut store = || record::open_for_reading(args.store.store.as_deref()).map(|(s, _)| s);
-        for picked in pick(spec, &mut store)? {
+        for picked in only_host(pick(spec, &mut store)?, args.host.as_deref(), spec)? {
             runs.push(match picked {
                 Picked::Stored(summary) => {
                     if opened.is_none() {
@@ -90,7 +90,13 @@ fn from_file(path: &std::path::Path) -> Result<PageRun> {
 
 fn matrix_page(args: &ReportArgs, id: &str) -> Result<Page> {
     let (store, _) = record::open_for_reading(args.store.store.as_deref())?;
-    let stored = StoredMatrix::load(&store, id)?;
+    let mut stored = StoredMatrix::load(&store, id)?;
+    if let Some(host) = &args.host {
+        stored.runs.retain(|r| r.host.as_deref() == Some(host.as_str()));
+        if stored.runs.is_empty() {
+            return Err(crate::error::Usage(format!("matrix {id} has no run of host {host}")).into());
+        }
+    }
     let asked: Vec<String> = args.figure.iter().cloned().collect();
     let figure = stored
         .figures(&asked)?
