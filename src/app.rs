@@ -46,6 +46,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Matrix(args) => crate::matrix::run(&args),
         Command::Report(args) => crate::review::html_page(&args),
         Command::Store { command } => crate::stores::run(&command),
+        Command::Reproduce(args) => crate::reproduce::run(&args),
         Command::Cleanup => cleanup(),
     }
 }
@@ -205,6 +206,12 @@ fn list_text(scenarios: &[&dyn Scenario]) -> String {
     let mut out = String::new();
     for s in scenarios {
         out.push_str(&format!("{}\n  {}\n  seed {}\n", s.name(), s.purpose(), s.seed()));
+        if !scenario::in_suite(*s) {
+            out.push_str(&format!(
+                "  not in `fsynclab suite`: run it with `fsynclab run {}`\n",
+                s.name()
+            ));
+        }
         let specs = s.params();
         let w = specs.iter().map(|p| p.name.len()).max().unwrap_or(0);
         let dw = specs.iter().map(|p| p.default.len()).max().unwrap_or(0);
@@ -238,6 +245,7 @@ fn list_json(scenarios: &[&dyn Scenario]) -> serde_json::Value {
             .map(|s| {
                 serde_json::json!({
                     "name": s.name(), "purpose": s.purpose(), "seed": s.seed(),
+                    "in_suite": scenario::in_suite(*s),
                     "params": s.params().iter().map(param).collect::<Vec<_>>(),
                 })
             })

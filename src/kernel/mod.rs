@@ -8,6 +8,7 @@
 //! - [`block_stat`]: `/sys/block/DEV/stat`, a block device's I/O counters
 //! - [`cpuinfo`]: `/proc/cpuinfo`, the processor's model
 //! - [`ext4`]: `/proc/fs/ext4/DEV/options` and `/proc/fs/jbd2/DEV-INO/info`, the journal
+//! - [`kmsg`]: `/dev/kmsg`, what the kernel logs (an I/O error, a filesystem shut down)
 //! - [`meminfo`]: `/proc/meminfo`, memory and the dirty and writeback pages
 //! - [`mountinfo`]: `/proc/self/mountinfo`, what is mounted where
 //! - [`pressure`]: `/proc/pressure/io`, time stalled on I/O
@@ -19,6 +20,7 @@ pub(crate) mod block;
 pub(crate) mod block_stat;
 pub(crate) mod cpuinfo;
 pub(crate) mod ext4;
+pub(crate) mod kmsg;
 pub(crate) mod meminfo;
 pub(crate) mod mountinfo;
 pub(crate) mod pressure;

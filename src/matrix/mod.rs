@@ -24,6 +24,7 @@ mod placement;
 pub(crate) mod plan;
 mod run;
 mod slurm;
+pub(crate) use run::clock;
 pub(crate) mod table;
 
 use std::io::IsTerminal;
@@ -341,6 +342,7 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
         columns: args.columns.clone().or(from_file.columns),
         implied_scratch: false,
         placement: None,
+        origin: None,
     })
 }
 

@@ -61,6 +61,9 @@ pub(crate) struct Plan {
     /// Where the cells run (none: this host, one after another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) placement: Option<Placement>,
+    /// What made the matrix when `fsynclab matrix` did not: `fsynclab reproduce --quick`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) origin: Option<String>,
 }
 
 /// One cell: a value of every axis, in axis order.
@@ -111,8 +114,9 @@ pub(crate) fn normalize_key(key: &str) -> String {
 
 /// Splits an axis's values at commas, keeping together what belongs to one value: a
 /// device's `KEY=VALUE` settings (`flush=5ms,write=80M`, `hdd-7200,flush=ignore`; a key the
-/// value already has starts the next one: `flush=5ms,flush=20ms` is two devices) and a
-/// scratch filesystem's mount options (`ext4:data=writeback,nobarrier`).
+/// value already has starts the next one: `flush=5ms,flush=20ms` is two devices), a scratch
+/// filesystem's mount options (`ext4:data=writeback,nobarrier`) and a `bdi` value's knobs
+/// (likewise: `max_bytes=4M,strict_limit=1,max_bytes=1M` is two values).
 pub(crate) fn split_values(key: &str, text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for piece in text.split(',') {
@@ -125,6 +129,11 @@ pub(crate) fn split_values(key: &str, text: &str) -> Vec<String> {
                 _ => false,
             },
             "scratch" => ScratchSpec::parse(piece).is_err(),
+            // A value of per-device limits ends where a knob comes again.
+            "bdi" => out.last().is_some_and(|last| {
+                let knob = |p: &str| p.split('=').next().unwrap_or("").trim().to_string();
+                !last.split(',').any(|p| knob(p) == knob(piece))
+            }),
             _ => false,
         };
         match out.last_mut() {
@@ -398,6 +407,7 @@ mod tests {
             columns: None,
             implied_scratch: false,
             placement: None,
+            origin: None,
         }
     }
 
@@ -419,6 +429,17 @@ mod tests {
             ["ext4:data=writeback,nobarrier", "xfs"]
         );
         assert_eq!(split_values("threads", "1,8"), ["1", "8"]);
+        assert_eq!(
+            split_values(
+                "bdi",
+                "strict_limit=1,max_bytes=4M,strict_limit=1,max_bytes=1M,max_bytes=256k"
+            ),
+            [
+                "strict_limit=1,max_bytes=4M",
+                "strict_limit=1,max_bytes=1M",
+                "max_bytes=256k"
+            ]
+        );
         assert_eq!(normalize_key("dirty_ratio"), "dirty-ratio");
         assert_eq!(normalize_key("record_size"), "record_size");
     }

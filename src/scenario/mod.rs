@@ -24,6 +24,7 @@ use crate::units::format_latency_ns;
 
 pub(crate) mod background;
 pub(crate) mod datasync;
+pub(crate) mod fsync_errors;
 pub(crate) mod fsync_tester;
 pub(crate) mod fsync_tps;
 pub(crate) mod load;
@@ -145,6 +146,7 @@ pub(crate) enum Details {
     Probe(probe::Details),
     Load(load::Details),
     Powercut(powercut::Details),
+    FsyncErrors(fsync_errors::Details),
 }
 
 impl Details {
@@ -159,6 +161,7 @@ impl Details {
             Details::Probe(d) => d,
             Details::Load(d) => d,
             Details::Powercut(d) => d,
+            Details::FsyncErrors(d) => d,
         }
     }
 }
@@ -205,11 +208,18 @@ pub(crate) fn suite() -> Vec<&'static dyn Scenario> {
 }
 
 /// Every scenario, in the order `list` shows them: the suite's, then `powercut`, which
-/// needs an emulated disk whose power it cuts.
+/// needs an emulated disk whose power it cuts, and `fsync-errors`, which makes its own
+/// scratch filesystems on emulated disks that fail.
 pub(crate) fn all() -> Vec<&'static dyn Scenario> {
     let mut all = suite();
     all.push(&powercut::Powercut);
+    all.push(&fsync_errors::FsyncErrors);
     all
+}
+
+/// Whether `fsynclab suite` runs `s`.
+pub(crate) fn in_suite(s: &dyn Scenario) -> bool {
+    suite().iter().any(|x| x.name() == s.name())
 }
 
 pub(crate) fn find(name: &str) -> Option<&'static dyn Scenario> {

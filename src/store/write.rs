@@ -207,6 +207,29 @@ impl Store {
         next_matrix_id(&self.db).map_err(self.sql())
     }
 
+    /// The next id `PREFIXn` that no matrix id starts with (`reproduce3` when
+    /// `reproduce1-000` and `reproduce2-001-bdi` are taken): the id of a group of matrices
+    /// made together, such as one `fsynclab reproduce`'s.
+    pub fn next_prefixed_id(&self, prefix: &str) -> Result<String, StoreError> {
+        let ids = self
+            .db
+            .query_map(
+                "SELECT id FROM matrices WHERE substr(id, 1, ?2) = ?1",
+                args![prefix, super::read::chars(prefix)],
+                |r| r.text(0),
+            )
+            .map_err(self.sql())?;
+        let taken = ids
+            .iter()
+            .filter_map(|id| {
+                let digits: String = id.get(prefix.len()..)?.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse::<u64>().ok()
+            })
+            .max()
+            .unwrap_or(0);
+        Ok(format!("{prefix}{}", taken + 1))
+    }
+
     /// Fails unless the store can take a run now, by doing what recording one does — a
     /// transaction inserting a run, here an immediate one — and rolling it back: a store
     /// on a read-only filesystem, an immutable file (which SQLite opens read-only without
