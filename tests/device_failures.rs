@@ -317,7 +317,11 @@ echo "read $(r 15360)"; echo "read elsewhere $(r 15000)"; echo "read $(r 15360)"
     let p = &r["environment"]["device_profile"];
     let a = &p["activity"];
     assert_eq!(
-        (count(a, "failed_writes"), count(a, "failed_reads"), count(a, "failed_flushes")),
+        (
+            count(a, "failed_writes"),
+            count(a, "failed_reads"),
+            count(a, "failed_flushes")
+        ),
         (2, 2, 0),
         "{a}"
     );

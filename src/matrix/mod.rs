@@ -59,6 +59,9 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
         print!("{}", dry_run(&plan, &slots)?);
         return Ok(0);
     }
+    if engine == Engine::Slurm {
+        slurm::check_clients()?;
+    }
     let path = store_path(args)?;
     check_store_for(engine, &path)?;
     if engine == Engine::Local {
@@ -157,6 +160,7 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
     }
     // Tasks of an array still waiting would make their runs again.
     if engine == Engine::Slurm {
+        slurm::check_clients()?;
         let active = slurm::active_jobs(id)?;
         if !active.is_empty() {
             return Err(Usage(format!(

@@ -51,13 +51,31 @@ fn slurm(program: &str) -> Command {
     c
 }
 
+/// The client commands a matrix on Slurm runs.
+const CLIENTS: [&str; 5] = ["sbatch", "squeue", "scontrol", "scancel", "sinfo"];
+
+/// Refuses, before anything is stored or submitted, to run where Slurm's client commands
+/// are not on the PATH.
+pub(crate) fn check_clients() -> Result<(), Usage> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<_> = std::env::split_paths(&path).collect();
+    match CLIENTS.iter().find(|c| !dirs.iter().any(|d| d.join(c).is_file())) {
+        Some(missing) => Err(not_on_path(missing)),
+        None => Ok(()),
+    }
+}
+
+fn not_on_path(program: &str) -> Usage {
+    Usage(format!(
+        "--engine slurm: {program} is not on the PATH (install Slurm's client commands, slurm-client on Debian, or run where they are)"
+    ))
+}
+
 /// Runs a Slurm client command; its stdout, or an error with its stderr.
 fn output(cmd: &mut Command) -> Result<String> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     let out = cmd.output().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow::Error::new(Usage(format!(
-            "--engine slurm: {program} is not on the PATH (install Slurm's client commands, slurm-client on Debian, or run where they are)"
-        ))),
+        std::io::ErrorKind::NotFound => anyhow::Error::new(not_on_path(&program)),
         _ => anyhow::Error::new(e).context(format!("cannot run {program}")),
     })?;
     if !out.status.success() {

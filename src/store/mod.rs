@@ -59,6 +59,8 @@ pub enum StoreError {
     CreateDir { path: PathBuf, source: std::io::Error },
     #[error("results store {path}: {source}")]
     Database { path: String, source: DbError },
+    #[error("results store {path}: {source}; check that PostgreSQL runs there and takes this user and password (in the address or PGPASSWORD)")]
+    Connect { path: String, source: DbError },
     #[error("results store {path} has schema version {found}, newer than this fsynclab knows ({known}): use a newer fsynclab, or --store another file")]
     NewerSchema { path: String, found: u32, known: u32 },
     #[error("results store {path} cannot be written: it opens read-only only (on a read-only mount, immutable: `lsattr` shows i, or a file this user may not write)")]
@@ -329,7 +331,7 @@ impl Store {
                 let conn = Connection::open_with_flags(path, flags).map_err(|e| db_error(&shown, e))?;
                 Db::Sqlite(Sqlite { conn })
             }
-            Location::Postgres(url) => Db::Postgres(Pg::connect(url.full()).map_err(|e| db_error(&shown, e))?),
+            Location::Postgres(url) => Db::Postgres(Pg::connect(url.full()).map_err(|e| connect_error(&shown, e))?),
         };
         Store::setup(db, shown)
     }
@@ -346,7 +348,7 @@ impl Store {
         let path = match &at {
             Location::File(path) => path,
             Location::Postgres(url) => {
-                let db = Db::Postgres(Pg::connect(url.full()).map_err(|e| db_error(&shown, e))?);
+                let db = Db::Postgres(Pg::connect(url.full()).map_err(|e| connect_error(&shown, e))?);
                 let version = Store::identify(&db, &shown)?;
                 if version == 0 {
                     return Err(StoreError::NoStoreYet { path: shown });
@@ -495,6 +497,14 @@ impl Store {
     /// Whether the store is a PostgreSQL database.
     pub fn is_postgres(&self) -> bool {
         matches!(self.db, Db::Postgres(_))
+    }
+}
+
+/// A PostgreSQL server that cannot be reached or refuses the user: said with what to check.
+fn connect_error(path: &str, source: DbError) -> StoreError {
+    StoreError::Connect {
+        path: path.to_string(),
+        source,
     }
 }
 

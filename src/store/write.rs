@@ -222,7 +222,11 @@ impl Store {
         let taken = ids
             .iter()
             .filter_map(|id| {
-                let digits: String = id.get(prefix.len()..)?.chars().take_while(char::is_ascii_digit).collect();
+                let digits: String = id
+                    .get(prefix.len()..)?
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
                 digits.parse::<u64>().ok()
             })
             .max()
