@@ -215,9 +215,22 @@ impl Plan {
 
     /// The runs in the order they are made: every cell once (repetition 0), then every
     /// cell again, and so on — round-robin, so drift of the machine hits all cells alike.
+    ///
+    /// On a farm where each run goes to any node, repetition R starts at cell R (mod the
+    /// cells): a scheduler hands the runs to its idle nodes in this order, and with as many
+    /// nodes as cells the same order every repetition kept each cell on one node (measured
+    /// on a two-node cluster: all of one cell's runs on n1, all of the other's on n2), so
+    /// that the table compared the nodes rather than the cells.
     pub(crate) fn order(&self) -> Vec<(u32, usize)> {
         let n = self.cells().len();
-        (0..self.repeat).flat_map(|rep| (0..n).map(move |c| (rep, c))).collect()
+        let rotate = self.placement.as_ref().is_some_and(|p| p.engine != "local")
+            && !self.axes.iter().any(|a| a.key == HOST_AXIS);
+        (0..self.repeat)
+            .flat_map(|rep| {
+                let start = if rotate && n > 0 { rep as usize % n } else { 0 };
+                (0..n).map(move |c| (rep, (start + c) % n))
+            })
+            .collect()
     }
 
     fn is_testbed(key: &str) -> bool {
@@ -409,6 +422,30 @@ mod tests {
             placement: None,
             origin: None,
         }
+    }
+
+    /// Issue 17: on a farm a cell's repeats start at another place in the order each
+    /// repetition, so that a scheduler handing runs to nodes in order spreads each cell over
+    /// the nodes; on one host, and with a host axis, the order is the plain round-robin.
+    #[test]
+    fn issue17_farm_repetitions_rotate_over_the_cells() {
+        let mut p = plan(&[("coordination", &["none", "wal"])]);
+        p.repeat = 3;
+        assert_eq!(p.order(), [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]);
+        p.placement = Some(Placement {
+            engine: "slurm".into(),
+            ..Default::default()
+        });
+        assert_eq!(p.order(), [(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1)]);
+        p.axes.insert(
+            0,
+            Axis {
+                key: HOST_AXIS.into(),
+                values: vec!["n1".into(), "n2".into()],
+            },
+        );
+        p.repeat = 1;
+        assert_eq!(p.order(), [(0, 0), (0, 1), (0, 2), (0, 3)]);
     }
 
     #[test]
