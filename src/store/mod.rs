@@ -410,10 +410,12 @@ impl Store {
     /// Refuses a database that is not a store this fsynclab can use, by reading it only;
     /// its schema version (0: an empty database).
     fn identify(db: &Db, path: &str) -> Result<u32, StoreError> {
-        // One read transaction, so that both reads see one state of the database: read one
-        // by one, a store made by another process between them looked foreign (issue 19).
+        // One snapshot, so that both reads see one state of the database: read one by one, a
+        // store made by another process between them looked foreign (issue 19; on
+        // PostgreSQL, whose reads in one transaction each see the latest commit, issue 17's
+        // 8 runs making one new store at once).
         let (found, foreign) = db
-            .transaction(Begin::Deferred, |db| {
+            .transaction(Begin::Snapshot, |db| {
                 let found = schema::version(db)?;
                 Ok::<_, DbError>((found, found == 0 && db.any_table()?))
             })

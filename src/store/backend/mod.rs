@@ -124,6 +124,11 @@ pub(crate) enum Begin {
     Deferred,
     /// The write lock is taken at once: one process at a time.
     Immediate,
+    /// Reads only, every one of them of one state of the database: SQLite's deferred
+    /// transaction gives that, PostgreSQL's default isolation (read committed) does not —
+    /// each statement sees what was committed when it began — so there it is a read-only
+    /// repeatable-read transaction.
+    Snapshot,
 }
 
 /// The database under a store.

@@ -164,7 +164,10 @@ impl Pg {
     }
 
     pub(crate) fn begin(&self, how: Begin) -> Result<(), DbError> {
-        self.client.borrow_mut().batch_execute("BEGIN")?;
+        self.client.borrow_mut().batch_execute(match how {
+            Begin::Snapshot => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            Begin::Deferred | Begin::Immediate => "BEGIN",
+        })?;
         if how == Begin::Immediate {
             let locked = self
                 .client

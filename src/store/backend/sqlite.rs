@@ -74,7 +74,7 @@ impl Sqlite {
 
     pub(crate) fn begin(&self, how: Begin) -> Result<(), DbError> {
         Ok(self.conn.execute_batch(match how {
-            Begin::Deferred => "BEGIN DEFERRED",
+            Begin::Deferred | Begin::Snapshot => "BEGIN DEFERRED",
             Begin::Immediate => "BEGIN IMMEDIATE",
         })?)
     }
