@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use super::backend::{Begin, DbError};
+use super::backend::{args, Begin, DbError};
 use super::write::{insert_block, insert_matrix, insert_run, Block, RunRow};
 use super::{MatrixPlace, RunFilter, Store, StoreError};
 
@@ -64,8 +64,14 @@ impl Store {
                 ..m
             });
             let target = to.path.clone();
-            to.db
-                .transaction(Begin::Deferred, |db| {
+            // Immediate, and asked again inside: another copy of the same run into the same
+            // store at once (two processes copying one laptop's store) finds it there.
+            let copied = to
+                .db
+                .transaction(Begin::Immediate, |db| {
+                    if db.exists("SELECT 1 FROM runs WHERE uid = ?1", args![run.uid.as_str()])? {
+                        return Ok(false);
+                    }
                     let id = insert_run(
                         db,
                         &row,
@@ -86,13 +92,17 @@ impl Store {
                         Ok(())
                     })
                     .map_err(Failed::Source)?;
-                    written.map_err(Failed::Target)
+                    written.map_err(Failed::Target).map(|()| true)
                 })
                 .map_err(|e| match e {
                     Failed::Source(e) => e,
                     Failed::Target(source) => StoreError::Database { path: target, source },
                 })?;
-            done.runs += 1;
+            if copied {
+                done.runs += 1;
+            } else {
+                done.already += 1;
+            }
             progress(n + 1, total);
         }
         Ok(done)

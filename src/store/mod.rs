@@ -59,7 +59,7 @@ pub enum StoreError {
     CreateDir { path: PathBuf, source: std::io::Error },
     #[error("results store {path}: {source}")]
     Database { path: String, source: DbError },
-    #[error("results store {path}: {source}; check that PostgreSQL runs there and takes this user and password (in the address or PGPASSWORD)")]
+    #[error("results store {path}: {source}; check that PostgreSQL runs there and has this database, user and password (the password in the address or PGPASSWORD)")]
     Connect { path: String, source: DbError },
     #[error("results store {path} has schema version {found}, newer than this fsynclab knows ({known}): use a newer fsynclab, or --store another file")]
     NewerSchema { path: String, found: u32, known: u32 },

@@ -24,16 +24,30 @@ use std::fmt;
 pub(crate) use pg::Pg;
 pub(crate) use sqlite::Sqlite;
 
-/// A failure of the database under the store.
+/// A failure of the database under the store. Its message says all there is (a PostgreSQL
+/// error's, the server's message or each cause), so it names no source: printed with its
+/// sources (`Error: {:#}`), the server's message came three times.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     #[error("{0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
     #[error("{}", pg::describe(.0))]
-    Postgres(#[from] postgres::Error),
+    Postgres(postgres::Error),
     /// A column holds another type than the store wrote there.
     #[error("column {column}: {what}")]
     Column { column: usize, what: String },
+}
+
+impl From<rusqlite::Error> for DbError {
+    fn from(e: rusqlite::Error) -> Self {
+        DbError::Sqlite(e)
+    }
+}
+
+impl From<postgres::Error> for DbError {
+    fn from(e: postgres::Error) -> Self {
+        DbError::Postgres(e)
+    }
 }
 
 impl DbError {
