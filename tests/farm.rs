@@ -508,6 +508,27 @@ fn issue17_eight_runs_write_one_new_postgres_store_at_once() {
         .map(|r| r["id"].as_i64().unwrap())
         .collect();
     assert_eq!(ids, (1..=8).collect(), "ids from the database, none used up");
+    // Four copies of those runs into another new store at once: each succeeds, and each
+    // run is stored once.
+    let file = farm.work().join("eight.sqlite").display().to_string();
+    farm.fsynclab().args(["store", "copy", &pg, &file]).assert().success();
+    let again = farm.database("copies");
+    let copies: Vec<_> = (0..4)
+        .map(|_| {
+            Process::new(common::bin())
+                .current_dir(farm.work())
+                .args(["store", "copy", &file, &again])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in copies {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert_eq!(runs_by_uid(&farm, &again), runs);
 }
 
 fn issue17_k8s_emit_writes_an_indexed_job_per_host() {
