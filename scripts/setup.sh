@@ -2,10 +2,13 @@
 # Installs what fsynclab needs on a Debian machine: the Rust toolchain is expected; the
 # Debian packages are only installed when missing and when we are root. mkfs.* for the
 # scratch filesystems, fuse3 for emulated disks, mount for losetup, chromium for the test that
-# renders the HTML report headless (tests/html_report.rs).
+# renders the HTML report headless (tests/html_report.rs); slurm-wlm, munge and postgresql for
+# the testing farm's test (tests/farm.rs), which brings up its own Slurm cluster and
+# PostgreSQL server with scripts/farm-up.sh (no daemon of these packages is used or started),
+# and python3-yaml, with which that test reads the Kubernetes manifest back.
 set -euo pipefail
 need=()
-for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount chromium; do
+for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount chromium slurm-wlm munge postgresql python3-yaml; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then

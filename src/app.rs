@@ -45,6 +45,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Compare(args) => crate::review::compare(&args),
         Command::Matrix(args) => crate::matrix::run(&args),
         Command::Report(args) => crate::review::html_page(&args),
+        Command::Store { command } => crate::stores::run(&command),
         Command::Reproduce(args) => crate::reproduce::run(&args),
         Command::Cleanup => cleanup(),
     }
@@ -81,7 +82,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     // The store in use, which --output must not name.
     let store = crate::record::store_path(args.record.store.as_deref(), args.record.no_store)?;
     if let Some(path) = &args.output {
-        crate::output::check(path, store.as_deref())?;
+        crate::output::check(path, store.as_ref().and_then(|s| s.as_file()))?;
     }
     let request = args.target.request()?;
     planned.check_testbed(&request)?;
@@ -112,7 +113,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     // Recorded before --output is written, so that the file names the stored run.
     let recorded = recording.record_and_say(&mut finished.result);
     if let Some(path) = &args.output {
-        crate::output::write_json(&finished.result, path, store.as_deref())?;
+        crate::output::write_json(&finished.result, path, store.as_ref().and_then(|s| s.as_file()))?;
     }
     recorded?;
     if let Err(e) = printed {

@@ -23,9 +23,11 @@
 //!   parsed, one parser per file
 //! - `result`: the versioned JSON shape; `report`: text, seed and json exporters, live
 //!   progress; `observe`: the events a run emits while it goes
-//! - `compare`, `store`, `html`: statistics and verdicts, the results store (SQLite, with
-//!   the compact sample codec), the HTML page `fsynclab report` writes; `record`: runs stored as they finish
-//! - `matrix`: configurations crossed and repeated, with seed 002's table; `review`: the
+//! - `compare`, `store`, `html`: statistics and verdicts, the results store (SQLite or
+//!   PostgreSQL, with the compact sample codec), the HTML page `fsynclab report` writes;
+//!   `record`: runs stored as they finish; `stores`: `store copy` between stores
+//! - `matrix`: configurations crossed and repeated, with seed 002's table, on this host or a
+//!   farm's scheduler (Slurm, Kubernetes); `review`: the
 //!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
 //! - `reproduce`: every seed's finding run again on the configuration of its era, the
 //!   published figure beside the measured one, and a verdict with why
@@ -70,6 +72,7 @@ mod session;
 mod signals;
 mod stop;
 pub mod store;
+mod stores;
 mod suite;
 mod sync;
 pub mod sys;

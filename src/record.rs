@@ -6,9 +6,9 @@
 //! lost at the end. Should writing still fail after the run (a full disk), the result is
 //! kept in a file in the current directory instead, and the message says where.
 //!
-//! Where the store is: `--store PATH`, else `FSYNCLAB_STORE`, else
-//! `~/.local/share/fsynclab/results.sqlite`; `--no-store` or `FSYNCLAB_STORE=off` records
-//! nothing.
+//! Where the store is: `--store PATH` (or a `postgres://` address), else `FSYNCLAB_STORE`,
+//! else `~/.local/share/fsynclab/results.sqlite`; `--no-store` or `FSYNCLAB_STORE=off`
+//! records nothing.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::error::Usage;
 use crate::measure::{OpKind, Sample};
 use crate::result::{RunResult, StoredAt};
-use crate::store::{self, MatrixPlace, RunId, SampleColumns, SampleRecord, Store, StoredRun};
+use crate::store::{self, Location, MatrixPlace, RunId, SampleColumns, SampleRecord, Store, StoredRun};
 use crate::sys::Errno;
 
 /// The value of `FSYNCLAB_STORE` that turns recording off.
@@ -44,15 +44,24 @@ impl SampleRecord for Sample {
     }
 }
 
-/// The store file the options name, or `None` when recording is off.
-pub(crate) fn store_path(flag: Option<&Path>, no_store: bool) -> Result<Option<PathBuf>, Usage> {
+/// The store the options name, or `None` when recording is off.
+pub(crate) fn store_path(flag: Option<&Path>, no_store: bool) -> Result<Option<Location>, Usage> {
     if no_store {
         return Ok(None);
     }
     if flag.is_none() && std::env::var(store::STORE_ENV).is_ok_and(|v| v == STORE_OFF) {
         return Ok(None);
     }
-    store::resolve_path(flag).map(Some).map_err(|e| Usage(e.to_string()))
+    store::resolve(flag).map(Some).map_err(|e| Usage(e.to_string()))
+}
+
+/// A store for a message: its file with the home directory as `~`, or its database's
+/// address without the password.
+pub(crate) fn shown_store(at: &Location) -> String {
+    match at {
+        Location::File(path) => shown(path),
+        Location::Postgres(url) => url.to_string(),
+    }
 }
 
 /// `path` for a message, with the home directory as `~`.
@@ -67,7 +76,7 @@ pub(crate) fn shown(path: &Path) -> String {
 }
 
 /// Opens the store at `path` for writing, or says in one line why it cannot be.
-pub(crate) fn open_for_writing(path: &Path) -> Result<Store, Usage> {
+pub(crate) fn open_for_writing(path: &Location) -> Result<Store, Usage> {
     let refuse = |e: store::StoreError| {
         Usage(format!(
             "{e}; nothing was run. Give --store PATH (or set {}) to record elsewhere, or --no-store",
@@ -81,7 +90,7 @@ pub(crate) fn open_for_writing(path: &Path) -> Result<Store, Usage> {
 
 /// Opens an existing store to read from it, read-only; a missing one is bad input, not a
 /// new file.
-pub(crate) fn open_for_reading(flag: Option<&Path>) -> Result<(Store, PathBuf)> {
+pub(crate) fn open_for_reading(flag: Option<&Path>) -> Result<(Store, Location)> {
     let path = match store_path(flag, false)? {
         Some(p) => p,
         None => {
@@ -92,15 +101,20 @@ pub(crate) fn open_for_reading(flag: Option<&Path>) -> Result<(Store, PathBuf)> 
             .into())
         }
     };
-    if !path.is_file() {
+    let store = read_store_at(&path)?;
+    Ok((store, path))
+}
+
+/// Opens the store at `path` to read from it, read-only; a missing file is bad input.
+pub(crate) fn read_store_at(path: &Location) -> Result<Store> {
+    if path.as_file().is_some_and(|p| !p.is_file()) {
         return Err(Usage(format!(
             "no results store at {}: `fsynclab run`, `suite` and `matrix` record runs there (or give --store PATH)",
-            shown(&path)
+            shown_store(path)
         ))
         .into());
     }
-    let store = Store::open_read_only(&path).map_err(|e| Usage(e.to_string()))?;
-    Ok((store, path))
+    Ok(Store::open_read_only(path).map_err(|e| Usage(e.to_string()))?)
 }
 
 /// One stored run, whole; a run the store does not have is bad input (exit status 2).
@@ -113,7 +127,7 @@ pub(crate) fn read_run(store: &Store, id: RunId) -> Result<StoredRun> {
 
 /// Where finished runs are recorded, if anywhere.
 pub(crate) struct Recording {
-    store: Option<(Store, PathBuf)>,
+    store: Option<(Store, Location)>,
 }
 
 impl Recording {
@@ -127,7 +141,7 @@ impl Recording {
     }
 
     /// A recording into a store already open (a matrix's).
-    pub(crate) fn into(store: Store, path: PathBuf) -> Recording {
+    pub(crate) fn into(store: Store, path: Location) -> Recording {
         Recording {
             store: Some((store, path)),
         }
@@ -141,8 +155,8 @@ impl Recording {
         self.store.as_mut().map(|(s, _)| s)
     }
 
-    pub(crate) fn path(&self) -> Option<&Path> {
-        self.store.as_ref().map(|(_, p)| p.as_path())
+    pub(crate) fn path(&self) -> Option<&Location> {
+        self.store.as_ref().map(|(_, p)| p)
     }
 
     /// Records `result` (at `place` in a matrix) and notes in it where it went; `None` when
@@ -157,7 +171,7 @@ impl Recording {
         result.stored = Some(StoredAt {
             run: id.0,
             uid,
-            store: path.display().to_string(),
+            store: path.to_string(),
         });
         Ok(Some(id))
     }
@@ -169,7 +183,7 @@ impl Recording {
         match self.record(result, None) {
             Ok(Some(id)) => {
                 if let Some(path) = self.path() {
-                    note!("stored as run {id} in {}", shown(path));
+                    note!("stored as run {id} in {}", shown_store(path));
                 }
                 Ok(Some(id))
             }

@@ -155,7 +155,7 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
         full: args.full,
         interrupted: stop.signal().is_some(),
         environment,
-        store: recording.path().map(|p| p.display().to_string()),
+        store: recording.path().map(|p| p.to_string()),
         scenarios: entries,
     };
     write_json_atomically(&summary, &results.join(SUMMARY_FILE))?;

@@ -19,7 +19,8 @@ use crate::units::parse_duration;
 mod store;
 
 pub use store::{
-    CompareArgs, ExportArgs, ExportFormat, MatrixArgs, RecordArgs, ReportArgs, RunsArgs, StoreArg, TableFormat,
+    CompareArgs, Engine, ExportArgs, ExportFormat, MatrixArgs, RecordArgs, ReportArgs, RunsArgs, StoreArg,
+    StoreCommand, TableFormat,
 };
 use store::{COMPARE_HELP, EXPORT_HELP, MATRIX_HELP, REPORT_HELP, RUNS_HELP, SHOW_HELP};
 
@@ -41,6 +42,7 @@ Examples:
   fsynclab runs --last 5                          what the results store holds
   fsynclab compare 3-7 8-12                       two sets of runs: faster, slower, or no difference
   fsynclab matrix fsync-tps --axis device=ram,hdd-7200 --axis coordination=none,wal   (as root)
+  fsynclab matrix ... --engine slurm --store postgres://USER@HOST/DB   (a farm: see matrix --help)
   fsynclab reproduce                              does each seed's finding still hold here? (as root)
 
 Sizes take 4k, 1M, 8G (binary); durations 250ms, 1s, 2m. Exit status: 0 success,
@@ -55,7 +57,10 @@ is in place for `fsynclab cleanup`.
 Device profiles: `fsynclab list-devices`.
 
 Every run is recorded in the results store (~/.local/share/fsynclab/results.sqlite, or
---store PATH, or FSYNCLAB_STORE; --no-store or FSYNCLAB_STORE=off records nothing).";
+--store PATH, or FSYNCLAB_STORE; --no-store or FSYNCLAB_STORE=off records nothing). A
+store may be a PostgreSQL database, postgres://USER@HOST/DB (the password in the address or
+in PGPASSWORD), which many hosts share; `fsynclab store copy FROM TO` moves runs between
+stores.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -153,6 +158,11 @@ pub enum Command {
     /// Write a self-contained HTML report (latency over time, CDFs, the matrix table)
     #[command(after_help = REPORT_HELP)]
     Report(ReportArgs),
+    /// Commands on whole results stores: `store copy FROM TO`
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// Remove what runs killed with SIGKILL left behind: mounts, loop devices, images, sysctls, work directories
     Cleanup,
 }

@@ -1,17 +1,17 @@
 //! The options of the results store's commands: where the store is, and `runs`, `show`,
-//! `export`, `compare`, `matrix` and `report`.
+//! `export`, `compare`, `matrix`, `report` and `store copy`.
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 
 use super::{ListFormat, TargetArgs};
 
 /// `--store PATH` for the commands that record runs, and `--no-store`.
 #[derive(Debug, Default, Args)]
 pub struct RecordArgs {
-    /// Record the run in this results store [default: $FSYNCLAB_STORE, else
-    /// ~/.local/share/fsynclab/results.sqlite]
+    /// Record the run in this results store, a file or postgres://USER@HOST/DB [default:
+    /// $FSYNCLAB_STORE, else ~/.local/share/fsynclab/results.sqlite]
     #[arg(long, value_name = "PATH", help_heading = "Results store")]
     pub store: Option<PathBuf>,
     /// Do not record the run (FSYNCLAB_STORE=off does the same)
@@ -22,7 +22,8 @@ pub struct RecordArgs {
 /// `--store PATH` for the commands that read the store.
 #[derive(Debug, Default, Args)]
 pub struct StoreArg {
-    /// The results store [default: $FSYNCLAB_STORE, else ~/.local/share/fsynclab/results.sqlite]
+    /// The results store, a file or postgres://USER@HOST/DB [default: $FSYNCLAB_STORE, else
+    /// ~/.local/share/fsynclab/results.sqlite]
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
 }
@@ -39,6 +40,7 @@ Examples:
   fsynclab runs --scenario fsync-tps --since 2026-11-01
   fsynclab runs --matrix m3              the runs of a matrix, with their cells
   fsynclab runs --param coordination=wal --grep hdd-7200 --last 10
+  fsynclab runs --host n2 --store postgres://farm@db/fsynclab   the runs one host of a farm made
   fsynclab runs --format json | jq '.[].id'";
 
 #[derive(Debug, Args)]
@@ -52,6 +54,9 @@ pub struct RunsArgs {
     /// Runs of this matrix only
     #[arg(long, value_name = "ID")]
     pub matrix: Option<String>,
+    /// Runs made on this host only (its name as `fsynclab runs` shows it)
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
     /// Runs with this parameter value (repeatable: all must hold)
     #[arg(long, value_name = "KEY=VALUE")]
     pub param: Vec<String>,
@@ -99,7 +104,8 @@ A and B are each a set of runs, A the reference:
   42             one stored run (a single run a side gives figures, but no verdict)
   3-7            stored runs 3 to 7;   3,5,9-11   a list
   m3:device=ram  the runs of one cell of stored matrix m3 (name as many axes as it takes to
-                 pick out one cell: m3:device=ram,coordination=wal)
+                 pick out one cell: m3:device=ram,coordination=wal; host=NAME picks the runs
+                 one host made, whether or not host is an axis of the matrix)
   a.json,b.json  result files
 A run is the unit: calls of one run share journal commits and writeback, so the runs'
 figures (ops/s, p50, p99, max of each kind, background MB/s, fsync-tps's commit.tps) are
@@ -107,7 +113,8 @@ compared, never the calls. Verdicts need at least 3 runs a side; 5 can reach p <
 
 Examples:
   fsynclab compare 3-7 8-12
-  fsynclab compare m3:device=flush=5ms m3:device=flush=10ms --figure fdatasync.p50";
+  fsynclab compare m3:device=flush=5ms m3:device=flush=10ms --figure fdatasync.p50
+  fsynclab compare m3:host=n1 m3:host=n2         one matrix on two hosts of a farm";
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -123,6 +130,9 @@ pub struct CompareArgs {
     /// Compare runs of different scenarios (refused otherwise: they measure different work)
     #[arg(long)]
     pub across_scenarios: bool,
+    /// Only the runs of both sets that this host made
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
     #[arg(long, short = 'f', value_enum, default_value_t = ListFormat::Text)]
     pub format: ListFormat,
     #[command(flatten)]
@@ -160,12 +170,24 @@ Examples:
   fsynclab matrix fsync-tps --axis device=ram,hdd-7200 --axis coordination=none,wal
   fsynclab matrix overwrite-fsync --scratch ext4 --axis scheduler=mq-deadline,bfq --repeat 7
   fsynclab matrix --file seed002.toml
-  fsynclab matrix --resume m3";
+  fsynclab matrix --resume m3
+
+On a farm (one PostgreSQL store for every host: --store postgres://USER@HOST/DB):
+  fsynclab matrix fsync-tps --axis coordination=none,wal --engine slurm --partition lab
+      one Slurm job array, a task per run (`fsynclab matrix --run-cell ID:INDEX` on its
+      node, --exclusive), followed with a progress bar; the table when the array ends
+  fsynclab matrix ... --engine slurm --per-host      the whole matrix on every node: host is
+      an axis (the table's rows), one array per node
+  fsynclab matrix --resume m3 --engine slurm        submits only the runs still missing
+  fsynclab matrix ... --engine k8s --image REGISTRY/fsynclab --emit m.yaml
+      a Kubernetes Indexed Job (privileged pods, one completion per run) for kubectl apply
+A task that fails is reported with its Slurm job id and log. The cells get root from the
+scheduler (jobs run as the submitting user), never from fsynclab.";
 
 #[derive(Debug, Args)]
 pub struct MatrixArgs {
     /// The scenario (see `fsynclab list`)
-    #[arg(required_unless_present_any = ["resume", "file"])]
+    #[arg(required_unless_present_any = ["resume", "file", "run_cell"])]
     pub scenario: Option<String>,
     /// An axis and its values, e.g. --axis device=ram,hdd-7200 (repeatable)
     #[arg(long, value_name = "KEY=V1,V2,...")]
@@ -185,6 +207,37 @@ pub struct MatrixArgs {
     /// Continue a stored matrix that was interrupted (or print its table when complete)
     #[arg(long, value_name = "ID", conflicts_with_all = ["scenario", "axis", "file", "repeat", "sets"])]
     pub resume: Option<String>,
+    /// Make one run of a stored matrix: its INDEX in the plan's order (what a scheduler's
+    /// task runs; --engine slurm and k8s start it)
+    #[arg(long, value_name = "ID:INDEX", conflicts_with_all = ["scenario", "axis", "file", "repeat", "sets", "resume", "engine", "dry_run"])]
+    pub run_cell: Option<String>,
+    /// Where the cells run: local (this host, one after another), slurm (a job array), k8s
+    /// (an Indexed Job manifest, with --emit) [default: local, or the stored matrix's]
+    #[arg(long, value_enum, help_heading = "Farm")]
+    pub engine: Option<Engine>,
+    /// The Slurm partition the array goes to
+    #[arg(long, value_name = "P", help_heading = "Farm")]
+    pub partition: Option<String>,
+    /// The nodes the cells may run on (a comma-separated list) [default: any node of the
+    /// partition]
+    #[arg(long, value_name = "N1,N2,...", value_delimiter = ',', help_heading = "Farm")]
+    pub nodes: Vec<String>,
+    /// Run the whole matrix on every node: host becomes an axis (default: each run on any node)
+    #[arg(long, help_heading = "Farm")]
+    pub per_host: bool,
+    /// The most runs at once (Slurm's --array=...%K; a Job's parallelism) [default: the
+    /// number of nodes]
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Farm")]
+    pub parallel: Option<u32>,
+    /// Where the Slurm tasks' logs go [default: ./fsynclab-logs]
+    #[arg(long, value_name = "DIR", help_heading = "Farm")]
+    pub log_dir: Option<PathBuf>,
+    /// --engine k8s: write the Indexed Job manifest to FILE
+    #[arg(long, value_name = "FILE", help_heading = "Farm")]
+    pub emit: Option<PathBuf>,
+    /// --engine k8s: the container image with fsynclab in it
+    #[arg(long, value_name = "IMAGE", help_heading = "Farm")]
+    pub image: Option<String>,
     /// Set a parameter for every cell, e.g. --set threads=4 (repeatable)
     #[arg(long = "set", short = 's', value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
@@ -204,6 +257,33 @@ pub struct MatrixArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub store: StoreArg,
+}
+
+/// Where a matrix's cells run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    /// This host, one run after another
+    Local,
+    /// A Slurm job array, a task per run
+    Slurm,
+    /// A Kubernetes Indexed Job, a completion per run (written with --emit)
+    K8s,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Local => "local",
+            Engine::Slurm => "slurm",
+            Engine::K8s => "k8s",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Engine> {
+        [Engine::Local, Engine::Slurm, Engine::K8s]
+            .into_iter()
+            .find(|e| e.name() == name)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -234,9 +314,37 @@ pub struct ReportArgs {
     /// The figure of the matrix table (as `fsynclab matrix --figure`)
     #[arg(long, value_name = "FIGURE", requires = "matrix")]
     pub figure: Option<String>,
+    /// Only the runs this host made
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
     /// The HTML file to write
     #[arg(long, short = 'o', value_name = "FILE", default_value = "fsynclab-report.html")]
     pub output: PathBuf,
     #[command(flatten)]
     pub store: StoreArg,
+}
+
+pub(super) const STORE_COPY_HELP: &str = "\
+Every run keeps its unique id, when it was recorded, its result, its host, its place in a
+matrix and its samples (their stored blocks, byte for byte); its number is TO's own. A run
+TO has already is left alone, so copying twice copies once; each run goes in one
+transaction. A matrix whose id TO uses for another matrix gets TO's next id.
+
+Examples:
+  fsynclab store copy ~/.local/share/fsynclab/results.sqlite postgres://me@farm-db/fsynclab
+  fsynclab store copy postgres://me@farm-db/fsynclab farm.sqlite   (the farm's runs, offline)";
+
+/// `fsynclab store ...`: commands on whole stores.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy every run and matrix of store FROM into store TO (files or postgres:// addresses)
+    #[command(after_help = STORE_COPY_HELP)]
+    Copy {
+        /// The store to copy from
+        #[arg(value_name = "FROM")]
+        from: PathBuf,
+        /// The store to copy into (made if it does not exist)
+        #[arg(value_name = "TO")]
+        to: PathBuf,
+    },
 }

@@ -231,6 +231,12 @@ pub struct DeviceInfo {
     /// For a loop device, the file behind it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backing_file: Option<String>,
+    /// The drive's model and firmware revision, where the kernel says them
+    /// (`device/model`; NVMe's `device/firmware_rev`, SCSI and ATA's `device/rev`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
 }
 
 /// The device numbers behind a mount: those of its source when that is a block device
@@ -264,6 +270,10 @@ pub fn device_info(major: u32, minor: u32) -> Option<DeviceInfo> {
         write_cache: read_trimmed(queue.join("write_cache")),
         rotational: read_trimmed(queue.join("rotational")).map(|r| block::parse_rotational(&r)),
         backing_file: read_trimmed(dir.join("loop/backing_file")),
+        model: read_trimmed(dir.join("device/model")).filter(|m| !m.is_empty()),
+        firmware: read_trimmed(dir.join("device/firmware_rev"))
+            .or_else(|| read_trimmed(dir.join("device/rev")))
+            .filter(|f| !f.is_empty()),
     })
 }
 

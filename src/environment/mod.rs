@@ -1,13 +1,15 @@
-//! The environment fingerprint recorded in every result: kernel, filesystem and mount
-//! options of the target, its block device (scheduler, write cache, rotational), the
-//! `vm.dirty_*` sysctls, CPUs and memory. Two results can only be compared if these agree.
+//! The environment fingerprint recorded in every result: the host that made it, kernel,
+//! filesystem and mount options of the target, its block device (scheduler, write cache,
+//! rotational, model and firmware), the `vm.dirty_*` sysctls, CPUs and memory. Two results
+//! can only be compared if these agree.
 //!
 //! Sources, each parsed in [`crate::kernel`] (one parser per file, with its kernel document):
 //! `/proc/self/mountinfo`, `/sys/dev/block/MAJ:MIN/queue/{scheduler,write_cache,rotational}`,
 //! `/proc/sys/vm/dirty_*`, `/proc/meminfo`, and for the journal settings ([`journal`])
 //! `/proc/fs/ext4/DEV/options` and `/proc/fs/jbd2/DEV-INO/info`.
 //!
-//! The parts: `device` (the block device, and the emulated disk's figures and counts),
+//! The parts: `host` (which host, for a farm), `device` (the block device, and the emulated
+//! disk's figures and counts),
 //! `journal` (the filesystem's journal settings), `memory` (the dirty sysctls and their
 //! thresholds, what fits in memory).
 
@@ -20,6 +22,7 @@ use crate::kernel::{block, mount_of, mounts, Meminfo};
 
 mod device;
 mod findings;
+mod host;
 pub(crate) mod journal;
 mod memory;
 
@@ -27,6 +30,7 @@ pub(crate) use device::device_numbers;
 pub use device::{device_info, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, PowerCut, ScratchInfo};
 
 pub use findings::{DeviceFinding, NotThisFinding, SysctlChange, SysctlsChanged};
+pub use host::{job_from, this_host, HostInfo, HOST_ENV, JOB_ENV};
 pub use memory::{
     check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, read_sysctls, DIRTY_SYSCTLS,
 };
@@ -60,6 +64,9 @@ pub struct Fingerprint {
     /// times (ext4); log buffers (xfs); commit interval (btrfs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal: Option<journal::JournalInfo>,
+    /// The host that made the run (absent in results made before hosts were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostInfo>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -110,6 +117,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         device,
         sysctls: read_sysctls(),
         journal,
+        host: Some(this_host()),
         ..Fingerprint::default()
     }
 }

@@ -6,6 +6,7 @@
 //!
 //! - [`block`]: a block device's sysfs directory and queue attributes
 //! - [`block_stat`]: `/sys/block/DEV/stat`, a block device's I/O counters
+//! - [`cpuinfo`]: `/proc/cpuinfo`, the processor's model
 //! - [`ext4`]: `/proc/fs/ext4/DEV/options` and `/proc/fs/jbd2/DEV-INO/info`, the journal
 //! - [`kmsg`]: `/dev/kmsg`, what the kernel logs (an I/O error, a filesystem shut down)
 //! - [`meminfo`]: `/proc/meminfo`, memory and the dirty and writeback pages
@@ -17,6 +18,7 @@
 
 pub(crate) mod block;
 pub(crate) mod block_stat;
+pub(crate) mod cpuinfo;
 pub(crate) mod ext4;
 pub(crate) mod kmsg;
 pub(crate) mod meminfo;

@@ -3,7 +3,8 @@
 //! `--resume`, or two resumes, share the runs left instead of each making them all (issue
 //! 19). This process is the owner; an owner is dead when, on this host, its boot is over or
 //! its process is gone (process id and start time, as the state files tell their runs
-//! apart). Another host's owner is never taken for dead: that needs the lease a farm would add.
+//! apart). Another host's owner is dead when the Slurm job it ran in has ended (`squeue`
+//! no longer lists it); another host's owner outside a Slurm job is never taken for dead.
 
 use crate::store::{Claim, ClaimOwner, MatrixPlace, Store, StoreError};
 use crate::testbed::state::start_time;
@@ -31,6 +32,7 @@ pub(crate) fn this_process() -> ClaimOwner {
         pid,
         pid_start: start_time(pid),
         claimed_at: crate::result::now_rfc3339(),
+        job: crate::environment::job_from(&|k| std::env::var(k).ok().filter(|v| !v.is_empty())),
     }
 }
 
@@ -39,7 +41,11 @@ pub(crate) fn this_process() -> ClaimOwner {
 pub(crate) fn is_dead(owner: &ClaimOwner) -> bool {
     let (host, boot_id) = host_and_boot();
     if owner.host != host {
-        return false;
+        return owner
+            .job
+            .as_deref()
+            .and_then(|j| j.strip_prefix("slurm:"))
+            .is_some_and(|job| super::slurm::job_ended(job) == Some(true));
     }
     if owner.boot_id != boot_id {
         return true;
@@ -85,6 +91,7 @@ mod tests {
         let elsewhere = ClaimOwner {
             host: format!("{}-other", me.host),
             pid: u32::MAX,
+            job: None,
             ..me
         };
         assert!(!is_dead(&elsewhere), "another host's owner is never taken for dead");

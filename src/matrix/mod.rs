@@ -10,11 +10,20 @@
 //!    store first, so that processes continuing one matrix share its runs ([`claim`]);
 //! 4. the table: one per figure, the best of each row in bold, a marker where a cell differs
 //!    significantly from the row's reference column ([`table`]).
+//!
+//! On a farm the runs are made by a scheduler's tasks instead of this process, each with
+//! `--run-cell` ([`cell`]) on its node and into the shared store: a Slurm job array followed
+//! to its end ([`slurm`]), or a Kubernetes Indexed Job written for `kubectl` ([`k8s`]);
+//! [`placement`] says which engine, which nodes, and whether every node runs the whole matrix.
 
+mod cell;
 mod claim;
 mod file;
+mod k8s;
+mod placement;
 pub(crate) mod plan;
 mod run;
+mod slurm;
 pub(crate) use run::clock;
 pub(crate) mod table;
 
@@ -23,20 +32,26 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::{MatrixArgs, TableFormat};
+use crate::cli::{Engine, MatrixArgs, TableFormat};
 use crate::error::Usage;
 use crate::record::{self, Recording};
-use crate::store::{MatrixRecord, Store};
+use crate::store::{Location, Store};
 use crate::units::human_size;
 use plan::{normalize_key, split_values, Axis, Plan, DEFAULT_REPEAT};
 use run::Ended;
 use table::StoredMatrix;
 
 pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
+    if let Some(spec) = &args.run_cell {
+        return cell::run_cell(spec, args);
+    }
     if let Some(id) = &args.resume {
         return resume(id, args);
     }
+    let engine = placement::engine(args, None);
+    placement::check_options(args, engine, None)?;
     let mut plan = plan_of(args)?;
+    placement::place(&mut plan, args, engine, || slurm::nodes_of(args.partition.as_deref()))?;
     plan.check_size(args.yes)?;
     plan.check()?;
     if args.dry_run {
@@ -44,16 +59,21 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
         print!("{}", dry_run(&plan, &slots)?);
         return Ok(0);
     }
-    refuse_without_root(&plan)?;
+    if engine == Engine::Slurm {
+        slurm::check_clients()?;
+    }
     let path = store_path(args)?;
+    check_store_for(engine, &path)?;
+    if engine == Engine::Local {
+        placement::check_local(&plan)?;
+        refuse_without_root(&plan)?;
+    }
     let mut store = record::open_for_writing(&path)?;
-    let id = store.next_matrix_id()?;
-    store.create_matrix(&MatrixRecord {
-        id: id.clone(),
-        scenario: plan.scenario.clone(),
-        created_at: crate::result::now_rfc3339(),
-        plan: serde_json::to_value(&plan)?,
-    })?;
+    let id = store.create_numbered_matrix(
+        &plan.scenario,
+        &crate::result::now_rfc3339(),
+        &serde_json::to_value(&plan)?,
+    )?;
     let slots = plan.order();
     if !args.quiet {
         note!(
@@ -62,7 +82,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
             plan.repeat,
             slots.len(),
             plan.scenario,
-            record::shown(&path)
+            record::shown_store(&path)
         );
         if plan.implied_scratch {
             note!(
@@ -71,15 +91,54 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
             );
         }
     }
-    execute_and_print(plan, id, &slots, store, path, args)
+    run_on(engine, plan, id, &slots, store, path, args)
 }
 
-/// `--resume ID`: the runs the matrix still lacks, then its tables.
+/// Makes the runs of `slots` where `engine` says, then prints the tables.
+fn run_on(
+    engine: Engine,
+    plan: Plan,
+    id: String,
+    slots: &[(u32, usize)],
+    store: Store,
+    path: Location,
+    args: &MatrixArgs,
+) -> Result<i32> {
+    match engine {
+        Engine::Local => execute_and_print(plan, id, slots, store, path, args),
+        Engine::Slurm => slurm::submit_and_follow(&plan, &id, slots, store, &path, args),
+        Engine::K8s => k8s::emit(&plan, &id, slots, &path, args),
+    }
+}
+
+/// Refuses a store the engine's tasks cannot reach: pods share no file; Slurm nodes share a
+/// file only on one machine (said, not refused: a one-machine cluster is a farm too).
+fn check_store_for(engine: Engine, path: &Location) -> Result<(), Usage> {
+    match (engine, path) {
+        (Engine::K8s, Location::File(p)) => Err(Usage(format!(
+            "--engine k8s: the results store {} is a file, which pods cannot share; give --store postgres://USER@HOST/DB",
+            record::shown(p)
+        ))),
+        (Engine::Slurm, Location::File(p)) => {
+            note!(
+                "fsynclab matrix: the results store {} is a file: every node writes it, which is safe on one machine only (a farm of machines shares --store postgres://USER@HOST/DB)",
+                record::shown(p)
+            );
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `--resume ID`: the runs the matrix still lacks, then its tables. On a farm, only the runs
+/// no live task is making are submitted, and claims of tasks that ended are cleared first.
 fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
     let path = store_path(args)?;
-    let (store, _) = record::open_for_reading(Some(&path))?;
+    let store = record::read_store_at(&path)?;
     let stored = StoredMatrix::load(&store, id)?;
-    let slots = run::remaining(&store, id, &stored.plan)?;
+    let engine = placement::engine(args, Some(&stored.plan));
+    placement::check_options(args, engine, Some(&stored.plan))?;
+    let mut slots = run::remaining(&store, id, &stored.plan)?;
     if args.dry_run {
         print!("{}", dry_run(&stored.plan, &slots)?);
         return Ok(0);
@@ -90,9 +149,44 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
         }
         return print_tables(&store, id, args).map(|()| 0);
     }
-    refuse_without_root(&stored.plan)?;
+    // A Kubernetes matrix resumed without --emit: what is stored, and how to make the rest.
+    if engine == Engine::K8s && args.emit.is_none() {
+        note!(
+            "fsynclab matrix {id}: {} of {} runs are not stored yet; the table of those that are (`fsynclab matrix --resume {id} --emit FILE` writes a Job of the runs left):",
+            slots.len(),
+            stored.plan.order().len()
+        );
+        return print_tables(&store, id, args).map(|()| 0);
+    }
+    // Tasks of an array still waiting would make their runs again.
+    if engine == Engine::Slurm {
+        slurm::check_clients()?;
+        let active = slurm::active_jobs(id)?;
+        if !active.is_empty() {
+            return Err(Usage(format!(
+                "matrix {id}: Slurm job {} still has tasks waiting or running; let it end (or `scancel` it), then --resume",
+                active.join(", ")
+            ))
+            .into());
+        }
+    }
+    check_store_for(engine, &path)?;
+    if engine == Engine::Local {
+        placement::check_local(&stored.plan)?;
+        refuse_without_root(&stored.plan)?;
+    }
     drop(store);
-    let store = record::open_for_writing(&path)?;
+    let mut store = record::open_for_writing(&path)?;
+    if engine != Engine::Local {
+        store.release_dead_claims(id, claim::is_dead)?;
+        let held = store.claims(id)?;
+        let cells = stored.plan.cells();
+        slots.retain(|(rep, c)| !held.iter().any(|(p, _)| p.repetition == *rep && p.axes == cells[*c]));
+        if slots.is_empty() {
+            note!("fsynclab matrix {id}: every run left is being made by a task still running; `fsynclab matrix --resume {id}` prints the table once they are stored");
+            return Ok(0);
+        }
+    }
     if !args.quiet {
         note!(
             "fsynclab matrix {id}: {} of {} runs left",
@@ -100,7 +194,7 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
             stored.plan.order().len()
         );
     }
-    execute_and_print(stored.plan, id.to_string(), &slots, store, path, args)
+    run_on(engine, stored.plan, id.to_string(), &slots, store, path, args)
 }
 
 fn execute_and_print(
@@ -108,7 +202,7 @@ fn execute_and_print(
     id: String,
     slots: &[(u32, usize)],
     store: Store,
-    path: std::path::PathBuf,
+    path: Location,
     args: &MatrixArgs,
 ) -> Result<i32> {
     let mut recording = Recording::into(store, path.clone());
@@ -140,7 +234,7 @@ fn execute_and_print(
     }
 }
 
-fn print_tables(store: &Store, id: &str, args: &MatrixArgs) -> Result<()> {
+pub(crate) fn print_tables(store: &Store, id: &str, args: &MatrixArgs) -> Result<()> {
     let stored = StoredMatrix::load(store, id)?;
     let terminal = std::io::stdout().is_terminal();
     let mut out = String::new();
@@ -171,7 +265,7 @@ fn settings_line(plan: &Plan) -> String {
 }
 
 /// The store a matrix is kept in: it must have one.
-fn store_path(args: &MatrixArgs) -> Result<std::path::PathBuf> {
+pub(crate) fn store_path(args: &MatrixArgs) -> Result<crate::store::Location> {
     record::store_path(args.store.store.as_deref(), false)?.ok_or_else(|| {
         Usage(format!(
             "a matrix lives in the results store, which {}={} turns off: give --store PATH",
@@ -182,7 +276,7 @@ fn store_path(args: &MatrixArgs) -> Result<std::path::PathBuf> {
     })
 }
 
-fn refuse_without_root(plan: &Plan) -> Result<()> {
+pub(crate) fn refuse_without_root(plan: &Plan) -> Result<()> {
     if plan.needs_root() && !crate::sys::is_root() {
         let why = if plan.implied_scratch {
             format!(
@@ -251,6 +345,7 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
         figures,
         columns: args.columns.clone().or(from_file.columns),
         implied_scratch: false,
+        placement: None,
         origin: None,
     })
 }
@@ -328,6 +423,26 @@ fn dry_run(plan: &Plan, slots: &[(u32, usize)]) -> Result<String> {
     out.push_str(&format!(
         "  space     {space}; about 6 bytes a call in the results store\n"
     ));
+    if let Some(p) = plan.placement.as_ref().filter(|p| p.engine != "local") {
+        let nodes = match p.nodes.as_slice() {
+            [] => "any node".to_string(),
+            some => format!("any of {}", some.join(",")),
+        };
+        let spread = if p.per_host {
+            "the whole matrix on every node (the host axis)".to_string()
+        } else {
+            format!("each run on {nodes}")
+        };
+        out.push_str(&format!(
+            "  placement {}: {spread}{}{}\n",
+            p.engine,
+            p.partition
+                .as_ref()
+                .map(|x| format!(", partition {x}"))
+                .unwrap_or_default(),
+            p.parallel.map(|k| format!(", at most {k} at once")).unwrap_or_default()
+        ));
+    }
     out.push_str("  order     ");
     let shown: Vec<String> = slots
         .iter()

@@ -1,7 +1,12 @@
 //! A matrix as planned: the scenario, what every cell shares (parameters, testbed options),
-//! the axes with their values, and the repetitions. The plan is checked whole before
-//! anything runs — every cell's parameters and testbed options — and stored with the matrix
-//! (as JSON) so that `--resume` runs the same thing.
+//! the axes with their values, the repetitions, and where the cells run (this host, or a
+//! scheduler's nodes: [`Placement`]). The plan is checked whole before anything runs — every
+//! cell's parameters and testbed options — and stored with the matrix (as JSON) so that
+//! `--resume` and a scheduler's tasks (`--run-cell`) run the same thing.
+//!
+//! `host` is an axis like the others: a cell with `host=n2` runs on the host of that name
+//! only (as [`crate::environment::HostInfo::name`] names it), so that one configuration on
+//! two hosts is two cells; `--per-host` makes the axis of every node.
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -53,6 +58,9 @@ pub(crate) struct Plan {
     /// Whether `scratch` was added because a scratch-only axis or option needed it.
     #[serde(default)]
     pub(crate) implied_scratch: bool,
+    /// Where the cells run (none: this host, one after another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) placement: Option<Placement>,
     /// What made the matrix when `fsynclab matrix` did not: `fsynclab reproduce --quick`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) origin: Option<String>,
@@ -60,6 +68,43 @@ pub(crate) struct Plan {
 
 /// One cell: a value of every axis, in axis order.
 pub(crate) type Cell = Vec<(String, String)>;
+
+/// The axis of hosts: neither a testbed option nor a parameter, but where the cell runs.
+pub(crate) const HOST_AXIS: &str = "host";
+
+/// Where a matrix's cells run, as its plan keeps it for `--resume`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Placement {
+    /// `local`, `slurm` or `k8s`.
+    pub(crate) engine: String,
+    /// The Slurm partition, when one was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) partition: Option<String>,
+    /// The nodes the cells may run on (none: any of the partition's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) nodes: Vec<String>,
+    /// Whether every node runs the whole matrix (the host axis is then the nodes).
+    #[serde(default)]
+    pub(crate) per_host: bool,
+    /// The most cells running at once (Slurm's `%K`, a Job's parallelism).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) parallel: Option<u32>,
+    /// The container image of a Kubernetes Job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) image: Option<String>,
+}
+
+impl CellPlace for Cell {
+    fn host(&self) -> Option<&str> {
+        self.iter().find(|(k, _)| k == HOST_AXIS).map(|(_, v)| v.as_str())
+    }
+}
+
+/// What a cell says about where it runs.
+pub(crate) trait CellPlace {
+    /// The host the cell must run on, when the matrix has a host axis.
+    fn host(&self) -> Option<&str>;
+}
 
 /// A testbed option's name as [`Key::name`] spells it (`dirty_ratio` and `dirty-ratio` are
 /// the same option); a parameter's name as given.
@@ -170,9 +215,22 @@ impl Plan {
 
     /// The runs in the order they are made: every cell once (repetition 0), then every
     /// cell again, and so on — round-robin, so drift of the machine hits all cells alike.
+    ///
+    /// On a farm where each run goes to any node, repetition R starts at cell R (mod the
+    /// cells): a scheduler hands the runs to its idle nodes in this order, and with as many
+    /// nodes as cells the same order every repetition kept each cell on one node (measured
+    /// on a two-node cluster: all of one cell's runs on n1, all of the other's on n2), so
+    /// that the table compared the nodes rather than the cells.
     pub(crate) fn order(&self) -> Vec<(u32, usize)> {
         let n = self.cells().len();
-        (0..self.repeat).flat_map(|rep| (0..n).map(move |c| (rep, c))).collect()
+        let rotate = self.placement.as_ref().is_some_and(|p| p.engine != "local")
+            && !self.axes.iter().any(|a| a.key == HOST_AXIS);
+        (0..self.repeat)
+            .flat_map(|rep| {
+                let start = if rotate && n > 0 { rep as usize % n } else { 0 };
+                (0..n).map(move |c| (rep, (start + c) % n))
+            })
+            .collect()
     }
 
     fn is_testbed(key: &str) -> bool {
@@ -184,7 +242,7 @@ impl Plan {
         let mut sets = self.sets.clone();
         sets.extend(
             cell.iter()
-                .filter(|(k, _)| !Plan::is_testbed(k))
+                .filter(|(k, _)| !Plan::is_testbed(k) && k != HOST_AXIS)
                 .map(|(k, v)| format!("{k}={v}")),
         );
         sets
@@ -218,9 +276,9 @@ impl Plan {
         }
         let params: Vec<&'static str> = s.params().iter().map(|p| p.name).collect();
         for (i, axis) in self.axes.iter().enumerate() {
-            if !Plan::is_testbed(&axis.key) && !params.contains(&axis.key.as_str()) {
+            if !Plan::is_testbed(&axis.key) && !params.contains(&axis.key.as_str()) && axis.key != HOST_AXIS {
                 return Err(Usage(format!(
-                    "--axis {}: not a testbed option ({}) nor a parameter of {} ({})",
+                    "--axis {}: not a testbed option ({}), a parameter of {} ({}), nor host",
                     axis.key,
                     Key::names(),
                     s.name(),
@@ -361,8 +419,33 @@ mod tests {
             figures: Vec::new(),
             columns: None,
             implied_scratch: false,
+            placement: None,
             origin: None,
         }
+    }
+
+    /// Issue 17: on a farm a cell's repeats start at another place in the order each
+    /// repetition, so that a scheduler handing runs to nodes in order spreads each cell over
+    /// the nodes; on one host, and with a host axis, the order is the plain round-robin.
+    #[test]
+    fn issue17_farm_repetitions_rotate_over_the_cells() {
+        let mut p = plan(&[("coordination", &["none", "wal"])]);
+        p.repeat = 3;
+        assert_eq!(p.order(), [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]);
+        p.placement = Some(Placement {
+            engine: "slurm".into(),
+            ..Default::default()
+        });
+        assert_eq!(p.order(), [(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1)]);
+        p.axes.insert(
+            0,
+            Axis {
+                key: HOST_AXIS.into(),
+                values: vec!["n1".into(), "n2".into()],
+            },
+        );
+        p.repeat = 1;
+        assert_eq!(p.order(), [(0, 0), (0, 1), (0, 2), (0, 3)]);
     }
 
     #[test]
@@ -450,7 +533,7 @@ mod tests {
     #[test]
     fn bad_axes_are_refused_before_anything_runs() {
         let err = |axes: &[(&str, &[&str])]| plan(axes).check().unwrap_err().to_string();
-        assert!(err(&[("colour", &["red"])]).contains("nor a parameter of fsync-tps"));
+        assert!(err(&[("colour", &["red"])]).contains("a parameter of fsync-tps"));
         assert!(err(&[("device", &["ram", "ram"])]).contains("ram is given twice"));
         // Issue 19, item 15: one value spelled twice is the same value.
         assert!(err(&[("duration", &["1", "2s", "1000ms"])]).contains("1 and 1000ms are the same value"));
@@ -467,5 +550,21 @@ mod tests {
             .to_string()
             .contains("at least one --axis"));
         assert!(!plan(&[("coordination", &["none", "wal"])]).needs_root());
+    }
+
+    /// Issue 17: host is an axis, which no cell takes as a parameter or testbed option.
+    #[test]
+    fn issue17_host_is_an_axis_of_where_a_cell_runs() {
+        let mut p = plan(&[("host", &["n1", "n2"]), ("coordination", &["none", "wal"])]);
+        p.check().unwrap();
+        let cell = &p.cells()[2];
+        assert_eq!(cell.host(), Some("n2"));
+        assert_eq!(p.sets_for(cell), ["threads=2", "coordination=none"]);
+        assert!(!p.needs_root());
+        assert!(plan(&[("host", &["n1", "n1"])])
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("n1 is given twice"));
     }
 }

@@ -1,7 +1,8 @@
 //! Making a matrix's runs: each one on a freshly made testbed, round-robin over the cells,
 //! recorded in the store as soon as it ends (so an interruption loses at most the run under
 //! way), with a progress bar (or a line per run off a terminal) and an ETA from the runs
-//! made so far.
+//! made so far. [`make_run`] is the one way a run of a matrix is made: by this loop, and by
+//! a scheduler's task (`--run-cell`) on a farm's node.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::plan::{Cell, Plan};
+use super::plan::{Cell, CellPlace, Plan};
 use crate::compare::run_figures;
 use crate::engine::Status;
 use crate::record::{self, Recording};
@@ -57,13 +58,13 @@ pub(crate) fn clock(d: Duration) -> String {
 }
 
 /// `device=ram coordination=none #2`.
-fn slot_label(cell: &Cell, rep: u32) -> String {
+pub(crate) fn slot_label(cell: &Cell, rep: u32) -> String {
     let axes: Vec<String> = cell.iter().map(|(k, v)| format!("{k}={v}")).collect();
     format!("{} #{}", axes.join(" "), rep + 1)
 }
 
 /// Shows progress: a bar on a terminal, a line per run elsewhere, nothing with `--quiet`.
-struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     lines: bool,
     total: usize,
@@ -73,7 +74,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(total: usize, done: usize, quiet: bool) -> Progress {
+    pub(crate) fn new(total: usize, done: usize, quiet: bool) -> Progress {
         let terminal = std::io::stderr().is_terminal();
         let bar = (!quiet && terminal).then(|| {
             let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
@@ -105,13 +106,13 @@ impl Progress {
         clock(Duration::from_secs_f64(per_run * (self.total - self.done) as f64))
     }
 
-    fn starting(&self, label: &str) {
+    pub(crate) fn starting(&self, label: &str) {
         if let Some(bar) = &self.bar {
             bar.set_message(format!("{label}, about {} left", self.eta()));
         }
     }
 
-    fn finished(&mut self, line: String) {
+    pub(crate) fn finished(&mut self, line: String) {
         self.done += 1;
         self.made += 1;
         let line = match self.total - self.done {
@@ -128,18 +129,116 @@ impl Progress {
         }
     }
 
-    fn say(&self, line: &str) {
+    pub(crate) fn say(&self, line: &str) {
         match &self.bar {
             Some(bar) => bar.println(line),
             None => note!("{line}"),
         }
     }
 
-    fn clear(&self) {
+    pub(crate) fn clear(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
     }
+
+    /// Runs counted as done so far, and how long since the progress began.
+    pub(crate) fn made(&self) -> (usize, Duration) {
+        (self.made, self.started.elapsed())
+    }
+}
+
+/// What making one run of a matrix came to.
+pub(crate) enum Made {
+    /// Made and recorded; the line that says so, and a signal that came after the
+    /// measurement (the run is whole and kept).
+    Run { line: String, late_signal: Option<i32> },
+    /// Another process makes it, or has stored it meanwhile: why.
+    LeftToOther(String),
+    /// A signal stopped it; the run was not kept.
+    Interrupted(i32),
+}
+
+/// Makes the run of `cell`'s repetition `rep` of matrix `matrix_id`: claimed in the store,
+/// measured on a freshly made testbed through a [`Session`], recorded at its place.
+pub(crate) fn make_run(
+    plan: &Plan,
+    matrix_id: &str,
+    rep: u32,
+    cell: &Cell,
+    recording: &mut Recording,
+    progress: &Progress,
+) -> Result<Made> {
+    let label = slot_label(cell, rep);
+    let place = MatrixPlace {
+        matrix_id: matrix_id.to_string(),
+        axes: cell.clone(),
+        repetition: rep,
+    };
+    // A cell of another host is not this host's to make.
+    super::placement::check_here(cell)?;
+    // Claimed before anything is made: another process may be making this run.
+    if let Some(store) = recording.store_mut() {
+        if let Some(why) = super::claim::take(store, &place)? {
+            return Ok(Made::LeftToOther(format!("{label}: {why}; left to it")));
+        }
+    }
+    progress.starting(&label);
+    let t0 = Instant::now();
+    let planned = plan.planned_for(cell)?;
+    let request = plan.target_for(cell)?;
+    // A freshly made testbed for every run: mkfs, loop device, emulated disk, sysctls,
+    // all undone when the session closes at the end of the run.
+    let opened = Session::open(&request, planned.plan.space_needed(), "that run was not made")
+        .with_context(|| format!("matrix {matrix_id}, {label}: cannot prepare the testbed"))?;
+    let session = match opened {
+        Opened::Ready(s) => s,
+        Opened::Interrupted(sig) => return Ok(Made::Interrupted(sig)),
+    };
+    let mut exporter = report::exporter(Format::Text, true);
+    let finished = {
+        let mut live = Live::new(exporter.as_mut(), true, None);
+        session.measure(&planned, false, &mut live)
+    };
+    let late_signal = session.close();
+    let mut finished = finished.with_context(|| format!("matrix {matrix_id}, {label}"))?;
+    if let Status::Interrupted(sig) = finished.status {
+        note!("fsynclab: matrix {matrix_id}: interrupted during {label}; that run was not kept");
+        return Ok(Made::Interrupted(sig));
+    }
+    let id = match recording.record(&mut finished.result, Some(&place)) {
+        Ok(id) => id,
+        Err(e) => return Err(record::keep_elsewhere(&finished.result, e)),
+    };
+    let status = match &finished.status {
+        Status::Errors { count, .. } => format!(" ({count} calls failed, recorded)"),
+        _ => String::new(),
+    };
+    // A scheduler's task says where it ran (unless host is an axis, which says it).
+    let host = match &finished.result.environment.host {
+        Some(h) if h.job.is_some() && cell.host().is_none() => format!(" on {}", h.name),
+        _ => String::new(),
+    };
+    Ok(Made::Run {
+        line: format!(
+            "{label}: run {}{host}{}{status} in {:.1} s",
+            id.map_or("-".to_string(), |i| i.to_string()),
+            main_figure(&finished.result),
+            t0.elapsed().as_secs_f64()
+        ),
+        late_signal,
+    })
+}
+
+/// `, commit.tps 1070 tps`: the run's main figure for a progress line.
+pub(crate) fn main_figure(result: &crate::result::RunResult) -> String {
+    run_figures("", result)
+        .ok()
+        .and_then(|f| {
+            f.main_figure()
+                .and_then(|m| f.values.get(&m).map(|v| format!(", {m} {} {}", m.format(*v), m.unit())))
+        })
+        .unwrap_or_default()
 }
 
 /// Makes the runs of `slots`, recording each in `recording` at its place in `matrix_id`.
@@ -154,82 +253,29 @@ pub(crate) fn execute(
     let total = plan.order().len();
     let mut progress = Progress::new(total, total - slots.len(), quiet);
     for &(rep, c) in slots {
-        let cell = &cells[c];
-        let label = slot_label(cell, rep);
-        let place = MatrixPlace {
-            matrix_id: matrix_id.to_string(),
-            axes: cell.clone(),
-            repetition: rep,
-        };
-        // Claimed before anything is made: another process may be making this run.
-        if let Some(store) = recording.store_mut() {
-            if let Some(why) = super::claim::take(store, &place)? {
-                progress.say(&format!("{label}: {why}; left to it"));
-                continue;
+        match make_run(plan, matrix_id, rep, &cells[c], recording, &progress) {
+            Ok(Made::Run { line, late_signal }) => {
+                progress.finished(line);
+                if let Some(sig) = late_signal {
+                    progress.clear();
+                    return Ok(Ended::Interrupted(sig));
+                }
             }
-        }
-        progress.starting(&label);
-        let t0 = Instant::now();
-        let planned = plan.planned_for(cell)?;
-        let request = plan.target_for(cell)?;
-        // A freshly made testbed for every run: mkfs, loop device, emulated disk, sysctls,
-        // all undone when the session closes at the end of the run.
-        let opened = Session::open(&request, planned.plan.space_needed(), "that run was not made")
-            .with_context(|| format!("matrix {matrix_id}, {label}: cannot prepare the testbed"))?;
-        let session = match opened {
-            Opened::Ready(s) => s,
-            Opened::Interrupted(sig) => {
+            Ok(Made::LeftToOther(why)) => progress.say(&why),
+            Ok(Made::Interrupted(sig)) => {
                 progress.clear();
                 return Ok(Ended::Interrupted(sig));
             }
-        };
-        let mut exporter = report::exporter(Format::Text, true);
-        let finished = {
-            let mut live = Live::new(exporter.as_mut(), true, None);
-            session.measure(&planned, false, &mut live)
-        };
-        let late_signal = session.close();
-        let mut finished = finished.with_context(|| format!("matrix {matrix_id}, {label}"))?;
-        if let Status::Interrupted(sig) = finished.status {
-            progress.clear();
-            note!("fsynclab: matrix {matrix_id}: interrupted during {label}; that run was not kept");
-            return Ok(Ended::Interrupted(sig));
-        }
-        let id = match recording.record(&mut finished.result, Some(&place)) {
-            Ok(id) => id,
             Err(e) => {
                 progress.clear();
-                return Err(record::keep_elsewhere(&finished.result, e));
+                return Err(e);
             }
-        };
-        let figure = run_figures("", &finished.result)
-            .ok()
-            .and_then(|f| {
-                f.main_figure()
-                    .and_then(|m| f.values.get(&m).map(|v| format!(", {m} {} {}", m.format(*v), m.unit())))
-            })
-            .unwrap_or_default();
-        let status = match &finished.status {
-            Status::Errors { count, .. } => format!(" ({count} calls failed, recorded)"),
-            _ => String::new(),
-        };
-        progress.finished(format!(
-            "{label}: run {}{figure}{status} in {:.1} s",
-            id.map_or("-".to_string(), |i| i.to_string()),
-            t0.elapsed().as_secs_f64()
-        ));
-        if let Some(sig) = late_signal {
-            progress.clear();
-            return Ok(Ended::Interrupted(sig));
         }
     }
     progress.clear();
     if !quiet {
-        progress.say(&format!(
-            "matrix {matrix_id}: {} runs made in {}",
-            progress.made,
-            clock(progress.started.elapsed())
-        ));
+        let (made, took) = progress.made();
+        progress.say(&format!("matrix {matrix_id}: {made} runs made in {}", clock(took)));
     }
     Ok(Ended::Complete)
 }

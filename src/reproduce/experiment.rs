@@ -179,6 +179,7 @@ impl Group {
             figures: self.figures.iter().map(|f| f.to_string()).collect(),
             columns: None,
             implied_scratch: false,
+            placement: None,
             origin: Some(format!("fsynclab reproduce --{}", size.name())),
         }
     }

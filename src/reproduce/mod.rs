@@ -185,7 +185,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
                 Size::Full => format!("{} runs", size.repeat()),
                 _ => "1 run, 3 where runs are short,".to_string(),
             },
-            record::shown(&path)
+            record::shown_store(&path)
         );
         if let Some(n) = explain_note {
             note!("{n}");
@@ -252,7 +252,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         id: id.clone(),
         size,
         machine: machine.machine_line(),
-        store: record::shown(&path),
+        store: record::shown_store(&path),
         started_at,
         duration_s: Some(clock.elapsed().as_secs_f64()),
         runs: progress.done,
@@ -298,7 +298,7 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
     if matrices.is_empty() {
         return Err(Usage(format!(
             "--show {id}: no reproduction {id} in {} (`fsynclab runs --grep {ID_PREFIX}` lists the stored runs of every one)",
-            record::shown(&path)
+            record::shown_store(&path)
         ))
         .into());
     }
@@ -366,7 +366,7 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
         id: id.to_string(),
         size,
         machine,
-        store: record::shown(&path),
+        store: record::shown_store(&path),
         started_at: matrices.iter().map(|m| m.created_at.clone()).min().unwrap_or_default(),
         duration_s: None,
         runs,

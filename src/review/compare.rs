@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use super::select::{fold, pick, shared, Picked};
+use super::select::{fold, only_host, pick, shared, Picked};
 use crate::cli::{CompareArgs, ListFormat};
 use crate::compare::{compare_sets, render_comparison, Figure, FigureComparison, RunFigures, Settings, Verdict};
 use crate::error::Usage;
@@ -28,8 +28,9 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
         .collect::<Result<_, _>>()?;
     // Opened only when a side names stored runs: two result files need no store.
     let mut store = || record::open_for_reading(args.store.store.as_deref()).map(|(s, _)| s);
-    let (a, folded_a) = fold(pick(&args.a, &mut store)?)?;
-    let (b, folded_b) = fold(pick(&args.b, &mut store)?)?;
+    let host = args.host.as_deref();
+    let (a, folded_a) = fold(only_host(pick(&args.a, &mut store)?, host, &format!("A ({})", args.a))?)?;
+    let (b, folded_b) = fold(only_host(pick(&args.b, &mut store)?, host, &format!("B ({})", args.b))?)?;
     let scenarios = scenarios_of(&a, &b)?;
     // Figures of two scenarios measure different work: a verdict between them would read
     // as a regression or a gain that is neither (issue 19), so it takes a flag.

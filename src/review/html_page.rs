@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use super::select::{pick, Picked};
+use super::select::{only_host, pick, Picked};
 use crate::cli::ReportArgs;
 use crate::html::{self, Page, PageRun};
 use crate::matrix::table::StoredMatrix;
@@ -16,13 +16,13 @@ use crate::store::{SampleColumns, Store};
 pub(crate) fn html_page(args: &ReportArgs) -> Result<i32> {
     // The store in use (read or not: a report of files still must not land on it).
     let store = record::store_path(args.store.store.as_deref(), false).ok().flatten();
-    crate::output::check(&args.output, store.as_deref())?;
+    crate::output::check(&args.output, store.as_ref().and_then(|s| s.as_file()))?;
     let page = match &args.matrix {
         Some(id) => matrix_page(args, id)?,
         None => runs_page(args)?,
     };
     let html = html::render(&page);
-    crate::output::write(&args.output, store.as_deref(), |out| {
+    crate::output::write(&args.output, store.as_ref().and_then(|s| s.as_file()), |out| {
         use std::io::Write;
         Ok(out.write_all(html.as_bytes())?)
     })?;
@@ -46,7 +46,7 @@ fn runs_page(args: &ReportArgs) -> Result<Page> {
     let mut runs = Vec::new();
     for spec in &args.runs {
         let mut store = || record::open_for_reading(args.store.store.as_deref()).map(|(s, _)| s);
-        for picked in pick(spec, &mut store)? {
+        for picked in only_host(pick(spec, &mut store)?, args.host.as_deref(), spec)? {
             runs.push(match picked {
                 Picked::Stored(summary) => {
                     if opened.is_none() {
@@ -90,7 +90,13 @@ fn from_file(path: &std::path::Path) -> Result<PageRun> {
 
 fn matrix_page(args: &ReportArgs, id: &str) -> Result<Page> {
     let (store, _) = record::open_for_reading(args.store.store.as_deref())?;
-    let stored = StoredMatrix::load(&store, id)?;
+    let mut stored = StoredMatrix::load(&store, id)?;
+    if let Some(host) = &args.host {
+        stored.runs.retain(|r| r.host.as_deref() == Some(host.as_str()));
+        if stored.runs.is_empty() {
+            return Err(crate::error::Usage(format!("matrix {id} has no run of host {host}")).into());
+        }
+    }
     let asked: Vec<String> = args.figure.iter().cloned().collect();
     let figure = stored
         .figures(&asked)?

@@ -1,6 +1,6 @@
 //! `fsynclab runs`: the stored runs a filter selects, oldest first, one line each — id,
-//! start, scenario, measured time, calls, the run's main figure, the testbed, and its place
-//! in a matrix — or as JSON.
+//! start, scenario, measured time, calls, the run's main figure, the testbed, the host when
+//! the runs listed come from more than one, and its place in a matrix — or as JSON.
 
 use anyhow::Result;
 use serde_json::{json, Value};
@@ -25,6 +25,7 @@ pub(crate) fn runs(args: &RunsArgs) -> Result<i32> {
         scenario: args.scenario.clone(),
         since,
         matrix_id: args.matrix.clone(),
+        host: args.host.clone(),
         contains: args.grep.clone(),
         limit: if params.is_empty() { args.last } else { None },
         ..Default::default()
@@ -39,7 +40,7 @@ pub(crate) fn runs(args: &RunsArgs) -> Result<i32> {
     }
     let out = match args.format {
         ListFormat::Json => serde_json::to_string_pretty(&runs.iter().map(as_json).collect::<Vec<_>>())? + "\n",
-        ListFormat::Text if runs.is_empty() => format!("no runs in {} match\n", record::shown(&path)),
+        ListFormat::Text if runs.is_empty() => format!("no runs in {} match\n", record::shown_store(&path)),
         ListFormat::Text => table(&runs),
     };
     super::print(&out)
@@ -143,21 +144,32 @@ fn main_figure(r: &RunSummary) -> String {
 }
 
 fn table(runs: &[RunSummary]) -> String {
-    let mut rows: Vec<[String; 8]> = vec![[
-        "id".into(),
-        "started".into(),
-        "scenario".into(),
-        "measured".into(),
-        "calls".into(),
-        "main figure".into(),
-        "testbed".into(),
-        "matrix".into(),
-    ]];
+    // The host column only when it tells the runs apart: a farm's store, not a laptop's.
+    let mut hosts: Vec<Option<&str>> = runs.iter().map(|r| r.host.as_deref()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let with_host = hosts.len() > 1;
+    let mut header: Vec<String> = [
+        "id",
+        "started",
+        "scenario",
+        "measured",
+        "calls",
+        "main figure",
+        "testbed",
+    ]
+    .map(String::from)
+    .to_vec();
+    if with_host {
+        header.push("host".into());
+    }
+    header.push("matrix".into());
+    let mut rows: Vec<Vec<String>> = vec![header];
     for r in runs {
         let matrix = r.matrix.as_ref().map_or(String::new(), |m| {
             format!("{} {} #{}", m.matrix_id, m.cell_label(), m.repetition + 1)
         });
-        rows.push([
+        let mut row = vec![
             r.id.to_string(),
             r.started_at.replace('T', " ").trim_end_matches('Z').to_string(),
             format!("{}{}", r.scenario, if r.interrupted { " (interrupted)" } else { "" }),
@@ -165,10 +177,14 @@ fn table(runs: &[RunSummary]) -> String {
             r.sample_count.to_string(),
             main_figure(r),
             testbed(r.head.as_ref().ok().map(|h| &h.environment)),
-            matrix,
-        ]);
+        ];
+        if with_host {
+            row.push(r.host.clone().unwrap_or_else(|| "?".into()));
+        }
+        row.push(matrix);
+        rows.push(row);
     }
-    let mut widths = [0usize; 8];
+    let mut widths = vec![0usize; rows[0].len()];
     for row in &rows {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
@@ -177,8 +193,9 @@ fn table(runs: &[RunSummary]) -> String {
     let mut out = String::new();
     for row in &rows {
         let mut line = String::new();
-        for (i, (c, w)) in row.iter().zip(widths).enumerate() {
+        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
             // Numbers right-aligned; text left-aligned.
+            let w = *w;
             if matches!(i, 0 | 3 | 4) {
                 line.push_str(&format!("{c:>w$}  "));
             } else {
@@ -203,6 +220,7 @@ fn as_json(r: &RunSummary) -> Value {
         "calls": r.sample_count,
         "params": r.params,
         "testbed": testbed(r.head.as_ref().ok().map(|h| &h.environment)),
+        "host": r.host,
         "figures": r.figures().ok().map(|f| {
             f.values.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()
         }),

@@ -96,10 +96,11 @@ fn samples_from_store(result: &mut RunResult, format: Format) -> Result<()> {
     else {
         return Ok(());
     };
-    let path = Path::new(&at.store);
-    let found = path
-        .is_file()
-        .then(|| Store::open_read_only(path).ok())
+    let at_store = crate::store::Location::parse(Path::new(&at.store));
+    let found = at_store
+        .as_file()
+        .is_none_or(Path::is_file)
+        .then(|| Store::open_read_only(&at_store).ok())
         .flatten()
         .and_then(|store| store.run(RunId(at.run)).ok())
         .filter(|run| run.uid == at.uid);
@@ -131,7 +132,7 @@ pub(crate) fn export(args: &ExportArgs) -> Result<i32> {
     let id = run_id(&args.run, "export")?;
     let (store, store_path) = record::open_for_reading(args.store.store.as_deref())?;
     if let Some(path) = &args.output {
-        crate::output::check(path, Some(&store_path))?;
+        crate::output::check(path, store_path.as_file())?;
     }
     let run = record::read_run(&store, id)?;
     let write = |out: &mut dyn Write| -> Result<()> {
@@ -146,7 +147,7 @@ pub(crate) fn export(args: &ExportArgs) -> Result<i32> {
     };
     match &args.output {
         Some(path) => {
-            crate::output::write(path, Some(&store_path), |out| write(out))?;
+            crate::output::write(path, store_path.as_file(), |out| write(out))?;
             note!("run {id}: {} calls written to {}", run.samples.len(), path.display());
             Ok(0)
         }

@@ -3,7 +3,8 @@
 //! - `42`: a stored run; `3-7`: stored runs 3 to 7; `3,5,9-11`: a list of them;
 //! - `m3:device=ram,coordination=none`: the runs of one cell of stored matrix m3 (the axes
 //!   given must pick out exactly one cell; values may hold `,` and `=`, since the split is
-//!   made only before a name of the matrix's axes);
+//!   made only before a name of the matrix's axes); `host=NAME` picks the runs one host
+//!   made, whether or not host is an axis of the matrix;
 //! - `a.json,b.json`: result files (`--output`, a suite's results directory).
 //!
 //! Interrupted runs are left out of a matrix cell: a run cut short is not a repetition.
@@ -82,6 +83,14 @@ impl Picked {
         Ok(serde_json::json!([scenario, started, duration, ops]).to_string())
     }
 
+    /// The host that made the run, when it was recorded.
+    pub(crate) fn host(&self) -> Result<Option<String>> {
+        match self {
+            Picked::Stored(r) => Ok(r.host.clone()),
+            Picked::File(p) => Ok(RunResult::load_head(p)?.environment.host.map(|h| h.name)),
+        }
+    }
+
     /// The parameters of the run, for saying how two sets differ.
     pub(crate) fn params(&self) -> Result<BTreeMap<String, String>> {
         match self {
@@ -106,6 +115,25 @@ pub(crate) fn fold(set: Vec<Picked>) -> Result<(Vec<Picked>, usize)> {
         }
     }
     Ok((out, folded))
+}
+
+/// `set` without the runs another host than `host` made (all of it without `host`); refused
+/// when nothing is left, naming the set as `what`.
+pub(crate) fn only_host(set: Vec<Picked>, host: Option<&str>, what: &str) -> Result<Vec<Picked>> {
+    let Some(host) = host else { return Ok(set) };
+    let mut kept = Vec::new();
+    for p in set {
+        if p.host()?.as_deref() == Some(host) {
+            kept.push(p);
+        }
+    }
+    if kept.is_empty() {
+        return Err(Usage(format!(
+            "{what}: no run of host {host} (`fsynclab runs` shows the hosts of the stored runs)"
+        ))
+        .into());
+    }
+    Ok(kept)
 }
 
 /// The runs of `a` that `b` also has, by their labels in `a`.
@@ -256,18 +284,27 @@ fn matrix_cell(store: &Store, matrix: &str, cell: &str) -> Result<Vec<Picked>> {
         .into_iter()
         .filter(|r| !r.interrupted)
         .collect();
-    let axes: Vec<String> = runs
+    let mut axes: Vec<String> = runs
         .first()
         .and_then(|r| r.matrix.as_ref())
         .map(|m| m.axes.iter().map(|(k, _)| k.clone()).collect())
         .unwrap_or_default();
+    // Host as a filter where it is not an axis: the runs one host made.
+    let host_axis = crate::matrix::plan::HOST_AXIS;
+    let host_is_axis = axes.iter().any(|a| a == host_axis);
+    if !host_is_axis {
+        axes.push(host_axis.to_string());
+    }
     let wanted = split_cell(cell, &axes).map_err(|e| Usage(format!("{matrix}:{cell}: {e}")))?;
     let chosen: Vec<RunSummary> = runs
         .into_iter()
         .filter(|r| {
-            r.matrix
-                .as_ref()
-                .is_some_and(|m| wanted.iter().all(|w| m.axes.contains(w)))
+            r.matrix.as_ref().is_some_and(|m| {
+                wanted.iter().all(|(k, v)| match k == host_axis && !host_is_axis {
+                    true => r.host.as_deref() == Some(v.as_str()),
+                    false => m.axes.contains(&(k.clone(), v.clone())),
+                })
+            })
         })
         .collect();
     let mut cells: Vec<String> = chosen
@@ -323,6 +360,7 @@ mod tests {
             sample_count: 0,
             params: Default::default(),
             matrix: None,
+            host: None,
             head: Err("not read".into()),
         };
         let found: Vec<RunSummary> = [1, 2, 3, 5].into_iter().map(run).collect();

@@ -9,12 +9,13 @@
 //! transaction), when the owner releases its claims (a matrix that stops), or when another
 //! process finds the owner dead and takes the claim over. Whether an owner is dead is the
 //! caller's to say ([`Store::claim_cell`] takes it as a function): on one host, its process
-//! is gone or its boot is over. The table is the one a farm of hosts sharing a store (on
-//! PostgreSQL) would use; for one host to take over another's cells, the farm would add a
-//! lease: the owner renews `claimed_at`, and a claim not renewed in time is dead.
+//! is gone or its boot is over; on a farm, the scheduler's job that ran it has ended (the
+//! claim names the job: `slurm:1234_5`), which is how one host takes over another's cells.
+//! The claim is made in an immediate transaction on either database (on PostgreSQL under
+//! the store's advisory lock), so that hosts sharing a PostgreSQL store never make one run
+//! twice.
 
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
-
+use super::backend::{args, Arg, Begin, DbError, Row};
 use super::{axes_to_text, MatrixPlace, Store, StoreError};
 
 /// Who holds a claim: a process on a host, during one boot of it.
@@ -29,6 +30,9 @@ pub struct ClaimOwner {
     pub pid_start: Option<u64>,
     /// RFC 3339 UTC.
     pub claimed_at: String,
+    /// The scheduler's job the process runs in (`slurm:1234_5`), if any: whether it still
+    /// runs says whether the claim holds when the process is on another host.
+    pub job: Option<String>,
 }
 
 impl ClaimOwner {
@@ -50,6 +54,19 @@ pub enum Claim {
     Held(ClaimOwner),
 }
 
+/// The owner of a claim from its columns, starting at `at`: host, boot_id, pid, pid_start,
+/// claimed_at, job.
+fn owner(r: &dyn Row, at: usize) -> Result<ClaimOwner, DbError> {
+    Ok(ClaimOwner {
+        host: r.text(at)?,
+        boot_id: r.text(at + 1)?,
+        pid: r.int(at + 2)? as u32,
+        pid_start: r.opt_int(at + 3)?.map(|t| t as u64),
+        claimed_at: r.text(at + 4)?,
+        job: r.opt_text(at + 5)?,
+    })
+}
+
 impl Store {
     /// Claims `place` for `me`, unless a complete run is stored there or a process that
     /// `dead` does not call dead holds it; a dead owner's claim is taken over.
@@ -59,124 +76,133 @@ impl Store {
         me: &ClaimOwner,
         dead: impl Fn(&ClaimOwner) -> bool,
     ) -> Result<Claim, StoreError> {
-        let path = self.path.clone();
-        let sql = move |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
         let cell = axes_to_text(&place.axes);
         let rep = i64::from(place.repetition);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&sql)?;
-        let stored = tx
-            .query_row(
-                "SELECT 1 FROM runs WHERE matrix_id = ?1 AND matrix_cell = ?2 AND matrix_repetition = ?3
-                    AND interrupted = 0 LIMIT 1",
-                params![place.matrix_id, cell, rep],
-                |_| Ok(()),
-            )
-            .optional()
-            .map_err(&sql)?;
-        if stored.is_some() {
-            return Ok(Claim::Stored);
-        }
-        let held = tx
-            .query_row(
-                "SELECT host, boot_id, pid, pid_start, claimed_at FROM matrix_claims
-                 WHERE matrix_id = ?1 AND matrix_cell = ?2 AND matrix_repetition = ?3",
-                params![place.matrix_id, cell, rep],
-                |r| {
-                    Ok(ClaimOwner {
-                        host: r.get(0)?,
-                        boot_id: r.get(1)?,
-                        pid: r.get::<_, i64>(2)? as u32,
-                        pid_start: r.get::<_, Option<i64>>(3)?.map(|t| t as u64),
-                        claimed_at: r.get(4)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(&sql)?;
-        if let Some(owner) = held {
-            if !owner.same_process(me) && !dead(&owner) {
-                return Ok(Claim::Held(owner));
-            }
-        }
-        // Portable (PostgreSQL has no INSERT OR REPLACE): the old claim goes, ours comes.
-        tx.execute(
-            "DELETE FROM matrix_claims WHERE matrix_id = ?1 AND matrix_cell = ?2 AND matrix_repetition = ?3",
-            params![place.matrix_id, cell, rep],
-        )
-        .map_err(&sql)?;
-        tx.execute(
-            "INSERT INTO matrix_claims (matrix_id, matrix_cell, matrix_repetition, host, boot_id, pid,
-                 pid_start, claimed_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                place.matrix_id,
-                cell,
-                rep,
-                me.host,
-                me.boot_id,
-                i64::from(me.pid),
-                me.pid_start.map(|t| t as i64),
-                me.claimed_at
-            ],
-        )
-        .map_err(&sql)?;
-        tx.commit().map_err(&sql)?;
-        Ok(Claim::Won)
+        let at = args![place.matrix_id.as_str(), cell.as_str(), rep];
+        let path = self.path.clone();
+        self.db
+            .transaction(Begin::Immediate, |db| {
+                let stored = db.exists(
+                    "SELECT 1 FROM runs WHERE matrix_id = ?1 AND matrix_cell = ?2 AND matrix_repetition = ?3
+                        AND interrupted = 0 LIMIT 1",
+                    at,
+                )?;
+                if stored {
+                    return Ok(Claim::Stored);
+                }
+                let held = db.query_opt(
+                    "SELECT host, boot_id, pid, pid_start, claimed_at, job FROM matrix_claims
+                     WHERE matrix_id = ?1 AND matrix_cell = ?2 AND matrix_repetition = ?3",
+                    at,
+                    |r| owner(r, 0),
+                )?;
+                if let Some(owner) = held {
+                    if !owner.same_process(me) && !dead(&owner) {
+                        return Ok(Claim::Held(owner));
+                    }
+                }
+                // Portable (PostgreSQL has no INSERT OR REPLACE): the old claim goes, ours
+                // comes.
+                db.execute(
+                    "DELETE FROM matrix_claims WHERE matrix_id = ?1 AND matrix_cell = ?2 AND matrix_repetition = ?3",
+                    at,
+                )?;
+                db.execute(
+                    "INSERT INTO matrix_claims (matrix_id, matrix_cell, matrix_repetition, host, boot_id, pid,
+                         pid_start, claimed_at, job)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    args![
+                        place.matrix_id.as_str(),
+                        cell.as_str(),
+                        rep,
+                        me.host.as_str(),
+                        me.boot_id.as_str(),
+                        i64::from(me.pid),
+                        me.pid_start.map(|t| t as i64),
+                        me.claimed_at.as_str(),
+                        me.job.as_deref(),
+                    ],
+                )?;
+                Ok(Claim::Won)
+            })
+            .map_err(|source| StoreError::Database { path, source })
     }
 
     /// Gives up every claim `me` holds on `matrix_id` (a matrix that stops); how many.
     pub fn release_claims(&mut self, matrix_id: &str, me: &ClaimOwner) -> Result<usize, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
+        let start = me.pid_start.map(|t| t as i64);
+        let n = match start {
+            Some(t) => self.db.execute(
                 "DELETE FROM matrix_claims WHERE matrix_id = ?1 AND host = ?2 AND boot_id = ?3 AND pid = ?4
-                    AND (pid_start = ?5 OR (pid_start IS NULL AND ?5 IS NULL))",
-            )
-            .map_err(self.sql())?;
-        stmt.execute(params![
-            matrix_id,
-            me.host,
-            me.boot_id,
-            i64::from(me.pid),
-            me.pid_start.map(|t| t as i64)
-        ])
-        .map_err(self.sql())
+                    AND pid_start = ?5",
+                args![matrix_id, me.host.as_str(), me.boot_id.as_str(), i64::from(me.pid), t],
+            ),
+            None => self.db.execute(
+                "DELETE FROM matrix_claims WHERE matrix_id = ?1 AND host = ?2 AND boot_id = ?3 AND pid = ?4
+                    AND pid_start IS NULL",
+                args![matrix_id, me.host.as_str(), me.boot_id.as_str(), i64::from(me.pid)],
+            ),
+        };
+        n.map(|n| n as usize).map_err(self.sql())
+    }
+
+    /// Removes the claims on `matrix_id` whose owners `dead` calls dead (a farm's tasks that
+    /// ended without recording their run); how many.
+    pub fn release_dead_claims(
+        &mut self,
+        matrix_id: &str,
+        dead: impl Fn(&ClaimOwner) -> bool,
+    ) -> Result<usize, StoreError> {
+        let mut n = 0;
+        for (place, owner) in self.claims(matrix_id)? {
+            if dead(&owner) {
+                let cell = axes_to_text(&place.axes);
+                n += self
+                    .db
+                    .execute(
+                        "DELETE FROM matrix_claims WHERE matrix_id = ?1 AND matrix_cell = ?2
+                            AND matrix_repetition = ?3 AND host = ?4 AND pid = ?5 AND claimed_at = ?6",
+                        &[
+                            Arg::from(matrix_id),
+                            Arg::from(cell),
+                            Arg::Int(i64::from(place.repetition)),
+                            Arg::from(owner.host.as_str()),
+                            Arg::Int(i64::from(owner.pid)),
+                            Arg::from(owner.claimed_at.as_str()),
+                        ],
+                    )
+                    .map_err(self.sql())?;
+            }
+        }
+        Ok(n as usize)
     }
 
     /// The claims held on `matrix_id`, by place.
     pub fn claims(&self, matrix_id: &str) -> Result<Vec<(MatrixPlace, ClaimOwner)>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT matrix_cell, matrix_repetition, host, boot_id, pid, pid_start, claimed_at
-                 FROM matrix_claims WHERE matrix_id = ?1 ORDER BY matrix_repetition, matrix_cell",
+        let job = if self.version >= super::schema::HOSTS_FROM {
+            "job"
+        } else {
+            "NULL"
+        };
+        self.db
+            .query_map(
+                &format!(
+                    "SELECT matrix_cell, matrix_repetition, host, boot_id, pid, pid_start, claimed_at, {job}
+                     FROM matrix_claims WHERE matrix_id = ?1 ORDER BY matrix_repetition, matrix_cell"
+                ),
+                args![matrix_id],
+                |r| {
+                    Ok((
+                        MatrixPlace {
+                            matrix_id: matrix_id.to_string(),
+                            axes: super::axes_from_text(r.opt_text(0)?),
+                            repetition: r.int(1)? as u32,
+                        },
+                        owner(r, 2)?,
+                    ))
+                },
             )
-            .map_err(self.sql())?;
-        let rows = stmt
-            .query_map([matrix_id], |r| {
-                Ok((
-                    MatrixPlace {
-                        matrix_id: matrix_id.to_string(),
-                        axes: super::axes_from_text(r.get(0)?),
-                        repetition: r.get::<_, i64>(1)? as u32,
-                    },
-                    ClaimOwner {
-                        host: r.get(2)?,
-                        boot_id: r.get(3)?,
-                        pid: r.get::<_, i64>(4)? as u32,
-                        pid_start: r.get::<_, Option<i64>>(5)?.map(|t| t as u64),
-                        claimed_at: r.get(6)?,
-                    },
-                ))
-            })
-            .map_err(self.sql())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(self.sql())
+            .map_err(self.sql())
     }
 }
 
@@ -192,6 +218,7 @@ mod tests {
             pid,
             pid_start: Some(100 + u64::from(pid)),
             claimed_at: "2026-11-22T09:00:00Z".into(),
+            job: None,
         }
     }
 

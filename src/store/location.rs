@@ -1,12 +1,128 @@
 //! Where the results store is: `--store PATH`, else `FSYNCLAB_STORE`, else the XDG data
-//! directory (`~/.local/share/fsynclab/results.sqlite`).
+//! directory (`~/.local/share/fsynclab/results.sqlite`). A store named
+//! `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (or `postgresql://`) is a PostgreSQL database,
+//! shown everywhere without its password.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
 
 /// The environment variable that moves the store.
 pub const STORE_ENV: &str = "FSYNCLAB_STORE";
+
+/// Where a store is: a file, or a PostgreSQL database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    File(PathBuf),
+    Postgres(PostgresUrl),
+}
+
+/// A PostgreSQL database's address as given, which is shown without its password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PostgresUrl(String);
+
+impl PostgresUrl {
+    /// The address whole, password included, to connect with.
+    pub fn full(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PostgresUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PostgresUrl({self})")
+    }
+}
+
+impl fmt::Display for PostgresUrl {
+    /// `postgres://user@host/db`: a password in the user part or in `?password=` is left out.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (scheme, rest) = self.0.split_once("://").unwrap_or(("postgres", &self.0));
+        let (authority, tail) = match rest.find(['/', '?']) {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        let authority = match authority.rsplit_once('@') {
+            Some((user, host)) => format!("{}@{host}", user.split(':').next().unwrap_or("")),
+            None => authority.to_string(),
+        };
+        let tail = match tail.split_once('?') {
+            Some((path, query)) => {
+                let kept: Vec<&str> = query.split('&').filter(|kv| !kv.starts_with("password=")).collect();
+                if kept.is_empty() {
+                    path.to_string()
+                } else {
+                    format!("{path}?{}", kept.join("&"))
+                }
+            }
+            None => tail.to_string(),
+        };
+        write!(f, "{scheme}://{authority}{tail}")
+    }
+}
+
+impl Location {
+    /// The store `text` names: a `postgres://` or `postgresql://` address, else a file.
+    pub fn parse(text: &Path) -> Location {
+        match text.to_str() {
+            Some(t) if t.starts_with("postgres://") || t.starts_with("postgresql://") => {
+                Location::Postgres(PostgresUrl(t.to_string()))
+            }
+            _ => Location::File(text.to_path_buf()),
+        }
+    }
+
+    /// The store's file, when it is one.
+    pub fn as_file(&self) -> Option<&Path> {
+        match self {
+            Location::File(p) => Some(p),
+            Location::Postgres(_) => None,
+        }
+    }
+
+    /// The location as another process takes it (`FSYNCLAB_STORE`, `--store`): the file
+    /// made absolute, or the address whole.
+    pub fn for_another_process(&self) -> std::io::Result<String> {
+        match self {
+            Location::File(p) => Ok(std::path::absolute(p)?.display().to_string()),
+            Location::Postgres(url) => Ok(url.full().to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File(p) => write!(f, "{}", p.display()),
+            Location::Postgres(url) => write!(f, "{url}"),
+        }
+    }
+}
+
+impl From<&Path> for Location {
+    fn from(p: &Path) -> Location {
+        Location::parse(p)
+    }
+}
+
+impl From<&PathBuf> for Location {
+    fn from(p: &PathBuf) -> Location {
+        Location::parse(p)
+    }
+}
+
+impl From<PathBuf> for Location {
+    fn from(p: PathBuf) -> Location {
+        Location::parse(&p)
+    }
+}
+
+impl From<&Location> for Location {
+    fn from(l: &Location) -> Location {
+        l.clone()
+    }
+}
 
 /// The store file when nothing says otherwise, from the environment as given (tests pass
 /// their own). `None` when neither `XDG_DATA_HOME` nor `HOME` is set.
@@ -32,8 +148,8 @@ pub fn choose_path(
     nonempty(home).map(|h| Path::new(h).join(".local/share/fsynclab/results.sqlite"))
 }
 
-/// The store file: `--store PATH`, else `FSYNCLAB_STORE`, else the XDG data directory.
-pub fn resolve_path(flag: Option<&Path>) -> Result<PathBuf, StoreError> {
+/// The store: `--store PATH`, else `FSYNCLAB_STORE`, else the XDG data directory.
+pub fn resolve(flag: Option<&Path>) -> Result<Location, StoreError> {
     let var = |k| std::env::var(k).ok();
     choose_path(
         flag,
@@ -41,6 +157,7 @@ pub fn resolve_path(flag: Option<&Path>) -> Result<PathBuf, StoreError> {
         var("XDG_DATA_HOME").as_deref(),
         var("HOME").as_deref(),
     )
+    .map(Location::from)
     .ok_or(StoreError::NoLocation)
 }
 
@@ -70,5 +187,23 @@ mod tests {
             "/h/.local/share/fsynclab/results.sqlite"
         );
         assert_eq!(p(None, None, None, None), None);
+    }
+
+    #[test]
+    fn a_postgres_address_is_shown_without_its_password() {
+        let shown = |t: &str| Location::parse(Path::new(t)).to_string();
+        assert_eq!(
+            shown("postgres://farm:s3cret@db:5433/runs"),
+            "postgres://farm@db:5433/runs"
+        );
+        assert_eq!(
+            shown("postgresql://farm@db/runs?password=x&connect_timeout=5"),
+            "postgresql://farm@db/runs?connect_timeout=5"
+        );
+        assert_eq!(shown("postgres://db/runs"), "postgres://db/runs");
+        assert_eq!(
+            Location::parse(Path::new("postgres.sqlite")),
+            Location::File("postgres.sqlite".into())
+        );
     }
 }

@@ -2,13 +2,13 @@
 //! lacks, together in one transaction) and recorded in `schema_version`, so a store made by any earlier fsynclab is
 //! brought up to date when opened, and one made by a later fsynclab is refused.
 //!
-//! Portable on purpose, so that a PostgreSQL backend can take the same records: plain
-//! column types (TEXT, INTEGER, BIGINT, DOUBLE PRECISION; BLOB becomes BYTEA there), ids as
-//! integers or text, timestamps as RFC 3339 UTC text (which sorts as time), JSON documents
-//! as TEXT, booleans as 0/1, and no SQLite-only syntax in the migrations. The one
-//! SQLite-specific query, whether a table exists, is [`table_exists`].
+//! The same migrations make an SQLite store and a PostgreSQL one: plain column types (TEXT,
+//! INTEGER, BIGINT, DOUBLE PRECISION, BLOB; [`super::backend::postgres_ddl`] spells the
+//! run id, INTEGER and BLOB as PostgreSQL takes them), ids as integers or text, timestamps as
+//! RFC 3339 UTC text (which sorts as time), JSON documents as TEXT, booleans as 0/1, and no
+//! SQLite-only syntax. Whether a table exists is asked of the backend.
 
-use rusqlite::{Connection, OptionalExtension};
+use super::backend::{args, Begin, Db, DbError};
 
 pub(crate) struct Migration {
     pub version: u32,
@@ -85,6 +85,15 @@ CREATE TABLE matrix_claims (
 );
 ",
     },
+    Migration {
+        version: 4,
+        what: "the host that made each run, and the scheduler's job that holds a claim",
+        sql: "
+ALTER TABLE runs ADD COLUMN host TEXT;
+CREATE INDEX runs_by_host ON runs (host, started_at);
+ALTER TABLE matrix_claims ADD COLUMN job TEXT;
+",
+    },
 ];
 
 /// The oldest schema the reading queries work on (matrices came in 2; 3 added only what
@@ -96,33 +105,19 @@ pub(crate) fn latest() -> u32 {
     MIGRATIONS.last().map_or(0, |m| m.version)
 }
 
-/// Whether `name` is a table of the database (the one SQLite-specific query; PostgreSQL
-/// would ask `information_schema.tables`).
-pub(crate) fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-        [name],
-        |_| Ok(()),
-    )
-    .optional()
-    .map(|r| r.is_some())
-}
-
-/// Tables of any kind, to tell an empty file from someone else's database.
-pub(crate) fn any_table(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1", [], |_| {
-        Ok(())
-    })
-    .optional()
-    .map(|r| r.is_some())
-}
+/// The first schema with the runs' hosts: reads of an older store (read-only, not migrated)
+/// find none.
+pub(crate) const HOSTS_FROM: u32 = 4;
 
 /// The schema version of the store: 0 for a new, empty database.
-pub(crate) fn version(conn: &Connection) -> rusqlite::Result<u32> {
-    if !table_exists(conn, "schema_version")? {
+pub(crate) fn version(db: &Db) -> Result<u32, DbError> {
+    if !db.table_exists("schema_version")? {
         return Ok(0);
     }
-    conn.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |r| r.get(0))
+    let v = db.query_opt("SELECT COALESCE(MAX(version), 0) FROM schema_version", &[], |r| {
+        r.int(0)
+    })?;
+    Ok(v.unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32)
 }
 
 /// Applies every migration above the store's version up to `target`, all in one immediate
@@ -132,28 +127,28 @@ pub(crate) fn version(conn: &Connection) -> rusqlite::Result<u32> {
 /// already exists` and to a half-made schema taken for another program's database).
 /// `None`, changing nothing, when the database has tables but no `schema_version`: not a
 /// store.
-pub(crate) fn migrate(conn: &mut Connection, target: u32, now: &str) -> rusqlite::Result<Option<u32>> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let from = version(&tx)?;
-    if from == 0 && any_table(&tx)? {
-        return Ok(None);
-    }
-    if !table_exists(&tx, "schema_version")? {
-        tx.execute_batch(
-            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL, what TEXT NOT NULL);",
-        )?;
-    }
-    let mut at = from;
-    for m in MIGRATIONS.iter().filter(|m| m.version > from && m.version <= target) {
-        tx.execute_batch(m.sql)?;
-        tx.execute(
-            "INSERT INTO schema_version (version, applied_at, what) VALUES (?1, ?2, ?3)",
-            rusqlite::params![m.version, now, m.what],
-        )?;
-        at = m.version;
-    }
-    tx.commit()?;
-    Ok(Some(at))
+pub(crate) fn migrate(db: &Db, target: u32, now: &str) -> Result<Option<u32>, DbError> {
+    db.transaction(Begin::Immediate, |db| {
+        let from = version(db)?;
+        if from == 0 && db.any_table()? {
+            return Ok(None);
+        }
+        if !db.table_exists("schema_version")? {
+            db.execute_batch(&db.ddl(
+                "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL, what TEXT NOT NULL);",
+            ))?;
+        }
+        let mut at = from;
+        for m in MIGRATIONS.iter().filter(|m| m.version > from && m.version <= target) {
+            db.execute_batch(&db.ddl(m.sql))?;
+            db.execute(
+                "INSERT INTO schema_version (version, applied_at, what) VALUES (?1, ?2, ?3)",
+                args![i64::from(m.version), now, m.what],
+            )?;
+            at = m.version;
+        }
+        Ok(Some(at))
+    })
 }
 
 #[cfg(test)]
@@ -169,19 +164,15 @@ mod tests {
 
     #[test]
     fn migrating_twice_changes_nothing() {
-        let mut c = Connection::open_in_memory().unwrap();
+        let c = Db::Sqlite(crate::store::backend::Sqlite {
+            conn: rusqlite::Connection::open_in_memory().unwrap(),
+        });
         assert_eq!(version(&c).unwrap(), 0);
-        assert_eq!(
-            migrate(&mut c, latest(), "2026-01-01T00:00:00Z").unwrap(),
-            Some(latest())
-        );
-        assert_eq!(
-            migrate(&mut c, latest(), "2026-01-02T00:00:00Z").unwrap(),
-            Some(latest())
-        );
-        let n: u32 = c
-            .query_row("SELECT COUNT(*) FROM schema_version", [], |r| r.get(0))
+        assert_eq!(migrate(&c, latest(), "2026-01-01T00:00:00Z").unwrap(), Some(latest()));
+        assert_eq!(migrate(&c, latest(), "2026-01-02T00:00:00Z").unwrap(), Some(latest()));
+        let n = c
+            .query_opt("SELECT COUNT(*) FROM schema_version", &[], |r| r.int(0))
             .unwrap();
-        assert_eq!(n, latest());
+        assert_eq!(n, Some(i64::from(latest())));
     }
 }

@@ -364,6 +364,33 @@ impl StderrLines {
         }
     }
 
+    /// Waits until a line contains `part`, and returns it; fails if `child` ends first or
+    /// `limit` passes.
+    pub fn wait_for_containing(&mut self, part: &str, child: &mut Child, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.lines.recv_timeout(Duration::from_millis(50)) {
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    if l.contains(part) {
+                        return l;
+                    }
+                }
+                Err(_) => {
+                    if let Some(status) = child.try_wait().expect("wait") {
+                        self.seen.extend(self.lines.try_iter());
+                        panic!("fsynclab ended ({status}) before saying {part:?}: {:?}", self.seen);
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never said {part:?} within {limit:?}: {:?}",
+                self.seen
+            );
+        }
+    }
+
     /// Everything said, once the child has ended (its stderr closed).
     pub fn all(mut self) -> String {
         self.seen.extend(self.lines.iter());

@@ -1,0 +1,504 @@
+//! `--engine slurm`: a matrix's runs as one Slurm job array, each task making one run on its
+//! node, then the table.
+//!
+//! 1. submit: the plan is in the shared store already; `sbatch --array=LIST%K --exclusive`
+//!    runs `fsynclab matrix --run-cell ID:$SLURM_ARRAY_TASK_ID` for each run missing, its
+//!    index in the plan's order (round-robin over the cells, so that a cell's repeats are
+//!    spread in time and over the nodes). `--exclusive`: two runs never share a machine.
+//!    The store reaches the tasks in `FSYNCLAB_STORE` (Slurm passes the submitter's
+//!    environment on), never on a command line where `ps` would show its password. With a
+//!    host axis (`--per-host`, or `--axis host=...`), one array per node (`--nodelist`),
+//!    each making that node's cells; with `--nodes`, the partition's other nodes are
+//!    excluded. A cell is the unit because Slurm
+//!    starts array tasks about every 3 s: one task per call would spend more time starting
+//!    than measuring.
+//! 2. follow: every second the store says which runs are stored (a progress bar, or a line
+//!    per run off a terminal) and `squeue` which tasks still wait or run; a signal cancels
+//!    the arrays (`scancel`, which ends each task's process tree; its run is not kept) and
+//!    says how to resume.
+//! 3. end: the table of what is stored, and each task that made no run reported with its
+//!    job id (`1234_5`), what Slurm says of it (`scontrol show job`: state, exit code, node)
+//!    and the end of its log.
+//!
+//! The fsynclab binary, the log directory and the tasks' working directory (the submitting
+//! one) must be at the same paths on every node, as on a cluster with a shared filesystem.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+
+use super::plan::{CellPlace, Plan};
+use super::run::{slot_label, Progress};
+use crate::cli::MatrixArgs;
+use crate::error::Usage;
+use crate::record;
+use crate::store::{Location, RunFilter, RunId, Store};
+
+/// One submitted array: its job id, the node it is bound to (`--per-host`), and the plan
+/// indices of its tasks.
+struct Array {
+    job: String,
+    node: Option<String>,
+    indices: Vec<usize>,
+}
+
+/// A Slurm command, with its error said in one line when it cannot run.
+fn slurm(program: &str) -> Command {
+    let mut c = Command::new(program);
+    c.stdin(std::process::Stdio::null());
+    c
+}
+
+/// The client commands a matrix on Slurm runs.
+const CLIENTS: [&str; 5] = ["sbatch", "squeue", "scontrol", "scancel", "sinfo"];
+
+/// Refuses, before anything is stored or submitted, to run where Slurm's client commands
+/// are not on the PATH.
+pub(crate) fn check_clients() -> Result<(), Usage> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<_> = std::env::split_paths(&path).collect();
+    match CLIENTS.iter().find(|c| !dirs.iter().any(|d| d.join(c).is_file())) {
+        Some(missing) => Err(not_on_path(missing)),
+        None => Ok(()),
+    }
+}
+
+fn not_on_path(program: &str) -> Usage {
+    Usage(format!(
+        "--engine slurm: {program} is not on the PATH (install Slurm's client commands, slurm-client on Debian, or run where they are)"
+    ))
+}
+
+/// Runs a Slurm client command; its stdout, or an error with its stderr.
+fn output(cmd: &mut Command) -> Result<String> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let out = cmd.output().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => anyhow::Error::new(not_on_path(&program)),
+        _ => anyhow::Error::new(e).context(format!("cannot run {program}")),
+    })?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{program} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The nodes of `partition` (the default partition's when none), as `sinfo` lists them.
+pub(crate) fn nodes_of(partition: Option<&str>) -> Result<Vec<String>> {
+    let mut cmd = slurm("sinfo");
+    cmd.args(["-h", "-N", "-o", "%N"]);
+    if let Some(p) = partition {
+        cmd.args(["-p", p]);
+    }
+    let mut nodes: Vec<String> = output(&mut cmd)?.lines().map(|l| l.trim().to_string()).collect();
+    nodes.retain(|n| !n.is_empty());
+    nodes.sort();
+    nodes.dedup();
+    if nodes.is_empty() {
+        return Err(Usage(format!(
+            "--engine slurm: {} has no nodes (sinfo lists none)",
+            partition.map_or("the default partition".to_string(), |p| format!("partition {p}"))
+        ))
+        .into());
+    }
+    Ok(nodes)
+}
+
+/// The Slurm jobs of matrix `matrix_id` (by their name) that still wait or run.
+pub(crate) fn active_jobs(matrix_id: &str) -> Result<Vec<String>> {
+    let out = output(slurm("squeue").args(["-h", "-n", &format!("fsynclab-{matrix_id}"), "-o", "%A"]))?;
+    let mut jobs: Vec<String> = out
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    jobs.sort();
+    jobs.dedup();
+    Ok(jobs)
+}
+
+/// Whether the Slurm job `job` (`1234` or `1234_5`) has ended: `Some(true)` when `squeue`
+/// answers without listing it, `None` when Slurm cannot be asked.
+pub(crate) fn job_ended(job: &str) -> Option<bool> {
+    let out = output(slurm("squeue").args(["-h", "-j", job, "-o", "%i"])).ok()?;
+    Some(out.trim().is_empty())
+}
+
+/// `0-3,7,9-11`: indices as Slurm's `--array` takes them.
+fn array_spec(indices: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < indices.len() {
+        let start = indices[i];
+        let mut end = start;
+        while i + 1 < indices.len() && indices[i + 1] == end + 1 {
+            i += 1;
+            end += 1;
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+/// A word for a shell command line, in single quotes.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// What the user asked of Slurm for this matrix, from the command line and the stored plan.
+struct Request {
+    partition: Option<String>,
+    nodes: Vec<String>,
+    parallel: Option<u32>,
+    log_dir: PathBuf,
+}
+
+impl Request {
+    fn of(plan: &Plan, args: &MatrixArgs) -> Result<Request> {
+        let stored = plan.placement.clone().unwrap_or_default();
+        let log_dir = std::path::absolute(args.log_dir.clone().unwrap_or_else(|| PathBuf::from("fsynclab-logs")))?;
+        Ok(Request {
+            partition: args.partition.clone().or(stored.partition),
+            nodes: if args.nodes.is_empty() {
+                stored.nodes
+            } else {
+                args.nodes.clone()
+            },
+            parallel: args.parallel.or(stored.parallel),
+            log_dir,
+        })
+    }
+}
+
+/// Submits the runs of `slots` as Slurm job arrays, follows them, prints the table; the exit
+/// status.
+pub(crate) fn submit_and_follow(
+    plan: &Plan,
+    matrix_id: &str,
+    slots: &[(u32, usize)],
+    store: Store,
+    at: &Location,
+    args: &MatrixArgs,
+) -> Result<i32> {
+    let request = Request::of(plan, args)?;
+    let order = plan.order();
+    let mut indices: Vec<usize> = slots
+        .iter()
+        .filter_map(|slot| order.iter().position(|o| o == slot))
+        .collect();
+    indices.sort_unstable();
+    std::fs::create_dir_all(&request.log_dir)
+        .with_context(|| format!("cannot make the log directory {}", request.log_dir.display()))?;
+    let arrays = submit(plan, matrix_id, &indices, &request, at)?;
+    if !args.quiet {
+        for a in &arrays {
+            note!(
+                "fsynclab matrix {matrix_id}: Slurm job {} runs {} of its runs{} (logs: {}/{matrix_id}-{}_N.log)",
+                a.job,
+                a.indices.len(),
+                a.node.as_ref().map(|n| format!(" on {n}")).unwrap_or_default(),
+                request.log_dir.display(),
+                a.job
+            );
+        }
+    }
+    let followed = follow(plan, matrix_id, &arrays, &store, args.quiet)?;
+    if let Some(sig) = followed {
+        let jobs: Vec<&str> = arrays.iter().map(|a| a.job.as_str()).collect();
+        let cancelled = output(slurm("scancel").args(&jobs)).is_ok();
+        note!(
+            "fsynclab: matrix {matrix_id} stopped by signal {sig}; Slurm job {} {}; `fsynclab matrix --resume {matrix_id}` submits the runs left",
+            jobs.join(", "),
+            if cancelled {
+                "cancelled (a run under way is not kept)"
+            } else {
+                "could not be cancelled: `scancel` it"
+            }
+        );
+        return Ok(128 + sig);
+    }
+    let failed = report_failures(plan, matrix_id, &arrays, &store, &request)?;
+    super::print_tables(&store, matrix_id, args)?;
+    if !args.quiet {
+        note!(
+            "fsynclab matrix {matrix_id}: `fsynclab report --matrix {matrix_id} -o {matrix_id}.html` draws it; `fsynclab runs --matrix {matrix_id}` lists its runs with their hosts"
+        );
+    }
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Submits the arrays: one, or one per node with `--per-host`.
+fn submit(plan: &Plan, matrix_id: &str, indices: &[usize], request: &Request, at: &Location) -> Result<Vec<Array>> {
+    let exe = std::env::current_exe().context("cannot find the fsynclab binary to run on the nodes")?;
+    let store = at.for_another_process()?;
+    let cells = plan.cells();
+    let order = plan.order();
+    let pinned = plan.axes.iter().any(|a| a.key == super::plan::HOST_AXIS);
+    let groups: Vec<(Option<String>, Vec<usize>)> = if pinned {
+        let mut by_node: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+        for &i in indices {
+            let host = cells[order[i].1].host().map(str::to_string);
+            match by_node.iter_mut().find(|(n, _)| *n == host) {
+                Some((_, list)) => list.push(i),
+                None => by_node.push((host, vec![i])),
+            }
+        }
+        by_node
+    } else {
+        vec![(None, indices.to_vec())]
+    };
+    // Any node of the partition, except those --nodes leaves out.
+    let exclude: Vec<String> = if request.nodes.is_empty() || pinned {
+        Vec::new()
+    } else {
+        let all = nodes_of(request.partition.as_deref())?;
+        if let Some(unknown) = request.nodes.iter().find(|n| !all.contains(n)) {
+            return Err(Usage(format!(
+                "--nodes: {unknown} is not a node of {} (its nodes: {})",
+                request.partition.as_deref().unwrap_or("the default partition"),
+                all.join(",")
+            ))
+            .into());
+        }
+        all.into_iter().filter(|n| !request.nodes.contains(n)).collect()
+    };
+    // One run at a time on a node (--exclusive); as many at once as nodes were named.
+    let parallel = request.parallel.or(match (pinned, request.nodes.len()) {
+        (true, _) => Some(1),
+        (false, 0) => None,
+        (false, n) => Some(n as u32),
+    });
+    let task = format!(
+        "exec {} matrix --run-cell {}:\"$SLURM_ARRAY_TASK_ID\"",
+        quoted(&exe.display().to_string()),
+        quoted(matrix_id)
+    );
+    let mut arrays = Vec::new();
+    for (node, list) in groups {
+        if list.is_empty() {
+            continue;
+        }
+        let mut spec = array_spec(&list);
+        if let Some(k) = parallel {
+            spec.push_str(&format!("%{k}"));
+        }
+        let mut cmd = slurm("sbatch");
+        cmd.args(["--parsable", "--exclusive", "--export=ALL", "--nodes=1"])
+            .arg(format!("--array={spec}"))
+            .arg(format!("--job-name=fsynclab-{matrix_id}"))
+            .arg(format!("--output={}/{matrix_id}-%A_%a.log", request.log_dir.display()))
+            .env(crate::store::STORE_ENV, &store);
+        if let Some(p) = &request.partition {
+            cmd.arg(format!("--partition={p}"));
+        }
+        match &node {
+            Some(n) => {
+                cmd.arg(format!("--nodelist={n}"));
+            }
+            None if !exclude.is_empty() => {
+                cmd.arg(format!("--exclude={}", exclude.join(",")));
+            }
+            None => {}
+        }
+        cmd.arg(format!("--wrap={task}"));
+        let out = output(&mut cmd).with_context(|| format!("matrix {matrix_id}: cannot submit the job array"))?;
+        // `--parsable`: "JOBID" or "JOBID;CLUSTER".
+        let job = out.trim().split(';').next().unwrap_or("").to_string();
+        if job.is_empty() {
+            anyhow::bail!("sbatch gave no job id for matrix {matrix_id}");
+        }
+        arrays.push(Array {
+            job,
+            node,
+            indices: list,
+        });
+    }
+    Ok(arrays)
+}
+
+/// Follows the arrays until none of their tasks waits or runs; `Some(signal)` when a signal
+/// stopped the following.
+fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, quiet: bool) -> Result<Option<i32>> {
+    let stop = crate::signals::watch()?;
+    let total = plan.order().len();
+    let stored_runs = |store: &Store| -> Result<Vec<crate::store::RunSummary>> {
+        Ok(store
+            .runs(&RunFilter {
+                matrix_id: Some(matrix_id.to_string()),
+                ..Default::default()
+            })?
+            .into_iter()
+            .filter(|r| !r.interrupted)
+            .collect())
+    };
+    let mut seen: std::collections::HashSet<RunId> = stored_runs(store)?.iter().map(|r| r.id).collect();
+    let mut progress = Progress::new(total, seen.len().min(total), quiet);
+    let jobs: Vec<&str> = arrays.iter().map(|a| a.job.as_str()).collect();
+    let mut asked_at = Instant::now();
+    let mut last_answer = Instant::now();
+    loop {
+        // Runs stored since the last look, in the order they were made.
+        for r in stored_runs(store)? {
+            if seen.insert(r.id) {
+                let place = r.matrix.clone().unwrap_or_else(|| crate::store::MatrixPlace {
+                    matrix_id: matrix_id.to_string(),
+                    axes: Vec::new(),
+                    repetition: 0,
+                });
+                let host = match (&r.host, place.axes.iter().any(|(k, _)| k == super::plan::HOST_AXIS)) {
+                    (Some(h), false) => format!(" on {h}"),
+                    _ => String::new(),
+                };
+                let figure = r
+                    .figures()
+                    .ok()
+                    .and_then(|f| {
+                        f.main_figure()
+                            .and_then(|m| f.values.get(&m).map(|v| format!(", {m} {} {}", m.format(*v), m.unit())))
+                    })
+                    .unwrap_or_default();
+                progress.finished(format!(
+                    "{}: run {}{host}{figure}",
+                    slot_label(&place.axes, place.repetition),
+                    r.id
+                ));
+            }
+        }
+        let queued = output(slurm("squeue").args(["-h", "-r", "-o", "%i %T", "-j", &jobs.join(",")]));
+        match queued {
+            Ok(text) => {
+                last_answer = Instant::now();
+                let (mut running, mut pending) = (0, 0);
+                for line in text.lines() {
+                    match line.split_whitespace().nth(1) {
+                        Some("RUNNING" | "COMPLETING" | "CONFIGURING") => running += 1,
+                        Some(_) => pending += 1,
+                        None => {}
+                    }
+                }
+                if running + pending == 0 {
+                    return Ok(None);
+                }
+                progress.starting(&format!("Slurm: {running} running, {pending} waiting"));
+            }
+            // Slurm's controller may be busy for a moment; a minute without answer is an error.
+            Err(e) if last_answer.elapsed() > Duration::from_secs(60) => {
+                return Err(e.context(format!(
+                    "matrix {matrix_id}: squeue has not answered for a minute; the jobs ({}) may still run: `fsynclab matrix --resume {matrix_id}` prints the table once they end",
+                    jobs.join(", ")
+                )))
+            }
+            Err(_) => {}
+        }
+        let wait = Duration::from_secs(1).saturating_sub(asked_at.elapsed());
+        if !stop.sleep(wait) {
+            progress.clear();
+            return Ok(Some(stop.signal().unwrap_or(libc::SIGINT)));
+        }
+        asked_at = Instant::now();
+    }
+}
+
+/// What `scontrol show job -o JOB` says of a finished task: `JobState=FAILED`... as pairs.
+fn task_state(job: &str) -> Vec<(String, String)> {
+    let Ok(text) = output(slurm("scontrol").args(["show", "job", "-o", job])) else {
+        return Vec::new();
+    };
+    text.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The last `n` lines of a log, indented.
+fn tail(path: &Path, n: usize) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(n);
+    Some(lines[start..].iter().map(|l| format!("    {l}\n")).collect())
+}
+
+/// Says, for each submitted run not stored, which task it was, what Slurm says of it and
+/// the end of its log; how many failed (a run another process is still making is not).
+fn report_failures(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, request: &Request) -> Result<usize> {
+    let missing = super::run::remaining(store, matrix_id, plan)?;
+    let order = plan.order();
+    let cells = plan.cells();
+    let claims = store.claims(matrix_id)?;
+    let mut failed = 0;
+    for a in arrays {
+        for &i in &a.indices {
+            let (rep, c) = order[i];
+            if !missing.contains(&(rep, c)) {
+                continue;
+            }
+            let label = slot_label(&cells[c], rep);
+            let held = claims
+                .iter()
+                .find(|(p, o)| p.repetition == rep && p.axes == cells[c] && !super::claim::is_dead(o));
+            if let Some((_, owner)) = held {
+                note!(
+                    "fsynclab matrix {matrix_id}: {label} is still being made by pid {} on {}{}",
+                    owner.pid,
+                    owner.host,
+                    owner.job.as_ref().map(|j| format!(" ({j})")).unwrap_or_default()
+                );
+                continue;
+            }
+            failed += 1;
+            let task = format!("{}_{i}", a.job);
+            let state = task_state(&task);
+            let get = |k: &str| state.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+            let log = get("StdOut")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| request.log_dir.join(format!("{matrix_id}-{task}.log")));
+            let what = match (get("JobState"), get("ExitCode")) {
+                (Some(s), Some(code)) => format!("{s}, exit code {code}"),
+                (Some(s), None) => s.to_string(),
+                _ => "no longer known to Slurm".to_string(),
+            };
+            let node = get("NodeList")
+                .filter(|n| !n.is_empty() && *n != "(null)")
+                .map(|n| format!(" on {n}"))
+                .unwrap_or_default();
+            note!(
+                "fsynclab matrix {matrix_id}: {label} made no run: Slurm job {task}{node} {what}; log {}",
+                record::shown(&log)
+            );
+            match tail(&log, 5) {
+                Some(t) if !t.is_empty() => note!("{}", t.trim_end()),
+                Some(_) => note!("    (the log is empty)"),
+                None => note!("    (no log: the task did not start)"),
+            }
+        }
+    }
+    if failed > 0 {
+        note!(
+            "fsynclab matrix {matrix_id}: {failed} runs failed; `fsynclab matrix --resume {matrix_id}` submits them again"
+        );
+    }
+    Ok(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_are_given_to_slurm_as_ranges() {
+        assert_eq!(array_spec(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(array_spec(&[0, 2, 3, 4, 7, 9, 10]), "0,2-4,7,9-10");
+        assert_eq!(array_spec(&[5]), "5");
+        assert_eq!(quoted("/opt/it's/fsynclab"), r"'/opt/it'\''s/fsynclab'");
+    }
+}

@@ -1,0 +1,863 @@
+//! The testing farm (issue 17): a PostgreSQL results store, runs that know their host, and
+//! matrices made by Slurm job arrays, tested on a real PostgreSQL server and a real Slurm
+//! cluster (one node, then two: `slurmd -N n1`, `-N n2` on this machine) that
+//! scripts/farm-up.sh brings up under a temporary directory, without systemd and beside any
+//! PostgreSQL or Slurm already here, and scripts/farm-down.sh takes down on every way out of
+//! a test (a [`Farm`] is dropped on a panic too). Debian's postgresql, slurm-wlm and munge,
+//! which scripts/setup.sh installs, and root (the daemons run as their own users) are needed.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::{Command as Process, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Need::{Root, That};
+use serde_json::Value;
+
+const POSTGRES: common::Need = That("PostgreSQL's server (Debian's postgresql)", has_postgres);
+const SLURM: common::Need = That("Slurm and MUNGE (Debian's slurm-wlm and munge)", has_slurm);
+const PYYAML: common::Need = That(
+    "python3 with PyYAML (Debian's python3-yaml), to read the manifest",
+    has_pyyaml,
+);
+
+common::tests! {
+    issue17_farm_options_and_unreachable_stores_are_one_line_errors,
+    issue17_a_run_stored_in_postgres_reads_back_identical: [Root, POSTGRES],
+    issue17_store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run: [Root, POSTGRES],
+    issue17_eight_runs_write_one_new_postgres_store_at_once: [Root, POSTGRES],
+    issue17_k8s_emit_writes_an_indexed_job_per_host: [Root, POSTGRES, PYYAML],
+    issue17_a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node: [Root, POSTGRES, SLURM],
+    issue17_two_nodes_each_run_records_its_node: [Root, POSTGRES, SLURM],
+    issue17_a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone: [Root, POSTGRES, SLURM],
+}
+
+fn has_postgres() -> bool {
+    std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|v| v.path().join("bin/initdb").exists())
+}
+
+fn has_slurm() -> bool {
+    ["slurmctld", "slurmd", "sbatch", "munged"].iter().all(|tool| {
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+            .any(|d| d.join(tool).exists())
+    })
+}
+
+fn has_pyyaml() -> bool {
+    Process::new("python3")
+        .args(["-c", "import yaml"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The documents of a YAML file, as JSON (through PyYAML's safe loader).
+fn yaml_documents(path: &std::path::Path) -> Vec<Value> {
+    let out = Process::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; json.dump([d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None], sys.stdout)",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "not YAML: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A farm brought up for one test, and taken down when the test ends however it ends.
+struct Farm {
+    dir: tempfile::TempDir,
+    env: BTreeMap<String, String>,
+}
+
+impl Farm {
+    /// `scripts/farm-up.sh DIR ARGS`.
+    fn up(args: &[&str]) -> Farm {
+        let dir = tempfile::Builder::new().prefix("fsynclab-farm-").tempdir().unwrap();
+        let out = Process::new(repo().join("scripts/farm-up.sh"))
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let mut farm = Farm {
+            dir,
+            env: BTreeMap::new(),
+        };
+        assert!(
+            out.status.success(),
+            "farm-up.sh {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        farm.env = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        std::fs::create_dir(farm.work()).unwrap();
+        farm
+    }
+
+    /// The working directory of the test's commands (and so of the Slurm jobs).
+    fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    /// A new, empty database of the farm's server, and its address.
+    fn database(&self, name: &str) -> String {
+        let url = &self.env["FARM_STORE"];
+        let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let (server, _) = url.rsplit_once('/').unwrap();
+        format!("{server}/{name}")
+    }
+
+    /// fsynclab in the farm's working directory, with its Slurm configuration.
+    fn fsynclab(&self) -> assert_cmd::Command {
+        let mut cmd = common::fsynclab();
+        cmd.current_dir(self.work());
+        if let Some(conf) = self.env.get("SLURM_CONF") {
+            cmd.env("SLURM_CONF", conf);
+        }
+        cmd
+    }
+
+    /// A Slurm client command of the farm's cluster.
+    fn slurm(&self, program: &str) -> Process {
+        let mut cmd = Process::new(program);
+        cmd.env("SLURM_CONF", &self.env["SLURM_CONF"]);
+        cmd
+    }
+}
+
+impl Drop for Farm {
+    fn drop(&mut self) {
+        let down = Process::new(repo().join("scripts/farm-down.sh"))
+            .arg(self.dir.path())
+            .status();
+        // Nothing of the farm may be left running (its daemons name the directory).
+        let left = Process::new("pgrep")
+            .args(["-f", &format!("{}/", self.dir.path().display())])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        if !std::thread::panicking() {
+            assert!(down.is_ok_and(|s| s.success()), "farm-down.sh failed");
+            assert!(left.is_empty(), "processes of the farm left running: {left}");
+        }
+    }
+}
+
+/// The parameters of a run of fsync-tps that takes well under a second.
+const TINY_TPS: &[&str] = &[
+    "--set",
+    "threads=1",
+    "--set",
+    "duration=200ms",
+    "--set",
+    "coordination=none",
+];
+
+/// The top-level keys whose values differ between two results (a whole result is too long
+/// to print in a failure).
+fn differing_keys(a: &Value, b: &Value) -> Vec<String> {
+    let (a, b) = (a.as_object().unwrap(), b.as_object().unwrap());
+    a.keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| k.to_string())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `fsynclab runs --format json` of a store, by uid, without the numbers the store gave.
+fn runs_by_uid(farm: &Farm, store: &str) -> BTreeMap<String, Value> {
+    let out = farm
+        .fsynclab()
+        .args(["runs", "--format", "json", "--store", store])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    runs.into_iter()
+        .map(|mut r| {
+            let uid = r["uid"].as_str().unwrap().to_string();
+            r.as_object_mut().unwrap().remove("id");
+            (uid, r)
+        })
+        .collect()
+}
+
+/// Every run of a store, by uid, as `export` writes it (its samples included).
+fn exports_by_uid(farm: &Farm, store: &str) -> BTreeMap<String, String> {
+    let out = farm
+        .fsynclab()
+        .args(["runs", "--format", "json", "--store", store])
+        .output()
+        .unwrap();
+    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    runs.iter()
+        .map(|r| {
+            let id = r["id"].as_i64().unwrap().to_string();
+            let out = farm
+                .fsynclab()
+                .args(["export", &id, "--store", store])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            (r["uid"].as_str().unwrap().to_string(), stdout(&out))
+        })
+        .collect()
+}
+
+/// The runs of matrix `id` as `runs --matrix ID --format json` lists them.
+fn matrix_runs(farm: &Farm, store: &str, id: &str) -> Vec<Value> {
+    let out = farm
+        .fsynclab()
+        .args(["runs", "--matrix", id, "--format", "json", "--store", store])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `[["record_size","4k"]] #1` of a listed run.
+fn place(run: &Value) -> String {
+    format!("{} #{}", run["matrix"]["cell"], run["matrix"]["repetition"])
+}
+
+fn cell_value<'a>(run: &'a Value, axis: &str) -> Option<&'a str> {
+    run["matrix"]["cell"]
+        .as_array()?
+        .iter()
+        .find(|pair| pair[0] == axis)
+        .and_then(|pair| pair[1].as_str())
+}
+
+fn issue17_farm_options_and_unreachable_stores_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let one_line = |args: &[&str], says: &str| {
+        let mut cmd = common::fsynclab();
+        cmd.current_dir(dir.path()).args(args);
+        let out = cmd.assert().code(2).get_output().clone();
+        let err = stderr(&out);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        err
+    };
+    let m = ["matrix", "fsync-tps", "--axis", "coordination=none,wal", "--dry-run"];
+    one_line(
+        &[&m[..], &["--partition", "lab"]].concat(),
+        "--partition is for --engine slurm",
+    );
+    let k8s = [
+        "matrix",
+        "fsync-tps",
+        "--axis",
+        "coordination=none,wal",
+        "--engine",
+        "k8s",
+    ];
+    one_line(&k8s, "--engine k8s writes a manifest for kubectl: give --emit FILE");
+    one_line(
+        &[&k8s[..], &["--emit", "m.yaml"]].concat(),
+        "--engine k8s: give --image IMAGE",
+    );
+    one_line(
+        &["matrix", "--run-cell", "m1", "--store", "x.sqlite"],
+        "expected ID:INDEX",
+    );
+    one_line(
+        &[&k8s[..], &["--image", "i", "--emit", "m.yaml", "--store", "x.sqlite"]].concat(),
+        "which pods cannot share",
+    );
+    // Slurm's commands missing: said before anything is stored or submitted.
+    let mut cmd = common::fsynclab();
+    cmd.current_dir(dir.path())
+        .env("PATH", dir.path())
+        .args([
+            "matrix",
+            "fsync-tps",
+            "--axis",
+            "coordination=none,wal",
+            "--engine",
+            "slurm",
+        ])
+        .args(["--store", "farm.sqlite"]);
+    let err = stderr(cmd.assert().code(2).get_output());
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--engine slurm: sbatch is not on the PATH"), "{err}");
+    assert_eq!(common::leftovers(dir.path()), Vec::<String>::new(), "nothing stored");
+    // A server that does not answer: said in one line, the password never shown.
+    let err = one_line(
+        &["runs", "--store", "postgres://farm:s3cret@127.0.0.1:1/fsynclab"],
+        "results store postgres://farm@127.0.0.1:1/fsynclab",
+    );
+    assert!(err.contains("check that PostgreSQL runs there"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    // The dry run says where the cells go.
+    let out = common::fsynclab()
+        .current_dir(dir.path())
+        .args(["matrix", "fsync-tps", "--axis", "coordination=none,wal", "--dry-run"])
+        .args(["--engine", "slurm", "--nodes", "n1,n2", "--partition", "lab"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("placement slurm: each run on any of n1,n2, partition lab"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+fn issue17_a_run_stored_in_postgres_reads_back_identical() {
+    let _turn = common::one_at_a_time();
+    let farm = Farm::up(&["--postgres"]);
+    let pg = farm.database("readback");
+    let out = farm
+        .fsynclab()
+        .args(["run", "fsync-tps", "--dir", "."])
+        .args(TINY_TPS)
+        .args(["--output", "made.json", "--store", &pg])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("stored as run 1"), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let made: Value = serde_json::from_slice(&std::fs::read(farm.work().join("made.json")).unwrap()).unwrap();
+    let read = |args: &[&str]| {
+        let out = farm.fsynclab().args(args).args(["--store", &pg]).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    // The whole result, every call's sample included, as the run wrote it (the file also
+    // says where it was stored).
+    let mut made = made;
+    let stored = made.as_object_mut().unwrap().remove("stored").unwrap();
+    assert_eq!(stored["run"], 1);
+    assert!(made["samples"].as_array().is_some_and(|s| !s.is_empty()));
+    for args in [&["show", "1", "--format", "json"][..], &["export", "1"]] {
+        let back: Value = serde_json::from_str(&read(args)).unwrap();
+        assert_eq!(differing_keys(&made, &back), Vec::<String>::new(), "{args:?}");
+    }
+    // The summary as the run printed it.
+    assert_eq!(read(&["show", "1"]), printed);
+    // Listed with the host that made it, and found by it.
+    let host = made["environment"]["host"]["name"].as_str().unwrap();
+    let listed: Vec<Value> = serde_json::from_str(&read(&["runs", "--format", "json"])).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["host"], host);
+    assert_eq!(listed[0]["uid"], stored["uid"]);
+    let by_host: Vec<Value> = serde_json::from_str(&read(&["runs", "--host", host, "--format", "json"])).unwrap();
+    assert_eq!(by_host.len(), 1);
+    let elsewhere: Vec<Value> =
+        serde_json::from_str(&read(&["runs", "--host", "no-such-host", "--format", "json"])).unwrap();
+    assert!(elsewhere.is_empty(), "{elsewhere:?}");
+}
+
+fn issue17_store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run() {
+    let _turn = common::one_at_a_time();
+    let farm = Farm::up(&["--postgres"]);
+    let work = farm.work();
+    let a = work.join("laptop.sqlite").display().to_string();
+    let c = work.join("back.sqlite").display().to_string();
+    for _ in 0..2 {
+        farm.fsynclab()
+            .args(["run", "fsync-tps", "--quiet", "--dir", "."])
+            .args(TINY_TPS)
+            .args(["--store", &a])
+            .assert()
+            .success();
+    }
+    farm.fsynclab()
+        .args([
+            "matrix",
+            "fsync-tps",
+            "--axis",
+            "record_size=4k,8k",
+            "--repeat",
+            "1",
+            "--dir",
+            ".",
+        ])
+        .args(TINY_TPS)
+        .args(["--quiet", "--store", &a])
+        .assert()
+        .success();
+    let pg = farm.database("roundtrip");
+    let copy = |from: &str, to: &str| {
+        let out = farm.fsynclab().args(["store", "copy", from, to]).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let said = copy(&a, &pg);
+    assert!(said.contains("copied 4 runs and 1 matrix"), "{said}");
+    assert!(!said.contains(&farm.env["FARM_STORE"]), "the password is shown: {said}");
+    // Copying again copies nothing twice.
+    assert!(copy(&a, &pg).contains("copied 0 runs and 0 matrices"));
+    assert!(copy(&pg, &c).contains("copied 4 runs and 1 matrix"));
+    // Every run, figure, host and place in the matrix, and every sample, is the same.
+    let before = runs_by_uid(&farm, &a);
+    assert_eq!(before.len(), 4);
+    assert_eq!(before, runs_by_uid(&farm, &pg));
+    assert_eq!(before, runs_by_uid(&farm, &c));
+    let exported = exports_by_uid(&farm, &a);
+    for other in [&pg, &c] {
+        let theirs = exports_by_uid(&farm, other);
+        assert_eq!(exported.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+        for (uid, text) in &exported {
+            let (mine, back): (Value, Value) = (
+                serde_json::from_str(text).unwrap(),
+                serde_json::from_str(&theirs[uid]).unwrap(),
+            );
+            assert_eq!(
+                differing_keys(&mine, &back),
+                Vec::<String>::new(),
+                "run {uid} in {other}"
+            );
+            assert!(*text == theirs[uid], "run {uid} in {other}: exported differently");
+        }
+    }
+    for text in exported.values() {
+        let run: Value = serde_json::from_str(text).unwrap();
+        assert!(run["samples"].as_array().is_some_and(|s| !s.is_empty()));
+        assert!(
+            run["environment"]["host"]["name"].is_string(),
+            "the run records its host"
+        );
+    }
+    let table = |store: &str| {
+        let out = farm
+            .fsynclab()
+            .args([
+                "matrix", "--resume", "m1", "--format", "json", "--quiet", "--store", store,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    assert_eq!(table(&a), table(&c));
+    assert_eq!(table(&a), table(&pg));
+}
+
+fn issue17_eight_runs_write_one_new_postgres_store_at_once() {
+    let _turn = common::one_at_a_time();
+    let farm = Farm::up(&["--postgres"]);
+    // A database without a store yet: the first runs also make its schema, at once.
+    let pg = farm.database("eight");
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            Process::new(common::bin())
+                .current_dir(farm.work())
+                .args(["run", "fsync-tps", "--quiet", "--dir", "."])
+                .args(TINY_TPS)
+                .args(["--store", &pg])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut said = BTreeSet::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert!(out.status.success(), "{err}");
+        said.insert(
+            err.lines()
+                .find(|l| l.starts_with("stored as run "))
+                .unwrap_or_else(|| panic!("{err}"))
+                .to_string(),
+        );
+    }
+    assert_eq!(said.len(), 8, "each run stored under its own id: {said:?}");
+    let runs = runs_by_uid(&farm, &pg);
+    assert_eq!(runs.len(), 8, "every run is stored");
+    let out = farm
+        .fsynclab()
+        .args(["runs", "--format", "json", "--store", &pg])
+        .output()
+        .unwrap();
+    let ids: BTreeSet<i64> = serde_json::from_slice::<Vec<Value>>(&out.stdout)
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, (1..=8).collect(), "ids from the database, none used up");
+    // Four copies of those runs into another new store at once: each succeeds, and each
+    // run is stored once.
+    let file = farm.work().join("eight.sqlite").display().to_string();
+    farm.fsynclab().args(["store", "copy", &pg, &file]).assert().success();
+    let again = farm.database("copies");
+    let copies: Vec<_> = (0..4)
+        .map(|_| {
+            Process::new(common::bin())
+                .current_dir(farm.work())
+                .args(["store", "copy", &file, &again])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in copies {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert_eq!(runs_by_uid(&farm, &again), runs);
+}
+
+fn issue17_k8s_emit_writes_an_indexed_job_per_host() {
+    let _turn = common::one_at_a_time();
+    let farm = Farm::up(&["--postgres"]);
+    let pg = farm.database("k8s");
+    let out = farm
+        .fsynclab()
+        .args([
+            "matrix",
+            "fsync-tps",
+            "--axis",
+            "coordination=none,wal",
+            "--repeat",
+            "2",
+        ])
+        .args([
+            "--dir",
+            "/var/tmp/fsynclab",
+            "--engine",
+            "k8s",
+            "--per-host",
+            "--nodes",
+            "node-a,node-b",
+        ])
+        .args([
+            "--image",
+            "registry.example/fsynclab:1",
+            "--emit",
+            "m.yaml",
+            "--store",
+            &pg,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("8 runs as an Indexed Job in m.yaml"),
+        "{}",
+        stderr(&out)
+    );
+    let yaml = std::fs::read_to_string(farm.work().join("m.yaml")).unwrap();
+    assert_eq!(yaml.matches("kind: Job").count(), 2, "a Job per host:\n{yaml}");
+    for expected in [
+        "completionMode: Indexed",
+        "completions: 4",
+        "kubernetes.io/hostname: \"node-a\"",
+        "kubernetes.io/hostname: \"node-b\"",
+        "privileged: true",
+        "secretKeyRef:",
+        "fieldPath: spec.nodeName",
+        "topologyKey: kubernetes.io/hostname",
+        "image: \"registry.example/fsynclab:1\"",
+        "--run-cell m1:",
+    ] {
+        assert!(yaml.contains(expected), "{expected} missing:\n{yaml}");
+    }
+    // As Kubernetes reads it: a Job per host, one completion per run of that host, each pod
+    // making its run with --run-cell.
+    let jobs = yaml_documents(&farm.work().join("m.yaml"));
+    assert_eq!(jobs.len(), 2);
+    let mut hosts = BTreeSet::new();
+    for job in &jobs {
+        assert_eq!(job["kind"], "Job");
+        assert_eq!(job["apiVersion"], "batch/v1");
+        assert_eq!(job["spec"]["completionMode"], "Indexed");
+        assert_eq!(job["spec"]["completions"], 4, "2 cells x 2 repeats: {job}");
+        let pod = &job["spec"]["template"]["spec"];
+        hosts.insert(
+            pod["nodeSelector"]["kubernetes.io/hostname"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+        let container = &pod["containers"][0];
+        assert_eq!(container["securityContext"]["privileged"], true);
+        let command = container["command"].as_array().unwrap();
+        assert!(
+            command
+                .last()
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .contains("fsynclab matrix --run-cell m1:"),
+            "{command:?}"
+        );
+    }
+    assert_eq!(hosts, BTreeSet::from(["node-a".to_string(), "node-b".to_string()]));
+    let password = farm.env["FARM_STORE"]
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('@')
+        .next()
+        .unwrap();
+    assert!(!yaml.contains(password), "the store's password is in the manifest");
+    // Resumed without --emit: what is stored, and how to make the rest.
+    let out = farm
+        .fsynclab()
+        .args(["matrix", "--resume", "m1", "--store", &pg])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("8 of 8 runs are not stored yet"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+fn issue17_a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node() {
+    let _turn = common::one_at_a_time();
+    let farm = Farm::up(&["--postgres", "--slurm", "1"]);
+    let pg = farm.database("slurm1");
+    let t0 = Instant::now();
+    let out = farm
+        .fsynclab()
+        .args([
+            "matrix",
+            "fsync-tps",
+            "--axis",
+            "record_size=4k,8k",
+            "--repeat",
+            "2",
+            "--dir",
+            ".",
+        ])
+        .args(TINY_TPS)
+        .args(["--engine", "slurm", "--partition", "farm", "--store", &pg])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{err}");
+    eprintln!("matrix on Slurm in {:.1} s:\n{text}", t0.elapsed().as_secs_f64());
+    assert!(err.contains("Slurm job"), "{err}");
+    assert!(err.contains("[4/4]"), "a line per run stored: {err}");
+    assert!(text.contains("matrix m1: fsync-tps"), "{text}");
+    assert!(
+        text.contains("record_size=4k") && text.contains("record_size=8k"),
+        "{text}"
+    );
+    assert!(text.contains('[') && text.contains("median of 2 runs a cell"), "{text}");
+    let runs = matrix_runs(&farm, &pg, "m1");
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    let places: BTreeSet<String> = runs.iter().map(place).collect();
+    assert_eq!(places.len(), 4, "each run once: {places:?}");
+    for r in &runs {
+        assert_eq!(r["host"], "n1", "{r}");
+    }
+    // The run knows the Slurm job and node that made it.
+    let id = runs[0]["id"].as_i64().unwrap().to_string();
+    let exported = farm.fsynclab().args(["export", &id, "--store", &pg]).output().unwrap();
+    let run: Value = serde_json::from_slice(&exported.stdout).unwrap();
+    common::assert_matches_schema(&run);
+    assert_eq!(run["environment"]["host"]["name"], "n1");
+    assert!(
+        run["environment"]["host"]["job"]
+            .as_str()
+            .is_some_and(|j| j.starts_with("slurm:")),
+        "{}",
+        run["environment"]["host"]
+    );
+    // Each task left its log.
+    let logs = common::leftovers(&farm.work().join("fsynclab-logs"));
+    assert_eq!(logs.len(), 4, "{logs:?}");
+    // Resumed when complete: nothing submitted, the table printed.
+    let out = farm
+        .fsynclab()
+        .args(["matrix", "--resume", "m1", "--store", &pg])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("every run is made"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("record_size=8k"));
+}
+
+fn issue17_two_nodes_each_run_records_its_node() {
+    let _turn = common::one_at_a_time();
+    let farm = Farm::up(&["--postgres", "--slurm", "2"]);
+    let pg = farm.database("slurm2");
+    // Each run on any node: both nodes take runs, and each run says which.
+    let out = farm
+        .fsynclab()
+        .args([
+            "matrix",
+            "fsync-tps",
+            "--axis",
+            "record_size=4k,8k",
+            "--repeat",
+            "2",
+            "--dir",
+            ".",
+        ])
+        .args(TINY_TPS)
+        .args(["--engine", "slurm", "--store", &pg])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = matrix_runs(&farm, &pg, "m1");
+    assert_eq!(runs.len(), 4);
+    let hosts: BTreeSet<&str> = runs.iter().map(|r| r["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, BTreeSet::from(["n1", "n2"]), "the cells ran on both nodes");
+    // The whole matrix on every node: host is an axis, the table has a row per host, and
+    // every run was made on the host of its cell.
+    let out = farm
+        .fsynclab()
+        .args([
+            "matrix",
+            "fsync-tps",
+            "--axis",
+            "record_size=4k,8k",
+            "--repeat",
+            "1",
+            "--dir",
+            ".",
+        ])
+        .args(TINY_TPS)
+        .args(["--engine", "slurm", "--per-host", "--store", &pg])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    eprintln!("{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("n1 ") || l.starts_with("n2 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "a row per host:\n{text}");
+    let runs = matrix_runs(&farm, &pg, "m2");
+    assert_eq!(runs.len(), 4);
+    for r in &runs {
+        assert_eq!(r["host"].as_str(), cell_value(r, "host"), "{r}");
+    }
+    // One host's runs, by filter.
+    let out = farm
+        .fsynclab()
+        .args([
+            "runs", "--host", "n2", "--matrix", "m2", "--format", "json", "--store", &pg,
+        ])
+        .output()
+        .unwrap();
+    let n2: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(n2.len(), 2);
+}
+
+fn issue17_a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone() {
+    let _turn = common::one_at_a_time();
+    let farm = Farm::up(&["--postgres", "--slurm", "1"]);
+    let pg = farm.database("failing");
+    // Two cells: index 0 takes 200 ms, index 1 6 s; the second task is cancelled as it runs.
+    let mut child = Process::new(common::bin())
+        .current_dir(farm.work())
+        .env("SLURM_CONF", &farm.env["SLURM_CONF"])
+        .args([
+            "matrix",
+            "fsync-tps",
+            "--axis",
+            "duration=200ms,6s",
+            "--repeat",
+            "1",
+            "--dir",
+            ".",
+        ])
+        .args(["--set", "threads=1", "--set", "coordination=none"])
+        .args(["--engine", "slurm", "--store", &pg])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = common::StderrLines::of(&mut child);
+    let submitted = lines.wait_for_containing("runs 2 of its runs", &mut child, Duration::from_secs(60));
+    let job = submitted
+        .split("Slurm job ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let task = format!("{job}_1");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let state = farm
+            .slurm("squeue")
+            .args(["-h", "-j", &task, "-o", "%T"])
+            .output()
+            .unwrap();
+        if stdout(&state).trim() == "RUNNING" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "task {task} never ran");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(farm.slurm("scancel").arg(&task).status().unwrap().success());
+    let status = common::wait_at_most(&mut child, Duration::from_secs(60));
+    let err = lines.all();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut text).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    let said = format!("duration=6s #1 made no run: Slurm job {task} on n1 CANCELLED");
+    assert!(err.contains(&said), "{said}:\n{err}");
+    let log = farm.work().join(format!("fsynclab-logs/m1-{task}.log"));
+    assert!(err.contains(&format!("log {}", log.display())), "{err}");
+    assert!(log.exists());
+    assert!(err.contains("--resume m1"), "{err}");
+    // The table shows the run that was made.
+    assert!(text.contains("duration=200ms"), "{text}");
+    assert_eq!(matrix_runs(&farm, &pg, "m1").len(), 1);
+    // Resumed: only the missing run is submitted, and the table is whole.
+    let out = farm
+        .fsynclab()
+        .args(["matrix", "--resume", "m1", "--store", &pg])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("1 of 2 runs left"), "{err}");
+    assert!(err.contains("runs 1 of its runs"), "{err}");
+    assert!(
+        text.contains("duration=200ms") && text.contains("duration=6s"),
+        "{text}"
+    );
+    let runs = matrix_runs(&farm, &pg, "m1");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(
+        runs.iter().map(place).collect::<BTreeSet<_>>().len(),
+        2,
+        "each run once"
+    );
+}
