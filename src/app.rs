@@ -34,7 +34,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Probe { common } => measure(&probe::Probe, &common),
         Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
         Command::Explain { result, store } => crate::review::explain(&result, store.store.as_deref()),
-        Command::Exec(args) => crate::exec::run(&args.target.request()?, &args.command, args.output.as_ref()),
+        Command::Exec(args) => exec(&args),
         Command::ListDevices => crate::review::print(&crate::testbed::device::profile::listing()),
         Command::Runs(args) => crate::review::runs(&args),
         Command::Export(args) => crate::review::export(&args),
@@ -47,6 +47,17 @@ pub fn run(cli: Cli) -> Result<i32> {
 
 fn find(name: &str) -> Result<&'static dyn Scenario> {
     scenario::find(name).ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())).into())
+}
+
+/// `fsynclab exec`: everything that can be refused is refused before the testbed is made.
+fn exec(args: &crate::cli::ExecArgs) -> Result<i32> {
+    let request = args.target.request()?;
+    let explain = args.explain.options()?.map(|options| crate::exec::ExplainRequest {
+        options,
+        store: args.record.store.clone(),
+        no_store: args.record.no_store,
+    });
+    crate::exec::run(&request, &args.command, args.output.as_ref(), explain)
 }
 
 /// `--device help` on any command that takes a target: the same listing as `list-devices`.

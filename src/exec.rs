@@ -9,6 +9,13 @@
 //! for the command to end, then undoes. A second signal kills the command (SIGKILL). The
 //! command gets SIGKILL if fsynclab itself dies (PR_SET_PDEATHSIG), so that `fsynclab
 //! cleanup` finds nothing busy.
+//!
+//! With `--explain` ([`explained`]), the command's sync calls are traced and explained,
+//! and the run is recorded.
+
+mod explained;
+
+pub(crate) use explained::Request as ExplainRequest;
 
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -35,7 +42,13 @@ pub struct ExecRecord {
 }
 
 /// Runs `command` on the testbed `request` names; returns the exit status to pass through.
-pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathBuf>) -> Result<i32> {
+/// With `explain`, its sync calls are traced, explained and recorded ([`explained`]).
+pub(crate) fn run(
+    request: &TestbedRequest,
+    command: &[OsString],
+    output: Option<&PathBuf>,
+    explain: Option<ExplainRequest>,
+) -> Result<i32> {
     let Some(program) = command.first() else {
         return Err(crate::error::Usage(
             "exec: give the command after --, e.g. fsynclab exec --scratch ext4 -- fio job.fio".into(),
@@ -49,6 +62,7 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
         Opened::Ready(s) => s,
         Opened::Interrupted(sig) => return Ok(128 + sig),
     };
+    let explained = explain.map(explained::Explained::prepare).transpose()?;
     let target = session.testbed();
     // Marks the start of the command for the emulated device's counters.
     let _ = target.flushes();
@@ -81,6 +95,7 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
         session.close();
         return Ok(128 + sig);
     }
+    let tracing = explained.as_ref().map(|e| e.start(&dir)).transpose()?;
     let started = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -103,6 +118,7 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
     let status = exit_code(status?);
     let elapsed_s = started.elapsed().as_secs_f64();
     end_what_it_left(&ours);
+    let command_line: Vec<String> = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     // A signal while the command ran was the command's to answer: its status says how.
     let answered = session.stop().signal().is_some();
 
@@ -114,9 +130,12 @@ pub fn run(request: &TestbedRequest, command: &[OsString], output: Option<&PathB
     if let Some(line) = summary(&environment) {
         note!("fsynclab exec: {line}");
     }
+    if let (Some(e), Some(running)) = (explained, tracing) {
+        e.finish(running, &command_line, status, answered, environment.clone())?;
+    }
     if let Some(path) = output {
         let record = ExecRecord {
-            command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            command: command_line,
             exit_status: status,
             elapsed_s,
             environment,

@@ -36,6 +36,7 @@ Examples:
   fsynclab run overwrite-fsync --scratch ext3:data=writeback --device hdd-5400   (as root)
   fsynclab probe --scratch ext4:nobarrier --device flush=20ms
   fsynclab exec --scratch ext4 --device hdd-5400 -- fio job.fio   (any program on the testbed)
+  fsynclab exec --dir /var/lib/db --explain -- ./my-service       (its slowest syncs, explained)
   fsynclab list-devices                           emulated disks, their figures and sources
   fsynclab cleanup                                leftovers of a run killed with SIGKILL
   fsynclab runs --last 5                          what the results store holds
@@ -160,10 +161,51 @@ pub struct ExecArgs {
     /// disk did, as JSON to FILE
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub explain: ExecExplainArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
     /// The command and its arguments, after `--`; it runs in the scratch filesystem with
     /// FSYNCLAB_DIR and FSYNCLAB_LOOP_DEVICE set
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+/// `exec --explain`: the command's sync calls traced and explained, the run recorded.
+#[derive(Debug, Default, Args)]
+pub struct ExecExplainArgs {
+    /// Trace the sync calls of the command and of every process and thread it starts (root,
+    /// tracefs), explain the slowest once it exits (report on stderr), and record the run
+    /// in the results store as scenario `exec`
+    #[arg(long, help_heading = "Explain")]
+    pub explain: bool,
+    /// With --explain: explain every call at least this slow
+    #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
+    pub explain_over: String,
+    /// ...and the slowest PERCENT of each kind of call of each thread
+    #[arg(long, value_name = "PERCENT", default_value = "1%", help_heading = "Explain")]
+    pub explain_slowest: String,
+    /// With --explain: sample the writeback timeline this often
+    #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
+    pub timeline_interval: String,
+}
+
+impl ExecExplainArgs {
+    /// The explanation asked for, checked (an --explain that cannot work here is refused in
+    /// one line); `None` without --explain.
+    pub(crate) fn options(&self) -> Result<Option<ExplainOptions>, Usage> {
+        if !self.explain {
+            return Ok(None);
+        }
+        let args = ExplainArgs {
+            explain: true,
+            no_explain: false,
+            explain_over: self.explain_over.clone(),
+            explain_slowest: self.explain_slowest.clone(),
+            timeline_interval: self.timeline_interval.clone(),
+        };
+        args.options().map(|(options, _)| Some(options))
+    }
 }
 
 /// Where the run's I/O goes: `--dir`, or a scratch filesystem made for the run.
@@ -406,7 +448,19 @@ mod tests {
         let flags: Vec<String> = run
             .get_arguments()
             .filter_map(|a| a.get_long())
-            .filter(|l| !["output", "help"].contains(l))
+            .filter(|l| {
+                ![
+                    "output",
+                    "help",
+                    "explain",
+                    "explain-over",
+                    "explain-slowest",
+                    "timeline-interval",
+                    "store",
+                    "no-store",
+                ]
+                .contains(l)
+            })
             .map(str::to_string)
             .collect();
         let keys: Vec<String> = Key::ALL.map(|k| k.name().to_string()).to_vec();

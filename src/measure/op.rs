@@ -27,6 +27,10 @@ pub enum OpKind {
     IozoneRewrite,
     /// An iozone write pass of a new file: every write and its fsync.
     IozoneWrite,
+    /// `msync(2)` with MS_SYNC (a traced command's).
+    Msync,
+    /// `sync(2)`: every filesystem (a traced command's).
+    Sync,
     SyncFileRange,
     Syncfs,
     /// Emptying an fsync-tps file that reached its size in append mode.
@@ -45,7 +49,7 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every kind, in order.
-    pub const ALL: [OpKind; 17] = [
+    pub const ALL: [OpKind; 19] = [
         OpKind::Close,
         OpKind::Commit,
         OpKind::Create,
@@ -55,6 +59,8 @@ impl OpKind {
         OpKind::FsyncUnchanged,
         OpKind::IozoneRewrite,
         OpKind::IozoneWrite,
+        OpKind::Msync,
+        OpKind::Sync,
         OpKind::SyncFileRange,
         OpKind::Syncfs,
         OpKind::Truncate,
@@ -76,6 +82,8 @@ impl OpKind {
             OpKind::FsyncUnchanged => "fsync_unchanged",
             OpKind::IozoneRewrite => "iozone_rewrite",
             OpKind::IozoneWrite => "iozone_write",
+            OpKind::Msync => "msync",
+            OpKind::Sync => "sync",
             OpKind::SyncFileRange => "sync_file_range",
             OpKind::Syncfs => "syncfs",
             OpKind::Truncate => "truncate",
@@ -103,6 +111,8 @@ impl OpKind {
                 | OpKind::FlushCalibration
                 | OpKind::Fsync
                 | OpKind::FsyncUnchanged
+                | OpKind::Msync
+                | OpKind::Sync
                 | OpKind::SyncFileRange
                 | OpKind::Syncfs
                 | OpKind::WriteOdsync

@@ -24,6 +24,7 @@ use crate::units::format_latency_ns;
 
 pub(crate) mod background;
 pub(crate) mod datasync;
+pub(crate) mod exec;
 pub(crate) mod fsync_tester;
 pub(crate) mod fsync_tps;
 pub(crate) mod load;
@@ -88,7 +89,7 @@ pub(crate) trait Plan: Send + Sync {
     /// plan); `None` when it depends on the machine.
     fn expected_duration(&self) -> Option<Duration>;
     /// Why `--explain` cannot follow the measured calls, if it cannot: it traces the thread
-    /// that calls [`Plan::run`], and worker pools make their calls elsewhere.
+    /// that calls [`Plan::run`] and the workers of [`crate::role::pool`].
     fn untraceable_calls(&self) -> Option<&'static str> {
         None
     }
@@ -127,6 +128,8 @@ pub(crate) enum Details {
     Rndwr(rndwr::Details),
     Probe(probe::Details),
     Load(load::Details),
+    /// A command traced by `exec --explain`.
+    Exec(exec::Details),
 }
 
 impl Details {
@@ -140,6 +143,7 @@ impl Details {
             Details::Rndwr(d) => d,
             Details::Probe(d) => d,
             Details::Load(d) => d,
+            Details::Exec(d) => d,
         }
     }
 }
