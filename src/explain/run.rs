@@ -10,6 +10,8 @@
 //!
 //! `FSYNCLAB_SAVE_TRACE=FILE` saves the run's raw trace, with its calls written in as
 //! markers, to FILE: how the fixtures in tests/fixtures/trace-*.txt were captured.
+//! `FSYNCLAB_TRACE_STACKS=0` records no kernel stacks (every sleep is then unattributed):
+//! what `cargo bench --bench explain_overhead` uses to tell their cost from the rest.
 
 use std::time::Duration;
 
@@ -127,6 +129,8 @@ fn is_zero(n: &u64) -> bool {
 
 /// Names a file to save the raw trace in (see the module's comment).
 const SAVE_TRACE: &str = "FSYNCLAB_SAVE_TRACE";
+/// `0`: no kernel stacks (see the module's comment).
+const TRACE_STACKS: &str = "FSYNCLAB_TRACE_STACKS";
 
 /// The timeline and the tracer while a run goes.
 pub(crate) struct Explaining {
@@ -167,6 +171,7 @@ impl Explaining {
                 };
                 let mut config = TraceConfig::new(watch, fs, clock.origin_monotonic_ns());
                 config.keep_text = std::env::var_os(SAVE_TRACE).is_some();
+                config.stacks = std::env::var_os(TRACE_STACKS).is_none_or(|v| v != "0");
                 match Tracer::start(config) {
                     Ok(t) => Some(t),
                     Err(e) => {

@@ -100,8 +100,8 @@ pub(crate) enum Cause {
 }
 
 impl Cause {
-    /// Parts with the same key are merged.
-    pub(super) fn key(&self) -> String {
+    /// Parts with the same key are merged; the page colours parts by it.
+    pub(crate) fn key(&self) -> String {
         match self {
             Cause::OnCpu => "on_cpu".into(),
             Cause::Runnable => "runnable".into(),
