@@ -822,7 +822,7 @@ fn issue16_fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush
             "the leader's flush should wait for the disk's cache flush: {w:#}"
         );
     }
-    assert!(text.contains("slowest call of each thread (9 threads)"), "{text}");
+    assert!(text.contains("slowest call of each thread (9 of them)"), "{text}");
     assert!(text.contains("waiting for thread "), "{text}");
     assert_no_instance_of(&[pid]);
 }

@@ -112,7 +112,12 @@ pub(crate) fn slowest_calls(e: &Explanation) -> String {
             let _ = writeln!(out, "{}", call_line(a, Some(REPORT_CAUSES), several));
         }
         if threads.len() > 1 {
-            let _ = writeln!(out, "slowest call of each thread ({} threads)", threads.len());
+            let who = if e.calls.iter().any(|a| a.process.is_some()) {
+                "process or thread"
+            } else {
+                "thread"
+            };
+            let _ = writeln!(out, "slowest call of each {who} ({} of them)", threads.len());
             for tid in threads.iter().take(REPORT_THREADS) {
                 if let Some(a) = thread_headline(e, *tid) {
                     let _ = writeln!(out, "{}", call_line(a, Some(REPORT_CAUSES), true));

@@ -23,7 +23,7 @@ pub const LIMIT: &str = "#a50f15";
 pub const BACKGROUND_LIMIT: &str = "#6a51a3";
 pub const IN_FLIGHT: &str = "#8c6d31";
 pub const FLUSHES: &str = "#31a354";
-pub const CACHE: &str = "#637939";
+pub const CACHE: &str = "#e7ba52";
 
 /// The colour of a slow call's bar: its largest part's cause.
 pub(crate) fn cause_colour(cause_key: &str) -> &'static str {
@@ -165,12 +165,17 @@ pub(crate) fn machine(run: &PageRun, index: usize) -> String {
         })
         .collect();
     let max_flushes = flushes.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0);
+    let cache: Vec<(f64, f64)> = run.cache_occupancy.iter().map(|[s, b]| (*s, *b)).collect();
+    let max_cache = cache.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.1;
     let title = if has_cache {
-        "cache flushes per interval (bars), the emulated disk's cache occupancy (line)"
+        format!(
+            "cache flushes per interval (green bars), the emulated disk's cache occupancy (gold line, top {:.1} MiB)",
+            mib(max_cache)
+        )
     } else {
-        "cache flushes per interval"
+        "cache flushes per interval".to_string()
     };
-    let bottom = panel(&mut svg, top, title);
+    let bottom = panel(&mut svg, top, &title);
     let interval_s = t.interval_ns as f64 / 1e9;
     let bar_w = (interval_s / seconds * PLOT_W).max(1.0);
     let mut d = String::new();
@@ -182,14 +187,10 @@ pub(crate) fn machine(run: &PageRun, index: usize) -> String {
         }
     }
     let _ = write!(svg, "<path fill=\"{FLUSHES}\" d=\"{d}\"/>");
-    let mut label = format!("{:.0} flushes", max_flushes);
     if has_cache {
-        let cache: Vec<(f64, f64)> = run.cache_occupancy.iter().map(|[s, b]| (*s, *b)).collect();
-        let max_cache = cache.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.1;
         line(&mut svg, &cache, seconds, max_cache, top, CACHE, false);
-        label = format!("{label}; {:.1} MiB", mib(max_cache));
     }
-    scale(&mut svg, top, &label);
+    scale(&mut svg, top, &format!("{max_flushes:.0}"));
     top = bottom + GAP;
 
     // The explained calls: a bar each, from start to end, coloured by its largest part.
