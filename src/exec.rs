@@ -196,10 +196,14 @@ fn children_of(pid: u32) -> Vec<(u32, String)> {
 /// left to the teardown, which says who keeps the testbed busy.
 fn end_what_it_left(ours: &[(u32, String)]) {
     let me = std::process::id();
+    // Children that have already exited (zombies, handed to us when their parent ended
+    // first: a daemon's `pg_ctl stop` waits for the server, not for its reaping) are
+    // reaped, not said to be running.
     let left = || -> Vec<(u32, String)> {
         children_of(me)
             .into_iter()
             .filter(|(pid, _)| !ours.iter().any(|(o, _)| o == pid))
+            .filter(|(pid, _)| !reaped_if_exited(*pid))
             .collect()
     };
     let first = left();
@@ -245,6 +249,13 @@ fn end_what_it_left(ours: &[(u32, String)]) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Reaps child `pid` if it has exited; whether it had.
+fn reaped_if_exited(pid: u32) -> bool {
+    let mut status = 0;
+    // SAFETY: waitpid writes only into `status`, a local; `pid` is our child.
+    unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) == pid as i32 }
 }
 
 /// Waits until process `pid` has exited, leaving it a zombie so that its pid cannot be
