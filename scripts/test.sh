@@ -8,7 +8,7 @@ cargo clippy --all-targets --locked -- -D warnings
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --locked 2>&1 | tee "$log"
+cargo test --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 awk '/^test result: / {p += $4; f += $6; i += $8} END {printf "%d passed, %d failed, %d skipped\n", p, f, i}' "$log"

@@ -90,6 +90,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         crate::output::check(path, store.as_deref())?;
     }
     let request = args.target.request()?;
+    planned.check_testbed(&request)?;
 
     let session = match Session::open(&request, planned.plan.space_needed(), "nothing was measured")? {
         Opened::Ready(s) => s,

@@ -45,6 +45,21 @@ impl Planned {
     }
 }
 
+impl Planned {
+    /// Refuses, before anything is made, a testbed the plan cannot run on: a power cut
+    /// needs an emulated disk.
+    pub(crate) fn check_testbed(&self, request: &crate::testbed::TestbedRequest) -> Result<(), crate::error::Usage> {
+        let emulated = request.scratch().is_some_and(|s| s.device.is_emulated());
+        if self.plan.needs_power_switch() && !emulated {
+            return Err(crate::error::Usage(format!(
+                "{} cuts the power of an emulated disk: add --scratch FS --device PROFILE (e.g. --scratch ext4 --device hdd-7200)",
+                self.scenario.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// How a run ended, when it produced a result.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Status {
@@ -56,6 +71,9 @@ pub(crate) enum Status {
     },
     /// A signal ended the run early.
     Interrupted(i32),
+    /// The scenario's own verdict: the run measured what it should not (an acknowledged
+    /// write lost at a power cut).
+    Failed(String),
 }
 
 impl Status {
@@ -63,8 +81,12 @@ impl Status {
         if let Some(sig) = stop.signal() {
             return Status::Interrupted(sig);
         }
+        let views = result.details.as_ref().map(|d| d.views());
+        if let Some(why) = views.and_then(|v| v.failure()) {
+            return Status::Failed(why);
+        }
         let count = result.all_errors();
-        if count == 0 {
+        if count <= views.map_or(0, |v| v.expected_errors()) {
             return Status::Ok;
         }
         let first = match (result.samples.iter().find(|s| s.error.is_some()), &result.background) {
@@ -87,7 +109,7 @@ impl Status {
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
             Status::Ok => 0,
-            Status::Errors { .. } => 1,
+            Status::Errors { .. } | Status::Failed(_) => 1,
             Status::Interrupted(sig) => 128 + sig,
         }
     }
@@ -97,6 +119,7 @@ impl Status {
         match self {
             Status::Ok => "ok",
             Status::Errors { .. } => "errors",
+            Status::Failed(_) => "verdict",
             Status::Interrupted(_) => "interrupted",
         }
     }
@@ -106,6 +129,7 @@ impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Status::Ok => write!(f, "ok"),
+            Status::Failed(why) => write!(f, "{why}"),
             Status::Errors { count, first } => {
                 write!(f, "{count} calls failed ({first}); the result records each")
             }
@@ -150,6 +174,7 @@ pub(crate) fn run(
         clock,
         stop,
         observer,
+        testbed,
     };
     let explaining = Explaining::start(&planned.explain, work.path(), clock, plan.untraceable_calls())?;
     let outcome = plan.run(&mut ctx)?;

@@ -1,4 +1,4 @@
-//! `fsynclab suite`: every scenario of [`scenario::all`], one after another in one
+//! `fsynclab suite`: every scenario of [`scenario::suite`], one after another in one
 //! directory, with defaults scaled to finish in under three minutes (or, with `--full`, the
 //! seeds' original sizes), then a one-screen summary.
 //!
@@ -192,7 +192,7 @@ fn entry(
 /// `full`, every seed value), then the user's `--set SCENARIO.KEY=VALUE` (or `KEY=VALUE`
 /// for every scenario that has KEY).
 fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
-    let scenarios = scenario::all();
+    let scenarios = scenario::suite();
     let mut user: Vec<(Option<String>, String)> = Vec::new();
     for arg in sets {
         let (key, value) = split_assignment(arg)?;

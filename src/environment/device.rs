@@ -88,6 +88,15 @@ pub struct DiskModelInfo {
     /// `volatile`, `battery-backed`, or `none` (write-through).
     pub cache: String,
     pub flush_cost_ms: f64,
+    /// The unit a write is persisted in (a power cut tears writes only between sectors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sector_bytes: Option<u64>,
+    /// A lying drive (`flush=ignore`): flushes acknowledged without draining the cache.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignores_flushes: bool,
+    /// The injected faults (`fail=...`), each as `fail=` takes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
 }
 
 /// What an emulated disk did during a run: the daemon's counts and times.
@@ -142,6 +151,53 @@ pub struct DeviceActivity {
     /// How far the daemon's writes to the media fell behind the model's schedule at most:
     /// large values mean the daemon (CPU, memory bandwidth), not the profile, set the pace.
     pub drain_lag_ms_max: f64,
+    /// Requests the drive failed on purpose (`fail=...`), by kind.
+    #[serde(default)]
+    pub failed_writes: u64,
+    #[serde(default)]
+    pub failed_reads: u64,
+    #[serde(default)]
+    pub failed_flushes: u64,
+    /// Flushes a lying drive (`flush=ignore`) acknowledged without draining.
+    #[serde(default)]
+    pub flushes_ignored: u64,
+    /// Requests answered with EIO because the power had been cut.
+    #[serde(default)]
+    pub refused_after_cut: u64,
+    /// The power cut during the run, if there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_cut: Option<PowerCut>,
+}
+
+/// A power cut of the emulated disk: when it came, what the drive held, and what of it
+/// reached the media. A write the cache had split (a later write replaced part of it) counts
+/// as the pieces it held.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PowerCut {
+    /// Seconds since the device started.
+    pub at_s: f64,
+    /// What made it: `now`, `after 2s`, `after 100 flushes`, `at 1.234s (random within 5s, seed 7)`.
+    pub trigger: String,
+    /// What the cut kept of the cache: `none`, `prefix`, `any`, `torn`, or `battery` for a
+    /// battery-backed cache (which keeps it whole).
+    pub keep: String,
+    pub seed: u64,
+    /// Writes and flushes the drive had acknowledged since it started.
+    pub writes_before: u64,
+    pub flushes_before: u64,
+    /// What the drive held (in its cache, or on its way through to the media).
+    pub held_writes: u64,
+    pub held_bytes: u64,
+    /// Reached the media whole, not at all, or in part.
+    pub kept_writes: u64,
+    pub kept_bytes: u64,
+    pub lost_writes: u64,
+    pub lost_bytes: u64,
+    pub torn_writes: u64,
+    pub torn_bytes_kept: u64,
+    pub torn_bytes_lost: u64,
+    /// Of the writes held, those the host had not been told were done (write-through).
+    pub unacknowledged_writes: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

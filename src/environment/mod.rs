@@ -24,7 +24,7 @@ pub(crate) mod journal;
 mod memory;
 
 pub(crate) use device::device_numbers;
-pub use device::{device_info, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, ScratchInfo};
+pub use device::{device_info, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, PowerCut, ScratchInfo};
 
 pub use findings::{DeviceFinding, NotThisFinding, SysctlChange, SysctlsChanged};
 pub use memory::{

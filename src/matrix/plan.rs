@@ -254,8 +254,8 @@ impl Plan {
             .into());
         }
         for cell in self.cells() {
-            self.target_for(&cell)?;
-            self.planned_for(&cell)?;
+            let request = self.target_for(&cell)?;
+            self.planned_for(&cell)?.check_testbed(&request)?;
         }
         Ok(())
     }

@@ -21,6 +21,8 @@ pub enum OpKind {
     /// fsync-tps' single-thread syncs before the sweep, which measure the flush time.
     FlushCalibration,
     Fsync,
+    /// `fsync(2)` of a directory, making the names in it durable (a created or renamed file).
+    FsyncDir,
     /// `fsync(2)` of a file with nothing dirty (the probe's floor).
     FsyncUnchanged,
     /// An iozone rewrite pass: every write of the file and its fsync.
@@ -29,6 +31,8 @@ pub enum OpKind {
     IozoneWrite,
     /// `msync(2)` with MS_SYNC (a traced command's).
     Msync,
+    /// `rename(2)` of a file over another.
+    Rename,
     /// `sync(2)`: every filesystem (a traced command's).
     Sync,
     SyncFileRange,
@@ -49,17 +53,19 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every kind, in order.
-    pub const ALL: [OpKind; 19] = [
+    pub const ALL: [OpKind; 21] = [
         OpKind::Close,
         OpKind::Commit,
         OpKind::Create,
         OpKind::Fdatasync,
         OpKind::FlushCalibration,
         OpKind::Fsync,
+        OpKind::FsyncDir,
         OpKind::FsyncUnchanged,
         OpKind::IozoneRewrite,
         OpKind::IozoneWrite,
         OpKind::Msync,
+        OpKind::Rename,
         OpKind::Sync,
         OpKind::SyncFileRange,
         OpKind::Syncfs,
@@ -79,10 +85,12 @@ impl OpKind {
             OpKind::Fdatasync => "fdatasync",
             OpKind::FlushCalibration => "flush_calibration",
             OpKind::Fsync => "fsync",
+            OpKind::FsyncDir => "fsync_dir",
             OpKind::FsyncUnchanged => "fsync_unchanged",
             OpKind::IozoneRewrite => "iozone_rewrite",
             OpKind::IozoneWrite => "iozone_write",
             OpKind::Msync => "msync",
+            OpKind::Rename => "rename",
             OpKind::Sync => "sync",
             OpKind::SyncFileRange => "sync_file_range",
             OpKind::Syncfs => "syncfs",
@@ -110,6 +118,7 @@ impl OpKind {
             OpKind::Fdatasync
                 | OpKind::FlushCalibration
                 | OpKind::Fsync
+                | OpKind::FsyncDir
                 | OpKind::FsyncUnchanged
                 | OpKind::Msync
                 | OpKind::Sync

@@ -29,6 +29,7 @@ pub(crate) mod fsync_tester;
 pub(crate) mod fsync_tps;
 pub(crate) mod load;
 pub(crate) mod overwrite_fsync;
+pub(crate) mod powercut;
 pub(crate) mod probe;
 pub(crate) mod random_writeback;
 pub(crate) mod rndwr;
@@ -44,6 +45,8 @@ pub(crate) struct Context<'a> {
     pub(crate) clock: RunClock,
     pub(crate) stop: &'a Stop,
     pub(crate) observer: &'a mut dyn Observer,
+    /// The testbed the run is on: what a power cut cycles ([`powercut`]).
+    pub(crate) testbed: &'a crate::testbed::Prepared,
 }
 
 /// What a scenario measured.
@@ -93,6 +96,10 @@ pub(crate) trait Plan: Send + Sync {
     fn untraceable_calls(&self) -> Option<&'static str> {
         None
     }
+    /// Whether the run cuts the disk's power, which needs an emulated disk (`--device`).
+    fn needs_power_switch(&self) -> bool {
+        false
+    }
     fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome>;
 }
 
@@ -114,6 +121,16 @@ pub(crate) trait Views {
     }
     /// The lines the seed's original program printed, in order (`--format seed`).
     fn seed_lines(&self, run: &Measured<'_>) -> Vec<String>;
+    /// Why the run failed by the scenario's own measure (a power cut lost an acknowledged
+    /// write), if it did: the run then exits 1.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+    /// Calls that failed because the experiment made them fail (the call under way when a
+    /// power cut came): they are recorded, but do not make the run fail.
+    fn expected_errors(&self) -> u64 {
+        0
+    }
 }
 
 /// Each scenario's typed figures, as results store them (`"details": {"fsync-tps": ...}`).
@@ -128,6 +145,7 @@ pub(crate) enum Details {
     Rndwr(rndwr::Details),
     Probe(probe::Details),
     Load(load::Details),
+    Powercut(powercut::Details),
     /// A command traced by `exec --explain`.
     Exec(exec::Details),
 }
@@ -143,6 +161,7 @@ impl Details {
             Details::Rndwr(d) => d,
             Details::Probe(d) => d,
             Details::Load(d) => d,
+            Details::Powercut(d) => d,
             Details::Exec(d) => d,
         }
     }
@@ -177,8 +196,8 @@ pub(crate) fn default_headline(r: &Measured<'_>) -> String {
     line
 }
 
-/// Every scenario, in the order `list` and `suite` show them.
-pub(crate) fn all() -> Vec<&'static dyn Scenario> {
+/// The scenarios the suite runs, in the order it runs them: the seeds' experiments.
+pub(crate) fn suite() -> Vec<&'static dyn Scenario> {
     vec![
         &overwrite_fsync::OverwriteFsync,
         &random_writeback::RandomWriteback,
@@ -187,6 +206,14 @@ pub(crate) fn all() -> Vec<&'static dyn Scenario> {
         &datasync::Datasync,
         &rndwr::Rndwr,
     ]
+}
+
+/// Every scenario, in the order `list` shows them: the suite's, then `powercut`, which
+/// needs an emulated disk whose power it cuts.
+pub(crate) fn all() -> Vec<&'static dyn Scenario> {
+    let mut all = suite();
+    all.push(&powercut::Powercut);
+    all
 }
 
 pub(crate) fn find(name: &str) -> Option<&'static dyn Scenario> {

@@ -30,6 +30,18 @@ fn is_executable(p: &Path) -> bool {
 
 /// Runs `tool args...` and returns its stdout, or an error with its stderr on one line.
 pub fn run(tool: &str, args: &[&str]) -> Result<String> {
+    let out = output(tool, args)?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let line = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        anyhow::bail!("`{tool} {}` failed ({}): {line}", args.join(" "), out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `tool args...` to its end, whatever its exit status says (a checker's verdict), and
+/// returns what it printed; an error only when it could not be run.
+pub fn output(tool: &str, args: &[&str]) -> Result<std::process::Output> {
     let path = find_tool(tool).ok_or_else(|| anyhow::anyhow!("{tool} not found"))?;
     let parent = std::process::id();
     let mut command = Command::new(&path);
@@ -58,10 +70,5 @@ pub fn run(tool: &str, args: &[&str]) -> Result<String> {
     let out = child
         .wait_with_output()
         .map_err(|e| anyhow::anyhow!("cannot wait for {tool}: {e}"))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let line = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
-        anyhow::bail!("`{tool} {}` failed ({}): {line}", args.join(" "), out.status);
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out)
 }

@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::Result;
 
@@ -29,6 +30,7 @@ pub mod machine_lock;
 pub mod mount;
 pub mod names;
 pub mod pause;
+pub(crate) mod power;
 pub mod request;
 pub mod scratch;
 pub mod state;
@@ -39,7 +41,7 @@ pub mod workdir;
 pub use workdir::WorkDir;
 
 use device::fuse::{DeviceMark, EmulatedDevice};
-use device::DeviceProfile;
+use device::{DeviceControl, DeviceProfile};
 pub use request::{Key, Place, Spelling, TestbedRequest};
 use state::{Step, Undo};
 
@@ -49,15 +51,29 @@ use state::{Step, Undo};
 /// its dead man's switch disarmed.
 pub struct Prepared {
     dir: PathBuf,
-    undo: Undo,
+    /// What is set up and the emulated device serving it; a power-cut cycle changes both
+    /// while a run holds the testbed ([`power`]).
+    live: Mutex<Live>,
     _sysctl_lock: Option<sysctl::SysctlLock>,
     scratch: Option<crate::environment::ScratchInfo>,
     profile: Option<DeviceProfile>,
+    /// The scratch filesystem as asked for, and its image's size, to make it again.
+    remake: Option<(request::ScratchOptions, u64)>,
     sysctls_set: BTreeMap<String, u64>,
     /// Where the current run's device activity is measured from (see [`Prepared::flushes`]).
-    device_mark: std::sync::Mutex<Option<DeviceMark>>,
+    device_mark: Mutex<Option<DeviceMark>>,
+}
+
+/// The undo stack and the emulated device with its dead man's switch. Fields drop in
+/// order: the stack (unmount, detach, FUSE unmount, sysctls back), then the device's
+/// session thread is joined and its switch disarmed.
+struct Live {
+    undo: Undo,
     device: Option<EmulatedDevice>,
-    _switch: Option<deadman::Switch>,
+    switch: Option<deadman::Switch>,
+    /// Taken off the disk it was made on ([`Prepared::unplug`], or a power cut's cycle,
+    /// [`power`]): no loop device to name, no device to count the run's flushes on.
+    unplugged: bool,
 }
 
 impl Drop for Prepared {
@@ -65,9 +81,10 @@ impl Drop for Prepared {
     /// steps above that tmpfs (mount, loop device, FUSE mount), let the device go (closing
     /// the media file), then the undo stack undoes the rest as it drops.
     fn drop(&mut self) {
-        if self.device.is_some() {
-            self.undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
-            self.device = None;
+        let live = self.live.get_mut().unwrap_or_else(|p| p.into_inner());
+        if live.device.is_some() {
+            live.undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
+            live.device = None;
         }
     }
 }
@@ -77,6 +94,10 @@ impl Prepared {
         &self.dir
     }
 
+    fn live(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Device cache flushes so far: counted by the emulated device when there is one, else
     /// the flush requests the block layer completed on the scratch loop device (`host`,
     /// `ram`); None for `--dir` runs.
@@ -84,7 +105,11 @@ impl Prepared {
     /// Callers read it just before a run and hand it to [`Prepared::annotate`] after; so
     /// reading it also marks where the emulated device's activity of the run starts.
     pub fn flushes(&self) -> Option<u64> {
-        match (&self.device, &self.scratch) {
+        let live = self.live();
+        if live.unplugged {
+            return None;
+        }
+        match (&live.device, &self.scratch) {
             (Some(d), _) => {
                 let mark = d.mark();
                 *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = Some(mark);
@@ -95,13 +120,57 @@ impl Prepared {
         }
     }
 
+    /// The emulated device's controls (power cuts, injected faults, stopping time), if the
+    /// scratch filesystem is on an emulated disk.
+    pub fn device_control(&self) -> Option<DeviceControl> {
+        self.live().device.as_ref().map(EmulatedDevice::control)
+    }
+
+    /// The scratch filesystem's image: for an emulated disk, its media, which holds exactly
+    /// what has reached it.
+    pub fn image(&self) -> Option<&Path> {
+        self.scratch.as_ref().map(|s| Path::new(&s.image))
+    }
+
+    /// Takes the scratch filesystem off its disk, as after a power cut: undoes every step
+    /// recorded after the image was made (the mount, whose writes now fail if the power is
+    /// cut; the scheduler; the loop device; the emulated device; sysctls set for the run)
+    /// and leaves the image where it is, as the disk left it, for a plain loop device
+    /// (`losetup`, then mount: the filesystem replays its journal). The image's directory and
+    /// tmpfs are undone when this is dropped. Returns the image's path. Whatever holds the
+    /// filesystem (an open file, a process working in it) must be gone first: the unmount
+    /// is refused otherwise, and said so.
+    pub fn unplug(&mut self) -> Result<PathBuf> {
+        let image = self
+            .image()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| anyhow::anyhow!("unplug: there is no scratch image"))?;
+        let live = self.live.get_mut().unwrap_or_else(|p| p.into_inner());
+        let holds_image = |s: &Step| matches!(s, Step::Tmpfs { .. } | Step::Directory { .. });
+        live.undo.undo_above(holds_image);
+        if !live.undo.last().is_some_and(holds_image) {
+            // The device stays until the drop retries what is left above the image.
+            anyhow::bail!(
+                "unplug: {} could not be undone (said above why); closing what holds it lets the end of the run finish",
+                live.undo.last().map_or_else(|| "a step".to_string(), Step::describe)
+            );
+        }
+        live.device = None;
+        live.unplugged = true;
+        *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(image)
+    }
+
     /// The scratch loop device (`/dev/loop3`), if there is one.
     pub fn loop_device(&self) -> Option<&str> {
-        self.scratch.as_ref().map(|s| s.loop_device.as_str())
+        self.scratch
+            .as_ref()
+            .filter(|_| !self.live().unplugged)
+            .map(|s| s.loop_device.as_str())
     }
 
     fn flushes_counted_by(&self) -> &'static str {
-        if self.device.is_some() {
+        if self.live().device.is_some() {
             "emulated device"
         } else {
             "block layer"
@@ -124,7 +193,8 @@ impl Prepared {
     /// What the emulated device did since [`Prepared::flushes`] was last read (None without
     /// an emulated device).
     pub fn device_activity(&self) -> Option<crate::environment::DeviceActivity> {
-        let device = self.device.as_ref()?;
+        let live = self.live();
+        let device = live.device.as_ref()?;
         let mark = self.device_mark.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
         Some(device.activity_since(&mark))
     }
@@ -182,10 +252,19 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
     let mut switch = None;
     let mut undo = Undo::new();
     let (dir, scratch) = match &request.place {
-        Place::Scratch(s) => {
-            let made = scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch)?;
-            (made.mount_point, Some(made.info))
-        }
+        Place::Scratch(s) => match scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch) {
+            Ok(made) => (made.mount_point, Some(made.info)),
+            Err(e) => {
+                // As `Prepared::drop` does: the emulated device holds its media open on the
+                // tmpfs, so it goes after what is above the tmpfs and before the tmpfs
+                // (a mount that failed left the tmpfs busy, for `fsynclab cleanup`).
+                if device.is_some() {
+                    undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
+                }
+                drop(device);
+                return Err(e);
+            }
+        },
         Place::Dir(dir) => {
             // A directory that is not there is said before anything else (issue 14's
             // review: the explanation's note came first for a user without root).
@@ -193,30 +272,36 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
             (dir.clone(), None)
         }
     };
-    let mut sysctls_set = BTreeMap::new();
+    // From here a failure drops the `Prepared`, which undoes in the right order.
+    let mut prepared = Prepared {
+        dir,
+        live: Mutex::new(Live {
+            undo,
+            device,
+            switch,
+            unplugged: false,
+        }),
+        _sysctl_lock: sysctl_lock,
+        scratch,
+        profile: request.scratch().map(|s| s.device.clone()),
+        remake: request.scratch().map(|s| (s.clone(), image_size(s))),
+        sysctls_set: BTreeMap::new(),
+        device_mark: Mutex::new(None),
+    };
     for s in &request.sysctls {
         let (in_force, previous) = sysctl::in_force(s.name)?;
-        undo.perform(
+        let live = prepared.live.get_mut().unwrap_or_else(|p| p.into_inner());
+        live.undo.perform(
             Step::Sysctl {
                 name: in_force,
                 previous,
             },
             || sysctl::write(s.name, s.value),
         )?;
-        sysctls_set.insert(s.name.to_string(), s.value);
+        prepared.sysctls_set.insert(s.name.to_string(), s.value);
     }
     pause::point("prepared");
-    Ok(Prepared {
-        dir,
-        undo,
-        _sysctl_lock: sysctl_lock,
-        scratch,
-        profile: request.scratch().map(|s| s.device.clone()),
-        sysctls_set,
-        device_mark: std::sync::Mutex::new(None),
-        device,
-        _switch: switch,
-    })
+    Ok(prepared)
 }
 
 /// Takes the sysctl lock for a run that sets sysctls, or refuses the run.

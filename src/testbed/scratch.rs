@@ -196,9 +196,25 @@ pub fn provision(
     std::fs::File::create(&image)
         .and_then(|f| f.set_len(size))
         .map_err(|e| anyhow::anyhow!("cannot create the image {}: {e}", image.display()))?;
+    bring_up(request, size, &dir, &image, undo, device, switch)
+}
+
+/// Makes the filesystem on `image` (in the scratch directory `dir`) and mounts it at
+/// `dir/mnt` through the emulated device, loop device and scheduler `request` names, each
+/// step recorded on `undo`. Done once per run, and again for each power-cut cycle after the
+/// first (see [`super::power`]).
+pub(crate) fn bring_up(
+    request: &ScratchOptions,
+    size: u64,
+    dir: &Path,
+    image: &Path,
+    undo: &mut Undo,
+    device: &mut Option<EmulatedDevice>,
+    switch: &mut Option<super::deadman::Switch>,
+) -> Result<Scratch> {
     // With options of the user's, a failing mkfs is refused input (exit 2), as mount
     // options the kernel refuses are.
-    mount::mkfs(&request.spec.fstype, &image, &request.mkfs_options).map_err(|e| {
+    mount::mkfs(&request.spec.fstype, image, &request.mkfs_options).map_err(|e| {
         if request.mkfs_options.is_empty() {
             e
         } else {
@@ -214,17 +230,17 @@ pub fn provision(
     let loop_target = match &request.device {
         DeviceProfile::Emulated(profile) => {
             let dev_dir = dir.join(names::DEVICE_DIR);
-            std::fs::create_dir(&dev_dir)?;
+            std::fs::create_dir_all(&dev_dir)?;
             *device = Some(undo.perform(
                 Step::Fuse {
                     mount_point: dev_dir.clone(),
                 },
-                || EmulatedDevice::mount(&image, &dev_dir, profile),
+                || EmulatedDevice::mount(image, &dev_dir, profile),
             )?);
             *switch = Some(super::deadman::arm(&dev_dir)?);
             dev_dir.join(IMAGE_NAME)
         }
-        _ => image.clone(),
+        _ => image.to_path_buf(),
     };
 
     // Recorded by its image before losetup picks the device, then amended with its name.
@@ -260,7 +276,7 @@ pub fn provision(
     };
 
     let mount_point = dir.join(names::MOUNT_DIR);
-    std::fs::create_dir(&mount_point)?;
+    std::fs::create_dir_all(&mount_point)?;
     undo.perform(
         Step::Mount {
             mount_point: mount_point.clone(),
@@ -275,6 +291,15 @@ pub fn provision(
         },
     )
     .map_err(|e| {
+        if let DeviceProfile::Emulated(p) = &request.device {
+            if !p.figures.faults.is_empty() {
+                return anyhow::anyhow!(Usage(format!(
+                    "--device {}: mount failed with the fail= rules in force from the device's start ({e:#}); \
+                     let mount through with after=N or after=DURATION",
+                    p.name
+                )));
+            }
+        }
         if request.spec.mount_options.is_empty() {
             e
         } else {

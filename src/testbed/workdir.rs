@@ -194,6 +194,18 @@ pub fn preflight(dir: &Path, needed: u64, what_to_lower: &str) -> Result<()> {
     Ok(())
 }
 
+/// Makes the work directory `path` again on a fresh filesystem mounted where the last one
+/// was (a power cut's next cycle), and makes it durable before anything is written in it.
+pub(crate) fn recreate(path: &Path) -> Result<()> {
+    std::fs::create_dir_all(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+    for dir in [Some(path), path.parent()].into_iter().flatten() {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

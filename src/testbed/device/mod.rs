@@ -15,9 +15,12 @@ use crate::error::Usage;
 
 pub(crate) mod fuse;
 pub(crate) mod model;
+pub mod power_cut;
 pub(crate) mod profile;
 
+pub use fuse::DeviceControl;
 use model::Mechanics;
+pub use power_cut::{CutPlan, CutTrigger, Keep};
 pub(crate) use profile::DiskProfile;
 
 /// One line for `--device` in `--help`; `fsynclab list-devices` prints the figures.
@@ -32,6 +35,8 @@ through a disk model (seeks, rotation, a write cache that drains, flushes that w
   nvme        consumer NVMe SSD, no power-loss protection
   san         seed 001's SAN: Fibre Channel array, battery-backed cache
   PROFILE,KEY=VALUE...  change figures: hdd-5400,cache=0 (write-through)
+  PROFILE,flush=ignore  a lying drive: flushes acknowledged without draining
+  PROFILE,fail=RULE     fail requests with EIO: hdd-7200,fail=write:range=1G+64M:after=100
   flush=D[,write=R]     fixed flush cost, writes paced to R/s (previous syntax)
 `fsynclab list-devices` (or --device help) prints every figure and its source.";
 
@@ -105,6 +110,9 @@ impl DeviceProfile {
                         cache_bytes: f.cache_bytes,
                         cache: f.cache_kind().into(),
                         flush_cost_ms: ms(f.flush_cost),
+                        sector_bytes: Some(f.sector_bytes),
+                        ignores_flushes: f.ignores_flushes,
+                        faults: f.faults.iter().map(ToString::to_string).collect(),
                     }),
                     ..Default::default()
                 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use super::super::pause;
 use super::file::write_state;
@@ -151,6 +151,45 @@ impl Undo {
         self.steps.extend(above);
         self.failed_earlier.extend(outcome.failed);
         self.failed_earlier.extend(outcome.kept);
+    }
+
+    /// The steps in place, first done first.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// Undoes, last first, the steps above the last one `anchor` matches that `which`
+    /// selects; the others stay where they are (a power cut undoes the scratch filesystem's
+    /// mount, loop device and emulated device, and keeps the tmpfs below and the sysctls
+    /// above). The first step that cannot be undone stops it with its error, and stays in
+    /// the stack for the teardown.
+    pub fn undo_selected_above(&mut self, anchor: impl Fn(&Step) -> bool, which: impl Fn(&Step) -> bool) -> Result<()> {
+        let Some(at) = self.steps.iter().rposition(anchor) else {
+            return Ok(());
+        };
+        let mut i = self.steps.len();
+        while i > at + 1 {
+            i -= 1;
+            let step = self.steps[i].clone();
+            if !which(&step) {
+                continue;
+            }
+            pause::point(&format!("undo:{}", step.kind()));
+            step.undo()
+                .with_context(|| format!("cannot undo {}", step.describe()))?;
+            self.steps.remove(i);
+            self.publish();
+            if let Some(file) = &self.file {
+                let _ = write_state(file, &self.steps);
+            }
+            pause::point(&format!("undone:{}", step.kind()));
+        }
+        Ok(())
+    }
+
+    /// The step on top of the stack (the last one recorded and not undone).
+    pub fn last(&self) -> Option<&Step> {
+        self.steps.last()
     }
 
     /// Undoes every step in reverse order, checking each; what could not be undone stays

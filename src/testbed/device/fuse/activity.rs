@@ -55,5 +55,11 @@ pub(super) fn activity(from: &DeviceMark, to: &DeviceMark, samples: &[(Nanos, u6
         cache_mean_bytes: ((b.cache_byte_ns - a.cache_byte_ns) / window_ns as u128) as u64,
         cache_occupancy: occupancy,
         drain_lag_ms_max: ms(tb.drain_lag_ns_max),
+        failed_writes: b.failed_writes - a.failed_writes,
+        failed_reads: b.failed_reads - a.failed_reads,
+        failed_flushes: b.failed_flushes - a.failed_flushes,
+        flushes_ignored: b.flushes_ignored - a.flushes_ignored,
+        refused_after_cut: tb.refused_after_cut - ta.refused_after_cut,
+        power_cut: to.cut.clone().filter(|_| from.cut.is_none()),
     }
 }

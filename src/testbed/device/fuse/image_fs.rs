@@ -1,6 +1,10 @@
 //! The FUSE file system: one file, `image`, whose reads, writes and fsyncs go through the
 //! disk model and block until it says they complete. A write waits for room in the cache
 //! (or, written through, for the media); FUSE_FSYNC is the device's cache flush.
+//!
+//! A request an injected fault fails (`fail=...`) is answered with EIO at once, and so is
+//! every request once the power is cut, including those waiting or sleeping at that moment:
+//! none is acknowledged after the cut.
 
 use std::ffi::OsStr;
 use std::os::unix::fs::FileExt;
@@ -12,8 +16,8 @@ use fuser::{
     LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
 };
 
-use super::super::model::{Chunk, WriteOutcome};
-use super::shared::{precise_sleeps, Shared};
+use super::super::model::{Chunk, FaultKind, WriteOutcome};
+use super::shared::{precise_sleeps, Acked, Shared};
 use super::IMAGE_NAME;
 
 const IMAGE: INodeNo = INodeNo(2);
@@ -106,11 +110,20 @@ impl Filesystem for ImageFs {
         let shared = &self.shared;
         let len = (size as u64).min(shared.size.saturating_sub(offset));
         let plan = match Shared::unless_failed(shared.lock()) {
-            Ok(mut st) => st.disk.read(shared.clock.now(), offset, len),
+            Ok(mut st) => {
+                let now = shared.clock.now();
+                if st.disk.fails(FaultKind::Read, now, offset, len) {
+                    return reply.error(Errno::EIO);
+                }
+                st.disk.read(now, offset, len)
+            }
             Err(e) => return reply.error(e),
         };
         shared.work.notify_one();
-        shared.clock.sleep_until(plan.at);
+        shared.sleep_until(plan.at);
+        if let Err(e) = Shared::unless_failed(shared.lock()) {
+            return reply.error(e);
+        }
         let mut buf = vec![0u8; len as usize];
         if plan
             .overlay
@@ -152,7 +165,16 @@ impl Filesystem for ImageFs {
             return;
         }
         let chunk = Chunk::new(Arc::from(data));
-        let mut st = shared.lock();
+        let mut st = match Shared::unless_failed(shared.lock()) {
+            Ok(st) => st,
+            Err(e) => return reply.error(e),
+        };
+        if st
+            .disk
+            .fails(FaultKind::Write, shared.clock.now(), offset, data.len() as u64)
+        {
+            return reply.error(Errno::EIO);
+        }
         let mut waited_since = None;
         let outcome = loop {
             st = match Shared::unless_failed(st) {
@@ -173,19 +195,23 @@ impl Filesystem for ImageFs {
             st.timing.room_wait_ns_total += shared.clock.now().saturating_sub(since);
         }
         shared.work.notify_one();
-        match outcome {
+        let st = match outcome {
             WriteOutcome::Cached { at, .. } => {
                 drop(st);
-                shared.clock.sleep_until(at);
+                shared.sleep_until(at);
+                Shared::unless_failed(shared.lock())
             }
-            WriteOutcome::WriteThrough { seq } => {
-                if let Err(e) = shared.wait_while(st, |st| st.disk.is_pending(seq)) {
-                    return reply.error(e);
-                }
-            }
+            WriteOutcome::WriteThrough { seq } => shared.wait_while(st, |st| st.disk.is_pending(seq)),
             WriteOutcome::NoRoom => unreachable!("the loop above waits for room"),
+        };
+        match st {
+            Ok(mut st) => {
+                shared.acknowledged(&mut st, Acked::Write);
+                drop(st);
+                reply.written(data.len() as u32);
+            }
+            Err(e) => reply.error(e),
         }
-        reply.written(data.len() as u32);
     }
 
     /// `close(2)` of the image: not a cache flush, nothing to wait for.
@@ -198,7 +224,13 @@ impl Filesystem for ImageFs {
     fn fsync(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         precise_sleeps();
         let shared = &self.shared;
-        let mut st = shared.lock();
+        let mut st = match Shared::unless_failed(shared.lock()) {
+            Ok(st) => st,
+            Err(e) => return reply.error(e),
+        };
+        if st.disk.fails(FaultKind::Flush, shared.clock.now(), 0, 0) {
+            return reply.error(Errno::EIO);
+        }
         let ticket = st.disk.flush(shared.clock.now());
         shared.work.notify_one();
         let mut st = match shared.wait_while(st, |st| !st.disk.flush_drained(&ticket)) {
@@ -208,13 +240,19 @@ impl Filesystem for ImageFs {
         let end = st.disk.finish_flush(shared.clock.now());
         let took = end.saturating_sub(ticket.arrived);
         let t = &mut st.timing;
-        t.flush_count += 1;
         t.flush_ns_total += took;
         t.flush_ns_max = t.flush_ns_max.max(took);
         t.flush_pending_bytes_total += ticket.pending_bytes;
         t.flush_pending_bytes_max = t.flush_pending_bytes_max.max(ticket.pending_bytes);
         drop(st);
-        shared.clock.sleep_until(end);
-        reply.ok();
+        shared.sleep_until(end);
+        match Shared::unless_failed(shared.lock()) {
+            Ok(mut st) => {
+                shared.acknowledged(&mut st, Acked::Flush);
+                drop(st);
+                reply.ok();
+            }
+            Err(e) => reply.error(e),
+        }
     }
 }

@@ -20,7 +20,9 @@
 //!
 //! The parts: `image_fs.rs` answers the FUSE requests, `drain.rs` is the drain thread,
 //! `shared.rs` what they share (the model under one lock, the clock), `activity.rs` turns
-//! two marks into what a result records. This file mounts and unmounts the device.
+//! two marks into what a result records, `control.rs` is the handle the testbed's users
+//! hold on a running device (power cuts, faults, stopping time). This file mounts and
+//! unmounts the device.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -33,12 +35,15 @@ use fuser::{BackgroundSession, Config, MountOption};
 
 use super::model::{Disk, ModelStats, Nanos};
 use super::profile::DiskProfile;
-use crate::environment::DeviceActivity;
+use crate::environment::{DeviceActivity, PowerCut};
 
 mod activity;
+mod control;
 mod drain;
 mod image_fs;
 mod shared;
+
+pub use control::DeviceControl;
 
 use image_fs::ImageFs;
 use shared::{Shared, Timing};
@@ -66,6 +71,8 @@ pub(crate) struct DeviceMark {
     at: Nanos,
     model: ModelStats,
     timing: Timing,
+    /// The power cut, if it had happened by then.
+    cut: Option<PowerCut>,
 }
 
 /// A mounted emulated device; unmounting is the owner's job (the undo stack, through the
@@ -147,7 +154,14 @@ impl EmulatedDevice {
                 occupancy: Vec::new(),
                 ..st.timing.clone()
             },
+            cut: st.cut.clone(),
         }
+    }
+
+    /// A handle to cut the power, inject faults or stop emulating time, from any thread; it
+    /// does not keep the device alive.
+    pub fn control(&self) -> DeviceControl {
+        DeviceControl::new(&self.shared)
     }
 
     /// What the device did since `mark`, with the cache occupancy samples of that time

@@ -1,16 +1,24 @@
 //! What the daemon's threads share: the disk model and the daemon's own timings under one
 //! lock, two condition variables (work for the drain thread, progress for waiting
 //! requests), the image file, and the daemon's clock.
+//!
+//! Two switches end the emulation early, each without waiting for anything: a power cut
+//! ([`Shared::cut`]: the cache is lost, every later request fails at once, nothing more
+//! reaches the media) and stopping time ([`Shared::stop_emulating_time`]: pending and later
+//! requests are served at once, so that a run stopped by a signal tears down quickly).
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::sync::atomic::AtomicBool;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use fuser::Errno;
 
-use super::super::model::{Disk, DrainOp, Nanos};
+use super::super::model::{Disk, DrainOp, Keep, Nanos};
+use super::super::power_cut::{CutPlan, CutTrigger};
+use crate::environment::PowerCut;
 
 /// The daemon's clock: nanoseconds since the device was mounted.
 #[derive(Clone, Copy, Debug)]
@@ -22,15 +30,11 @@ impl Clock {
     pub(super) fn now(&self) -> Nanos {
         self.origin.elapsed().as_nanos() as Nanos
     }
-
-    /// Sleeps until `t` on this clock.
-    pub(super) fn sleep_until(&self, t: Nanos) {
-        let now = self.now();
-        if t > now {
-            std::thread::sleep(Duration::from_nanos(t - now));
-        }
-    }
 }
+
+/// The longest a sleeping request goes without looking whether the power was cut or time
+/// stopped; and how often the drain thread asks whether a signal has stopped the run.
+const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 /// Asks for 1 ns timer slack on the calling thread (once per thread): sleeps of tens of
 /// microseconds otherwise overshoot by the default 50 us.
@@ -65,6 +69,21 @@ pub(super) struct Timing {
     pub(super) occupancy: Vec<(Nanos, u64)>,
     /// The longest a drain operation's data reached the media after the model's end for it.
     pub(super) drain_lag_ns_max: u64,
+    /// Writes acknowledged (flushes completed are `flush_count`).
+    pub(super) writes_acked: u64,
+    /// Requests answered with EIO because the power had been cut.
+    pub(super) refused_after_cut: u64,
+}
+
+/// A power cut waiting for its trigger.
+#[derive(Clone, Debug)]
+pub(super) struct Armed {
+    pub(super) plan: CutPlan,
+    /// For a time trigger: when, on the daemon's clock.
+    pub(super) at: Option<Nanos>,
+    /// The acknowledged writes and completed flushes when it was armed.
+    pub(super) writes_from: u64,
+    pub(super) flushes_from: u64,
 }
 
 /// Everything the daemon's threads share, under one lock.
@@ -76,6 +95,21 @@ pub(super) struct State {
     /// The first error writing the image; later requests fail with EIO.
     pub(super) failed: Option<String>,
     pub(super) next_sample: Nanos,
+    /// The power cut, once it has happened: later requests fail with EIO.
+    pub(super) cut: Option<PowerCut>,
+    pub(super) armed: Option<Armed>,
+    /// Drain operations the drain thread has taken from `ops` and is writing (or has
+    /// written) to the media, not yet marked complete in the model.
+    pub(super) writing: usize,
+    /// When the drain thread next asks whether a signal has stopped the run.
+    pub(super) next_signal_look: Nanos,
+}
+
+/// Which request completed, for a cut armed to come after N of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Acked {
+    Write,
+    Flush,
 }
 
 pub(super) struct Shared {
@@ -87,8 +121,15 @@ pub(super) struct Shared {
     pub(super) progress: Condvar,
     pub(super) clock: Clock,
     pub(super) image: File,
+    /// Held while writing to the image: a cut waits for the drain's writes in progress
+    /// (they ended before it), and afterwards nothing more is written.
+    pub(super) media: Mutex<()>,
     pub(super) size: u64,
     pub(super) stop: AtomicBool,
+    /// The power is cut (or writing the image failed): requests fail at once.
+    pub(super) dead: AtomicBool,
+    /// Time no longer emulated: requests are served at once.
+    pub(super) instant: AtomicBool,
 }
 
 impl Shared {
@@ -102,14 +143,166 @@ impl Shared {
                 timing: Timing::default(),
                 failed: None,
                 next_sample: 0,
+                cut: None,
+                armed: None,
+                writing: 0,
+                next_signal_look: 0,
             }),
             work: Condvar::new(),
             progress: Condvar::new(),
             clock: Clock { origin: Instant::now() },
             image,
+            media: Mutex::new(()),
             size,
             stop: AtomicBool::new(false),
+            dead: AtomicBool::new(false),
+            instant: AtomicBool::new(false),
         }
+    }
+
+    /// Sleeps until `t` on the daemon's clock, unless time stops or the power is cut first
+    /// (looked at every [`LOOK_EVERY`]).
+    pub(super) fn sleep_until(&self, t: Nanos) {
+        loop {
+            if self.instant.load(Ordering::Relaxed) || self.dead.load(Ordering::Relaxed) {
+                return;
+            }
+            let now = self.clock.now();
+            if t <= now {
+                return;
+            }
+            std::thread::sleep(Duration::from_nanos(t - now).min(LOOK_EVERY));
+        }
+    }
+
+    /// Serves pending and later requests at once: the drain writes what the drive holds
+    /// without waiting for the model's times, and no request sleeps. The model still
+    /// decides the order (a flush still waits for the writes before it to reach the media).
+    pub(super) fn stop_emulating_time(&self) {
+        if !self.instant.swap(true, Ordering::SeqCst) {
+            let _st = self.lock();
+            self.work.notify_all();
+            self.progress.notify_all();
+        }
+    }
+
+    /// Whether time is no longer emulated.
+    pub(super) fn is_instant(&self) -> bool {
+        self.instant.load(Ordering::Relaxed)
+    }
+
+    /// Once a signal has asked the run to stop, stops emulating time (the drain thread looks
+    /// every [`LOOK_EVERY`]): what the run does next is tear down, which must not wait for a
+    /// slow disk. Returns when it next looks.
+    pub(super) fn look_for_signals(&self, st: &mut State, now: Nanos) -> Nanos {
+        if now >= st.next_signal_look {
+            st.next_signal_look = now + LOOK_EVERY.as_nanos() as Nanos;
+            if !self.is_instant() && crate::signals::received().is_some() {
+                self.instant.store(true, Ordering::SeqCst);
+                self.progress.notify_all();
+            }
+        }
+        st.next_signal_look
+    }
+
+    /// Arms `plan`, replacing any cut armed before; a cut `now` happens at once.
+    pub(super) fn arm(&self, st: &mut MutexGuard<'_, State>, plan: CutPlan) {
+        let now = self.clock.now();
+        let at = plan.delay().map(|d| now.saturating_add(d.as_nanos() as Nanos));
+        st.armed = Some(Armed {
+            plan,
+            at,
+            writes_from: st.timing.writes_acked,
+            flushes_from: st.timing.flush_count,
+        });
+        if plan.trigger == CutTrigger::Now {
+            self.cut(st, plan.keep, plan.seed, "now".into());
+        }
+        self.work.notify_all();
+    }
+
+    /// Counts a request acknowledged (the caller replies once this returns, the lock
+    /// released) and cuts the power if it was the one an armed cut waits for: the request
+    /// was acknowledged, everything after it fails.
+    pub(super) fn acknowledged(&self, st: &mut MutexGuard<'_, State>, what: Acked) {
+        match what {
+            Acked::Write => st.timing.writes_acked += 1,
+            Acked::Flush => st.timing.flush_count += 1,
+        }
+        let Some(armed) = st.armed.clone() else { return };
+        let due = match armed.plan.trigger {
+            CutTrigger::Writes(n) => what == Acked::Write && st.timing.writes_acked - armed.writes_from >= n,
+            CutTrigger::Flushes(n) => what == Acked::Flush && st.timing.flush_count - armed.flushes_from >= n,
+            _ => false,
+        };
+        if due {
+            self.cut(st, armed.plan.keep, armed.plan.seed, armed.plan.trigger_text());
+        }
+    }
+
+    /// Cuts the power now: waits for the drain's writes in progress (they ended before the
+    /// cut), puts on the media the drain operations that ended by now, lets the model decide
+    /// what of the rest survives and writes that, then fails every request from here on. A
+    /// second cut changes nothing and returns the first's record.
+    pub(super) fn cut(&self, st: &mut MutexGuard<'_, State>, keep: Keep, seed: u64, trigger: String) -> PowerCut {
+        if let Some(done) = &st.cut {
+            return done.clone();
+        }
+        let media = self.media.lock().unwrap_or_else(|p| p.into_inner());
+        let now = self.clock.now();
+        // The drain thread's batch is on the media (it wrote it holding `media`).
+        for _ in 0..std::mem::take(&mut st.writing) {
+            st.disk.complete(now);
+        }
+        let mut error = None;
+        let mut write = |offset: u64, data: &[u8]| {
+            if let Err(e) = self.image.write_all_at(data, offset) {
+                error.get_or_insert_with(|| format!("cannot write the emulated disk's media: {e}"));
+            }
+        };
+        let ended = st.ops.iter().take_while(|op| op.end <= now).count();
+        let ended: Vec<DrainOp> = st.ops.drain(..ended).collect();
+        for op in ended {
+            write(op.offset, op.data.as_slice());
+            st.disk.complete(op.end);
+        }
+        // The rest of the started operations were still moving: held, as the cache is.
+        st.ops.clear();
+        let battery = st.disk.figures().cache_durable && st.disk.figures().cache_bytes > 0;
+        let out = st.disk.cut(now, keep, seed);
+        for (offset, data) in &out.survivors {
+            write(*offset, data.as_slice());
+        }
+        drop(media);
+        if let Some(e) = error {
+            note!("fsynclab: {e}");
+            st.failed.get_or_insert(e);
+        }
+        let c = out.counts;
+        let record = PowerCut {
+            at_s: now as f64 / 1e9,
+            trigger,
+            keep: if battery { "battery".into() } else { keep.name().into() },
+            seed,
+            writes_before: st.timing.writes_acked,
+            flushes_before: st.timing.flush_count,
+            held_writes: c.held_writes,
+            held_bytes: c.held_bytes,
+            kept_writes: c.kept_writes,
+            kept_bytes: c.kept_bytes,
+            lost_writes: c.lost_writes,
+            lost_bytes: c.lost_bytes,
+            torn_writes: c.torn_writes,
+            torn_bytes_kept: c.torn_bytes_kept,
+            torn_bytes_lost: c.torn_bytes_lost,
+            unacknowledged_writes: c.unacknowledged_writes,
+        };
+        st.cut = Some(record.clone());
+        st.armed = None;
+        self.dead.store(true, Ordering::SeqCst);
+        self.progress.notify_all();
+        self.work.notify_all();
+        record
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
@@ -121,8 +314,8 @@ impl Shared {
         self.progress.wait(st).unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Waits for the drain's progress while `busy` holds. EIO once writing the image has
-    /// failed (the lock is then released before the caller replies).
+    /// Waits for the drain's progress while `busy` holds. EIO once the power is cut or
+    /// writing the image has failed (the lock is then released before the caller replies).
     pub(super) fn wait_while<'a>(
         &self,
         mut st: MutexGuard<'a, State>,
@@ -137,9 +330,13 @@ impl Shared {
         }
     }
 
-    /// The state, unless writing the image has failed: then EIO for every request, the lock
-    /// released before the caller replies.
-    pub(super) fn unless_failed(st: MutexGuard<'_, State>) -> Result<MutexGuard<'_, State>, Errno> {
+    /// The state, unless the power is cut or writing the image has failed: then EIO for
+    /// every request (counted after a cut), the lock released before the caller replies.
+    pub(super) fn unless_failed(mut st: MutexGuard<'_, State>) -> Result<MutexGuard<'_, State>, Errno> {
+        if st.cut.is_some() {
+            st.timing.refused_after_cut += 1;
+            return Err(Errno::EIO);
+        }
         match st.failed {
             Some(_) => Err(Errno::EIO),
             None => Ok(st),

@@ -74,6 +74,10 @@ impl Disk {
             // Nothing volatile to wait for (write-through writes are acknowledged
             // only once on the media anyway).
             0
+        } else if self.figures.ignores_flushes {
+            // A lying drive: acknowledged at once, the cache left as it is.
+            self.stats.flushes_ignored += 1;
+            0
         } else {
             self.next_seq
         };
@@ -96,7 +100,11 @@ impl Disk {
     /// Ends a drained flush at `now`: the fixed flush cost on the actuator, then the
     /// command latency. Returns when the flush completes.
     pub(crate) fn finish_flush(&mut self, now: Nanos) -> Nanos {
-        let cost = self.figures.flush_cost.as_nanos() as Nanos;
+        let cost = if self.figures.ignores_flushes {
+            0
+        } else {
+            self.figures.flush_cost.as_nanos() as Nanos
+        };
         let end = if cost > 0 {
             let start = now.max(self.actuator_free);
             self.actuator_free = start + cost;
@@ -252,6 +260,24 @@ mod tests {
         let t = d.flush(0);
         assert!(d.flush_drained(&t));
         assert_eq!(d.finish_flush(0), 300 * US);
+    }
+
+    #[test]
+    fn a_lying_drive_acknowledges_a_flush_at_once_and_keeps_its_cache() {
+        let mut d = Disk::new(DiskFigures {
+            ignores_flushes: true,
+            flush_cost: Duration::from_millis(2),
+            command_latency: Duration::from_micros(100),
+            ..hdd(1 << 20)
+        });
+        d.write(0, 10 * GB, chunk(4096, 1));
+        let t = d.flush(0);
+        assert!(d.flush_drained(&t), "nothing to wait for");
+        assert_eq!(t.pending_bytes, 0);
+        // Neither the fixed cost nor the drain: only the command latency.
+        assert_eq!(d.finish_flush(0), 100 * US);
+        assert_eq!(d.cached_bytes(), 4096, "the write is still only in the cache");
+        assert_eq!((d.stats().flushes, d.stats().flushes_ignored), (1, 1));
     }
 
     #[test]

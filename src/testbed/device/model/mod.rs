@@ -18,17 +18,23 @@
 //! - [`read`]: a read is served from the cache when it holds every byte, from the media
 //!   (with the cached pieces laid over) otherwise.
 //! - [`stats`]: what the model counts, for the daemon to report.
+//! - [`fault`]: requests the drive fails on purpose (`fail=...`), decided in order of
+//!   arrival from the rules and their seeds.
+//! - [`cut`]: a power cut: what of the cache survives (nothing, a random part in drain order
+//!   or in any order, or a torn write), chosen from a seed.
 //!
 //! The cache's contents and the order in which writes entered it (their sequence numbers)
 //! belong to the model, apart from the image file: the image holds exactly what has been
-//! drained, which is what a power cut would leave.
+//! drained, which is what a power cut leaves, plus what [`cut`] says survived.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 mod access;
 mod cache;
+mod cut;
 mod drain;
+mod fault;
 mod read;
 mod stats;
 
@@ -36,7 +42,9 @@ pub(crate) use access::rotation_ns;
 use access::transfer_ns;
 use cache::Extent;
 pub(crate) use cache::{Chunk, WriteOutcome};
+pub use cut::Keep;
 pub(crate) use drain::DrainOp;
+pub(crate) use fault::{FaultKind, FaultRule, FaultStart};
 pub(crate) use stats::ModelStats;
 
 /// Nanoseconds on the daemon's clock.
@@ -87,6 +95,12 @@ pub(crate) struct DiskFigures {
     pub(crate) cache_durable: bool,
     /// Fixed time a flush costs once the cache has drained.
     pub(crate) flush_cost: Duration,
+    /// A lying drive: flushes are acknowledged at once, without waiting for the drain.
+    pub(crate) ignores_flushes: bool,
+    /// The unit a write is persisted in: a power cut tears a write only between sectors.
+    pub(crate) sector_bytes: u64,
+    /// Requests the drive fails on purpose (`fail=...`).
+    pub(crate) faults: Vec<FaultRule>,
 }
 
 impl DiskFigures {
@@ -125,7 +139,7 @@ impl DiskFigures {
 
 /// The disk: mechanics, the cache and the clocks of the actuator and the bus. The parts
 /// above each add the methods of one stage of a request.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Disk {
     figures: DiskFigures,
     /// The byte after the last one the head touched.
@@ -148,12 +162,14 @@ pub(crate) struct Disk {
     next_seq: u64,
     occupancy_since: Nanos,
     stats: ModelStats,
+    faults: fault::Faults,
+    /// False once the power is cut: the drive holds nothing and serves nothing.
+    powered: bool,
 }
 
 impl Disk {
     pub(crate) fn new(figures: DiskFigures) -> Disk {
         Disk {
-            figures,
             head: 0,
             actuator_free: 0,
             bus_free: 0,
@@ -166,7 +182,15 @@ impl Disk {
             next_seq: 0,
             occupancy_since: 0,
             stats: ModelStats::default(),
+            faults: fault::Faults::new(&figures.faults, 0),
+            powered: true,
+            figures,
         }
+    }
+
+    /// The figures the disk was made with.
+    pub(crate) fn figures(&self) -> &DiskFigures {
+        &self.figures
     }
 
     /// Crosses the bus: returns when a transfer of `len` bytes arriving at `now` ends.
@@ -245,6 +269,9 @@ mod fixtures {
             cache_bytes,
             cache_durable: false,
             flush_cost: Duration::ZERO,
+            ignores_flushes: false,
+            sector_bytes: 512,
+            faults: Vec::new(),
         }
     }
 

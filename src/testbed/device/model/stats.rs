@@ -29,6 +29,12 @@ pub(crate) struct ModelStats {
     pub(crate) cache_max_bytes: u64,
     /// Integral of cache occupancy over time, in byte-nanoseconds (for the mean).
     pub(crate) cache_byte_ns: u128,
+    /// Requests failed on purpose ([`super::fault`]), by kind.
+    pub(crate) failed_writes: u64,
+    pub(crate) failed_reads: u64,
+    pub(crate) failed_flushes: u64,
+    /// Flushes a lying drive acknowledged without waiting for the drain.
+    pub(crate) flushes_ignored: u64,
 }
 
 impl Disk {

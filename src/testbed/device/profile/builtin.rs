@@ -41,6 +41,9 @@ fn hdd_5400() -> DiskFigures {
         cache_bytes: 8 * Bytes::MIB,
         cache_durable: false,
         flush_cost: Duration::ZERO,
+        ignores_flushes: false,
+        sector_bytes: 512,
+        faults: Vec::new(),
     }
 }
 
@@ -58,6 +61,9 @@ fn hdd_7200() -> DiskFigures {
         cache_bytes: 32 * Bytes::MIB,
         cache_durable: false,
         flush_cost: Duration::ZERO,
+        ignores_flushes: false,
+        sector_bytes: 512,
+        faults: Vec::new(),
     }
 }
 
@@ -72,6 +78,9 @@ fn ssd_sata() -> DiskFigures {
         cache_bytes: 32 * Bytes::MIB,
         cache_durable: false,
         flush_cost: Duration::from_millis(2),
+        ignores_flushes: false,
+        sector_bytes: 512,
+        faults: Vec::new(),
     }
 }
 
@@ -86,6 +95,9 @@ fn nvme() -> DiskFigures {
         cache_bytes: 64 * Bytes::MIB,
         cache_durable: false,
         flush_cost: Duration::from_micros(500),
+        ignores_flushes: false,
+        sector_bytes: 512,
+        faults: Vec::new(),
     }
 }
 
@@ -100,6 +112,9 @@ fn san() -> DiskFigures {
         cache_bytes: 2 * Bytes::GIB,
         cache_durable: true,
         flush_cost: Duration::ZERO,
+        ignores_flushes: false,
+        sector_bytes: 512,
+        faults: Vec::new(),
     }
 }
 

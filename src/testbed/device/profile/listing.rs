@@ -6,8 +6,41 @@ use std::time::Duration;
 
 use super::super::model::{rotation_ns, DiskFigures, Mechanics};
 use super::builtin::{MB, NAMED};
-use super::parse::KEYS;
+use super::parse::{KEYS, RANGES};
 use crate::units::human_size;
+
+/// What `fail=` does, for `list-devices`.
+const FAULTS_HELP: &str = "
+Faults (fail=RULE, repeatable): the drive answers the requests a rule matches with EIO at once,
+and they change nothing (a failed write does not enter the cache; a failed flush drains nothing).
+  fail=write|read|flush   the kind of request
+  :range=OFFSET+LENGTH    only reads and writes touching these bytes of the image (1G+64M)
+  :after=N                once N requests the rule matches have gone through
+  :after=DURATION         once DURATION has passed since the device started
+  :p=FRACTION             each matching request fails with this probability (0.1 or 10%)
+  :times=K                transient: K requests fail, then the rule lets everything through
+  :seed=N                 the seed of the probability's draws (0)
+  e.g. hdd-7200,fail=write:range=1G+64M:after=100   nvme,fail=flush:times=1
+The daemon counts what it failed, by kind (failed_writes, failed_reads, failed_flushes in
+the result's device activity).
+";
+
+/// What a power cut does and its options, for `list-devices`.
+const CUTS_HELP: &str = "
+Power cuts (CUT options of the commands that cut power, e.g. after=2s,keep=prefix,seed=7):
+the drive loses its volatile cache, answers every later request with EIO at once, and nothing
+more reaches the media: the image holds what had drained plus what the cut kept. A
+battery-backed cache (nvcache=) survives whole; a lying drive (flush=ignore) loses what its
+acknowledged flushes never drained.
+  after=DURATION          cut once DURATION has passed since the cut was armed
+  flushes=N | writes=N    cut as the Nth flush (or write) since then is acknowledged
+  random=DURATION         cut at a moment drawn from the seed within DURATION
+  seed=N                  the seed of every draw (0)
+  keep=none               what survives of the writes in the cache: nothing (the default);
+  keep=prefix             the first k in the order the drive drains (k drawn from 0..=n);
+  keep=any                any k of them (drives drain out of order);
+  keep=torn               a prefix, then one write torn between two sectors (sector=)
+";
 
 /// `70 MB/s`: decimal, as datasheets print rates.
 fn rate_text(rate: Option<u64>) -> String {
@@ -58,8 +91,16 @@ pub(crate) fn describe(f: &DiskFigures) -> String {
     if !f.command_latency.is_zero() {
         let _ = write!(out, ", latency {}", ms(f.command_latency));
     }
-    if !f.flush_cost.is_zero() {
+    if f.ignores_flushes {
+        out.push_str(", flushes ignored (a lying drive)");
+    } else if !f.flush_cost.is_zero() {
         let _ = write!(out, ", flush {}", ms(f.flush_cost));
+    }
+    if f.sector_bytes != 512 {
+        let _ = write!(out, ", sector {}", human_size(f.sector_bytes));
+    }
+    for rule in &f.faults {
+        let _ = write!(out, ", {rule}");
     }
     out
 }
@@ -87,8 +128,15 @@ pub(crate) fn listing() -> String {
     }
     out.push_str(
         "\nExamples: hdd-5400,cache=0 (no write cache)   flush=20ms,write=80M (fixed flush cost, paced writes)\n\
-         \x20         rpm=7200,rate=120M,seek=15ms,cache=16M\n\n",
+         \x20         rpm=7200,rate=120M,seek=15ms,cache=16M   hdd-7200,flush=ignore (a lying drive)\n\n",
     );
+    out.push_str("Valid ranges, derived from real drives (a figure outside them is refused):\n");
+    for (keys, valid, why) in RANGES {
+        let _ = writeln!(out, "  {keys:<23} {valid}\n  {:<23} ({why})", "");
+    }
+    out.push_str(FAULTS_HELP);
+    out.push_str(CUTS_HELP);
+    out.push('\n');
     out.push_str(super::super::fuse::CEILING_NOTE);
     out.push('\n');
     out

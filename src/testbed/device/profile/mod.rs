@@ -10,7 +10,7 @@ mod listing;
 mod parse;
 
 pub(crate) use listing::{describe, listing};
-pub(crate) use parse::{parse, ParseError};
+pub(crate) use parse::{fault_rules, parse, ParseError};
 
 /// The named profiles' names, in listing order.
 pub(crate) fn names() -> Vec<&'static str> {
@@ -19,10 +19,12 @@ pub(crate) fn names() -> Vec<&'static str> {
 
 /// The keys `--device` takes (`cache`, `rpm`, ...).
 pub(crate) fn key_names() -> Vec<&'static str> {
-    parse::KEYS
+    let mut names: Vec<&'static str> = parse::KEYS
         .iter()
         .filter_map(|(k, _)| k.split_once('=').map(|(name, _)| name))
-        .collect()
+        .collect();
+    names.dedup();
+    names
 }
 
 /// A profile's figures with its name as typed. (`pub` because the public

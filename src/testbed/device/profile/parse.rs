@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::super::model::{DiskFigures, Mechanics};
+use super::super::model::{DiskFigures, FaultKind, FaultRule, FaultStart, Mechanics};
 use super::builtin::{HDD_5400_SPINDLE, NAMED};
 use super::DiskProfile;
 use crate::units::{format_duration, parse_duration, parse_size, Bytes};
@@ -23,13 +23,19 @@ fn plain() -> DiskFigures {
         cache_bytes: 0,
         cache_durable: false,
         flush_cost: Duration::ZERO,
+        ignores_flushes: false,
+        sector_bytes: 512,
+        faults: Vec::new(),
     }
 }
 
 /// The keys `--device` takes, with what each sets.
-pub(super) const KEYS: [(&str, &str); 12] = [
+pub(super) const KEYS: [(&str, &str); 15] = [
     ("cache=SIZE", "volatile write cache (0: write-through)"),
-    ("nvcache=SIZE", "battery-backed write cache (flushes wait for nothing)"),
+    (
+        "nvcache=SIZE",
+        "battery-backed write cache (flushes wait for nothing; it survives a power cut)",
+    ),
     ("rpm=N", "rotating disk at N rpm (needs rate=)"),
     ("settle=DURATION", "single-track seek"),
     ("seek=DURATION", "full-stroke seek"),
@@ -39,8 +45,74 @@ pub(super) const KEYS: [(&str, &str); 12] = [
     ("bus=RATE", "host interface rate per second"),
     ("latency=DURATION", "command latency added to every request"),
     ("flush=DURATION", "fixed cost of every flush once the cache is drained"),
+    (
+        "flush=ignore",
+        "a lying drive: flushes acknowledged at once, never drained (diskchecker.pl's quarry)",
+    ),
     ("write=RATE", "alias of rate= (the previous release's syntax)"),
+    (
+        "sector=SIZE",
+        "the unit a write is persisted in: a power cut tears writes only between sectors (512)",
+    ),
+    ("fail=RULE", "fail requests with EIO (repeatable; see Faults below)"),
 ];
+
+/// What `fail=` takes, for its error messages.
+pub(super) const FAIL_SYNTAX: &str =
+    "fail=write|read|flush[:range=OFFSET+LENGTH][:after=N|DURATION][:p=FRACTION][:times=K][:seed=N], e.g. fail=write:range=1G+64M:after=100";
+
+/// The values a figure may take, each bound derived from a real drive: a profile beyond
+/// them is not a slow disk but one that cannot make progress (issue 19: `write=1` put
+/// `mount` in D state for minutes, `rpm=1` took 175 s to stop). `list-devices` prints them.
+pub(super) const RANGES: [(&str, &str, &str); 6] = [
+    (
+        "rpm",
+        "3600 to 15000",
+        "the ST-506 of 1980 turned at 3600 rpm, as most drives of the 1980s; the Seagate Cheetah X15 of 2000 was the first at 15000, and none went faster",
+    ),
+    (
+        "rate, bus",
+        "600K to 64G per second",
+        "the ST-506 of 1980, the first 5.25-inch hard disk, moved 625 KB/s; PCIe 5.0 x16 carries 63 GB/s",
+    ),
+    (
+        "settle, seek",
+        "up to 10ms and 250ms",
+        "about ten times the single-track and full-stroke seeks of a 2010 laptop drive, 1.1 and 21 ms on the Travelstar 5K320",
+    ),
+    (
+        "request, latency, flush",
+        "up to 1s",
+        "over 100 times the 7 ms random write of a 5400 rpm disk; a device slower than that is failing, not slow",
+    ),
+    ("capacity", "5M to 100T", "from the ST-506's 5 MB to beyond the largest drives, 30 TB in 2024"),
+    ("sector", "512 to 64K, a power of two", "512 B on drives before 2010, 4 KiB on Advanced Format drives"),
+];
+
+/// The smallest media or bus rate, in bytes per second: the ST-506's 625 KB/s, rounded down.
+const MIN_RATE: u64 = 600 << 10;
+const MAX_RATE: u64 = 64 << 30;
+const MIN_RPM: u32 = 3600;
+const MAX_RPM: u32 = 15_000;
+const MAX_SETTLE: Duration = Duration::from_millis(10);
+const MAX_FULL_STROKE: Duration = Duration::from_millis(250);
+const MAX_COST: Duration = Duration::from_secs(1);
+const MIN_CAPACITY: u64 = 5 << 20;
+const MAX_CAPACITY: u64 = 100 << 40;
+
+/// `key=value` beyond what any drive does: the one-line refusal naming the valid range and
+/// where it comes from.
+fn beyond(key: &str, value: &str) -> ParseError {
+    let named = if key == "write" { "rate" } else { key };
+    let (_, valid, why) = RANGES
+        .iter()
+        .find(|(keys, _, _)| keys.split(", ").any(|k| k == named))
+        .copied()
+        .unwrap_or((key, "", ""));
+    ParseError::Bad(format!(
+        "{key}={value} is beyond any real drive; valid: {valid} ({why})"
+    ))
+}
 
 /// What is wrong with a `--device` text: the caller adds what is valid, which depends on
 /// the kind (the profiles for an unknown name, the keys for an unknown key).
@@ -68,6 +140,95 @@ impl std::fmt::Display for ParseError {
     }
 }
 
+/// Parses `fail=RULE[,fail=RULE...]` (empty: no rule), for faults set on a running device.
+pub(crate) fn fault_rules(text: &str) -> Result<Vec<FaultRule>, ParseError> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(|part| match part.strip_prefix("fail=") {
+            Some(rule) => fault_rule(rule),
+            None => Err(ParseError::Bad(format!(
+                "'{part}' is not a fault; expected {FAIL_SYNTAX}"
+            ))),
+        })
+        .collect()
+}
+
+/// Parses one `fail=` rule: `KIND[:CONDITION...]` (see [`FAIL_SYNTAX`]).
+fn fault_rule(text: &str) -> Result<FaultRule, ParseError> {
+    let bad = |why: String| ParseError::Bad(format!("fail={text}: {why}; expected {FAIL_SYNTAX}"));
+    let mut parts = text.split(':');
+    let kind = match parts.next().unwrap_or("") {
+        "write" => FaultKind::Write,
+        "read" => FaultKind::Read,
+        "flush" => FaultKind::Flush,
+        other => return Err(bad(format!("unknown kind '{other}'"))),
+    };
+    let mut rule = FaultRule::always(kind);
+    for cond in parts {
+        let (name, value) = cond
+            .split_once('=')
+            .ok_or_else(|| bad(format!("'{cond}' is not NAME=VALUE")))?;
+        match name {
+            "range" if kind == FaultKind::Flush => return Err(bad("a flush has no byte range".into())),
+            "range" => {
+                let (offset, len) = value
+                    .split_once('+')
+                    .ok_or_else(|| bad(format!("range={value}: expected OFFSET+LENGTH")))?;
+                let size = |v: &str| {
+                    parse_size(v)
+                        .map(Bytes::get)
+                        .map_err(|e| bad(format!("range={value}: {e}")))
+                };
+                let (offset, len) = (size(offset)?, size(len)?);
+                if len == 0 {
+                    return Err(bad(format!("range={value}: an empty range matches nothing")));
+                }
+                rule.range = Some((offset, len));
+            }
+            "after" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                let n = value.parse().map_err(|_| bad(format!("after={value}: too many")))?;
+                rule.start = FaultStart::AfterRequests(n);
+            }
+            "after" => {
+                let d = parse_duration(value).map_err(|_| {
+                    bad(format!(
+                        "after={value}: expected a number of requests or a duration like 5s"
+                    ))
+                })?;
+                rule.start = FaultStart::AfterTime(d);
+            }
+            "p" => {
+                let p = match value.strip_suffix('%') {
+                    Some(percent) => percent.parse::<f64>().map(|v| v / 100.0),
+                    None => value.parse::<f64>(),
+                };
+                rule.probability = p.ok().filter(|p| *p > 0.0 && *p <= 1.0).ok_or_else(|| {
+                    bad(format!(
+                        "p={value}: expected a probability above 0, at most 1 (or 100%)"
+                    ))
+                })?;
+            }
+            "times" => {
+                rule.times = Some(
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|k: &u64| *k > 0)
+                        .ok_or_else(|| bad(format!("times={value}: expected how many requests fail, 1 or more")))?,
+                );
+            }
+            "seed" => {
+                rule.seed = value
+                    .parse()
+                    .map_err(|_| bad(format!("seed={value}: expected a whole number")))?
+            }
+            other => return Err(bad(format!("unknown condition '{other}'"))),
+        }
+    }
+    Ok(rule)
+}
+
 /// Parses `NAME[,KEY=VALUE...]` or `KEY=VALUE[,...]`; `Err` says what is wrong with one
 /// part (the caller adds what is valid).
 pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
@@ -89,15 +250,26 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
             .split_once('=')
             .ok_or_else(|| ParseError::Bad(format!("'{part}' is not KEY=VALUE")))?;
         let size = || parse_size(value).map(Bytes::get).map_err(|e| format!("{key}: {e}"));
-        let rate = || -> Result<u64, String> {
+        let rate = || -> Result<u64, ParseError> {
             let v = value.strip_suffix("/s").unwrap_or(value);
             let r = parse_size(v).map_err(|e| format!("{key}: {e} per second"))?;
             if r.get() == 0 {
-                return Err(format!("{key}: a rate of 0 would never finish a transfer"));
+                return Err(format!("{key}: a rate of 0 would never finish a transfer").into());
+            }
+            if !(MIN_RATE..=MAX_RATE).contains(&r.get()) {
+                return Err(beyond(key, value));
             }
             Ok(r.get())
         };
-        let duration = || parse_duration(value).map_err(|e| format!("{key}: {e}"));
+        let duration = || parse_duration(value).map_err(|e| ParseError::from(format!("{key}: {e}")));
+        // A cost per request, per command or per flush: at most a second.
+        let cost = || -> Result<Duration, ParseError> {
+            let d = duration()?;
+            if d > MAX_COST {
+                return Err(beyond(key, value));
+            }
+            Ok(d)
+        };
         match key {
             "cache" => {
                 figures.cache_bytes = size()?;
@@ -109,13 +281,18 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
             }
             "rate" | "write" => figures.media_bytes_per_s = Some(rate()?),
             "bus" => figures.bus_bytes_per_s = Some(rate()?),
-            "latency" => figures.command_latency = duration()?,
-            "flush" => figures.flush_cost = duration()?,
-            "request" => {
-                figures.mechanics = Mechanics::Solid {
-                    per_request: duration()?,
+            "latency" => figures.command_latency = cost()?,
+            "flush" if value == "ignore" => figures.ignores_flushes = true,
+            "flush" => figures.flush_cost = cost()?,
+            "request" => figures.mechanics = Mechanics::Solid { per_request: cost()? },
+            "sector" => {
+                let bytes = size()?;
+                if !(512..=64 << 10).contains(&bytes) || !bytes.is_power_of_two() {
+                    return Err(beyond(key, value));
                 }
+                figures.sector_bytes = bytes;
             }
+            "fail" => figures.faults.push(fault_rule(value)?),
             "rpm" | "settle" | "seek" | "capacity" => {
                 // A rotating disk built from keys starts from the laptop drive's seek curve.
                 let mut spindle = figures.spindle().cloned().unwrap_or(HDD_5400_SPINDLE);
@@ -123,17 +300,31 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
                     "rpm" => {
                         spindle.rpm = value
                             .parse()
-                            .ok()
-                            .filter(|r: &u32| (1..=100_000).contains(r))
-                            .ok_or_else(|| format!("rpm: expected revolutions per minute like 5400, not {value}"))?;
+                            .map_err(|_| format!("rpm: expected revolutions per minute like 5400, not {value}"))?;
+                        if !(MIN_RPM..=MAX_RPM).contains(&spindle.rpm) {
+                            return Err(beyond(key, value));
+                        }
                         rpm_set = true;
                     }
-                    "settle" => spindle.settle = duration()?,
-                    "seek" => spindle.full_stroke = duration()?,
+                    "settle" => {
+                        spindle.settle = duration()?;
+                        if spindle.settle > MAX_SETTLE {
+                            return Err(beyond(key, value));
+                        }
+                    }
+                    "seek" => {
+                        spindle.full_stroke = duration()?;
+                        if spindle.full_stroke > MAX_FULL_STROKE {
+                            return Err(beyond(key, value));
+                        }
+                    }
                     _ => {
                         spindle.capacity_bytes = size()?;
                         if spindle.capacity_bytes == 0 {
                             return Err(ParseError::Bad("capacity=0: a disk needs some capacity".into()));
+                        }
+                        if !(MIN_CAPACITY..=MAX_CAPACITY).contains(&spindle.capacity_bytes) {
+                            return Err(beyond(key, value));
                         }
                     }
                 }
@@ -210,6 +401,136 @@ mod tests {
     }
 
     #[test]
+    fn faults_a_lying_drive_and_the_sector_are_profile_options() {
+        let p = parse("hdd-7200,fail=write:range=1G+64M:after=100,fail=flush:after=5s:times=2:p=50%:seed=9").unwrap();
+        assert_eq!(
+            p.figures.faults,
+            [
+                FaultRule {
+                    range: Some((1 << 30, 64 << 20)),
+                    start: FaultStart::AfterRequests(100),
+                    ..FaultRule::always(FaultKind::Write)
+                },
+                FaultRule {
+                    start: FaultStart::AfterTime(Duration::from_secs(5)),
+                    times: Some(2),
+                    probability: 0.5,
+                    seed: 9,
+                    ..FaultRule::always(FaultKind::Flush)
+                },
+            ]
+        );
+        assert_eq!(
+            parse("ssd-sata,fail=read").unwrap().figures.faults,
+            [FaultRule::always(FaultKind::Read)]
+        );
+        let p = parse("hdd-5400,flush=ignore,sector=4k").unwrap();
+        assert!(p.figures.ignores_flushes);
+        assert_eq!(p.figures.sector_bytes, 4096);
+        assert_eq!(parse("hdd-5400").unwrap().figures.sector_bytes, 512);
+    }
+
+    #[test]
+    fn issue19_physically_absurd_figures_are_refused_with_the_valid_range() {
+        for (bad, says) in [
+            (
+                "flush=1ms,write=1",
+                "write=1 is beyond any real drive; valid: 600K to 64G per second (the ST-506 of 1980",
+            ),
+            (
+                "rpm=1,rate=50M",
+                "rpm=1 is beyond any real drive; valid: 3600 to 15000 (the ST-506",
+            ),
+            ("hdd-5400,rpm=100000", "valid: 3600 to 15000"),
+            (
+                "hdd-5400,bus=1k",
+                "bus=1k is beyond any real drive; valid: 600K to 64G per second",
+            ),
+            (
+                "hdd-5400,seek=10s",
+                "seek=10s is beyond any real drive; valid: up to 10ms and 250ms",
+            ),
+            ("hdd-5400,settle=20ms", "valid: up to 10ms and 250ms"),
+            ("request=5s", "request=5s is beyond any real drive; valid: up to 1s"),
+            ("nvme,latency=2s", "valid: up to 1s"),
+            ("flush=1h", "flush=1h is beyond any real drive; valid: up to 1s"),
+            ("hdd-5400,capacity=1M", "valid: 5M to 100T"),
+            ("hdd-5400,sector=1000", "valid: 512 to 64K, a power of two"),
+        ] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        // The ends of the ranges are real drives, and valid.
+        for good in [
+            "rpm=3600,rate=600K,seek=250ms,settle=10ms",
+            "rpm=15000,rate=64G",
+            "request=1s,latency=1s,flush=1s",
+        ] {
+            assert!(parse(good).is_ok(), "{good}");
+        }
+    }
+
+    #[test]
+    fn every_named_profile_lies_within_the_ranges() {
+        for named in &NAMED {
+            let f = (named.figures)();
+            for rate in [f.media_bytes_per_s, f.bus_bytes_per_s].into_iter().flatten() {
+                assert!((MIN_RATE..=MAX_RATE).contains(&rate), "{}", named.name);
+            }
+            if let Some(s) = f.spindle() {
+                assert!((MIN_RPM..=MAX_RPM).contains(&s.rpm), "{}", named.name);
+                assert!(
+                    s.settle <= MAX_SETTLE && s.full_stroke <= MAX_FULL_STROKE,
+                    "{}",
+                    named.name
+                );
+                assert!(
+                    (MIN_CAPACITY..=MAX_CAPACITY).contains(&s.capacity_bytes),
+                    "{}",
+                    named.name
+                );
+            }
+            assert!(
+                f.flush_cost <= MAX_COST && f.command_latency <= MAX_COST,
+                "{}",
+                named.name
+            );
+        }
+    }
+
+    #[test]
+    fn bad_fault_rules_say_what_is_valid_in_one_line() {
+        for (bad, says) in [
+            (
+                "hdd-5400,fail=wrte",
+                "fail=wrte: unknown kind 'wrte'; expected fail=write|read|flush[:range=",
+            ),
+            ("hdd-5400,fail=flush:range=0+4k", "a flush has no byte range"),
+            ("hdd-5400,fail=write:range=1G", "range=1G: expected OFFSET+LENGTH"),
+            ("hdd-5400,fail=write:range=1G+0", "an empty range matches nothing"),
+            (
+                "hdd-5400,fail=write:after=soon",
+                "after=soon: expected a number of requests or a duration",
+            ),
+            (
+                "hdd-5400,fail=write:p=2",
+                "p=2: expected a probability above 0, at most 1",
+            ),
+            (
+                "hdd-5400,fail=write:times=0",
+                "times=0: expected how many requests fail, 1 or more",
+            ),
+            ("hdd-5400,fail=write:colour=red", "unknown condition 'colour'"),
+            ("hdd-5400,fail=write:oops", "'oops' is not NAME=VALUE"),
+        ] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+            assert!(err.contains(FAIL_SYNTAX), "{bad}: says what is valid: {err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
     fn bad_profiles_say_which_part_is_wrong() {
         for (bad, says) in [
             ("floppy", "unknown profile 'floppy'"),
@@ -217,7 +538,7 @@ mod tests {
             ("flush=1ms,write=0", "write: a rate of 0 would never finish"),
             ("rpm=5400", "needs rate="),
             ("seek=9ms", "give rpm= first"),
-            ("hdd-5400,settle=30ms", "longer than the full-stroke"),
+            ("hdd-5400,seek=5ms,settle=9ms", "longer than the full-stroke"),
             ("nvme,colour=red", "unknown key 'colour'"),
             ("hdd-5400,cache", "not KEY=VALUE"),
         ] {

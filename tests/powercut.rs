@@ -1,0 +1,297 @@
+//! Issue 18: what an fsync buys. `fsynclab run powercut` cuts the emulated disk's power
+//! under an application pattern, lets the real filesystem recover from the media as the
+//! drive left it, and judges every acknowledged record. Asserted: what a correct stack
+//! promises (fsync, fdatasync and O_DSYNC on default mounts lose no acknowledged record,
+//! the filesystem mounts and its checker finds it clean), what must be caught (a drive that
+//! ignores flushes, barriers off, sync_file_range), the exit status and the one line that
+//! says so, and that nothing is left behind, whatever signal comes during a cycle. What each
+//! filesystem keeps of a rename or a create without fsync is printed, as measured.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use common::Need::{Fuse, Root, Tool};
+use common::{fsynclab, send, traces_under, wait_at_most, PrivateState, StderrLines};
+
+common::tests! {
+    issue18_powercut_needs_an_emulated_disk,
+    issue18_fsync_on_default_filesystems_loses_no_acknowledged_write:
+        [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
+    issue18_a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so:
+        [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.btrfs")],
+    issue18_sync_file_range_loses_acknowledged_writes: [Root, Fuse, Tool("mkfs.ext4")],
+    issue18_rename_and_create_keep_what_each_filesystem_keeps:
+        [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
+    issue18_a_signal_during_a_cycle_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
+    issue18_sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
+}
+
+/// `fsynclab run powercut` on a scratch `fs` over `device` with `sets`, as JSON; returns the
+/// exit code, the result and stderr.
+fn powercut(backing: &Path, fs: &str, device: &str, sets: &[&str]) -> (i32, Value, String) {
+    let mut cmd = fsynclab();
+    cmd.args(["run", "powercut", "-q", "--no-explain", "-f", "json", "--scratch", fs])
+        .args(["--device", device, "--backing"])
+        .arg(backing)
+        .timeout(Duration::from_secs(300));
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let result: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{fs} {sets:?}: no JSON ({e}): {stderr}"));
+    common::assert_matches_schema(&result);
+    (out.status.code().unwrap_or(-1), result, stderr)
+}
+
+/// The verdict of all the run's cuts.
+fn total(result: &Value) -> &Value {
+    &result["details"]["powercut"]["total"]
+}
+
+fn cycles(result: &Value) -> &Vec<Value> {
+    result["details"]["powercut"]["cycles"].as_array().unwrap()
+}
+
+fn issue18_powercut_needs_an_emulated_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fsynclab()
+        .args(["run", "powercut", "-q", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--scratch FS --device PROFILE"), "{err}");
+    assert!(common::leftovers(dir.path()).is_empty());
+}
+
+fn issue18_fsync_on_default_filesystems_loses_no_acknowledged_write() {
+    let backing = common::backing();
+    for fs in ["ext4", "xfs", "btrfs"] {
+        for sync in ["fsync", "fdatasync", "odsync"] {
+            let (code, r, stderr) = powercut(backing.path(), fs, "hdd-7200", &["cuts=2", &format!("sync={sync}")]);
+            let t = total(&r);
+            eprintln!(
+                "{fs} append/{sync}: {} acknowledged, {} lost, {} torn in 2 cuts",
+                t["acked"], t["acked_lost"], t["acked_torn"]
+            );
+            assert_eq!(code, 0, "{fs} {sync}: {stderr}");
+            assert!(
+                t["acked"].as_u64().unwrap() > 0,
+                "{fs} {sync}: nothing acknowledged: {t}"
+            );
+            assert_eq!(
+                (t["acked_lost"].as_u64(), t["acked_torn"].as_u64()),
+                (Some(0), Some(0)),
+                "{fs} {sync}: {t}"
+            );
+            for c in cycles(&r) {
+                assert_eq!(c["recovery"]["mounted"], true, "{fs} {sync}: {c}");
+                assert_eq!(c["check"]["clean"], true, "{fs} {sync}: the checker: {c}");
+                // The cut came while the pattern was writing: the drive held writes.
+                assert!(c["cut"]["held_writes"].as_u64().is_some(), "{fs} {sync}: {c}");
+            }
+        }
+    }
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+fn issue18_a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so() {
+    let backing = common::backing();
+    for (fs, device) in [
+        ("ext4", "hdd-7200,flush=ignore"),
+        ("ext4:barrier=0", "hdd-7200"),
+        ("btrfs:nobarrier", "hdd-7200"),
+    ] {
+        let (code, r, stderr) = powercut(backing.path(), fs, device, &["cuts=3"]);
+        let t = total(&r);
+        eprintln!(
+            "{fs} on {device}: {} of {} acknowledged records lost",
+            t["acked_lost"], t["acked"]
+        );
+        assert!(
+            t["acked_lost"].as_u64().unwrap() > 0,
+            "{fs} on {device}: no loss caught: {t}"
+        );
+        assert_eq!(code, 1, "{fs} on {device}: {stderr}");
+        let last = stderr.trim_end().lines().last().unwrap_or("");
+        assert!(
+            last.starts_with("fsynclab: ") && last.contains("acknowledged records lost"),
+            "{fs} on {device}: {stderr}"
+        );
+    }
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+fn issue18_sync_file_range_loses_acknowledged_writes() {
+    let backing = common::backing();
+    let (code, r, _) = powercut(backing.path(), "ext4", "hdd-7200", &["cuts=1", "sync=sync_file_range"]);
+    let t = total(&r);
+    // It commits no metadata and flushes no cache: the size of the log is not durable.
+    assert_eq!(code, 1);
+    assert!(t["acked_lost"].as_u64().unwrap() > 0, "{t}");
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+fn issue18_rename_and_create_keep_what_each_filesystem_keeps() {
+    let backing = common::backing();
+    // With the file's fsync and the directory's, every acknowledged version is there.
+    for fs in ["ext4", "xfs", "btrfs"] {
+        for pattern in ["rename", "create"] {
+            let (code, r, stderr) = powercut(
+                backing.path(),
+                fs,
+                "hdd-7200",
+                &["cuts=1", &format!("pattern={pattern}"), "sync=fsync", "dir_sync=1"],
+            );
+            assert_eq!(code, 0, "{fs} {pattern}: {stderr}");
+            assert_eq!(total(&r)["acked_lost"], 0, "{fs} {pattern}: {}", total(&r));
+        }
+    }
+    // Without them: what each keeps, as measured (cut after the first journal commit, at
+    // 5 s on ext4). Only that the files add up is asserted.
+    for fs in ["ext4:noauto_da_alloc", "ext4", "xfs", "btrfs"] {
+        for (pattern, sync) in [("rename", "none"), ("create", "fsync")] {
+            let (_, r, _) = powercut(
+                backing.path(),
+                fs,
+                "hdd-7200",
+                &[
+                    "cuts=2",
+                    &format!("pattern={pattern}"),
+                    &format!("sync={sync}"),
+                    "dir_sync=0",
+                    "cut_after=6s",
+                    "cut_within=1s",
+                ],
+            );
+            let files = &total(&r)["files"];
+            eprintln!("{fs} {pattern} sync={sync}, no directory fsync: {files}");
+            let sum: u64 = ["new", "old", "empty", "zeroed", "missing", "torn"]
+                .iter()
+                .map(|k| files[k].as_u64().unwrap_or(0))
+                .sum();
+            let expected = match pattern {
+                "rename" => 2,
+                _ => cycles(&r).iter().map(|c| c["issued"].as_u64().unwrap()).sum(),
+            };
+            assert_eq!(sum, expected, "{fs} {pattern}: {files}");
+        }
+    }
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+/// A powercut run of two cuts with its own state directory, paused at `point` if given.
+fn cycle_run(backing: &Path, state: &PrivateState, point: Option<&str>) -> Command {
+    let mut cmd = Command::new(common::bin());
+    cmd.env(state.env().0, state.path())
+        .env("FSYNCLAB_STORE", "off")
+        .args(["run", "powercut", "-q", "--no-explain", "--set", "cuts=2"])
+        .args([
+            "--set",
+            "cut_after=300ms",
+            "--set",
+            "cut_within=0",
+            "--set",
+            "max_size=16M",
+        ])
+        .args([
+            "--scratch",
+            "ext4",
+            "--scratch-size",
+            "256M",
+            "--device",
+            "hdd-7200",
+            "--backing",
+        ])
+        .arg(backing)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if let Some(p) = point {
+        cmd.env("FSYNCLAB_TEST_PAUSE", p);
+    }
+    cmd
+}
+
+/// The steps of a cycle: tearing the cut filesystem down, attaching the media, the replay,
+/// the checker, the next cycle's filesystem.
+const CYCLE_POINTS: [&str; 6] = [
+    "undo:fuse",
+    "done:loop@2",
+    "done:mount@2",
+    "run:e2fsck",
+    "run:mkfs.ext4@2",
+    "done:mount@3",
+];
+
+fn issue18_a_signal_during_a_cycle_leaves_nothing() {
+    for point in CYCLE_POINTS {
+        let backing = common::backing();
+        let state = PrivateState::new();
+        let mut cmd = cycle_run(backing.path(), &state, Some(point));
+        cmd.env("FSYNCLAB_TEST_PAUSE_UNTIL", "signal");
+        let mut run = cmd.spawn().unwrap();
+        let mut lines = StderrLines::of(&mut run);
+        let name = point.split('@').next().unwrap();
+        lines.wait_for(
+            &format!("fsynclab: test pause at {name}"),
+            &mut run,
+            Duration::from_secs(120),
+        );
+        send(&run, libc::SIGTERM);
+        let code = wait_at_most(&mut run, Duration::from_secs(120)).code();
+        let stderr = lines.all();
+        assert_eq!(code, Some(143), "SIGTERM at {point}: {stderr}");
+        assert_eq!(
+            traces_under(backing.path()),
+            Vec::<String>::new(),
+            "SIGTERM at {point}: left behind"
+        );
+        assert!(
+            !state.file_of(run.id()).exists(),
+            "SIGTERM at {point}: its state file is left"
+        );
+    }
+}
+
+fn issue18_sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
+    for point in CYCLE_POINTS {
+        let backing = common::backing();
+        let state = PrivateState::new();
+        let mut run = cycle_run(backing.path(), &state, Some(point)).spawn().unwrap();
+        let mut lines = StderrLines::of(&mut run);
+        let name = point.split('@').next().unwrap();
+        lines.wait_for(
+            &format!("fsynclab: test pause at {name}"),
+            &mut run,
+            Duration::from_secs(120),
+        );
+        run.kill().unwrap();
+        wait_at_most(&mut run, Duration::from_secs(30));
+        let out = Command::new(common::bin())
+            .env(state.env().0, state.path())
+            .arg("cleanup")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cleanup after SIGKILL at {point}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            traces_under(backing.path()),
+            Vec::<String>::new(),
+            "SIGKILL at {point}: left behind"
+        );
+    }
+}
