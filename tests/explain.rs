@@ -31,6 +31,7 @@ common::tests! {
     issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree: [Root, Fuse, Tracefs],
     issue16_exec_explain_works_on_the_hosts_own_filesystem: [Root, Tracefs],
     issue16_bad_exec_explain_flags_are_refused_in_one_line,
+    issue16_cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
 }
 
 fn temp() -> tempfile::TempDir {
@@ -975,4 +976,47 @@ fn issue16_bad_exec_explain_flags_are_refused_in_one_line() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
         assert!(stderr.contains(flag), "{stderr}");
     }
+}
+
+/// Issue 16: `exec --explain` traces in two instances (the machine's events, the process
+/// tree's); killed with SIGKILL while its command runs, it leaves both, and `cleanup`
+/// removes both.
+fn issue16_cleanup_removes_both_trace_instances_of_a_sigkilled_exec() {
+    let _one = one_at_a_time();
+    let state = PrivateState::new();
+    let dir = temp();
+    let mut child = std::process::Command::new(common::bin())
+        .env(state.env().0, state.env().1)
+        .env("FSYNCLAB_STORE", "off")
+        .args(["exec", "--explain", "--dir"])
+        .arg(dir.path())
+        .args(["--", "sh", "-c", "echo started; exec sleep 60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l == "started")),
+        "the command never started"
+    );
+    let pid = child.id();
+    let ours = || -> Vec<String> {
+        trace_instances()
+            .into_iter()
+            .filter(|i| is_instance_of(i, pid))
+            .collect()
+    };
+    assert_eq!(ours().len(), 2, "{:?}", trace_instances());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(ours().len(), 2, "a SIGKILLed run cannot remove its instances");
+    let out = fsynclab()
+        .env(state.env().0, state.env().1)
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_no_instance_of(&[pid]);
 }
