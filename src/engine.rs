@@ -3,7 +3,9 @@
 //! result (the testbed's figures, tables and findings rendered) → status.
 //!
 //! The work directory is removed on every way out (it is dropped here), and a run ended by
-//! a signal still returns what it measured, marked `interrupted`. Around the measurement,
+//! a signal still returns what it measured, marked `interrupted`. On a scratch filesystem,
+//! what the kernel logged about its device is kept, and after failures the state the
+//! filesystem is left in (read-only, shut down). Around the measurement,
 //! the writeback timeline is sampled and, with `--explain`, the kernel traced
 //! ([`crate::explain::run`]); the slow calls are explained once it ends.
 
@@ -165,6 +167,7 @@ pub(crate) fn run(
     let mut environment = environment::fingerprint(work.path());
     testbed.annotate_environment(&mut environment);
     let flushes_before = testbed.flushes();
+    let kernel_log = testbed.kernel_log();
 
     // Measurement.
     let started_at = now_rfc3339();
@@ -205,6 +208,14 @@ pub(crate) fn run(
     };
     let sync_calls = result.sync_calls();
     testbed.count_flushes(&mut result.environment, flushes_before, sync_calls);
+    let disk_failed = result
+        .environment
+        .device_profile
+        .as_ref()
+        .and_then(|p| p.activity.as_ref())
+        .is_some_and(|a| a.failed_writes + a.failed_reads + a.failed_flushes + a.refused_after_cut > 0);
+    let failed = disk_failed || result.all_errors() > 0;
+    testbed.note_after_run(&mut result.environment, kernel_log, failed);
     result.render_views();
     result.findings.extend(
         testbed

@@ -27,6 +27,8 @@
 //!   the compact sample codec), the HTML page `fsynclab report` writes; `record`: runs stored as they finish
 //! - `matrix`: configurations crossed and repeated, with seed 002's table; `review`: the
 //!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
+//! - `reproduce`: every seed's finding run again on the configuration of its era, the
+//!   published figure beside the measured one, and a verdict with why
 //! - `explain`: a kernel trace of the measured threads, slow calls split into causes, the
 //!   writeback timeline
 //! - `output`: files users name (`-o`), written as `cp` and `tee` would, never over the store
@@ -58,6 +60,7 @@ mod output;
 mod params;
 mod record;
 mod report;
+mod reproduce;
 mod result;
 mod review;
 mod rng;

@@ -198,12 +198,13 @@ fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
         let (key, value) = split_assignment(arg)?;
         match key.split_once('.') {
             Some((name, k)) => {
-                if scenario::find(name).is_none() {
-                    return Err(Usage(format!(
-                        "--set {arg}: unknown scenario '{name}'; valid: {}",
-                        scenario::names()
-                    ))
-                    .into());
+                if !scenarios.iter().any(|s| s.name() == name) {
+                    let names: Vec<&str> = scenarios.iter().map(|s| s.name()).collect();
+                    let why = match scenario::find(name) {
+                        Some(_) => format!("{name} is not part of the suite (run it with `fsynclab run {name}`)"),
+                        None => format!("unknown scenario '{name}'"),
+                    };
+                    return Err(Usage(format!("--set {arg}: {why}; valid: {}", names.join(", "))).into());
                 }
                 user.push((Some(name.to_string()), format!("{k}={value}")));
             }

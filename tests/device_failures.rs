@@ -26,6 +26,7 @@ common::tests! {
     issue15_a_failing_flush_set_on_a_running_device_fails_once_then_heals: [Root, Fuse],
     issue15_bad_fault_options_are_one_line_saying_what_is_valid,
     issue15_faults_that_fail_the_mount_are_refused_and_leave_nothing: [Root, Fuse],
+    issue15_n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run: [Root, Fuse, Tool("mkfs.ext2")],
     issue19_physically_absurd_profiles_are_refused_with_the_valid_range,
     issue19_sigterm_during_a_mount_on_a_slow_disk_ends_the_run_within_seconds: [Root, Fuse],
     issue19_sigterm_while_the_command_waits_on_a_slow_disk_ends_the_run_within_seconds: [Root, Fuse],
@@ -316,8 +317,12 @@ echo "read $(r 15360)"; echo "read elsewhere $(r 15000)"; echo "read $(r 15360)"
     let p = &r["environment"]["device_profile"];
     let a = &p["activity"];
     assert_eq!(
-        (&a["failed_writes"], &a["failed_reads"], &a["failed_flushes"]),
-        (&Value::from(2), &Value::from(2), &Value::from(0)),
+        (
+            count(a, "failed_writes"),
+            count(a, "failed_reads"),
+            count(a, "failed_flushes")
+        ),
+        (2, 2, 0),
         "{a}"
     );
     assert_eq!(
@@ -408,6 +413,91 @@ fn issue15_faults_that_fail_the_mount_are_refused_and_leave_nothing() {
         stderr.contains("let mount through with after=N or after=DURATION"),
         "{stderr}"
     );
+    assert_cleanup_finds_nothing(&private, dir.path());
+}
+
+fn issue15_n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run() {
+    // Issue 15, item 3: a scenario run on a disk told to fail N requests finds exactly the N
+    // calls they failed in its result, on the run's clock in the report and in `explain`,
+    // and exits 1. Flushes, because their calls are known exactly: ext2 has no journal, so a
+    // flush comes only from an fsync, once each; a failed write of writeback would reach
+    // fsync only through the page cache, which merges requests, and another process's
+    // sync(2) could write back metadata the rule then fails instead. The few flushes made
+    // before the prober's (the work directory's own fsyncs) are let through by after=6.
+    const N: usize = 3;
+    let dir = backing();
+    let private = common::PrivateState::new();
+    let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
+    let report = dir.path().join("report.json");
+    let device = format!("nvme,fail=flush:after=6:times={N}");
+    let out = fsynclab()
+        .env(private.env().0, private.path())
+        .args(["run", "overwrite-fsync", "--no-explain"])
+        .args(["--scratch", "ext2", "--scratch-size", "160M", "--device", &device])
+        .arg("--backing")
+        .arg(dir.path())
+        .args(["--set", "background=none", "--set", "sleep=0", "--set", "iterations=12"])
+        .args(["--set", "write_size=4k", "-o"])
+        .arg(&report)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "failed calls make the run fail: {stderr}");
+    assert!(
+        stderr.contains(&format!("{N} calls failed (first: EIO from fsync at ")),
+        "{stderr}"
+    );
+
+    // The result: exactly N failed calls, all fsync, one after another, and N failed flushes.
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    common::assert_matches_schema(&r);
+    let fsyncs: Vec<&Value> = r["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["op"] == "fsync")
+        .collect();
+    assert_eq!(fsyncs.len(), 12, "every iteration's fsync is recorded");
+    let failed: Vec<usize> = (0..fsyncs.len()).filter(|&i| fsyncs[i]["error"] == "EIO").collect();
+    assert_eq!(failed.len(), N, "{failed:?}");
+    assert_eq!(
+        failed[N - 1] - failed[0],
+        N - 1,
+        "the failed calls are consecutive: {failed:?}"
+    );
+    let all_failed = r["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s.get("error").is_some())
+        .count();
+    assert_eq!(all_failed, N, "no call but those fsyncs failed");
+    let a = &r["environment"]["device_profile"]["activity"];
+    assert_eq!(
+        (count(a, "failed_flushes"), count(a, "failed_writes")),
+        (N as u64, 0),
+        "{a}"
+    );
+
+    // On the run's clock, in the report and in `explain` alike.
+    let at: Vec<String> = failed
+        .iter()
+        .map(|&i| format!("{:.3}s", fsyncs[i]["t_ns"].as_u64().unwrap() as f64 / 1e9))
+        .collect();
+    let line = format!(
+        "failed calls: {N} of 24, on the run's clock: fsync EIO x{N} at {}",
+        at.join(", ")
+    );
+    let below = format!("below them: the emulated disk failed {N} flushes (fail=flush:after=6:times={N})");
+    let explained = fsynclab().arg("explain").arg(&report).output().unwrap();
+    let explained = String::from_utf8_lossy(&explained.stdout).into_owned();
+    for text in [stdout.to_string(), explained] {
+        assert!(text.contains(&line), "{line}\nnot in:\n{text}");
+        assert!(text.contains(&below), "{below}\nnot in:\n{text}");
+    }
+    std::fs::remove_file(&report).unwrap();
     assert_cleanup_finds_nothing(&private, dir.path());
 }
 
@@ -523,4 +613,13 @@ fn issue19_sigterm_while_the_command_waits_on_a_slow_disk_ends_the_run_within_se
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(took < Duration::from_secs(5), "{took:?} from SIGTERM to exit: {stderr}");
     assert_cleanup_finds_nothing(&private, dir.path());
+}
+
+/// A failure count of the device's activity: the result leaves a count out when it is zero,
+/// so an absent key reads as 0 (and anything else there is a wrong result, not a zero).
+fn count(activity: &Value, key: &str) -> u64 {
+    match activity.get(key) {
+        None => 0,
+        Some(v) => v.as_u64().unwrap_or_else(|| panic!("{key} is not a count: {v}")),
+    }
 }

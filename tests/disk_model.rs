@@ -25,6 +25,7 @@ common::tests! {
     issue9_exec_without_a_command_is_a_usage_error,
     issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown: [Root],
     issue9_list_devices_prints_every_profile_with_its_sources,
+    issue20_bdi_limits_are_set_recorded_restored_and_refused_when_bad: [Root],
 }
 
 /// A scratch ext4 on emulated disk `device`, 256 MiB.
@@ -132,11 +133,14 @@ fn issue9_random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_thr
 }
 
 fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
+    // Issue 20 bounded the cache to 32 segments on the hard disks: the first half checks the
+    // unbounded cache this test was written for (`segments=0`), the second the profile's.
     // The tests that time the emulated disk take turns: one's load would slow another's daemon.
     let _turn = common::one_at_a_time();
     let dir = backing();
     {
-        let target = scratch("hdd-5400", dir.path());
+        // A cache without segments (`segments=0`): every write it has room for is held.
+        let target = scratch("hdd-5400,segments=0", dir.path());
         let f = prefilled(target.dir());
         let _ = target.flushes(); // marks the start of the measured stretch
         let buf = fsynclab::sys::AlignedBuf::filled(4096, 0);
@@ -170,6 +174,37 @@ fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
         assert!(
             per_op_ms > 1.0,
             "{per_op_ms:.2} ms a block: 32 MiB of random blocks are not that close"
+        );
+    }
+    {
+        // The profile's cache of 32 segments (issue 20): it holds at most 32 separate
+        // writes, so writes wait for one to drain, and the flush finds at most 32 waiting.
+        let target = scratch("hdd-5400", dir.path());
+        let f = prefilled(target.dir());
+        let _ = target.flushes();
+        let buf = fsynclab::sys::AlignedBuf::filled(4096, 0);
+        for off in random_blocks(300) {
+            f.write_all_at(buf.as_slice(), off).unwrap();
+        }
+        let start = Instant::now();
+        f.sync_data().unwrap();
+        let flush = start.elapsed();
+        let a = target.device_activity().expect("an emulated device");
+        // However fast the drain keeps up on a loaded machine, the cache held its 32
+        // segments and the few writes on their way to the media, never the 300 that the
+        // unsegmented cache above took in.
+        assert!(a.writes_waited_for_room > 0, "{a:?}");
+        assert!(a.cache_max_bytes < 40 * 4096, "{a:?}");
+        let pending = a.flush_pending_bytes_max.unwrap_or(0) / 4096;
+        // 32 segments waiting, and the write on the actuator.
+        assert!(
+            (1..=33).contains(&pending),
+            "the flush found {pending} blocks waiting: {a:?}"
+        );
+        let per_op_ms = (a.positioning_ms + a.transfer_ms) / a.media_ops as f64;
+        assert!(
+            flush.as_secs_f64() < 1.5 * per_op_ms * pending as f64 / 1e3 + 0.05,
+            "flush of {pending} cached blocks took {flush:?} at {per_op_ms:.2} ms a block ({a:?})"
         );
     }
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
@@ -387,4 +422,51 @@ fn issue9_list_devices_prints_every_profile_with_its_sources() {
     assert_eq!(bad.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("cache=lots"), "{stderr}");
+}
+
+fn issue20_bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
+    let dir = backing();
+    let out = fsynclab()
+        .args(["probe", "-q", "-f", "json", "--set", "iterations=3", "--backing"])
+        .arg(dir.path())
+        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+        .args(["--bdi", "strict_limit=1,max_bytes=4M"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&r);
+    let bdi = &r["environment"]["scratch"]["bdi"];
+    assert_eq!(bdi["strict_limit"], 1, "{bdi}");
+    // The kernel keeps max_bytes as a ratio of the dirty limit: it reads back near 4 MiB.
+    let max_bytes = bdi["max_bytes"].as_u64().unwrap();
+    assert!((3 << 20..=5 << 20).contains(&max_bytes), "{bdi}");
+    // Put back: a loop device is kept by the kernel, and with it its bdi.
+    let device = r["environment"]["scratch"]["loop_device"].as_str().unwrap();
+    let sys = format!("/sys/block/{}/bdi", device.trim_start_matches("/dev/"));
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("{sys}/{f}"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    assert_eq!(read("strict_limit"), "0");
+    assert_eq!(read("max_ratio_fine"), "1000000");
+    let bad = fsynclab()
+        .args(["probe", "-q", "--set", "iterations=1", "--backing"])
+        .arg(dir.path())
+        .args(["--scratch", "ext2", "--scratch-size", "128M", "--bdi", "max_byte=4M"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("unknown knob 'max_byte'") && stderr.contains("max_bytes"),
+        "{stderr}"
+    );
+    let no_scratch = fsynclab().args(["probe", "--bdi", "strict_limit=1"]).output().unwrap();
+    assert_eq!(no_scratch.status.code(), Some(2));
+    assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }

@@ -30,6 +30,10 @@ common::tests! {
         [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
     issue18_a_signal_during_a_cycle_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
     issue18_sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
+    issue18_exec_cut_checks_any_program_after_the_recovery: [Root, Fuse, Tool("mkfs.ext4")],
+    issue18_exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan,
+    issue18_a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best:
+        [Root, Fuse, Tool("mkfs.ext4")],
 }
 
 /// `fsynclab run powercut` on a scratch `fs` over `device` with `sets`, as JSON; returns the
@@ -294,4 +298,138 @@ fn issue18_sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
             "SIGKILL at {point}: left behind"
         );
     }
+}
+
+/// A shell workload that appends numbered records of 1 MiB with `dd conv=fsync` and writes
+/// each one it was told is durable to a ledger outside the disk; the check finds every
+/// ledger line in the recovered log. Records of 1 MiB keep a drive's cache busy: one that
+/// acknowledges flushes without draining (`flush=ignore`) then holds acknowledged records at
+/// any moment (small records drain between two `dd`s, and a cut finds the cache empty).
+const LEDGER_WORKLOAD: &str = "i=0; while :; do i=$((i+1)); { echo $i; head -c 1048576 /dev/zero; } | dd of=log oflag=append conv=notrunc,fsync bs=1M iflag=fullblock status=none && echo $i >> \"$LEDGER\"; done";
+const LEDGER_CHECK: &str = "tr -d '\\000' < log > lines; for i in $(cat \"$LEDGER\"); do grep -qx \"$i\" lines || { echo \"lost $i\"; exit 1; }; done; echo \"all $(wc -l < \"$LEDGER\") acknowledged lines are there\"";
+
+fn exec_cut(backing: &Path, device: &str, ledger: &Path) -> (Option<i32>, String, String) {
+    let out = fsynclab()
+        .env("LEDGER", ledger)
+        .args([
+            "exec",
+            "--scratch",
+            "ext4",
+            "--device",
+            device,
+            "--cut",
+            "after=1500ms",
+            "--check",
+            LEDGER_CHECK,
+        ])
+        .arg("--backing")
+        .arg(backing)
+        .args(["--", "sh", "-c", LEDGER_WORKLOAD])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn issue18_exec_cut_checks_any_program_after_the_recovery() {
+    let backing = common::backing();
+    let outside = tempfile::tempdir().unwrap();
+    // A drive that flushes: every acknowledged line survives, the check says so and exits 0.
+    let ledger = outside.path().join("honest");
+    let (code, stdout, stderr) = exec_cut(backing.path(), "hdd-7200", &ledger);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("acknowledged lines are there"), "{stdout}");
+    assert!(stderr.contains("the power is cut at"), "{stderr}");
+    assert!(
+        stderr.contains("the filesystem mounted again after the cut"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("finds the filesystem clean"), "{stderr}");
+    assert!(std::fs::read_to_string(&ledger).unwrap().lines().count() > 0);
+    // A drive that acknowledges flushes without draining: the check finds a line missing.
+    let ledger = outside.path().join("lying");
+    let (code, stdout, stderr) = exec_cut(backing.path(), "hdd-7200,flush=ignore", &ledger);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("lost "), "{stdout}");
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+fn issue18_exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let refused = |args: &[&str], says: &str| {
+        let out = fsynclab().arg("exec").args(args).args(["--", "true"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        err.trim_end().lines().count()
+    };
+    assert_eq!(
+        refused(&["--cut", "after=1s", "--dir", d], "a power cut needs an emulated disk"),
+        1
+    );
+    let bad_plan = [
+        "--scratch",
+        "ext4",
+        "--device",
+        "hdd-7200",
+        "--cut",
+        "soon",
+        "--backing",
+        d,
+    ];
+    assert_eq!(refused(&bad_plan, "--cut soon: "), 1);
+    // --check without --cut: the command line says it needs one.
+    refused(&["--check", "true"], "--cut");
+    assert!(common::leftovers(dir.path()).is_empty());
+}
+
+fn issue18_a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best() {
+    let backing = common::backing();
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("s.sqlite");
+    let out = fsynclab()
+        .env("FSYNCLAB_STORE", &store)
+        .current_dir(work.path())
+        .args(["matrix", "powercut", "--axis", "device=hdd-7200,hdd-7200,flush=ignore"])
+        .args(["--set", "cuts=2", "--repeat", "1", "--scratch", "ext4", "--backing"])
+        .arg(backing.path())
+        .args([
+            "--figure",
+            "fsync.p99",
+            "--figure",
+            "acked.lost",
+            "--format",
+            "json",
+            "--quiet",
+        ])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // One JSON table per figure, one after the other.
+    let tables: Vec<Value> = serde_json::Deserializer::from_str(&text)
+        .into_iter::<Value>()
+        .map(|t| t.unwrap())
+        .collect();
+    let p99 = tables
+        .iter()
+        .find(|t| t["figure"] == "fsync.p99")
+        .unwrap_or_else(|| panic!("{text}"));
+    let cells = p99["rows"][0]["cells"].as_array().unwrap();
+    let (honest, lying) = (&cells[0], &cells[1]);
+    assert_eq!(lying["lost_acknowledged"], true, "{p99:#}");
+    assert_eq!(
+        lying["best"], false,
+        "a configuration that lost writes is never best: {p99:#}"
+    );
+    assert_eq!(honest["lost_acknowledged"], false, "{p99:#}");
+    assert_eq!(honest["best"], true, "{p99:#}");
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }

@@ -145,8 +145,14 @@ fn issue14_a_later_versions_result_keeps_what_this_version_does_not_know() {
     assert_eq!(shown, written);
     let text = stdout(&["show", path, "--format", "text"], None);
     assert_text_has_findings_and_tables(&text, &written, "the later version's result");
+    // A later version's scenario against this one's: compared when asked to (issue 19).
     let cmp = stdout(
-        &["compare", path, fixture("result-99ee4f9.json").to_str().unwrap()],
+        &[
+            "compare",
+            path,
+            fixture("result-99ee4f9.json").to_str().unwrap(),
+            "--across-scenarios",
+        ],
         None,
     );
     assert!(cmp.contains("fdatasync.p99"), "compared on its figures: {cmp}");

@@ -38,6 +38,7 @@ common::tests! {
     issue8_cleanup_removes_nothing_without_fsynclabs_shape,
     issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once: [Root, Fuse],
     issue8_sigkill_at_every_step_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4")],
+    issue15_sigkill_during_a_fault_run_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs")],
 }
 
 /// The running test's turn and its state directory, named to every fsynclab it starts
@@ -709,7 +710,13 @@ fn snapshot(backing: &Path, ours: &[u32]) -> Machine {
         }
         loop_settings.insert(
             name,
-            format!("{} rotational={}", read("queue/scheduler"), read("queue/rotational")),
+            format!(
+                "{} rotational={} bdi strict_limit={} max_ratio_fine={}",
+                read("queue/scheduler"),
+                read("queue/rotational"),
+                read("bdi/strict_limit"),
+                read("bdi/max_ratio_fine")
+            ),
         );
     }
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
@@ -803,7 +810,8 @@ enum KillAt {
     After(Duration),
 }
 
-/// The points of a scratch run on an emulated disk with a scheduler and two sysctls, from
+/// The points of a scratch run on an emulated disk with a scheduler, two per-device dirty
+/// limits and two sysctls, from
 /// the first step to the last undo (see src/testbed/pause.rs).
 const POINTS: &[&str] = &[
     "recorded:directory",
@@ -818,6 +826,10 @@ const POINTS: &[&str] = &[
     "done:rotational",
     "recorded:scheduler",
     "done:scheduler",
+    "recorded:bdi",
+    "done:bdi",
+    "recorded:bdi@2",
+    "done:bdi@2",
     "recorded:mount",
     "run:mount",
     "done:mount",
@@ -832,6 +844,10 @@ const POINTS: &[&str] = &[
     "undo:mount",
     "run:umount",
     "undone:mount",
+    "undo:bdi",
+    "undone:bdi",
+    "undo:bdi@2",
+    "undone:bdi@2",
     "undo:scheduler",
     "undone:scheduler",
     "undo:rotational",
@@ -848,13 +864,14 @@ const POINTS: &[&str] = &[
 
 /// Starts a sweep run, waits for the kill point, and SIGKILLs it. Returns false if the run
 /// ended before the delay.
-/// The run the sweep kills: a scratch ext4 on an emulated disk, with a scheduler and two
-/// sysctls, so that every kind of step is there.
+/// The run the sweep kills: a scratch ext4 on an emulated disk, with a scheduler, per-device
+/// dirty limits and two sysctls, so that every kind of step is there.
 fn sweep_run(backing: &Path) -> Command {
     let mut cmd = Command::new(bin());
     cmd.args(["probe", "-q", "--set", "iterations=20"])
         .args(["--scratch", "ext4", "--scratch-size", "160M", "--device", "hdd-5400"])
         .args(["--scheduler", "mq-deadline"])
+        .args(["--bdi", "strict_limit=1,max_bytes=4M"])
         .args(["--dirty-ratio", "13", "--dirty-expire", "7s"])
         .arg("--backing")
         .arg(backing);
@@ -863,7 +880,12 @@ fn sweep_run(backing: &Path) -> Command {
 
 /// Returns whether the run was killed before it ended, and its pid.
 fn kill_sweep_run(backing: &Path, at: &KillAt) -> (bool, u32) {
-    let mut cmd = sweep_run(backing);
+    kill_run(sweep_run(backing), at)
+}
+
+/// Starts `cmd`, waits for the kill point, and SIGKILLs it. Returns whether the run was
+/// killed before it ended, and its pid.
+fn kill_run(mut cmd: Command, at: &KillAt) -> (bool, u32) {
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     if let KillAt::Point(point) = at {
         cmd.env("FSYNCLAB_TEST_PAUSE", point);
@@ -1010,4 +1032,103 @@ fn issue8_sigkill_at_every_step_then_cleanup_restores_the_machine() {
         tried >= POINTS.len() + BY_DELAY as usize / 2,
         "only {tried} kill points reached"
     );
+}
+
+/// The points of a fault run (`fsync-errors` on ext4 then XFS, every write failing): the
+/// work directory, the first filesystem made and mounted, the unmount and mount once its
+/// disk has failed (read-only), its teardown, the second filesystem (shut down) the same,
+/// the work directory removed.
+const FAULT_POINTS: &[&str] = &[
+    "recorded:directory",
+    "done:fuse",
+    "done:mount",
+    "run:umount",
+    "run:mount@2",
+    "undo:mount",
+    "done:mount@2",
+    "run:umount@3",
+    "run:mount@4",
+    "undo:mount@2",
+    "undone:directory@3",
+];
+
+/// A run that makes filesystems fail: `fsync-errors` with every write failing (`disk`), or
+/// one flush failing and then the power cut (`flush`), its scratch filesystems in its work
+/// directory in `backing`.
+fn fault_run(backing: &Path, fault: &str) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(["run", "fsync-errors", "-q", "--no-explain"])
+        .args(["--set", "fs=ext4,xfs", "--set", &format!("fault={fault}"), "--dir"])
+        .arg(backing);
+    cmd
+}
+
+fn issue15_sigkill_during_a_fault_run_then_cleanup_restores_the_machine() {
+    // Issue 15, reliability: a run killed while its filesystems are read-only or shut down
+    // (or being made, remounted, undone) leaves what `fsynclab cleanup` undoes, all of it:
+    // the scratch filesystems inside the work directory first, then the work directory.
+    let _serial = serial();
+    let _cleanup = common::CleanupOnDrop(state_dir());
+    let backing = scratch_backing();
+    let mut ours = Vec::new();
+    let before = snapshot(backing.path(), &ours);
+    let started = Instant::now();
+    // One run of each to its end: its length spreads the kills by delay over its life.
+    let mut plan: Vec<(&str, KillAt)> = FAULT_POINTS.iter().map(|p| ("disk", KillAt::Point(p))).collect();
+    const BY_DELAY: u32 = 6;
+    for fault in ["disk", "flush"] {
+        let t0 = Instant::now();
+        let whole = fault_run(backing.path(), fault)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        ours.push(whole.id());
+        let whole = whole.wait_with_output().unwrap();
+        assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
+        let length = t0.elapsed();
+        plan.extend((0..BY_DELAY).map(|i| (fault, KillAt::After(length * (2 * i + 1) / (2 * BY_DELAY)))));
+    }
+    // The settings of free loop devices are left out: the run sets no scheduler, and
+    // other runs beside this one attach and free devices meanwhile, each attach setting a
+    // device's rotational flag afresh (seen here as loop1 rotational 1 -> 0 across a whole
+    // run that restored its own); the issue8 sweep covers them. The rest must be as it was.
+    let settled = |mut m: Machine| {
+        m.loop_settings.clear();
+        m
+    };
+    let before = settled(before);
+    same_machine(&before, &settled(snapshot(backing.path(), &ours)))
+        .unwrap_or_else(|d| panic!("after whole runs: {d}"));
+    let mut tried = 0;
+    for (fault, at) in &plan {
+        let (killed, pid) = kill_run(fault_run(backing.path(), fault), at);
+        ours.push(pid);
+        if !killed {
+            continue;
+        }
+        tried += 1;
+        let out = fsynclab().arg("cleanup").output().unwrap();
+        assert!(
+            out.status.success(),
+            "cleanup after a kill at {at:?} (fault={fault}) failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let after = settled(snapshot(backing.path(), &ours));
+        if let Err(diff) = same_machine(&before, &after) {
+            panic!(
+                "after a kill at {at:?} (fault={fault}) and `fsynclab cleanup` ({}), the machine differs:\n{diff}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "issue15 sweep: {tried} kill points tried ({} named, {} by delay) in fault runs, machine restored after each, in {:.1} s",
+        FAULT_POINTS.len(),
+        tried - FAULT_POINTS.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(tried >= FAULT_POINTS.len(), "only {tried} kill points reached");
 }

@@ -27,9 +27,11 @@ fn scenario_names() -> Vec<String> {
         .stdout
         .clone();
     let list: Value = serde_json::from_slice(&out).unwrap();
+    // The scenarios `list` marks as run on their own (fsync-errors) are not the suite's.
     list.as_array()
         .unwrap()
         .iter()
+        .filter(|s| s["in_suite"] != Value::Bool(false))
         .map(|s| s["name"].as_str().unwrap().to_string())
         .collect()
 }

@@ -42,6 +42,7 @@ Examples:
   fsynclab runs --last 5                          what the results store holds
   fsynclab compare 3-7 8-12                       two sets of runs: faster, slower, or no difference
   fsynclab matrix fsync-tps --axis device=ram,hdd-7200 --axis coordination=none,wal   (as root)
+  fsynclab reproduce                              does each seed's finding still hold here? (as root)
 
 Sizes take 4k, 1M, 8G (binary); durations 250ms, 1s, 2m. Exit status: 0 success,
 1 failure (including failed sync calls, which are reported), 2 bad input,
@@ -145,11 +146,63 @@ pub enum Command {
     /// table: the best per row in bold, significant differences marked
     #[command(after_help = MATRIX_HELP)]
     Matrix(Box<MatrixArgs>),
+    /// Run every seed's experiment on the configuration of its era and say, finding by
+    /// finding, whether it still holds: published figure, measured figure, verdict and why
+    /// (root)
+    #[command(after_help = REPRODUCE_HELP)]
+    Reproduce(ReproduceArgs),
     /// Write a self-contained HTML report (latency over time, CDFs, the matrix table)
     #[command(after_help = REPORT_HELP)]
     Report(ReportArgs),
     /// Remove what runs killed with SIGKILL left behind: mounts, loop devices, images, sysctls, work directories
     Cleanup,
+}
+
+const REPRODUCE_HELP: &str = "\
+Each seed's runs are stored as matrices of the results store named reproduceN-SEED (every
+run of one reproduction: `fsynclab runs --grep reproduceN`); `fsynclab report --matrix
+reproduceN-000 -o r.html` draws one, `fsynclab explain RUN` shows where a stall's time went.
+--quick (the default) takes about ten minutes and one run a configuration; --full uses the
+posts' sizes and durations where the machine allows, three runs a configuration, and says
+first how long it takes and how much memory its emulated disks need.
+
+Examples:
+  fsynclab reproduce                          all five seeds, quick
+  fsynclab reproduce 003 --format markdown    seed 003, as a table for a mailing list
+  fsynclab reproduce --full --format json > reproduce.json
+  fsynclab reproduce --show reproduce3 --format markdown   a stored one again, as a table";
+
+/// `fsynclab reproduce [SEED...] [--quick|--full] [--format text|markdown|json]`
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    /// The seeds to reproduce: 000 001 002 003 004 (or 0-4) [default: all]
+    #[arg(value_name = "SEED")]
+    pub seeds: Vec<String>,
+    /// Scaled down to minutes (about six on a 2-core VM): one run a configuration, three for
+    /// seeds 001 and 002 (the default)
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+    /// The posts' sizes and durations where the machine allows, three runs a configuration
+    #[arg(long)]
+    pub full: bool,
+    /// Seconds a configuration, every row produced: the tests' short configuration
+    #[arg(long, hide = true, conflicts_with_all = ["quick", "full"])]
+    pub smoke: bool,
+    /// Print the rows of stored reproduction ID again (reproduce3), judged on its stored
+    /// runs, in any --format; runs nothing
+    #[arg(long, value_name = "ID", conflicts_with_all = ["quick", "full", "smoke"])]
+    pub show: Option<String>,
+    /// What to print on stdout
+    #[arg(long, short = 'f', value_enum, default_value_t = ReproduceFormat::Text)]
+    pub format: ReproduceFormat,
+    /// Directory that holds the scratch directories [default: .]
+    #[arg(long, value_name = "DIR")]
+    pub backing: Option<PathBuf>,
+    /// No progress lines on stderr
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 /// `fsynclab exec [TARGET OPTIONS] -- COMMAND ARGS...`
@@ -161,6 +214,16 @@ pub struct ExecArgs {
     /// disk did, as JSON to FILE
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Cut the emulated disk's power while the command runs: after=DURATION, flushes=N,
+    /// writes=N, random=DURATION or now; then keep=none|prefix|any|torn and seed=N (e.g.
+    /// after=5s,keep=prefix). The command is stopped, the filesystem recovers from what the
+    /// drive kept, and --check runs on it
+    #[arg(long, value_name = "PLAN", help_heading = "Power cut")]
+    pub cut: Option<String>,
+    /// After the cut, run this shell command on the recovered filesystem (its working
+    /// directory): its exit status is fsynclab's, its verdict on what survived
+    #[arg(long, value_name = "COMMAND", requires = "cut", help_heading = "Power cut")]
+    pub check: Option<String>,
     #[command(flatten)]
     pub explain: ExecExplainArgs,
     #[command(flatten)]
@@ -227,36 +290,34 @@ pub struct TargetArgs {
     #[arg(
         long,
         value_name = "OPTS",
-        requires = "scratch",
         allow_hyphen_values = true,
         help_heading = "Scratch target"
     )]
     pub mkfs_opts: Option<String>,
     /// Size of the scratch image [default: what the scenario needs plus a margin, at least 1G]
-    #[arg(long, value_name = "SIZE", requires = "scratch", help_heading = "Scratch target")]
+    #[arg(long, value_name = "SIZE", help_heading = "Scratch target")]
     pub scratch_size: Option<String>,
     /// Directory that holds the scratch image and mount point [default: .]
-    #[arg(long, value_name = "DIR", requires = "scratch", help_heading = "Scratch target")]
+    #[arg(long, value_name = "DIR", help_heading = "Scratch target")]
     pub backing: Option<PathBuf>,
     /// I/O scheduler of the scratch loop device (none, mq-deadline, bfq, kyber), with
     /// tunables after a colon: bfq:slice_idle=8,low_latency=0
-    #[arg(
-        long,
-        value_name = "NAME[:TUNABLE=VALUE,...]",
-        requires = "scratch",
-        help_heading = "Scratch target"
-    )]
+    #[arg(long, value_name = "NAME[:TUNABLE=VALUE,...]", help_heading = "Scratch target")]
     pub scheduler: Option<String>,
     /// Disk behind the scratch filesystem: host (default), ram, hdd-5400, hdd-7200, ssd-sata,
     /// nvme, san, PROFILE,KEY=VALUE... (`fsynclab list-devices` shows their figures)
     #[arg(
         long,
         value_name = "PROFILE",
-        requires = "scratch",
         long_help = crate::testbed::device::PROFILES_HELP,
         help_heading = "Scratch target"
     )]
     pub device: Option<String>,
+    /// Per-device dirty limits of the scratch loop device, restored afterwards:
+    /// strict_limit=0|1, max_bytes=SIZE, max_ratio=PERCENT, min_bytes=SIZE, min_ratio=PERCENT
+    /// (/sys/class/bdi/MAJ:MIN/), e.g. strict_limit=1,max_bytes=4M
+    #[arg(long, value_name = "KNOB=VALUE,...", help_heading = "Scratch target")]
+    pub bdi: Option<String>,
     /// vm.dirty_ratio for the run (restored afterwards; root)
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(0..=100), help_heading = "Writeback sysctls")]
     pub dirty_ratio: Option<u64>,
@@ -336,6 +397,17 @@ pub struct RunArgs {
     pub explain: ExplainArgs,
 }
 
+/// The forms of `fsynclab reproduce`'s table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReproduceFormat {
+    /// A block per finding: claim, published figure and source, measured figure, verdict
+    Text,
+    /// One markdown table row per finding, ready for a mailing list
+    Markdown,
+    /// Every field of every row, with the runs behind it
+    Json,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LoadKind {
     Random,
@@ -379,6 +451,7 @@ impl TargetArgs {
         put(Key::Backing, self.backing.as_ref().map(|p| p.display().to_string()));
         put(Key::Scheduler, self.scheduler.clone());
         put(Key::Device, self.device.clone());
+        put(Key::Bdi, self.bdi.clone());
         put(Key::DirtyRatio, self.dirty_ratio.map(|v| v.to_string()));
         put(
             Key::DirtyBackgroundRatio,
@@ -451,6 +524,8 @@ mod tests {
             .filter(|l| {
                 ![
                     "output",
+                    "cut",
+                    "check",
                     "help",
                     "explain",
                     "explain-over",

@@ -55,7 +55,8 @@ pub struct RunsArgs {
     /// Runs with this parameter value (repeatable: all must hold)
     #[arg(long, value_name = "KEY=VALUE")]
     pub param: Vec<String>,
-    /// Runs whose parameters or environment contain this text, any case (repeatable)
+    /// Runs whose parameters, environment or matrix id contain this text, any case (repeatable):
+    /// `--grep reproduce3` finds the runs of one `fsynclab reproduce`
     #[arg(long, value_name = "TEXT")]
     pub grep: Vec<String>,
     /// Only the newest N

@@ -25,6 +25,12 @@ pub enum Metric {
     MbPerS,
     /// Transactions per second as the scenario counts them (fsync-tps's `commit.tps`).
     Tps,
+    /// Acknowledged records lost at power cuts (powercut's `acked.lost`).
+    Lost,
+    /// Acknowledged records torn at power cuts (`acked.torn`).
+    Torn,
+    /// The share of acknowledged records lost or torn (`acked.rate`).
+    Rate,
 }
 
 /// Which way a figure is better.
@@ -56,7 +62,9 @@ impl Figure {
     pub fn direction(&self) -> Direction {
         match self.metric {
             Metric::OpsPerSec | Metric::MbPerS | Metric::Tps => Direction::HigherIsBetter,
-            Metric::P50 | Metric::P99 | Metric::Max => Direction::LowerIsBetter,
+            Metric::P50 | Metric::P99 | Metric::Max | Metric::Lost | Metric::Torn | Metric::Rate => {
+                Direction::LowerIsBetter
+            }
         }
     }
 
@@ -67,6 +75,8 @@ impl Figure {
             Metric::P50 | Metric::P99 | Metric::Max => "ms",
             Metric::MbPerS => "MB/s",
             Metric::Tps => "tps",
+            Metric::Lost | Metric::Torn => "records",
+            Metric::Rate => "of acknowledged",
         }
     }
 
@@ -96,6 +106,9 @@ impl Figure {
             "max" => Metric::Max,
             "mb/s" | "MB/s" => Metric::MbPerS,
             "tps" => Metric::Tps,
+            "lost" => Metric::Lost,
+            "torn" => Metric::Torn,
+            "rate" => Metric::Rate,
             _ => return None,
         };
         (!subject.is_empty()).then(|| Figure::new(subject, metric))
@@ -111,6 +124,9 @@ impl fmt::Display for Figure {
             Metric::Max => "max",
             Metric::MbPerS => "mb/s",
             Metric::Tps => "tps",
+            Metric::Lost => "lost",
+            Metric::Torn => "torn",
+            Metric::Rate => "rate",
         };
         write!(f, "{}.{metric}", self.subject)
     }

@@ -28,6 +28,18 @@ pub struct ScratchInfo {
     /// `queue/iosched/`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scheduler_tunables: BTreeMap<String, String>,
+    /// The per-device dirty limits `--bdi` set: every knob of the loop device's bdi as read
+    /// back after setting them (`max_bytes` reads as the bytes its ratio comes to now).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bdi: BTreeMap<String, u64>,
+    /// What the filesystem let an application do after a run in which calls or the disk
+    /// failed, when it was no longer writable (`read-only`, `refuses changes (EIO)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_after_run: Option<String>,
+    /// What the kernel logged about the scratch device during the run (`/dev/kmsg`, as
+    /// root): I/O errors, a journal aborted, a filesystem shut down.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_messages: Vec<String>,
 }
 
 /// The device profile as the result records it.
@@ -85,6 +97,9 @@ pub struct DiskModelInfo {
     pub bus_bytes_per_s: Option<u64>,
     pub command_latency_us: f64,
     pub cache_bytes: u64,
+    /// The separate writes the cache holds at most (`segments=`; absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_segments: Option<u32>,
     /// `volatile`, `battery-backed`, or `none` (write-through).
     pub cache: String,
     pub flush_cost_ms: f64,
@@ -152,17 +167,17 @@ pub struct DeviceActivity {
     /// large values mean the daemon (CPU, memory bandwidth), not the profile, set the pace.
     pub drain_lag_ms_max: f64,
     /// Requests the drive failed on purpose (`fail=...`), by kind.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub failed_writes: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub failed_reads: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub failed_flushes: u64,
     /// Flushes a lying drive (`flush=ignore`) acknowledged without draining.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub flushes_ignored: u64,
     /// Requests answered with EIO because the power had been cut.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub refused_after_cut: u64,
     /// The power cut during the run, if there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,4 +265,9 @@ pub fn device_info(major: u32, minor: u32) -> Option<DeviceInfo> {
         rotational: read_trimmed(queue.join("rotational")).map(|r| block::parse_rotational(&r)),
         backing_file: read_trimmed(dir.join("loop/backing_file")),
     })
+}
+
+/// Counts of what did not happen are left out of a result, as results before them had none.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -168,6 +168,7 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:
 td.n{text-align:right;font-variant-numeric:tabular-nums}.note{color:#555;font-size:12px}
 svg{display:block;margin:6px 0}svg text{font:11px system-ui,sans-serif;fill:#333}
 .sig{color:#b00}table.calls td{vertical-align:top;font-size:12px}tr:target{background:#fff3bf}
+.lost{color:#b00;font-weight:bold}
 ";
 
 /// The page as one HTML document.
@@ -188,6 +189,10 @@ pub fn render(page: &Page) -> String {
     if !tradeoff.is_empty() {
         let _ = writeln!(h, "<h2>Sync latency against the background writer</h2>\n<p class=\"note\">The trade-off seed 000 is about: each run's worst and p99 latency of its main sync call (log scale) against what its background writer wrote per second. Down and to the left is better for the sync calls; to the right, for the writer.</p>");
         h.push_str(&tradeoff);
+    }
+    if svg::has_frontier(&page.runs) {
+        let _ = writeln!(h, "<h2>Durability against latency</h2>\n<p class=\"note\">Each power-cut run: the p99 latency of its sync call across, the share of its acknowledged records lost or torn at the cuts up. A configuration off the floor lost what it had acknowledged, however fast it was.</p>");
+        h.push_str(&svg::frontier(&page.runs));
     }
     let ranges = svg::LatencyRanges::of(&page.runs);
     if page.runs.iter().any(|r| !r.samples.is_empty()) {
@@ -255,6 +260,12 @@ fn runs_table(h: &mut String, runs: &[PageRun]) {
                     .get(&Figure::new(subject, m))
                     .map_or("-".to_string(), |v| Figure::new(subject, m).format(*v))
             };
+            // A subject with none of these figures (powercut's `acked`: what was lost) has
+            // its own picture, the frontier.
+            let shown = [Metric::OpsPerSec, Metric::P50, Metric::P99, Metric::Max, Metric::MbPerS];
+            if shown.iter().all(|m| !f.values.contains_key(&Figure::new(subject, *m))) {
+                continue;
+            }
             let _ = writeln!(
                 rows,
                 "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
@@ -300,6 +311,11 @@ fn matrix_section(h: &mut String, t: &MatrixTable) {
                 Some(c) => {
                     let v = escape(&t.figure.format(c.median));
                     let v = if c.best { format!("<b>{v}</b>") } else { v };
+                    let v = if c.lost_acknowledged {
+                        format!("{v} <span class=\"lost\" title=\"lost acknowledged writes at a power cut\">!</span>")
+                    } else {
+                        v
+                    };
                     let (mark, title) = match &c.versus_reference {
                         Some(cmp) => (
                             if c.significant() {

@@ -7,6 +7,7 @@
 //! - [`block`]: a block device's sysfs directory and queue attributes
 //! - [`block_stat`]: `/sys/block/DEV/stat`, a block device's I/O counters
 //! - [`ext4`]: `/proc/fs/ext4/DEV/options` and `/proc/fs/jbd2/DEV-INO/info`, the journal
+//! - [`kmsg`]: `/dev/kmsg`, what the kernel logs (an I/O error, a filesystem shut down)
 //! - [`meminfo`]: `/proc/meminfo`, memory and the dirty and writeback pages
 //! - [`mountinfo`]: `/proc/self/mountinfo`, what is mounted where
 //! - [`pressure`]: `/proc/pressure/io`, time stalled on I/O
@@ -17,6 +18,7 @@
 pub(crate) mod block;
 pub(crate) mod block_stat;
 pub(crate) mod ext4;
+pub(crate) mod kmsg;
 pub(crate) mod meminfo;
 pub(crate) mod mountinfo;
 pub(crate) mod pressure;

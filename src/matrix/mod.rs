@@ -15,6 +15,7 @@ mod claim;
 mod file;
 pub(crate) mod plan;
 mod run;
+pub(crate) use run::clock;
 pub(crate) mod table;
 
 use std::io::IsTerminal;
@@ -250,6 +251,7 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
         figures,
         columns: args.columns.clone().or(from_file.columns),
         implied_scratch: false,
+        origin: None,
     })
 }
 

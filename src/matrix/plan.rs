@@ -53,6 +53,9 @@ pub(crate) struct Plan {
     /// Whether `scratch` was added because a scratch-only axis or option needed it.
     #[serde(default)]
     pub(crate) implied_scratch: bool,
+    /// What made the matrix when `fsynclab matrix` did not: `fsynclab reproduce --quick`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) origin: Option<String>,
 }
 
 /// One cell: a value of every axis, in axis order.
@@ -65,14 +68,27 @@ pub(crate) fn normalize_key(key: &str) -> String {
 }
 
 /// Splits an axis's values at commas, keeping together what belongs to one value: a
-/// device's `write=RATE` (`flush=5ms,write=80M`) and a scratch filesystem's mount options
-/// (`ext4:data=writeback,nobarrier`).
+/// device's `KEY=VALUE` settings (`flush=5ms,write=80M`, `hdd-7200,flush=ignore`; a key the
+/// value already has starts the next one: `flush=5ms,flush=20ms` is two devices), a scratch
+/// filesystem's mount options (`ext4:data=writeback,nobarrier`) and a `bdi` value's knobs
+/// (likewise: `max_bytes=4M,strict_limit=1,max_bytes=1M` is two values).
 pub(crate) fn split_values(key: &str, text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for piece in text.split(',') {
         let joins_previous = match key {
-            "device" => piece.starts_with("write="),
+            "device" => match (piece.trim().split_once('='), out.last()) {
+                // `host` and `ram` take no settings: what follows them is the next device.
+                (Some((k, _)), Some(last)) if !["host", "ram"].contains(&last.trim()) => !last
+                    .split(',')
+                    .any(|setting| setting.trim().split_once('=').is_some_and(|(had, _)| had == k)),
+                _ => false,
+            },
             "scratch" => ScratchSpec::parse(piece).is_err(),
+            // A value of per-device limits ends where a knob comes again.
+            "bdi" => out.last().is_some_and(|last| {
+                let knob = |p: &str| p.split('=').next().unwrap_or("").trim().to_string();
+                !last.split(',').any(|p| knob(p) == knob(piece))
+            }),
             _ => false,
         };
         match out.last_mut() {
@@ -345,6 +361,7 @@ mod tests {
             figures: Vec::new(),
             columns: None,
             implied_scratch: false,
+            origin: None,
         }
     }
 
@@ -355,10 +372,28 @@ mod tests {
             ["ram", "flush=5ms,write=80M", "hdd-7200"]
         );
         assert_eq!(
+            split_values(
+                "device",
+                "flush=5ms,write=80M,flush=20ms,hdd-7200,flush=ignore,hdd-7200"
+            ),
+            ["flush=5ms,write=80M", "flush=20ms", "hdd-7200,flush=ignore", "hdd-7200"]
+        );
+        assert_eq!(
             split_values("scratch", "ext4:data=writeback,nobarrier,xfs"),
             ["ext4:data=writeback,nobarrier", "xfs"]
         );
         assert_eq!(split_values("threads", "1,8"), ["1", "8"]);
+        assert_eq!(
+            split_values(
+                "bdi",
+                "strict_limit=1,max_bytes=4M,strict_limit=1,max_bytes=1M,max_bytes=256k"
+            ),
+            [
+                "strict_limit=1,max_bytes=4M",
+                "strict_limit=1,max_bytes=1M",
+                "max_bytes=256k"
+            ]
+        );
         assert_eq!(normalize_key("dirty_ratio"), "dirty-ratio");
         assert_eq!(normalize_key("record_size"), "record_size");
     }

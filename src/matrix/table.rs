@@ -146,6 +146,7 @@ fn as_json(t: &MatrixTable) -> Value {
                 "median": t.figure.in_unit(c.median),
                 "runs": c.runs,
                 "best": c.best,
+                "lost_acknowledged": c.lost_acknowledged,
                 "significant": c.significant(),
                 "versus_reference": c.versus_reference.as_ref().map(|v| json!({
                     "verdict": v.verdict.to_string(),

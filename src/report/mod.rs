@@ -12,6 +12,7 @@ use crate::result::RunResult;
 use crate::stop::Stop;
 use crate::units::format_latency_ns;
 
+pub(crate) mod failures;
 pub(crate) mod json;
 pub(crate) mod seed;
 pub(crate) mod text;

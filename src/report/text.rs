@@ -1,7 +1,8 @@
 //! `--format text`: what a person reads after a run — where it ran, one row per operation
 //! kind (count, errors, min, p50, p90, p99, p99.9, max, mean), the background writer's
 //! throughput beside it (the trade-off is the point), scenario tables, the slowest calls
-//! with where their time went (`--explain`), the timeline in one line, and findings.
+//! with where their time went (`--explain`), the timeline in one line with the failed
+//! calls on it, and findings.
 
 use std::fmt::Write;
 
@@ -46,6 +47,9 @@ impl Exporter for Text {
         }
         if let Some(t) = &r.timeline {
             out.push_str(&crate::explain::text::timeline_line(t));
+        }
+        for line in super::failures::lines(r) {
+            let _ = writeln!(out, "{line}");
         }
         if !r.findings.is_empty() {
             out.push('\n');

@@ -58,7 +58,7 @@ pub(crate) fn show(what: &Path, format: Format, store: Option<&Path>) -> Result<
 }
 
 /// `fsynclab explain RUN|FILE`: the slow calls of a stored run or a saved result, each with
-/// every part of its time, and the timeline in one line.
+/// every part of its time, the timeline in one line, and the failed calls on it.
 pub(crate) fn explain(what: &Path, store: Option<&Path>) -> Result<i32> {
     let result = if what.is_file() {
         RunResult::load(what)?
@@ -72,9 +72,16 @@ pub(crate) fn explain(what: &Path, store: Option<&Path>) -> Result<i32> {
         Some(e) => text.push_str(&crate::explain::text::full(e)),
         None => text.push_str("no calls explained: the run was not traced (rerun as root with --explain)\n"),
     }
-    if let Some(t) = &result.timeline {
+    let failures = crate::report::failures::lines(&result);
+    if result.timeline.is_some() || !failures.is_empty() {
         text.push('\n');
+    }
+    if let Some(t) = &result.timeline {
         text.push_str(&crate::explain::text::timeline_line(t));
+    }
+    for line in failures {
+        text.push_str(&line);
+        text.push('\n');
     }
     print(&text)
 }

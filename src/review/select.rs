@@ -200,10 +200,22 @@ fn id(text: &str, whole: &str) -> Result<RunId, Usage> {
     })
 }
 
-/// `m3`: the form of matrix ids the store gives out.
+/// `m3`, or a reproduction's `reproduce3-001` and `reproduce3-003-bdi`: the forms of matrix
+/// ids the store gives out.
 pub(crate) fn is_matrix_id(text: &str) -> bool {
-    text.strip_prefix('m')
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    let numbered = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    if let Some(n) = text.strip_prefix('m') {
+        return numbered(n);
+    }
+    text.strip_prefix(crate::reproduce::ID_PREFIX)
+        .and_then(|rest| rest.split_once('-'))
+        .is_some_and(|(n, group)| {
+            numbered(n)
+                && !group.is_empty()
+                && group
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
 }
 
 /// Splits `device=flush=5ms,write=80M,coordination=wal` into (axis, value) pairs, cutting
@@ -329,5 +341,7 @@ mod tests {
     fn matrix_ids_look_like_m_and_a_number() {
         assert!(is_matrix_id("m3") && is_matrix_id("m12"));
         assert!(!is_matrix_id("m") && !is_matrix_id("3") && !is_matrix_id("./m3"));
+        assert!(is_matrix_id("reproduce3-000") && is_matrix_id("reproduce12-003-bdi"));
+        assert!(!is_matrix_id("reproduce3") && !is_matrix_id("reproduce-000") && !is_matrix_id("reproduce3-"));
     }
 }

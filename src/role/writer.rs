@@ -203,6 +203,9 @@ pub(crate) struct BackgroundSummary {
     /// The error that stopped the writer, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<Errno>,
+    /// When the call that failed started, ns on the run's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error_at_ns: Option<u64>,
     /// How long the writer ran.
     pub(crate) seconds: f64,
     /// Mebibytes (2^20 bytes) per second over `seconds`.
@@ -222,6 +225,7 @@ impl BackgroundSummary {
             ops: 0,
             errors: 0,
             error: None,
+            error_at_ns: None,
             seconds: 0.0,
             mb_per_s: 0.0,
             ops_per_s: 0.0,
@@ -265,7 +269,7 @@ impl Background {
 pub(crate) fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) -> BackgroundSummary {
     let mut latency = LatencyHistogram::new();
     let mut per_second = PerSecond::new();
-    let (mut bytes, mut ops, mut error) = (0u64, 0u64, None);
+    let (mut bytes, mut ops, mut error, mut error_at_ns) = (0u64, 0u64, None, None);
     let started_ns = clock.now_ns();
     while !stop.is_set() {
         let (outcome, start_ns, latency_ns) = clock.time(|| writer.step());
@@ -278,6 +282,7 @@ pub(crate) fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) 
             }
             Err(e) => {
                 error = Some(Errno::of(&e));
+                error_at_ns = Some(start_ns);
                 break;
             }
         }
@@ -290,6 +295,7 @@ pub(crate) fn run_writer(writer: &mut dyn Writer, clock: RunClock, stop: &Stop) 
         ops,
         errors: u64::from(error.is_some()),
         error,
+        error_at_ns,
         seconds,
         mb_per_s: rate(bytes as f64 / Bytes::MIB as f64),
         ops_per_s: rate(ops as f64),
@@ -337,5 +343,7 @@ mod tests {
         assert_eq!(r.bytes, 3 * 4096);
         assert_eq!(r.errors, 1);
         assert_eq!(r.error, Some(Errno(libc::ENOSPC)));
+        // Issue 15, item 3: when, on the run's clock, so that the report puts it on the timeline.
+        assert!(r.error_at_ns.is_some());
     }
 }

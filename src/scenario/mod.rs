@@ -25,6 +25,7 @@ use crate::units::format_latency_ns;
 pub(crate) mod background;
 pub(crate) mod datasync;
 pub(crate) mod exec;
+pub(crate) mod fsync_errors;
 pub(crate) mod fsync_tester;
 pub(crate) mod fsync_tps;
 pub(crate) mod load;
@@ -148,6 +149,7 @@ pub(crate) enum Details {
     Powercut(powercut::Details),
     /// A command traced by `exec --explain`.
     Exec(exec::Details),
+    FsyncErrors(fsync_errors::Details),
 }
 
 impl Details {
@@ -163,6 +165,7 @@ impl Details {
             Details::Load(d) => d,
             Details::Powercut(d) => d,
             Details::Exec(d) => d,
+            Details::FsyncErrors(d) => d,
         }
     }
 }
@@ -209,11 +212,18 @@ pub(crate) fn suite() -> Vec<&'static dyn Scenario> {
 }
 
 /// Every scenario, in the order `list` shows them: the suite's, then `powercut`, which
-/// needs an emulated disk whose power it cuts.
+/// needs an emulated disk whose power it cuts, and `fsync-errors`, which makes its own
+/// scratch filesystems on emulated disks that fail.
 pub(crate) fn all() -> Vec<&'static dyn Scenario> {
     let mut all = suite();
     all.push(&powercut::Powercut);
+    all.push(&fsync_errors::FsyncErrors);
     all
+}
+
+/// Whether `fsynclab suite` runs `s`.
+pub(crate) fn in_suite(s: &dyn Scenario) -> bool {
+    suite().iter().any(|x| x.name() == s.name())
 }
 
 pub(crate) fn find(name: &str) -> Option<&'static dyn Scenario> {

@@ -128,7 +128,7 @@ impl Store {
         for text in &filter.contains {
             let p = arg(&mut args, like_anywhere(text));
             conditions.push(format!(
-                "(params LIKE {p} ESCAPE '\\' OR environment LIKE {p} ESCAPE '\\')"
+                "(params LIKE {p} ESCAPE '\\' OR environment LIKE {p} ESCAPE '\\' OR matrix_id LIKE {p} ESCAPE '\\')"
             ));
         }
         let mut sql = format!(
@@ -285,6 +285,29 @@ impl Store {
             .optional()
             .map_err(self.sql())
     }
+
+    /// The matrices whose id starts with `prefix` (a reproduction's `reproduce3-`), by id.
+    pub fn matrices_with_prefix(&self, prefix: &str) -> Result<Vec<MatrixRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, scenario, created_at, plan FROM matrices WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id",
+            )
+            .map_err(self.sql())?;
+        let rows = stmt
+            .query_map([prefix], |r| {
+                Ok(MatrixRecord {
+                    id: r.get(0)?,
+                    scenario: r.get(1)?,
+                    created_at: r.get(2)?,
+                    plan: json_col(r.get(3)?),
+                })
+            })
+            .map_err(self.sql())?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.sql())?;
+        Ok(rows)
+    }
 }
 
 #[cfg(test)]
@@ -316,6 +339,48 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(ids(&many), [1198, 1199, 1200]);
+    }
+
+    /// Issue 20: a reproduction's matrices share its id as a prefix; the next id is past
+    /// every one of them, and `--grep` finds their runs by the matrix id.
+    #[test]
+    fn issue20_prefixed_ids_count_past_the_groups_and_grep_finds_their_runs() {
+        let mut store = Store::open_in_memory().unwrap();
+        assert_eq!(store.next_prefixed_id("reproduce").unwrap(), "reproduce1");
+        for id in ["reproduce1-000", "reproduce2-003-bdi", "m1", "reproduce10x"] {
+            store
+                .create_matrix(&MatrixRecord {
+                    id: id.into(),
+                    scenario: "probe".into(),
+                    created_at: "2026-01-01T00:00:00Z".into(),
+                    plan: serde_json::json!({}),
+                })
+                .unwrap();
+        }
+        assert_eq!(store.next_prefixed_id("reproduce").unwrap(), "reproduce11");
+        let ids: Vec<String> = store
+            .matrices_with_prefix("reproduce1-")
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(ids, ["reproduce1-000"]);
+        let r = serde_json::json!({"scenario": "probe", "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.0});
+        let none: &[(u64, &str, u64, u64, Option<&str>)] = &[];
+        store.record_run(&r, none, None).unwrap();
+        let place = MatrixPlace {
+            matrix_id: "reproduce2-003-bdi".into(),
+            axes: vec![("scratch".into(), "ext2".into())],
+            repetition: 0,
+        };
+        let id = store.record_run(&r, none, Some(&place)).unwrap();
+        let found = store
+            .runs(&RunFilter {
+                contains: vec!["reproduce2".into()],
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(found.iter().map(|r| r.id).collect::<Vec<_>>(), [id]);
     }
 
     #[test]

@@ -154,6 +154,30 @@ impl Store {
         }
     }
 
+    /// The next id `PREFIXn` that no matrix id starts with (`reproduce3` when
+    /// `reproduce1-000` and `reproduce2-001-bdi` are taken): the id of a group of matrices
+    /// made together, such as one `fsynclab reproduce`'s.
+    pub fn next_prefixed_id(&self, prefix: &str) -> Result<String, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM matrices WHERE substr(id, 1, length(?1)) = ?1")
+            .map_err(self.sql())?;
+        let ids = stmt
+            .query_map([prefix], |r| r.get::<_, String>(0))
+            .map_err(self.sql())?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(self.sql())?;
+        let taken = ids
+            .iter()
+            .filter_map(|id| {
+                let digits: String = id[prefix.len()..].chars().take_while(char::is_ascii_digit).collect();
+                digits.parse::<u64>().ok()
+            })
+            .max()
+            .unwrap_or(0);
+        Ok(format!("{prefix}{}", taken + 1))
+    }
+
     /// Fails unless the store can take a run now, by doing what recording one does — an
     /// immediate transaction inserting a run — and rolling it back: a store on a read-only
     /// filesystem, an immutable file (which SQLite opens read-only without a word, and

@@ -22,6 +22,7 @@ use anyhow::Result;
 use crate::environment::{SysctlChange, SysctlsChanged};
 use crate::error::Usage;
 
+pub mod bdi;
 pub mod command;
 pub mod deadman;
 pub mod device;
@@ -31,6 +32,7 @@ pub mod mount;
 pub mod names;
 pub mod pause;
 pub(crate) mod power;
+pub mod remount;
 pub mod request;
 pub mod scratch;
 pub mod state;
@@ -314,7 +316,7 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
 /// `fsynclab cleanup` would later put back the wrong one.
 fn claim_sysctls(request: &TestbedRequest, state_dir: &Path) -> Result<sysctl::SysctlLock> {
     let flags = request.sysctl_flags();
-    let Some(lock) = sysctl::try_lock(state_dir)? else {
+    let Some(lock) = sysctl::try_lock()? else {
         // The holder records its changes right after taking the lock: give it a moment.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
         let holder = loop {

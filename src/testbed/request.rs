@@ -1,6 +1,6 @@
 //! What a run asks of the testbed, typed: where its I/O goes (a directory, or a scratch
 //! filesystem with its emulated disk, I/O scheduler, mkfs options, size and backing
-//! directory) and the writeback sysctls to set for it.
+//! directory, per-device dirty limits) and the writeback sysctls to set for it.
 //!
 //! A request is built once, by reading each option's text through its [`Key`]: from the
 //! command line's flags (`cli::TargetArgs`) or from a matrix's shared options and axes. Both
@@ -11,6 +11,7 @@
 
 use std::path::PathBuf;
 
+use super::bdi::BdiSpec;
 use super::device::DeviceProfile;
 use super::loopdev::SchedulerSpec;
 use super::scratch::ScratchSpec;
@@ -28,6 +29,7 @@ pub enum Key {
     Backing,
     Scheduler,
     Device,
+    Bdi,
     DirtyRatio,
     DirtyBackgroundRatio,
     DirtyExpire,
@@ -35,7 +37,7 @@ pub enum Key {
 
 impl Key {
     /// Every option, in the order `--help` lists them.
-    pub const ALL: [Key; 10] = [
+    pub const ALL: [Key; 11] = [
         Key::Dir,
         Key::Scratch,
         Key::MkfsOpts,
@@ -43,6 +45,7 @@ impl Key {
         Key::Backing,
         Key::Scheduler,
         Key::Device,
+        Key::Bdi,
         Key::DirtyRatio,
         Key::DirtyBackgroundRatio,
         Key::DirtyExpire,
@@ -58,6 +61,7 @@ impl Key {
             Key::Backing => "backing",
             Key::Scheduler => "scheduler",
             Key::Device => "device",
+            Key::Bdi => "bdi",
             Key::DirtyRatio => "dirty-ratio",
             Key::DirtyBackgroundRatio => "dirty-background-ratio",
             Key::DirtyExpire => "dirty-expire",
@@ -79,7 +83,7 @@ impl Key {
     pub fn scratch_only(self) -> bool {
         matches!(
             self,
-            Key::MkfsOpts | Key::ScratchSize | Key::Backing | Key::Scheduler | Key::Device
+            Key::MkfsOpts | Key::ScratchSize | Key::Backing | Key::Scheduler | Key::Device | Key::Bdi
         )
     }
 
@@ -141,6 +145,8 @@ pub struct ScratchOptions {
     pub backing: PathBuf,
     pub scheduler: Option<SchedulerSpec>,
     pub device: DeviceProfile,
+    /// Per-device dirty limits of the loop device (`--bdi strict_limit=1,max_bytes=4M`).
+    pub bdi: Option<BdiSpec>,
 }
 
 /// One writeback sysctl to set.
@@ -221,6 +227,7 @@ impl TestbedRequest {
             backing: PathBuf::from(get(Key::Backing).unwrap_or(".")),
             scheduler: get(Key::Scheduler).map(SchedulerSpec::parse).transpose()?,
             device,
+            bdi: get(Key::Bdi).map(BdiSpec::parse).transpose()?,
         };
         Ok(TestbedRequest {
             place: Place::Scratch(Box::new(options)),

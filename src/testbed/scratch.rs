@@ -4,8 +4,8 @@
 //! Lifecycle, each step recorded on the undo stack ([`super::state::Undo`]) just before it
 //! is done: private directory → (tmpfs for `--device ram` and the emulated disks' media) →
 //! sparse image file → mkfs → (FUSE emulated device) → loop device → scheduler and its
-//! tunables → mount. Undone in reverse: unmount, scheduler back, detach, FUSE unmount,
-//! directory removed.
+//! tunables → per-device dirty limits (`--bdi`) → mount. Undone in reverse: unmount, dirty
+//! limits and scheduler back, detach, FUSE unmount, directory removed.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,7 @@ use super::device::DeviceProfile;
 use super::loopdev::SchedulerSpec;
 use super::request::ScratchOptions;
 use super::state::{Step, Undo};
-use super::{loopdev, mount, names};
+use super::{bdi, loopdev, mount, names};
 use crate::environment::ScratchInfo;
 use crate::error::Usage;
 use crate::sys;
@@ -275,6 +275,11 @@ pub(crate) fn bring_up(
         None => Default::default(),
     };
 
+    let bdi = match &request.bdi {
+        Some(spec) => set_bdi(&loop_device, spec, &loop_target, undo)?,
+        None => Default::default(),
+    };
+
     let mount_point = dir.join(names::MOUNT_DIR);
     std::fs::create_dir_all(&mount_point)?;
     undo.perform(
@@ -321,8 +326,41 @@ pub(crate) fn bring_up(
             loop_device,
             scheduler: request.scheduler.as_ref().map(|s| s.name.clone()),
             scheduler_tunables,
+            bdi,
+            ..Default::default()
         },
     })
+}
+
+/// Sets `spec`'s knobs of `device`'s bdi in the order given, pushing for each the file that
+/// undoes it with its value now (once per file: two knobs of one file are undone by its
+/// first value). Returns every knob as read back.
+fn set_bdi(
+    device: &str,
+    spec: &super::bdi::BdiSpec,
+    image: &Path,
+    undo: &mut Undo,
+) -> Result<std::collections::BTreeMap<String, u64>> {
+    let mut saved: Vec<&str> = Vec::new();
+    for (knob, value) in &spec.knobs {
+        let file = bdi::restore_file(knob);
+        if saved.contains(&file) {
+            bdi::write(device, knob, *value)?;
+            continue;
+        }
+        let previous = bdi::read(device, file)?;
+        undo.perform(
+            Step::Bdi {
+                device: device.to_string(),
+                file: file.to_string(),
+                previous,
+                image: Some(image.to_path_buf()),
+            },
+            || bdi::write(device, knob, *value),
+        )?;
+        saved.push(file);
+    }
+    Ok(bdi::read_all(device))
 }
 
 /// Selects `spec`'s scheduler on `device` and sets its tunables, pushing what undoes it:

@@ -9,10 +9,6 @@
 //! each restore what the other set (a run's result would claim a value it did not run
 //! under, and the last one out would leave the other's value behind).
 
-use std::fs::File;
-use std::os::fd::AsRawFd as _;
-use std::path::Path;
-
 use anyhow::{Context as _, Result};
 
 /// The sysctls a run sets or restores. `fsynclab cleanup` writes no other, whatever a state
@@ -25,27 +21,21 @@ pub const SETTABLE: [&str; 5] = [
     "dirty_expire_centisecs",
 ];
 
-/// The right to change the vm sysctls: an exclusive flock(2) on the state directory. The
-/// kernel drops it when the holder exits, SIGKILL included, so it never goes stale.
+/// The right to change the vm sysctls: the machine-wide lock `sysctls`
+/// ([`super::machine_lock`]), whatever the state directory (two runs with different
+/// `FSYNCLAB_STATE_DIR`s still share the machine's sysctls). The kernel drops it when the
+/// holder exits, SIGKILL included, so it never goes stale.
 #[derive(Debug)]
 pub struct SysctlLock {
-    _dir: File,
+    _lock: super::machine_lock::MachineLock,
 }
 
-/// Takes the lock in `state_dir` (created if missing), or None while another process holds it.
-pub fn try_lock(state_dir: &Path) -> Result<Option<SysctlLock>> {
-    std::fs::create_dir_all(state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
-    let dir = File::open(state_dir).with_context(|| format!("cannot open {}", state_dir.display()))?;
-    // SAFETY: flock on a descriptor we own; no memory is passed.
-    if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(Some(SysctlLock { _dir: dir }));
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(None)
-    } else {
-        Err(anyhow::anyhow!("cannot lock {}: {err}", state_dir.display()))
-    }
+/// The name of the lock (`/run/lock/fsynclab-sysctls.lock`).
+pub const LOCK: &str = "sysctls";
+
+/// Takes the lock, or None while another process holds it.
+pub fn try_lock() -> Result<Option<SysctlLock>> {
+    Ok(super::machine_lock::MachineLock::try_take(LOCK)?.map(|l| SysctlLock { _lock: l }))
 }
 
 /// The value of `vm.NAME` now.
@@ -79,17 +69,4 @@ pub fn in_force(name: &str) -> Result<(String, u64)> {
         }
     }
     Ok((name.to_string(), read(name)?))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn one_holder_at_a_time_and_released_on_drop() {
-        let dir = tempfile::tempdir().unwrap();
-        let first = super::try_lock(dir.path()).unwrap().expect("free at first");
-        // flock locks belong to the open file: a second open in this process conflicts too.
-        assert!(super::try_lock(dir.path()).unwrap().is_none(), "held");
-        drop(first);
-        assert!(super::try_lock(dir.path()).unwrap().is_some(), "released");
-    }
 }

@@ -2,7 +2,7 @@
 //! best of each row, and every cell tested against its row's reference.
 
 use super::{MatrixCell, MatrixRow, MatrixTable, TableCell, TableError, TableSpec};
-use crate::compare::figures::Direction;
+use crate::compare::figures::{Direction, Metric};
 use crate::compare::{compare_pairs, stats, FigureComparison};
 
 fn axes_text(axes: &[(String, String)]) -> String {
@@ -80,11 +80,17 @@ pub fn build(cells: &[MatrixCell], spec: &TableSpec) -> Result<MatrixTable, Tabl
             .collect()
     };
     let mut grid: Vec<Vec<Option<Vec<f64>>>> = vec![vec![None; columns.len()]; row_keys.len()];
+    let mut lost = vec![vec![false; columns.len()]; row_keys.len()];
     for (r, c, cell) in &placed {
         let v = values(cell);
         if !v.is_empty() {
             grid[*r][*c] = Some(v);
         }
+        lost[*r][*c] = cell.runs.iter().any(|run| {
+            run.values
+                .iter()
+                .any(|(f, v)| matches!(f.metric, Metric::Lost | Metric::Torn) && *v > 0.0)
+        });
     }
 
     // Every non-reference cell against its row's reference cell, as one family.
@@ -112,10 +118,12 @@ pub fn build(cells: &[MatrixCell], spec: &TableSpec) -> Result<MatrixTable, Tabl
         .enumerate()
         .map(|(r, key)| {
             let medians: Vec<Option<f64>> = grid[r].iter().map(|v| v.as_deref().and_then(stats::median)).collect();
+            // A configuration that loses acknowledged writes is never "best".
             let best = medians
                 .iter()
-                .flatten()
-                .copied()
+                .zip(&lost[r])
+                .filter(|(_, lost)| !**lost)
+                .filter_map(|(m, _)| *m)
                 .reduce(|x, y| match spec.figure.direction() {
                     Direction::HigherIsBetter => x.max(y),
                     Direction::LowerIsBetter => x.min(y),
@@ -127,7 +135,8 @@ pub fn build(cells: &[MatrixCell], spec: &TableSpec) -> Result<MatrixTable, Tabl
                     m.map(|median| TableCell {
                         median,
                         runs: grid[r][c].as_ref().map_or(0, Vec::len),
-                        best: Some(median) == best,
+                        best: Some(median) == best && !lost[r][c],
+                        lost_acknowledged: lost[r][c],
                         versus_reference: comparisons[r][c].take(),
                     })
                 })
@@ -151,6 +160,7 @@ mod tests {
     use super::super::render_markdown;
     use super::super::test_data::{cells, spec};
     use super::*;
+    use crate::compare::Figure;
 
     #[test]
     fn issue11_table_marks_the_best_per_row_and_significant_cells() {
@@ -169,6 +179,26 @@ mod tests {
         );
         let hdd = &t.rows[1];
         assert!(hdd.cells[1].as_ref().unwrap().best, "coordination wins on a slow flush");
+    }
+
+    /// Issue 18: a configuration that loses acknowledged writes is marked and never best,
+    /// however fast it is.
+    #[test]
+    fn issue18_a_cell_that_lost_acknowledged_writes_is_never_best() {
+        let mut c = cells(5);
+        // hdd-7200/wal, the fastest of its row, lost writes at a power cut in one run.
+        c[4].runs[2].values.insert(Figure::new("acked", Metric::Lost), 3.0);
+        let t = build(&c, &spec()).unwrap();
+        let hdd = &t.rows[1];
+        let wal = hdd.cells[1].as_ref().unwrap();
+        assert!(wal.lost_acknowledged && !wal.best);
+        assert!(hdd.cells[2].as_ref().unwrap().best, "the fastest that kept every write");
+        let md = render_markdown(&t);
+        assert!(md.contains("142 !"), "{md}");
+        assert!(
+            md.contains("! = lost acknowledged writes at a power cut (never best)"),
+            "{md}"
+        );
     }
 
     #[test]

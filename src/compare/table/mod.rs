@@ -77,8 +77,11 @@ pub struct MatrixRow {
 pub struct TableCell {
     pub median: f64,
     pub runs: usize,
-    /// The best median of its row (ties are all best).
+    /// The best median of its row (ties are all best); never a cell that lost writes.
     pub best: bool,
+    /// A run of the cell lost or tore acknowledged records at a power cut (powercut's
+    /// `acked.lost`, `acked.torn`): whatever its speed, it is marked, and never best.
+    pub lost_acknowledged: bool,
     /// This cell against the row's reference cell; `None` in the reference column.
     pub versus_reference: Option<FigureComparison>,
 }

@@ -41,8 +41,17 @@ pub(crate) fn legend(t: &MatrixTable, best: &str, marker: &str) -> String {
         Direction::HigherIsBetter => "higher is better",
         Direction::LowerIsBetter => "lower is better",
     };
+    let lost = t
+        .rows
+        .iter()
+        .any(|r| r.cells.iter().flatten().any(|c| c.lost_acknowledged));
+    let lost = if lost {
+        "; ! = lost acknowledged writes at a power cut (never best)"
+    } else {
+        ""
+    };
     let mut s = format!(
-        "{} in {} ({better}), median of {n} runs a cell; {best} = best in its row; {marker} = significantly different from {}={} (two-sided Mann-Whitney U over runs, Benjamini-Hochberg adjusted over the table, p < {}, and more than ±5%)",
+        "{} in {} ({better}), median of {n} runs a cell; {best} = best in its row{lost}; {marker} = significantly different from {}={} (two-sided Mann-Whitney U over runs, Benjamini-Hochberg adjusted over the table, p < {}, and more than ±5%)",
         t.figure,
         t.figure.unit(),
         t.column_axis,
@@ -79,6 +88,7 @@ pub fn render_markdown(t: &MatrixTable) -> String {
     let grid = cell_grid(t, |c| {
         let v = t.figure.format(c.median);
         let v = if c.best { format!("**{v}**") } else { v };
+        let v = if c.lost_acknowledged { format!("{v} !") } else { v };
         if c.significant() {
             format!("{v}\\*")
         } else {
@@ -115,6 +125,7 @@ pub fn render_text(t: &MatrixTable, ansi_bold: bool) -> String {
     // Cells as (visible text, printed text): escapes take no width.
     let grid = cell_grid(t, |c| {
         let v = t.figure.format(c.median);
+        let v = if c.lost_acknowledged { format!("{v} !") } else { v };
         let mark = if c.significant() { "*" } else { " " };
         match (c.best, ansi_bold) {
             (true, true) => format!("\u{1b}[1m{v}\u{1b}[0m{mark}"),

@@ -5,10 +5,12 @@
 //!
 //! [`timeline`] draws one kind's calls over the run's clock, [`cdf`] the kind's latency
 //! distributions, [`machine`] the run's kernel timeline under them with its slow calls,
-//! [`tradeoff`] the runs' sync latency against their writers' throughput; the axes and
-//! scales they share are here.
+//! [`tradeoff`] the runs' sync latency against their writers' throughput, [`frontier`] the
+//! power-cut runs' p99 sync latency against their loss rate; the axes and scales they share
+//! are here.
 
 mod cdf;
+mod frontier;
 mod machine;
 mod timeline;
 mod tradeoff;
@@ -18,6 +20,7 @@ use std::fmt::Write as _;
 use super::PageRun;
 
 pub(crate) use cdf::cdf;
+pub(crate) use frontier::{frontier, has_points as has_frontier};
 pub(crate) use machine::{call_list, machine, page_calls};
 pub use machine::{BACKGROUND_LIMIT, CACHE, DIRTY, FLUSHES, IN_FLIGHT, LIMIT, WRITEBACK};
 pub(crate) use timeline::timeline;

@@ -1,6 +1,6 @@
 //! What a `powercut` run found, cut by cut, and how it reads: a table of the cycles, the
 //! losses beside the sync latency that bought them, and the figures `compare` and the
-//! matrix see (`acked.lost`, `acked.torn`, `loss.rate`).
+//! matrix see (`acked.lost`, `acked.torn`, `acked.rate`).
 
 use serde::{Deserialize, Serialize};
 
@@ -198,14 +198,13 @@ impl Views for Details {
         f.insert("acked.lost".into(), t.acked_lost as f64);
         f.insert("acked.torn".into(), t.acked_torn as f64);
         f.insert(
-            "loss.rate".into(),
+            "acked.rate".into(),
             if t.acked == 0 {
                 0.0
             } else {
                 (t.acked_lost + t.acked_torn) as f64 / t.acked as f64
             },
         );
-        f.insert("cuts".into(), self.cycles.len() as f64);
         f
     }
 

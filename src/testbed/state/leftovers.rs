@@ -94,6 +94,16 @@ pub struct CleanupOutcome {
     pub running: Vec<u32>,
 }
 
+/// Which of its process's undo stacks a state file records: `<pid>.json` is 0,
+/// `<pid>-<n>.json` is n (see [`super::Undo::in_dir`]).
+fn stack_number(file: &Path) -> u64 {
+    file.file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.split_once('-'))
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The machine-wide lock a cleanup holds from reading the state files to its last undo.
 const CLEANUP_LOCK: &str = "cleanup";
 
@@ -130,11 +140,15 @@ pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupOutcome> {
         Err(e) => return Err(e),
     };
     let mut report = CleanupOutcome::default();
-    let found = find_states(dir)?;
+    let mut found = find_states(dir)?;
+    // A process's later stacks first, as its own teardown would: a stack made later may
+    // live inside a directory an earlier one recorded (the scratch filesystems a scenario
+    // makes in its run's work directory).
+    found.sort_by_key(|f| (f.pid, std::cmp::Reverse(stack_number(&f.file))));
     if found.is_empty() {
         return Ok(report);
     }
-    let sysctl_lock = sysctl::try_lock(dir).ok().flatten();
+    let sysctl_lock = sysctl::try_lock().ok().flatten();
     for Found { file, pid, state } in found {
         let mut state = match state {
             Ok(s) if s.pid == pid => s,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::super::{loopdev, mount, names, sysctl, tracefs};
+use super::super::{bdi, loopdev, mount, names, sysctl, tracefs};
 
 /// One thing done (or about to be), with what is needed to undo it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -47,6 +47,15 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         image: Option<PathBuf>,
     },
+    /// A file of a loop device's bdi (`/sys/block/loopN/bdi/`: `strict_limit`,
+    /// `max_ratio_fine`, `min_ratio_fine`) and the value it had before `--bdi` changed it.
+    Bdi {
+        device: String,
+        file: String,
+        previous: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image: Option<PathBuf>,
+    },
     /// A `vm.` sysctl and the value it had before.
     Sysctl { name: String, previous: u64 },
     /// A tracefs instance (`instances/NAME`) for `--explain`, recorded before it is made so
@@ -69,6 +78,7 @@ impl Step {
             Step::Mount { .. } => "mount",
             Step::Scheduler { .. } => "scheduler",
             Step::Rotational { .. } => "rotational",
+            Step::Bdi { .. } => "bdi",
             Step::Sysctl { .. } => "sysctl",
             Step::TraceInstance { .. } => "trace_instance",
             Step::Tracefs { .. } => "tracefs",
@@ -80,7 +90,7 @@ impl Step {
     pub(super) fn is_container(&self) -> bool {
         !matches!(
             self,
-            Step::Scheduler { .. } | Step::Rotational { .. } | Step::Sysctl { .. }
+            Step::Scheduler { .. } | Step::Rotational { .. } | Step::Bdi { .. } | Step::Sysctl { .. }
         )
     }
 
@@ -105,7 +115,9 @@ impl Step {
                 anyhow::bail!("{device}: no image recorded, so it cannot be told apart from someone else's")
             }
             // A device serving another file since belongs to someone else: left alone.
-            Step::Scheduler { device, image, .. } | Step::Rotational { device, image, .. }
+            Step::Scheduler { device, image, .. }
+            | Step::Rotational { device, image, .. }
+            | Step::Bdi { device, image, .. }
                 if !still_ours(device, image.as_deref()) =>
             {
                 Ok(())
@@ -116,6 +128,11 @@ impl Step {
                 Err(_) if loopdev::backing_file(device).is_none() => Ok(()),
                 r => r,
             },
+            // A bdi outlives the image it served (the loop device stays), so it is put back
+            // whether or not the device is still attached.
+            Step::Bdi {
+                device, file, previous, ..
+            } => bdi::write(device, file, *previous),
             Step::Sysctl { name, previous } => sysctl::write(name, *previous),
             Step::TraceInstance { name } => tracefs::remove_instance(name),
             Step::Tracefs { mount_point } => tracefs::unmount_if_unused(mount_point),
@@ -160,7 +177,12 @@ impl Step {
                 Some(image) => not_ours(image, "a scratch image"),
                 None => Some("a loop device without its image".into()),
             },
-            Step::Scheduler { device, image, .. } | Step::Rotational { device, image, .. } => {
+            Step::Bdi { file, .. } if !bdi::RESTORED.contains(&file.as_str()) => {
+                Some(format!("bdi {file} is not a file fsynclab restores"))
+            }
+            Step::Scheduler { device, image, .. }
+            | Step::Rotational { device, image, .. }
+            | Step::Bdi { device, image, .. } => {
                 if !is_loop_device(device) {
                     Some(format!("{device} is not a loop device"))
                 } else {
@@ -195,6 +217,9 @@ impl Step {
             Step::Mount { mount_point } => format!("mount {}", mount_point.display()),
             Step::Scheduler { device, previous, .. } => format!("scheduler of {device} (back to {previous})"),
             Step::Rotational { device, previous, .. } => format!("rotational flag of {device} (back to {previous})"),
+            Step::Bdi {
+                device, file, previous, ..
+            } => format!("bdi {file} of {device} (back to {previous})"),
             Step::Sysctl { name, previous } => format!("vm.{name} (back to {previous})"),
             Step::TraceInstance { name } => format!("trace instance {name}"),
             Step::Tracefs { mount_point } => format!("tracefs at {}", mount_point.display()),

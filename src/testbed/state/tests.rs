@@ -205,3 +205,24 @@ fn last_words_name_what_is_left_and_how_to_undo_it() {
          `fsynclab cleanup` undoes them; remove by hand: directory /d/fsynclab-1-00000000\n"
     );
 }
+
+#[test]
+fn issue15_cleanup_undoes_a_processs_later_stacks_first() {
+    // A scenario's scratch filesystems live in its run's work directory, recorded by an
+    // earlier stack: the later stacks (numbered as made, 10 after 2) are undone first, so
+    // that the work directory is empty of mounts when its turn comes.
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    for (file, stamp) in [
+        (format!("{DEAD}.json"), "00000000"),
+        (format!("{DEAD}-2.json"), "00000002"),
+        (format!("{DEAD}-10.json"), "0000000a"),
+    ] {
+        let dir = work.path().join(format!("fsynclab-{DEAD}-{stamp}"));
+        std::fs::create_dir(&dir).unwrap();
+        write_dead_state(state.path(), &file, vec![Step::Directory { path: dir }]);
+    }
+    let report = cleanup_leftovers(state.path()).unwrap();
+    let order: Vec<&str> = report.undone.iter().map(|line| &line[line.len() - 1..]).collect();
+    assert_eq!(order, ["a", "2", "0"], "{report:?}");
+}

@@ -11,7 +11,7 @@
 //!   flash) plus transfer at the media rate.
 //! - [`cache`]: a write crosses the bus and is acknowledged once it is in the write cache
 //!   (or, with no room in any cache, once on the media); a later write supersedes what it
-//!   overlaps.
+//!   overlaps; a cache of N segments holds at most N separate writes.
 //! - [`drain`]: the cache drains in the background whenever the actuator is idle, in C-SCAN
 //!   order; a flush completes when every write that entered before it is on the media, then
 //!   costs the profile's fixed flush time. A battery-backed cache has nothing to wait for.
@@ -91,6 +91,11 @@ pub(crate) struct DiskFigures {
     pub(crate) command_latency: Duration,
     /// Write cache size; 0 makes a write-through disk.
     pub(crate) cache_bytes: u64,
+    /// How many runs of contiguous writes the cache holds at most (0: as many as fit in its
+    /// bytes).
+    /// Drives of the era divided their buffer into a fixed number of segments and queued at
+    /// most 32 commands (NCQ), so the elevator had few writes to sort.
+    pub(crate) cache_segments: u32,
     /// A battery-backed (non-volatile) cache: data in it survives a power cut.
     pub(crate) cache_durable: bool,
     /// Fixed time a flush costs once the cache has drained.
@@ -267,6 +272,7 @@ mod fixtures {
             bus_bytes_per_s: Some(300_000_000),
             command_latency: Duration::ZERO,
             cache_bytes,
+            cache_segments: 0,
             cache_durable: false,
             flush_cost: Duration::ZERO,
             ignores_flushes: false,

@@ -20,6 +20,11 @@ pub(super) struct NamedProfile {
 
 pub(super) const MB: u64 = 1_000_000;
 
+/// Write cache segments of the hard disks: the separate writes the cache holds at most.
+/// Drives of the era split the buffer into a fixed number of segments, 32 by default in
+/// Seagate's desktop mode, and SATA's native command queue holds 32 commands.
+const SEGMENTS: u32 = 32;
+
 /// SATA 3.0 Gb/s: 8b/10b coding leaves 300 MB/s of payload.
 const SATA_3G: u64 = 300 * MB;
 
@@ -39,6 +44,7 @@ fn hdd_5400() -> DiskFigures {
         bus_bytes_per_s: Some(SATA_3G),
         command_latency: Duration::ZERO,
         cache_bytes: 8 * Bytes::MIB,
+        cache_segments: SEGMENTS,
         cache_durable: false,
         flush_cost: Duration::ZERO,
         ignores_flushes: false,
@@ -59,6 +65,7 @@ fn hdd_7200() -> DiskFigures {
         bus_bytes_per_s: Some(SATA_3G),
         command_latency: Duration::ZERO,
         cache_bytes: 32 * Bytes::MIB,
+        cache_segments: SEGMENTS,
         cache_durable: false,
         flush_cost: Duration::ZERO,
         ignores_flushes: false,
@@ -76,6 +83,7 @@ fn ssd_sata() -> DiskFigures {
         bus_bytes_per_s: Some(SATA_3G),
         command_latency: Duration::ZERO,
         cache_bytes: 32 * Bytes::MIB,
+        cache_segments: 0,
         cache_durable: false,
         flush_cost: Duration::from_millis(2),
         ignores_flushes: false,
@@ -93,6 +101,7 @@ fn nvme() -> DiskFigures {
         bus_bytes_per_s: Some(3940 * MB),
         command_latency: Duration::ZERO,
         cache_bytes: 64 * Bytes::MIB,
+        cache_segments: 0,
         cache_durable: false,
         flush_cost: Duration::from_micros(500),
         ignores_flushes: false,
@@ -110,6 +119,7 @@ fn san() -> DiskFigures {
         bus_bytes_per_s: Some(400 * MB),
         command_latency: Duration::from_micros(250),
         cache_bytes: 2 * Bytes::GIB,
+        cache_segments: 0,
         cache_durable: true,
         flush_cost: Duration::ZERO,
         ignores_flushes: false,
@@ -142,6 +152,10 @@ pub(super) const NAMED: [NamedProfile; 5] = [
                 "write cache 8 MB, volatile",
                 "Tom's Hardware (2008): the 320 GB 5400 rpm drives of 2008 all had 8 MB",
             ),
+            (
+                "32 cache segments",
+                "assumed from the era's drives: a buffer split into a fixed number of segments, 32 by default in Seagate's desktop mode (iXBT's study of cache segmentation), and SATA NCQ's queue of 32 commands",
+            ),
             ("bus 300 MB/s", "SATA 3.0 Gb/s (5K320 specification, section 1)"),
         ],
     },
@@ -162,6 +176,10 @@ pub(super) const NAMED: [NamedProfile; 5] = [
                 "Seagate Barracuda XT (2010) datasheet: sustained data rate at the outer diameter",
             ),
             ("write cache 32 MB, volatile", "Deskstar 7K1000.C HDS721010CLA332 (32 MB buffer)"),
+            (
+                "32 cache segments",
+                "assumed from the era's drives: a buffer split into a fixed number of segments, 32 by default in Seagate's desktop mode (iXBT's study of cache segmentation), and SATA NCQ's queue of 32 commands",
+            ),
             ("bus 300 MB/s", "SATA 3.0 Gb/s"),
         ],
     },

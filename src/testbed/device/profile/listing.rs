@@ -84,6 +84,12 @@ pub(crate) fn describe(f: &DiskFigures) -> String {
         ", cache {}",
         match f.cache_bytes {
             0 => "none (write-through)".to_string(),
+            bytes if f.cache_segments > 0 => format!(
+                "{} {} in {} segments",
+                human_size(bytes),
+                f.cache_kind(),
+                f.cache_segments
+            ),
             bytes => format!("{} {}", human_size(bytes), f.cache_kind()),
         }
     );

@@ -21,6 +21,7 @@ fn plain() -> DiskFigures {
         bus_bytes_per_s: None,
         command_latency: Duration::ZERO,
         cache_bytes: 0,
+        cache_segments: 0,
         cache_durable: false,
         flush_cost: Duration::ZERO,
         ignores_flushes: false,
@@ -30,8 +31,12 @@ fn plain() -> DiskFigures {
 }
 
 /// The keys `--device` takes, with what each sets.
-pub(super) const KEYS: [(&str, &str); 15] = [
+pub(super) const KEYS: [(&str, &str); 16] = [
     ("cache=SIZE", "volatile write cache (0: write-through)"),
+    (
+        "segments=N",
+        "runs of contiguous writes the cache holds at most (0: as many as fit; the hard disks: 32)",
+    ),
     (
         "nvcache=SIZE",
         "battery-backed write cache (flushes wait for nothing; it survives a power cut)",
@@ -64,7 +69,7 @@ pub(super) const FAIL_SYNTAX: &str =
 /// The values a figure may take, each bound derived from a real drive: a profile beyond
 /// them is not a slow disk but one that cannot make progress (issue 19: `write=1` put
 /// `mount` in D state for minutes, `rpm=1` took 175 s to stop). `list-devices` prints them.
-pub(super) const RANGES: [(&str, &str, &str); 6] = [
+pub(super) const RANGES: [(&str, &str, &str); 7] = [
     (
         "rpm",
         "3600 to 15000",
@@ -87,6 +92,11 @@ pub(super) const RANGES: [(&str, &str, &str); 6] = [
     ),
     ("capacity", "5M to 100T", "from the ST-506's 5 MB to beyond the largest drives, 30 TB in 2024"),
     ("sector", "512 to 64K, a power of two", "512 B on drives before 2010, 4 KiB on Advanced Format drives"),
+    (
+        "segments",
+        "0 (no limit) to 1024",
+        "drives split their buffer into tens of segments (32 by default in Seagate's desktop mode); 1024 is past any",
+    ),
 ];
 
 /// The smallest media or bus rate, in bytes per second: the ST-506's 625 KB/s, rounded down.
@@ -99,6 +109,7 @@ const MAX_FULL_STROKE: Duration = Duration::from_millis(250);
 const MAX_COST: Duration = Duration::from_secs(1);
 const MIN_CAPACITY: u64 = 5 << 20;
 const MAX_CAPACITY: u64 = 100 << 40;
+const MAX_SEGMENTS: u32 = 1024;
 
 /// `key=value` beyond what any drive does: the one-line refusal naming the valid range and
 /// where it comes from.
@@ -291,6 +302,14 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
                     return Err(beyond(key, value));
                 }
                 figures.sector_bytes = bytes;
+            }
+            "segments" => {
+                figures.cache_segments = value
+                    .parse()
+                    .map_err(|_| format!("segments: expected a count of cache segments like 32, not {value}"))?;
+                if figures.cache_segments > MAX_SEGMENTS {
+                    return Err(beyond(key, value));
+                }
             }
             "fail" => figures.faults.push(fault_rule(value)?),
             "rpm" | "settle" | "seek" | "capacity" => {

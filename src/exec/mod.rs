@@ -10,11 +10,14 @@
 //! command gets SIGKILL if fsynclab itself dies (PR_SET_PDEATHSIG), so that `fsynclab
 //! cleanup` finds nothing busy.
 //!
-//! With `--explain` ([`explained`]), the command's sync calls are traced and explained,
-//! and the run is recorded.
+//! With `--cut` ([`cut`]), the emulated disk loses power while the command runs; with
+//! `--explain` ([`explained`]), the command's sync calls are traced and explained, and the
+//! run is recorded.
 
+mod cut;
 mod explained;
 
+pub use cut::CutOptions;
 pub(crate) use explained::Request as ExplainRequest;
 
 use std::ffi::OsString;
@@ -39,14 +42,19 @@ pub struct ExecRecord {
     pub exit_status: i32,
     pub elapsed_s: f64,
     pub environment: Fingerprint,
+    /// With `--cut`: what the cut did, how the filesystem came back, what the checks said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_cut: Option<cut::CutRecord>,
 }
 
-/// Runs `command` on the testbed `request` names; returns the exit status to pass through.
-/// With `explain`, its sync calls are traced, explained and recorded ([`explained`]).
+/// Runs `command` on the testbed `request` names, under a power cut when `cut` asks for
+/// one; returns the exit status to pass through (or the check's, after a cut). With
+/// `explain`, its sync calls are traced, explained and recorded ([`explained`]).
 pub(crate) fn run(
     request: &TestbedRequest,
     command: &[OsString],
     output: Option<&PathBuf>,
+    cut: Option<&CutOptions>,
     explain: Option<ExplainRequest>,
 ) -> Result<i32> {
     let Some(program) = command.first() else {
@@ -111,14 +119,24 @@ pub(crate) fn run(
         }
     };
     forwarding.started(child.id());
+    let watch = cut
+        .map(|c| cut::Watch::start(target, c.plan, child.id(), &ours))
+        .transpose()?;
     let status = wait_unreaped(child.id()).and_then(|()| {
         drop(forwarding);
+        if let Some(w) = &watch {
+            w.forget_command();
+        }
         child.wait().context("cannot wait for the command")
     });
     let status = exit_code(status?);
     let elapsed_s = started.elapsed().as_secs_f64();
     end_what_it_left(&ours);
     let command_line: Vec<String> = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let cut_outcome = match (watch, cut) {
+        (Some(w), Some(c)) => Some(w.finish(target, c)?),
+        _ => None,
+    };
     // A signal while the command ran was the command's to answer: its status says how.
     let answered = session.stop().signal().is_some();
 
@@ -133,12 +151,17 @@ pub(crate) fn run(
     if let (Some(e), Some(running)) = (explained, tracing) {
         e.finish(running, &command_line, status, answered, environment.clone())?;
     }
+    let (cut_record, status) = match cut_outcome {
+        Some((record, verdict)) => (Some(record), verdict),
+        None => (None, status),
+    };
     if let Some(path) = output {
         let record = ExecRecord {
             command: command_line,
             exit_status: status,
             elapsed_s,
             environment,
+            power_cut: cut_record,
         };
         crate::result::write_json_atomically(&record, path)?;
     }
@@ -170,7 +193,7 @@ fn set_child_subreaper() -> Result<()> {
 
 /// The processes whose parent is `pid`, read from /proc/PID/stat's fourth field (proc(5)),
 /// with their names.
-fn children_of(pid: u32) -> Vec<(u32, String)> {
+pub(crate) fn children_of(pid: u32) -> Vec<(u32, String)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -182,8 +205,11 @@ fn children_of(pid: u32) -> Vec<(u32, String)> {
             // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses.
             let (head, tail) = stat.rsplit_once(')')?;
             let comm = head.split_once('(')?.1.to_string();
-            let ppid: u32 = tail.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == pid).then_some((child, comm))
+            let mut fields = tail.split_whitespace();
+            let state = fields.next()?;
+            let ppid: u32 = fields.next()?.parse().ok()?;
+            // A zombie has ended: it only waits to be reaped.
+            (ppid == pid && state != "Z").then_some((child, comm))
         })
         .collect()
 }
@@ -206,6 +232,7 @@ fn end_what_it_left(ours: &[(u32, String)]) {
             .filter(|(pid, _)| !reaped_if_exited(*pid))
             .collect()
     };
+    reap_ended(me);
     let first = left();
     if first.is_empty() {
         return;
@@ -256,6 +283,26 @@ fn reaped_if_exited(pid: u32) -> bool {
     let mut status = 0;
     // SAFETY: waitpid writes only into `status`, a local; `pid` is our child.
     unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) == pid as i32 }
+}
+
+/// Reaps the children of `me` that have ended (orphans of the command a power cut killed,
+/// inherited as their subreaper).
+fn reap_ended(me: u32) {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let mut fields = stat.rsplit_once(')').map(|(_, t)| t).unwrap_or("").split_whitespace();
+        if fields.next() == Some("Z") && fields.next().and_then(|p| p.parse::<u32>().ok()) == Some(me) {
+            let mut status = 0;
+            // SAFETY: waitpid writes only into `status`, a local; `pid` is our child.
+            unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) };
+        }
+    }
 }
 
 /// Waits until process `pid` has exited, leaving it a zombie so that its pid cannot be

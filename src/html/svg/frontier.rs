@@ -1,0 +1,103 @@
+//! Durability against latency: each power-cut run a point, its p99 sync latency across (log
+//! scale) and the share of its acknowledged records lost or torn up (powercut's `acked.rate`).
+//! The points on the floor kept every write; among them, the leftmost is the fastest
+//! configuration that an fsync's promise holds for: the frontier the speed tricks move
+//! along.
+
+use std::fmt::Write as _;
+
+use super::{decade_label, trim_float, LEFT, LINE_COLOURS, PLOT_W, TOP};
+use crate::compare::{Figure, Metric};
+use crate::html::{escape, PageRun};
+
+const H: f64 = 220.0;
+
+/// A run's point: its label, p99 latency of its main sync call (ns) and loss rate (0..=1).
+fn point(run: &PageRun) -> Option<(String, u64, f64)> {
+    let f = run.figures.as_ref()?;
+    let rate = *f.values.get(&Figure::new("acked", Metric::Rate))?;
+    let main = f.main_figure()?;
+    let p99 = *f.values.get(&Figure::new(&main.subject, Metric::P99))?;
+    let what: Vec<String> = ["pattern", "sync"]
+        .iter()
+        .filter_map(|k| run.params.get(*k).map(|v| v.to_string()))
+        .collect();
+    Some((
+        format!("{} {} ({})", run.label, what.join("/"), main.subject),
+        p99 as u64,
+        rate,
+    ))
+}
+
+/// Whether any run of the page has the figures the frontier needs.
+pub(crate) fn has_points(runs: &[PageRun]) -> bool {
+    runs.iter().any(|r| point(r).is_some())
+}
+
+/// The frontier of `runs`' power-cut results.
+pub(crate) fn frontier(runs: &[PageRun]) -> String {
+    let points: Vec<(String, u64, f64)> = runs.iter().filter_map(point).collect();
+    let lo = points.iter().map(|p| p.1.max(1)).min().unwrap_or(1);
+    let hi = points.iter().map(|p| p.1.max(1)).max().unwrap_or(10);
+    let d_lo = (lo as f64).log10().floor() as i32;
+    let d_hi = ((hi as f64).log10().ceil() as i32).max(d_lo + 1);
+    let span = f64::from(d_hi - d_lo);
+    let x_of = |ns: u64| LEFT + (((ns.max(1) as f64).log10() - f64::from(d_lo)) / span).clamp(0.0, 1.0) * PLOT_W;
+    let y_of = |rate: f64| TOP + H - rate.clamp(0.0, 1.0) * H;
+    let legend_h = 16.0 * points.len() as f64;
+    let height = TOP + H + 28.0 + legend_h;
+    let width = LEFT + PLOT_W + 16.0;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        "<svg class=\"frontier\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"p99 sync latency against acknowledged writes lost\">"
+    );
+    let _ = write!(
+        svg,
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{PLOT_W}\" height=\"{H}\" fill=\"#fff\" stroke=\"#bbb\"/>"
+    );
+    for pct in [0, 25, 50, 75, 100] {
+        let y = y_of(f64::from(pct) / 100.0);
+        let _ = write!(
+            svg,
+            "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{pct}%</text>",
+            LEFT + PLOT_W,
+            LEFT - 6.0,
+            y + 4.0
+        );
+    }
+    for d in d_lo..=d_hi {
+        let x = LEFT + f64::from(d - d_lo) / span * PLOT_W;
+        let _ = write!(
+            svg,
+            "<line x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{:.0}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{:.0}\" text-anchor=\"middle\">{}</text>",
+            TOP + H,
+            TOP + H + 16.0,
+            decade_label(d)
+        );
+    }
+    for (i, (label, p99, rate)) in points.iter().enumerate() {
+        let colour = LINE_COLOURS[i % LINE_COLOURS.len()];
+        let (x, y) = (x_of(*p99), y_of(*rate));
+        let _ = write!(
+            svg,
+            "<circle class=\"point\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"{colour}\"><title>{}: p99 {} ms, {}% of acknowledged writes lost</title></circle>",
+            escape(label),
+            trim_float(*p99 as f64 / 1e6),
+            trim_float(rate * 100.0)
+        );
+        let ly = TOP + H + 32.0 + 16.0 * i as f64;
+        let _ = write!(
+            svg,
+            "<rect x=\"{LEFT}\" y=\"{:.0}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{:.0}\" y=\"{:.0}\">{}: p99 {} ms, {}% lost</text>",
+            ly - 9.0,
+            LEFT + 16.0,
+            ly,
+            escape(label),
+            trim_float(*p99 as f64 / 1e6),
+            trim_float(rate * 100.0)
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
