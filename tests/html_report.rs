@@ -2,7 +2,8 @@
 //! table is rendered by headless Chromium (Debian's `chromium`, which scripts/setup.sh
 //! installs); the screenshot must show the pictures (not a blank page) and the page must log
 //! nothing to its console. Issue 16: the report of two real explained runs draws each run's
-//! kernel timeline and the trade-off plot, and a slow call's link leads to its parts.
+//! kernel timeline and the trade-off plot (seen in the screenshot, and laid out with a size
+//! in the DOM Chromium rendered), and a slow call's link leads to its parts.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
@@ -16,19 +17,18 @@ use fsynclab::compare::{Figure, Metric, RunFigures, Settings};
 use fsynclab::html::{self, Page, PageRun};
 use fsynclab::store::SampleColumns;
 
-use common::Need::{Root, That, Tracefs};
+use common::Need::{Root, Tool, Tracefs};
 
 common::tests! {
-    issue11_html_report_renders_in_chromium_without_errors: [That("chromium (scripts/setup.sh installs it)", || chromium().is_some())],
-    issue11_chromium_console_errors_are_caught: [That("chromium (scripts/setup.sh installs it)", || chromium().is_some())],
-    issue16_the_report_draws_the_kernel_timeline_the_tradeoff_and_links_slow_calls_to_their_parts: [Root, Tracefs, That("chromium (scripts/setup.sh installs it)", || chromium().is_some())],
+    issue11_html_report_renders_in_chromium_without_errors: [Tool("chromium")],
+    issue11_chromium_console_errors_are_caught: [Tool("chromium")],
+    issue16_the_report_draws_the_kernel_timeline_the_tradeoff_and_links_slow_calls_to_their_parts: [Root, Tracefs, Tool("chromium")],
 }
 
+/// Debian's `chromium` (scripts/setup.sh installs it), found as the harness's `Tool` need
+/// finds it.
 fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("chromium"))
-        .find(|p| p.is_file())
+    fsynclab::testbed::command::find_tool("chromium")
 }
 
 /// A run like fsync-tps's: alternating 4 KiB writes and fsyncs, a fsync tail, and a
@@ -122,7 +122,7 @@ fn render_in_chromium(chromium: &Path, page: &Path, dir: &Path) -> (Vec<u8>, u32
 fn render_url(chromium: &Path, url: &str, dir: &Path, size: (u32, u32)) -> (Vec<u8>, u32, u32, Vec<String>) {
     let shot = dir.join("shot.png");
     let profile = dir.join("profile");
-    let mut child = Command::new(chromium)
+    let child = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",
@@ -145,18 +145,7 @@ fn render_url(chromium: &Path, url: &str, dir: &Path, size: (u32, u32)) -> (Vec<
         .stderr(Stdio::piped())
         .spawn()
         .expect("chromium starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let log = reader.join().expect("stderr reader");
+    let (_, log) = finish(child);
     // Chromium logs what the page writes to its console, and uncaught exceptions, as
     // `INFO:CONSOLE(line)] "message", source: URL (line)`.
     let console: Vec<String> = log
@@ -179,6 +168,95 @@ fn render_url(chromium: &Path, url: &str, dir: &Path, size: (u32, u32)) -> (Vec<
         other => panic!("unexpected screenshot colour type {other:?}"),
     };
     (rgba, info.width, info.height, console)
+}
+
+/// Waits for Chromium (at most 120 s) and returns what it wrote on stdout and stderr.
+fn finish(mut child: std::process::Child) -> (String, String) {
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            pipe.map(|p| std::io::read_to_string(p).unwrap_or_default())
+                .unwrap_or_default()
+        })
+    };
+    let stdout = read(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = read(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (
+        stdout.join().expect("stdout reader"),
+        stderr.join().expect("stderr reader"),
+    )
+}
+
+/// What Chromium laid out: the size (width, height in CSS pixels) of each element that
+/// each of `selectors` matches on `page`, as rendered in a window 1100 pixels wide. A copy
+/// of the page gets a script at its end that measures them (`getBoundingClientRect`) into
+/// an element of its own, and Chromium's `--dump-dom` prints the document after it ran:
+/// an element hidden, collapsed or left out of the layout measures 0.
+fn rendered_sizes(chromium: &Path, page: &Path, dir: &Path, selectors: &[&str]) -> Vec<(String, f64, f64)> {
+    let html = std::fs::read_to_string(page).unwrap();
+    let list: Vec<String> = selectors.iter().map(|s| format!("{s:?}")).collect();
+    let script = format!(
+        "<script>(function(){{var out=[];[{}].forEach(function(s){{document.querySelectorAll(s).forEach(function(e){{var r=e.getBoundingClientRect();out.push(s+'|'+r.width.toFixed(1)+'|'+r.height.toFixed(1));}});}});var pre=document.createElement('pre');pre.id='fsynclab-rendered';pre.textContent=out.join(String.fromCharCode(10));document.body.appendChild(pre);}})();</script>",
+        list.join(",")
+    );
+    let measured = match html.rfind("</body>") {
+        Some(at) => format!("{}{script}{}", &html[..at], &html[at..]),
+        None => format!("{html}{script}"),
+    };
+    let copy = dir.join("measured.html");
+    std::fs::write(&copy, measured).unwrap();
+    let child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1100,2400",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile-dom").display()))
+        .arg(format!("file://{}", copy.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium starts");
+    let (dom, log) = finish(child);
+    let measured = dom
+        .split("<pre id=\"fsynclab-rendered\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| panic!("the measuring script left nothing in the rendered DOM; chromium said:\n{log}"));
+    measured
+        .lines()
+        .map(|l| {
+            let mut f = l.split('|');
+            let (s, w, h) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
+            (s.to_string(), w.parse().unwrap(), h.parse().unwrap())
+        })
+        .collect()
 }
 
 fn issue11_html_report_renders_in_chromium_without_errors() {
@@ -365,6 +443,56 @@ fn issue16_the_report_draws_the_kernel_timeline_the_tradeoff_and_links_slow_call
     // Each kernel timeline ends with the slow calls explained, as bars.
     assert_eq!(html.matches("class=\"machine\"").count(), 2);
     assert!(html.matches("class=\"slow-call\"").count() >= 2, "no slow calls drawn");
+
+    // The rendered DOM: Chromium laid out both kernel timelines and the trade-off plot
+    // with a size, their lines, dots and slow-call bars inside them with one too.
+    let sizes = rendered_sizes(
+        &chromium,
+        &page,
+        dir.path(),
+        &[
+            "svg.machine",
+            "svg.tradeoff",
+            "svg.machine path[stroke]",
+            "svg.machine rect.slow-call",
+            "svg.tradeoff circle.tradeoff-worst",
+        ],
+    );
+    let laid_out = |selector: &str| -> Vec<(f64, f64)> {
+        sizes
+            .iter()
+            .filter(|(s, _, _)| s == selector)
+            .map(|(_, w, h)| (*w, *h))
+            .collect()
+    };
+    let machines = laid_out("svg.machine");
+    assert_eq!(machines.len(), 2, "{sizes:?}");
+    assert!(
+        machines.iter().all(|&(w, h)| w > 300.0 && h > 100.0),
+        "kernel timelines rendered as {machines:?}"
+    );
+    let tradeoff = laid_out("svg.tradeoff");
+    assert_eq!(tradeoff.len(), 1, "{sizes:?}");
+    assert!(
+        tradeoff[0].0 > 300.0 && tradeoff[0].1 > 100.0,
+        "trade-off plot rendered as {tradeoff:?}"
+    );
+    // A series line spans the run's clock: wider than a few pixels.
+    let lines = laid_out("svg.machine path[stroke]");
+    assert!(
+        lines.iter().filter(|&&(w, _)| w > 100.0).count() >= 2 * 3,
+        "too few kernel timeline lines drawn across the clock: {lines:?}"
+    );
+    let bars = laid_out("svg.machine rect.slow-call");
+    assert!(
+        bars.len() >= 2 && bars.iter().all(|&(w, h)| w > 0.0 && h > 0.0),
+        "slow-call bars rendered as {bars:?}"
+    );
+    let dots = laid_out("svg.tradeoff circle.tradeoff-worst");
+    assert!(
+        dots.len() == 2 && dots.iter().all(|&(w, h)| w > 0.0 && h > 0.0),
+        "trade-off dots rendered as {dots:?}"
+    );
 
     // A slow call's link leads to its parts: opened at the link's target, the page shows
     // that row highlighted (tr:target). The window holds the whole page: headless Chromium
