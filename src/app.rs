@@ -52,14 +52,16 @@ fn find(name: &str) -> Result<&'static dyn Scenario> {
 
 /// `fsynclab exec`: everything that can be refused is refused before the testbed is made.
 fn exec(args: &crate::cli::ExecArgs) -> Result<i32> {
-    let request = args.target.request()?;
-    let cut = crate::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
-    let explain = args.explain.options()?.map(|options| crate::exec::ExplainRequest {
-        options,
-        store: args.record.store.clone(),
-        no_store: args.record.no_store,
-    });
-    if cut.is_some() && explain.is_some() {
+    // What the command line asks for that cannot be done, whatever the machine.
+    crate::exec::program_of(&args.command)?;
+    if !args.explain.explain && (args.record.store.is_some() || args.record.no_store) {
+        let flag = if args.record.no_store { "--no-store" } else { "--store" };
+        return Err(Usage(format!(
+            "exec {flag}: exec records a run only with --explain; add --explain, or leave {flag} out"
+        ))
+        .into());
+    }
+    if args.explain.explain && args.cut.is_some() {
         // The cut's watcher, the recovery and the check run beside the command and would be
         // traced as its own.
         return Err(Usage(
@@ -68,6 +70,13 @@ fn exec(args: &crate::cli::ExecArgs) -> Result<i32> {
         )
         .into());
     }
+    let request = args.target.request()?;
+    let cut = crate::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
+    let explain = args.explain.options()?.map(|options| crate::exec::ExplainRequest {
+        options,
+        store: args.record.store.clone(),
+        no_store: args.record.no_store,
+    });
     crate::exec::run(&request, &args.command, args.output.as_ref(), cut.as_ref(), explain)
 }
 

@@ -976,6 +976,59 @@ fn issue16_bad_exec_explain_flags_are_refused_in_one_line() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
         assert!(stderr.contains(flag), "{stderr}");
     }
+    // Each refused before anything runs, in one line that says what to do: no command; an
+    // explain option or a store without --explain (nothing would be traced or recorded);
+    // --explain with --cut (the cut's recovery and check would be traced as the command's).
+    let dir = temp();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    for (args, says) in [
+        (vec!["--explain"], "give the command after --"),
+        (vec!["--explain", "--"], "give the command after --"),
+        (vec!["--explain-over", "1s", "--", "sh", "-c", &touch], "add --explain"),
+        (
+            vec!["--timeline-interval", "1s", "--", "sh", "-c", &touch],
+            "add --explain",
+        ),
+        (
+            vec!["--store", "s.sqlite", "--", "sh", "-c", &touch],
+            "only with --explain",
+        ),
+        (vec!["--no-store", "--", "sh", "-c", &touch], "only with --explain"),
+        (
+            vec![
+                "--explain",
+                "--scratch",
+                "ext4",
+                "--device",
+                "hdd-7200",
+                "--cut",
+                "after=1s",
+                "--",
+                "sh",
+                "-c",
+                &touch,
+            ],
+            "--explain and --cut",
+        ),
+    ] {
+        let out = fsynclab()
+            .current_dir(dir.path())
+            .arg("exec")
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!marker.exists(), "{args:?}: the command ran");
+    }
+    assert!(
+        common::leftovers(dir.path()).is_empty(),
+        "{:?}",
+        common::leftovers(dir.path())
+    );
 }
 
 /// Issue 16: `exec --explain` traces in two instances (the machine's events, the process

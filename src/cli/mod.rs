@@ -230,7 +230,9 @@ pub struct ExecArgs {
     pub record: RecordArgs,
     /// The command and its arguments, after `--`; it runs in the scratch filesystem with
     /// FSYNCLAB_DIR and FSYNCLAB_LOOP_DEVICE set
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    // Required, but checked by `exec::run`, which says so in one line (clap would print
+    // its usage block).
+    #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
 }
 
@@ -242,30 +244,43 @@ pub struct ExecExplainArgs {
     /// in the results store as scenario `exec`
     #[arg(long, help_heading = "Explain")]
     pub explain: bool,
-    /// With --explain: explain every call at least this slow
-    #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
-    pub explain_over: String,
-    /// ...and the slowest PERCENT of each kind of call of each thread
-    #[arg(long, value_name = "PERCENT", default_value = "1%", help_heading = "Explain")]
-    pub explain_slowest: String,
-    /// With --explain: sample the writeback timeline this often
-    #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
-    pub timeline_interval: String,
+    /// With --explain: explain every call at least this slow [default: 100ms]
+    #[arg(long, value_name = "DURATION", help_heading = "Explain")]
+    pub explain_over: Option<String>,
+    /// ...and the slowest PERCENT of each kind of call of each thread [default: 1%]
+    #[arg(long, value_name = "PERCENT", help_heading = "Explain")]
+    pub explain_slowest: Option<String>,
+    /// With --explain: sample the writeback timeline this often [default: 100ms]
+    #[arg(long, value_name = "DURATION", help_heading = "Explain")]
+    pub timeline_interval: Option<String>,
 }
 
 impl ExecExplainArgs {
-    /// The explanation asked for, checked (an --explain that cannot work here is refused in
-    /// one line); `None` without --explain.
+    /// The explanation asked for, checked (an --explain that cannot work here, and an
+    /// explain option without --explain, are refused in one line); `None` without --explain.
     pub(crate) fn options(&self) -> Result<Option<ExplainOptions>, Usage> {
         if !self.explain {
-            return Ok(None);
+            let given = [
+                ("--explain-over", &self.explain_over),
+                ("--explain-slowest", &self.explain_slowest),
+                ("--timeline-interval", &self.timeline_interval),
+            ]
+            .into_iter()
+            .find(|(_, value)| value.is_some());
+            return match given {
+                Some((flag, _)) => Err(Usage(format!(
+                    "exec {flag}: only with --explain, which traces the command's sync calls; add --explain"
+                ))),
+                None => Ok(None),
+            };
         }
+        let or = |value: &Option<String>, default: &str| value.clone().unwrap_or_else(|| default.to_string());
         let args = ExplainArgs {
             explain: true,
             no_explain: false,
-            explain_over: self.explain_over.clone(),
-            explain_slowest: self.explain_slowest.clone(),
-            timeline_interval: self.timeline_interval.clone(),
+            explain_over: or(&self.explain_over, "100ms"),
+            explain_slowest: or(&self.explain_slowest, "1%"),
+            timeline_interval: or(&self.timeline_interval, "100ms"),
         };
         args.options().map(|(options, _)| Some(options))
     }

@@ -57,12 +57,7 @@ pub(crate) fn run(
     cut: Option<&CutOptions>,
     explain: Option<ExplainRequest>,
 ) -> Result<i32> {
-    let Some(program) = command.first() else {
-        return Err(crate::error::Usage(
-            "exec: give the command after --, e.g. fsynclab exec --scratch ext4 -- fio job.fio".into(),
-        )
-        .into());
-    };
+    let program = program_of(command)?;
     if let Some(path) = output {
         crate::output::check(path, None)?;
     }
@@ -174,6 +169,13 @@ pub(crate) fn run(
         }
         _ => Ok(status),
     }
+}
+
+/// The program to run: the first word after `--`, which exec cannot do without.
+pub(crate) fn program_of(command: &[OsString]) -> Result<&OsString, crate::error::Usage> {
+    command.first().ok_or_else(|| {
+        crate::error::Usage("exec: give the command after --, e.g. fsynclab exec --scratch ext4 -- fio job.fio".into())
+    })
 }
 
 /// 128 + N for a command ended by signal N, as shells report it.
