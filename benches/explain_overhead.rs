@@ -6,8 +6,8 @@
 //! the machine hits every side alike), on a quiet machine and with two CPU-burning
 //! processes beside it (`sh -c 'while :; do :; done'`, one per CPU of the project's VM),
 //! on the host directory and on a scratch ext4 (loop device over a file on the host disk).
-//! Then the CPU the timeline sampler and the trace reader used, per second, as each run
-//! records it.
+//! Then the CPU the timeline sampler and the trace reader used, per second, and the events
+//! the kernel dropped, as each run records them.
 //!
 //! Needs root (tracefs, loop devices). Run, alone on the machine:
 //! `flock /tmp/fsynclab-machine.lock cargo bench --bench explain_overhead`
@@ -91,6 +91,10 @@ struct Figures {
     sampler_us_per_s: Vec<f64>,
     reader_ms_per_s: Vec<f64>,
     events_per_s: Vec<f64>,
+    /// Events the kernel dropped, and runs whose trace reached its budget, over all runs.
+    lost_events: u64,
+    events: u64,
+    cut_runs: usize,
 }
 
 impl Figures {
@@ -106,6 +110,9 @@ impl Figures {
             self.reader_ms_per_s.push(ns / 1e6 / s);
             self.events_per_s
                 .push(r["explain"]["events"].as_f64().unwrap_or(f64::NAN) / s);
+            self.events += r["explain"]["events"].as_u64().unwrap_or(0);
+            self.lost_events += r["explain"]["lost_events"].as_u64().unwrap_or(0);
+            self.cut_runs += usize::from(!r["explain"]["trace_cut_at_ns"].is_null());
         }
     }
 }
@@ -170,6 +177,15 @@ fn measure(name: &str, target: &[&str], write_size: &str, rounds: usize) {
             median(&mut f[2].reader_ms_per_s),
             median(&mut f[1].events_per_s),
             median(&mut f[2].events_per_s),
+        );
+        println!(
+            "{name}, write {write_size}, {condition}: events lost {} of {} with stacks, {} of {} without; traces cut at their budget: {} runs, {}",
+            f[1].lost_events,
+            f[1].events,
+            f[2].lost_events,
+            f[2].events,
+            f[1].cut_runs,
+            f[2].cut_runs,
         );
     }
 }
