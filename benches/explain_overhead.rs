@@ -1,17 +1,22 @@
 //! What explaining costs the measurement, through the binary as a user runs it: the median
 //! fsync of the bare prober (`fsynclab run overwrite-fsync --set background=none --set
-//! sleep=0`) with `--explain` and with `--no-explain`, in runs interleaved round by round
-//! (the order alternating, so that drift of the machine hits both alike), on the host
-//! directory and on a scratch ext4 (loop device over a file on the host disk). Then the
-//! CPU the timeline sampler and the trace reader used, per second, as each run records it.
+//! sleep=0`) with `--explain`, with `--explain` but no kernel stacks
+//! (`FSYNCLAB_TRACE_STACKS=0`, to tell their cost from the rest of the trace's) and with
+//! `--no-explain`, in runs interleaved round by round (the order rotating, so that drift of
+//! the machine hits every side alike), on a quiet machine and with two CPU-burning
+//! processes beside it (`sh -c 'while :; do :; done'`, one per CPU of the project's VM),
+//! on the host directory and on a scratch ext4 (loop device over a file on the host disk).
+//! Then the CPU the timeline sampler and the trace reader used, per second, and the events
+//! the kernel dropped, as each run records them.
 //!
 //! Needs root (tracefs, loop devices). Run, alone on the machine:
 //! `flock /tmp/fsynclab-machine.lock cargo bench --bench explain_overhead`
 //! (`FSYNCLAB_BENCH_DIR=DIR` chooses the host directory, default the current one;
-//! `FSYNCLAB_BENCH_ROUNDS=N` the rounds, default 8).
+//! `FSYNCLAB_BENCH_ROUNDS=N` the rounds, default 6; `FSYNCLAB_BENCH_WRITE_SIZES=4k,1M` the
+//! prober's write sizes on the host directory, default both).
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command};
 
 use serde_json::Value;
 
@@ -26,17 +31,40 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// How a run traces.
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    Off,
+    On,
+    NoStacks,
+}
+
+impl Side {
+    const ALL: [Side; 3] = [Side::Off, Side::On, Side::NoStacks];
+
+    fn name(self) -> &'static str {
+        match self {
+            Side::Off => "--no-explain",
+            Side::On => "--explain",
+            Side::NoStacks => "--explain, no stacks",
+        }
+    }
+}
+
 /// One run; its result.
-fn run(target: &[&str], explain: bool) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_fsynclab"))
-        .env("FSYNCLAB_STORE", "off")
+fn run(target: &[&str], write_size: &str, side: Side) -> Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsynclab"));
+    cmd.env("FSYNCLAB_STORE", "off")
         .args(["run", "overwrite-fsync", "--quiet", "--format", "json"])
-        .arg(if explain { "--explain" } else { "--no-explain" })
+        .arg(if side == Side::Off { "--no-explain" } else { "--explain" })
         .args(target)
         .args(["--set", "background=none", "--set", "sleep=0", "--set", "duration=0"])
-        .args(["--set", &format!("iterations={ITERATIONS}")])
-        .output()
-        .expect("run fsynclab");
+        .args(["--set", &format!("write_size={write_size}")])
+        .args(["--set", &format!("iterations={ITERATIONS}")]);
+    if side == Side::NoStacks {
+        cmd.env("FSYNCLAB_TRACE_STACKS", "0");
+    }
+    let out = cmd.output().expect("run fsynclab");
     assert!(
         out.status.success(),
         "fsynclab {target:?}: {}",
@@ -57,14 +85,19 @@ fn fsyncs_us(r: &Value) -> Vec<f64> {
 }
 
 #[derive(Default)]
-struct Side {
+struct Figures {
     fsync_us: Vec<f64>,
     run_medians_us: Vec<f64>,
     sampler_us_per_s: Vec<f64>,
     reader_ms_per_s: Vec<f64>,
+    events_per_s: Vec<f64>,
+    /// Events the kernel dropped, and runs whose trace reached its budget, over all runs.
+    lost_events: u64,
+    events: u64,
+    cut_runs: usize,
 }
 
-impl Side {
+impl Figures {
     fn add(&mut self, r: &Value) {
         let mut f = fsyncs_us(r);
         self.run_medians_us.push(median(&mut f));
@@ -75,44 +108,86 @@ impl Side {
         if let Some(ns) = r["explain"]["reader_cpu_ns"].as_f64() {
             let s = r["duration_s"].as_f64().unwrap_or(f64::NAN);
             self.reader_ms_per_s.push(ns / 1e6 / s);
+            self.events_per_s
+                .push(r["explain"]["events"].as_f64().unwrap_or(f64::NAN) / s);
+            self.events += r["explain"]["events"].as_u64().unwrap_or(0);
+            self.lost_events += r["explain"]["lost_events"].as_u64().unwrap_or(0);
+            self.cut_runs += usize::from(!r["explain"]["trace_cut_at_ns"].is_null());
         }
     }
 }
 
-fn measure(name: &str, target: &[&str], rounds: usize) {
+/// Two processes that keep both CPUs of the VM busy until dropped.
+struct Burners(Vec<Child>);
+
+impl Burners {
+    fn start() -> Burners {
+        Burners(
+            (0..2)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("start a CPU burner")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Burners {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn measure(name: &str, target: &[&str], write_size: &str, rounds: usize) {
     // Warm-up: the first run of a directory pays for allocating the file.
-    run(target, false);
-    let (mut off, mut on) = (Side::default(), Side::default());
+    run(target, write_size, Side::Off);
+    let mut figures: Vec<[Figures; 3]> = vec![Default::default(), Default::default()];
     for round in 0..rounds {
-        for explain in [round % 2 == 0, round % 2 == 1] {
-            let r = run(target, explain);
-            if explain {
-                on.add(&r);
-            } else {
-                off.add(&r);
+        for (c, loaded) in [false, true].into_iter().enumerate() {
+            let _burners = loaded.then(Burners::start);
+            for k in 0..Side::ALL.len() {
+                let i = (round + k) % Side::ALL.len();
+                figures[c][i].add(&run(target, write_size, Side::ALL[i]));
             }
         }
     }
-    let (m_off, m_on) = (median(&mut off.fsync_us), median(&mut on.fsync_us));
-    let (r_off, r_on) = (median(&mut off.run_medians_us), median(&mut on.run_medians_us));
-    println!(
-        "{name}: fsync median {m_off:.1} us without --explain, {m_on:.1} us with ({:+.1}%); median of run medians {r_off:.1} / {r_on:.1} us ({:+.1}%); {} fsyncs per side in {rounds} runs each",
-        (m_on / m_off - 1.0) * 100.0,
-        (r_on / r_off - 1.0) * 100.0,
-        off.fsync_us.len(),
-    );
-    let mut sampler: Vec<f64> = off
-        .sampler_us_per_s
-        .iter()
-        .chain(&on.sampler_us_per_s)
-        .copied()
-        .collect();
-    println!(
-        "{name}: timeline sampler (100 ms) {:.1} us CPU per second (median of {} runs); trace reader {:.2} ms CPU per second traced",
-        median(&mut sampler),
-        sampler.len(),
-        median(&mut on.reader_ms_per_s)
-    );
+    for (c, condition) in ["quiet", "2 CPU burners"].iter().enumerate() {
+        let f = &mut figures[c];
+        let off = median(&mut f[0].fsync_us.clone());
+        for (side, figures) in Side::ALL.iter().zip(f.iter_mut()) {
+            let m = median(&mut figures.fsync_us.clone());
+            let runs = median(&mut figures.run_medians_us);
+            println!(
+                "{name}, write {write_size}, {condition}: {}: fsync median {m:.1} us ({:+.1}% vs --no-explain), median of run medians {runs:.1} us; {} fsyncs in {rounds} runs",
+                side.name(),
+                (m / off - 1.0) * 100.0,
+                figures.fsync_us.len()
+            );
+        }
+        println!(
+            "{name}, write {write_size}, {condition}: timeline sampler {:.1} us CPU/s; trace reader {:.2} ms CPU/s with stacks, {:.2} without; {:.0} / {:.0} events/s",
+            median(&mut f[0].sampler_us_per_s),
+            median(&mut f[1].reader_ms_per_s),
+            median(&mut f[2].reader_ms_per_s),
+            median(&mut f[1].events_per_s),
+            median(&mut f[2].events_per_s),
+        );
+        println!(
+            "{name}, write {write_size}, {condition}: events lost {} of {} with stacks, {} of {} without; traces cut at their budget: {} runs, {}",
+            f[1].lost_events,
+            f[1].events,
+            f[2].lost_events,
+            f[2].events,
+            f[1].cut_runs,
+            f[2].cut_runs,
+        );
+    }
 }
 
 fn main() {
@@ -124,17 +199,21 @@ fn main() {
     let rounds = std::env::var("FSYNCLAB_BENCH_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(8);
+        .unwrap_or(6);
+    let sizes = std::env::var("FSYNCLAB_BENCH_WRITE_SIZES").unwrap_or_else(|_| "4k,1M".into());
     let base = std::env::var_os("FSYNCLAB_BENCH_DIR").unwrap_or_else(|| ".".into());
     let dir = tempfile::Builder::new()
         .prefix("fsynclab-bench-")
         .tempdir_in(Path::new(&base))
         .expect("bench directory");
     let d = dir.path().to_str().expect("a UTF-8 path");
-    measure(&format!("host directory ({d})"), &["--dir", d], rounds);
+    for size in sizes.split(',') {
+        measure(&format!("host directory ({d})"), &["--dir", d], size, rounds);
+    }
     measure(
         "scratch ext4 (device host)",
         &["--scratch", "ext4", "--scratch-size", "1G", "--backing", d],
+        "4k",
         rounds,
     );
 }

@@ -98,7 +98,7 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The run's own samples, as `fsynclab run` records them (32 bytes each, kinds and errors
+/// The run's own samples, as `fsynclab run` records them (40 bytes each, kinds and errors
 /// as enums), so that the cost measured is that of the real path.
 fn as_samples(tuples: &[Tuple]) -> anyhow::Result<Vec<Sample>> {
     tuples
@@ -113,6 +113,8 @@ fn as_samples(tuples: &[Tuple]) -> anyhow::Result<Vec<Sample>> {
                     Some(e) => Some(Errno::from_name(e).ok_or_else(|| anyhow::anyhow!("unknown error {e}"))?),
                     None => None,
                 },
+                process: None,
+                tid: 0,
             })
         })
         .collect()

@@ -34,11 +34,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Probe { common } => measure(&probe::Probe, &common),
         Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
         Command::Explain { result, store } => crate::review::explain(&result, store.store.as_deref()),
-        Command::Exec(args) => {
-            let request = args.target.request()?;
-            let cut = crate::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
-            crate::exec::run(&request, &args.command, args.output.as_ref(), cut.as_ref())
-        }
+        Command::Exec(args) => exec(&args),
         Command::ListDevices => crate::review::print(&crate::testbed::device::profile::listing()),
         Command::Runs(args) => crate::review::runs(&args),
         Command::Export(args) => crate::review::export(&args),
@@ -53,6 +49,36 @@ pub fn run(cli: Cli) -> Result<i32> {
 
 fn find(name: &str) -> Result<&'static dyn Scenario> {
     scenario::find(name).ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())).into())
+}
+
+/// `fsynclab exec`: everything that can be refused is refused before the testbed is made.
+fn exec(args: &crate::cli::ExecArgs) -> Result<i32> {
+    // What the command line asks for that cannot be done, whatever the machine.
+    crate::exec::program_of(&args.command)?;
+    if !args.explain.explain && (args.record.store.is_some() || args.record.no_store) {
+        let flag = if args.record.no_store { "--no-store" } else { "--store" };
+        return Err(Usage(format!(
+            "exec {flag}: exec records a run only with --explain; add --explain, or leave {flag} out"
+        ))
+        .into());
+    }
+    if args.explain.explain && args.cut.is_some() {
+        // The cut's watcher, the recovery and the check run beside the command and would be
+        // traced as its own.
+        return Err(Usage(
+            "exec: --explain and --cut do not go together yet: run the power cut without --explain, or explain the command without --cut"
+                .into(),
+        )
+        .into());
+    }
+    let request = args.target.request()?;
+    let cut = crate::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
+    let explain = args.explain.options()?.map(|options| crate::exec::ExplainRequest {
+        options,
+        store: args.record.store.clone(),
+        no_store: args.record.no_store,
+    });
+    crate::exec::run(&request, &args.command, args.output.as_ref(), cut.as_ref(), explain)
 }
 
 /// `--device help` on any command that takes a target: the same listing as `list-devices`.

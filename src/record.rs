@@ -17,7 +17,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::error::Usage;
-use crate::measure::{OpKind, Sample};
+use crate::measure::{OpKind, Sample, TaskName};
 use crate::result::{RunResult, StoredAt};
 use crate::store::{self, Location, MatrixPlace, RunId, SampleColumns, SampleRecord, Store, StoredRun};
 use crate::sys::Errno;
@@ -41,6 +41,9 @@ impl SampleRecord for Sample {
     }
     fn error(&self) -> Option<Cow<'_, str>> {
         self.error.map(Errno::name)
+    }
+    fn process(&self) -> Option<&str> {
+        self.process.map(TaskName::as_str)
     }
 }
 
@@ -254,6 +257,7 @@ pub(crate) fn samples_of(columns: &SampleColumns) -> Result<Vec<Sample>, String>
         .iter()
         .map(|n| Errno::from_name(n).ok_or_else(|| format!("unknown error name '{n}'")))
         .collect::<Result<_, _>>()?;
+    let tasks: Vec<TaskName> = columns.process_names.iter().map(|n| TaskName::new(n)).collect();
     Ok((0..columns.len())
         .map(|i| Sample {
             t_ns: columns.t_ns[i],
@@ -264,6 +268,11 @@ pub(crate) fn samples_of(columns: &SampleColumns) -> Result<Vec<Sample>, String>
                 0 => None,
                 e => Some(errors[e as usize - 1]),
             },
+            process: match columns.process.get(i) {
+                None | Some(0) => None,
+                Some(&p) => Some(tasks[p as usize - 1]),
+            },
+            tid: 0,
         })
         .collect())
 }
@@ -281,6 +290,8 @@ mod tests {
                 latency_ns: 900,
                 bytes: 4096,
                 error: None,
+                process: None,
+                tid: 0,
             },
             Sample {
                 t_ns: 7,
@@ -288,6 +299,8 @@ mod tests {
                 latency_ns: 5_000_000,
                 bytes: 0,
                 error: Some(Errno(libc::EIO)),
+                process: Some(TaskName::new("postgres")),
+                tid: 0,
             },
             Sample {
                 t_ns: 9,
@@ -295,6 +308,8 @@ mod tests {
                 latency_ns: 1,
                 bytes: 0,
                 error: Some(Errno(4095)),
+                process: None,
+                tid: 0,
             },
         ];
         let columns = store::codec::decode(&store::codec::encode(&samples)).unwrap();

@@ -372,6 +372,8 @@ mod tests {
                 latency_ns: 123_456,
                 bytes: 4096,
                 error: None,
+                process: None,
+                tid: 0,
             })
             .collect();
         let d = tempfile::tempdir().unwrap();

@@ -264,6 +264,12 @@ impl Drop for AlignedBuf {
     }
 }
 
+/// The calling thread's id (`gettid(2)`), as the kernel names it in trace events.
+pub fn current_tid() -> u32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.

@@ -27,6 +27,11 @@ common::tests! {
     issue10_bad_explain_flags_are_refused_in_one_line,
     issue10_overlapping_runs_leave_tracefs_as_they_found_it: [Root, Fuse, Tracefs],
     issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found: [Root, Tracefs],
+    issue16_fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush: [Root, Fuse, Tracefs],
+    issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree: [Root, Fuse, Tracefs],
+    issue16_exec_explain_works_on_the_hosts_own_filesystem: [Root, Tracefs],
+    issue16_bad_exec_explain_flags_are_refused_in_one_line,
+    issue16_cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
 }
 
 fn temp() -> tempfile::TempDir {
@@ -753,4 +758,318 @@ fn issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_
         Vec::<String>::new(),
         "work directory left"
     );
+}
+
+/// Issue 16, item 1: fsync-tps makes its calls on worker threads, which `--explain` now
+/// follows: each thread's slowest commits are explained, their parts add up, and a group
+/// commit's follower's wait names the leader's flush it waited for (seed 002 on the
+/// emulated 7200 rpm disk, where a flush takes a rotation).
+fn issue16_fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
+    let _one = one_at_a_time();
+    let backing = temp();
+    let (result, text, pid) = run_json(
+        "fsync-tps",
+        &[
+            "--scratch",
+            "ext4",
+            "--device",
+            "hdd-7200",
+            "--backing",
+            backing.path().to_str().unwrap(),
+            "--scratch-size",
+            "1G",
+            "--explain",
+            "--set",
+            "threads=4",
+            "--set",
+            "coordination=wal,none",
+            "--set",
+            "duration=2s",
+            "--set",
+            "file_size=4M",
+        ],
+    );
+    let commits = explained(&result, "commit");
+    // Nine threads on two CPUs: a woken worker can wait milliseconds for a CPU, and when
+    // the trace misses the switch that put it back on one (switches from the idle task at
+    // times go unrecorded here), that stretch is honestly unattributed (3.2 ms of a 34.5 ms
+    // commit, 9.4%, in one run): up to 10% is allowed, as for the throttled writes above.
+    for call in result["explain"]["calls"].as_array().unwrap() {
+        assert_parts_add_up_leaving(call, 0.10);
+    }
+    // Two steps of four workers: eight threads, each with its own slowest commits.
+    let mut threads: Vec<u64> = commits.iter().map(|c| c["tid"].as_u64().unwrap()).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    assert_eq!(threads.len(), 8, "threads with commits explained: {threads:?}");
+    // With `wal`, followers wait for the leader's fdatasync: named, with its own parts.
+    let waits: Vec<&Value> = commits
+        .iter()
+        .flat_map(|c| parts(c))
+        .filter(|p| p["cause"] == "waited_for_thread" && p["call"]["op"] == "fdatasync")
+        .collect();
+    assert!(
+        !waits.is_empty(),
+        "no follower waited for a leader's fdatasync: {commits:#?}"
+    );
+    for w in &waits {
+        let leader = w["thread"].as_u64().unwrap();
+        assert!(threads.contains(&leader), "{w:#}");
+        let flush_parts = w["call"]["parts"].as_array().unwrap();
+        assert!(
+            flush_parts
+                .iter()
+                .any(|p| p["what"].as_str().unwrap().starts_with("device cache flush")),
+            "the leader's flush should wait for the disk's cache flush: {w:#}"
+        );
+    }
+    assert!(text.contains("slowest call of each thread (9 of them)"), "{text}");
+    assert!(text.contains("waiting for thread "), "{text}");
+    assert_no_instance_of(&[pid]);
+}
+
+/// `fsynclab exec --explain ... -- sh -c SCRIPT` with a private state directory and store:
+/// the run's output, and its pid.
+fn exec_explained(store: &Path, target: &[&str], script: &str) -> Run {
+    let state = PrivateState::new();
+    let mut args: Vec<std::ffi::OsString> = vec!["exec".into(), "--explain".into(), "--store".into(), store.into()];
+    args.extend(target.iter().map(Into::into));
+    args.extend(["--", "sh", "-c", script].map(Into::into));
+    let run = run_to_end(&state, &args);
+    assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
+    run
+}
+
+/// A stored run exported as its JSON result (checked against the schema).
+fn exported(store: &Path, run: &str) -> Value {
+    let out = fsynclab()
+        .args(["export", run, "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&result);
+    result
+}
+
+/// Issue 16, item 2: a command's sync calls, and those of every process it starts (a
+/// child, a grandchild in the background), are traced, the slow ones explained, the
+/// report printed on stderr (stdout is the command's), its status passed through, and the
+/// run recorded as scenario `exec`, which `runs`, `show`, `explain` and `export` read.
+fn issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree() {
+    let _one = one_at_a_time();
+    let backing = temp();
+    let store = temp();
+    let db = store.path().join("runs.sqlite");
+    // dd makes its O_DSYNC file its standard output (open, dup2, close); a background
+    // subshell's dd (a grandchild) fdatasyncs; `sync -f` is a syncfs.
+    let script = "dd if=/dev/zero of=odsync bs=4k count=20 oflag=dsync 2>/dev/null; \
+                  (dd if=/dev/zero of=data bs=64k count=64 conv=fdatasync 2>/dev/null &); \
+                  sleep 0.5; sync -f data; echo the command speaks; exit 3";
+    let Run { pid, out } = exec_explained(
+        &db,
+        &[
+            "--scratch",
+            "ext4",
+            "--device",
+            "hdd-7200",
+            "--backing",
+            backing.path().to_str().unwrap(),
+        ],
+        script,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "the command speaks\n", "{stderr}");
+    assert!(stderr.contains("sync calls by process"), "{stderr}");
+    assert!(stderr.contains("slowest calls"), "{stderr}");
+    assert!(stderr.contains("stored as run 1"), "{stderr}");
+
+    let result = exported(&db, "1");
+    assert_eq!(result["scenario"], "exec");
+    assert_eq!(result["params"]["command"], format!("sh -c {script}"));
+    assert_eq!(result["details"]["exec"]["exit_status"], 3);
+    let samples = result["samples"].as_array().unwrap();
+    let of = |op: &str| samples.iter().filter(|s| s["op"] == op).collect::<Vec<_>>();
+    let odsync = of("write_odsync");
+    assert_eq!(odsync.len(), 20, "{samples:#?}");
+    assert!(odsync.iter().all(|s| s["process"] == "dd" && s["bytes"] == 4096));
+    assert_eq!(of("fdatasync").len(), 1, "the grandchild's fdatasync: {samples:#?}");
+    assert_eq!(of("syncfs").len(), 1, "{samples:#?}");
+    assert_eq!(of("syncfs")[0]["process"], "sync");
+    // The slowest of each kind explained, each with its process, the parts adding up.
+    let calls = result["explain"]["calls"].as_array().unwrap();
+    for op in ["write_odsync", "fdatasync", "syncfs"] {
+        assert!(calls.iter().any(|c| c["op"] == op), "{op} not explained: {calls:#?}");
+    }
+    for call in calls {
+        assert!(call["process"].is_string(), "{call:#}");
+        assert_parts_add_up(call);
+    }
+    // On ext4 an O_DSYNC append and an fdatasync of new blocks commit the journal.
+    assert!(
+        calls.iter().any(|c| ns_of(c, "journal_commit") > 0),
+        "no call waited for a journal commit: {calls:#?}"
+    );
+
+    let runs = fsynclab().args(["runs", "--store"]).arg(&db).output().unwrap();
+    assert!(String::from_utf8_lossy(&runs.stdout).contains(" exec "), "{runs:?}");
+    let show = fsynclab().args(["show", "1", "--store"]).arg(&db).output().unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.status.success() && shown.contains("sync calls by process"),
+        "{shown}"
+    );
+    let explain = fsynclab().args(["explain", "1", "--store"]).arg(&db).output().unwrap();
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(text.contains("write_odsync (dd "), "{text}");
+    let csv = fsynclab()
+        .args(["export", "1", "--format", "csv", "--store"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    assert!(csv.starts_with("t_ns,op,latency_ns,bytes,error,process\n"), "{csv}");
+    assert_no_instance_of(&[pid]);
+    assert_eq!(common::leftovers(backing.path()), Vec::<String>::new());
+}
+
+/// Issue 16, item 2: without --scratch, a command is traced on the host's own filesystem.
+fn issue16_exec_explain_works_on_the_hosts_own_filesystem() {
+    let _one = one_at_a_time();
+    let dir = temp();
+    let store = temp();
+    let db = store.path().join("runs.sqlite");
+    let Run { pid, out } = exec_explained(
+        &db,
+        &["--dir", dir.path().to_str().unwrap()],
+        "dd if=/dev/zero of=f bs=4k count=8 oflag=sync 2>/dev/null && sync f && rm f",
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result = exported(&db, "1");
+    let samples = result["samples"].as_array().unwrap();
+    assert_eq!(
+        samples.iter().filter(|s| s["op"] == "write_osync").count(),
+        8,
+        "{samples:#?}"
+    );
+    assert_eq!(samples.iter().filter(|s| s["op"] == "fsync").count(), 1, "{samples:#?}");
+    for call in result["explain"]["calls"].as_array().unwrap() {
+        assert_parts_add_up_leaving(call, 0.10);
+    }
+    assert_no_instance_of(&[pid]);
+}
+
+fn issue16_bad_exec_explain_flags_are_refused_in_one_line() {
+    for (flag, value) in [
+        ("--explain-slowest", "200%"),
+        ("--explain-over", "soon"),
+        ("--timeline-interval", "0ms"),
+    ] {
+        let out = fsynclab()
+            .args(["exec", "--explain", flag, value, "--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(flag), "{stderr}");
+    }
+    // Each refused before anything runs, in one line that says what to do: no command; an
+    // explain option or a store without --explain (nothing would be traced or recorded);
+    // --explain with --cut (the cut's recovery and check would be traced as the command's).
+    let dir = temp();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    for (args, says) in [
+        (vec!["--explain"], "give the command after --"),
+        (vec!["--explain", "--"], "give the command after --"),
+        (vec!["--explain-over", "1s", "--", "sh", "-c", &touch], "add --explain"),
+        (
+            vec!["--timeline-interval", "1s", "--", "sh", "-c", &touch],
+            "add --explain",
+        ),
+        (
+            vec!["--store", "s.sqlite", "--", "sh", "-c", &touch],
+            "only with --explain",
+        ),
+        (vec!["--no-store", "--", "sh", "-c", &touch], "only with --explain"),
+        (
+            vec![
+                "--explain",
+                "--scratch",
+                "ext4",
+                "--device",
+                "hdd-7200",
+                "--cut",
+                "after=1s",
+                "--",
+                "sh",
+                "-c",
+                &touch,
+            ],
+            "--explain and --cut",
+        ),
+    ] {
+        let out = fsynclab()
+            .current_dir(dir.path())
+            .arg("exec")
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!marker.exists(), "{args:?}: the command ran");
+    }
+    assert!(
+        common::leftovers(dir.path()).is_empty(),
+        "{:?}",
+        common::leftovers(dir.path())
+    );
+}
+
+/// Issue 16: `exec --explain` traces in two instances (the machine's events, the process
+/// tree's); killed with SIGKILL while its command runs, it leaves both, and `cleanup`
+/// removes both.
+fn issue16_cleanup_removes_both_trace_instances_of_a_sigkilled_exec() {
+    let _one = one_at_a_time();
+    let state = PrivateState::new();
+    let dir = temp();
+    let mut child = std::process::Command::new(common::bin())
+        .env(state.env().0, state.env().1)
+        .env("FSYNCLAB_STORE", "off")
+        .args(["exec", "--explain", "--dir"])
+        .arg(dir.path())
+        .args(["--", "sh", "-c", "echo started; exec sleep 60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l == "started")),
+        "the command never started"
+    );
+    let pid = child.id();
+    let ours = || -> Vec<String> {
+        trace_instances()
+            .into_iter()
+            .filter(|i| is_instance_of(i, pid))
+            .collect()
+    };
+    assert_eq!(ours().len(), 2, "{:?}", trace_instances());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(ours().len(), 2, "a SIGKILLed run cannot remove its instances");
+    let out = fsynclab()
+        .env(state.env().0, state.env().1)
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_no_instance_of(&[pid]);
 }

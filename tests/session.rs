@@ -20,6 +20,7 @@ common::tests! {
     issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
     issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, Tool("mkfs.ext2")],
     issue19_exec_ends_what_the_command_left_running_before_undoing: [Root, Tool("mkfs.ext2")],
+    issue16_exec_says_nothing_of_children_that_already_exited: [Root, Tool("mkfs.ext2")],
 }
 
 /// `fsynclab COMMAND...` on a small scratch ext2 under `backing`, with its own state
@@ -195,5 +196,23 @@ fn issue19_exec_ends_what_the_command_left_running_before_undoing() {
     assert_eq!(code, Some(143), "the command's status: {stderr}");
     assert!(stderr.contains("the command ended and left sh (pid"), "{stderr}");
     assert!(!stderr.contains("could not undo"), "{stderr}");
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+/// Issue 16: a child that has exited but was not reaped (a zombie, handed to fsynclab when
+/// its parent ended first; PostgreSQL's server after `pg_ctl stop`) was said to be left
+/// running ("the command ended and left sh (pid N) running"). It is reaped silently.
+fn issue16_exec_says_nothing_of_children_that_already_exited() {
+    let backing = common::backing();
+    let work = tempfile::tempdir().unwrap();
+    let state = PrivateState::new();
+    let mut cmd = command(&["exec"], backing.path(), work.path(), &state);
+    // `true` exits at once, a child of what becomes `sleep`, which never reaps it; when
+    // `sleep` ends, fsynclab inherits the zombie.
+    cmd.args(["--", "sh", "-c", "true & exec sleep 0.5"]);
+    let out = cmd.output().expect("run fsynclab exec");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("left"), "{stderr}");
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }

@@ -37,6 +37,7 @@ Examples:
   fsynclab run overwrite-fsync --scratch ext3:data=writeback --device hdd-5400   (as root)
   fsynclab probe --scratch ext4:nobarrier --device flush=20ms
   fsynclab exec --scratch ext4 --device hdd-5400 -- fio job.fio   (any program on the testbed)
+  fsynclab exec --dir /var/lib/db --explain -- ./my-service       (its slowest syncs, explained)
   fsynclab list-devices                           emulated disks, their figures and sources
   fsynclab cleanup                                leftovers of a run killed with SIGKILL
   fsynclab runs --last 5                          what the results store holds
@@ -233,10 +234,66 @@ pub struct ExecArgs {
     /// directory): its exit status is fsynclab's, its verdict on what survived
     #[arg(long, value_name = "COMMAND", requires = "cut", help_heading = "Power cut")]
     pub check: Option<String>,
+    #[command(flatten)]
+    pub explain: ExecExplainArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
     /// The command and its arguments, after `--`; it runs in the scratch filesystem with
     /// FSYNCLAB_DIR and FSYNCLAB_LOOP_DEVICE set
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    // Required, but checked by `exec::run`, which says so in one line (clap would print
+    // its usage block).
+    #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+/// `exec --explain`: the command's sync calls traced and explained, the run recorded.
+#[derive(Debug, Default, Args)]
+pub struct ExecExplainArgs {
+    /// Trace the sync calls of the command and of every process and thread it starts (root,
+    /// tracefs), explain the slowest once it exits (report on stderr), and record the run
+    /// in the results store as scenario `exec`
+    #[arg(long, help_heading = "Explain")]
+    pub explain: bool,
+    /// With --explain: explain every call at least this slow [default: 100ms]
+    #[arg(long, value_name = "DURATION", help_heading = "Explain")]
+    pub explain_over: Option<String>,
+    /// ...and the slowest PERCENT of each kind of call of each thread [default: 1%]
+    #[arg(long, value_name = "PERCENT", help_heading = "Explain")]
+    pub explain_slowest: Option<String>,
+    /// With --explain: sample the writeback timeline this often [default: 100ms]
+    #[arg(long, value_name = "DURATION", help_heading = "Explain")]
+    pub timeline_interval: Option<String>,
+}
+
+impl ExecExplainArgs {
+    /// The explanation asked for, checked (an --explain that cannot work here, and an
+    /// explain option without --explain, are refused in one line); `None` without --explain.
+    pub(crate) fn options(&self) -> Result<Option<ExplainOptions>, Usage> {
+        if !self.explain {
+            let given = [
+                ("--explain-over", &self.explain_over),
+                ("--explain-slowest", &self.explain_slowest),
+                ("--timeline-interval", &self.timeline_interval),
+            ]
+            .into_iter()
+            .find(|(_, value)| value.is_some());
+            return match given {
+                Some((flag, _)) => Err(Usage(format!(
+                    "exec {flag}: only with --explain, which traces the command's sync calls; add --explain"
+                ))),
+                None => Ok(None),
+            };
+        }
+        let or = |value: &Option<String>, default: &str| value.clone().unwrap_or_else(|| default.to_string());
+        let args = ExplainArgs {
+            explain: true,
+            no_explain: false,
+            explain_over: or(&self.explain_over, "100ms"),
+            explain_slowest: or(&self.explain_slowest, "1%"),
+            timeline_interval: or(&self.timeline_interval, "100ms"),
+        };
+        args.options().map(|(options, _)| Some(options))
+    }
 }
 
 /// Where the run's I/O goes: `--dir`, or a scratch filesystem made for the run.
@@ -489,7 +546,21 @@ mod tests {
         let flags: Vec<String> = run
             .get_arguments()
             .filter_map(|a| a.get_long())
-            .filter(|l| !["output", "cut", "check", "help"].contains(l))
+            .filter(|l| {
+                ![
+                    "output",
+                    "cut",
+                    "check",
+                    "help",
+                    "explain",
+                    "explain-over",
+                    "explain-slowest",
+                    "timeline-interval",
+                    "store",
+                    "no-store",
+                ]
+                .contains(l)
+            })
             .map(str::to_string)
             .collect();
         let keys: Vec<String> = Key::ALL.map(|k| k.name().to_string()).to_vec();

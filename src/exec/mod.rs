@@ -9,6 +9,16 @@
 //! for the command to end, then undoes. A second signal kills the command (SIGKILL). The
 //! command gets SIGKILL if fsynclab itself dies (PR_SET_PDEATHSIG), so that `fsynclab
 //! cleanup` finds nothing busy.
+//!
+//! With `--cut` ([`cut`]), the emulated disk loses power while the command runs; with
+//! `--explain` ([`explained`]), the command's sync calls are traced and explained, and the
+//! run is recorded.
+
+mod cut;
+mod explained;
+
+pub use cut::CutOptions;
+pub(crate) use explained::Request as ExplainRequest;
 
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -20,13 +30,9 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::environment::Fingerprint;
-
-mod cut;
-
 use crate::session::{Opened, Session};
 use crate::signals;
 use crate::testbed::TestbedRequest;
-pub use cut::CutOptions;
 
 /// What `--output` records: the command, how it ended, and where it ran.
 #[derive(Debug, Serialize)]
@@ -42,19 +48,16 @@ pub struct ExecRecord {
 }
 
 /// Runs `command` on the testbed `request` names, under a power cut when `cut` asks for
-/// one; returns the exit status to pass through (or the check's, after a cut).
-pub fn run(
+/// one; returns the exit status to pass through (or the check's, after a cut). With
+/// `explain`, its sync calls are traced, explained and recorded ([`explained`]).
+pub(crate) fn run(
     request: &TestbedRequest,
     command: &[OsString],
     output: Option<&PathBuf>,
     cut: Option<&CutOptions>,
+    explain: Option<ExplainRequest>,
 ) -> Result<i32> {
-    let Some(program) = command.first() else {
-        return Err(crate::error::Usage(
-            "exec: give the command after --, e.g. fsynclab exec --scratch ext4 -- fio job.fio".into(),
-        )
-        .into());
-    };
+    let program = program_of(command)?;
     if let Some(path) = output {
         crate::output::check(path, None)?;
     }
@@ -62,6 +65,7 @@ pub fn run(
         Opened::Ready(s) => s,
         Opened::Interrupted(sig) => return Ok(128 + sig),
     };
+    let explained = explain.map(explained::Explained::prepare).transpose()?;
     let target = session.testbed();
     // Marks the start of the command for the emulated device's counters.
     let _ = target.flushes();
@@ -94,6 +98,7 @@ pub fn run(
         session.close();
         return Ok(128 + sig);
     }
+    let tracing = explained.as_ref().map(|e| e.start(&dir)).transpose()?;
     let started = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -122,6 +127,7 @@ pub fn run(
     let status = exit_code(status?);
     let elapsed_s = started.elapsed().as_secs_f64();
     end_what_it_left(&ours);
+    let command_line: Vec<String> = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let cut_outcome = match (watch, cut) {
         (Some(w), Some(c)) => Some(w.finish(target, c)?),
         _ => None,
@@ -137,13 +143,16 @@ pub fn run(
     if let Some(line) = summary(&environment) {
         note!("fsynclab exec: {line}");
     }
+    if let (Some(e), Some(running)) = (explained, tracing) {
+        e.finish(running, &command_line, status, answered, environment.clone())?;
+    }
     let (cut_record, status) = match cut_outcome {
         Some((record, verdict)) => (Some(record), verdict),
         None => (None, status),
     };
     if let Some(path) = output {
         let record = ExecRecord {
-            command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            command: command_line,
             exit_status: status,
             elapsed_s,
             environment,
@@ -160,6 +169,13 @@ pub fn run(
         }
         _ => Ok(status),
     }
+}
+
+/// The program to run: the first word after `--`, which exec cannot do without.
+pub(crate) fn program_of(command: &[OsString]) -> Result<&OsString, crate::error::Usage> {
+    command.first().ok_or_else(|| {
+        crate::error::Usage("exec: give the command after --, e.g. fsynclab exec --scratch ext4 -- fio job.fio".into())
+    })
 }
 
 /// 128 + N for a command ended by signal N, as shells report it.
@@ -208,10 +224,14 @@ pub(crate) fn children_of(pid: u32) -> Vec<(u32, String)> {
 /// left to the teardown, which says who keeps the testbed busy.
 fn end_what_it_left(ours: &[(u32, String)]) {
     let me = std::process::id();
+    // Children that have already exited (zombies, handed to us when their parent ended
+    // first: a daemon's `pg_ctl stop` waits for the server, not for its reaping) are
+    // reaped, not said to be running.
     let left = || -> Vec<(u32, String)> {
         children_of(me)
             .into_iter()
             .filter(|(pid, _)| !ours.iter().any(|(o, _)| o == pid))
+            .filter(|(pid, _)| !reaped_if_exited(*pid))
             .collect()
     };
     reap_ended(me);
@@ -258,6 +278,13 @@ fn end_what_it_left(ours: &[(u32, String)]) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Reaps child `pid` if it has exited; whether it had.
+fn reaped_if_exited(pid: u32) -> bool {
+    let mut status = 0;
+    // SAFETY: waitpid writes only into `status`, a local; `pid` is our child.
+    unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) == pid as i32 }
 }
 
 /// Reaps the children of `me` that have ended (orphans of the command a power cut killed,

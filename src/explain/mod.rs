@@ -13,11 +13,15 @@
 //!   [`crate::testbed::tracefs`]) and how it is read; [`events`]: the typed events
 //! - [`stacks`]: what a sleeping thread waited for; [`attribution`]: the split per call
 //! - [`timeline`]: the sampler
+//! - [`command`]: the same for a command run under `exec --explain`, whose sync calls are
+//!   read from the system-call events of its process tree ([`syscalls`])
 
 pub(crate) mod attribution;
+pub(crate) mod command;
 pub(crate) mod events;
 pub(crate) mod run;
 pub(crate) mod stacks;
+pub(crate) mod syscalls;
 pub(crate) mod text;
 pub(crate) mod timeline;
 pub(crate) mod tracer;

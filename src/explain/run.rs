@@ -1,6 +1,7 @@
 //! What a run records to explain itself, as the engine uses it: the timeline always, and,
-//! with `--explain`, a kernel trace of the thread that makes the measured calls, whose slow
-//! calls are then split into causes ([`super::attribute`]).
+//! with `--explain`, a kernel trace of the threads that make the measured calls — the one
+//! that runs the scenario, and the worker threads of [`crate::role::pool`], followed by
+//! their name — whose slow calls are then split into causes ([`super::attribution`]).
 //!
 //! The options are decided before the run ([`ExplainOptions::decide`]): `--explain` is
 //! on by default where it can work (root, tracefs in the kernel) and says in one line why
@@ -9,17 +10,20 @@
 //!
 //! `FSYNCLAB_SAVE_TRACE=FILE` saves the run's raw trace, with its calls written in as
 //! markers, to FILE: how the fixtures in tests/fixtures/trace-*.txt were captured.
+//! `FSYNCLAB_TRACE_STACKS=0` records no kernel stacks (every sleep is then unattributed):
+//! what `cargo bench --bench explain_overhead` uses to tell their cost from the rest.
 
 use std::time::Duration;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::attribution::{attribute, Attribution, Call, Threshold};
+use super::attribution::{explain, select_in_groups, Attribution, Call, Span, Threshold};
 use super::timeline::{Timeline, TimelineRecord, DEFAULT_INTERVAL};
 use super::tracer::{current_tid, Task, TraceConfig, TracedFs, Tracer, Watch};
 use crate::error::Usage;
 use crate::measure::{RunClock, Sample};
+use crate::role::pool::worker_thread_name;
 
 /// What a run records to explain itself.
 #[derive(Clone, Debug, PartialEq)]
@@ -106,6 +110,12 @@ pub(crate) struct Explanation {
     pub(crate) missing_events: Vec<String>,
     /// CPU time of the thread that read the trace, ns.
     pub(crate) reader_cpu_ns: u64,
+    /// Bytes of trace text read, and when (on the run clock) tracing stopped because the
+    /// trace reached its budget: calls after that are not explained.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) trace_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trace_cut_at_ns: Option<u64>,
     /// The calls explained, slowest first.
     pub(crate) calls: Vec<Attribution>,
     /// Why some or all calls could not be explained.
@@ -113,8 +123,14 @@ pub(crate) struct Explanation {
     pub(crate) notes: Vec<String>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Names a file to save the raw trace in (see the module's comment).
 const SAVE_TRACE: &str = "FSYNCLAB_SAVE_TRACE";
+/// `0`: no kernel stacks (see the module's comment).
+const TRACE_STACKS: &str = "FSYNCLAB_TRACE_STACKS";
 
 /// The timeline and the tracer while a run goes.
 pub(crate) struct Explaining {
@@ -127,9 +143,10 @@ pub(crate) struct Explaining {
 }
 
 impl Explaining {
-    /// Starts the timeline on `clock`, and the tracer on the calling thread (the one that
-    /// makes the measured calls) when `options` ask for it and the scenario's calls are made
-    /// there (`untraceable` says why not). A tracer that cannot start is a note, not an error.
+    /// Starts the timeline on `clock`, and the tracer on the calling thread and the worker
+    /// threads (the ones that make the measured calls) when `options` ask for it and the
+    /// scenario makes measured calls (`untraceable` says why not). A tracer that cannot start
+    /// is a note, not an error.
     pub(crate) fn start(
         options: &ExplainOptions,
         dir: &std::path::Path,
@@ -147,8 +164,14 @@ impl Explaining {
                 None
             }
             (true, None) => {
-                let mut config = TraceConfig::new(Watch::threads(&[tid]), fs, clock.origin_monotonic_ns());
+                let watch = Watch {
+                    tids: vec![tid],
+                    comms: vec![worker_thread_name()],
+                    process_tree: None,
+                };
+                let mut config = TraceConfig::new(watch, fs, clock.origin_monotonic_ns());
                 config.keep_text = std::env::var_os(SAVE_TRACE).is_some();
+                config.stacks = std::env::var_os(TRACE_STACKS).is_none_or(|v| v != "0");
                 match Tracer::start(config) {
                     Ok(t) => Some(t),
                     Err(e) => {
@@ -170,22 +193,14 @@ impl Explaining {
     /// Stops both and explains the slow calls among `samples`.
     pub(crate) fn finish(mut self, samples: &[Sample]) -> (Option<TimelineRecord>, Option<Explanation>) {
         let timeline = self.timeline.take().map(Timeline::stop);
-        let calls: Vec<Call> = samples
-            .iter()
-            .filter(|s| s.error.is_none())
-            .map(|s| Call {
-                tid: self.tid,
-                op: s.op.to_string(),
-                start_ns: s.t_ns,
-                latency_ns: s.latency_ns,
-            })
-            .collect();
+        let main = self.tid;
+        let tid_of = move |s: &Sample| if s.tid == 0 { main } else { s.tid };
         let traced = match self.tracer.take() {
             Some(tracer) => {
                 let save = std::env::var_os(SAVE_TRACE);
                 if save.is_some() {
-                    for c in &calls {
-                        let _ = tracer.mark(&c.marker());
+                    for s in samples.iter().filter(|s| s.error.is_none()) {
+                        let _ = tracer.mark(&call_of(s, tid_of(s)).marker());
                     }
                 }
                 let trace = tracer.stop();
@@ -199,37 +214,99 @@ impl Explaining {
             None if self.notes.is_empty() => return (timeline, None),
             None => None,
         };
-        let mut explanation = Explanation {
-            threshold: self.threshold,
-            traced_tid: self.tid,
-            journal_threads: Vec::new(),
-            events: 0,
-            lost_events: 0,
-            missing_events: Vec::new(),
-            reader_cpu_ns: 0,
-            calls: Vec::new(),
-            notes: std::mem::take(&mut self.notes),
-        };
+        let mut explanation = Explanation::new(self.threshold, self.tid);
+        explanation.notes = std::mem::take(&mut self.notes);
         match traced {
             Some(Ok(trace)) => {
-                let mut explained = attribute(&trace, &calls, &self.threshold);
+                let (calls, syncs) = slow_calls(samples, &self.threshold, tid_of);
+                let mut explained = explain(&trace, &calls, &syncs);
                 explained.sort_by_key(|a| std::cmp::Reverse(a.latency_ns));
-                if trace.lost_events > 0 {
-                    explanation.notes.push(format!(
-                        "the kernel dropped {} trace events: parts near them may be unattributed",
-                        trace.lost_events
-                    ));
-                }
-                explanation.journal_threads = trace.journal_threads;
-                explanation.events = trace.events.len() as u64;
-                explanation.lost_events = trace.lost_events;
-                explanation.missing_events = trace.missing_events;
-                explanation.reader_cpu_ns = trace.reader_cpu_ns;
-                explanation.calls = explained;
+                explanation.take_trace(trace, explained);
             }
             Some(Err(e)) => explanation.notes.push(format!("tracing failed: {e:#}")),
             None => {}
         }
         (timeline, Some(explanation))
     }
+}
+
+impl Explanation {
+    /// An explanation of `threshold`'s calls, before the trace is read.
+    pub(crate) fn new(threshold: Threshold, traced_tid: u32) -> Explanation {
+        Explanation {
+            threshold,
+            traced_tid,
+            journal_threads: Vec::new(),
+            events: 0,
+            lost_events: 0,
+            missing_events: Vec::new(),
+            reader_cpu_ns: 0,
+            trace_bytes: 0,
+            trace_cut_at_ns: None,
+            calls: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// What the trace cost and held, and the calls it explained; the notes say what was
+    /// lost (dropped events, a trace cut at its budget).
+    pub(crate) fn take_trace(&mut self, trace: super::tracer::Trace, calls: Vec<Attribution>) {
+        if trace.lost_events > 0 {
+            self.notes.push(format!(
+                "the kernel dropped {} trace events: parts near them may be unattributed",
+                trace.lost_events
+            ));
+        }
+        if let Some(cut) = trace.cut_at_ns {
+            self.notes.push(format!(
+                "tracing stopped at {:.3}s, when the trace reached its budget of {} MiB: later calls are not explained",
+                cut.saturating_sub(trace.origin_ns) as f64 / 1e9,
+                super::tracer::TRACE_BUDGET_BYTES >> 20
+            ));
+        }
+        self.trace_cut_at_ns = trace.cut_at_ns.map(|c| c.saturating_sub(trace.origin_ns));
+        self.trace_bytes = trace.text_bytes;
+        self.journal_threads = trace.journal_threads;
+        self.events = trace.events.len() as u64;
+        self.lost_events = trace.lost_events;
+        self.missing_events = trace.missing_events;
+        self.reader_cpu_ns = trace.reader_cpu_ns;
+        self.calls = calls;
+    }
+}
+
+fn call_of(s: &Sample, tid: u32) -> Call {
+    Call {
+        tid,
+        op: s.op.to_string(),
+        start_ns: s.t_ns,
+        latency_ns: s.latency_ns,
+    }
+}
+
+/// The calls among `samples` that `threshold` selects (by kind and thread), and every sync
+/// call, which other threads' waits may be tied to. Calls that failed are left out.
+pub(crate) fn slow_calls(
+    samples: &[Sample],
+    threshold: &Threshold,
+    tid_of: impl Fn(&Sample) -> u32,
+) -> (Vec<Call>, Vec<Span>) {
+    let ok: Vec<&Sample> = samples.iter().filter(|s| s.error.is_none()).collect();
+    let groups: Vec<((crate::measure::OpKind, u32), u64)> =
+        ok.iter().map(|s| ((s.op, tid_of(s)), s.latency_ns)).collect();
+    let calls = select_in_groups(&groups, threshold)
+        .into_iter()
+        .map(|i| call_of(ok[i], tid_of(ok[i])))
+        .collect();
+    let syncs = ok
+        .iter()
+        .filter(|s| s.op.is_sync())
+        .map(|s| Span {
+            tid: tid_of(s),
+            op: s.op.name(),
+            start_ns: s.t_ns,
+            latency_ns: s.latency_ns,
+        })
+        .collect();
+    (calls, syncs)
 }

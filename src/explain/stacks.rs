@@ -28,6 +28,9 @@ pub(crate) enum WaitKind {
     JournalWrite,
     /// The journal thread waiting for handles still open on the transaction.
     JournalHandles,
+    /// User-space synchronisation: a futex (a lock, a condition variable), until another
+    /// task wakes it.
+    UserLock,
     /// Anything else: the stack says what.
     Other,
 }
@@ -87,6 +90,9 @@ const RULES: &[(&str, WaitKind)] = &[
     ("btrfs_fdatawrite_range", WaitKind::DataWriteback),
     ("filemap_write_and_wait_range", WaitKind::DataWriteback),
     ("journal_finish_inode_data_buffers", WaitKind::DataWriteback),
+    // syncfs and sync: the flusher writing back every dirty inode of the filesystem.
+    ("wb_wait_for_completion", WaitKind::DataWriteback),
+    ("sync_inodes_sb", WaitKind::DataWriteback),
     ("btrfs_wait_ordered_range", WaitKind::DataWriteback),
     ("btrfs_start_ordered_extent", WaitKind::DataWriteback),
     ("btrfs_wait_ordered_extents", WaitKind::DataWriteback),
@@ -121,6 +127,12 @@ const RULES: &[(&str, WaitKind)] = &[
     ("btrfs_sync_log", WaitKind::JournalCommit),
     ("btrfs_wait_tree_log_extents", WaitKind::JournalCommit),
     ("wait_current_trans", WaitKind::JournalCommit),
+    // A futex: a lock or condition variable of the program's own (kernel/futex/waitwake.c).
+    ("futex_do_wait", WaitKind::UserLock),
+    ("futex_wait_queue", WaitKind::UserLock),
+    ("futex_wait_queue_me", WaitKind::UserLock),
+    ("__futex_wait", WaitKind::UserLock),
+    ("futex_wait", WaitKind::UserLock),
 ];
 
 /// The frames below the scheduler: where the thread was when it went to sleep.
@@ -185,6 +197,10 @@ mod tests {
         assert_eq!(classify(&shadowed), WaitKind::JournalCommit);
         let xfs = frames("__schedule schedule xlog_wait_on_iclog xfs_log_force_seq xfs_file_fsync");
         assert_eq!(classify(&xfs), WaitKind::JournalCommit);
+        let condvar = frames(
+            "__schedule schedule futex_wait_queue __futex_wait futex_wait do_futex __x64_sys_futex do_syscall_64",
+        );
+        assert_eq!(classify(&condvar), WaitKind::UserLock);
     }
 
     #[test]

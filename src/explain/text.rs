@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::attribution::Attribution;
+use super::attribution::{Attribution, Threshold};
 use super::run::Explanation;
 use super::timeline::{TimelinePoint, TimelineRecord};
 use crate::units::{format_duration, format_latency_ns, human_size};
@@ -14,20 +14,59 @@ use crate::units::{format_duration, format_latency_ns, human_size};
 const REPORT_CALLS: usize = 5;
 /// Causes per call in the text report.
 const REPORT_CAUSES: usize = 3;
+/// Threads the text report gives their own slowest call, when several made calls.
+const REPORT_THREADS: usize = 16;
 
 /// Which calls were explained, in words: `the slowest 1% of each kind and every call over
 /// 100ms`.
 fn selection(e: &Explanation) -> String {
     format!(
-        "the slowest {}% of each kind of call and every call over {}",
+        "the slowest {}% of each kind of call and every call over {}{} (at most {} of a kind per thread)",
         e.threshold.slowest_fraction * 100.0,
-        format_duration(Duration::from_nanos(e.threshold.over_ns))
+        format_duration(Duration::from_nanos(e.threshold.over_ns)),
+        if threads(e).len() > 1 { ", per thread" } else { "" },
+        Threshold::MAX_PER_GROUP
     )
 }
 
+/// The threads whose calls were explained, in order of first appearance.
+fn threads(e: &Explanation) -> Vec<u32> {
+    let mut seen = Vec::new();
+    for a in &e.calls {
+        if !seen.contains(&a.tid) {
+            seen.push(a.tid);
+        }
+    }
+    seen
+}
+
+/// Who made the call, when that is worth saying: `postgres 4242`, `thread 4242`.
+fn who(a: &Attribution) -> String {
+    match &a.process {
+        Some(p) => format!("{p} {}", a.tid),
+        None => format!("thread {}", a.tid),
+    }
+}
+
+/// The call that best shows a thread's wait: its slowest explained commit (a whole
+/// transaction, fsync-tps'), else its slowest sync call, else its slowest call.
+fn thread_headline(e: &Explanation, tid: u32) -> Option<&Attribution> {
+    let mine = || e.calls.iter().filter(move |a| a.tid == tid);
+    let kind = |a: &&Attribution| crate::measure::OpKind::from_name(&a.op);
+    mine()
+        .filter(|a| a.op == crate::measure::OpKind::Commit.name())
+        .max_by_key(|a| a.latency_ns)
+        .or_else(|| {
+            mine()
+                .filter(|a| kind(a).is_some_and(|k| k.is_sync()))
+                .max_by_key(|a| a.latency_ns)
+        })
+        .or_else(|| mine().max_by_key(|a| a.latency_ns))
+}
+
 /// `  12.301s  fsync  5.334s  4.902s waiting for a journal commit: ...; 310ms ...`, with
-/// `causes` parts (all when None).
-fn call_line(a: &Attribution, causes: Option<usize>) -> String {
+/// `causes` parts (all when None); with `who`, the thread or process after the latency.
+fn call_line(a: &Attribution, causes: Option<usize>, show_who: bool) -> String {
     let parts: Vec<String> = a
         .parts
         .iter()
@@ -41,8 +80,13 @@ fn call_line(a: &Attribution, causes: Option<usize>) -> String {
     } else {
         String::new()
     };
+    let by = if show_who {
+        format!("  [{}]", who(a))
+    } else {
+        String::new()
+    };
     format!(
-        "  {:>9.3}s  {:<9} {:>9}  {}{more}",
+        "  {:>9.3}s  {:<9} {:>9}{by}  {}{more}",
         a.start_ns as f64 / 1e9,
         a.op,
         format_latency_ns(a.latency_ns),
@@ -62,8 +106,26 @@ pub(crate) fn slowest_calls(e: &Explanation) -> String {
             e.calls.len().min(REPORT_CALLS),
             e.calls.len()
         );
+        let threads = threads(e);
+        let several = threads.len() > 1 || e.calls.iter().any(|a| a.process.is_some());
         for a in e.calls.iter().take(REPORT_CALLS) {
-            let _ = writeln!(out, "{}", call_line(a, Some(REPORT_CAUSES)));
+            let _ = writeln!(out, "{}", call_line(a, Some(REPORT_CAUSES), several));
+        }
+        if threads.len() > 1 {
+            let who = if e.calls.iter().any(|a| a.process.is_some()) {
+                "process or thread"
+            } else {
+                "thread"
+            };
+            let _ = writeln!(out, "slowest call of each {who} ({} of them)", threads.len());
+            for tid in threads.iter().take(REPORT_THREADS) {
+                if let Some(a) = thread_headline(e, *tid) {
+                    let _ = writeln!(out, "{}", call_line(a, Some(REPORT_CAUSES), true));
+                }
+            }
+            if threads.len() > REPORT_THREADS {
+                let _ = writeln!(out, "  and {} more threads", threads.len() - REPORT_THREADS);
+            }
         }
     }
     for n in &e.notes {
@@ -77,10 +139,11 @@ pub(crate) fn full(e: &Explanation) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "explained: {}; {} trace events ({} lost), reader CPU {}",
+        "explained: {}; {} trace events ({} lost, {} of text), reader CPU {}",
         selection(e),
         e.events,
         e.lost_events,
+        human_size(e.trace_bytes),
         format_latency_ns(e.reader_cpu_ns)
     );
     if !e.journal_threads.is_empty() {
@@ -101,11 +164,17 @@ pub(crate) fn full(e: &Explanation) -> String {
     for n in &e.notes {
         let _ = writeln!(out, "note: {n}");
     }
+    let several = threads(e).len() > 1 || e.calls.iter().any(|a| a.process.is_some());
     for a in &e.calls {
         out.push('\n');
+        let by = if several {
+            format!(" ({})", who(a))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "{} at {:.3}s took {}; parts add up to {}",
+            "{}{by} at {:.3}s took {}; parts add up to {}",
             a.op,
             a.start_ns as f64 / 1e9,
             format_latency_ns(a.latency_ns),
@@ -176,7 +245,7 @@ fn stall_share(points: &[TimelinePoint], f: impl Fn(&TimelinePoint) -> Option<u6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::attribution::{Cause, Part, Threshold};
+    use crate::explain::attribution::{Cause, Part};
 
     fn explanation() -> Explanation {
         Explanation {
@@ -187,8 +256,11 @@ mod tests {
             lost_events: 0,
             missing_events: Vec::new(),
             reader_cpu_ns: 0,
+            trace_bytes: 0,
+            trace_cut_at_ns: None,
             calls: vec![Attribution {
                 tid: 1,
+                process: None,
                 op: "fsync".into(),
                 start_ns: 2_500_000_000,
                 latency_ns: 1_000_000_000,

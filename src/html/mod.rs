@@ -1,6 +1,12 @@
 //! The HTML page `fsynclab report` writes: one self-contained file (inline SVG and CSS, no
-//! script, nothing fetched when it is opened) that shows what the text report cannot:
-//! - per run and operation kind, latency over time on the run's clock: a heat map where
+//! script, nothing fetched when it is opened; its only links are to its own parts) that
+//! shows what the text report cannot:
+//! - where runs had a background writer, the trade-off seed 000 is about: each run's worst
+//!   and p99 sync latency against the writer's MB/s;
+//! - per run, its kernel timeline (dirty and writeback memory against the dirty limits,
+//!   requests in flight, cache flushes, an emulated disk's cache) with its explained slow
+//!   calls as bars, each linked to its parts in a table under it;
+//! - per run and operation kind, latency over time on the same clock: a heat map where
 //!   calls are dense, the slowest calls as exact points, and under it the background
 //!   writer's throughput second by second, on the same time axis;
 //! - the latency CDFs of the runs, overlaid per operation kind;
@@ -17,10 +23,18 @@ use std::fmt::Write as _;
 
 use crate::compare::table::{self, MatrixTable};
 use crate::compare::{Figure, Metric, RunFigures};
+use crate::explain::attribution::Attribution;
+use crate::explain::TimelineRecord;
 use crate::result::RunResult;
 use crate::store::{SampleColumns, StoredRun};
 
 pub use svg::{CDF_POINTS, HEAT_COLUMNS, HEAT_ROWS, SLOW_POINTS};
+
+/// The kernel timeline's colours and the trade-off plot's background, which nothing else on
+/// the page uses.
+pub mod kernel_colours {
+    pub use super::svg::{BACKGROUND_LIMIT, CACHE, DIRTY, FLUSHES, IN_FLIGHT, LIMIT, TRADEOFF_FRAME, WRITEBACK};
+}
 
 /// One run as the page shows it.
 #[derive(Clone, Debug, Default)]
@@ -38,6 +52,42 @@ pub struct PageRun {
     pub background: Vec<(u64, u64)>,
     /// `stream`, `random`, when there was a background writer.
     pub background_kind: Option<String>,
+    /// The machine's writeback state sampled during the run.
+    pub(crate) timeline: Option<TimelineRecord>,
+    /// The slowest explained calls, slowest first (at most 20).
+    pub(crate) slow_calls: Vec<Attribution>,
+    /// An emulated disk's cache occupancy: (seconds since the run started, bytes).
+    pub(crate) cache_occupancy: Vec<[f64; 2]>,
+    /// Its main sync call's latency against the background writer's throughput.
+    pub(crate) tradeoff: Option<Tradeoff>,
+}
+
+/// One run's point of the trade-off plot.
+#[derive(Clone, Debug)]
+pub(crate) struct Tradeoff {
+    /// The sync kind called most often (`fsync`).
+    pub(crate) sync_op: String,
+    pub(crate) worst_ns: u64,
+    pub(crate) p99_ns: u64,
+    pub(crate) writer_mb_per_s: f64,
+}
+
+impl Tradeoff {
+    /// The point of `result`, when it had a background writer and sync calls.
+    fn of(result: &RunResult) -> Option<Tradeoff> {
+        let writer = result.background.as_ref()?;
+        let (op, stats) = result
+            .ops
+            .iter()
+            .filter(|(op, s)| op.is_sync() && s.count > 0)
+            .max_by_key(|(_, s)| s.count)?;
+        Some(Tradeoff {
+            sync_op: op.to_string(),
+            worst_ns: stats.latency_ns.max,
+            p99_ns: stats.latency_ns.p99,
+            writer_mb_per_s: writer.mb_per_s,
+        })
+    }
 }
 
 impl PageRun {
@@ -56,6 +106,20 @@ impl PageRun {
             background: background
                 .map_or_else(Vec::new, |b| b.per_second.iter().map(|s| (s.second, s.bytes)).collect()),
             background_kind: background.map(|b| b.kind.to_string()),
+            timeline: result.timeline.clone(),
+            slow_calls: result
+                .explain
+                .as_ref()
+                .map(|e| svg::page_calls(&e.calls))
+                .unwrap_or_default(),
+            cache_occupancy: result
+                .environment
+                .device_profile
+                .as_ref()
+                .and_then(|p| p.activity.as_ref())
+                .map(|a| a.cache_occupancy.clone())
+                .unwrap_or_default(),
+            tradeoff: Tradeoff::of(result),
         }
     }
 
@@ -103,7 +167,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px}
 td.n{text-align:right;font-variant-numeric:tabular-nums}.note{color:#555;font-size:12px}
 svg{display:block;margin:6px 0}svg text{font:11px system-ui,sans-serif;fill:#333}
-.sig{color:#b00}
+.sig{color:#b00}table.calls td{vertical-align:top;font-size:12px}tr:target{background:#fff3bf}
 .lost{color:#b00;font-weight:bold}
 ";
 
@@ -121,6 +185,11 @@ pub fn render(page: &Page) -> String {
         matrix_section(&mut h, t);
     }
     runs_table(&mut h, &page.runs);
+    let tradeoff = svg::tradeoff(&page.runs);
+    if !tradeoff.is_empty() {
+        let _ = writeln!(h, "<h2>Sync latency against the background writer</h2>\n<p class=\"note\">The trade-off seed 000 is about: each run's worst and p99 latency of its main sync call (log scale) against what its background writer wrote per second. Down and to the left is better for the sync calls; to the right, for the writer.</p>");
+        h.push_str(&tradeoff);
+    }
     if svg::has_frontier(&page.runs) {
         let _ = writeln!(h, "<h2>Durability against latency</h2>\n<p class=\"note\">Each power-cut run: the p99 latency of its sync call across, the share of its acknowledged records lost or torn at the cuts up. A configuration off the floor lost what it had acknowledged, however fast it was.</p>");
         h.push_str(&svg::frontier(&page.runs));
@@ -133,8 +202,12 @@ pub fn render(page: &Page) -> String {
             h.push_str(&svg::cdf(op, &page.runs, &ranges));
         }
     }
-    for run in &page.runs {
+    for (index, run) in page.runs.iter().enumerate() {
         let _ = writeln!(h, "<h2>{} — {}</h2>", escape(&run.label), escape(&run.scenario));
+        if run.timeline.is_some() {
+            let _ = writeln!(h, "<h3>Kernel timeline</h3>\n<p class=\"note\">What the kernel did while the calls below ran, on the same clock: sampled every {}.{}</p>", run.timeline.as_ref().map_or(String::new(), |t| crate::units::format_duration(std::time::Duration::from_nanos(t.interval_ns))), if run.slow_calls.is_empty() { "" } else { " The bars at the bottom are the slowest calls explained (--explain), each linked to where its time went, listed after the calls' pictures." });
+            h.push_str(&svg::machine(run, index));
+        }
         let _ = writeln!(
             h,
             "<p class=\"note\">Each call at its start time on the run's clock. Where a kind has more than {SLOW_POINTS} calls, the colour of a cell is how many fell in it (darker = more) and only the slowest are points; otherwise every call is a point. Red points are the calls at or above the kind's p99 ({SLOW_POINTS} at most; hover for exact values).{}</p>",
@@ -146,6 +219,10 @@ pub fn render(page: &Page) -> String {
         }
         if run.samples.is_empty() {
             h.push_str("<p>No per-call samples were recorded for this run.</p>\n");
+        }
+        if !run.slow_calls.is_empty() {
+            let _ = writeln!(h, "<h3>Slowest calls explained</h3>");
+            h.push_str(&svg::call_list(run, index));
         }
     }
     h.push_str("</body></html>\n");

@@ -7,10 +7,12 @@ pub mod histogram;
 pub mod op;
 pub mod samples;
 pub mod stats;
+pub mod task;
 pub mod throughput;
 
 pub use clock::RunClock;
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use op::OpKind;
 pub use samples::{OpStats, Recorder, Sample};
+pub use task::TaskName;
 pub use throughput::{PerSecond, SecondBucket};

@@ -29,8 +29,12 @@ pub enum OpKind {
     IozoneRewrite,
     /// An iozone write pass of a new file: every write and its fsync.
     IozoneWrite,
+    /// `msync(2)` with MS_SYNC (a traced command's).
+    Msync,
     /// `rename(2)` of a file over another.
     Rename,
+    /// `sync(2)`: every filesystem (a traced command's).
+    Sync,
     SyncFileRange,
     Syncfs,
     /// Emptying an fsync-tps file that reached its size in append mode.
@@ -49,7 +53,7 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every kind, in order.
-    pub const ALL: [OpKind; 19] = [
+    pub const ALL: [OpKind; 21] = [
         OpKind::Close,
         OpKind::Commit,
         OpKind::Create,
@@ -60,7 +64,9 @@ impl OpKind {
         OpKind::FsyncUnchanged,
         OpKind::IozoneRewrite,
         OpKind::IozoneWrite,
+        OpKind::Msync,
         OpKind::Rename,
+        OpKind::Sync,
         OpKind::SyncFileRange,
         OpKind::Syncfs,
         OpKind::Truncate,
@@ -83,7 +89,9 @@ impl OpKind {
             OpKind::FsyncUnchanged => "fsync_unchanged",
             OpKind::IozoneRewrite => "iozone_rewrite",
             OpKind::IozoneWrite => "iozone_write",
+            OpKind::Msync => "msync",
             OpKind::Rename => "rename",
+            OpKind::Sync => "sync",
             OpKind::SyncFileRange => "sync_file_range",
             OpKind::Syncfs => "syncfs",
             OpKind::Truncate => "truncate",
@@ -112,6 +120,8 @@ impl OpKind {
                 | OpKind::Fsync
                 | OpKind::FsyncDir
                 | OpKind::FsyncUnchanged
+                | OpKind::Msync
+                | OpKind::Sync
                 | OpKind::SyncFileRange
                 | OpKind::Syncfs
                 | OpKind::WriteOdsync

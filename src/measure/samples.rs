@@ -1,8 +1,9 @@
 //! Per-call samples of the foreground and the statistics per operation kind built from them.
 //!
-//! A sample is 32 bytes (start, latency, bytes, kind, errno): fsync-tps records about a
-//! million of them in a default run, so the kind is an enum and the error an errno, never a
-//! string, and recording allocates nothing once the sample vector has grown.
+//! A sample is 40 bytes (start, latency, bytes, kind, errno, the calling thread, and for a
+//! traced command the task's name): fsync-tps records about a million of them in a default
+//! run, so the kind is an enum, the error an errno and the task name an interned index,
+//! never a string, and recording allocates nothing once the sample vector has grown.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -11,10 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use super::histogram::{LatencyHistogram, LatencySummary};
 use super::op::OpKind;
+use super::task::TaskName;
 use crate::sys::Errno;
 
 /// One timed foreground call.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Sample {
     /// Start of the call, ns since the start of the run (CLOCK_MONOTONIC).
     pub t_ns: u64,
@@ -25,6 +27,36 @@ pub struct Sample {
     /// The errno when the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Errno>,
+    /// The task that made the call, when it is not the run's own (a command traced by
+    /// `exec --explain`: `postgres`, `pgbench`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<TaskName>,
+    /// The thread that made the call (`gettid`), while the run lasts: what `--explain`
+    /// ties the call to its thread's trace events by. Not kept in results (0 when read back).
+    #[serde(skip)]
+    pub tid: u32,
+}
+
+/// Two samples are the same call when they agree on what a result keeps: the thread id is
+/// a fact of the live run only.
+impl PartialEq for Sample {
+    fn eq(&self, other: &Sample) -> bool {
+        (
+            self.t_ns,
+            self.op,
+            self.latency_ns,
+            self.bytes,
+            self.error,
+            self.process,
+        ) == (
+            other.t_ns,
+            other.op,
+            other.latency_ns,
+            other.bytes,
+            other.error,
+            other.process,
+        )
+    }
 }
 
 /// The statistics of one operation kind.
@@ -56,37 +88,51 @@ impl Accumulator {
     }
 }
 
-/// Collects samples and a histogram per operation kind.
+/// Collects samples and a histogram per operation kind. Each sample is marked with the
+/// thread that made the recorder ([`Recorder::new`] in each worker thread).
 #[derive(Debug, Default)]
 pub struct Recorder {
     samples: Vec<Sample>,
     kinds: [Option<Box<Accumulator>>; OpKind::ALL.len()],
+    /// The thread whose calls this recorder records.
+    tid: u32,
 }
 
 impl Recorder {
+    /// A recorder of the calling thread's calls.
     pub fn new() -> Recorder {
-        Recorder::default()
+        Recorder {
+            tid: crate::sys::current_tid(),
+            ..Recorder::default()
+        }
     }
 
     /// Records one call and returns the sample as stored. A failed call counts as an error
     /// of its kind and adds no bytes: it wrote nothing we can vouch for.
     pub fn record(&mut self, op: OpKind, t_ns: u64, latency_ns: u64, bytes: u64, outcome: &io::Result<()>) -> Sample {
-        let error = outcome.as_ref().err().map(Errno::of);
-        let acc = self.kinds[op.index()].get_or_insert_with(Box::default);
-        acc.latency.record(latency_ns);
-        match error {
-            Some(_) => acc.errors += 1,
-            None => acc.bytes += bytes,
-        }
         let sample = Sample {
             t_ns,
             op,
             latency_ns,
             bytes,
-            error,
+            error: outcome.as_ref().err().map(Errno::of),
+            process: None,
+            tid: self.tid,
         };
-        self.samples.push(sample);
+        self.record_sample(sample);
         sample
+    }
+
+    /// Records a call as `sample` has it: one made elsewhere (a traced command's), with its
+    /// own thread and task.
+    pub fn record_sample(&mut self, sample: Sample) {
+        let acc = self.kinds[sample.op.index()].get_or_insert_with(Box::default);
+        acc.latency.record(sample.latency_ns);
+        match sample.error {
+            Some(_) => acc.errors += 1,
+            None => acc.bytes += sample.bytes,
+        }
+        self.samples.push(sample);
     }
 
     /// Adds everything `other` recorded (a worker thread's own recorder), keeping the samples
@@ -222,6 +268,8 @@ mod tests {
             latency_ns: 2,
             bytes: 3,
             error: Some(Errno(libc::ENOSPC)),
+            process: None,
+            tid: 7,
         };
         let json = serde_json::to_string(&s).unwrap();
         assert_eq!(
@@ -229,5 +277,34 @@ mod tests {
             r#"{"t_ns":1,"op":"write_osync","latency_ns":2,"bytes":3,"error":"ENOSPC"}"#
         );
         assert_eq!(serde_json::from_str::<Sample>(&json).unwrap(), s);
+        let traced = Sample {
+            process: Some(TaskName::new("postgres")),
+            ..s
+        };
+        let json = serde_json::to_string(&traced).unwrap();
+        assert!(json.ends_with(r#","process":"postgres"}"#), "{json}");
+        assert_eq!(serde_json::from_str::<Sample>(&json).unwrap(), traced);
+    }
+
+    /// Samples stay 40 bytes: a million of them is a default fsync-tps run.
+    #[test]
+    fn a_sample_is_40_bytes() {
+        assert_eq!(std::mem::size_of::<Sample>(), 40);
+    }
+
+    #[test]
+    fn samples_carry_the_recording_thread() {
+        let mut main = Recorder::new();
+        main.record(OpKind::Fsync, 1, 1, 0, &Ok(()));
+        let worker = std::thread::spawn(|| {
+            let mut r = Recorder::new();
+            r.record(OpKind::Fsync, 2, 1, 0, &Ok(()));
+            (r, crate::sys::current_tid())
+        });
+        let (other, tid) = worker.join().unwrap();
+        main.merge(other);
+        let tids: Vec<u32> = main.samples().iter().map(|s| s.tid).collect();
+        assert_eq!(tids, [crate::sys::current_tid(), tid]);
+        assert_ne!(tids[0], tids[1]);
     }
 }

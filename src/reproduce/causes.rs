@@ -21,6 +21,8 @@ fn label(cause: &Cause) -> String {
         Cause::JournalCommit { journal, .. } => format!("waiting for a journal commit ({journal})"),
         Cause::DeviceFlush { .. } => "device cache flushes".into(),
         Cause::DirtyThrottle { .. } => "dirty throttling (balance_dirty_pages)".into(),
+        Cause::WaitedForThread { call: Some(c), .. } => format!("waiting for another thread's {}", c.op),
+        Cause::WaitedForThread { call: None, .. } => "waiting for another thread".into(),
         Cause::OtherWait { stack } => match stack.first() {
             Some(frame) => format!("waiting in {frame}"),
             None => "another wait".into(),
@@ -41,7 +43,7 @@ fn explained<'a>(result: &'a RunResult, op: &str) -> Vec<&'a Attribution> {
 
 /// `fsync: 4 slow calls explained (worst 6.296s): 71% waiting for a journal commit (jbd2), 25% waiting
 /// for data writeback, 3% device cache flushes`; None when the run explained none (not
-/// traced: no root, no tracefs, worker threads).
+/// traced: no root, no tracefs).
 pub(crate) fn summary(result: &RunResult, op: &str) -> Option<String> {
     let calls = explained(result, op);
     let worst = calls.iter().map(|a| a.latency_ns).max()?;
@@ -106,6 +108,7 @@ mod tests {
                 .map(|(cause, ns)| Part { cause, ns, waits: 1 })
                 .collect(),
             notes: Vec::new(),
+            process: None,
         }
     }
 
@@ -125,6 +128,8 @@ mod tests {
             lost_events: 0,
             missing_events: Vec::new(),
             reader_cpu_ns: 0,
+            trace_bytes: 0,
+            trace_cut_at_ns: None,
             calls: vec![
                 call("fsync", vec![(journal(), 700), (Cause::OnCpu, 100)]),
                 call(

@@ -209,6 +209,8 @@ mod tests {
             latency_ns: 1,
             bytes: 0,
             error: None,
+            process: None,
+            tid: 0,
         }
     }
 

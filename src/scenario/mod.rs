@@ -24,6 +24,7 @@ use crate::units::format_latency_ns;
 
 pub(crate) mod background;
 pub(crate) mod datasync;
+pub(crate) mod exec;
 pub(crate) mod fsync_errors;
 pub(crate) mod fsync_tester;
 pub(crate) mod fsync_tps;
@@ -92,7 +93,7 @@ pub(crate) trait Plan: Send + Sync {
     /// plan); `None` when it depends on the machine.
     fn expected_duration(&self) -> Option<Duration>;
     /// Why `--explain` cannot follow the measured calls, if it cannot: it traces the thread
-    /// that calls [`Plan::run`], and worker pools make their calls elsewhere.
+    /// that calls [`Plan::run`] and the workers of [`crate::role::pool`].
     fn untraceable_calls(&self) -> Option<&'static str> {
         None
     }
@@ -146,6 +147,8 @@ pub(crate) enum Details {
     Probe(probe::Details),
     Load(load::Details),
     Powercut(powercut::Details),
+    /// A command traced by `exec --explain`.
+    Exec(exec::Details),
     FsyncErrors(fsync_errors::Details),
 }
 
@@ -161,6 +164,7 @@ impl Details {
             Details::Probe(d) => d,
             Details::Load(d) => d,
             Details::Powercut(d) => d,
+            Details::Exec(d) => d,
             Details::FsyncErrors(d) => d,
         }
     }

@@ -45,13 +45,17 @@ struct OneSample<'a>(SampleRef<'a>);
 impl Serialize for OneSample<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let s = &self.0;
-        let mut m = ser.serialize_map(Some(4 + usize::from(s.error.is_some())))?;
+        let entries = 4 + usize::from(s.error.is_some()) + usize::from(s.process.is_some());
+        let mut m = ser.serialize_map(Some(entries))?;
         m.serialize_entry("t_ns", &s.t_ns)?;
         m.serialize_entry("op", s.op)?;
         m.serialize_entry("latency_ns", &s.latency_ns)?;
         m.serialize_entry("bytes", &s.bytes)?;
         if let Some(e) = s.error {
             m.serialize_entry("error", e)?;
+        }
+        if let Some(p) = s.process {
+            m.serialize_entry("process", p)?;
         }
         m.end()
     }

@@ -2,12 +2,22 @@
 
 use super::super::events::EventKind;
 use super::super::stacks::{classify, top_frames, WaitKind};
-use super::causes::{Attribution, Cause};
+use super::causes::{Attribution, Cause, Share, ThreadCall};
 use super::index::{Index, OffCpu, UNSEEN_SWITCH};
 use super::{Call, Parts};
 
+/// How much later than a sync call's end (by the trace's microsecond clock, after the waker
+/// took its lock and signalled) a wakeup may come and still be that call's.
+const WAKE_AFTER_END_NS: u64 = 200_000;
+
 impl Index<'_> {
     pub(super) fn attribute(&self, call: &Call) -> Attribution {
+        self.attribute_at(call, true)
+    }
+
+    /// `follow`: whether a wait on another thread is explained by that thread's call (one
+    /// level: the leader's flush, not what the leader itself waited for in turn).
+    fn attribute_at(&self, call: &Call, follow: bool) -> Attribution {
         let s = self.trace.origin_ns + call.start_ns;
         let e = s + call.latency_ns;
         let mut parts = Parts::default();
@@ -59,7 +69,7 @@ impl Index<'_> {
             if b <= a {
                 continue;
             }
-            let cause = self.cause_of(iv, call, a, b);
+            let cause = self.cause_of(iv, call, a, b, follow);
             if matches!(cause, Cause::Unattributed { .. }) {
                 missing_stacks += 1;
             }
@@ -80,6 +90,7 @@ impl Index<'_> {
         parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
         Attribution {
             tid: call.tid,
+            process: None,
             op: call.op.clone(),
             start_ns: call.start_ns,
             latency_ns: call.latency_ns,
@@ -89,7 +100,7 @@ impl Index<'_> {
     }
 
     /// The cause of the off-CPU interval `iv` of the call's thread, clipped to [a, b].
-    pub(super) fn cause_of(&self, iv: &OffCpu, call: &Call, a: u64, b: u64) -> Cause {
+    pub(super) fn cause_of(&self, iv: &OffCpu, call: &Call, a: u64, b: u64, follow: bool) -> Cause {
         if iv.state.starts_with('R') {
             return Cause::Runnable;
         }
@@ -98,9 +109,25 @@ impl Index<'_> {
                 reason: "woken, but its switch back onto a CPU is missing from the trace".into(),
             };
         }
+        // Woken by another thread this trace follows: a wait for it.
+        let waker = iv
+            .woken_by
+            .as_ref()
+            .filter(|(w, _)| *w != call.tid && self.is_traced(*w))
+            .map(|(w, _)| *w);
         let Some(frames) = &iv.stack else {
-            return Cause::Unattributed {
-                reason: format!("off CPU in state {} without a recorded stack", iv.state),
+            // Interruptible sleeps get no stack (tracer::filters::STACK_STATES).
+            return match (iv.state.starts_with('S'), waker, &iv.woken_by) {
+                (true, Some(waker), _) => Cause::WaitedForThread {
+                    thread: waker,
+                    call: self.sync_waited_for(waker, a, iv.woken_ns.unwrap_or(b), follow),
+                },
+                (true, None, Some((pid, comm))) => Cause::Unattributed {
+                    reason: format!("an interruptible sleep (no stack is recorded for those), ended by {comm} {pid}"),
+                },
+                _ => Cause::Unattributed {
+                    reason: format!("off CPU in state {} without a recorded stack", iv.state),
+                },
             };
         };
         let call_start = self.trace.origin_ns + call.start_ns;
@@ -142,10 +169,50 @@ impl Index<'_> {
                     limit_pages: last.map(|l| l.2),
                 }
             }
+            WaitKind::UserLock => match waker {
+                Some(waker) => Cause::WaitedForThread {
+                    thread: waker,
+                    call: self.sync_waited_for(waker, a, iv.woken_ns.unwrap_or(b), follow),
+                },
+                None => Cause::OtherWait {
+                    stack: top_frames(frames, 3),
+                },
+            },
             WaitKind::JournalWrite | WaitKind::JournalHandles | WaitKind::Other => Cause::OtherWait {
                 stack: top_frames(frames, 3),
             },
         }
+    }
+
+    /// The sync call of thread `tid` that a wait from `from` (CLOCK_MONOTONIC), which `tid`
+    /// ended at `woken`, waited for: the last one to end during the wait, at most
+    /// [`WAKE_AFTER_END_NS`] before the wakeup. With `follow`, with its own parts.
+    fn sync_waited_for(&self, tid: u32, from: u64, woken: u64, follow: bool) -> Option<ThreadCall> {
+        let origin = self.trace.origin_ns;
+        let (from, woken) = (from.saturating_sub(origin), woken.saturating_sub(origin));
+        let spans = self.syncs.get(&tid)?;
+        let upto = spans.partition_point(|s| s.end_ns() <= woken);
+        let span = spans[..upto]
+            .last()
+            .filter(|s| s.end_ns() >= from && s.end_ns() + WAKE_AFTER_END_NS >= woken)?;
+        let parts = if follow {
+            let own = self.attribute_at(&span.call(), false);
+            own.parts
+                .iter()
+                .map(|p| Share {
+                    what: p.cause.to_string(),
+                    ns: p.ns,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Some(ThreadCall {
+            op: span.op.to_string(),
+            start_ns: span.start_ns,
+            latency_ns: span.latency_ns,
+            parts,
+        })
     }
 
     /// The last event of thread `tid` within [from, to] that `pick` accepts.

@@ -38,6 +38,19 @@ pub(crate) struct Commit {
     pub(crate) blocks_logged: Option<u32>,
 }
 
+/// Another thread's call a wait was for: the sync call a group commit's leader made while
+/// its followers waited.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ThreadCall {
+    /// `fdatasync`, `syncfs`...
+    pub(crate) op: String,
+    /// Its start, ns on the run clock, and its latency.
+    pub(crate) start_ns: u64,
+    pub(crate) latency_ns: u64,
+    /// Where its own time went, largest first (its explanation's parts, in words).
+    pub(crate) parts: Vec<Share>,
+}
+
 /// What a part of a call's time was spent on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cause", rename_all = "snake_case")]
@@ -72,6 +85,14 @@ pub(crate) enum Cause {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit_pages: Option<u64>,
     },
+    /// Asleep in user-space synchronisation (a futex: a lock, a condition variable) until
+    /// another traced thread woke it: a group commit's follower waiting for the leader,
+    /// with the leader's sync call that covered the wait when there was one.
+    WaitedForThread {
+        thread: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<ThreadCall>,
+    },
     /// Another wait, with the top of its kernel stack.
     OtherWait { stack: Vec<String> },
     /// Time the trace cannot explain, and why.
@@ -79,8 +100,8 @@ pub(crate) enum Cause {
 }
 
 impl Cause {
-    /// Parts with the same key are merged.
-    pub(super) fn key(&self) -> String {
+    /// Parts with the same key are merged; the page colours parts by it.
+    pub(crate) fn key(&self) -> String {
         match self {
             Cause::OnCpu => "on_cpu".into(),
             Cause::Runnable => "runnable".into(),
@@ -88,6 +109,9 @@ impl Cause {
             Cause::JournalCommit { .. } => "journal_commit".into(),
             Cause::DeviceFlush { .. } => "device_flush".into(),
             Cause::DirtyThrottle { .. } => "dirty_throttle".into(),
+            Cause::WaitedForThread { thread, call } => {
+                format!("thread:{thread}:{}", call.as_ref().map_or(0, |c| c.start_ns))
+            }
             Cause::OtherWait { stack } => format!("other:{}", stack.join(" ")),
             Cause::Unattributed { reason } => format!("unattributed:{reason}"),
         }
@@ -159,6 +183,10 @@ pub(crate) struct Part {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Attribution {
     pub(crate) tid: u32,
+    /// The name of the task that made the call, when it is not the run's own (a command
+    /// traced by `exec --explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) process: Option<String>,
     pub(crate) op: String,
     /// Start of the call, ns on the run clock.
     pub(crate) start_ns: u64,
@@ -245,6 +273,28 @@ impl fmt::Display for Cause {
                 write!(f, "dirty throttling ({pauses} pauses in balance_dirty_pages")?;
                 if let (Some(d), Some(l)) = (dirty_pages, limit_pages) {
                     write!(f, "; {} dirty, limit {}", human_size(d * 4096), human_size(l * 4096))?;
+                }
+                f.write_str(")")
+            }
+            Cause::WaitedForThread { thread, call: None } => {
+                write!(f, "waiting for thread {thread}, which woke it (a lock or condition)")
+            }
+            Cause::WaitedForThread { thread, call: Some(c) } => {
+                write!(
+                    f,
+                    "waiting for thread {thread}'s {} at {:.3}s ({}",
+                    c.op,
+                    c.start_ns as f64 / 1e9,
+                    format_latency_ns(c.latency_ns)
+                )?;
+                let parts: Vec<String> = c
+                    .parts
+                    .iter()
+                    .take(2)
+                    .map(|p| format!("{} {}", format_latency_ns(p.ns), p.what))
+                    .collect();
+                if !parts.is_empty() {
+                    write!(f, ": {}", parts.join("; "))?;
                 }
                 f.write_str(")")
             }

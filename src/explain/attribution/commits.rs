@@ -181,7 +181,7 @@ impl Index<'_> {
                 WaitKind::JournalHandles => add("open handles", b - a),
                 WaitKind::DirtyThrottle => add("dirty throttling", b - a),
                 WaitKind::JournalCommit => add("an earlier commit", b - a),
-                WaitKind::Other => add(&top_frames(frames, 1).join(""), b - a),
+                WaitKind::UserLock | WaitKind::Other => add(&top_frames(frames, 1).join(""), b - a),
             }
         }
         add("on CPU", (to - from).saturating_sub(off));

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::super::events::{EventKind, Jbd2Phase, Rwbs};
 use super::super::tracer::Trace;
+use super::Span;
 
 /// The state of the gap between a wakeup and the thread's next own event, when the switch
 /// that put it back on a CPU was not traced.
@@ -19,8 +20,9 @@ pub(super) struct OffCpu {
     pub(super) end: Option<u64>,
     pub(super) state: String,
     pub(super) stack: Option<Vec<String>>,
-    /// When it was woken (made runnable), if the trace saw it.
+    /// When it was woken (made runnable), if the trace saw it, and by which task.
     pub(super) woken_ns: Option<u64>,
+    pub(super) woken_by: Option<(u32, crate::measure::TaskName)>,
 }
 
 /// A jbd2 commit as the trace saw it.
@@ -43,10 +45,13 @@ pub(super) struct Index<'a> {
     /// Completed writes: (time, cumulative bytes up to and including it).
     pub(super) writes: Vec<(u64, u64)>,
     pub(super) commits: Vec<Jbd2Commit>,
+    /// Every thread's sync calls, by thread, in order of their end: what a wait woken by
+    /// another thread may have waited for.
+    pub(super) syncs: HashMap<u32, Vec<Span>>,
 }
 
 impl<'a> Index<'a> {
-    pub(super) fn new(trace: &'a Trace) -> Index<'a> {
+    pub(super) fn new(trace: &'a Trace, syncs: &[Span]) -> Index<'a> {
         let mut off_cpu: HashMap<u32, Vec<OffCpu>> = HashMap::new();
         let mut flush_issues: std::collections::VecDeque<u64> = Default::default();
         let mut flushes = Vec::new();
@@ -87,6 +92,7 @@ impl<'a> Index<'a> {
                         state: prev_state.clone(),
                         stack: None,
                         woken_ns: None,
+                        woken_by: None,
                     });
                 }
                 EventKind::Stack { frames } => {
@@ -100,6 +106,8 @@ impl<'a> Index<'a> {
                     if let Some(iv) = off_cpu.get_mut(pid).and_then(|v| v.last_mut()) {
                         if iv.end.is_none() && iv.woken_ns.is_none() {
                             iv.woken_ns = Some(ev.ts_ns);
+                            // The event fires in the waker's context.
+                            iv.woken_by = Some((ev.pid, ev.comm));
                         }
                     }
                 }
@@ -160,6 +168,13 @@ impl<'a> Index<'a> {
                 _ => flush_busy.push((a, b)),
             }
         }
+        let mut by_thread: HashMap<u32, Vec<Span>> = HashMap::new();
+        for s in syncs {
+            by_thread.entry(s.tid).or_default().push(*s);
+        }
+        for v in by_thread.values_mut() {
+            v.sort_by_key(Span::end_ns);
+        }
         Index {
             trace,
             off_cpu,
@@ -167,6 +182,7 @@ impl<'a> Index<'a> {
             flush_busy,
             writes,
             commits,
+            syncs: by_thread,
         }
     }
 
@@ -230,6 +246,7 @@ pub(super) fn close_unseen(intervals: &mut Vec<OffCpu>, ts: u64) {
             state: UNSEEN_SWITCH.into(),
             stack: None,
             woken_ns: None,
+            woken_by: None,
         });
     }
 }
@@ -271,8 +288,8 @@ pub(super) fn extend_commit_starts(trace: &Trace, off_cpu: &HashMap<u32, Vec<Off
 }
 
 /// Whether the trace follows thread `pid` (named `comm`): a watched or journal thread.
-pub(super) fn followed(trace: &Trace, pid: u32, comm: &str) -> bool {
+pub(super) fn followed(trace: &Trace, pid: u32, comm: &crate::measure::TaskName) -> bool {
     trace.watched.tids.contains(&pid)
-        || trace.watched.comms.iter().any(|c| c == comm)
+        || trace.watched.comms.iter().any(|c| c == comm.as_str())
         || trace.journal_threads.iter().any(|t| t.pid == pid)
 }

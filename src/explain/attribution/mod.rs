@@ -11,6 +11,11 @@
 //! - no stack recorded, or outside the traced time, or a thread that was not traced:
 //!   *unattributed*, with the reason, never a guess.
 //!
+//! A sleep in user-space synchronisation (a futex) that another traced thread ended is a
+//! wait for that thread: the sched_wakeup event fires in the waker's context, and the
+//! waker's sync call that ended during the wait is what the sleeper waited for — a group
+//! commit's follower waiting for its leader's flush — named with its own parts.
+//!
 //! A wait for a journal commit is tied to the commits that ran during it: for jbd2 (ext3,
 //! ext4) each transaction from `jbd2_start_commit` to `jbd2_end_commit`, its duration,
 //! and where the journal thread's own time went meanwhile (ordered data writeback, journal
@@ -51,6 +56,33 @@ pub(crate) struct Call {
     /// Start, ns since the run's start (the run clock).
     pub(crate) start_ns: u64,
     pub(crate) latency_ns: u64,
+}
+
+/// A sync call of any traced thread, kept for the waits of other threads it may end (a
+/// group commit's leader's flush, waited for by its followers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) tid: u32,
+    /// `fdatasync`, `syncfs`...
+    pub(crate) op: &'static str,
+    /// Start, ns since the run's start (the run clock).
+    pub(crate) start_ns: u64,
+    pub(crate) latency_ns: u64,
+}
+
+impl Span {
+    pub(crate) fn end_ns(&self) -> u64 {
+        self.start_ns + self.latency_ns
+    }
+
+    fn call(&self) -> Call {
+        Call {
+            tid: self.tid,
+            op: self.op.to_string(),
+            start_ns: self.start_ns,
+            latency_ns: self.latency_ns,
+        }
+    }
 }
 
 /// The words a call's trace marker starts with.
@@ -96,14 +128,20 @@ pub(crate) fn marked_calls(trace: &Trace) -> Vec<Call> {
         .collect()
 }
 
-/// Which calls to explain: the slowest fraction of each operation kind, and every call over
-/// a latency.
+/// Which calls to explain: the slowest fraction of each operation kind of each thread, and
+/// every call over a latency; at most [`Threshold::MAX_PER_GROUP`] of a kind and thread,
+/// the slowest (a multi-threaded run of a million calls must not explain ten thousand).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Threshold {
     /// 0.01: the slowest 1% of each operation kind (at least one call of each).
     pub(crate) slowest_fraction: f64,
     /// Every call at least this slow, ns.
     pub(crate) over_ns: u64,
+}
+
+impl Threshold {
+    /// The most calls explained of one kind made by one thread.
+    pub(crate) const MAX_PER_GROUP: usize = 50;
 }
 
 impl Default for Threshold {
@@ -116,19 +154,29 @@ impl Default for Threshold {
 }
 
 /// The indices of the calls `threshold` selects, in the order of `calls`.
+#[cfg(test)]
 pub(crate) fn select(calls: &[Call], threshold: &Threshold) -> Vec<usize> {
-    let mut by_op: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, c) in calls.iter().enumerate() {
-        by_op.entry(c.op.as_str()).or_default().push(i);
+    let groups: Vec<((&str, u32), u64)> = calls.iter().map(|c| ((c.op.as_str(), c.tid), c.latency_ns)).collect();
+    select_in_groups(&groups, threshold)
+}
+
+/// The indices `threshold` selects among calls given as (group, latency), the group being
+/// the call's kind and thread: in each group the slowest fraction (at least one) and every
+/// call over the latency, at most [`Threshold::MAX_PER_GROUP`], slowest first.
+pub(crate) fn select_in_groups<G: std::hash::Hash + Eq + Copy>(
+    calls: &[(G, u64)],
+    threshold: &Threshold,
+) -> Vec<usize> {
+    let mut groups: HashMap<G, Vec<usize>> = HashMap::new();
+    for (i, (g, _)) in calls.iter().enumerate() {
+        groups.entry(*g).or_default().push(i);
     }
     let mut chosen = vec![false; calls.len()];
-    for (i, c) in calls.iter().enumerate() {
-        chosen[i] = c.latency_ns >= threshold.over_ns;
-    }
-    for mut idx in by_op.into_values() {
+    for mut idx in groups.into_values() {
         let k = ((idx.len() as f64 * threshold.slowest_fraction).ceil() as usize).clamp(1, idx.len());
-        idx.sort_by_key(|&i| std::cmp::Reverse(calls[i].latency_ns));
-        for &i in &idx[..k] {
+        idx.sort_by_key(|&i| std::cmp::Reverse(calls[i].1));
+        let over = idx.iter().take_while(|&&i| calls[i].1 >= threshold.over_ns).count();
+        for &i in idx.iter().take(k.max(over).min(Threshold::MAX_PER_GROUP)) {
             chosen[i] = true;
         }
     }
@@ -153,18 +201,15 @@ impl Parts {
     }
 }
 
-/// Explains the calls `threshold` selects, in the order of `calls`.
-pub(crate) fn attribute(trace: &Trace, calls: &[Call], threshold: &Threshold) -> Vec<Attribution> {
-    let index = Index::new(trace);
-    select(calls, threshold)
-        .into_iter()
-        .map(|i| index.attribute(&calls[i]))
-        .collect()
+/// Explains each of `calls`, whatever its latency; `syncs` are every traced thread's sync
+/// calls, which waits on another thread are tied to.
+pub(crate) fn explain(trace: &Trace, calls: &[Call], syncs: &[Span]) -> Vec<Attribution> {
+    let index = Index::new(trace, syncs);
+    calls.iter().map(|c| index.attribute(c)).collect()
 }
 
 /// Explains every call given, whatever its latency.
 #[cfg(test)]
 pub(crate) fn attribute_all(trace: &Trace, calls: &[Call]) -> Vec<Attribution> {
-    let index = Index::new(trace);
-    calls.iter().map(|c| index.attribute(c)).collect()
+    explain(trace, calls, &[])
 }

@@ -186,3 +186,166 @@ fn selects_the_slowest_percent_of_each_op_and_every_slow_call() {
     // over 100 ms is among the slowest writes anyway.
     assert_eq!(chosen, vec![1_198, 1_199, 6_000_000, 150_000_000]);
 }
+
+/// Issue 16: calls are selected per kind and thread, at most MAX_PER_GROUP of each.
+#[test]
+fn issue16_selects_per_thread_and_caps_each_group() {
+    let mut calls: Vec<Call> = Vec::new();
+    for tid in [7, 8] {
+        for i in 0..1000 {
+            calls.push(Call {
+                tid,
+                ..call("commit", 1_000 + i + u64::from(tid) * 10_000)
+            });
+        }
+    }
+    // 10,000 calls over 100 ms on one thread: only the slowest MAX_PER_GROUP are taken.
+    for i in 0..10_000 {
+        calls.push(Call {
+            tid: 9,
+            ..call("fsync", 200_000_000 + i)
+        });
+    }
+    let chosen = select(&calls, &Threshold::default());
+    let of = |tid: u32| chosen.iter().filter(|&&i| calls[i].tid == tid).count();
+    // 1% of 1000 a thread: each thread's own slowest ten, not the ten slowest overall.
+    assert_eq!((of(7), of(8)), (10, 10));
+    assert_eq!(of(9), Threshold::MAX_PER_GROUP);
+    assert!(chosen
+        .iter()
+        .filter(|&&i| calls[i].tid == 9)
+        .all(|&i| calls[i].latency_ns >= 200_000_000 + 10_000 - Threshold::MAX_PER_GROUP as u64));
+}
+
+/// A hand-built trace of a group commit: the leader (thread 10) makes one fdatasync that
+/// waits for a device cache flush, while the follower (thread 11) sleeps on a futex until
+/// the leader wakes it.
+fn group_commit_trace() -> Trace {
+    use super::super::events::{Event, EventKind};
+    use super::super::tracer::Watch;
+    let ms = |m: f64| (m * 1e6) as u64;
+    let ev = |t: f64, pid: u32, kind: EventKind| Event {
+        ts_ns: ms(t),
+        cpu: 0,
+        pid,
+        tgid: None,
+        comm: "fsl-1-w".into(),
+        kind,
+    };
+    let switch = |t: f64, prev: u32, state: &str, next: u32| {
+        ev(
+            t,
+            prev,
+            EventKind::SchedSwitch {
+                prev_comm: "fsl-1-w".into(),
+                prev_pid: prev,
+                prev_state: state.into(),
+                next_comm: "fsl-1-w".into(),
+                next_pid: next,
+            },
+        )
+    };
+    let stack = |t: f64, pid: u32, frames: &str| {
+        ev(
+            t,
+            pid,
+            EventKind::Stack {
+                frames: frames.split_whitespace().map(String::from).collect(),
+            },
+        )
+    };
+    let wakeup = |t: f64, waker: u32, pid: u32| {
+        ev(
+            t,
+            waker,
+            EventKind::SchedWakeup {
+                comm: "fsl-1-w".into(),
+                pid,
+            },
+        )
+    };
+    Trace {
+        origin_ns: 0,
+        started_ns: 0,
+        stopped_ns: ms(100.0),
+        watched: Watch {
+            tids: vec![1],
+            comms: vec!["fsl-1-w".into()],
+            process_tree: None,
+        },
+        events: vec![
+            switch(1.0, 11, "S", 0),
+            stack(
+                1.0,
+                11,
+                "__schedule schedule futex_wait_queue __futex_wait futex_wait do_futex",
+            ),
+            switch(1.5, 10, "D", 0),
+            stack(
+                1.5,
+                10,
+                "__schedule schedule io_schedule submit_bio_wait blkdev_issue_flush ext4_sync_file do_fsync",
+            ),
+            wakeup(8.9, 0, 10),
+            switch(8.9, 0, "R", 10),
+            wakeup(9.05, 10, 11),
+            switch(9.1, 10, "S", 11),
+        ],
+        ..Trace::default()
+    }
+}
+
+/// Issue 16: a follower's wait names the leader's flush it waited for, with the flush's
+/// own parts; the parts still add up to the call.
+#[test]
+fn issue16_a_followers_wait_names_the_leaders_flush() {
+    use super::super::events::EventKind;
+    let trace = group_commit_trace();
+    let ms = |m: f64| (m * 1e6) as u64;
+    let follower = Call {
+        tid: 11,
+        op: "commit".into(),
+        start_ns: ms(0.9),
+        latency_ns: ms(9.2) - ms(0.9),
+    };
+    let leader = Span {
+        tid: 10,
+        op: "fdatasync",
+        start_ns: ms(1.0),
+        latency_ns: ms(9.0) - ms(1.0),
+    };
+    let a = &super::explain(&trace, std::slice::from_ref(&follower), &[leader])[0];
+    assert_eq!(a.total_ns(), a.latency_ns, "{a:#?}");
+    let Some(Cause::WaitedForThread {
+        thread: 10,
+        call: Some(flush),
+    }) = a.parts.first().map(|p| &p.cause)
+    else {
+        panic!("{a:#?}")
+    };
+    assert_eq!(
+        (flush.op.as_str(), flush.start_ns, flush.latency_ns),
+        ("fdatasync", ms(1.0), ms(8.0))
+    );
+    assert!(flush.parts[0].what.starts_with("device cache flush"), "{flush:#?}");
+    assert_eq!(a.parts[0].ns, ms(9.1) - ms(1.0));
+    let line = a.summary(1);
+    assert!(
+        line.contains("waiting for thread 10's fdatasync at 0.001s (8.000ms: 7.400ms device cache flush"),
+        "{line}"
+    );
+    // A trace of this version records no stack for an interruptible sleep: the wakeup
+    // alone ties the wait to the leader.
+    let mut stackless = trace.clone();
+    stackless
+        .events
+        .retain(|e| !(e.pid == 11 && matches!(e.kind, EventKind::Stack { .. })));
+    let b = &super::explain(&stackless, std::slice::from_ref(&follower), &[leader])[0];
+    assert_eq!(b.parts, a.parts);
+    // Without the leader's sync call, the wait still names the thread that ended it.
+    let a = &super::explain(&trace, &[follower], &[])[0];
+    assert!(
+        matches!(a.parts[0].cause, Cause::WaitedForThread { thread: 10, call: None }),
+        "{a:#?}"
+    );
+}

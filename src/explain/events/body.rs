@@ -6,6 +6,10 @@ use std::str::FromStr;
 
 use super::{EventKind, Jbd2Phase};
 
+/// The names a system-call event's line is given here (its own line names the call).
+pub(super) const SYSCALL_ENTER: &str = "syscall enter";
+pub(super) const SYSCALL_EXIT: &str = "syscall exit";
+
 impl EventKind {
     /// The kind of the event called `name` with text `body`; unknown events and bodies that
     /// do not match the expected format become [`EventKind::Other`].
@@ -24,18 +28,50 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             let p = keyed(prev, &["prev_comm", "prev_pid", "prev_prio", "prev_state"])?;
             let n = keyed(next, &["next_comm", "next_pid", "next_prio"])?;
             EventKind::SchedSwitch {
-                prev_comm: p[0].to_string(),
+                prev_comm: p[0].into(),
                 prev_pid: p[1].parse().ok()?,
                 prev_state: p[3].to_string(),
-                next_comm: n[0].to_string(),
+                next_comm: n[0].into(),
                 next_pid: n[1].parse().ok()?,
             }
         }
         "sched_wakeup" | "sched_waking" | "sched_wakeup_new" => {
             let f = keyed(body, &["comm", "pid", "prio", "target_cpu"])?;
             EventKind::SchedWakeup {
-                comm: f[0].to_string(),
+                comm: f[0].into(),
                 pid: f[1].parse().ok()?,
+            }
+        }
+        "sched_process_fork" => {
+            let f = keyed(body, &["comm", "pid", "child_comm", "child_pid"])?;
+            EventKind::SchedProcessFork {
+                parent_pid: f[1].parse().ok()?,
+                child_comm: f[2].into(),
+                child_pid: f[3].parse().ok()?,
+            }
+        }
+        SYSCALL_ENTER => {
+            // `fsync(fd: 3)`, `openat(dfd: 0xffffff9c, filename: 0x7f.., flags: 0x1001, mode: 0)`.
+            let (call, args) = body.strip_suffix(')')?.split_once('(')?;
+            let args = args
+                .split(", ")
+                .filter(|a| !a.is_empty())
+                .map(|a| {
+                    let (k, v) = a.split_once(": ")?;
+                    Some((k.to_string(), parse_hex(v)?))
+                })
+                .collect::<Option<Vec<_>>>()?;
+            EventKind::SyscallEnter {
+                name: call.to_string(),
+                args,
+            }
+        }
+        SYSCALL_EXIT => {
+            // `fsync -> 0x0`, `openat -> 0xfffffffffffffffe` (-ENOENT).
+            let (call, ret) = body.split_once(" -> ")?;
+            EventKind::SyscallExit {
+                name: call.to_string(),
+                ret: parse_hex(ret.trim())? as i64,
             }
         }
         "jbd2_start_commit"

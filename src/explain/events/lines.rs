@@ -1,7 +1,7 @@
 //! A trace's lines: `TASK-PID [CPU] FLAGS SECONDS.MICROS: EVENT: BODY`, the ` => function`
 //! frames of a stack, and `CPU:N [LOST M EVENTS]`, gathered into events in time order.
 
-use super::body::symbol;
+use super::body::{symbol, SYSCALL_ENTER, SYSCALL_EXIT};
 use super::{Event, EventKind};
 
 /// What a whole trace text held.
@@ -21,6 +21,7 @@ enum Line<'a> {
         ts_ns: u64,
         cpu: u32,
         pid: u32,
+        tgid: Option<u32>,
         comm: &'a str,
         name: &'a str,
         body: &'a str,
@@ -29,6 +30,7 @@ enum Line<'a> {
         ts_ns: u64,
         cpu: u32,
         pid: u32,
+        tgid: Option<u32>,
         comm: &'a str,
     },
     Frame(&'a str),
@@ -60,7 +62,7 @@ fn parse_line(line: &str) -> Option<Line<'_>> {
         if cpu_text.is_empty() || !cpu_text.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let task = line[..open].trim();
+        let (task, tgid) = split_tgid(line[..open].trim());
         let Some((comm, pid)) = task.rsplit_once('-') else {
             continue;
         };
@@ -73,22 +75,64 @@ fn parse_line(line: &str) -> Option<Line<'_>> {
         let (ts, rest) = rest.split_once(": ")?;
         let ts_ns = parse_timestamp(ts)?;
         if rest.starts_with("<stack trace>") {
-            return Some(Line::StackStart { ts_ns, cpu, pid, comm });
+            return Some(Line::StackStart {
+                ts_ns,
+                cpu,
+                pid,
+                tgid,
+                comm,
+            });
         }
-        let (name, body) = match rest.split_once(": ") {
-            Some((name, body)) => (name, body),
-            None => (rest.trim_end().strip_suffix(':').unwrap_or(rest.trim_end()), ""),
+        let (name, body) = match syscall(rest) {
+            Some(named) => named,
+            None => match rest.split_once(": ") {
+                Some((name, body)) => (name, body),
+                None => (rest.trim_end().strip_suffix(':').unwrap_or(rest.trim_end()), ""),
+            },
         };
         return Some(Line::Event {
             ts_ns,
             cpu,
             pid,
+            tgid,
             comm,
             name,
             body,
         });
     }
     None
+}
+
+/// `comm-123 (    120)` → (`comm-123`, Some(120)); `comm-123 (-------)` → (`comm-123`,
+/// None); without the column, the task as it is.
+fn split_tgid(task: &str) -> (&str, Option<u32>) {
+    let Some(inner) = task.strip_suffix(')') else {
+        return (task, None);
+    };
+    let Some((task, tgid)) = inner.rsplit_once(" (") else {
+        return (task, None);
+    };
+    let tgid = tgid.trim();
+    if tgid.chars().all(|c| c == '-') {
+        return (task.trim_end(), None);
+    }
+    match tgid.parse() {
+        Ok(t) => (task.trim_end(), Some(t)),
+        // Not a tgid column: a task name that ends in parentheses.
+        Err(_) => (inner.strip_suffix(')').unwrap_or(inner), None),
+    }
+}
+
+/// A system-call event's text, `sys_fsync(fd: 3)` or `sys_fsync -> 0x0`, as the name
+/// [`SYSCALL_ENTER`] or [`SYSCALL_EXIT`] and the text without `sys_`.
+fn syscall(rest: &str) -> Option<(&'static str, &str)> {
+    let call = rest.trim_end().strip_prefix("sys_")?;
+    let name_end = call.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+    match &call[name_end..] {
+        after if after.starts_with('(') && after.ends_with(')') => Some((SYSCALL_ENTER, call)),
+        after if after.starts_with(" -> ") => Some((SYSCALL_EXIT, call)),
+        _ => None,
+    }
 }
 
 /// `1635.690016` (seconds, 6 decimals) → ns.
@@ -102,63 +146,116 @@ fn parse_timestamp(ts: &str) -> Option<u64> {
 }
 
 /// Parses a whole trace text (from `trace` or everything read from `trace_pipe`).
+#[cfg(test)]
 pub(crate) fn parse_trace(text: &str) -> ParsedTrace {
-    let mut out = ParsedTrace::default();
-    let mut stack: Option<(Event, Vec<String>)> = None;
-    let finish = |stack: &mut Option<(Event, Vec<String>)>, events: &mut Vec<Event>| {
-        if let Some((mut ev, frames)) = stack.take() {
-            ev.kind = EventKind::Stack { frames };
-            events.push(ev);
+    let mut parser = TraceParser::default();
+    parser.feed(text.as_bytes());
+    parser.finish()
+}
+
+/// Reads a trace as it comes, in pieces cut anywhere (what `trace_pipe` gives each read),
+/// so that the text need not be kept: a line is read once it is whole, and a stack once
+/// the line after its last frame has come.
+#[derive(Default)]
+pub(crate) struct TraceParser {
+    out: ParsedTrace,
+    /// The stack being read: its event and the frames so far.
+    stack: Option<(Event, Vec<String>)>,
+    /// The start of a line whose end has not come yet (bytes: a piece may end inside a
+    /// character, never inside a newline).
+    partial: Vec<u8>,
+}
+
+impl TraceParser {
+    /// Reads `text`, the next piece of the trace.
+    pub(crate) fn feed(&mut self, text: &[u8]) {
+        let Some(last_newline) = text.iter().rposition(|&b| b == b'\n') else {
+            self.partial.extend_from_slice(text);
+            return;
+        };
+        let (whole, rest) = text.split_at(last_newline + 1);
+        if self.partial.is_empty() {
+            self.lines(&String::from_utf8_lossy(whole));
+        } else {
+            let mut joined = std::mem::take(&mut self.partial);
+            joined.extend_from_slice(whole);
+            self.lines(&String::from_utf8_lossy(&joined));
         }
-    };
-    for line in text.lines() {
-        match parse_line(line) {
-            Some(Line::Frame(f)) => match &mut stack {
-                Some((_, frames)) => frames.push(symbol(f)),
-                None => out.unparsed_lines += 1,
-            },
-            Some(Line::StackStart { ts_ns, cpu, pid, comm }) => {
-                finish(&mut stack, &mut out.events);
-                stack = Some((
-                    Event {
-                        ts_ns,
-                        cpu,
-                        pid,
-                        comm: comm.to_string(),
-                        kind: EventKind::Stack { frames: Vec::new() },
-                    },
-                    Vec::new(),
-                ));
-            }
-            Some(Line::Event {
-                ts_ns,
-                cpu,
-                pid,
-                comm,
-                name,
-                body,
-            }) => {
-                finish(&mut stack, &mut out.events);
-                out.events.push(Event {
+        self.partial.extend_from_slice(rest);
+    }
+
+    /// The trace read, its events in time order.
+    pub(crate) fn finish(mut self) -> ParsedTrace {
+        let partial = std::mem::take(&mut self.partial);
+        self.lines(&String::from_utf8_lossy(&partial));
+        self.end_stack();
+        // trace_pipe merges the per-CPU buffers while they are being written, so an event
+        // can come out after a later one from another CPU; the attribution reads them in
+        // time order. The sort is stable: a stack stays after the switch it belongs to.
+        self.out.events.sort_by_key(|e| e.ts_ns);
+        self.out
+    }
+
+    fn end_stack(&mut self) {
+        if let Some((mut ev, frames)) = self.stack.take() {
+            ev.kind = EventKind::Stack { frames };
+            self.out.events.push(ev);
+        }
+    }
+
+    fn lines(&mut self, text: &str) {
+        for line in text.lines() {
+            match parse_line(line) {
+                Some(Line::Frame(f)) => match &mut self.stack {
+                    Some((_, frames)) => frames.push(symbol(f)),
+                    None => self.out.unparsed_lines += 1,
+                },
+                Some(Line::StackStart {
                     ts_ns,
                     cpu,
                     pid,
-                    comm: comm.to_string(),
-                    kind: EventKind::parse(name, body),
-                });
+                    tgid,
+                    comm,
+                }) => {
+                    self.end_stack();
+                    self.stack = Some((
+                        Event {
+                            ts_ns,
+                            cpu,
+                            pid,
+                            tgid,
+                            comm: comm.into(),
+                            kind: EventKind::Stack { frames: Vec::new() },
+                        },
+                        Vec::new(),
+                    ));
+                }
+                Some(Line::Event {
+                    ts_ns,
+                    cpu,
+                    pid,
+                    tgid,
+                    comm,
+                    name,
+                    body,
+                }) => {
+                    self.end_stack();
+                    self.out.events.push(Event {
+                        ts_ns,
+                        cpu,
+                        pid,
+                        tgid,
+                        comm: comm.into(),
+                        kind: EventKind::parse(name, body),
+                    });
+                }
+                Some(Line::Lost(n)) => {
+                    self.end_stack();
+                    self.out.lost_events += n;
+                }
+                Some(Line::Comment) => {}
+                None => self.out.unparsed_lines += 1,
             }
-            Some(Line::Lost(n)) => {
-                finish(&mut stack, &mut out.events);
-                out.lost_events += n;
-            }
-            Some(Line::Comment) => {}
-            None => out.unparsed_lines += 1,
         }
     }
-    finish(&mut stack, &mut out.events);
-    // trace_pipe merges the per-CPU buffers while they are being written, so an event can
-    // come out after a later one from another CPU; the attribution reads them in time
-    // order. The sort is stable: a stack stays after the switch it belongs to.
-    out.events.sort_by_key(|e| e.ts_ns);
-    out
 }

@@ -9,21 +9,29 @@
 //!
 //! Only the fields the attribution and the explanation's text use are typed; the others are ignored.
 //! Task names (comm) may hold spaces and dashes (`lto cgu.10-9946`), so fields are cut at
-//! the next known key rather than at whitespace.//!
+//! the next known key rather than at whitespace. With the `record-tgid` option a line also
+//! holds the thread group after the task, `TASK-PID (TGID) [CPU]` (`(-------)` when not
+//! known). System-call events print their own shape, `sys_NAME(arg: 0x1f, ...)` on entry
+//! and `sys_NAME -> 0x0` on exit (kernel/trace/trace_syscalls.c), the values in hex.
+//!
 //! The parts: `body` (each event's body, field by field), `lines` (a trace's lines: events,
-//! stacks and lost-event notes, in time order).
+//! stacks and lost-event notes, in time order; [`TraceParser`] reads them as they come).
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::TaskName;
+
 mod body;
 mod lines;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
 pub(crate) use lines::parse_trace;
+pub(crate) use lines::{ParsedTrace, TraceParser};
 
 /// A block device number, as the kernel prints it in events (`7,0` or `7:0`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -69,8 +77,12 @@ pub(crate) struct Event {
     pub(crate) cpu: u32,
     /// The task running when it fired (for a stack, the task that is switching out).
     pub(crate) pid: u32,
-    /// That task's name as the trace knew it (`<...>` when it did not).
-    pub(crate) comm: String,
+    /// Its thread group (process), when the trace recorded it (`record-tgid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tgid: Option<u32>,
+    /// That task's name as the trace knew it (`<...>` when it did not), interned: a trace
+    /// holds a million events and a few dozen names.
+    pub(crate) comm: TaskName,
     pub(crate) kind: EventKind,
 }
 
@@ -91,14 +103,26 @@ pub(crate) enum EventKind {
     /// `sched:sched_switch`: `prev` leaves the CPU in `prev_state` (`R`/`R+` preempted,
     /// `S` sleeping, `D` uninterruptible), `next` gets it.
     SchedSwitch {
-        prev_comm: String,
+        prev_comm: TaskName,
         prev_pid: u32,
         prev_state: String,
-        next_comm: String,
+        next_comm: TaskName,
         next_pid: u32,
     },
     /// `sched:sched_wakeup`: task `pid` was made runnable by the event's own task.
-    SchedWakeup { comm: String, pid: u32 },
+    SchedWakeup { comm: TaskName, pid: u32 },
+    /// `sched:sched_process_fork`: `parent_pid` made task `child_pid` (a process or a thread).
+    SchedProcessFork {
+        parent_pid: u32,
+        child_pid: u32,
+        child_comm: TaskName,
+    },
+    /// `syscalls:sys_enter_NAME`: the event's task enters system call `name` (without the
+    /// `sys_` prefix) with these arguments, by name.
+    SyscallEnter { name: String, args: Vec<(String, u64)> },
+    /// `syscalls:sys_exit_NAME`: system call `name` returns `ret` (a negative errno when it
+    /// failed).
+    SyscallExit { name: String, ret: i64 },
     /// The kernel stack a `stacktrace` trigger printed, innermost frame first, offsets and
     /// module names removed.
     Stack { frames: Vec<String> },

@@ -191,3 +191,64 @@ fn dev_numbers() {
     assert_eq!(d.to_string(), "7:3");
     assert!("7".parse::<Dev>().is_err());
 }
+
+/// Issue 16: lines of a traced process tree (`record-tgid`, system-call events, forks),
+/// as this kernel printed them.
+#[test]
+fn issue16_tgid_column_syscalls_and_forks() {
+    let e = one("              dd-30419   (  30419) [001] .....  6797.600433: sys_fsync(fd: 1)");
+    assert_eq!((e.pid, e.tgid, e.comm.as_str()), (30419, Some(30419), "dd"));
+    assert_eq!(
+        e.kind,
+        EventKind::SyscallEnter {
+            name: "fsync".into(),
+            args: vec![("fd".into(), 1)]
+        }
+    );
+    let e = one("              sh-28118   (  28118) [001] .....  6772.871783: sys_openat -> 0xfffffffffffffffe");
+    assert_eq!(
+        e.kind,
+        EventKind::SyscallExit {
+            name: "openat".into(),
+            ret: -2
+        }
+    );
+    let e = one(" explain::tracer-27309   (  27308) [000] .....  6746.454517: sys_openat(dfd: 0xffffff9c, filename: 0x7fb38b805560, flags: 0x80201, mode: 0)");
+    assert_eq!(
+        (e.pid, e.tgid, e.comm.as_str()),
+        (27309, Some(27308), "explain::tracer")
+    );
+    let EventKind::SyscallEnter { name, args } = e.kind else {
+        panic!("{e:?}")
+    };
+    assert_eq!(name, "openat");
+    assert_eq!(args[2], ("flags".into(), 0x80201));
+    let e = one("              sh-30418   (  30418) [000] .....  6797.600999: sched_process_fork: comm=sh pid=30418 child_comm=sh child_pid=30420");
+    assert_eq!(
+        e.kind,
+        EventKind::SchedProcessFork {
+            parent_pid: 30418,
+            child_pid: 30420,
+            child_comm: "sh".into()
+        }
+    );
+    let e = one("          <idle>-0       (-------) [001] d..2.  6797.600999: sched_wakeup: comm=dd pid=30419 prio=120 target_cpu=001");
+    assert_eq!((e.pid, e.tgid, e.comm.as_str()), (0, None, "<idle>"));
+    // A task whose name ends in parentheses, without the column.
+    let e = one("        (sd-pam)-812     [000] .....  12.000001: sys_fsync(fd: 3)");
+    assert_eq!((e.pid, e.tgid, e.comm.as_str()), (812, None, "(sd-pam)"));
+}
+
+/// A trace read in pieces cut anywhere reads as the whole text does.
+#[test]
+fn issue16_a_trace_fed_in_pieces_reads_as_a_whole() {
+    let text = "    jbd2/loop0-8-9997    [000] d..2.  1635.690027: <stack trace>\n => trace_event_raw_event_sched_switch\n => jbd2_journal_commit_transaction+0x1b3/0x2a0 [jbd2]\n => kjournald2\n              dd-10020   [001] .....  1635.710272: ext4_sync_file_exit: dev 7,0 ino 13 ret 0\n              dd-10020   [001] .....  1635.710273: sys_fsync -> 0x0\n";
+    let whole = parse_trace(text);
+    for cut in 1..text.len() {
+        let mut p = TraceParser::default();
+        p.feed(&text.as_bytes()[..cut]);
+        p.feed(&text.as_bytes()[cut..]);
+        assert_eq!(p.finish(), whole, "cut at {cut}");
+    }
+    assert_eq!(whole.events.len(), 3);
+}

@@ -2,11 +2,12 @@
 //! private tracefs instance for the length of a run.
 //!
 //! What is enabled, and why (filters keep the volume to what the attribution reads):
-//! - `sched_switch` and `sched_wakeup` of the watched threads and of the filesystem's
+//! - `sched_switch` and `sched_waking` of the watched threads and of the filesystem's
 //!   journal thread (jbd2, btrfs-transaction): when each left the CPU, in which state, and
-//!   who woke it. A `stacktrace` trigger on `sched_switch` (`prev_state & 3`: sleeping,
-//!   interruptible or not) prints the kernel stack at each sleep, which says what it waited
-//!   for (`jbd2_log_wait_commit`, `folio_wait_writeback`, `balance_dirty_pages`...).
+//!   who woke it. A `stacktrace` trigger on `sched_switch` (`prev_state & 2`: an
+//!   uninterruptible sleep) prints the kernel stack at each such sleep, which says what it
+//!   waited for (`jbd2_log_wait_commit`, `folio_wait_writeback`, `balance_dirty_pages`...);
+//!   an interruptible sleep (a futex) is told by who woke it.
 //! - `jbd2` commit phases and run statistics, `xfs_log_force`, `btrfs_transaction_commit`
 //!   on the filesystem's device: the commits a sync call can wait behind.
 //! - `block_rq_issue`/`block_rq_complete` on the disk under the filesystem: cache flushes
@@ -24,6 +25,20 @@
 //! kernel still had to drop are counted from the `[LOST N EVENTS]` notes and the per-CPU
 //! `overrun`/`dropped events` statistics.
 //!
+//! A process tree (`exec --explain`: a command and everything it starts) is followed in a
+//! second instance whose events the kernel keeps to the tree itself: its `set_event_pid`
+//! holds the thread that starts the command (and the journal threads), and the
+//! `event-fork` option adds every task a listed task forks, process or thread, as it is
+//! made, and removes it when it exits (ftrace.rst, "set_event_pid", "event-fork"). No
+//! task of the tree is missed between its fork and its first call, which a filter
+//! rewritten as new pids are noticed could not promise. There, beside the thread events,
+//! the system calls of [`filters::tree_syscalls`] are traced, with the thread group of each
+//! event (`record-tgid`). The disk's and the journal's events stay in the first instance,
+//! since they fire in other tasks' context (interrupts, kworkers, the journal thread).
+//!
+//! The trace is read into events as it comes and not kept as text; it stops (and says so)
+//! once [`TraceConfig::budget_bytes`] of text were read, so that its memory is bounded.
+//!
 //! The parts: `trace` (a finished trace, and its saved form), `filters` (which events, for
 //! which threads), `reader` (the thread that drains the trace buffer as it fills).
 
@@ -37,7 +52,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use super::events::{parse_trace, Dev};
+use super::events::{Dev, EventKind};
 use crate::environment::device_numbers;
 use crate::kernel::{block, mount_of, mounts};
 use crate::measure::clock::monotonic_ns;
@@ -50,9 +65,10 @@ mod reader;
 mod tests;
 mod trace;
 
-use filters::{events_for, filters, journal_threads, Filter};
+use filters::{events_for, filters, journal_threads, tree_events, tree_syscalls, Filter, STACK_STATES};
+pub(crate) use filters::{F_DUPFD, F_DUPFD_CLOEXEC, MS_SYNC, O_DSYNC, O_SYNC_ONLY};
 pub(crate) use reader::thread_cpu_ns;
-use reader::{parse_cpu_stats_lost, read_pipe, Fill};
+use reader::{parse_cpu_stats_lost, read_pipes, Fill, Read, Source};
 pub(crate) use trace::Trace;
 
 /// The threads whose calls are measured: by thread id, and/or every thread with a given
@@ -62,13 +78,26 @@ pub(crate) struct Watch {
     pub(crate) tids: Vec<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) comms: Vec<String>,
+    /// The thread whose descendants (processes and threads) are followed, in an instance
+    /// of their own; in a finished trace, `tids` then lists every descendant seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) process_tree: Option<u32>,
 }
 
 impl Watch {
+    #[cfg(test)]
     pub(crate) fn threads(tids: &[u32]) -> Watch {
         Watch {
             tids: tids.to_vec(),
-            comms: Vec::new(),
+            ..Watch::default()
+        }
+    }
+
+    /// Every process and thread the calling thread starts from now on (it, too, is traced).
+    pub(crate) fn descendants_of_this_thread() -> Watch {
+        Watch {
+            process_tree: Some(current_tid()),
+            ..Watch::default()
         }
     }
 
@@ -76,20 +105,19 @@ impl Watch {
     #[cfg(test)]
     pub(crate) fn comm(comm: &str) -> Watch {
         Watch {
-            tids: Vec::new(),
             comms: vec![comm.chars().take(15).collect()],
+            ..Watch::default()
         }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.tids.is_empty() && self.comms.is_empty()
+        self.tids.is_empty() && self.comms.is_empty() && self.process_tree.is_none()
     }
 }
 
 /// The calling thread's id (`gettid(2)`), as the kernel names it in events.
 pub(crate) fn current_tid() -> u32 {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() as u32 }
+    crate::sys::current_tid()
 }
 
 /// A task and its name.
@@ -153,7 +181,13 @@ pub(crate) struct TraceConfig {
     /// Record the kernel stack at each sleep of a watched thread: what tells the causes of
     /// a wait apart, and most of the tracing's cost (`cargo bench --bench explain_overhead`).
     pub(crate) stacks: bool,
+    /// Bytes of trace text read after which tracing stops (see the module's comment).
+    pub(crate) budget_bytes: u64,
 }
+
+/// The default [`TraceConfig::budget_bytes`]: about a million events, and a few hundred MB
+/// of memory once read.
+pub(crate) const TRACE_BUDGET_BYTES: u64 = 128 << 20;
 
 impl TraceConfig {
     pub(crate) fn new(watch: Watch, fs: TracedFs, origin_ns: u64) -> TraceConfig {
@@ -164,6 +198,7 @@ impl TraceConfig {
             buffer_kb_per_cpu: 8192,
             keep_text: false,
             stacks: true,
+            budget_bytes: TRACE_BUDGET_BYTES,
         }
     }
 }
@@ -172,6 +207,8 @@ impl TraceConfig {
 /// still removes the instance.
 pub(crate) struct Tracer {
     instance: Instance,
+    /// The process tree's instance, when one is followed.
+    tree: Option<Instance>,
     config: TraceConfig,
     watch: Mutex<Watch>,
     journal: Vec<Task>,
@@ -180,7 +217,7 @@ pub(crate) struct Tracer {
     marker: Mutex<Option<std::fs::File>>,
     started_ns: u64,
     stop_flag: Arc<AtomicBool>,
-    reader: Option<JoinHandle<Result<(String, u64)>>>,
+    reader: Option<JoinHandle<Result<Read>>>,
     /// Removes the instance (and tracefs, if mounted here) on every way out.
     undo: Undo,
 }
@@ -205,9 +242,14 @@ impl Tracer {
             bail!("nothing to trace: no thread to watch");
         }
         let instance = Instance::make(&mut undo)?;
+        let tree = match config.watch.process_tree {
+            Some(_) => Some(Instance::make(&mut undo)?),
+            None => None,
+        };
         let journal = journal_threads(&config.fs);
         let mut tracer = Tracer {
             instance,
+            tree,
             watch: Mutex::new(config.watch.clone()),
             journal,
             missing: Vec::new(),
@@ -224,20 +266,11 @@ impl Tracer {
     }
 
     fn configure(&mut self) -> Result<()> {
-        let inst = &self.instance;
-        inst.write("tracing_on", "0")?;
-        let clocks = inst.read("trace_clock")?;
-        if !clocks.split_whitespace().any(|c| c.trim_matches(['[', ']']) == "mono") {
-            bail!(
-                "this kernel's tracefs offers no `mono` trace clock (offers: {})",
-                clocks.trim()
-            );
-        }
-        inst.write("trace_clock", "mono")?;
-        inst.write("buffer_size_kb", &self.config.buffer_kb_per_cpu.to_string())?;
-        for (event, filter) in events_for(&self.config.fs) {
+        Self::set_clock_and_buffer(&self.instance, self.config.buffer_kb_per_cpu)?;
+        let threads_here = self.tree.is_none();
+        for (event, filter) in events_for(&self.config.fs, threads_here) {
             let dir = format!("events/{event}");
-            if !inst.exists(&dir) {
+            if !self.instance.exists(&dir) {
                 self.missing.push(event.to_string());
                 continue;
             }
@@ -249,39 +282,119 @@ impl Tracer {
                 Filter::Switch | Filter::Wakeup | Filter::Current | Filter::None => None,
             };
             if let Some(expr) = expr {
-                inst.write(&format!("{dir}/filter"), &expr)?;
+                self.instance.write(&format!("{dir}/filter"), &expr)?;
             }
             self.enabled.push((event, filter));
         }
-        let watch = self
-            .watch
-            .lock()
-            .map_err(|_| anyhow::anyhow!("watch list poisoned"))?
-            .clone();
-        self.apply_thread_filters(&watch)?;
-        for (event, _) in &self.enabled {
-            inst.write(&format!("events/{event}/enable"), "1")?;
+        if threads_here {
+            let watch = self
+                .watch
+                .lock()
+                .map_err(|_| anyhow::anyhow!("watch list poisoned"))?
+                .clone();
+            self.apply_thread_filters(&watch)?;
         }
+        for (event, _) in &self.enabled {
+            self.instance.write(&format!("events/{event}/enable"), "1")?;
+        }
+        if self.config.watch.process_tree.is_some() {
+            self.configure_tree()?;
+        }
+        let mut sources = vec![self.source(&self.instance)?];
+        if let Some(tree) = &self.tree {
+            sources.push(self.source(tree)?);
+        }
+        let marker = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.instance.path("trace_marker"))
+            .context("cannot open trace_marker")?;
+        *self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))? = Some(marker);
+        let flag = Arc::clone(&self.stop_flag);
+        let (budget, keep_text) = (self.config.budget_bytes, self.config.keep_text);
+        self.reader = Some(
+            std::thread::Builder::new()
+                .name("trace-reader".into())
+                .spawn(move || read_pipes(sources, budget, keep_text, &flag))
+                .context("cannot start the trace reader thread")?,
+        );
+        // The pid list last, once fsynclab's own threads (the reader) exist: a thread the
+        // root starts from now on is followed as part of the tree.
+        if let (Some(tree), Some(root)) = (&self.tree, self.config.watch.process_tree) {
+            tree.write("options/event-fork", "1")?;
+            let pids: Vec<String> = std::iter::once(root)
+                .chain(self.journal.iter().map(|t| t.pid))
+                .map(|p| p.to_string())
+                .collect();
+            tree.write("set_event_pid", &pids.join(" "))?;
+        }
+        self.started_ns = monotonic_ns();
+        if let Some(tree) = &self.tree {
+            tree.write("tracing_on", "1")?;
+        }
+        self.instance.write("tracing_on", "1")
+    }
+
+    /// Tracing off, the `mono` clock (the run clock's), and the buffer size.
+    fn set_clock_and_buffer(inst: &Instance, buffer_kb_per_cpu: u32) -> Result<()> {
+        inst.write("tracing_on", "0")?;
+        let clocks = inst.read("trace_clock")?;
+        if !clocks.split_whitespace().any(|c| c.trim_matches(['[', ']']) == "mono") {
+            bail!(
+                "this kernel's tracefs offers no `mono` trace clock (offers: {})",
+                clocks.trim()
+            );
+        }
+        inst.write("trace_clock", "mono")?;
+        inst.write("buffer_size_kb", &buffer_kb_per_cpu.to_string())
+    }
+
+    /// The events of the process tree's instance (its pid list is set last, in `configure`).
+    fn configure_tree(&mut self) -> Result<()> {
+        let Some(tree) = &self.tree else {
+            return Ok(());
+        };
+        Self::set_clock_and_buffer(tree, self.config.buffer_kb_per_cpu)?;
+        tree.write("options/record-tgid", "1")?;
+        let mut events: Vec<(String, Option<String>)> =
+            tree_events().into_iter().map(|e| (e.to_string(), None)).collect();
+        for (call, filter) in tree_syscalls() {
+            events.push((format!("syscalls/sys_enter_{call}"), filter));
+            if call != "close" {
+                events.push((format!("syscalls/sys_exit_{call}"), None));
+            }
+        }
+        for (event, filter) in events {
+            let dir = format!("events/{event}");
+            if !tree.exists(&dir) {
+                self.missing.push(event);
+                continue;
+            }
+            if let Some(expr) = filter {
+                tree.write(&format!("{dir}/filter"), &expr)?;
+            }
+            tree.write(&format!("{dir}/enable"), "1")?;
+        }
+        if self.config.stacks && tree.exists("events/sched/sched_switch") {
+            tree.write(
+                "events/sched/sched_switch/trigger",
+                &format!("stacktrace if {STACK_STATES}"),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// An instance's pipe, opened for the reader.
+    fn source(&self, inst: &Instance) -> Result<Source> {
         let pipe = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(inst.path("trace_pipe"))
             .context("cannot open trace_pipe")?;
-        let marker = std::fs::OpenOptions::new()
-            .write(true)
-            .open(inst.path("trace_marker"))
-            .context("cannot open trace_marker")?;
-        *self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))? = Some(marker);
-        let flag = Arc::clone(&self.stop_flag);
-        let fill = Fill::open(inst, self.config.buffer_kb_per_cpu);
-        self.reader = Some(
-            std::thread::Builder::new()
-                .name("trace-reader".into())
-                .spawn(move || read_pipe(pipe, fill, &flag))
-                .context("cannot start the trace reader thread")?,
-        );
-        self.started_ns = monotonic_ns();
-        inst.write("tracing_on", "1")
+        Ok(Source {
+            pipe,
+            fill: Fill::open(inst, self.config.buffer_kb_per_cpu),
+            tracing_on: inst.path("tracing_on"),
+        })
     }
 
     /// Sets the filters and the stack trigger that follow the watched and journal threads.
@@ -316,62 +429,89 @@ impl Tracer {
         file.write_all(text.as_bytes()).context("cannot write to trace_marker")
     }
 
-    /// Stops tracing, removes the instance and returns the trace.
+    /// Stops tracing, removes the instances and returns the trace.
     pub(crate) fn stop(mut self) -> Result<Trace> {
         let stopped_ns = monotonic_ns();
         let off = self.instance.write("tracing_on", "0");
-        let (text, reader_cpu_ns) = self.join_reader()?;
+        let tree_off = self.tree.as_ref().map_or(Ok(()), |t| t.write("tracing_on", "0"));
+        let read = self.join_reader()?;
         off?;
+        tree_off?;
         let dropped = self.dropped_events();
         *self.marker.lock().map_err(|_| anyhow::anyhow!("marker poisoned"))? = None;
         let outcome = self.undo.undo_all();
         if !outcome.is_complete() {
             bail!("{}", outcome.failed.join("; "));
         }
-        let parsed = parse_trace(&text);
-        let watched = self
+        let Some(read) = read else {
+            bail!("the trace reader did not run");
+        };
+        let mut watched = self
             .watch
             .lock()
             .map_err(|_| anyhow::anyhow!("watch list poisoned"))?
             .clone();
+        if let Some(root) = watched.process_tree {
+            watched.tids = tree_members(root, &read.parsed.events);
+        }
         Ok(Trace {
             origin_ns: self.config.origin_ns,
             started_ns: self.started_ns,
-            stopped_ns,
+            stopped_ns: read.cut_at_ns.map_or(stopped_ns, |cut| cut.min(stopped_ns)),
+            cut_at_ns: read.cut_at_ns,
+            text_bytes: read.bytes,
             fs: self.config.fs.clone(),
             watched,
             journal_threads: self.journal.clone(),
             missing_events: std::mem::take(&mut self.missing),
-            lost_events: parsed.lost_events.max(dropped),
-            unparsed_lines: parsed.unparsed_lines,
-            reader_cpu_ns,
-            events: parsed.events,
-            text: self.config.keep_text.then_some(text),
+            lost_events: read.parsed.lost_events.max(dropped),
+            unparsed_lines: read.parsed.unparsed_lines,
+            reader_cpu_ns: read.cpu_ns,
+            events: read.parsed.events,
+            text: read.text,
         })
     }
 
-    fn join_reader(&mut self) -> Result<(String, u64)> {
+    fn join_reader(&mut self) -> Result<Option<Read>> {
         self.stop_flag.store(true, Ordering::SeqCst);
         match self.reader.take() {
             Some(h) => {
                 h.thread().unpark();
                 h.join()
                     .map_err(|_| anyhow::anyhow!("the trace reader thread panicked"))?
+                    .map(Some)
             }
-            None => Ok((String::new(), 0)),
+            None => Ok(None),
         }
     }
 
     /// Events lost on any CPU: the `overrun` (overwritten) and `dropped events` counts of
     /// `per_cpu/cpuN/stats` (ftrace.rst, "per_cpu/cpuX/stats").
     fn dropped_events(&self) -> u64 {
-        let Ok(cpus) = std::fs::read_dir(self.instance.path("per_cpu")) else {
-            return 0;
-        };
-        cpus.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stats")).ok())
+        std::iter::once(&self.instance)
+            .chain(self.tree.as_ref())
+            .filter_map(|inst| std::fs::read_dir(inst.path("per_cpu")).ok())
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stats")).ok())
             .map(|s| parse_cpu_stats_lost(&s))
             .sum()
     }
+}
+
+/// The root and every task it started, by the fork events of its tree, in order.
+fn tree_members(root: u32, events: &[super::events::Event]) -> Vec<u32> {
+    let mut members = vec![root];
+    for e in events {
+        if let EventKind::SchedProcessFork {
+            parent_pid, child_pid, ..
+        } = &e.kind
+        {
+            if members.contains(parent_pid) && !members.contains(child_pid) {
+                members.push(*child_pid);
+            }
+        }
+    }
+    members
 }
 
 impl Drop for Tracer {
@@ -379,6 +519,9 @@ impl Drop for Tracer {
         // Stopped already, or stop failed: the reader is gone. Otherwise close everything
         // the instance holds open before the undo stack (dropped after this) removes it.
         let _ = self.instance.write("tracing_on", "0");
+        if let Some(tree) = &self.tree {
+            let _ = tree.write("tracing_on", "0");
+        }
         let _ = self.join_reader();
         if let Ok(mut m) = self.marker.lock() {
             *m = None;

@@ -1,12 +1,16 @@
-//! The reader: a thread that drains the trace pipe when a per-CPU buffer is half full, and
-//! counts what the kernel overwrote or dropped.
+//! The reader: a thread that drains each instance's trace pipe when one of its per-CPU
+//! buffers is half full, stops tracing when the trace reaches its budget, reads the text
+//! into events once tracing is over, and counts what the kernel overwrote or dropped.
 
 use std::io::Read as _;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 
+use super::super::events::{ParsedTrace, TraceParser};
 use super::CHECK_INTERVAL;
+use crate::measure::clock::monotonic_ns;
 use crate::testbed::tracefs::Instance;
 
 /// Overwritten plus dropped events in one `per_cpu/cpuN/stats` file.
@@ -57,32 +61,102 @@ impl Fill {
     }
 }
 
+/// One instance as the reader reads it.
+pub(super) struct Source {
+    pub(super) pipe: std::fs::File,
+    pub(super) fill: Fill,
+    /// Its `tracing_on`, turned off when the trace reaches its budget.
+    pub(super) tracing_on: PathBuf,
+}
+
+/// What the reader read.
+pub(super) struct Read {
+    pub(super) parsed: ParsedTrace,
+    /// The raw text, when asked for.
+    pub(super) text: Option<String>,
+    /// CPU time of the reader thread, ns.
+    pub(super) cpu_ns: u64,
+    /// Bytes of trace text read.
+    pub(super) bytes: u64,
+    /// When tracing was stopped because the trace reached its budget (CLOCK_MONOTONIC).
+    pub(super) cut_at_ns: Option<u64>,
+}
+
 /// The reader thread. Reading `trace_pipe` makes the kernel format every event as text, in
-/// this thread, which costs CPU the measurement would feel; so the buffer is drained only
-/// when some CPU's buffer is half full (checked every [`CHECK_INTERVAL`]) and once at the
-/// end, after tracing is off. Returns the text and the thread's own CPU time.
-pub(super) fn read_pipe(mut pipe: std::fs::File, fill: Fill, stop: &AtomicBool) -> Result<(String, u64)> {
-    let mut text = Vec::with_capacity(1 << 20);
+/// this thread, which costs CPU the measurement would feel; so a buffer is drained only
+/// when one of its CPUs' is half full (checked every [`CHECK_INTERVAL`]) and once at the
+/// end, after tracing is off, and the text is read into events only then (reading it as it
+/// came made the reader fall behind a busy run, and the kernel dropped events). Once
+/// `budget_bytes` of text have been read, tracing is turned off: what was traced until then
+/// is kept and the rest of the run is not explained, so that a run of a million calls
+/// cannot fill the memory with its trace. Each piece of text is dropped once read.
+pub(super) fn read_pipes(sources: Vec<Source>, budget_bytes: u64, keep_text: bool, stop: &AtomicBool) -> Result<Read> {
+    let mut pieces: Vec<Vec<Vec<u8>>> = sources.iter().map(|_| Vec::new()).collect();
+    let mut sources = sources;
     let mut buf = vec![0u8; 1 << 16];
+    let mut bytes = 0u64;
+    let mut cut_at_ns = None;
     loop {
         let stopping = stop.load(Ordering::SeqCst);
-        if stopping || fill.over() {
-            drain(&mut pipe, &mut buf, &mut text)?;
+        for (i, source) in sources.iter_mut().enumerate() {
+            if !(stopping || source.fill.over()) {
+                continue;
+            }
+            drain(&mut source.pipe, &mut buf, |chunk| {
+                bytes += chunk.len() as u64;
+                pieces[i].push(chunk.to_vec());
+            })?;
+        }
+        if bytes >= budget_bytes && cut_at_ns.is_none() {
+            cut_at_ns = Some(monotonic_ns());
+            for source in &sources {
+                let _ = std::fs::write(&source.tracing_on, "0");
+            }
         }
         if stopping {
             break;
         }
         std::thread::park_timeout(CHECK_INTERVAL);
     }
-    Ok((String::from_utf8_lossy(&text).into_owned(), thread_cpu_ns()))
+    let mut parsed = ParsedTrace::default();
+    let mut text = keep_text.then(String::new);
+    for source_pieces in pieces {
+        let mut parser = TraceParser::default();
+        for piece in source_pieces {
+            parser.feed(&piece);
+            if let Some(t) = text.as_mut() {
+                t.push_str(&String::from_utf8_lossy(&piece));
+            }
+        }
+        let part = parser.finish();
+        if parsed.events.is_empty() {
+            parsed.events = part.events;
+        } else {
+            parsed.events.extend(part.events);
+        }
+        parsed.lost_events += part.lost_events;
+        parsed.unparsed_lines += part.unparsed_lines;
+    }
+    // Each instance's events are in time order; together they must be too. The sort is
+    // stable: a stack stays after the switch it belongs to.
+    if sources.len() > 1 {
+        parsed.events.sort_by_key(|e| e.ts_ns);
+    }
+    Ok(Read {
+        parsed,
+        text,
+        cpu_ns: thread_cpu_ns(),
+        bytes,
+        cut_at_ns,
+    })
 }
 
-/// Reads `trace_pipe` (non-blocking) until it is empty.
-pub(super) fn drain(pipe: &mut std::fs::File, buf: &mut [u8], text: &mut Vec<u8>) -> Result<()> {
+/// Reads `trace_pipe` (non-blocking) until it is empty, giving each piece to `take`.
+fn drain(pipe: &mut std::fs::File, buf: &mut [u8], mut take: impl FnMut(&[u8])) -> Result<()> {
     loop {
         match pipe.read(buf) {
             Ok(0) => return Ok(()),
-            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Ok(n) => take(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
             Err(e) => return Err(anyhow::anyhow!("cannot read trace_pipe: {e}")),

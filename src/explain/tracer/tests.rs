@@ -15,7 +15,7 @@ fn filters_follow_threads_and_names() {
     );
     assert_eq!(
         f.trigger,
-        "stacktrace if (prev_pid == 5 || prev_pid == 6 || prev_pid == 9) && prev_state & 3"
+        "stacktrace if (prev_pid == 5 || prev_pid == 6 || prev_pid == 9) && prev_state & 2"
     );
     assert_eq!(f.wakeup, "pid == 5 || pid == 6 || pid == 9");
     assert_eq!(f.current, "common_pid == 5 || common_pid == 6");
@@ -36,13 +36,13 @@ fn per_filesystem_events() {
         fstype: "ext4".into(),
         ..Default::default()
     };
-    let names: Vec<&str> = events_for(&ext4).iter().map(|e| e.0).collect();
+    let names: Vec<&str> = events_for(&ext4, true).iter().map(|e| e.0).collect();
     assert!(names.contains(&"jbd2/jbd2_run_stats") && !names.contains(&"xfs/xfs_log_force"));
     let xfs = TracedFs {
         fstype: "xfs".into(),
         ..Default::default()
     };
-    let names: Vec<&str> = events_for(&xfs).iter().map(|e| e.0).collect();
+    let names: Vec<&str> = events_for(&xfs, true).iter().map(|e| e.0).collect();
     assert!(names.contains(&"xfs/xfs_log_force") && !names.contains(&"jbd2/jbd2_run_stats"));
 }
 

@@ -18,6 +18,12 @@ pub(crate) struct Trace {
     /// When tracing started and stopped, CLOCK_MONOTONIC ns.
     pub(crate) started_ns: u64,
     pub(crate) stopped_ns: u64,
+    /// When tracing was stopped early because the trace reached its budget, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cut_at_ns: Option<u64>,
+    /// Bytes of trace text read.
+    #[serde(default)]
+    pub(crate) text_bytes: u64,
     pub(crate) fs: TracedFs,
     /// The threads watched (at the end: including those added during the run).
     pub(crate) watched: Watch,

@@ -4,11 +4,16 @@
 //! million calls make a few hundred kilobytes.
 //!
 //! [`timeline`] draws one kind's calls over the run's clock, [`cdf`] the kind's latency
-//! distributions; the axes and scales they share are here.
+//! distributions, [`machine`] the run's kernel timeline under them with its slow calls,
+//! [`tradeoff`] the runs' sync latency against their writers' throughput, [`frontier`] the
+//! power-cut runs' p99 sync latency against their loss rate; the axes and scales they share
+//! are here.
 
 mod cdf;
 mod frontier;
+mod machine;
 mod timeline;
+mod tradeoff;
 
 use std::fmt::Write as _;
 
@@ -16,7 +21,11 @@ use super::PageRun;
 
 pub(crate) use cdf::cdf;
 pub(crate) use frontier::{frontier, has_points as has_frontier};
+pub(crate) use machine::{call_list, machine, page_calls};
+pub use machine::{BACKGROUND_LIMIT, CACHE, DIRTY, FLUSHES, IN_FLIGHT, LIMIT, WRITEBACK};
 pub(crate) use timeline::timeline;
+pub(crate) use tradeoff::tradeoff;
+pub use tradeoff::FRAME as TRADEOFF_FRAME;
 
 /// Time bins of a heat map (2 px each).
 pub const HEAT_COLUMNS: usize = 480;
@@ -127,7 +136,16 @@ pub(crate) fn run_seconds(run: &PageRun) -> f64 {
         .max()
         .unwrap_or(0);
     let bg_end = run.background.iter().map(|(sec, _)| sec + 1).max().unwrap_or(0);
-    run.duration_s.max(last_end as f64 / 1e9).max(bg_end as f64).max(1e-3)
+    let timeline_end = run
+        .timeline
+        .as_ref()
+        .and_then(|t| t.points.last())
+        .map_or(0, |p| p.t_ns);
+    run.duration_s
+        .max(last_end as f64 / 1e9)
+        .max(bg_end as f64)
+        .max(timeline_end as f64 / 1e9)
+        .max(1e-3)
 }
 
 pub(crate) fn x_axis(svg: &mut String, seconds: f64, y: f64) {

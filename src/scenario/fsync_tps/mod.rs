@@ -215,10 +215,6 @@ impl Plan for Config {
         "lower --set file_size or the largest thread count"
     }
 
-    fn untraceable_calls(&self) -> Option<&'static str> {
-        Some("its calls are made by worker threads, which --explain does not follow")
-    }
-
     fn expected_duration(&self) -> Option<Duration> {
         Some(self.duration * (self.threads.len() * self.coordination.len()) as u32)
     }

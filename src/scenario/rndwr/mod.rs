@@ -214,10 +214,6 @@ impl Plan for Config {
         "lower --set total_size"
     }
 
-    fn untraceable_calls(&self) -> Option<&'static str> {
-        Some("its calls are made by worker threads, which --explain does not follow")
-    }
-
     fn expected_duration(&self) -> Option<Duration> {
         Some(self.duration).filter(|d| !d.is_zero())
     }

@@ -1,6 +1,6 @@
-//! One block of format 1 back into columns, refusing damage rather than misreading it.
+//! One block of format 1 or 2 back into columns, refusing damage rather than misreading it.
 
-use super::{CodecError, SampleColumns, FORMAT};
+use super::{CodecError, SampleColumns, FORMAT, FORMAT_WITH_TASKS};
 
 #[inline]
 fn unzigzag(v: u64) -> i64 {
@@ -59,9 +59,10 @@ impl<'a> Reader<'a> {
 /// Decodes one block made by [`encode`].
 pub fn decode(block: &[u8]) -> Result<SampleColumns, CodecError> {
     let format = *block.first().ok_or(CodecError::Damaged("empty block"))?;
-    if format != FORMAT {
+    if format != FORMAT && format != FORMAT_WITH_TASKS {
         return Err(CodecError::UnknownFormat(format));
     }
+    let with_tasks = format == FORMAT_WITH_TASKS;
     let mut r = Reader { data: block, at: 1 };
     let n = r.varint()?;
     // Every sample takes at least three bytes (time, code, latency): a count beyond that
@@ -72,14 +73,16 @@ pub fn decode(block: &[u8]) -> Result<SampleColumns, CodecError> {
     let n = n as usize;
     let op_names = r.names()?;
     let error_names = r.names()?;
-    let mut columns = Vec::with_capacity(4);
-    for _ in 0..4 {
+    let task_names = if with_tasks { r.names()? } else { Vec::new() };
+    let mut columns = Vec::with_capacity(5);
+    for _ in 0..(4 + usize::from(with_tasks)) {
         let len = r.varint()?;
         columns.push(Reader {
             data: r.take(len)?,
             at: 0,
         });
     }
+    let mut tasks = if with_tasks { columns.pop() } else { None };
     let [mut times, mut codes, mut latencies, mut bytes_col] =
         <[Reader; 4]>::try_from(columns).map_err(|_| CodecError::Damaged("columns"))?;
     let slots = error_names.len() as u64 + 1;
@@ -108,9 +111,17 @@ pub fn decode(block: &[u8]) -> Result<SampleColumns, CodecError> {
         out.latency_ns.push(latencies.varint()?);
         out.bytes.push(b);
         out.error.push(ei as u32);
+        if let Some(tasks) = tasks.as_mut() {
+            let task = tasks.varint()?;
+            if task > task_names.len() as u64 {
+                return Err(CodecError::Damaged("a task outside the dictionary"));
+            }
+            out.process.push(task as u32);
+        }
     }
     if [&times, &codes, &latencies, &bytes_col]
         .iter()
+        .chain(tasks.as_ref().as_slice())
         .any(|c| c.at != c.data.len())
         || r.at != block.len()
     {
@@ -118,5 +129,6 @@ pub fn decode(block: &[u8]) -> Result<SampleColumns, CodecError> {
     }
     out.op_names = op_names;
     out.error_names = error_names;
+    out.process_names = task_names;
     Ok(out)
 }

@@ -1,8 +1,8 @@
-//! Samples into one block of format 1 (the layout is in [`super`]).
+//! Samples into one block of format 1, or 2 when they name tasks (the layout is in [`super`]).
 
 use std::collections::HashMap;
 
-use super::{intern, SampleRecord, FORMAT};
+use super::{intern, SampleRecord, FORMAT, FORMAT_WITH_TASKS};
 
 #[inline]
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -73,14 +73,41 @@ pub fn encode<S: SampleRecord>(samples: &[S]) -> Vec<u8> {
             put_varint(&mut bytes, b);
         }
     }
-    let mut out = Vec::with_capacity(32 + times.len() + codes.len() + latencies.len() + bytes.len());
-    out.push(FORMAT);
+    let (task_names, tasks) = task_column(samples);
+    let mut out = Vec::with_capacity(32 + times.len() + codes.len() + latencies.len() + bytes.len() + tasks.len());
+    out.push(if task_names.is_empty() {
+        FORMAT
+    } else {
+        FORMAT_WITH_TASKS
+    });
     put_varint(&mut out, n as u64);
     put_names(&mut out, &op_names);
     put_names(&mut out, &error_names);
+    if !task_names.is_empty() {
+        put_names(&mut out, &task_names);
+    }
     for column in [&times, &codes, &latencies, &bytes] {
         put_varint(&mut out, column.len() as u64);
         out.extend_from_slice(column);
     }
+    if !task_names.is_empty() {
+        put_varint(&mut out, tasks.len() as u64);
+        out.extend_from_slice(&tasks);
+    }
     out
+}
+
+/// The task dictionary and column (0 for none, else 1 + index), both empty when no sample
+/// names a task.
+fn task_column<S: SampleRecord>(samples: &[S]) -> (Vec<String>, Vec<u8>) {
+    if samples.iter().all(|s| s.process().is_none()) {
+        return (Vec::new(), Vec::new());
+    }
+    let (mut names, mut index) = (Vec::new(), HashMap::new());
+    let mut column = Vec::with_capacity(samples.len());
+    for s in samples {
+        let code = s.process().map_or(0, |p| 1 + intern(&mut names, &mut index, p));
+        put_varint(&mut column, u64::from(code));
+    }
+    (names, column)
 }

@@ -17,6 +17,12 @@
 //!   - latencies in ns;
 //!   - byte counts, only of the samples whose `same_bytes` is 0.
 //!
+//! Format 2 is format 1 with the task that made each call (`exec --explain`'s `postgres`,
+//! `pgbench`): after the error-name dictionary, a task-name dictionary, and after the four
+//! columns a fifth, per sample 0 for none or 1 + the name's index. A block is written in
+//! format 2 only when some sample names a task, so the scenarios' runs are stored exactly
+//! as before; both formats are read.
+//!
 //! Columns rather than rows so that like values sit together, for a general-purpose
 //! compressor to work on should one be added as format 2. None is today: on a real
 //! fsync-tps run (575,704 calls of five kinds, started out of order across threads) the
@@ -49,6 +55,10 @@ pub trait SampleRecord {
     /// The errno name (`EIO`) when the call failed: borrowed where the name is kept, made
     /// when it is not (an errno number without a name becomes `errno 123`).
     fn error(&self) -> Option<Cow<'_, str>>;
+    /// The task that made the call (a traced command's process name), if recorded.
+    fn process(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl<O: AsRef<str>, E: AsRef<str>> SampleRecord for (u64, O, u64, u64, Option<E>) {
@@ -69,12 +79,15 @@ impl<O: AsRef<str>, E: AsRef<str>> SampleRecord for (u64, O, u64, u64, Option<E>
     }
 }
 
+/// The format of blocks whose samples name no task.
 pub const FORMAT: u8 = 1;
+/// The format of blocks with a task column.
+pub const FORMAT_WITH_TASKS: u8 = 2;
 
 /// Why a block cannot be decoded: the store is damaged or was written by a newer version.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CodecError {
-    #[error("sample block format {0} is unknown to this fsynclab (it knows {FORMAT}); a newer version wrote it")]
+    #[error("sample block format {0} is unknown to this fsynclab (it knows {FORMAT} and {FORMAT_WITH_TASKS}); a newer version wrote it")]
     UnknownFormat(u8),
     #[error("sample block is damaged: {0}")]
     Damaged(&'static str),
