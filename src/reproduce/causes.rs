@@ -17,6 +17,7 @@ fn label(cause: &Cause) -> String {
     match cause {
         Cause::OnCpu => "on CPU".into(),
         Cause::Runnable => "waiting for a CPU".into(),
+        Cause::Woken => "on a CPU or waiting for one".into(),
         Cause::DataWriteback { .. } => "waiting for data writeback".into(),
         Cause::JournalCommit { journal, .. } => format!("waiting for a journal commit ({journal})"),
         Cause::DeviceFlush { .. } => "device cache flushes".into(),

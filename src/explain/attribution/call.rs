@@ -105,9 +105,7 @@ impl Index<'_> {
             return Cause::Runnable;
         }
         if iv.state == UNSEEN_SWITCH {
-            return Cause::Unattributed {
-                reason: "woken, but its switch back onto a CPU is missing from the trace".into(),
-            };
+            return Cause::Woken;
         }
         // Woken by another thread this trace follows: a wait for it.
         let waker = iv

@@ -59,6 +59,10 @@ pub(crate) enum Cause {
     OnCpu,
     /// Runnable, waiting for a CPU (preempted).
     Runnable,
+    /// Woken from a sleep and not yet off CPU again, when the switch that put the thread
+    /// back on a CPU is missing from the trace: on a CPU or waiting for one, which the trace
+    /// cannot tell apart (it would have recorded a new sleep).
+    Woken,
     /// Waiting for pages of a file to finish writeback.
     DataWriteback {
         /// Inodes waited on (`folio_wait_writeback` events).
@@ -105,6 +109,7 @@ impl Cause {
         match self {
             Cause::OnCpu => "on_cpu".into(),
             Cause::Runnable => "runnable".into(),
+            Cause::Woken => "woken".into(),
             Cause::DataWriteback { .. } => "data_writeback".into(),
             Cause::JournalCommit { .. } => "journal_commit".into(),
             Cause::DeviceFlush { .. } => "device_flush".into(),
@@ -236,6 +241,9 @@ impl fmt::Display for Cause {
         match self {
             Cause::OnCpu => f.write_str("on CPU"),
             Cause::Runnable => f.write_str("waiting for a CPU (preempted)"),
+            Cause::Woken => f.write_str(
+                "woken, then on a CPU or waiting for one (the switch back onto a CPU is missing from the trace)",
+            ),
             Cause::DataWriteback {
                 inodes,
                 device_write_bytes,

@@ -33,7 +33,7 @@ pub(crate) fn cause_colour(cause_key: &str) -> &'static str {
         "device_flush" => "#17becf",
         "dirty_throttle" => "#ff7f0e",
         "waited_for_thread" => "#9467bd",
-        "on_cpu" | "runnable" => "#7f7f7f",
+        "on_cpu" | "runnable" | "woken" => "#7f7f7f",
         k if k.starts_with("unattributed") => "#c7c7c7",
         _ => "#8c564b",
     }
