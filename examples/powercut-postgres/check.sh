@@ -12,6 +12,7 @@ if ! runuser -u postgres -- "$PG/pg_ctl" -D pg -l pg/recovery.log -w \
 fi
 psql -h "$SOCK" -U postgres -Atc 'select id from t' > stored.txt 2>/dev/null || echo "the table is not there after the cut"
 runuser -u postgres -- "$PG/pg_ctl" -D pg -m fast -w stop >/dev/null
+rmdir "$SOCK" 2>/dev/null || true
 acked=$(wc -l < "$LEDGER")
 sort "$LEDGER" > ledger.sorted
 sort stored.txt > stored.sorted
