@@ -147,11 +147,27 @@ EOF
   echo "PartitionName=farm Nodes=$(IFS=,; echo "${names[*]}") Default=YES MaxTime=INFINITE State=UP" >>"$conf"
   export SLURM_CONF="$conf"
   slurmctld -f "$conf" || { cat "$sl/slurmctld.log" >&2 2>/dev/null; die "slurmctld did not start"; }
-  for name in "${names[@]}"; do
-    slurmd -f "$conf" -N "$name" || { cat "$sl/slurmd-$name.log" >&2 2>/dev/null; die "slurmd -N $name did not start"; }
+  # slurmd registers once, when it starts: one that starts before the controller answers stays
+  # UNKNOWN until the controller's next ping of its nodes, minutes later. Start the nodes once
+  # the controller answers, and start again any node that has not registered after a while.
+  ctl_up() { scontrol ping | grep -q "is UP"; }
+  wait_for 30 ctl_up || { tail -n 20 "$sl/slurmctld.log" >&2; die "slurmctld did not answer"; }
+  start_slurmd() {
+    slurmd -f "$conf" -N "$1" || { cat "$sl/slurmd-$1.log" >&2 2>/dev/null; die "slurmd -N $1 did not start"; }
+  }
+  for name in "${names[@]}"; do start_slurmd "$name"; done
+  idle_nodes() { sinfo -h -N -p farm -t idle -o %N | sort -u; }
+  idle() { [ "$(idle_nodes | wc -l)" -eq "$nodes" ]; }
+  for attempt in 1 2 3; do
+    wait_for 10 idle && break
+    [ "$attempt" -eq 3 ] && { sinfo -N >&2 || true; tail -n 20 "$sl"/*.log >&2; die "the nodes did not become idle"; }
+    for name in "${names[@]}"; do
+      idle_nodes | grep -qx "$name" && continue
+      pid=$(cat "$sl/slurmd-$name.pid" 2>/dev/null || true)
+      if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then wait_for 10 sh -c "! kill -0 $pid" || true; fi
+      start_slurmd "$name"
+    done
   done
-  idle() { [ "$(sinfo -h -N -p farm -t idle -o %N | sort -u | wc -l)" -eq "$nodes" ]; }
-  wait_for 30 idle || { sinfo -N >&2 || true; tail -n 20 "$sl"/*.log >&2; die "the nodes did not become idle"; }
   echo "SLURM_CONF=$conf" >>"$env_file"
   echo "FARM_PARTITION=farm" >>"$env_file"
 fi
