@@ -72,7 +72,9 @@ fn exec(args: &crate::cli::ExecArgs) -> Result<i32> {
         .into());
     }
     let request = args.target.request()?;
-    let cut = crate::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
+    let check_timeout = crate::units::parse_duration(&args.check_timeout)
+        .map_err(|e| Usage(format!("--check-timeout {}: {e}", args.check_timeout)))?;
+    let cut = crate::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), check_timeout, &request)?;
     let explain = args.explain.options()?.map(|options| crate::exec::ExplainRequest {
         options,
         store: args.record.store.clone(),

@@ -14,7 +14,8 @@
 //!   it, the testbed undone); `engine`: a measurement, phase by phase; `suite`: every
 //!   scenario in one go; `exec`: any program on the testbed
 //! - `signals`: the signals that stop a run; `stop`: the stop they set, which every role
-//!   checks
+//!   checks; `child`: the external programs fsynclab waits for, each in its own process
+//!   group, under a stated limit
 //! - `scenario`: a file or folder per experiment; `params`: `--set` as declared and parsed
 //! - `role`: prober, writers, worker pool, group commit, file filling
 //! - `sync`: the sync methods; `sys`: the checked system calls
@@ -46,6 +47,7 @@ macro_rules! note {
 }
 
 mod app;
+mod child;
 pub mod cli;
 pub mod compare;
 mod engine;

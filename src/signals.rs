@@ -14,12 +14,18 @@
 //!
 //! A second SIGINT, SIGTERM or SIGQUIT while the first is being handled exits at once,
 //! as users of long-running tools expect, saying what it leaves behind (the testbed keeps
-//! that message current, [`set_last_words`]). Other signals only ask to stop, however
-//! often they come: a terminal closed during teardown must not cut it short.
+//! that message current, [`set_last_words`]) and killing the programs it was waiting for
+//! ([`crate::child::kill_registered`]). Other signals only ask to stop, however often they
+//! come: a terminal closed during teardown must not cut it short.
+//!
+//! A signal sent to the whole process group counts once: GNU `timeout` sends its signal to
+//! fsynclab and then to the group fsynclab is in, so the same signal from the same sender
+//! twice within [`SAME_SIGNAL_WINDOW`] is one request, not a second, insistent one.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::stop::Stop;
 
@@ -44,6 +50,45 @@ pub const STOP_SIGNALS: [i32; 14] = [
 /// The signals whose repetition means "now": exit at once.
 const INSISTENT: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGQUIT];
 
+/// Within this time, the same signal from the same process again is the same request (a
+/// signal sent to fsynclab and then to its process group).
+pub const SAME_SIGNAL_WINDOW: Duration = Duration::from_secs(1);
+
+/// The last signal another process sent that counted: its number, its sender, and when
+/// (CLOCK_MONOTONIC, in ns), for [`repeats_the_last`].
+static LAST_SENT_SIGNAL: AtomicI32 = AtomicI32::new(0);
+static LAST_SENDER: AtomicI32 = AtomicI32::new(0);
+static LAST_SENT_AT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// CLOCK_MONOTONIC in ns. Async-signal-safe (clock_gettime).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only into `ts`, which we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Whether `sig`, as `info` describes it, is the last counted signal again: the same number
+/// from the same sending process within [`SAME_SIGNAL_WINDOW`] (`timeout` signalling fsynclab,
+/// then its group). Otherwise it becomes the last counted one. Async-signal-safe.
+fn repeats_the_last(sig: i32, info: &libc::siginfo_t) -> bool {
+    if !matches!(info.si_code, libc::SI_USER | libc::SI_QUEUE) {
+        return false;
+    }
+    // SAFETY: for SI_USER and SI_QUEUE the kernel sets the sender's pid.
+    let sender = unsafe { info.si_pid() };
+    let now = monotonic_ns();
+    let same = LAST_SENT_SIGNAL.load(Ordering::SeqCst) == sig
+        && LAST_SENDER.load(Ordering::SeqCst) == sender
+        && now.saturating_sub(LAST_SENT_AT_NS.load(Ordering::SeqCst)) < SAME_SIGNAL_WINDOW.as_nanos() as u64;
+    if !same {
+        LAST_SENT_SIGNAL.store(sig, Ordering::SeqCst);
+        LAST_SENDER.store(sender, Ordering::SeqCst);
+        LAST_SENT_AT_NS.store(now, Ordering::SeqCst);
+    }
+    same
+}
+
 /// What a second signal prints before it exits: a leaked, never freed buffer, so that a
 /// handler reading it cannot race with its replacement (a few hundred bytes per change).
 static LAST_WORDS: AtomicPtr<Vec<u8>> = AtomicPtr::new(std::ptr::null_mut());
@@ -54,8 +99,10 @@ pub fn set_last_words(text: String) {
     LAST_WORDS.store(words, Ordering::SeqCst);
 }
 
-/// Writes the last words and exits with `code`. Async-signal-safe: write(2) and _exit(2).
+/// Kills the programs being waited for, writes the last words and exits with `code`.
+/// Async-signal-safe: kill(2), write(2) and _exit(2).
 fn exit_at_once(code: i32) -> ! {
+    crate::child::kill_registered();
     const DEFAULT: &[u8] = b"fsynclab: second signal: exiting at once\n";
     let words = LAST_WORDS.load(Ordering::SeqCst);
     // SAFETY: a non-null pointer comes from Box::into_raw in `set_last_words` and is never
@@ -124,6 +171,9 @@ pub(crate) fn watch() -> io::Result<Stop> {
         }
         let first = first.clone();
         let action = move |info: &libc::siginfo_t| {
+            if repeats_the_last(sig, info) {
+                return;
+            }
             let was = first.compare_exchange(0, sig as usize, Ordering::SeqCst, Ordering::SeqCst);
             if for_the_child(sig, info) {
                 return;

@@ -234,6 +234,16 @@ pub struct ExecArgs {
     /// directory): its exit status is fsynclab's, its verdict on what survived
     #[arg(long, value_name = "COMMAND", requires = "cut", help_heading = "Power cut")]
     pub check: Option<String>,
+    /// How long --check may run: past it, it and what it started are stopped and fsynclab
+    /// exits 124, as timeout(1) does
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10m",
+        requires = "check",
+        help_heading = "Power cut"
+    )]
+    pub check_timeout: String,
     #[command(flatten)]
     pub explain: ExecExplainArgs,
     #[command(flatten)]
@@ -551,6 +561,7 @@ mod tests {
                     "output",
                     "cut",
                     "check",
+                    "check-timeout",
                     "help",
                     "explain",
                     "explain-over",

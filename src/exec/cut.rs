@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::child::{Bounded, OnSignal, Outcome};
 use crate::environment::PowerCut;
 use crate::error::Usage;
 use crate::testbed::device::{CutPlan, DeviceControl};
@@ -23,11 +24,18 @@ use crate::testbed::{Prepared, TestbedRequest};
 pub struct CutOptions {
     pub plan: CutPlan,
     pub check: Option<String>,
+    /// How long the check may run.
+    pub check_limit: Duration,
 }
 
 impl CutOptions {
     /// Reads `--cut PLAN` and `--check COMMAND`; a cut needs an emulated disk.
-    pub fn read(cut: Option<&str>, check: Option<&str>, request: &TestbedRequest) -> Result<Option<CutOptions>, Usage> {
+    pub fn read(
+        cut: Option<&str>,
+        check: Option<&str>,
+        check_limit: Duration,
+        request: &TestbedRequest,
+    ) -> Result<Option<CutOptions>, Usage> {
         let Some(text) = cut else { return Ok(None) };
         let plan = CutPlan::parse(text).map_err(|why| Usage(format!("--cut {text}: {why}")))?;
         if !request.scratch().is_some_and(|s| s.device.is_emulated()) {
@@ -35,9 +43,15 @@ impl CutOptions {
                 "--cut {text}: a power cut needs an emulated disk: add --scratch FS --device PROFILE (e.g. --scratch ext4 --device hdd-7200)"
             )));
         }
+        if check_limit.is_zero() {
+            return Err(Usage(
+                "--check-timeout: must be longer than 0s (e.g. 30s or 10m)".into(),
+            ));
+        }
         Ok(Some(CutOptions {
             plan,
             check: check.map(str::to_string),
+            check_limit,
         }))
     }
 }
@@ -183,14 +197,19 @@ impl Watch {
             recovery.replay_ms
         );
         if let Some(check) = &plan.check {
-            let dir = testbed.dir();
-            let status = std::process::Command::new("sh")
-                .args(["-c", check])
-                .current_dir(dir)
-                .env("FSYNCLAB_DIR", dir)
-                .status();
-            match status {
-                Ok(s) => record.check_status = Some(s.code().unwrap_or(1)),
+            match run_check(check, testbed.dir(), plan.check_limit) {
+                Ok(Outcome::Exited(s)) => record.check_status = Some(s.code().unwrap_or(1)),
+                Ok(Outcome::TimedOut) => {
+                    note!(
+                        "fsynclab exec: the check `{check}` did not end within {} (--check-timeout); it and what it started were stopped",
+                        crate::child::shown(plan.check_limit)
+                    );
+                    record.check_status = Some(TIMED_OUT);
+                }
+                Ok(Outcome::Interrupted(sig)) => {
+                    note!("fsynclab exec: signal {sig} stopped the check `{check}` and what it started; undoing");
+                    return Ok((record, 128 + sig));
+                }
                 Err(e) => note!("fsynclab exec: cannot run the check `{check}`: {e}"),
             }
         }
@@ -225,6 +244,22 @@ impl Drop for Watch {
             let _ = t.join();
         }
     }
+}
+
+/// The exit status after a check that ran past its limit, as timeout(1)'s.
+const TIMED_OUT: i32 = 124;
+
+/// Runs the check `sh -c CHECK` in `dir` (its own process group, ended by a signal to
+/// fsynclab or past `limit`, with what it started).
+fn run_check(check: &str, dir: &std::path::Path, limit: Duration) -> std::io::Result<Outcome> {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", check]).current_dir(dir).env("FSYNCLAB_DIR", dir);
+    let rules = Bounded {
+        limit,
+        on_signal: OnSignal::Stop,
+        say_after: None,
+    };
+    Ok(rules.run(&mut cmd)?.outcome)
 }
 
 /// SIGKILL to `pid` and every process below it, deepest first.

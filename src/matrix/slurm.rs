@@ -31,6 +31,7 @@ use anyhow::{Context as _, Result};
 
 use super::plan::{CellPlace, Plan};
 use super::run::{slot_label, Progress};
+use crate::child::{Bounded, OnSignal, Outcome};
 use crate::cli::MatrixArgs;
 use crate::error::Usage;
 use crate::record;
@@ -71,21 +72,45 @@ fn not_on_path(program: &str) -> Usage {
     ))
 }
 
-/// Runs a Slurm client command; its stdout, or an error with its stderr.
+/// How long a Slurm client command may take, and what a signal does to it: `sbatch` and
+/// the queries are ended by a signal (the matrix stops, and says how to resume); `scancel`
+/// is how a stopped matrix undoes its submission, so it finishes. A client retries for a
+/// while when the controller does not answer, silently: fsynclab says it waits after 5 s.
+fn rules_for(program: &str) -> Bounded {
+    Bounded {
+        limit: Duration::from_secs(if program == "sbatch" { 60 } else { 30 }),
+        on_signal: if program == "scancel" {
+            OnSignal::Finish
+        } else {
+            OnSignal::Stop
+        },
+        say_after: Some(Duration::from_secs(5)),
+    }
+}
+
+/// Runs a Slurm client command (its own process group, bounded: [`rules_for`]); its
+/// stdout, or an error with its stderr.
 fn output(cmd: &mut Command) -> Result<String> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let out = cmd.output().map_err(|e| match e.kind() {
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let rules = rules_for(&program);
+    let done = rules.run(cmd).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow::Error::new(not_on_path(&program)),
         _ => anyhow::Error::new(e).context(format!("cannot run {program}")),
     })?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "{program} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    match done.outcome {
+        Outcome::Exited(status) if status.success() => Ok(String::from_utf8_lossy(&done.stdout).into_owned()),
+        Outcome::Exited(status) => anyhow::bail!(
+            "{program} failed ({status}): {}",
+            String::from_utf8_lossy(&done.stderr).trim()
+        ),
+        Outcome::TimedOut => anyhow::bail!(
+            "{program} did not answer within {}: is the Slurm controller up (`scontrol ping`)?",
+            crate::child::shown(rules.limit)
+        ),
+        Outcome::Interrupted(sig) => anyhow::bail!("{program} stopped by signal {sig}"),
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The nodes of `partition` (the default partition's when none), as `sinfo` lists them.
@@ -199,7 +224,15 @@ pub(crate) fn submit_and_follow(
     indices.sort_unstable();
     std::fs::create_dir_all(&request.log_dir)
         .with_context(|| format!("cannot make the log directory {}", request.log_dir.display()))?;
-    let arrays = submit(plan, matrix_id, &indices, &request, at)?;
+    // Signals are watched from before the first `sbatch`: one that comes while it runs ends it.
+    let stop = crate::signals::watch()?;
+    let mut arrays = Vec::new();
+    let submitted = submit(plan, matrix_id, &indices, &request, at, &mut arrays);
+    if let Some(sig) = stop.signal() {
+        cancel(matrix_id, &arrays, sig);
+        return Ok(128 + sig);
+    }
+    submitted?;
     if !args.quiet {
         for a in &arrays {
             note!(
@@ -213,21 +246,11 @@ pub(crate) fn submit_and_follow(
         }
     }
     let followed = follow(plan, matrix_id, &arrays, &store, args.quiet)?;
-    if let Some(sig) = followed {
-        let jobs: Vec<&str> = arrays.iter().map(|a| a.job.as_str()).collect();
-        let cancelled = output(slurm("scancel").args(&jobs)).is_ok();
-        note!(
-            "fsynclab: matrix {matrix_id} stopped by signal {sig}; Slurm job {} {}; `fsynclab matrix --resume {matrix_id}` submits the runs left",
-            jobs.join(", "),
-            if cancelled {
-                "cancelled (a run under way is not kept)"
-            } else {
-                "could not be cancelled: `scancel` it"
-            }
-        );
+    if let Some(sig) = followed.signal {
+        cancel(matrix_id, &arrays, sig);
         return Ok(128 + sig);
     }
-    let failed = report_failures(plan, matrix_id, &arrays, &store, &request)?;
+    let failed = report_failures(plan, matrix_id, &arrays, &store, &request, &followed.given_up)?;
     super::print_tables(&store, matrix_id, args)?;
     if !args.quiet {
         note!(
@@ -237,8 +260,37 @@ pub(crate) fn submit_and_follow(
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
-/// Submits the arrays: one, or one per node with `--per-host`.
-fn submit(plan: &Plan, matrix_id: &str, indices: &[usize], request: &Request, at: &Location) -> Result<Vec<Array>> {
+/// After signal `sig`: cancels the arrays submitted so far and says how to resume.
+fn cancel(matrix_id: &str, arrays: &[Array], sig: i32) {
+    let jobs: Vec<&str> = arrays.iter().map(|a| a.job.as_str()).collect();
+    if jobs.is_empty() {
+        note!(
+            "fsynclab: matrix {matrix_id} stopped by signal {sig} before any job was submitted; `fsynclab matrix --resume {matrix_id}` submits its runs"
+        );
+        return;
+    }
+    let cancelled = output(slurm("scancel").args(&jobs)).is_ok();
+    note!(
+        "fsynclab: matrix {matrix_id} stopped by signal {sig}; Slurm job {} {}; `fsynclab matrix --resume {matrix_id}` submits the runs left",
+        jobs.join(", "),
+        if cancelled {
+            "cancelled (a run under way is not kept)"
+        } else {
+            "could not be cancelled: `scancel` it"
+        }
+    );
+}
+
+/// Submits the arrays into `arrays`: one, or one per node with `--per-host`; stops at the
+/// first that fails, or at a signal.
+fn submit(
+    plan: &Plan,
+    matrix_id: &str,
+    indices: &[usize],
+    request: &Request,
+    at: &Location,
+    arrays: &mut Vec<Array>,
+) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the fsynclab binary to run on the nodes")?;
     let store = at.for_another_process()?;
     let cells = plan.cells();
@@ -283,10 +335,12 @@ fn submit(plan: &Plan, matrix_id: &str, indices: &[usize], request: &Request, at
         quoted(&exe.display().to_string()),
         quoted(matrix_id)
     );
-    let mut arrays = Vec::new();
     for (node, list) in groups {
         if list.is_empty() {
             continue;
+        }
+        if crate::signals::received().is_some() {
+            return Ok(());
         }
         let mut spec = array_spec(&list);
         if let Some(k) = parallel {
@@ -323,12 +377,100 @@ fn submit(plan: &Plan, matrix_id: &str, indices: &[usize], request: &Request, at
             indices: list,
         });
     }
-    Ok(arrays)
+    Ok(())
 }
 
-/// Follows the arrays until none of their tasks waits or runs; `Some(signal)` when a signal
-/// stopped the following.
-fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, quiet: bool) -> Result<Option<i32>> {
+/// How long a task may sit COMPLETING before its node is taken for gone: a node ends a task
+/// in a second or two; one whose slurmd is dead never does, and Slurm itself notices only
+/// after its SlurmdTimeout (300 s by default).
+const COMPLETING_LIMIT: Duration = Duration::from_secs(30);
+
+/// How long fsynclab still waits for a task it found stuck before giving it up.
+pub(crate) const STUCK_LIMIT: Duration = Duration::from_secs(60);
+
+/// A task fsynclab stopped waiting for: its id (`1234_5`), its node, and why.
+struct GivenUp {
+    task: String,
+    node: String,
+    why: String,
+}
+
+/// How the following ended.
+struct Followed {
+    /// The signal that stopped it.
+    signal: Option<i32>,
+    given_up: Vec<GivenUp>,
+}
+
+/// One task as `squeue -o '%i|%T|%N|%r'` lists it (a pending task has no node).
+struct Queued {
+    task: String,
+    state: String,
+    node: String,
+    reason: String,
+}
+
+fn queued(text: &str) -> Vec<Queued> {
+    text.lines()
+        .filter_map(|line| {
+            let mut f = line.trim().splitn(4, '|').map(str::trim);
+            let task = f.next().filter(|t| !t.is_empty())?.to_string();
+            let state = f.next()?.to_string();
+            let node = f.next().unwrap_or("").to_string();
+            let reason = f.next().unwrap_or("").to_string();
+            Some(Queued {
+                task,
+                state,
+                node,
+                reason,
+            })
+        })
+        .collect()
+}
+
+/// The nodes that do not answer, with the state `sinfo` gives them: a state ending in `*`
+/// (not responding), or down, drained, failing.
+fn unresponsive_nodes() -> Vec<(String, String)> {
+    let Ok(text) = output(slurm("sinfo").args(["-h", "-N", "-o", "%N %T"])) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, state)| {
+            let state = state.trim();
+            state.ends_with('*') || ["down", "drain", "fail"].iter().any(|s| state.starts_with(s))
+        })
+        .map(|(node, state)| (node.to_string(), state.trim().to_string()))
+        .collect()
+}
+
+/// Why a task looks stuck, if it does: on a node that does not answer, COMPLETING for too
+/// long (`completing_for`), or held by Slurm.
+fn stuck_because(q: &Queued, completing_for: Duration, unresponsive: &[(String, String)]) -> Option<String> {
+    let active = matches!(q.state.as_str(), "RUNNING" | "COMPLETING" | "CONFIGURING");
+    if let Some((_, state)) = unresponsive.iter().find(|(n, _)| active && *n == q.node) {
+        return Some(format!(
+            "{} on {}, which does not respond (sinfo: {state})",
+            q.state, q.node
+        ));
+    }
+    if q.state == "COMPLETING" && completing_for >= COMPLETING_LIMIT {
+        return Some(format!(
+            "COMPLETING on {} for {} s: its node does not end it (is slurmd running there?)",
+            q.node,
+            completing_for.as_secs()
+        ));
+    }
+    let reason = q.reason.to_ascii_lowercase();
+    if q.state == "PENDING" && (reason.contains("held") || reason.contains("launch failed")) {
+        return Some(format!("held by Slurm ({})", q.reason));
+    }
+    None
+}
+
+/// Follows the arrays until every run is stored or none of their tasks waits or runs, giving
+/// up a task found stuck (its node gone) after [`STUCK_LIMIT`].
+fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, quiet: bool) -> Result<Followed> {
     let stop = crate::signals::watch()?;
     let total = plan.order().len();
     let stored_runs = |store: &Store| -> Result<Vec<crate::store::RunSummary>> {
@@ -346,6 +488,12 @@ fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, quiet: 
     let jobs: Vec<&str> = arrays.iter().map(|a| a.job.as_str()).collect();
     let mut asked_at = Instant::now();
     let mut last_answer = Instant::now();
+    // When each task was first seen COMPLETING, and first found stuck (with why).
+    let mut completing_since: std::collections::HashMap<String, Instant> = std::collections::HashMap::new();
+    let mut stuck: std::collections::BTreeMap<String, (Instant, String)> = std::collections::BTreeMap::new();
+    let mut given_up: Vec<GivenUp> = Vec::new();
+    let mut nodes_asked = Instant::now() - Duration::from_secs(60);
+    let mut unresponsive = Vec::new();
     loop {
         // Runs stored since the last look, in the order they were made.
         for r in stored_runs(store)? {
@@ -374,20 +522,79 @@ fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, quiet: 
                 ));
             }
         }
-        let queued = output(slurm("squeue").args(["-h", "-r", "-o", "%i %T", "-j", &jobs.join(",")]));
-        match queued {
+        let queue = output(slurm("squeue").args(["-h", "-r", "-o", "%i|%T|%N|%r", "-j", &jobs.join(",")]));
+        match queue {
             Ok(text) => {
                 last_answer = Instant::now();
+                let tasks: Vec<Queued> = queued(&text)
+                    .into_iter()
+                    .filter(|q| !given_up.iter().any(|g| g.task == q.task))
+                    .collect();
+                // Every run is stored: a task Slurm still lists (COMPLETING on a dead node)
+                // has nothing left to give.
+                if seen.len() >= total {
+                    if !quiet {
+                        for q in &tasks {
+                            note!(
+                                "fsynclab matrix {matrix_id}: every run is stored; Slurm still lists task {} ({} on {})",
+                                q.task,
+                                q.state,
+                                q.node
+                            );
+                        }
+                    }
+                    return Ok(Followed { signal: None, given_up });
+                }
+                if tasks.is_empty() {
+                    return Ok(Followed { signal: None, given_up });
+                }
+                let now = Instant::now();
+                completing_since.retain(|t, _| tasks.iter().any(|q| q.task == *t && q.state == "COMPLETING"));
+                for q in tasks.iter().filter(|q| q.state == "COMPLETING") {
+                    completing_since.entry(q.task.clone()).or_insert(now);
+                }
+                let active = tasks.iter().any(|q| q.state != "PENDING");
+                if active && nodes_asked.elapsed() >= Duration::from_secs(5) {
+                    unresponsive = unresponsive_nodes();
+                    nodes_asked = now;
+                }
+                for q in &tasks {
+                    let completing_for = completing_since.get(&q.task).map_or(Duration::ZERO, |t| t.elapsed());
+                    match stuck_because(q, completing_for, &unresponsive) {
+                        None => {
+                            stuck.remove(&q.task);
+                        }
+                        Some(why) => {
+                            let (since, _) = stuck.entry(q.task.clone()).or_insert_with(|| {
+                                progress.clear();
+                                note!(
+                                    "fsynclab matrix {matrix_id}: Slurm task {} ({}) looks stuck: {why}; fsynclab waits up to {} s more for it, then gives it up",
+                                    q.task,
+                                    task_label(plan, &q.task),
+                                    STUCK_LIMIT.as_secs()
+                                );
+                                (now, why.clone())
+                            });
+                            if since.elapsed() >= STUCK_LIMIT {
+                                given_up.push(GivenUp {
+                                    task: q.task.clone(),
+                                    node: q.node.clone(),
+                                    why,
+                                });
+                                stuck.remove(&q.task);
+                            }
+                        }
+                    }
+                }
                 let (mut running, mut pending) = (0, 0);
-                for line in text.lines() {
-                    match line.split_whitespace().nth(1) {
-                        Some("RUNNING" | "COMPLETING" | "CONFIGURING") => running += 1,
-                        Some(_) => pending += 1,
-                        None => {}
+                for q in tasks.iter().filter(|q| !given_up.iter().any(|g| g.task == q.task)) {
+                    match q.state.as_str() {
+                        "RUNNING" | "COMPLETING" | "CONFIGURING" => running += 1,
+                        _ => pending += 1,
                     }
                 }
                 if running + pending == 0 {
-                    return Ok(None);
+                    return Ok(Followed { signal: None, given_up });
                 }
                 progress.starting(&format!("Slurm: {running} running, {pending} waiting"));
             }
@@ -403,10 +610,24 @@ fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, quiet: 
         let wait = Duration::from_secs(1).saturating_sub(asked_at.elapsed());
         if !stop.sleep(wait) {
             progress.clear();
-            return Ok(Some(stop.signal().unwrap_or(libc::SIGINT)));
+            return Ok(Followed {
+                signal: Some(stop.signal().unwrap_or(libc::SIGINT)),
+                given_up,
+            });
         }
         asked_at = Instant::now();
     }
+}
+
+/// The cell and repetition of task `1234_5` (plan index 5), for messages.
+fn task_label(plan: &Plan, task: &str) -> String {
+    let order = plan.order();
+    let cells = plan.cells();
+    task.rsplit_once('_')
+        .and_then(|(_, i)| i.parse::<usize>().ok())
+        .and_then(|i| order.get(i))
+        .and_then(|&(rep, c)| cells.get(c).map(|cell| slot_label(cell, rep)))
+        .unwrap_or_else(|| "a run".to_string())
 }
 
 /// What `scontrol show job -o JOB` says of a finished task: `JobState=FAILED`... as pairs.
@@ -430,7 +651,14 @@ fn tail(path: &Path, n: usize) -> Option<String> {
 
 /// Says, for each submitted run not stored, which task it was, what Slurm says of it and
 /// the end of its log; how many failed (a run another process is still making is not).
-fn report_failures(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, request: &Request) -> Result<usize> {
+fn report_failures(
+    plan: &Plan,
+    matrix_id: &str,
+    arrays: &[Array],
+    store: &Store,
+    request: &Request,
+    given_up: &[GivenUp],
+) -> Result<usize> {
     let missing = super::run::remaining(store, matrix_id, plan)?;
     let order = plan.order();
     let cells = plan.cells();
@@ -443,6 +671,27 @@ fn report_failures(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store
                 continue;
             }
             let label = slot_label(&cells[c], rep);
+            let task = format!("{}_{i}", a.job);
+            if let Some(g) = given_up.iter().find(|g| g.task == task) {
+                failed += 1;
+                let elsewhere: Vec<String> = nodes_of(request.partition.as_deref())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|n| *n != g.node)
+                    .collect();
+                note!(
+                    "fsynclab matrix {matrix_id}: {label} made no run: Slurm task {task} was {}; given up after {} s. \
+                     `scancel {task}`, then `fsynclab matrix --resume {matrix_id}{}` makes it elsewhere",
+                    g.why,
+                    STUCK_LIMIT.as_secs(),
+                    if elsewhere.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" --nodes {}", elsewhere.join(","))
+                    }
+                );
+                continue;
+            }
             let held = claims
                 .iter()
                 .find(|(p, o)| p.repetition == rep && p.axes == cells[c] && !super::claim::is_dead(o));
@@ -456,7 +705,6 @@ fn report_failures(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store
                 continue;
             }
             failed += 1;
-            let task = format!("{}_{i}", a.job);
             let state = task_state(&task);
             let get = |k: &str| state.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
             let log = get("StdOut")
@@ -493,6 +741,50 @@ fn report_failures(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn task(state: &str, node: &str, reason: &str) -> Queued {
+        Queued {
+            task: "12_3".into(),
+            state: state.into(),
+            node: node.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Issue 24: a task on a dead node is found stuck (its node does not respond, or it sits
+    /// COMPLETING), and a healthy one is not.
+    #[test]
+    fn a_task_on_a_node_that_does_not_respond_or_sits_completing_is_stuck() {
+        let dead = vec![("n2".to_string(), "idle*".to_string())];
+        let on_dead = stuck_because(&task("RUNNING", "n2", "None"), Duration::ZERO, &dead);
+        assert!(
+            on_dead
+                .as_deref()
+                .is_some_and(|w| w.contains("n2, which does not respond (sinfo: idle*)")),
+            "{on_dead:?}"
+        );
+        assert_eq!(
+            stuck_because(&task("RUNNING", "n1", "None"), Duration::ZERO, &dead),
+            None
+        );
+        assert_eq!(
+            stuck_because(&task("COMPLETING", "n1", "None"), Duration::from_secs(5), &[]),
+            None
+        );
+        let completing = stuck_because(&task("COMPLETING", "n1", "None"), COMPLETING_LIMIT, &[]);
+        assert!(completing.is_some_and(|w| w.starts_with("COMPLETING on n1 for 30 s")));
+        assert!(stuck_because(&task("PENDING", "", "launch failed requeued held"), Duration::ZERO, &[]).is_some());
+        assert_eq!(
+            stuck_because(&task("PENDING", "", "Resources"), Duration::ZERO, &[]),
+            None
+        );
+        let q = queued("12_3|COMPLETING|n2|None\n12_4|PENDING||Resources\n");
+        assert_eq!(
+            (q[0].node.as_str(), q[1].state.as_str(), q[1].reason.as_str()),
+            ("n2", "PENDING", "Resources")
+        );
+        assert_eq!(q[1].node, "");
+    }
 
     #[test]
     fn indices_are_given_to_slurm_as_ranges() {

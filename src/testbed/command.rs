@@ -1,15 +1,18 @@
 //! External commands (`losetup`, `mkfs.*`, `mount`): run them, check the exit status and
 //! turn a failure into one line with the command and its stderr.
 //!
-//! A tool dies with fsynclab (PR_SET_PDEATHSIG): a `mount` or `losetup` left running after
-//! a SIGKILL could otherwise finish after `fsynclab cleanup` has looked, and leave a mount
-//! or a loop device nothing records.
+//! A tool runs in a process group of its own, under a stated limit, and dies with fsynclab
+//! (PR_SET_PDEATHSIG) ([`crate::child`]): a `mount` or `losetup` left running after a SIGKILL
+//! could otherwise finish after `fsynclab cleanup` has looked, and leave a mount or a loop
+//! device nothing records.
 
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use anyhow::Result;
+
+use crate::child::{Bounded, OnSignal, Outcome};
 
 /// Directories searched for system tools besides `PATH` (root's tools live in sbin).
 const SBIN: [&str; 4] = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"];
@@ -39,11 +42,34 @@ pub fn run(tool: &str, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// How long a tool may run, and what a signal does to it. The tools that make or check a
+/// filesystem can take minutes on a slow emulated disk, and a signal ends them (nothing is
+/// measured yet, or the check is only read); `mount`, `umount` and `losetup` take seconds and
+/// are steps of the undo, which a signal must not cut short.
+fn rules_for(tool: &str) -> Bounded {
+    if tool.starts_with("mkfs") || CHECKERS.contains(&tool) {
+        Bounded {
+            limit: Duration::from_secs(600),
+            on_signal: OnSignal::Stop,
+            say_after: None,
+        }
+    } else {
+        Bounded {
+            limit: Duration::from_secs(120),
+            on_signal: OnSignal::Finish,
+            say_after: None,
+        }
+    }
+}
+
+/// The filesystems' checkers (run after a power cut).
+const CHECKERS: [&str; 3] = ["e2fsck", "xfs_repair", "btrfs"];
+
 /// Runs `tool args...` to its end, whatever its exit status says (a checker's verdict), and
-/// returns what it printed; an error only when it could not be run.
+/// returns what it printed; an error when it could not be run, ran past its limit
+/// ([`rules_for`]) or was ended by a signal.
 pub fn output(tool: &str, args: &[&str]) -> Result<std::process::Output> {
     let path = find_tool(tool).ok_or_else(|| anyhow::anyhow!("{tool} not found"))?;
-    let parent = std::process::id();
     let mut command = Command::new(&path);
     command
         .args(args)
@@ -51,24 +77,21 @@ pub fn output(tool: &str, args: &[&str]) -> Result<std::process::Output> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: the closure runs in the child between fork and exec and calls only
-    // async-signal-safe functions (prctl, getppid, _exit).
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // fsynclab died before the prctl: nobody would clean up after this tool.
-            if libc::getppid() as u32 != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
+    let rules = rules_for(tool);
+    let done = rules
+        .run_then(&mut command, || super::pause::point(&format!("run:{tool}")))
+        .map_err(|e| anyhow::anyhow!("cannot run {tool}: {e}"))?;
+    match done.outcome {
+        Outcome::Exited(status) => Ok(std::process::Output {
+            status,
+            stdout: done.stdout,
+            stderr: done.stderr,
+        }),
+        Outcome::TimedOut => anyhow::bail!(
+            "`{tool} {}` did not end within {}; it was stopped",
+            args.join(" "),
+            crate::child::shown(rules.limit)
+        ),
+        Outcome::Interrupted(sig) => anyhow::bail!("`{tool}` stopped by signal {sig}"),
     }
-    let child = command.spawn().map_err(|e| anyhow::anyhow!("cannot run {tool}: {e}"))?;
-    super::pause::point(&format!("run:{tool}"));
-    let out = child
-        .wait_with_output()
-        .map_err(|e| anyhow::anyhow!("cannot wait for {tool}: {e}"))?;
-    Ok(out)
 }

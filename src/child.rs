@@ -1,0 +1,313 @@
+//! External programs fsynclab starts and waits for (`mkfs`, `mount`, `losetup`, a checker,
+//! `sbatch`, `squeue`, a power cut's `--check`): each runs in a process group of its own,
+//! under a stated time limit, and ends with fsynclab.
+//!
+//! - Its own process group: a signal sent to fsynclab's group (GNU `timeout`, a terminal's
+//!   Ctrl-C) does not reach it behind fsynclab's back; fsynclab decides what it gets.
+//! - A limit ([`Bounded::limit`]): past it the group gets SIGTERM, then SIGKILL after
+//!   [`GRACE`], and the caller hears [`Outcome::TimedOut`].
+//! - A signal to fsynclab while it waits: with [`OnSignal::Stop`] (setting up, a check) the
+//!   group is ended the same way and the caller hears [`Outcome::Interrupted`], so that the
+//!   undo starts instead of waiting; with [`OnSignal::Finish`] (an undo step: `umount`,
+//!   `losetup -d`) the program is left to finish within its limit.
+//! - Ending with fsynclab: whatever the program left in its group when it ended (`sh -c
+//!   'server &'`) is killed; PR_SET_PDEATHSIG kills the program if fsynclab dies; and a second
+//!   Ctrl-C, which exits at once, kills every group still registered ([`kill_registered`]).
+
+use std::os::unix::process::CommandExt as _;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a program has between SIGTERM and SIGKILL once fsynclab ends it.
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
+
+/// How often the wait looks at the program, the clock and the signals.
+const POLL: Duration = Duration::from_millis(10);
+
+/// What a signal to fsynclab does to the program it waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnSignal {
+    /// The program is ended (setting up, a check): the undo starts at once.
+    Stop,
+    /// The program finishes within its limit (an undo step must not be cut short).
+    Finish,
+}
+
+/// How a program fsynclab waited for ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Exited(ExitStatus),
+    /// It ran past its limit and was ended.
+    TimedOut,
+    /// A signal to fsynclab (its number) ended it.
+    Interrupted(i32),
+}
+
+/// A program run to its end or its limit, with what it printed when that was piped.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub outcome: Outcome,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// The rules one program runs under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounded {
+    /// How long it may run.
+    pub limit: Duration,
+    pub on_signal: OnSignal,
+    /// After this long, fsynclab says once that it still waits, and for how long at most
+    /// (a program that may sit silent, as `sbatch` retrying an unreachable controller).
+    pub say_after: Option<Duration>,
+}
+
+impl Bounded {
+    /// Starts `cmd` in a process group of its own and waits for it as the rules say. The
+    /// error is only for a program that could not be started (`NotFound` when it is not there).
+    pub(crate) fn run(self, cmd: &mut Command) -> std::io::Result<Finished> {
+        self.run_then(cmd, || {})
+    }
+
+    /// As [`Bounded::run`], calling `started` once the program runs.
+    pub(crate) fn run_then(self, cmd: &mut Command, started: impl FnOnce()) -> std::io::Result<Finished> {
+        let parent = std::process::id();
+        cmd.process_group(0);
+        // SAFETY: the closure runs in the child between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid, _exit).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // fsynclab died before the prctl: nobody would end this program.
+                if libc::getppid() as u32 != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn()?;
+        let group = Registered::new(child.id() as i32);
+        let stdout = child.stdout.take().map(drain);
+        let stderr = child.stderr.take().map(drain);
+        started();
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let outcome = self.wait(&mut child, &group, &program)?;
+        let collect = |h: Option<std::thread::JoinHandle<Vec<u8>>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
+        Ok(Finished {
+            outcome,
+            stdout: collect(stdout),
+            stderr: collect(stderr),
+        })
+    }
+
+    fn wait(&self, child: &mut Child, group: &Registered, program: &str) -> std::io::Result<Outcome> {
+        let started = Instant::now();
+        let mut said = false;
+        loop {
+            if exited_unreaped(child.id())? {
+                // The group's other members (what it started in the background) end with it;
+                // the leader, not yet reaped, keeps the group's id from being reused.
+                group.signal(libc::SIGKILL);
+                return Ok(Outcome::Exited(child.wait()?));
+            }
+            let interrupted = match self.on_signal {
+                OnSignal::Stop => crate::signals::received(),
+                OnSignal::Finish => None,
+            };
+            if let Some(sig) = interrupted {
+                end(child, group)?;
+                return Ok(Outcome::Interrupted(sig));
+            }
+            if started.elapsed() >= self.limit {
+                end(child, group)?;
+                return Ok(Outcome::TimedOut);
+            }
+            if let Some(after) = self.say_after.filter(|a| !said && started.elapsed() >= *a) {
+                said = true;
+                note!(
+                    "fsynclab: still waiting for {program} after {}; it is stopped after {} (Ctrl-C stops it now)",
+                    shown(after),
+                    shown(self.limit)
+                );
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// SIGTERM to the group, SIGKILL after [`GRACE`], and the leader reaped.
+fn end(child: &mut Child, group: &Registered) -> std::io::Result<()> {
+    group.signal(libc::SIGTERM);
+    let deadline = Instant::now() + GRACE;
+    while Instant::now() < deadline {
+        if exited_unreaped(child.id())? {
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    group.signal(libc::SIGKILL);
+    child.wait().map(|_| ())
+}
+
+/// Whether `pid` (our child) has exited, without reaping it.
+fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
+    loop {
+        // SAFETY: waitid writes only into `info`, a zeroed siginfo_t we own.
+        let (rc, info) = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let rc = libc::waitid(
+                libc::P_PID,
+                pid,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+            );
+            (rc, info)
+        };
+        if rc == 0 {
+            // SAFETY: after a successful waitid, si_pid is set (0 when no child changed state).
+            return Ok(unsafe { info.si_pid() } != 0);
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own, so that a chatty program never blocks.
+fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
+/// The process groups of the programs being waited for, for [`kill_registered`]: a fixed
+/// table of atomics, which a signal handler can read.
+static GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
+
+/// A program's process group in [`GROUPS`] while it is waited for.
+struct Registered {
+    group: i32,
+    slot: Option<usize>,
+}
+
+impl Registered {
+    fn new(group: i32) -> Registered {
+        let slot = GROUPS
+            .iter()
+            .position(|s| s.compare_exchange(0, group, Ordering::SeqCst, Ordering::SeqCst).is_ok());
+        Registered { group, slot }
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill has no memory preconditions; the group's leader is our child, not
+        // yet reaped, so the id names its group and no other.
+        unsafe { libc::kill(-self.group, sig) };
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot {
+            GROUPS[slot].store(0, Ordering::SeqCst);
+        }
+    }
+}
+
+/// SIGKILL to every program group being waited for: what a second Ctrl-C does before
+/// fsynclab exits at once. Async-signal-safe (atomics and kill(2)).
+pub(crate) fn kill_registered() {
+    for slot in &GROUPS {
+        let group = slot.load(Ordering::SeqCst);
+        if group > 0 {
+            // SAFETY: kill has no memory preconditions.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+    }
+}
+
+/// `5m`, `30s`, `250ms`: a limit as users write it, for messages.
+pub(crate) fn shown(limit: Duration) -> String {
+    let s = limit.as_secs();
+    if limit.subsec_millis() != 0 || s == 0 {
+        format!("{}ms", limit.as_millis())
+    } else if s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Stdio;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    #[test]
+    fn a_program_that_ends_gives_its_status_and_output() {
+        let rules = Bounded {
+            limit: Duration::from_secs(10),
+            on_signal: OnSignal::Stop,
+            say_after: None,
+        };
+        let done = rules.run(&mut sh("echo out; echo err >&2; exit 3")).expect("sh runs");
+        match done.outcome {
+            Outcome::Exited(s) => assert_eq!(s.code(), Some(3)),
+            other => panic!("expected an exit, got {other:?}"),
+        }
+        assert_eq!(done.stdout, b"out\n");
+        assert_eq!(done.stderr, b"err\n");
+    }
+
+    #[test]
+    fn a_program_past_its_limit_is_ended_with_what_it_started() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pidfile = dir.path().join("pid");
+        let script = format!("sleep 1000 & echo $! > {}; wait", pidfile.display());
+        let rules = Bounded {
+            limit: Duration::from_millis(300),
+            on_signal: OnSignal::Finish,
+            say_after: None,
+        };
+        let t0 = Instant::now();
+        let done = rules.run(&mut sh(&script)).expect("sh runs");
+        assert!(matches!(done.outcome, Outcome::TimedOut), "{:?}", done.outcome);
+        assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .expect("pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        // Killed, it may stay a zombie for a moment until init reaps it.
+        let gone = (0..100).any(|_| {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let gone = state.is_empty() || state.contains(") Z ");
+            if !gone {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            gone
+        });
+        assert!(gone, "the background sleep {pid} outlived its group");
+    }
+
+    #[test]
+    fn limits_are_shown_as_users_write_them() {
+        assert_eq!(shown(Duration::from_secs(600)), "10m");
+        assert_eq!(shown(Duration::from_secs(45)), "45s");
+        assert_eq!(shown(Duration::from_millis(250)), "250ms");
+    }
+}
