@@ -17,6 +17,7 @@ common::tests! {
     a_check_past_its_limit_is_stopped_and_exits_124: [Root, Fuse, Tool("mkfs.ext4")],
     a_signal_sent_to_fsynclab_and_its_group_counts_once: [Root, Fuse, Tool("mkfs.ext4"), Tool("timeout")],
     a_bad_check_timeout_is_one_line_and_exit_2,
+    sigterm_while_sbatch_retries_ends_it_and_says_how_to_resume: [Tool("sbatch"), Tool("squeue"), Tool("scontrol"), Tool("scancel"), Tool("sinfo")],
 }
 
 /// A `sleep` whose length names this process and test (`nth`), so that `pgrep` finds this
@@ -171,4 +172,49 @@ fn a_bad_check_timeout_is_one_line_and_exit_2() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(says), "{err}");
     }
+}
+
+/// Issue 24: with `SLURM_CONF` naming a missing file `sbatch` retries, silently for 40 s; a
+/// SIGTERM then left it running after fsynclab ended. Now fsynclab says it waits, and a
+/// signal ends `sbatch` and says how to resume.
+fn sigterm_while_sbatch_retries_ends_it_and_says_how_to_resume() {
+    let work = tempfile::tempdir().unwrap();
+    let mut child = Command::new(common::bin())
+        .current_dir(work.path())
+        .env("FSYNCLAB_STORE", work.path().join("runs.sqlite"))
+        .env("SLURM_CONF", work.path().join("missing/slurm.conf"))
+        .args([
+            "matrix",
+            "fsync-tps",
+            "--axis",
+            "record_size=4k,8k",
+            "--repeat",
+            "1",
+            "--dir",
+            ".",
+        ])
+        .args(["--set", "duration=200ms", "--engine", "slurm"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = common::StderrLines::of(&mut child);
+    lines.wait_for_containing("still waiting for sbatch", &mut child, Duration::from_secs(30));
+    common::send(&child, libc::SIGTERM);
+    let status = common::wait_at_most(&mut child, Duration::from_secs(15));
+    let said = lines.all();
+    assert_eq!(status.code(), Some(143), "{said}");
+    assert!(
+        said.contains("stopped by signal 15 before any job was submitted"),
+        "{said}"
+    );
+    assert!(said.contains("fsynclab matrix --resume m1"), "{said}");
+    let ours = work.path().display().to_string();
+    let out = Command::new("pgrep")
+        .args(["-a", "-f", &format!("sbatch.*{ours}")])
+        .output()
+        .unwrap();
+    let left = String::from_utf8_lossy(&out.stdout);
+    assert!(left.trim().is_empty(), "sbatch left running: {left}");
 }

@@ -33,6 +33,7 @@ common::tests! {
     issue17_a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node: [Root, POSTGRES, SLURM],
     issue17_two_nodes_each_run_records_its_node: [Root, POSTGRES, SLURM],
     issue17_a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone: [Root, POSTGRES, SLURM],
+    a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere: [Root, SLURM],
 }
 
 fn has_postgres() -> bool {
@@ -859,5 +860,64 @@ fn issue17_a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submi
         runs.iter().map(place).collect::<BTreeSet<_>>().len(),
         2,
         "each run once"
+    );
+}
+
+/// Issue 24: with one of two slurmd killed, a task sat COMPLETING on the dead node and the
+/// matrix printed nothing for minutes. Now the task is named with its node as soon as it
+/// looks stuck, given up after a stated bound, and the user told how to make its run on
+/// another node; a task waiting behind it in the array is given up with it.
+fn a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere() {
+    let _turn = common::one_at_a_time();
+    let farm = Farm::up(&["--slurm", "2"]);
+    let pid = std::fs::read_to_string(farm.dir.path().join("slurm/slurmd-n2.pid")).unwrap();
+    assert!(Process::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap()
+        .success());
+    let store = farm.work().join("runs.sqlite");
+    let started = Instant::now();
+    let out = farm
+        .fsynclab()
+        .args([
+            "matrix",
+            "fsync-tps",
+            "--axis",
+            "record_size=4k,8k",
+            "--repeat",
+            "1",
+            "--dir",
+            ".",
+            "--nodes",
+            "n2",
+        ])
+        .args(TINY_TPS)
+        .arg("--store")
+        .arg(&store)
+        .args(["--engine", "slurm"])
+        .timeout(Duration::from_secs(240))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("looks stuck") && err.contains("on n2"), "{err}");
+    // Both cells: the one on the dead node, and the one that waited for it (behind it in
+    // the array, or for the node itself, as Slurm says).
+    for cell in ["record_size=4k #1", "record_size=8k #1"] {
+        let line = err
+            .lines()
+            .find(|l| l.contains(&format!("{cell} made no run: Slurm task")))
+            .unwrap_or_else(|| panic!("{cell} is not reported:\n{err}"));
+        assert!(line.contains("given up after 60 s"), "{line}");
+        assert!(
+            line.contains("`fsynclab matrix --resume m1 --nodes n1` makes it elsewhere"),
+            "{line}"
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(200),
+        "took {:?} to give up",
+        started.elapsed()
     );
 }

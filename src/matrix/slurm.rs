@@ -465,6 +465,9 @@ fn stuck_because(q: &Queued, completing_for: Duration, unresponsive: &[(String, 
     if q.state == "PENDING" && (reason.contains("held") || reason.contains("launch failed")) {
         return Some(format!("held by Slurm ({})", q.reason));
     }
+    if q.state == "PENDING" && (reason.contains("reqnodenotavail") || reason.contains("nodedown")) {
+        return Some(format!("waiting for a node that is down (Slurm: {})", q.reason));
+    }
     None
 }
 
@@ -586,6 +589,23 @@ fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, quiet: 
                         }
                     }
                 }
+                // A task kept waiting by the array's limit behind tasks given up never starts.
+                let blocking: Vec<String> = given_up.iter().map(|g| g.task.clone()).collect();
+                let still_active = tasks
+                    .iter()
+                    .any(|q| q.state != "PENDING" && !blocking.contains(&q.task));
+                if !still_active && !blocking.is_empty() {
+                    for q in tasks.iter().filter(|q| q.state == "PENDING" && q.reason == "JobArrayTaskLimit") {
+                        given_up.push(GivenUp {
+                            task: q.task.clone(),
+                            node: String::new(),
+                            why: format!(
+                                "waiting behind {} (Slurm: JobArrayTaskLimit)",
+                                blocking.join(", ")
+                            ),
+                        });
+                    }
+                }
                 let (mut running, mut pending) = (0, 0);
                 for q in tasks.iter().filter(|q| !given_up.iter().any(|g| g.task == q.task)) {
                     match q.state.as_str() {
@@ -674,10 +694,11 @@ fn report_failures(
             let task = format!("{}_{i}", a.job);
             if let Some(g) = given_up.iter().find(|g| g.task == task) {
                 failed += 1;
+                let gone: Vec<String> = unresponsive_nodes().into_iter().map(|(n, _)| n).collect();
                 let elsewhere: Vec<String> = nodes_of(request.partition.as_deref())
                     .unwrap_or_default()
                     .into_iter()
-                    .filter(|n| *n != g.node)
+                    .filter(|n| *n != g.node && !gone.contains(n))
                     .collect();
                 note!(
                     "fsynclab matrix {matrix_id}: {label} made no run: Slurm task {task} was {}; given up after {} s. \
