@@ -11,7 +11,8 @@
 //!   (`-o /dev/stdout`); a link that leads nowhere is refused rather than made to create
 //!   its target somewhere the user did not name;
 //! - a character device or a FIFO is written into, never replaced (`/dev/null`, a tty, a
-//!   named pipe with its reader); a FIFO nobody reads is refused rather than waited on;
+//!   named pipe with its reader); a FIFO nobody reads is refused rather than waited on, and
+//!   a device that takes no writes (`/dev/full`) by the check, before anything runs;
 //! - a directory, a block device (a disk is never the place for a report) and a socket are
 //!   refused, in one line;
 //! - so are the results store in use and its `-wal` and `-shm` files, compared by device and
@@ -44,9 +45,35 @@ enum Dest {
 /// 8: found only after measuring, the measurement was lost). `store` is the results store
 /// in use, if any.
 pub(crate) fn check(path: &Path, store: Option<&Path>) -> Result<(), Usage> {
-    match destination(path, store)? {
-        Dest::New(target) | Dest::Replace(target, _) => probe_dir(path, &target),
-        Dest::Into { .. } => Ok(()),
+    check_option("--output", path, store)
+}
+
+/// [`check`] of a file another option names (`--emit`), which the refusal names.
+pub(crate) fn check_option(flag: &str, path: &Path, store: Option<&Path>) -> Result<(), Usage> {
+    match destination(flag, path, store)? {
+        Dest::New(target) | Dest::Replace(target, _) => probe_dir(flag, path, &target),
+        Dest::Into { fifo: false } => probe_device(flag, path),
+        // Opening a FIFO is a reader's business (it would wait for one); written, it is.
+        Dest::Into { fifo: true } => Ok(()),
+    }
+}
+
+/// Checks that a character device takes writes, by opening it and writing nothing: a
+/// zero-length write fails as a real one would where the device refuses every write
+/// (`/dev/full`: ENOSPC), and does nothing elsewhere (`/dev/null`, a tty). Issue 24: `--emit
+/// /dev/full` failed only after the matrix was stored.
+fn probe_device(flag: &str, path: &Path) -> Result<(), Usage> {
+    use std::io::Write as _;
+    // O_NONBLOCK: a device whose open waits (a serial line without carrier) is not waited on.
+    let mut device = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| refuse(flag, path, format!("cannot be opened for writing ({e}); name a file")))?;
+    match device.write(&[]) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
+        Err(e) => Err(refuse(flag, path, format!("takes no writes ({e}); name a file"))),
     }
 }
 
@@ -58,10 +85,20 @@ pub(crate) fn write(
     store: Option<&Path>,
     fill: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
 ) -> Result<()> {
-    match destination(path, store)? {
+    write_option("--output", path, store, fill)
+}
+
+/// [`write`] of a file another option names (`--emit`), which a refusal names.
+pub(crate) fn write_option(
+    flag: &str,
+    path: &Path,
+    store: Option<&Path>,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
+) -> Result<()> {
+    match destination(flag, path, store)? {
         Dest::New(target) => replace(&target, None, fill),
         Dest::Replace(target, old) => replace(&target, Some(&old), fill),
-        Dest::Into { fifo } => write_into(path, fifo, fill),
+        Dest::Into { fifo } => write_into(flag, path, fifo, fill),
     }
     .map_err(|e| match e.is::<Usage>() {
         true => e,
@@ -77,17 +114,19 @@ pub(crate) fn write_json<T: Serialize>(value: &T, path: &Path, store: Option<&Pa
     })
 }
 
-fn refuse(path: &Path, why: impl std::fmt::Display) -> Usage {
-    Usage(format!("--output {}: {why}", path.display()))
+/// `flag` is the option that named `path` (`--output`, `--emit`).
+fn refuse(flag: &str, path: &Path, why: impl std::fmt::Display) -> Usage {
+    Usage(format!("{flag} {}: {why}", path.display()))
 }
 
 /// What `path` leads to, or why it must not be written.
-fn destination(path: &Path, store: Option<&Path>) -> Result<Dest, Usage> {
+fn destination(flag: &str, path: &Path, store: Option<&Path>) -> Result<Dest, Usage> {
     let md = match std::fs::metadata(path) {
         Ok(md) => md,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if let Ok(link) = std::fs::read_link(path) {
                 return Err(refuse(
+                    flag,
                     path,
                     format!(
                         "is a symbolic link to {}, which does not exist; name the file itself",
@@ -97,10 +136,11 @@ fn destination(path: &Path, store: Option<&Path>) -> Result<Dest, Usage> {
             }
             return Ok(Dest::New(path.to_path_buf()));
         }
-        Err(e) => return Err(refuse(path, format!("cannot use it ({e})"))),
+        Err(e) => return Err(refuse(flag, path, format!("cannot use it ({e})"))),
     };
     if let Some(what) = store.and_then(|s| store_file_named(&md, s)) {
         return Err(refuse(
+            flag,
             path,
             format!("is {what}; writing there would destroy its runs: name another file"),
         ));
@@ -109,6 +149,7 @@ fn destination(path: &Path, store: Option<&Path>) -> Result<Dest, Usage> {
     if kind.is_dir() {
         let shown = path.display();
         return Err(refuse(
+            flag,
             path,
             format!("is a directory; name a file, e.g. {shown}/result.json"),
         ));
@@ -116,7 +157,9 @@ fn destination(path: &Path, store: Option<&Path>) -> Result<Dest, Usage> {
     if kind.is_file() {
         let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
         let target = match is_link {
-            true => std::fs::canonicalize(path).map_err(|e| refuse(path, format!("cannot follow the link ({e})")))?,
+            true => {
+                std::fs::canonicalize(path).map_err(|e| refuse(flag, path, format!("cannot follow the link ({e})")))?
+            }
             false => path.to_path_buf(),
         };
         return Ok(Dest::Replace(target, md));
@@ -128,7 +171,7 @@ fn destination(path: &Path, store: Option<&Path>) -> Result<Dest, Usage> {
         true => "a block device; fsynclab writes its output into files, never onto a disk",
         false => "a socket",
     };
-    Err(refuse(path, format!("is {what}: name a file")))
+    Err(refuse(flag, path, format!("is {what}: name a file")))
 }
 
 /// Which of the results store's files `md` is (the store, its -wal or -shm file), if any.
@@ -166,16 +209,18 @@ fn dir_of(target: &Path) -> &Path {
 /// Checks that a file can be made beside `target` (where the new content is written
 /// before the rename), by making one and removing it: permission bits do not tell
 /// everything (root may write /proc's mode bits, not make a file there).
-fn probe_dir(path: &Path, target: &Path) -> Result<(), Usage> {
+fn probe_dir(flag: &str, path: &Path, target: &Path) -> Result<(), Usage> {
     let dir = dir_of(target);
     if !dir.is_dir() {
         return Err(refuse(
+            flag,
             path,
             format!("the directory {} does not exist; create it first", dir.display()),
         ));
     }
     if !crate::sys::writable(dir) {
         return Err(refuse(
+            flag,
             path,
             format!(
                 "cannot write into {} ({}); choose another place",
@@ -191,6 +236,7 @@ fn probe_dir(path: &Path, target: &Path) -> Result<(), Usage> {
             Ok(())
         }
         Err(e) => Err(refuse(
+            flag,
             path,
             format!("cannot make a file in {} ({e}); choose another place", dir.display()),
         )),
@@ -198,7 +244,12 @@ fn probe_dir(path: &Path, target: &Path) -> Result<(), Usage> {
 }
 
 /// Writes into a character device or a FIFO, as `tee` would.
-fn write_into(path: &Path, fifo: bool, fill: impl FnOnce(&mut BufWriter<File>) -> Result<()>) -> Result<()> {
+fn write_into(
+    flag: &str,
+    path: &Path,
+    fifo: bool,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
+) -> Result<()> {
     // Without O_NONBLOCK, opening a FIFO nobody reads waits for ever; with it, the open
     // fails at once (ENXIO) and says so.
     let flags = libc::O_NOCTTY | if fifo { libc::O_NONBLOCK } else { 0 };
@@ -207,9 +258,11 @@ fn write_into(path: &Path, fifo: bool, fill: impl FnOnce(&mut BufWriter<File>) -
         .custom_flags(flags)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ENXIO) if fifo => {
-                anyhow::Error::new(refuse(path, "a FIFO that no process reads; start its reader first"))
-            }
+            Some(libc::ENXIO) if fifo => anyhow::Error::new(refuse(
+                flag,
+                path,
+                "a FIFO that no process reads; start its reader first",
+            )),
             _ => anyhow::Error::new(e),
         })?;
     if fifo {
@@ -422,6 +475,24 @@ mod tests {
         let err = format!("{:#}", text(&fifo, "x").unwrap_err());
         assert!(err.contains("no process reads"), "{err}");
         assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+
+    /// Issue 24, item 5: `--emit /dev/full` failed only when written, after the matrix was
+    /// stored. A device that takes no writes is refused by the check, named by its option;
+    /// one that takes them passes.
+    #[test]
+    fn a_device_that_takes_no_writes_is_refused_before_anything_runs() {
+        let err = check_option("--emit", Path::new("/dev/full"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--emit /dev/full: takes no writes (") && err.ends_with("); name a file"),
+            "{err}"
+        );
+        assert!(err.contains("No space left on device"), "{err}");
+        let err = check(Path::new("/nonexistent/m.yaml"), None).unwrap_err().to_string();
+        assert!(err.starts_with("--output /nonexistent/m.yaml: "), "{err}");
+        assert!(check_option("--emit", Path::new("/dev/null"), None).is_ok());
     }
 
     #[test]

@@ -34,7 +34,8 @@ fn same_store(a: &Location, b: &Location) -> bool {
 }
 
 fn copy(from: &Path, to: &Path) -> Result<i32> {
-    let (from, to) = (Location::parse(from), Location::parse(to));
+    let user = |p: &Path| Location::from_user(p).map_err(|e| Usage(format!("store copy: {e}")));
+    let (from, to) = (user(from)?, user(to)?);
     if same_store(&from, &to) {
         return Err(Usage(format!(
             "store copy: {} and {} are one store: name two",

@@ -30,6 +30,7 @@ common::tests! {
     issue17_store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run: [Root, POSTGRES],
     issue17_eight_runs_write_one_new_postgres_store_at_once: [Root, POSTGRES],
     issue17_k8s_emit_writes_an_indexed_job_per_host: [Root, POSTGRES, PYYAML],
+    k8s_emit_that_cannot_be_written_is_refused_before_the_matrix_is_stored: [Root, POSTGRES],
     issue17_a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node: [Root, POSTGRES, SLURM],
     issue17_two_nodes_each_run_records_its_node: [Root, POSTGRES, SLURM],
     issue17_a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone: [Root, POSTGRES, SLURM],
@@ -919,5 +920,78 @@ fn a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere()
         started.elapsed() < Duration::from_secs(200),
         "took {:?} to give up",
         started.elapsed()
+
+/// A tmpfs mounted for a test, unmounted however the test ends.
+struct TinyTmpfs(PathBuf);
+
+impl TinyTmpfs {
+    /// A tmpfs of one page at `dir`, filled: a new file can be made there, not written.
+    fn full(dir: PathBuf) -> TinyTmpfs {
+        std::fs::create_dir(&dir).unwrap();
+        let status = Process::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=4k", "fsynclab-test-full"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount tmpfs");
+        let mounted = TinyTmpfs(dir);
+        let filler = std::fs::write(mounted.0.join("filler"), vec![b'x'; 64 * 1024]);
+        assert!(filler.is_err(), "the tmpfs took 64 KiB");
+        mounted
+    }
+}
+
+impl Drop for TinyTmpfs {
+    fn drop(&mut self) {
+        let _ = Process::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Issue 24, item 5: `--engine k8s --emit /dev/full` (or a file in a missing directory)
+/// failed with exit status 1 only after the matrix was stored; mistakes are exit status 2,
+/// in one line, before anything is stored. A write that fails after the matrix is stored
+/// (the disk fills) leaves no part of the file.
+fn k8s_emit_that_cannot_be_written_is_refused_before_the_matrix_is_stored() {
+    let _turn = common::one_at_a_time();
+    let farm = Farm::up(&["--postgres"]);
+    let pg = farm.database("emit");
+    let emit = |file: &str| {
+        farm.fsynclab()
+            .args(["matrix", "fsync-tps", "--axis", "coordination=none,wal"])
+            .args(["--engine", "k8s", "--image", "registry.example/fsynclab:1"])
+            .args(["--emit", file, "--store", &pg])
+            .output()
+            .unwrap()
+    };
+    for (file, says) in [
+        ("/dev/full", "--emit /dev/full: takes no writes ("),
+        (
+            "missing/m.yaml",
+            "--emit missing/m.yaml: the directory missing does not exist",
+        ),
+    ] {
+        let out = emit(file);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{file}: {err}");
+        assert!(err.contains(says), "{file}: {err}");
+    }
+    assert!(!farm.work().join("missing").exists());
+    // Nothing was stored: the first matrix stored is m1.
+    let out = emit("m.yaml");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("fsynclab matrix m1: "), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(farm.work().join("m.yaml"))
+        .unwrap()
+        .contains("kind: Job"));
+    // The check passes (a file can be made there), the write fails once m2 is stored.
+    let full = TinyTmpfs::full(farm.work().join("full"));
+    let out = emit("full/m.yaml");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot write full/m.yaml"), "{}", stderr(&out));
+    assert_eq!(
+        common::leftovers(&full.0),
+        vec!["filler".to_string()],
+        "a part of the manifest is left"
     );
 }

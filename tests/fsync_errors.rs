@@ -21,6 +21,7 @@ common::tests! {
     issue15_a_disk_that_stops_taking_writes_leaves_each_filesystem_reported_and_torn_down: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
     issue15_a_power_cut_after_a_failed_flush_is_recovered_from_on_each_filesystem: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
     issue15_bad_fsync_errors_settings_are_one_line_errors,
+    mount_options_the_kernel_refuses_are_refused_as_scratch_refuses_them: [Root, Fuse, Tool("mkfs.ext4")],
 }
 
 /// Runs `fsynclab run fsync-errors` with `sets` in `dir`, with a private state directory;
@@ -165,4 +166,69 @@ fn issue15_bad_fsync_errors_settings_are_one_line_errors() {
         assert!(stderr.contains(says), "{set}: {stderr}");
     }
     assert_eq!(common::leftovers(dir.path()), Vec::<String>::new());
+}
+
+/// Issue 24, item 8: `fsync-errors --set fs=ext4:data=bogus` exited 0 and stored a run whose
+/// only row was "not measured", while `run --scratch ext4:data=bogus` exits 2. The same
+/// options get the same answer: one line in `--scratch`'s words (exit status 2), before
+/// anything is measured, no run stored, and nothing left behind — with the options on the
+/// second filesystem of the list too.
+fn mount_options_the_kernel_refuses_are_refused_as_scratch_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = tempfile::tempdir().unwrap();
+    let private = common::PrivateState::new();
+    let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
+    // --dir for fsync-errors, --backing for --scratch: the scratch filesystems go there.
+    let refusal = |args: &[&str], store: &str| {
+        let out = fsynclab()
+            .env(private.env().0, private.path())
+            .args(args)
+            .arg(dir.path())
+            .arg("--store")
+            .arg(stores.path().join(store))
+            .timeout(Duration::from_secs(300))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(!stderr.contains("stored as run"), "{args:?}: {stderr}");
+        assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "{args:?}: left behind");
+        let runs = fsynclab()
+            .args(["runs", "--format", "json", "--store"])
+            .arg(stores.path().join(store))
+            .output()
+            .unwrap();
+        let listed: Value = serde_json::from_slice(&runs.stdout).unwrap_or(Value::Array(Vec::new()));
+        assert_eq!(listed, Value::Array(Vec::new()), "{args:?}: a run was stored");
+        stderr
+    };
+    let scratch = refusal(
+        &["run", "overwrite-fsync", "--scratch", "ext4:data=bogus", "--backing"],
+        "scratch.sqlite",
+    );
+    let why = |said: &str| {
+        // `Error: OPTION: what the kernel said (the command ...)`: the words after the option.
+        said.splitn(3, ": ")
+            .nth(2)
+            .unwrap()
+            .split(" (")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert!(scratch.starts_with("Error: --scratch ext4:data=bogus: "), "{scratch}");
+    for fs in ["ext4:data=bogus", "ext4,ext4:data=bogus"] {
+        let set = format!("fs={fs}");
+        let said = refusal(&["run", "fsync-errors", "--set", &set, "--dir"], "errors.sqlite");
+        assert!(said.starts_with("Error: --set fs=ext4:data=bogus: "), "{said}");
+        assert_eq!(why(&said), why(&scratch), "{said}\n{scratch}");
+    }
+    let cleanup = fsynclab()
+        .arg("cleanup")
+        .env(private.env().0, private.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&cleanup.stderr).to_string() + &String::from_utf8_lossy(&cleanup.stdout);
+    assert!(said.contains("nothing to clean up"), "{said}");
 }

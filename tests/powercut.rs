@@ -29,6 +29,7 @@ common::tests! {
     issue18_rename_and_create_keep_what_each_filesystem_keeps:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
     issue18_a_signal_during_a_cycle_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
+    a_cut_made_early_by_a_signal_is_shown_at_the_moment_it_was_made: [Root, Fuse, Tool("mkfs.ext4")],
     issue18_sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
     issue18_exec_cut_checks_any_program_after_the_recovery: [Root, Fuse, Tool("mkfs.ext4")],
     issue18_exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan,
@@ -431,5 +432,86 @@ fn issue18_a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_
     );
     assert_eq!(honest["lost_acknowledged"], false, "{p99:#}");
     assert_eq!(honest["best"], true, "{p99:#}");
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+/// Whether the powercut pattern has written its log in the scratch filesystem under
+/// `backing` (`fsynclab-scratch-*/mnt/fsynclab-*/log`): the writes, and the cut's clock, run.
+fn pattern_is_writing(backing: &Path) -> bool {
+    let entries = |d: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    };
+    entries(backing)
+        .iter()
+        .flat_map(|scratch| entries(&scratch.join("mnt")))
+        .any(|work| std::fs::metadata(work.join("log")).is_ok_and(|m| m.len() > 0))
+}
+
+/// Issue 24, item 6: a cut made early by a signal was printed at its planned moment (`cut 1
+/// at s 30.0` for a cut made 2 s into the writes; the JSON's `cut.at_s` was right). The
+/// table's "at s" is the moment the cut was made, as the JSON's `made_s` records it, and the
+/// plan stays in `moment_s`.
+fn a_cut_made_early_by_a_signal_is_shown_at_the_moment_it_was_made() {
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("result.json");
+    let mut run = Command::new(common::bin())
+        .env(state.env().0, state.path())
+        .env("FSYNCLAB_STORE", "off")
+        .args(["run", "powercut", "--no-explain", "--set", "cuts=1"])
+        .args([
+            "--set",
+            "cut_after=60s",
+            "--set",
+            "cut_within=0",
+            "--set",
+            "max_size=16M",
+        ])
+        .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-7200"])
+        .arg("--backing")
+        .arg(backing.path())
+        .arg("-o")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = StderrLines::of(&mut run);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !pattern_is_writing(backing.path()) {
+        assert!(run.try_wait().unwrap().is_none(), "ended before it wrote");
+        assert!(std::time::Instant::now() < deadline, "no writes within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    send(&run, libc::SIGTERM);
+    let code = wait_at_most(&mut run, Duration::from_secs(120)).code();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut run.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert_eq!(code, Some(143), "{stdout}{}", lines.all());
+
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    common::assert_matches_schema(&result);
+    let cycle = &cycles(&result)[0];
+    assert_eq!(cycle["moment_s"], 60.0, "the plan: {cycle}");
+    let made_s = cycle["made_s"].as_f64().unwrap_or_else(|| panic!("no made_s: {cycle}"));
+    assert!(made_s < 30.0, "a cut made by the signal, early: {cycle}");
+    let header = stdout
+        .lines()
+        .position(|l| l.starts_with("cut ") && l.contains("at s"))
+        .unwrap_or_else(|| panic!("no table of the cuts: {stdout}"));
+    let row: Vec<&str> = stdout.lines().nth(header + 1).unwrap().split_whitespace().collect();
+    assert_eq!(row[0], "1", "{stdout}");
+    let shown: f64 = row[1].parse().unwrap();
+    assert!(
+        (shown - made_s).abs() <= 0.051,
+        "the table says cut 1 at s {shown}, the JSON made_s {made_s}:\n{stdout}"
+    );
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }

@@ -206,6 +206,9 @@ fn issue20_seed004_rows_are_produced_and_well_formed() {
     assert!(rows[2]["published"].as_str().unwrap().contains("775.45"), "{}", rows[2]);
 }
 
+/// Ctrl-C during a reproduction prints what was measured, with exit status 130, and leaves
+/// nothing behind. Issue 24, item 7: the findings left without a figure are NOT MEASURED and
+/// counted apart in the tally, not as "not reproduced".
 fn issue20_ctrl_c_prints_what_was_measured_and_leaves_nothing_behind() {
     let _turn = common::one_at_a_time();
     let dir = backing();
@@ -236,6 +239,29 @@ fn issue20_ctrl_c_prints_what_was_measured_and_leaves_nothing_behind() {
     assert!(
         stdout.contains("fdatasync of an overwrite"),
         "the first run's rows: {stdout}"
+    );
+    // Issue 24, item 7: the findings of the runs not made are not measured, and not counted
+    // as not reproduced.
+    assert!(!stdout.contains("NOT REPRODUCED: not measured"), "{stdout}");
+    let unmeasured = stdout.matches("  verdict    NOT MEASURED: ").count();
+    assert!(unmeasured >= 1, "the interrupted runs' rows: {stdout}");
+    let tally = stdout
+        .lines()
+        .find(|l| l.starts_with("verdicts: "))
+        .unwrap_or_else(|| panic!("no tally: {stdout}"));
+    assert!(tally.ends_with(&format!("; {unmeasured} not measured")), "{tally}");
+    let counted: usize = tally
+        .trim_start_matches("verdicts: ")
+        .split(';')
+        .next()
+        .unwrap()
+        .split(", ")
+        .map(|part| part.split(' ').next().unwrap().parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(
+        counted + unmeasured,
+        stdout.matches("  verdict    ").count(),
+        "{stdout}"
     );
     assert_eq!(traces_under(&work), Vec::<String>::new(), "left behind");
 }

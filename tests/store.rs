@@ -16,6 +16,7 @@ common::tests! {
     issue11_runs_are_listed_by_scenario_time_matrix_and_parameter,
     issue11_unknown_result_keys_are_kept,
     issue11_samples_take_at_most_16_bytes_each,
+    a_store_address_of_an_unknown_scheme_is_refused_and_nothing_is_made,
 }
 
 type Tuple = (u64, String, u64, u64, Option<String>);
@@ -210,4 +211,53 @@ fn issue11_samples_take_at_most_16_bytes_each() {
         .sum();
     let per_sample = on_disk as f64 / samples.len() as f64;
     assert!(per_sample <= 16.0, "{per_sample:.2} bytes a sample on disk");
+}
+
+/// Issue 24, item 2: `--store postgress://u@127.0.0.1/db` exited 0, said "stored as run 1 in
+/// postgress://...", and had made `./postgress:/u@127.0.0.1/db`, an SQLite file under the
+/// working directory. An address of a scheme the store does not speak, in `--store`, in
+/// `FSYNCLAB_STORE` or in `store copy`, is refused in one line naming the valid ones (exit
+/// status 2), before anything runs, and nothing is made.
+fn a_store_address_of_an_unknown_scheme_is_refused_and_nothing_is_made() {
+    let cwd = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let refused = |cmd: &mut assert_cmd::Command, given: &str| {
+        let out = cmd.current_dir(cwd.path()).assert().code(2).get_output().clone();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(err.trim_end().lines().count(), 1, "{given}: {err}");
+        assert!(err.contains(given), "{given}: {err}");
+        assert!(err.contains("unknown scheme"), "{given}: {err}");
+        assert!(!err.contains("s3cret"), "the password is shown: {err}");
+        assert!(err.contains("postgres://USER@HOST/DB"), "{given}: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{given}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert_eq!(common::leftovers(cwd.path()), Vec::<String>::new(), "{given}: made");
+        assert_eq!(common::leftovers(work.path()), Vec::<String>::new(), "{given}: ran");
+    };
+    let run = || {
+        let mut cmd = fsynclab();
+        cmd.args(["run", "overwrite-fsync", "--dir"])
+            .arg(work.path())
+            .args(TINY);
+        cmd
+    };
+    refused(
+        run().args(["--store", "postgress://u@127.0.0.1/db"]),
+        "--store postgress://u@127.0.0.1/db: unknown scheme postgress://",
+    );
+    refused(
+        run().env("FSYNCLAB_STORE", "postgress://u:s3cret@127.0.0.1/db"),
+        "FSYNCLAB_STORE=postgress://u@127.0.0.1/db: unknown scheme postgress://",
+    );
+    refused(
+        fsynclab().args(["runs", "--store", "sqlite:///tmp/x.sqlite"]),
+        "--store sqlite:///tmp/x.sqlite",
+    );
+    refused(
+        fsynclab().args(["store", "copy", "a.sqlite", "postgress://u@127.0.0.1/db"]),
+        "store copy: postgress://u@127.0.0.1/db",
+    );
 }

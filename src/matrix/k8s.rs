@@ -182,7 +182,17 @@ pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], args: &M
     out
 }
 
-/// Writes the manifest to `--emit FILE` and says how to start it; the exit status.
+/// Refuses, before the matrix is stored, an `--emit FILE` that cannot be written: a missing
+/// directory, a device that takes no writes (`/dev/full`), what `--output` refuses (issue 24).
+pub(crate) fn check_emit(args: &MatrixArgs, store: &crate::store::Location) -> Result<(), crate::error::Usage> {
+    match &args.emit {
+        Some(file) => crate::output::check_option("--emit", file, store.as_file()),
+        None => Ok(()),
+    }
+}
+
+/// Writes the manifest to `--emit FILE` and says how to start it; the exit status. A file is
+/// written beside and renamed into place ([`crate::output`]): a failure leaves none of it.
 pub(crate) fn emit(
     plan: &Plan,
     matrix_id: &str,
@@ -200,7 +210,7 @@ pub(crate) fn emit(
         return Err(crate::error::Usage("--engine k8s: give --emit FILE".into()).into());
     };
     let text = manifest(plan, matrix_id, &indices, args);
-    crate::output::write(file, store.as_file(), |out| {
+    crate::output::write_option("--emit", file, store.as_file(), |out| {
         use std::io::Write;
         Ok(out.write_all(text.as_bytes())?)
     })?;

@@ -63,6 +63,9 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
         slurm::check_clients()?;
     }
     let path = store_path(args)?;
+    if engine == Engine::K8s {
+        k8s::check_emit(args, &path)?;
+    }
     check_store_for(engine, &path)?;
     if engine == Engine::Local {
         placement::check_local(&plan)?;
@@ -169,6 +172,9 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
             ))
             .into());
         }
+    }
+    if engine == Engine::K8s {
+        k8s::check_emit(args, &path)?;
     }
     check_store_for(engine, &path)?;
     if engine == Engine::Local {

@@ -28,7 +28,8 @@ fn size_words(size: Size) -> String {
     }
 }
 
-/// `4 reproduced, 3 partly, 2 not reproduced, 1 reversed`.
+/// `4 reproduced, 3 partly, 2 not reproduced, 1 reversed`, then `; 6 not measured` when
+/// findings were left without a figure (those are no result, and counted apart).
 fn tally(r: &Reproduction) -> String {
     let rows: Vec<Verdict> = r
         .seeds
@@ -46,6 +47,10 @@ fn tally(r: &Reproduction) -> String {
     .map(|v| format!("{} {v}", rows.iter().filter(|x| *x == v).count()))
     .collect::<Vec<_>>()
     .join(", ")
+        + &match rows.iter().filter(|v| !v.is_result()).count() {
+            0 => String::new(),
+            n => format!("; {n} {}", Verdict::NotMeasured),
+        }
 }
 
 fn heading(r: &Reproduction) -> String {
@@ -191,7 +196,40 @@ mod tests {
             t.contains("  verdict    REPRODUCED: worst fsync 6.30 s is at least 1.00 s"),
             "{t}"
         );
-        assert!(t.contains("  verdict    NOT REPRODUCED: not measured: no run"), "{t}");
+        assert!(t.contains("  verdict    NOT MEASURED: no run"), "{t}");
+        assert!(
+            t.ends_with("verdicts: 1 reproduced, 0 partly, 0 not reproduced, 0 reversed; 1 not measured\n"),
+            "{t}"
+        );
+    }
+
+    /// Issue 24, item 7: an interrupted reproduction's unmeasured row said "NOT REPRODUCED:
+    /// not measured" and the tally counted it as not reproduced. It is shown as not measured
+    /// in every format and counted apart; with every row measured, the tally is as before.
+    #[test]
+    fn an_unmeasured_finding_is_not_counted_as_not_reproduced() {
+        let mut r = reproduction();
+        let measured_no = Row::new("000", "no effect").judged(Judgement::new(Verdict::NotReproduced, "1.02x"));
+        r.seeds[0].rows.push(measured_no);
+        r.interrupted = true;
+        let t = render(&r, ReproduceFormat::Text).unwrap();
+        assert!(!t.contains("NOT REPRODUCED: not measured"), "{t}");
+        assert!(t.contains("  verdict    NOT REPRODUCED: 1.02x"), "{t}");
+        assert!(
+            t.ends_with("verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed; 1 not measured\n"),
+            "{t}"
+        );
+        let md = render(&r, ReproduceFormat::Markdown).unwrap();
+        assert!(md.contains("| **not measured** | no run |"), "{md}");
+        assert!(
+            md.ends_with("Verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed; 1 not measured.\n"),
+            "{md}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render(&r, ReproduceFormat::Json).unwrap()).unwrap();
+        assert_eq!(json["seeds"][0]["rows"][1]["verdict"], "not-measured");
+
+        r.seeds[0].rows.remove(1);
+        let t = render(&r, ReproduceFormat::Text).unwrap();
         assert!(
             t.ends_with("verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed\n"),
             "{t}"

@@ -104,7 +104,7 @@ fn stall(m: &Measured) -> Row {
         .and_then(|r| causes::summary(&r.result, "fsync"))
         .unwrap_or_default();
     let mut judgement = at_least(worst, 1.0, 0.2, "worst fsync", |s| format!("{s:.2} s")).and(&why);
-    if judgement.verdict != Verdict::Reproduced {
+    if judgement.verdict != Verdict::Reproduced && judgement.verdict.is_result() {
         judgement = judgement.and(HISTORY);
     }
     row.measured(

@@ -140,7 +140,7 @@ fn versus(m: &Measured, device: &str, size: u64, claim: &str, published: &str, r
         .map(|s| format!("under bfq {s}"))
         .unwrap_or_default();
     let mut judgement = effect(ratio, d / b.max(1e-9), NOISE).and(&why);
-    if judgement.verdict != Verdict::Reproduced {
+    if judgement.verdict != Verdict::Reproduced && judgement.verdict.is_result() {
         judgement = judgement.and(HISTORY);
     }
     row.measured(
@@ -182,7 +182,7 @@ fn idling(m: &Measured) -> Row {
     // The published effect of yielding the slice on the SAN: patched CFQ against CFQ.
     let mut judgement = effect(35555.0 / 6725.0, largest, NOISE);
     judgement.why = format!("turning idling off: {}", judgement.why);
-    if judgement.verdict != Verdict::Reproduced {
+    if judgement.verdict != Verdict::Reproduced && judgement.verdict.is_result() {
         judgement = judgement.and(HISTORY);
     }
     row.measured(format!("{} ({})", parts.join("; "), ids_text(&ids)), ids)

@@ -125,7 +125,7 @@ fn crossover(m: &Measured, delay: &str, claim: &str) -> Row {
         .map(|(ms, none, wal)| (*ms, wal / none.max(1e-9)))
         .collect();
     let mut judgement = judge_crossover(&ratios);
-    if judgement.verdict != Verdict::Reproduced {
+    if judgement.verdict != Verdict::Reproduced && judgement.verdict.is_result() {
         judgement = judgement.and(HISTORY);
     }
     row.measured(format!("wal/none {} ({})", shown.join(", "), ids_text(&ids)), ids)

@@ -165,7 +165,7 @@ fn write_stall(m: &Measured) -> Row {
     let worst = worst_write(&worst_run.result).unwrap_or(f64::NAN);
     let mut judgement = at_least(worst, 60.0, 1.0, "worst write()", |s| format!("{s:.3} s"));
     judgement = judgement.and(&trace_says(&worst_run.result));
-    if judgement.verdict != Verdict::Reproduced {
+    if judgement.verdict != Verdict::Reproduced && judgement.verdict.is_result() {
         judgement = judgement.and(HISTORY);
     }
     row.measured(

@@ -233,6 +233,6 @@ mod tests {
         assert_eq!(judge_no_gain(1.02).verdict, Verdict::Reproduced);
         assert_eq!(judge_no_gain(1.6).verdict, Verdict::NotReproduced);
         assert_eq!(judge_no_gain(0.5).verdict, Verdict::Reversed);
-        assert_eq!(judge_no_gain(f64::NAN).verdict, Verdict::NotReproduced);
+        assert_eq!(judge_no_gain(f64::NAN).verdict, Verdict::NotMeasured);
     }
 }

@@ -12,6 +12,9 @@
 //!   needs 2.2x, a 1.4x claim 1.18x): *reproduced*;
 //! - in the claimed direction but smaller: *partly*.
 //!
+//! A finding whose figure is missing (a run failed, was interrupted, or gave no number) is
+//! *not measured*: no result, and not counted as one (issue 24).
+//!
 //! Thresholds ("a stall of seconds") are judged with [`at_least`]. Every rule returns the
 //! verdict with the sentence that says why, so that the table never shows a verdict without
 //! its reason.
@@ -28,10 +31,19 @@ pub(crate) enum Verdict {
     Reproduced,
     /// The effect is there, in the claimed direction, but smaller.
     Partly,
-    /// No effect beyond what one run differs from another by, or nothing measured.
+    /// No effect beyond what one run differs from another by.
     NotReproduced,
     /// The opposite of the claim, beyond the noise.
     Reversed,
+    /// Nothing to judge: the figure is missing (a run failed or was interrupted).
+    NotMeasured,
+}
+
+impl Verdict {
+    /// Whether the verdict is a result about the finding (not measured is none).
+    pub(crate) fn is_result(self) -> bool {
+        self != Verdict::NotMeasured
+    }
 }
 
 impl fmt::Display for Verdict {
@@ -41,6 +53,7 @@ impl fmt::Display for Verdict {
             Verdict::Partly => "partly",
             Verdict::NotReproduced => "not reproduced",
             Verdict::Reversed => "reversed",
+            Verdict::NotMeasured => "not measured",
         })
     }
 }
@@ -62,7 +75,7 @@ impl Judgement {
 
     /// Nothing was measured (a run failed, was interrupted, or its figure is missing).
     pub(crate) fn unmeasured(what: &str) -> Judgement {
-        Judgement::new(Verdict::NotReproduced, format!("not measured: {what}"))
+        Judgement::new(Verdict::NotMeasured, what)
     }
 
     /// The same verdict, its reason extended with `more` (the explanation's causes, the
@@ -169,8 +182,8 @@ mod tests {
     fn issue20_a_ratio_that_is_not_a_number_is_not_measured() {
         for bad in [f64::NAN, f64::INFINITY, 0.0, -1.0] {
             let j = effect(2.0, bad, NOISE);
-            assert_eq!(j.verdict, Verdict::NotReproduced);
-            assert!(j.why.starts_with("not measured"), "{}", j.why);
+            assert_eq!(j.verdict, Verdict::NotMeasured);
+            assert_eq!(j.why, "the ratio is not a positive number");
         }
     }
 
@@ -184,7 +197,31 @@ mod tests {
         let no = at_least(0.09, 1.0, 0.2, "worst write", secs);
         assert_eq!(no.verdict, Verdict::NotReproduced);
         assert_eq!(no.why, "worst write 0.1 s is below 0.2 s");
-        assert_eq!(at_least(f64::NAN, 1.0, 0.2, "x", secs).verdict, Verdict::NotReproduced);
+        assert_eq!(at_least(f64::NAN, 1.0, 0.2, "x", secs).verdict, Verdict::NotMeasured);
+    }
+
+    /// Issue 24, item 7: after Ctrl-C, a finding with no figure said "NOT REPRODUCED: not
+    /// measured" and was counted as not reproduced. Not measured is its own verdict, and not
+    /// a result.
+    #[test]
+    fn a_finding_without_a_figure_is_not_measured_and_no_result() {
+        let j = Judgement::unmeasured("no run");
+        assert_eq!(j.verdict, Verdict::NotMeasured);
+        assert_eq!(j.why, "no run");
+        assert!(!j.verdict.is_result());
+        assert_eq!(Verdict::NotMeasured.to_string(), "not measured");
+        assert_eq!(
+            serde_json::to_string(&Verdict::NotMeasured).unwrap(),
+            "\"not-measured\""
+        );
+        for v in [
+            Verdict::Reproduced,
+            Verdict::Partly,
+            Verdict::NotReproduced,
+            Verdict::Reversed,
+        ] {
+            assert!(v.is_result(), "{v}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Where the results store is: `--store PATH`, else `FSYNCLAB_STORE`, else the XDG data
 //! directory (`~/.local/share/fsynclab/results.sqlite`). A store named
 //! `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (or `postgresql://`) is a PostgreSQL database,
-//! shown everywhere without its password.
+//! shown everywhere without its password. Any other `SCHEME://` (a mistyped `postgress://`,
+//! `sqlite://`, `file://`) is refused rather than taken for a relative path (issue 24).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -62,8 +63,38 @@ impl fmt::Display for PostgresUrl {
     }
 }
 
+/// The address schemes a store may be given with.
+pub const SCHEMES: [&str; 2] = ["postgres", "postgresql"];
+
+/// The scheme of `text` when it reads as an address, `SCHEME://...` (RFC 3986's spelling of
+/// a scheme: a letter, then letters, digits, `+`, `-`, `.`).
+fn address_scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic() && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+        .then_some(scheme)
+}
+
 impl Location {
-    /// The store `text` names: a `postgres://` or `postgresql://` address, else a file.
+    /// The store a user named (`--store`, `FSYNCLAB_STORE`, `store copy`'s arguments):
+    /// a `postgres://` or `postgresql://` address, a file, and never an address of another
+    /// scheme, which would otherwise become a file under the working directory.
+    pub fn from_user(text: &Path) -> Result<Location, StoreError> {
+        if let Some(scheme) = text.to_str().and_then(address_scheme) {
+            if !SCHEMES.contains(&scheme) {
+                return Err(StoreError::UnknownScheme {
+                    // Shown as an address is: without a password.
+                    given: PostgresUrl(text.display().to_string()).to_string(),
+                    scheme: scheme.to_string(),
+                });
+            }
+        }
+        Ok(Location::parse(text))
+    }
+
+    /// The store `text` names: a `postgres://` or `postgresql://` address, else a file. For
+    /// what a user typed, [`Location::from_user`].
     pub fn parse(text: &Path) -> Location {
         match text.to_str() {
             Some(t) if t.starts_with("postgres://") || t.starts_with("postgresql://") => {
@@ -148,17 +179,29 @@ pub fn choose_path(
     nonempty(home).map(|h| Path::new(h).join(".local/share/fsynclab/results.sqlite"))
 }
 
-/// The store: `--store PATH`, else `FSYNCLAB_STORE`, else the XDG data directory.
+/// The store: `--store PATH`, else `FSYNCLAB_STORE`, else the XDG data directory. An
+/// address of a scheme the store does not speak is refused, saying where it came from.
 pub fn resolve(flag: Option<&Path>) -> Result<Location, StoreError> {
     let var = |k| std::env::var(k).ok();
-    choose_path(
+    let env = var(STORE_ENV);
+    let path = choose_path(
         flag,
-        var(STORE_ENV).as_deref(),
+        env.as_deref(),
         var("XDG_DATA_HOME").as_deref(),
         var("HOME").as_deref(),
     )
-    .map(Location::from)
-    .ok_or(StoreError::NoLocation)
+    .ok_or(StoreError::NoLocation)?;
+    Location::from_user(&path).map_err(|e| match (e, flag) {
+        (StoreError::UnknownScheme { given, scheme }, None) => StoreError::UnknownScheme {
+            given: format!("{STORE_ENV}={given}"),
+            scheme,
+        },
+        (StoreError::UnknownScheme { given, scheme }, Some(_)) => StoreError::UnknownScheme {
+            given: format!("--store {given}"),
+            scheme,
+        },
+        (e, _) => e,
+    })
 }
 
 #[cfg(test)]
@@ -205,5 +248,30 @@ mod tests {
             Location::parse(Path::new("postgres.sqlite")),
             Location::File("postgres.sqlite".into())
         );
+    }
+
+    /// Issue 24: `--store postgress://u@host/db` made `./postgress:/u@host/db`, an SQLite
+    /// file, and said the run was stored "in postgress://...". An address of any scheme
+    /// but PostgreSQL's is refused; paths, with colons or not, are files.
+    #[test]
+    fn a_store_address_of_an_unknown_scheme_is_refused_not_made_a_file() {
+        let user = |t: &str| Location::from_user(Path::new(t));
+        for bad in [
+            "postgress://u@127.0.0.1/db",
+            "sqlite:///tmp/x.sqlite",
+            "file://x",
+            "POSTGRES://u@h/db",
+        ] {
+            let err = user(bad).unwrap_err().to_string();
+            let scheme = bad.split_once("://").unwrap().0;
+            assert!(err.contains(&format!("unknown scheme {scheme}://")), "{bad}: {err}");
+            assert!(err.contains("postgres://USER@HOST/DB"), "{bad}: {err}");
+        }
+        let err = user("postgress://farm:s3cret@db/runs").unwrap_err().to_string();
+        assert!(!err.contains("s3cret"), "the password is shown: {err}");
+        assert!(matches!(user("postgresql://u@h/db"), Ok(Location::Postgres(_))));
+        for file in ["runs.sqlite", "./a:b//c.sqlite", "/tmp/x://y", "2024://x", "dir/x://y"] {
+            assert_eq!(user(file).unwrap(), Location::File(file.into()), "{file}");
+        }
     }
 }

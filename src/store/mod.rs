@@ -55,6 +55,8 @@ pub const BLOCK_SAMPLES: usize = 1 << 18;
 pub enum StoreError {
     #[error("no place for the results store: HOME is not set; give --store PATH or set {STORE_ENV}")]
     NoLocation,
+    #[error("{given}: unknown scheme {scheme}://; a results store is a file path or postgres://USER@HOST/DB (postgresql:// too)")]
+    UnknownScheme { given: String, scheme: String },
     #[error("cannot create the directory of the results store {path}: {source}")]
     CreateDir { path: PathBuf, source: std::io::Error },
     #[error("results store {path}: {source}")]

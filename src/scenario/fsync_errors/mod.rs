@@ -191,6 +191,22 @@ impl Plan for Config {
             total: Some(self.filesystems.len() as u64),
             unit: Unit::Items,
         });
+        // Mount options are the kernel's to judge, as with --scratch: each filesystem given
+        // some is mounted once before anything is measured, so that options `run --scratch`
+        // refuses are refused here too, in its words (exit status 2, no run stored), instead
+        // of making a run whose row is "not measured" (issue 24).
+        for spec in self.filesystems.iter().filter(|s| !s.mount_options.is_empty()) {
+            match sequence::try_mount(spec, &self.device, ctx.dir) {
+                Ok(()) => {}
+                Err(_) if ctx.stop.is_set() => break,
+                Err(e) => {
+                    return Err(match e.downcast::<Usage>() {
+                        Ok(refused) => Usage(refused.0.replacen("--scratch ", "--set fs=", 1)).into(),
+                        Err(e) => e,
+                    })
+                }
+            }
+        }
         for spec in &self.filesystems {
             if ctx.stop.is_set() {
                 break;

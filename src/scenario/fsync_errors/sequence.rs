@@ -91,7 +91,27 @@ impl crate::params::Choice for Scope {
 /// measured (the filesystem could not be made, or its block found); what the failure did
 /// is always a result.
 pub(super) fn measure(spec: &ScratchSpec, device: &DeviceProfile, scope: Scope, backing: &Path) -> Result<Behaviour> {
-    let request = TestbedRequest {
+    let bed = testbed::prepare(&request(spec, device, backing), 0)?;
+    let disk = bed
+        .device_control()
+        .context("the scratch filesystem is not on an emulated disk")?;
+    let _ = bed.flushes(); // marks where the disk's counts start
+    let result = run(&bed, &disk, spec, scope);
+    // Healthy again whatever happened, so that the teardown's unmount goes through.
+    let _ = disk.set_faults("");
+    result
+}
+
+/// Makes `spec`'s scratch filesystem over `device` as [`measure`] does, mounts it and takes
+/// it down again: the kernel judges mount options, for `--set fs` as for `--scratch`, and a
+/// refusal is `--scratch`'s one-line [`crate::error::Usage`].
+pub(super) fn try_mount(spec: &ScratchSpec, device: &DeviceProfile, backing: &Path) -> Result<()> {
+    testbed::prepare(&request(spec, device, backing), 0).map(drop)
+}
+
+/// The testbed of one row: `spec` on a scratch filesystem of its own over `device`.
+fn request(spec: &ScratchSpec, device: &DeviceProfile, backing: &Path) -> TestbedRequest {
+    TestbedRequest {
         place: Place::Scratch(Box::new(ScratchOptions {
             spec: spec.clone(),
             mkfs_options: Vec::new(),
@@ -102,16 +122,7 @@ pub(super) fn measure(spec: &ScratchSpec, device: &DeviceProfile, scope: Scope, 
             bdi: None,
         })),
         sysctls: Vec::new(),
-    };
-    let bed = testbed::prepare(&request, 0)?;
-    let disk = bed
-        .device_control()
-        .context("the scratch filesystem is not on an emulated disk")?;
-    let _ = bed.flushes(); // marks where the disk's counts start
-    let result = run(&bed, &disk, spec, scope);
-    // Healthy again whatever happened, so that the teardown's unmount goes through.
-    let _ = disk.set_faults("");
-    result
+    }
 }
 
 /// Requests the disk failed so far, and the flushes it completed.

@@ -32,6 +32,10 @@ pub(crate) struct Details {
 pub(crate) struct Cycle {
     /// When the cut was planned, s after the writes began.
     pub(crate) moment_s: f64,
+    /// When the cut was made, s after the writes began: the planned moment, or earlier when
+    /// a signal ended the cycle (issue 24). Absent in results made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) made_s: Option<f64>,
     /// The call that failed when the power went (`fsync EIO`), if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) ended: Option<String>,
@@ -46,6 +50,14 @@ pub(crate) struct Cycle {
     pub(crate) recovery: Recovery,
     pub(crate) check: Check,
     pub(crate) verdict: Verdict,
+}
+
+impl Cycle {
+    /// When the cut was made, s after the writes began (the plan, for a result that did
+    /// not record it).
+    pub(crate) fn at_s(&self) -> f64 {
+        self.made_s.unwrap_or(self.moment_s)
+    }
 }
 
 impl Details {
@@ -104,7 +116,7 @@ impl crate::scenario::table::Row for CycleRow<'_> {
         let v = &c.verdict;
         vec![
             Cell::from((*i + 1) as u64),
-            Cell::from((c.moment_s * 1000.0).round() / 1000.0),
+            Cell::from((c.at_s() * 1000.0).round() / 1000.0),
             Cell::from(v.acked),
             Cell::from(v.acked_intact),
             Cell::from(v.acked_lost),
@@ -227,7 +239,11 @@ impl Views for Details {
             .map(|c| {
                 format!(
                     "cut at {:.3} s: {} acknowledged, {} lost, {} torn; mounted: {}",
-                    c.moment_s, c.verdict.acked, c.verdict.acked_lost, c.verdict.acked_torn, c.recovery.mounted
+                    c.at_s(),
+                    c.verdict.acked,
+                    c.verdict.acked_lost,
+                    c.verdict.acked_torn,
+                    c.recovery.mounted
                 )
             })
             .collect()

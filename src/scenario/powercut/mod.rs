@@ -231,6 +231,7 @@ impl Plan for Config {
             // drive reports the cut, for a pattern whose calls never reach it (no sync).
             let stop = ctx.stop.child();
             let mut run = pattern::Run::start(self.workload, ctx.dir, ctx.clock)?.limited_to(self.max_size);
+            let armed_at_s = control.clock_s();
             control.arm_cut(plan);
             let ended = std::thread::scope(|s| {
                 let watcher = s.spawn(|| {
@@ -256,8 +257,14 @@ impl Plan for Config {
             };
             let check = testbed.check()?;
             ctx.observer.event(Event::Progress { done: i + 1 });
+            // When the cut came, on the drive's clock: a signal makes it early.
+            let made_s = cut
+                .as_ref()
+                .zip(armed_at_s)
+                .map(|(cut, armed)| (cut.at_s - armed).max(0.0));
             cycles.push(Cycle {
                 moment_s: moment.as_secs_f64(),
+                made_s,
                 ended: match ended {
                     Ended::Stopped => None,
                     Ended::Failed { op, error } => Some(format!("{op} {error}")),

@@ -55,6 +55,12 @@ impl DeviceControl {
         true
     }
 
+    /// The device's clock, s since it started, as [`PowerCut::at_s`] counts; None once the
+    /// device is gone. Read when a cut is armed, it says how long after that the cut came.
+    pub fn clock_s(&self) -> Option<f64> {
+        Some(self.device()?.clock.now() as f64 / 1e9)
+    }
+
     /// Disarms a cut armed and not yet made.
     pub fn disarm_cut(&self) {
         if let Some(shared) = self.device() {
