@@ -920,6 +920,8 @@ fn a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere()
         started.elapsed() < Duration::from_secs(200),
         "took {:?} to give up",
         started.elapsed()
+    );
+}
 
 /// A tmpfs mounted for a test, unmounted however the test ends.
 struct TinyTmpfs(PathBuf);
