@@ -18,9 +18,11 @@
 //! ([`crate::child::kill_registered`]). Other signals only ask to stop, however often they
 //! come: a terminal closed during teardown must not cut it short.
 //!
-//! A signal sent to the whole process group counts once: GNU `timeout` sends its signal to
-//! fsynclab and then to the group fsynclab is in, so the same signal from the same sender
-//! twice within [`SAME_SIGNAL_WINDOW`] is one request, not a second, insistent one.
+//! A signal sent to the whole process group counts once: GNU `timeout`, the leader of the
+//! process group it starts fsynclab in, sends its signal to fsynclab and then to that group,
+//! so the same signal twice from the leader of fsynclab's group within
+//! [`SAME_SIGNAL_WINDOW`] is one request, not a second, insistent one. The same signal sent
+//! twice by anyone else (a user's `kill`, a test) is two.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -69,14 +71,19 @@ fn monotonic_ns() -> u64 {
 }
 
 /// Whether `sig`, as `info` describes it, is the last counted signal again: the same number
-/// from the same sending process within [`SAME_SIGNAL_WINDOW`] (`timeout` signalling fsynclab,
-/// then its group). Otherwise it becomes the last counted one. Async-signal-safe.
+/// from the leader of fsynclab's process group within [`SAME_SIGNAL_WINDOW`] (`timeout`
+/// signalling fsynclab, then its group). Otherwise it becomes the last counted one.
+/// Async-signal-safe (getpgrp, clock_gettime).
 fn repeats_the_last(sig: i32, info: &libc::siginfo_t) -> bool {
     if !matches!(info.si_code, libc::SI_USER | libc::SI_QUEUE) {
         return false;
     }
     // SAFETY: for SI_USER and SI_QUEUE the kernel sets the sender's pid.
     let sender = unsafe { info.si_pid() };
+    // SAFETY: getpgrp has no preconditions and cannot fail.
+    if sender != unsafe { libc::getpgrp() } {
+        return false;
+    }
     let now = monotonic_ns();
     let same = LAST_SENT_SIGNAL.load(Ordering::SeqCst) == sig
         && LAST_SENDER.load(Ordering::SeqCst) == sender
