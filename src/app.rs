@@ -5,13 +5,13 @@ use std::io;
 use anyhow::Result;
 
 use crate::cli::{Cli, Command, ListFormat, LoadKind, RunArgs};
-use crate::engine::{self, Planned};
 use crate::error::Usage;
 use crate::params::ParamSpec;
-use crate::record::Recording;
+use crate::recording::Recording;
 use crate::report::{self, Live};
+use crate::run::engine::{self, Planned};
+use crate::run::session::{Opened, Session};
 use crate::scenario::{self, load, probe, Scenario};
-use crate::session::{Opened, Session};
 use crate::testbed;
 
 /// Runs the command and returns the process exit status.
@@ -21,7 +21,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         return Ok(0);
     }
     match cli.command {
-        Command::Suite(args) => crate::suite::run(&args),
+        Command::Suite(args) => crate::commands::suite::run(&args),
         Command::List { scenario, format } => list(scenario.as_deref(), format),
         Command::Run { scenario: name, common } => measure(find(&name)?, &common),
         Command::Load { kind, common } => measure(
@@ -32,17 +32,17 @@ pub fn run(cli: Cli) -> Result<i32> {
             &common,
         ),
         Command::Probe { common } => measure(&probe::Probe, &common),
-        Command::Show { result, format, store } => crate::review::show(&result, format, store.store.as_deref()),
-        Command::Explain { result, store } => crate::review::explain(&result, store.store.as_deref()),
+        Command::Show { result, format, store } => crate::commands::show::show(&result, format, store.store.as_deref()),
+        Command::Explain { result, store } => crate::commands::show::explain(&result, store.store.as_deref()),
         Command::Exec(args) => exec(&args),
-        Command::ListDevices => crate::review::print(&crate::testbed::device::profile::listing()),
-        Command::Runs(args) => crate::review::runs(&args),
-        Command::Export(args) => crate::review::export(&args),
-        Command::Compare(args) => crate::review::compare(&args),
-        Command::Matrix(args) => crate::matrix::run(&args),
-        Command::Report(args) => crate::review::html_page(&args),
-        Command::Store { command } => crate::stores::run(&command),
-        Command::Reproduce(args) => crate::reproduce::run(&args),
+        Command::ListDevices => crate::commands::show::print(&crate::testbed::device::profile::listing()),
+        Command::Runs(args) => crate::commands::runs::runs(&args),
+        Command::Export(args) => crate::commands::show::export(&args),
+        Command::Compare(args) => crate::commands::compare::compare(&args),
+        Command::Matrix(args) => crate::commands::matrix::run(&args),
+        Command::Report(args) => crate::commands::report::html_page(&args),
+        Command::Store { command } => crate::commands::store_copy::run(&command),
+        Command::Reproduce(args) => crate::commands::reproduce::run(&args),
         Command::Cleanup => cleanup(),
     }
 }
@@ -54,7 +54,7 @@ fn find(name: &str) -> Result<&'static dyn Scenario> {
 /// `fsynclab exec`: everything that can be refused is refused before the testbed is made.
 fn exec(args: &crate::cli::ExecArgs) -> Result<i32> {
     // What the command line asks for that cannot be done, whatever the machine.
-    crate::exec::program_of(&args.command)?;
+    crate::commands::exec::program_of(&args.command)?;
     if !args.explain.explain && (args.record.store.is_some() || args.record.no_store) {
         let flag = if args.record.no_store { "--no-store" } else { "--store" };
         return Err(Usage(format!(
@@ -72,13 +72,16 @@ fn exec(args: &crate::cli::ExecArgs) -> Result<i32> {
         .into());
     }
     let request = args.target.request()?;
-    let cut = crate::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
-    let explain = args.explain.options()?.map(|options| crate::exec::ExplainRequest {
-        options,
-        store: args.record.store.clone(),
-        no_store: args.record.no_store,
-    });
-    crate::exec::run(&request, &args.command, args.output.as_ref(), cut.as_ref(), explain)
+    let cut = crate::commands::exec::CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
+    let explain = args
+        .explain
+        .options()?
+        .map(|options| crate::commands::exec::ExplainRequest {
+            options,
+            store: args.record.store.clone(),
+            no_store: args.record.no_store,
+        });
+    crate::commands::exec::run(&request, &args.command, args.output.as_ref(), cut.as_ref(), explain)
 }
 
 /// `--device help` on any command that takes a target: the same listing as `list-devices`.
@@ -106,9 +109,9 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         .into());
     }
     // The store in use, which --output must not name.
-    let store = crate::record::store_path(args.record.store.as_deref(), args.record.no_store)?;
+    let store = crate::recording::store_path(args.record.store.as_deref(), args.record.no_store)?;
     if let Some(path) = &args.output {
-        crate::output::check(path, store.as_ref().and_then(|s| s.as_file()))?;
+        crate::named_file::check(path, store.as_ref().and_then(|s| s.as_file()))?;
     }
     let request = args.target.request()?;
     planned.check_testbed(&request)?;
@@ -139,7 +142,7 @@ fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     // Recorded before --output is written, so that the file names the stored run.
     let recorded = recording.record_and_say(&mut finished.result);
     if let Some(path) = &args.output {
-        crate::output::write_json(&finished.result, path, store.as_ref().and_then(|s| s.as_file()))?;
+        crate::named_file::write_json(&finished.result, path, store.as_ref().and_then(|s| s.as_file()))?;
     }
     recorded?;
     if let Err(e) = printed {
@@ -225,7 +228,7 @@ fn list(only: Option<&str>, format: ListFormat) -> Result<i32> {
         ListFormat::Text => list_text(&scenarios),
         ListFormat::Json => serde_json::to_string_pretty(&list_json(&scenarios))? + "\n",
     };
-    crate::review::print(&out)
+    crate::commands::show::print(&out)
 }
 
 fn list_text(scenarios: &[&dyn Scenario]) -> String {

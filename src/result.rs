@@ -320,7 +320,7 @@ pub(crate) fn write_compact_json_atomically<T: Serialize>(value: &T, path: &Path
     })
 }
 
-/// Writes a file the way [`crate::output`] says: a regular file or a new name atomically
+/// Writes a file the way [`crate::named_file`] says: a regular file or a new name atomically
 /// (a temporary file beside it, fsynced, renamed over it, the directory fsynced, so that a
 /// reader sees the old file or the whole new one), a device or FIFO written into, never
 /// replaced. The writer is buffered: serde issues one small write per token, and a 7 MB
@@ -329,7 +329,7 @@ pub(crate) fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {
-    crate::output::write(path, None, write)
+    crate::named_file::write(path, None, write)
 }
 
 /// Now as RFC 3339 UTC to the second (`2026-11-22T03:45:55Z`).

@@ -11,8 +11,8 @@
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Planned;
 use crate::error::Usage;
+use crate::run::engine::Planned;
 use crate::scenario::{self, Scenario};
 use crate::testbed::device::DeviceProfile;
 use crate::testbed::scratch::ScratchSpec;

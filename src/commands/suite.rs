@@ -22,15 +22,15 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::SuiteArgs;
-use crate::engine::Planned;
 use crate::environment::{self, Fingerprint};
 use crate::error::Usage;
 use crate::params::split_assignment;
-use crate::record::{self, Recording};
+use crate::recording::{self, Recording};
 use crate::report::{self, Format, Live};
 use crate::result::{now_rfc3339, write_compact_json_atomically, write_json_atomically};
+use crate::run::engine::Planned;
+use crate::run::session::{Opened, Session};
 use crate::scenario::{self, Scenario};
-use crate::session::{Opened, Session};
 use crate::testbed::workdir;
 use crate::units::{format_duration, human_size};
 
@@ -386,7 +386,7 @@ pub(crate) fn render(s: &Summary, results: &Path) -> String {
         } else {
             format!("runs {first}-{last}")
         };
-        out.push_str(&format!("stored: {runs} in {}\n", record::shown(Path::new(store))));
+        out.push_str(&format!("stored: {runs} in {}\n", recording::shown(Path::new(store))));
     }
     out
 }
@@ -396,11 +396,11 @@ pub(crate) fn render(s: &Summary, results: &Path) -> String {
 fn keep(recording: &mut Recording, result: &mut crate::result::RunResult, file: &Path) -> Result<Option<i64>> {
     let id = match recording.record(result, None) {
         Ok(id) => id,
-        Err(e) => return Err(record::keep_elsewhere(result, e)),
+        Err(e) => return Err(recording::keep_elsewhere(result, e)),
     };
     match id {
         Some(id) => {
-            let value = record::value_without_samples(result)?;
+            let value = recording::value_without_samples(result)?;
             write_compact_json_atomically(&value, file)?;
             Ok(Some(id.0))
         }

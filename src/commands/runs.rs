@@ -9,7 +9,7 @@ use crate::cli::{ListFormat, RunsArgs};
 use crate::environment::Fingerprint;
 use crate::error::Usage;
 use crate::params::{parse_value, split_assignment};
-use crate::record;
+use crate::recording;
 use crate::store::{RunFilter, RunSummary};
 
 pub(crate) fn runs(args: &RunsArgs) -> Result<i32> {
@@ -30,7 +30,7 @@ pub(crate) fn runs(args: &RunsArgs) -> Result<i32> {
         limit: if params.is_empty() { args.last } else { None },
         ..Default::default()
     };
-    let (store, path) = record::open_for_reading(args.store.store.as_deref())?;
+    let (store, path) = recording::open_for_reading(args.store.store.as_deref())?;
     let mut runs = store.runs(&filter)?;
     if !params.is_empty() {
         runs.retain(|r| params.iter().all(|(k, v)| has_param(r, k, v)));
@@ -40,10 +40,10 @@ pub(crate) fn runs(args: &RunsArgs) -> Result<i32> {
     }
     let out = match args.format {
         ListFormat::Json => serde_json::to_string_pretty(&runs.iter().map(as_json).collect::<Vec<_>>())? + "\n",
-        ListFormat::Text if runs.is_empty() => format!("no runs in {} match\n", record::shown_store(&path)),
+        ListFormat::Text if runs.is_empty() => format!("no runs in {} match\n", recording::shown_store(&path)),
         ListFormat::Text => table(&runs),
     };
-    super::print(&out)
+    super::show::print(&out)
 }
 
 /// `--since` as the store's own form of time (RFC 3339 UTC to the second): a date is its

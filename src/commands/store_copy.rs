@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::StoreCommand;
 use crate::error::Usage;
-use crate::record;
+use crate::recording;
 use crate::store::{Location, Store};
 
 pub(crate) fn run(command: &StoreCommand) -> Result<i32> {
@@ -38,12 +38,12 @@ fn copy(from: &Path, to: &Path) -> Result<i32> {
     if same_store(&from, &to) {
         return Err(Usage(format!(
             "store copy: {} and {} are one store: name two",
-            record::shown_store(&from),
-            record::shown_store(&to)
+            recording::shown_store(&from),
+            recording::shown_store(&to)
         ))
         .into());
     }
-    let source = record::read_store_at(&from)?;
+    let source = recording::read_store_at(&from)?;
     let refuse = |e: crate::store::StoreError| Usage(format!("{e}; nothing was copied"));
     let mut target = Store::open(&to).map_err(refuse)?;
     target.check_writable().map_err(refuse)?;
@@ -69,7 +69,7 @@ fn copy(from: &Path, to: &Path) -> Result<i32> {
     for (was, is) in &copied.renamed {
         println!(
             "matrix {was} is {is} in {} ({was} there is another matrix)",
-            record::shown_store(&to)
+            recording::shown_store(&to)
         );
     }
     println!(
@@ -78,8 +78,8 @@ fn copy(from: &Path, to: &Path) -> Result<i32> {
         if copied.runs == 1 { "" } else { "s" },
         copied.matrices,
         if copied.matrices == 1 { "x" } else { "ces" },
-        record::shown_store(&from),
-        record::shown_store(&to),
+        recording::shown_store(&from),
+        recording::shown_store(&to),
         match copied.already {
             0 => String::new(),
             n => format!(" ({n} {} there already)", if n == 1 { "was" } else { "were" }),

@@ -12,7 +12,7 @@ use super::select::{fold, only_host, pick, shared, Picked};
 use crate::cli::{CompareArgs, ListFormat};
 use crate::compare::{compare_sets, render_comparison, Figure, FigureComparison, RunFigures, Settings, Verdict};
 use crate::error::Usage;
-use crate::record;
+use crate::recording;
 
 pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
     let wanted: Vec<Figure> = args
@@ -27,7 +27,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
         })
         .collect::<Result<_, _>>()?;
     // Opened only when a side names stored runs: two result files need no store.
-    let mut store = || record::open_for_reading(args.store.store.as_deref()).map(|(s, _)| s);
+    let mut store = || recording::open_for_reading(args.store.store.as_deref()).map(|(s, _)| s);
     let host = args.host.as_deref();
     let (a, folded_a) = fold(only_host(pick(&args.a, &mut store)?, host, &format!("A ({})", args.a))?)?;
     let (b, folded_b) = fold(only_host(pick(&args.b, &mut store)?, host, &format!("B ({})", args.b))?)?;
@@ -102,7 +102,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
             }))? + "\n"
         }
     };
-    super::print(&out)
+    super::show::print(&out)
 }
 
 /// `; 4 named again, counted once` when runs were named more than once.

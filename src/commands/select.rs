@@ -45,8 +45,8 @@ impl Picked {
     /// The testbed the run had (`ext4 hdd-7200`), for saying how two sets differ.
     pub(crate) fn testbed(&self) -> Result<String> {
         match self {
-            Picked::Stored(r) => Ok(super::listing::testbed(r.head.as_ref().ok().map(|h| &h.environment))),
-            Picked::File(p) => Ok(super::listing::testbed(Some(&RunResult::load_head(p)?.environment))),
+            Picked::Stored(r) => Ok(super::runs::testbed(r.head.as_ref().ok().map(|h| &h.environment))),
+            Picked::File(p) => Ok(super::runs::testbed(Some(&RunResult::load_head(p)?.environment))),
         }
     }
 
@@ -235,7 +235,7 @@ pub(crate) fn is_matrix_id(text: &str) -> bool {
     if let Some(n) = text.strip_prefix('m') {
         return numbered(n);
     }
-    text.strip_prefix(crate::reproduce::ID_PREFIX)
+    text.strip_prefix(crate::commands::reproduce::ID_PREFIX)
         .and_then(|rest| rest.split_once('-'))
         .is_some_and(|(n, group)| {
             numbered(n)

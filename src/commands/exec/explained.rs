@@ -17,9 +17,9 @@ use crate::environment::Fingerprint;
 use crate::explain::command::{CommandTrace, TracedCommand};
 use crate::explain::run::ExplainOptions;
 use crate::measure::{Recorder, RunClock};
-use crate::record::Recording;
+use crate::recording::Recording;
 use crate::result::{now_rfc3339, RunResult, SCHEMA_VERSION};
-use crate::scenario::exec::{Details, SCENARIO};
+use crate::scenario::traced_command::{Details, SCENARIO};
 
 /// What `exec --explain` was asked for.
 pub(crate) struct Request {

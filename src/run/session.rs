@@ -16,8 +16,8 @@
 
 use anyhow::Result;
 
-use crate::engine::{self, Finished, Planned};
 use crate::observe::Observer;
+use crate::run::engine::{self, Finished, Planned};
 use crate::signals;
 use crate::stop::Stop;
 use crate::testbed::{self, Prepared, TestbedRequest};

@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::plan::{CellPlace, Plan};
 use crate::cli::MatrixArgs;
+use crate::matrix::plan::{CellPlace, Plan};
 
 /// The Secret the pods read the store's address from.
 pub(crate) const STORE_SECRET: &str = "fsynclab-store";
@@ -45,7 +45,7 @@ pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], args: &M
     let image = args.image.clone().or(placement.image.clone()).unwrap_or_default();
     let cells = plan.cells();
     let order = plan.order();
-    let pinned = plan.axes.iter().any(|a| a.key == super::plan::HOST_AXIS);
+    let pinned = plan.axes.iter().any(|a| a.key == crate::matrix::plan::HOST_AXIS);
     let groups: Vec<(Option<String>, Vec<usize>)> = if pinned {
         let mut by_node: Vec<(Option<String>, Vec<usize>)> = Vec::new();
         for &i in indices {
@@ -200,7 +200,7 @@ pub(crate) fn emit(
         return Err(crate::error::Usage("--engine k8s: give --emit FILE".into()).into());
     };
     let text = manifest(plan, matrix_id, &indices, args);
-    crate::output::write(file, store.as_file(), |out| {
+    crate::named_file::write(file, store.as_file(), |out| {
         use std::io::Write;
         Ok(out.write_all(text.as_bytes())?)
     })?;

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::plan::{Cell, CellPlace, Plan};
 use crate::compare::run_figures;
-use crate::engine::Status;
-use crate::record::{self, Recording};
+use crate::matrix::plan::{Cell, CellPlace, Plan};
+use crate::recording::{self, Recording};
 use crate::report::{self, Format, Live};
-use crate::session::{Opened, Session};
+use crate::run::engine::Status;
+use crate::run::session::{Opened, Session};
 use crate::store::{MatrixPlace, RunFilter, Store};
 
 /// How the matrix ended.
@@ -179,7 +179,7 @@ pub(crate) fn make_run(
     super::placement::check_here(cell)?;
     // Claimed before anything is made: another process may be making this run.
     if let Some(store) = recording.store_mut() {
-        if let Some(why) = super::claim::take(store, &place)? {
+        if let Some(why) = crate::matrix::claim::take(store, &place)? {
             return Ok(Made::LeftToOther(format!("{label}: {why}; left to it")));
         }
     }
@@ -208,7 +208,7 @@ pub(crate) fn make_run(
     }
     let id = match recording.record(&mut finished.result, Some(&place)) {
         Ok(id) => id,
-        Err(e) => return Err(record::keep_elsewhere(&finished.result, e)),
+        Err(e) => return Err(recording::keep_elsewhere(&finished.result, e)),
     };
     let status = match &finished.status {
         Status::Errors { count, .. } => format!(" ({count} calls failed, recorded)"),

@@ -35,15 +35,15 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::ReproduceArgs;
-use crate::engine::{Planned, Status};
 use crate::error::Usage;
 use crate::explain::attribution::Threshold;
 use crate::explain::run::{ExplainOptions, TraceWish};
 use crate::explain::timeline::DEFAULT_INTERVAL;
 use crate::matrix::plan::Plan;
-use crate::record::{self, Recording};
+use crate::recording::{self, Recording};
 use crate::report::{self, Format, Live};
-use crate::session::{Opened, Session};
+use crate::run::engine::{Planned, Status};
+use crate::run::session::{Opened, Session};
 use crate::store::{MatrixPlace, MatrixRecord};
 use crate::units::human_size;
 use experiment::{CellRuns, Experiment, Measured, Row, Run, Size};
@@ -148,11 +148,11 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         )
         .into());
     }
-    let path = record::store_path(args.store.store.as_deref(), false)?.ok_or_else(|| {
+    let path = recording::store_path(args.store.store.as_deref(), false)?.ok_or_else(|| {
         Usage(format!(
             "fsynclab reproduce stores every run, and {}={} turns the results store off: give --store PATH",
             crate::store::STORE_ENV,
-            record::STORE_OFF
+            recording::STORE_OFF
         ))
     })?;
     if let Some(backing) = &args.backing {
@@ -165,7 +165,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         }
     }
     let (explain, explain_note) = ExplainOptions::decide(TraceWish::Default, Threshold::default(), DEFAULT_INTERVAL)?;
-    let mut store = record::open_for_writing(&path)?;
+    let mut store = recording::open_for_writing(&path)?;
     let id = store.next_prefixed_id(ID_PREFIX)?;
     let groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;
     let total: usize = groups.iter().map(|g| g.plan.order().len()).sum();
@@ -185,7 +185,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
                 Size::Full => format!("{} runs", size.repeat()),
                 _ => "1 run, 3 where runs are short,".to_string(),
             },
-            record::shown_store(&path)
+            recording::shown_store(&path)
         );
         if let Some(n) = explain_note {
             note!("{n}");
@@ -252,7 +252,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         id: id.clone(),
         size,
         machine: machine.machine_line(),
-        store: record::shown_store(&path),
+        store: recording::shown_store(&path),
         started_at,
         duration_s: Some(clock.elapsed().as_secs_f64()),
         runs: progress.done,
@@ -272,7 +272,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             })
             .collect(),
     };
-    crate::review::print(&render::render(&reproduction, args.format)?)?;
+    crate::commands::show::print(&render::render(&reproduction, args.format)?)?;
     if !args.quiet {
         note!(
             "fsynclab reproduce {id}: `fsynclab runs --grep {id}` lists its runs; `fsynclab report --matrix {id}-000 -o {id}.html` draws a seed's; `fsynclab explain RUN` shows where a stall's time went"
@@ -293,12 +293,12 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
 /// `--show ID`: a stored reproduction's rows, judged again on its stored runs (the seeds
 /// `experiments` names, of those it has).
 fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs) -> Result<i32> {
-    let (store, path) = record::open_for_reading(args.store.store.as_deref())?;
+    let (store, path) = recording::open_for_reading(args.store.store.as_deref())?;
     let matrices = store.matrices_with_prefix(&format!("{id}-"))?;
     if matrices.is_empty() {
         return Err(Usage(format!(
             "--show {id}: no reproduction {id} in {} (`fsynclab runs --grep {ID_PREFIX}` lists the stored runs of every one)",
-            record::shown_store(&path)
+            recording::shown_store(&path)
         ))
         .into());
     }
@@ -366,14 +366,14 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
         id: id.to_string(),
         size,
         machine,
-        store: record::shown_store(&path),
+        store: recording::shown_store(&path),
         started_at: matrices.iter().map(|m| m.created_at.clone()).min().unwrap_or_default(),
         duration_s: None,
         runs,
         interrupted: false,
         seeds,
     };
-    crate::review::print(&render::render(&reproduction, args.format)?)
+    crate::commands::show::print(&render::render(&reproduction, args.format)?)
 }
 
 /// `row` with a warning in its reason for every run behind it whose writeback sysctls
@@ -463,7 +463,7 @@ fn say_full_plan(groups: &[PlannedGroup], total: usize) -> Result<()> {
     }
     note!(
         "fsynclab reproduce --full: {total} runs measuring about {} in all, plus each run's setup (mkfs, files written before measuring: about as long again); one emulated disk at a time, whose image takes up to {} of memory",
-        crate::matrix::clock(measuring),
+        crate::commands::matrix::clock(measuring),
         human_size(image)
     );
     Ok(())
@@ -552,7 +552,7 @@ fn run_one(
     };
     let id = recording
         .record(&mut finished.result, Some(&place))
-        .map_err(|e| record::keep_elsewhere(&finished.result, e))?;
+        .map_err(|e| recording::keep_elsewhere(&finished.result, e))?;
     let status = match &finished.status {
         Status::Errors { count, .. } => format!(" ({count} calls failed, recorded)"),
         _ => String::new(),
@@ -596,7 +596,7 @@ mod tests {
             let groups = plan_groups(&all(), size, "reproduce1", None).unwrap();
             assert!(groups.len() >= 5, "{}", groups.len());
             for g in &groups {
-                assert!(crate::review::select::is_matrix_id(&g.matrix_id), "{}", g.matrix_id);
+                assert!(crate::commands::select::is_matrix_id(&g.matrix_id), "{}", g.matrix_id);
                 assert!(!g.plan.cells().is_empty());
             }
         }

@@ -29,11 +29,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
-use super::plan::{CellPlace, Plan};
 use super::run::{slot_label, Progress};
 use crate::cli::MatrixArgs;
 use crate::error::Usage;
-use crate::record;
+use crate::matrix::plan::{CellPlace, Plan};
+use crate::recording;
 use crate::store::{Location, RunFilter, RunId, Store};
 
 /// One submitted array: its job id, the node it is bound to (`--per-host`), and the plan
@@ -243,7 +243,7 @@ fn submit(plan: &Plan, matrix_id: &str, indices: &[usize], request: &Request, at
     let store = at.for_another_process()?;
     let cells = plan.cells();
     let order = plan.order();
-    let pinned = plan.axes.iter().any(|a| a.key == super::plan::HOST_AXIS);
+    let pinned = plan.axes.iter().any(|a| a.key == crate::matrix::plan::HOST_AXIS);
     let groups: Vec<(Option<String>, Vec<usize>)> = if pinned {
         let mut by_node: Vec<(Option<String>, Vec<usize>)> = Vec::new();
         for &i in indices {
@@ -355,7 +355,10 @@ fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, quiet: 
                     axes: Vec::new(),
                     repetition: 0,
                 });
-                let host = match (&r.host, place.axes.iter().any(|(k, _)| k == super::plan::HOST_AXIS)) {
+                let host = match (
+                    &r.host,
+                    place.axes.iter().any(|(k, _)| k == crate::matrix::plan::HOST_AXIS),
+                ) {
                     (Some(h), false) => format!(" on {h}"),
                     _ => String::new(),
                 };
@@ -445,7 +448,7 @@ fn report_failures(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store
             let label = slot_label(&cells[c], rep);
             let held = claims
                 .iter()
-                .find(|(p, o)| p.repetition == rep && p.axes == cells[c] && !super::claim::is_dead(o));
+                .find(|(p, o)| p.repetition == rep && p.axes == cells[c] && !crate::matrix::claim::is_dead(o));
             if let Some((_, owner)) = held {
                 note!(
                     "fsynclab matrix {matrix_id}: {label} is still being made by pid {} on {}{}",
@@ -473,7 +476,7 @@ fn report_failures(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store
                 .unwrap_or_default();
             note!(
                 "fsynclab matrix {matrix_id}: {label} made no run: Slurm job {task}{node} {what}; log {}",
-                record::shown(&log)
+                recording::shown(&log)
             );
             match tail(&log, 5) {
                 Some(t) if !t.is_empty() => note!("{}", t.trim_end()),

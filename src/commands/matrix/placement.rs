@@ -7,10 +7,10 @@
 
 use anyhow::Result;
 
-use super::plan::{Axis, Cell, CellPlace, Placement, Plan, HOST_AXIS};
 use crate::cli::{Engine, MatrixArgs};
 use crate::environment::this_host;
 use crate::error::Usage;
+use crate::matrix::plan::{Axis, Cell, CellPlace, Placement, Plan, HOST_AXIS};
 
 /// The engine of a matrix: as asked, else the stored plan's, else local.
 pub(crate) fn engine(args: &MatrixArgs, stored: Option<&Plan>) -> Engine {

@@ -11,10 +11,10 @@
 use anyhow::Result;
 
 use super::run::{make_run, Made, Progress};
-use super::table::StoredMatrix;
 use crate::cli::MatrixArgs;
 use crate::error::Usage;
-use crate::record::{self, Recording};
+use crate::matrix::table::StoredMatrix;
+use crate::recording::{self, Recording};
 
 /// `m3:5` as (matrix id, index).
 fn parse(spec: &str) -> Result<(String, usize), Usage> {
@@ -34,7 +34,7 @@ fn parse(spec: &str) -> Result<(String, usize), Usage> {
 pub(crate) fn run_cell(spec: &str, args: &MatrixArgs) -> Result<i32> {
     let (id, index) = parse(spec)?;
     let path = super::store_path(args)?;
-    let store = record::open_for_writing(&path)?;
+    let store = recording::open_for_writing(&path)?;
     let stored = StoredMatrix::load(&store, &id)?;
     let order = stored.plan.order();
     let Some(&(rep, c)) = order.get(index) else {
@@ -51,7 +51,7 @@ pub(crate) fn run_cell(spec: &str, args: &MatrixArgs) -> Result<i32> {
     let mut progress = Progress::new(1, 0, args.quiet);
     let made = make_run(&stored.plan, &id, rep, cell, &mut recording, &progress);
     if let Some(store) = recording.store_mut() {
-        store.release_claims(&id, &super::claim::this_process())?;
+        store.release_claims(&id, &crate::matrix::claim::this_process())?;
     }
     match made? {
         Made::Run { line, late_signal } => {

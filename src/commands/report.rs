@@ -9,20 +9,20 @@ use super::select::{only_host, pick, Picked};
 use crate::cli::ReportArgs;
 use crate::html::{self, Page, PageRun};
 use crate::matrix::table::StoredMatrix;
-use crate::record;
+use crate::recording;
 use crate::result::RunResult;
 use crate::store::{SampleColumns, Store};
 
 pub(crate) fn html_page(args: &ReportArgs) -> Result<i32> {
     // The store in use (read or not: a report of files still must not land on it).
-    let store = record::store_path(args.store.store.as_deref(), false).ok().flatten();
-    crate::output::check(&args.output, store.as_ref().and_then(|s| s.as_file()))?;
+    let store = recording::store_path(args.store.store.as_deref(), false).ok().flatten();
+    crate::named_file::check(&args.output, store.as_ref().and_then(|s| s.as_file()))?;
     let page = match &args.matrix {
         Some(id) => matrix_page(args, id)?,
         None => runs_page(args)?,
     };
     let html = html::render(&page);
-    crate::output::write(&args.output, store.as_ref().and_then(|s| s.as_file()), |out| {
+    crate::named_file::write(&args.output, store.as_ref().and_then(|s| s.as_file()), |out| {
         use std::io::Write;
         Ok(out.write_all(html.as_bytes())?)
     })?;
@@ -45,7 +45,7 @@ fn runs_page(args: &ReportArgs) -> Result<Page> {
     let mut opened: Option<Store> = None;
     let mut runs = Vec::new();
     for spec in &args.runs {
-        let mut store = || record::open_for_reading(args.store.store.as_deref()).map(|(s, _)| s);
+        let mut store = || recording::open_for_reading(args.store.store.as_deref()).map(|(s, _)| s);
         for picked in only_host(pick(spec, &mut store)?, args.host.as_deref(), spec)? {
             runs.push(match picked {
                 Picked::Stored(summary) => {
@@ -53,7 +53,7 @@ fn runs_page(args: &ReportArgs) -> Result<Page> {
                         opened = Some(store()?);
                     }
                     let store = opened.as_ref().ok_or_else(|| anyhow::anyhow!("no store"))?;
-                    PageRun::from_stored(&record::read_run(store, summary.id)?)?
+                    PageRun::from_stored(&recording::read_run(store, summary.id)?)?
                 }
                 Picked::File(path) => from_file(&path)?,
             });
@@ -78,7 +78,7 @@ fn from_file(path: &std::path::Path) -> Result<PageRun> {
             if let Ok(store) = Store::open_read_only(std::path::Path::new(&at.store)) {
                 if let Ok(run) = store.run(crate::store::RunId(at.run)) {
                     if run.uid == at.uid {
-                        result.samples = record::samples_of(&run.samples).map_err(anyhow::Error::msg)?;
+                        result.samples = recording::samples_of(&run.samples).map_err(anyhow::Error::msg)?;
                     }
                 }
             }
@@ -89,7 +89,7 @@ fn from_file(path: &std::path::Path) -> Result<PageRun> {
 }
 
 fn matrix_page(args: &ReportArgs, id: &str) -> Result<Page> {
-    let (store, _) = record::open_for_reading(args.store.store.as_deref())?;
+    let (store, _) = recording::open_for_reading(args.store.store.as_deref())?;
     let mut stored = StoredMatrix::load(&store, id)?;
     if let Some(host) = &args.host {
         stored.runs.retain(|r| r.host.as_deref() == Some(host.as_str()));
@@ -106,7 +106,7 @@ fn matrix_page(args: &ReportArgs, id: &str) -> Result<Page> {
     let table = stored.table(&figure, None)?;
     let mut runs = Vec::new();
     for (label, run_id) in stored.median_runs(&figure) {
-        let mut run = PageRun::from_stored(&record::read_run(&store, run_id)?)?;
+        let mut run = PageRun::from_stored(&recording::read_run(&store, run_id)?)?;
         run.label = format!("{label} (run {run_id}, the median {figure})");
         runs.push(run);
     }

@@ -30,7 +30,7 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::environment::Fingerprint;
-use crate::session::{Opened, Session};
+use crate::run::session::{Opened, Session};
 use crate::signals;
 use crate::testbed::TestbedRequest;
 
@@ -59,7 +59,7 @@ pub(crate) fn run(
 ) -> Result<i32> {
     let program = program_of(command)?;
     if let Some(path) = output {
-        crate::output::check(path, None)?;
+        crate::named_file::check(path, None)?;
     }
     let session = match Session::open(request, 0, "the command was not run")? {
         Opened::Ready(s) => s,

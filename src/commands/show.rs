@@ -8,11 +8,6 @@
 //!
 //! `show` and `export` are here: a run read from the store or a file, printed or written.
 
-mod compare;
-mod html_page;
-mod listing;
-pub(crate) mod select;
-
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -20,13 +15,9 @@ use anyhow::Result;
 
 use crate::cli::{ExportArgs, ExportFormat, Format};
 use crate::error::Usage;
-use crate::record;
+use crate::recording;
 use crate::result::RunResult;
 use crate::store::{RunId, Store};
-
-pub(crate) use compare::compare;
-pub(crate) use html_page::html_page;
-pub(crate) use listing::runs;
 
 /// The exit status after writing `text` to stdout: 141 when its reader went away.
 pub(crate) fn print(text: &str) -> Result<i32> {
@@ -44,8 +35,8 @@ pub(crate) fn show(what: &Path, format: Format, store: Option<&Path>) -> Result<
         result
     } else {
         let id = run_id(&what.to_string_lossy(), "show")?;
-        let (store, _) = record::open_for_reading(store)?;
-        record::result_of(record::read_run(&store, id)?)?
+        let (store, _) = recording::open_for_reading(store)?;
+        recording::result_of(recording::read_run(&store, id)?)?
     };
     if format == Format::Seed && result.details.is_none() {
         return Err(Usage(format!(
@@ -64,8 +55,8 @@ pub(crate) fn explain(what: &Path, store: Option<&Path>) -> Result<i32> {
         RunResult::load(what)?
     } else {
         let id = run_id(&what.to_string_lossy(), "explain")?;
-        let (store, _) = record::open_for_reading(store)?;
-        record::result_of(record::read_run(&store, id)?)?
+        let (store, _) = recording::open_for_reading(store)?;
+        recording::result_of(recording::read_run(&store, id)?)?
     };
     let mut text = format!("{}  started {}\n", result.scenario, result.started_at);
     match &result.explain {
@@ -106,7 +97,7 @@ fn samples_from_store(result: &mut RunResult, format: Format) -> Result<()> {
         .filter(|run| run.uid == at.uid);
     match found {
         Some(run) => {
-            result.samples = record::samples_of(&run.samples).map_err(|e| anyhow::anyhow!("run {}: {e}", at.run))?;
+            result.samples = recording::samples_of(&run.samples).map_err(|e| anyhow::anyhow!("run {}: {e}", at.run))?;
             Ok(())
         }
         None => Err(Usage(format!(
@@ -130,11 +121,11 @@ pub(crate) fn run_id(text: &str, command: &str) -> Result<RunId, Usage> {
 /// file (atomically) or stdout.
 pub(crate) fn export(args: &ExportArgs) -> Result<i32> {
     let id = run_id(&args.run, "export")?;
-    let (store, store_path) = record::open_for_reading(args.store.store.as_deref())?;
+    let (store, store_path) = recording::open_for_reading(args.store.store.as_deref())?;
     if let Some(path) = &args.output {
-        crate::output::check(path, store_path.as_file())?;
+        crate::named_file::check(path, store_path.as_file())?;
     }
-    let run = record::read_run(&store, id)?;
+    let run = recording::read_run(&store, id)?;
     let write = |out: &mut dyn Write| -> Result<()> {
         match args.format {
             ExportFormat::Json => {
@@ -147,7 +138,7 @@ pub(crate) fn export(args: &ExportArgs) -> Result<i32> {
     };
     match &args.output {
         Some(path) => {
-            crate::output::write(path, store_path.as_file(), |out| write(out))?;
+            crate::named_file::write(path, store_path.as_file(), |out| write(out))?;
             note!("run {id}: {} calls written to {}", run.samples.len(), path.display());
             Ok(0)
         }
