@@ -8,33 +8,32 @@
 //! HDR-histogram percentiles; `environment` fingerprints where it ran; the `result` keeps
 //! it all; a `report` exporter prints it, now or later (`fsynclab show`).
 //!
-//! Modules, from the outside in:
-//! - `cli` (the command line as typed), `app` (what each subcommand does)
-//! - `session`: the one way to run (signals watched, testbed opened, the `engine` run on
-//!   it, the testbed undone); `engine`: a measurement, phase by phase; `suite`: every
-//!   scenario in one go; `exec`: any program on the testbed
-//! - `signals`: the signals that stop a run; `stop`: the stop they set, which every role
-//!   checks
-//! - `scenario`: a file or folder per experiment; `params`: `--set` as declared and parsed
-//! - `role`: prober, writers, worker pool, group commit, file filling
-//! - `sync`: the sync methods; `sys`: the checked system calls
-//! - `measure`: clock, operation kinds, samples, histograms, throughput, small statistics
-//! - `testbed`, `environment`: where I/O goes, and what it is; `kernel`: /proc and /sys
-//!   parsed, one parser per file
-//! - `result`: the versioned JSON shape; `report`: text, seed and json exporters, live
-//!   progress; `observe`: the events a run emits while it goes
-//! - `compare`, `store`, `html`: statistics and verdicts, the results store (SQLite or
-//!   PostgreSQL, with the compact sample codec), the HTML page `fsynclab report` writes;
-//!   `record`: runs stored as they finish; `stores`: `store copy` between stores
-//! - `matrix`: configurations crossed and repeated, with seed 002's table, on this host or a
-//!   farm's scheduler (Slurm, Kubernetes); `review`: the
-//!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
-//! - `reproduce`: every seed's finding run again on the configuration of its era, the
-//!   published figure beside the measured one, and a verdict with why
-//! - `explain`: a kernel trace of the measured threads, slow calls split into causes, the
+//! Modules, from the outside in (the tiers `tests/layers.rs` checks: a module imports its
+//! own tier or lower, never higher, and no two modules import each other in a cycle):
+//! - `app`: the dispatch; `cli`: the command line as typed; `commands`: one home per
+//!   subcommand (`run`/`load`/`probe`, `list`, `list-devices`, `suite`, `exec`, `matrix` with
+//!   its farm schedulers, `reproduce`, `runs`, `show`, `export`, `compare`, `report`,
+//!   `explain`, `store copy`, `cleanup`)
+//! - `run`: the one way to run: the session (signals watched, testbed opened and undone),
+//!   the engine (a measurement, phase by phase), the one recorded cell
+//! - `recording`: runs stored as they finish; `named_file`: files users name (`-o`), written
+//!   as `cp` and `tee` would, never over the store
+//! - `html`, `report`: the HTML page `fsynclab report` writes; text, seed and json
+//!   exporters, live progress
+//! - `matrix`: configurations crossed and repeated, with seed 002's table, and the claims
+//!   that share its runs; `store`: the results store (SQLite or PostgreSQL, with the compact
+//!   sample codec); `compare`: statistics and verdicts
+//! - `result`: the versioned JSON shape; `scenario`: a file or folder per experiment;
+//!   `explain`: a kernel trace of the measured threads, slow calls split into causes, the
 //!   writeback timeline
-//! - `output`: files users name (`-o`), written as `cp` and `tee` would, never over the store
-//! - `units`, `error`, `rng`: shared vocabulary, the one random generator
+//! - `role`: prober, writers, worker pool, group commit, file filling; `sync`: the sync
+//!   methods; `observe`: the events a run emits while it goes
+//! - `testbed`, `environment`: where I/O goes, and what it is; `signals`: the signals that
+//!   stop a run; `stop`: the stop they set, which every role checks
+//! - `measure`: clock, operation kinds, samples, histograms, throughput, small statistics;
+//!   `params`: `--set` as declared and parsed
+//! - `kernel`: /proc and /sys parsed, one parser per file; `sys`: the checked system calls;
+//!   `units`, `error`, `rng`: shared vocabulary, the one random generator
 
 /// A line on stderr that cannot panic: `eprintln!` panics when stderr is gone (a closed
 /// terminal, a dropped ssh session), which would skip the teardown that must follow.

@@ -102,7 +102,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
             }))? + "\n"
         }
     };
-    super::show::print(&out)
+    crate::report::print(&out)
 }
 
 /// `; 4 named again, counted once` when runs were named more than once.

@@ -43,7 +43,7 @@ pub(crate) fn runs(args: &RunsArgs) -> Result<i32> {
         ListFormat::Text if runs.is_empty() => format!("no runs in {} match\n", recording::shown_store(&path)),
         ListFormat::Text => table(&runs),
     };
-    super::show::print(&out)
+    crate::report::print(&out)
 }
 
 /// `--since` as the store's own form of time (RFC 3339 UTC to the second): a date is its

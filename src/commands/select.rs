@@ -235,7 +235,7 @@ pub(crate) fn is_matrix_id(text: &str) -> bool {
     if let Some(n) = text.strip_prefix('m') {
         return numbered(n);
     }
-    text.strip_prefix(crate::commands::reproduce::ID_PREFIX)
+    text.strip_prefix(crate::matrix::REPRODUCTION_ID_PREFIX)
         .and_then(|rest| rest.split_once('-'))
         .is_some_and(|(n, group)| {
             numbered(n)
@@ -326,6 +326,15 @@ fn matrix_cell(store: &Store, matrix: &str, cell: &str) -> Result<Vec<Picked>> {
         ))
         .into()),
     }
+}
+
+/// A run id typed for `command`, or a one-line error saying what is expected.
+pub(crate) fn run_id(text: &str, command: &str) -> Result<RunId, Usage> {
+    text.parse::<RunId>().map_err(|_| {
+        Usage(format!(
+            "{command} {text}: neither a file nor a run id; `fsynclab runs` lists the stored runs"
+        ))
+    })
 }
 
 #[cfg(test)]

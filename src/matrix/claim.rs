@@ -45,7 +45,7 @@ pub(crate) fn is_dead(owner: &ClaimOwner) -> bool {
             .job
             .as_deref()
             .and_then(|j| j.strip_prefix("slurm:"))
-            .is_some_and(|job| crate::commands::matrix::slurm::job_ended(job) == Some(true));
+            .is_some_and(|job| super::slurm_client::job_ended(job) == Some(true));
     }
     if owner.boot_id != boot_id {
         return true;

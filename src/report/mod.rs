@@ -45,6 +45,14 @@ pub(crate) fn print_stdout(text: &str) -> io::Result<()> {
     out.flush()
 }
 
+/// The exit status after writing `text` to stdout: 141 when its reader went away.
+pub(crate) fn print(text: &str) -> anyhow::Result<i32> {
+    match print_stdout(text) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(141),
+        r => r.map(|()| 0).map_err(Into::into),
+    }
+}
+
 /// Shows progress on stderr (when it is a terminal and not `--quiet`) and prints the
 /// exporter's live lines on stdout without tearing the bar.
 pub(crate) struct Live<'a> {

@@ -35,6 +35,7 @@ pub(crate) mod power;
 pub mod remount;
 pub mod request;
 pub mod scratch;
+mod scratch_spec;
 pub mod state;
 pub mod sysctl;
 pub(crate) mod tracefs;

@@ -85,10 +85,10 @@ impl Explained {
             duration_s,
             running.started_at,
         );
-        eprint!(
-            "{}",
-            crate::report::exporter(crate::cli::Format::Text, false).render(&result)
-        );
+        // On stderr, as `note!` writes: stdout is the command's own, and a closed stderr must
+        // not panic before the run is recorded.
+        let text = crate::report::exporter(crate::cli::Format::Text, false).render(&result);
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
         self.recording.record_and_say(&mut result)?;
         Ok(())
     }

@@ -30,6 +30,7 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::environment::Fingerprint;
+use crate::error::Usage;
 use crate::run::session::{Opened, Session};
 use crate::signals;
 use crate::testbed::TestbedRequest;
@@ -345,4 +346,34 @@ fn summary(env: &Fingerprint) -> Option<String> {
         mib(a.cache_max_bytes),
         a.media_busy_fraction * 100.0
     ))
+}
+
+/// `fsynclab exec`: everything that can be refused is refused before the testbed is made.
+pub(crate) fn command(args: &crate::cli::ExecArgs) -> Result<i32> {
+    // What the command line asks for that cannot be done, whatever the machine.
+    program_of(&args.command)?;
+    if !args.explain.explain && (args.record.store.is_some() || args.record.no_store) {
+        let flag = if args.record.no_store { "--no-store" } else { "--store" };
+        return Err(Usage(format!(
+            "exec {flag}: exec records a run only with --explain; add --explain, or leave {flag} out"
+        ))
+        .into());
+    }
+    if args.explain.explain && args.cut.is_some() {
+        // The cut's watcher, the recovery and the check run beside the command and would be
+        // traced as its own.
+        return Err(Usage(
+            "exec: --explain and --cut do not go together yet: run the power cut without --explain, or explain the command without --cut"
+                .into(),
+        )
+        .into());
+    }
+    let request = args.target.request()?;
+    let cut = CutOptions::read(args.cut.as_deref(), args.check.as_deref(), &request)?;
+    let explain = args.explain.options()?.map(|options| ExplainRequest {
+        options,
+        store: args.record.store.clone(),
+        no_store: args.record.no_store,
+    });
+    run(&request, &args.command, args.output.as_ref(), cut.as_ref(), explain)
 }

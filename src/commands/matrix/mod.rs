@@ -20,7 +20,7 @@ mod cell;
 mod k8s;
 mod placement;
 mod run;
-pub(crate) mod slurm;
+mod slurm;
 pub(crate) use run::clock;
 
 use std::io::IsTerminal;
@@ -30,7 +30,7 @@ use anyhow::Result;
 
 use crate::cli::{Engine, MatrixArgs, TableFormat};
 use crate::error::Usage;
-use crate::matrix::{claim, file, plan, table};
+use crate::matrix::{claim, file, plan, slurm_client, table};
 use crate::recording::{self, Recording};
 use crate::store::{Location, Store};
 use crate::units::human_size;
@@ -48,7 +48,9 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
     let engine = placement::engine(args, None);
     placement::check_options(args, engine, None)?;
     let mut plan = plan_of(args)?;
-    placement::place(&mut plan, args, engine, || slurm::nodes_of(args.partition.as_deref()))?;
+    placement::place(&mut plan, args, engine, || {
+        slurm_client::nodes_of(args.partition.as_deref())
+    })?;
     plan.check_size(args.yes)?;
     plan.check()?;
     if args.dry_run {
@@ -57,7 +59,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
         return Ok(0);
     }
     if engine == Engine::Slurm {
-        slurm::check_clients()?;
+        slurm_client::check_clients()?;
     }
     let path = store_path(args)?;
     check_store_for(engine, &path)?;
@@ -157,8 +159,8 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
     }
     // Tasks of an array still waiting would make their runs again.
     if engine == Engine::Slurm {
-        slurm::check_clients()?;
-        let active = slurm::active_jobs(id)?;
+        slurm_client::check_clients()?;
+        let active = slurm_client::active_jobs(id)?;
         if !active.is_empty() {
             return Err(Usage(format!(
                 "matrix {id}: Slurm job {} still has tasks waiting or running; let it end (or `scancel` it), then --resume",
@@ -249,7 +251,7 @@ pub(crate) fn print_tables(store: &Store, id: &str, args: &MatrixArgs) -> Result
         }
         out.push_str(&table::render(&t, args.format, terminal));
     }
-    crate::commands::show::print(&out)?;
+    crate::report::print(&out)?;
     Ok(())
 }
 

@@ -24,7 +24,6 @@
 //! one) must be at the same paths on every node, as on a cluster with a shared filesystem.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -33,6 +32,7 @@ use super::run::{slot_label, Progress};
 use crate::cli::MatrixArgs;
 use crate::error::Usage;
 use crate::matrix::plan::{CellPlace, Plan};
+use crate::matrix::slurm_client::{nodes_of, output, slurm};
 use crate::recording;
 use crate::store::{Location, RunFilter, RunId, Store};
 
@@ -42,91 +42,6 @@ struct Array {
     job: String,
     node: Option<String>,
     indices: Vec<usize>,
-}
-
-/// A Slurm command, with its error said in one line when it cannot run.
-fn slurm(program: &str) -> Command {
-    let mut c = Command::new(program);
-    c.stdin(std::process::Stdio::null());
-    c
-}
-
-/// The client commands a matrix on Slurm runs.
-const CLIENTS: [&str; 5] = ["sbatch", "squeue", "scontrol", "scancel", "sinfo"];
-
-/// Refuses, before anything is stored or submitted, to run where Slurm's client commands
-/// are not on the PATH.
-pub(crate) fn check_clients() -> Result<(), Usage> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<_> = std::env::split_paths(&path).collect();
-    match CLIENTS.iter().find(|c| !dirs.iter().any(|d| d.join(c).is_file())) {
-        Some(missing) => Err(not_on_path(missing)),
-        None => Ok(()),
-    }
-}
-
-fn not_on_path(program: &str) -> Usage {
-    Usage(format!(
-        "--engine slurm: {program} is not on the PATH (install Slurm's client commands, slurm-client on Debian, or run where they are)"
-    ))
-}
-
-/// Runs a Slurm client command; its stdout, or an error with its stderr.
-fn output(cmd: &mut Command) -> Result<String> {
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    let out = cmd.output().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow::Error::new(not_on_path(&program)),
-        _ => anyhow::Error::new(e).context(format!("cannot run {program}")),
-    })?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "{program} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// The nodes of `partition` (the default partition's when none), as `sinfo` lists them.
-pub(crate) fn nodes_of(partition: Option<&str>) -> Result<Vec<String>> {
-    let mut cmd = slurm("sinfo");
-    cmd.args(["-h", "-N", "-o", "%N"]);
-    if let Some(p) = partition {
-        cmd.args(["-p", p]);
-    }
-    let mut nodes: Vec<String> = output(&mut cmd)?.lines().map(|l| l.trim().to_string()).collect();
-    nodes.retain(|n| !n.is_empty());
-    nodes.sort();
-    nodes.dedup();
-    if nodes.is_empty() {
-        return Err(Usage(format!(
-            "--engine slurm: {} has no nodes (sinfo lists none)",
-            partition.map_or("the default partition".to_string(), |p| format!("partition {p}"))
-        ))
-        .into());
-    }
-    Ok(nodes)
-}
-
-/// The Slurm jobs of matrix `matrix_id` (by their name) that still wait or run.
-pub(crate) fn active_jobs(matrix_id: &str) -> Result<Vec<String>> {
-    let out = output(slurm("squeue").args(["-h", "-n", &format!("fsynclab-{matrix_id}"), "-o", "%A"]))?;
-    let mut jobs: Vec<String> = out
-        .lines()
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty())
-        .collect();
-    jobs.sort();
-    jobs.dedup();
-    Ok(jobs)
-}
-
-/// Whether the Slurm job `job` (`1234` or `1234_5`) has ended: `Some(true)` when `squeue`
-/// answers without listing it, `None` when Slurm cannot be asked.
-pub(crate) fn job_ended(job: &str) -> Option<bool> {
-    let out = output(slurm("squeue").args(["-h", "-j", job, "-o", "%i"])).ok()?;
-    Some(out.trim().is_empty())
 }
 
 /// `0-3,7,9-11`: indices as Slurm's `--array` takes them.

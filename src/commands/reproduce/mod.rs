@@ -49,7 +49,7 @@ use crate::units::human_size;
 use experiment::{CellRuns, Experiment, Measured, Row, Run, Size};
 
 /// The prefix of a reproduction's id (`reproduce3`) and of its matrices (`reproduce3-000`).
-pub(crate) const ID_PREFIX: &str = "reproduce";
+use crate::matrix::REPRODUCTION_ID_PREFIX as ID_PREFIX;
 
 /// What `--smoke` sets over each scenario's quick configuration: seconds a run, small
 /// files.
@@ -272,7 +272,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             })
             .collect(),
     };
-    crate::commands::show::print(&render::render(&reproduction, args.format)?)?;
+    crate::report::print(&render::render(&reproduction, args.format)?)?;
     if !args.quiet {
         note!(
             "fsynclab reproduce {id}: `fsynclab runs --grep {id}` lists its runs; `fsynclab report --matrix {id}-000 -o {id}.html` draws a seed's; `fsynclab explain RUN` shows where a stall's time went"
@@ -373,7 +373,7 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
         interrupted: false,
         seeds,
     };
-    crate::commands::show::print(&render::render(&reproduction, args.format)?)
+    crate::report::print(&render::render(&reproduction, args.format)?)
 }
 
 /// `row` with a warning in its reason for every run behind it whose writeback sysctls
