@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::cli::RunArgs;
 use crate::error::Usage;
 use crate::recording::Recording;
-use crate::report::{self, Live};
+use crate::report;
 use crate::run::engine::{self, Planned};
 use crate::run::session::{Opened, Session};
 use crate::scenario::{self, Scenario};
@@ -52,16 +52,12 @@ pub(crate) fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
         note!("{note}");
     }
     let mut exporter = report::exporter(args.format, true);
-    let mut finished = {
-        let mut live = Live::new(exporter.as_mut(), args.quiet, Some(session.stop()));
-        let finished = session.measure(&planned, args.keep, &mut live);
-        live.finish();
-        if live.stdout_closed() {
-            // Whoever read our output has gone (`| head`): stop quietly, like a shell tool.
-            return Ok(141);
-        }
-        finished?
-    };
+    let shown = session.measure_shown(&planned, args.keep, exporter.as_mut(), args.quiet, true);
+    if shown.stdout_closed {
+        // Whoever read our output has gone (`| head`): stop quietly, like a shell tool.
+        return Ok(141);
+    }
+    let mut finished = shown.finished?;
     let printed = report::print_stdout(&exporter.render(&finished.result));
     // Recorded before --output is written, so that the file names the stored run.
     let recorded = recording.record_and_say(&mut finished.result);

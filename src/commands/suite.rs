@@ -26,7 +26,7 @@ use crate::environment::{self, Fingerprint};
 use crate::error::Usage;
 use crate::params::split_assignment;
 use crate::recording::{self, Recording};
-use crate::report::{self, Format, Live};
+use crate::report::{self, Format};
 use crate::result::{now_rfc3339, write_compact_json_atomically, write_json_atomically};
 use crate::run::engine::Planned;
 use crate::run::session::{Opened, Session};
@@ -118,12 +118,9 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
         }
         let t0 = Instant::now();
         let mut exporter = report::exporter(Format::Text, true);
-        let outcome = {
-            let mut live = Live::new(exporter.as_mut(), args.quiet, None);
-            let r = session.measure(p, false, &mut live);
-            live.finish();
-            r
-        };
+        let outcome = session
+            .measure_shown(p, false, exporter.as_mut(), args.quiet, false)
+            .finished;
         let secs = t0.elapsed().as_secs_f64();
         let e = match outcome {
             Ok(mut finished) => {

@@ -17,6 +17,7 @@
 use anyhow::Result;
 
 use crate::observe::Observer;
+use crate::report::{Exporter, Live};
 use crate::run::engine::{self, Finished, Planned};
 use crate::signals;
 use crate::stop::Stop;
@@ -26,6 +27,13 @@ use crate::testbed::{self, Prepared, TestbedRequest};
 pub(crate) struct Session {
     stop: Stop,
     testbed: Prepared,
+}
+
+/// What [`Session::measure_shown`] came to.
+pub(crate) struct Shown {
+    pub(crate) finished: Result<Finished>,
+    /// Whether a live line could not be printed because stdout's reader is gone.
+    pub(crate) stdout_closed: bool,
 }
 
 /// What [`Session::open`] gives.
@@ -78,6 +86,26 @@ impl Session {
     /// `keep`), telling `observer` what happens as it happens.
     pub(crate) fn measure(&self, planned: &Planned, keep: bool, observer: &mut dyn Observer) -> Result<Finished> {
         engine::run(planned, &self.testbed, keep, &self.stop, observer)
+    }
+
+    /// Measures `planned` as [`Session::measure`] does, with its progress on stderr (not
+    /// when `quiet`) and `exporter`'s live lines on stdout; with `stop_when_unread`, a
+    /// reader of stdout that goes away ends the run instead of it measuring for nobody.
+    pub(crate) fn measure_shown(
+        &self,
+        planned: &Planned,
+        keep: bool,
+        exporter: &mut dyn Exporter,
+        quiet: bool,
+        stop_when_unread: bool,
+    ) -> Shown {
+        let mut live = Live::new(exporter, quiet, stop_when_unread.then_some(&self.stop));
+        let finished = self.measure(planned, keep, &mut live);
+        live.finish();
+        Shown {
+            finished,
+            stdout_closed: live.stdout_closed(),
+        }
     }
 
     /// Undoes the testbed; returns the signal that came during the session, if one did.

@@ -1,6 +1,7 @@
 //! `fsynclab matrix --run-cell ID:INDEX`: one run of a stored matrix, the one at INDEX of
 //! its plan's order, made on this host exactly as `fsynclab matrix` makes each of its runs
-//! ([`super::run::make_run`]: claimed, measured through a session, recorded at its place).
+//! ([`super::run::make_run`]: claimed, measured and recorded at its place as
+//! [`crate::run::cell`] makes every run).
 //! It is what a scheduler's task runs (Slurm's array tasks, a Kubernetes Indexed Job's
 //! completions), with the store in `FSYNCLAB_STORE` or `--store`. Root, when the cell needs
 //! it, comes from the scheduler: the task refuses rather than escalate.
@@ -10,11 +11,13 @@
 
 use anyhow::Result;
 
-use super::run::{make_run, Made, Progress};
+use super::run::{made_line, make_run};
 use crate::cli::MatrixArgs;
 use crate::error::Usage;
 use crate::matrix::table::StoredMatrix;
 use crate::recording::{self, Recording};
+use crate::run::cell::Made;
+use crate::run::Progress;
 
 /// `m3:5` as (matrix id, index).
 fn parse(spec: &str) -> Result<(String, usize), Usage> {
@@ -54,10 +57,10 @@ pub(crate) fn run_cell(spec: &str, args: &MatrixArgs) -> Result<i32> {
         store.release_claims(&id, &crate::matrix::claim::this_process())?;
     }
     match made? {
-        Made::Run { line, late_signal } => {
-            progress.finished(line);
+        Made::Run(made) => {
+            progress.finished(made_line(&made, cell, rep));
             progress.clear();
-            Ok(late_signal.map_or(0, |sig| 128 + sig))
+            Ok(made.late_signal.map_or(0, |sig| 128 + sig))
         }
         Made::LeftToOther(why) => {
             progress.say(&why);
@@ -67,6 +70,8 @@ pub(crate) fn run_cell(spec: &str, args: &MatrixArgs) -> Result<i32> {
             progress.clear();
             Ok(128 + sig)
         }
+        // make_run gives a failure as an error.
+        Made::Failed(_) => Ok(1),
     }
 }
 

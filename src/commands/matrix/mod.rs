@@ -21,7 +21,6 @@ mod k8s;
 mod placement;
 mod run;
 mod slurm;
-pub(crate) use run::clock;
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -395,7 +394,7 @@ fn dry_run(plan: &Plan, slots: &[(u32, usize)]) -> Result<String> {
     }
     out.push_str(&format!(
         "  time      {} measured{}, plus each run's setup (files written before measuring{})\n",
-        run::clock(known),
+        crate::units::clock(known),
         if unknown > 0 {
             format!(
                 " in {} runs, and {unknown} runs as long as the device takes",

@@ -28,12 +28,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
-use super::run::{slot_label, Progress};
+use super::run::slot_label;
 use crate::cli::MatrixArgs;
 use crate::error::Usage;
 use crate::matrix::plan::{CellPlace, Plan};
 use crate::matrix::slurm_client::{nodes_of, output, slurm};
 use crate::recording;
+use crate::run::Progress;
 use crate::store::{Location, RunFilter, RunId, Store};
 
 /// One submitted array: its job id, the node it is bound to (`--per-host`), and the plan

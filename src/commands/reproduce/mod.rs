@@ -20,6 +20,7 @@
 
 mod causes;
 mod experiment;
+mod groups;
 mod render;
 mod seed000;
 mod seed001;
@@ -29,7 +30,7 @@ mod seed004;
 mod verdict;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -41,12 +42,11 @@ use crate::explain::run::{ExplainOptions, TraceWish};
 use crate::explain::timeline::DEFAULT_INTERVAL;
 use crate::matrix::plan::Plan;
 use crate::recording::{self, Recording};
-use crate::report::{self, Format, Live};
-use crate::run::engine::{Planned, Status};
-use crate::run::session::{Opened, Session};
-use crate::store::{MatrixPlace, MatrixRecord};
-use crate::units::human_size;
+use crate::run::cell::{Failure, Made, Recorded};
+use crate::run::Progress;
+use crate::store::MatrixRecord;
 use experiment::{CellRuns, Experiment, Measured, Row, Run, Size};
+use groups::{label_of, plan_groups, run_one, say_full_plan};
 
 /// The prefix of a reproduction's id (`reproduce3`) and of its matrices (`reproduce3-000`).
 use crate::matrix::REPRODUCTION_ID_PREFIX as ID_PREFIX;
@@ -93,15 +93,6 @@ fn select(seeds: &[String]) -> Result<Vec<&'static dyn Experiment>, Usage> {
     }
     chosen.sort_by_key(|e| e.seed());
     Ok(chosen)
-}
-
-/// One group of a seed, planned: its matrix id and plan.
-struct PlannedGroup {
-    experiment: &'static dyn Experiment,
-    name: &'static str,
-    matrix_id: String,
-    plan: Plan,
-    explain_over_ms: Option<u64>,
 }
 
 /// A seed's outcome, as the table shows it.
@@ -208,11 +199,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     let clock = Instant::now();
     let mut measured: Vec<(&'static dyn Experiment, Measured)> =
         experiments.iter().map(|e| (*e, Measured::default())).collect();
-    let mut progress = Progress {
-        done: 0,
-        total,
-        quiet: args.quiet,
-    };
+    let mut progress = Progress::counted(total, args.quiet);
     let mut ended_by = None;
     let mut failed = 0;
     'groups: for g in &groups {
@@ -226,19 +213,43 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
                 break 'groups;
             }
             let cell = &cells[c];
-            match run_one(g, cell, rep, explain.clone(), &mut recording, &mut progress)? {
-                Made::Run(run) => match m.cells.iter_mut().find(|x| x.group == g.name && x.axes == *cell) {
-                    Some(x) => x.runs.push(*run),
-                    None => m.cells.push(CellRuns {
-                        group: g.name,
-                        axes: cell.clone(),
-                        runs: vec![*run],
-                    }),
-                },
-                Made::Failed(why) => {
+            let label = label_of(g, cell, rep);
+            match run_one(g, cell, rep, &label, explain.clone(), &mut recording)? {
+                Made::Run(made) => {
+                    progress.finished(made.line(&label, ""));
+                    if let Some(sig) = made.late_signal {
+                        ended_by = Some(sig);
+                        break 'groups;
+                    }
+                    let Recorded { id, finished, .. } = *made;
+                    let mut result = finished.result;
+                    // The samples are in the store; the rows need the figures and the
+                    // explanation only.
+                    result.samples = Vec::new();
+                    let run = Run {
+                        id: id.map(|i| i.0),
+                        result,
+                    };
+                    match m.cells.iter_mut().find(|x| x.group == g.name && x.axes == *cell) {
+                        Some(x) => x.runs.push(run),
+                        None => m.cells.push(CellRuns {
+                            group: g.name,
+                            axes: cell.clone(),
+                            runs: vec![run],
+                        }),
+                    }
+                }
+                Made::Failed(failure) => {
+                    let why = match failure {
+                        Failure::Prepare(e) => format!("{label}: cannot prepare the testbed ({e:#})"),
+                        Failure::Measure(e) => format!("{label}: {e:#}"),
+                    };
+                    progress.finished(why.clone());
                     failed += 1;
                     m.failures.push(why);
                 }
+                // Reproductions claim no places: nothing is left to another process.
+                Made::LeftToOther(why) => progress.say(&why),
                 Made::Interrupted(sig) => {
                     ended_by = Some(sig);
                     break 'groups;
@@ -255,7 +266,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         store: recording::shown_store(&path),
         started_at,
         duration_s: Some(clock.elapsed().as_secs_f64()),
-        runs: progress.done,
+        runs: progress.made().0,
         interrupted: ended_by.is_some(),
         seeds: measured
             .iter()
@@ -400,177 +411,6 @@ fn with_disturbances(mut row: Row, m: &Measured) -> Row {
         }
     }
     row
-}
-
-/// Every group of every experiment as a matrix plan with its id, each cell's parameters
-/// and testbed checked as `run` would check them.
-fn plan_groups(
-    experiments: &[&'static dyn Experiment],
-    size: Size,
-    id: &str,
-    backing: Option<&PathBuf>,
-) -> Result<Vec<PlannedGroup>> {
-    let mut out = Vec::new();
-    for e in experiments {
-        for group in e.groups(size) {
-            let mut plan = group.plan(size);
-            if size == Size::Smoke {
-                let smoke = SMOKE_SETS
-                    .iter()
-                    .filter(|(s, _)| *s == group.scenario)
-                    .flat_map(|(_, sets)| *sets);
-                plan.sets.extend(smoke.map(|s| s.to_string()));
-            }
-            if let Some(dir) = backing {
-                plan.target.push(("backing".into(), dir.display().to_string()));
-            }
-            for cell in plan.cells() {
-                plan.planned_for(&cell)?;
-                plan.target_for(&cell)?;
-            }
-            let matrix_id = match group.name {
-                "" => format!("{id}-{}", e.seed()),
-                name => format!("{id}-{}-{name}", e.seed()),
-            };
-            out.push(PlannedGroup {
-                experiment: *e,
-                name: group.name,
-                matrix_id,
-                plan,
-                explain_over_ms: group.explain_over_ms,
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// `--full`: how long the runs measure and how much memory their largest emulated disk
-/// takes, said before anything runs.
-fn say_full_plan(groups: &[PlannedGroup], total: usize) -> Result<()> {
-    let (mut measuring, mut image) = (Duration::ZERO, 0u64);
-    for g in groups {
-        for (_, c) in g.plan.order() {
-            let cell = &g.plan.cells()[c];
-            let planned = g.plan.planned_for(cell)?;
-            measuring += planned.plan.expected_duration().unwrap_or_default();
-            if let Some(s) = g.plan.target_for(cell)?.scratch() {
-                image = image.max(
-                    s.size
-                        .unwrap_or_else(|| s.spec.default_size(planned.plan.space_needed())),
-                );
-            }
-        }
-    }
-    note!(
-        "fsynclab reproduce --full: {total} runs measuring about {} in all, plus each run's setup (mkfs, files written before measuring: about as long again); one emulated disk at a time, whose image takes up to {} of memory",
-        crate::commands::matrix::clock(measuring),
-        human_size(image)
-    );
-    Ok(())
-}
-
-/// Counts the runs made and says each one.
-struct Progress {
-    done: usize,
-    total: usize,
-    quiet: bool,
-}
-
-impl Progress {
-    fn say(&mut self, line: &str) {
-        self.done += 1;
-        if !self.quiet {
-            note!("[{}/{}] {line}", self.done, self.total);
-        }
-    }
-}
-
-/// What one run came to.
-enum Made {
-    Run(Box<Run>),
-    /// It could not be made (the testbed could not be prepared, the run failed): why.
-    Failed(String),
-    Interrupted(i32),
-}
-
-/// Makes run `rep` of `cell` of group `g` on a freshly made testbed, and records it.
-fn run_one(
-    g: &PlannedGroup,
-    cell: &crate::matrix::plan::Cell,
-    rep: u32,
-    mut explain: ExplainOptions,
-    recording: &mut Recording,
-    progress: &mut Progress,
-) -> Result<Made> {
-    let label = {
-        let axes: Vec<String> = cell.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let what = if axes.is_empty() {
-            g.plan.scenario.clone()
-        } else {
-            axes.join(" ")
-        };
-        format!("{} {what} #{}", g.matrix_id, rep + 1)
-    };
-    let t0 = Instant::now();
-    let mut planned: Planned = g.plan.planned_for(cell)?;
-    if let Some(ms) = g.explain_over_ms {
-        explain.threshold.over_ns = ms * 1_000_000;
-    }
-    planned.explain = explain;
-    let request = g.plan.target_for(cell)?;
-    let session = match Session::open(&request, planned.plan.space_needed(), "that run was not made") {
-        Ok(Opened::Ready(s)) => s,
-        Ok(Opened::Interrupted(sig)) => return Ok(Made::Interrupted(sig)),
-        Err(e) => {
-            let why = format!("{label}: cannot prepare the testbed ({e:#})");
-            progress.say(&why);
-            return Ok(Made::Failed(why));
-        }
-    };
-    let mut exporter = report::exporter(Format::Text, true);
-    let finished = {
-        let mut live = Live::new(exporter.as_mut(), true, None);
-        session.measure(&planned, false, &mut live)
-    };
-    let late_signal = session.close();
-    let mut finished = match finished {
-        Ok(f) => f,
-        Err(e) => {
-            let why = format!("{label}: {e:#}");
-            progress.say(&why);
-            return Ok(Made::Failed(why));
-        }
-    };
-    if let Status::Interrupted(sig) = finished.status {
-        note!("fsynclab reproduce: interrupted during {label}; that run was not kept");
-        return Ok(Made::Interrupted(sig));
-    }
-    let place = MatrixPlace {
-        matrix_id: g.matrix_id.clone(),
-        axes: cell.clone(),
-        repetition: rep,
-    };
-    let id = recording
-        .record(&mut finished.result, Some(&place))
-        .map_err(|e| recording::keep_elsewhere(&finished.result, e))?;
-    let status = match &finished.status {
-        Status::Errors { count, .. } => format!(" ({count} calls failed, recorded)"),
-        _ => String::new(),
-    };
-    progress.say(&format!(
-        "{label}: run {}{status} in {:.1} s",
-        id.map_or("-".to_string(), |i| i.to_string()),
-        t0.elapsed().as_secs_f64()
-    ));
-    // The samples are in the store; the rows need the figures and the explanation only.
-    finished.result.samples = Vec::new();
-    if let Some(sig) = late_signal {
-        return Ok(Made::Interrupted(sig));
-    }
-    Ok(Made::Run(Box::new(Run {
-        id: id.map(|i| i.0),
-        result: finished.result,
-    })))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::experiment::Size;
 use super::verdict::Verdict;
 use super::Reproduction;
 use crate::cli::ReproduceFormat;
-use crate::commands::matrix::clock;
+use crate::units::clock;
 
 pub(crate) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String> {
     Ok(match format {
