@@ -12,7 +12,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Usage;
-use crate::run::engine::Planned;
+use crate::scenario::planned::Planned;
 use crate::scenario::{self, Scenario};
 use crate::testbed::device::DeviceProfile;
 use crate::testbed::scratch::ScratchSpec;

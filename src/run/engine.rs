@@ -14,53 +14,14 @@ use std::fmt;
 use anyhow::Result;
 
 use crate::environment;
-use crate::explain::run::{ExplainOptions, Explaining};
+use crate::explain::run::Explaining;
 use crate::measure::RunClock;
 use crate::observe::Observer;
-use crate::params::Params;
 use crate::result::{now_rfc3339, RunResult, SCHEMA_VERSION};
-use crate::scenario::{Context, Plan, Scenario};
+pub(crate) use crate::scenario::planned::Planned;
+use crate::scenario::Context;
 use crate::stop::Stop;
 use crate::testbed::{workdir, Prepared, WorkDir};
-
-/// A scenario with its parameters decided.
-pub(crate) struct Planned {
-    pub(crate) scenario: &'static dyn Scenario,
-    pub(crate) params: Params,
-    pub(crate) plan: Box<dyn Plan>,
-    /// The timeline's interval and whether to trace (`run --explain`; the timeline only
-    /// unless a command says otherwise).
-    pub(crate) explain: ExplainOptions,
-}
-
-impl Planned {
-    /// Applies `--set` assignments over the scenario's defaults and reads them into its plan.
-    pub(crate) fn new(scenario: &'static dyn Scenario, sets: &[String]) -> Result<Planned> {
-        let params = Params::resolve(scenario.name(), &scenario.params(), sets)?;
-        let plan = scenario.plan(&params)?;
-        Ok(Planned {
-            scenario,
-            params,
-            plan,
-            explain: ExplainOptions::default(),
-        })
-    }
-}
-
-impl Planned {
-    /// Refuses, before anything is made, a testbed the plan cannot run on: a power cut
-    /// needs an emulated disk.
-    pub(crate) fn check_testbed(&self, request: &crate::testbed::TestbedRequest) -> Result<(), crate::error::Usage> {
-        let emulated = request.scratch().is_some_and(|s| s.device.is_emulated());
-        if self.plan.needs_power_switch() && !emulated {
-            return Err(crate::error::Usage(format!(
-                "{} cuts the power of an emulated disk: add --scratch FS --device PROFILE (e.g. --scratch ext4 --device hdd-7200)",
-                self.scenario.name()
-            )));
-        }
-        Ok(())
-    }
-}
 
 /// How a run ended, when it produced a result.
 #[derive(Clone, Debug, PartialEq)]

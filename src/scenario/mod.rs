@@ -29,6 +29,7 @@ pub(crate) mod fsync_tester;
 pub(crate) mod fsync_tps;
 pub(crate) mod load;
 pub(crate) mod overwrite_fsync;
+pub(crate) mod planned;
 pub(crate) mod powercut;
 pub(crate) mod probe;
 pub(crate) mod random_writeback;
