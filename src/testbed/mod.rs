@@ -38,6 +38,7 @@ pub mod scratch;
 mod scratch_spec;
 pub mod state;
 pub mod sysctl;
+mod trace_setup;
 pub(crate) mod tracefs;
 pub mod workdir;
 
