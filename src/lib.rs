@@ -3,37 +3,39 @@
 //! A `scenario` reproduces one seed experiment: it reads its `--set` parameters once into
 //! a typed plan, composes *roles* (a foreground prober timing every write and sync call,
 //! background writers loading writeback, pools of worker threads), and returns samples plus
-//! typed details. The `engine` runs a plan on a `testbed` (a directory, or a scratch
+//! typed details. The engine (`run`) runs a plan on a `testbed` (a directory, or a scratch
 //! filesystem on an emulated disk) in a private work directory; `measure` turns calls into
 //! HDR-histogram percentiles; `environment` fingerprints where it ran; the `result` keeps
 //! it all; a `report` exporter prints it, now or later (`fsynclab show`).
 //!
-//! Modules, from the outside in (the tiers `tests/layers.rs` checks: a module imports its
-//! own tier or lower, never higher, and no two modules import each other in a cycle):
-//! - `app`: the dispatch; `cli`: the command line as typed; `commands`: one home per
-//!   subcommand (`run`/`load`/`probe`, `list`, `list-devices`, `suite`, `exec`, `matrix` with
-//!   its farm schedulers, `reproduce`, `runs`, `show`, `export`, `compare`, `report`,
-//!   `explain`, `store copy`, `cleanup`)
-//! - `run`: the one way to run: the session (signals watched, testbed opened and undone),
-//!   the engine (a measurement, phase by phase), the one recorded cell
-//! - `recording`: runs stored as they finish; `named_file`: files users name (`-o`), written
-//!   as `cp` and `tee` would, never over the store
-//! - `html`, `report`: the HTML page `fsynclab report` writes; text, seed and json
-//!   exporters, live progress
-//! - `matrix`: configurations crossed and repeated, with seed 002's table, and the claims
-//!   that share its runs; `store`: the results store (SQLite or PostgreSQL, with the compact
-//!   sample codec); `compare`: statistics and verdicts
-//! - `result`: the versioned JSON shape; `scenario`: a file or folder per experiment;
-//!   `explain`: a kernel trace of the measured threads, slow calls split into causes, the
-//!   writeback timeline
-//! - `role`: prober, writers, worker pool, group commit, file filling; `sync`: the sync
-//!   methods; `observe`: the events a run emits while it goes
-//! - `testbed`, `environment`: where I/O goes, and what it is; `signals`: the signals that
-//!   stop a run; `stop`: the stop they set, which every role checks
-//! - `measure`: clock, operation kinds, samples, histograms, throughput, small statistics;
-//!   `params`: `--set` as declared and parsed
-//! - `kernel`: /proc and /sys parsed, one parser per file; `sys`: the checked system calls;
-//!   `units`, `error`, `rng`: shared vocabulary, the one random generator
+//! The modules, tier by tier from the top (`tests/layers.rs` holds the same list: a module
+//! imports its own tier or lower, and no two modules, nor two files of a folder, import
+//! each other in a cycle; README's layout section names every one):
+//! - dispatch: `app`, each subcommand to its home
+//! - commands: `commands`, one home per subcommand (run, load and probe, list,
+//!   list-devices, suite, exec, matrix with its farm schedulers, reproduce, runs, show,
+//!   export, compare, report, explain, store copy, cleanup)
+//! - command line: `cli`, the clap definitions
+//! - run: `run`, the one way to run: the session (signals watched, testbed opened and
+//!   undone), the engine (a measurement, phase by phase), the one recorded cell and its
+//!   progress
+//! - output: `html`, the page `fsynclab report` writes; `report`, the text, seed and json
+//!   exporters and live progress; `recording`, runs stored as they finish
+//! - results: `matrix`, configurations crossed and repeated, the claims that share its runs,
+//!   seed 002's table; `store`, the results store (SQLite or PostgreSQL, with the compact
+//!   sample codec); `compare`, statistics and verdicts; `result`, the versioned JSON shape
+//! - experiments: `scenario`, a file or folder per experiment; `explain`, a kernel trace of
+//!   the measured threads, slow calls split into causes, the writeback timeline; `role`,
+//!   prober, writers, worker pool, group commit, file filling; `sync`, the sync methods;
+//!   `observe`, the events a run emits while it goes; `testbed` and `environment`, where I/O
+//!   goes and what it is; `signals`, the signals that stop a run, and `stop`, the stop they
+//!   set, which every role checks
+//! - vocabulary: `measure` (clock, operation kinds, samples, histograms, throughput, small
+//!   statistics), `params` (`--set` as declared and parsed), `error`, `rng` (the one random
+//!   generator), `named_file` (files users name with `-o`, written as `cp` and `tee` would,
+//!   never over the store)
+//! - system: `kernel`, /proc and /sys parsed, one parser per file; `sys`, the checked system
+//!   calls; `units`
 
 /// A line on stderr that cannot panic: `eprintln!` panics when stderr is gone (a closed
 /// terminal, a dropped ssh session), which would skip the teardown that must follow.

@@ -7,7 +7,9 @@
 //! - no top-level modules import each other in a cycle;
 //! - inside every folder, no two of its files (or sub-folders) import each other in a cycle;
 //!   a folder's `mod.rs` is the folder itself, which its files may use;
-//! - the /proc and /sys parsers (`kernel`) import nothing of fsynclab's.
+//! - the /proc and /sys parsers (`kernel`) import nothing of fsynclab's;
+//! - `lib.rs` lists the same tiers in its overview, and README's layout section names every
+//!   module `lib.rs` declares (as `src/NAME/` or `src/NAME.rs`) and no path that is gone.
 //!
 //! Test modules (`#[cfg(test)] mod tests { ... }`) are left out: a test may reach anywhere.
 
@@ -30,6 +32,8 @@ common::tests! {
     every_module_is_in_a_tier,
     paths_are_read_as_written,
     paths_resolve_from_the_file_they_are_in,
+    lib_rs_lists_the_modules_in_these_tiers,
+    the_readme_layout_names_every_module_and_only_paths_that_exist,
 }
 
 /// The tiers, from the top down: a module may import its own tier and those below it.
@@ -312,4 +316,99 @@ fn paths_resolve_from_the_file_they_are_in() {
     );
     assert_eq!(resolve(&m("testbed"), &m("self::scratch::x")), m("testbed::scratch::x"));
     assert_eq!(resolve(&m("a::b"), &m("crate::units::Bytes")), m("units::Bytes"));
+}
+
+/// The modules `src/lib.rs` declares (`mod NAME;`, `pub mod NAME;`).
+fn lib_modules() -> Vec<String> {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    lib.lines()
+        .filter_map(|l| l.trim_start_matches("pub ").strip_prefix("mod "))
+        .filter_map(|rest| rest.strip_suffix(';'))
+        .map(String::from)
+        .collect()
+}
+
+fn lib_rs_lists_the_modules_in_these_tiers() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    // `//! - TIER: ...` up to the next `//! - `, each with the modules it names in backticks.
+    let doc: Vec<&str> = lib.lines().filter_map(|l| l.strip_prefix("//!")).collect();
+    let mut listed: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for line in doc {
+        let line = line.trim();
+        if let Some(item) = line.strip_prefix("- ") {
+            match item.split_once(':') {
+                Some((tier, rest)) if TIERS.iter().any(|(t, _)| *t == tier) => {
+                    listed.push((tier.to_string(), BTreeSet::new()));
+                    listed.last_mut().unwrap().1.extend(backticked(rest));
+                }
+                _ => listed.push((String::new(), BTreeSet::new())),
+            }
+        } else if let Some((_, names)) = listed.last_mut() {
+            names.extend(backticked(line));
+        }
+    }
+    let listed: Vec<(String, BTreeSet<String>)> = listed.into_iter().filter(|(t, _)| !t.is_empty()).collect();
+    let tiers: Vec<&str> = TIERS.iter().map(|(t, _)| *t).collect();
+    assert_eq!(
+        listed.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
+        tiers,
+        "lib.rs lists other tiers than tests/layers.rs"
+    );
+    let modules: BTreeSet<String> = lib_modules().into_iter().collect();
+    for ((tier, names), (_, expected)) in listed.iter().zip(TIERS) {
+        let named: BTreeSet<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| modules.contains(*n))
+            .collect();
+        let expected: BTreeSet<&str> = expected.iter().copied().collect();
+        assert_eq!(
+            named, expected,
+            "lib.rs's tier {tier} names other modules than tests/layers.rs"
+        );
+    }
+}
+
+/// The words of `text` between backticks.
+fn backticked(text: &str) -> Vec<String> {
+    text.split('`').skip(1).step_by(2).map(String::from).collect()
+}
+
+fn the_readme_layout_names_every_module_and_only_paths_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Layout\n")
+        .nth(1)
+        .expect("README.md has a ## Layout section");
+    let block = section.split("```").nth(1).expect("the layout section is a code block");
+    // Every `src/...` path the block names, up to the first character a path does not hold.
+    let paths: Vec<&str> = block
+        .match_indices("src/")
+        .filter(|(at, _)| !block[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+        .map(|(at, _)| {
+            let rest = &block[at..];
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '/' || c == '.'))
+                .unwrap_or(rest.len());
+            rest[..end].trim_end_matches('.')
+        })
+        .collect();
+    let gone: Vec<&&str> = paths.iter().filter(|p| !root.join(p).exists()).collect();
+    assert!(
+        gone.is_empty(),
+        "README's layout names paths that do not exist: {gone:?}"
+    );
+    let missing: Vec<String> = lib_modules()
+        .into_iter()
+        .filter(|m| {
+            !paths
+                .iter()
+                .any(|p| *p == format!("src/{m}/") || *p == format!("src/{m}.rs"))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README's layout does not name these modules of lib.rs (as src/NAME/ or src/NAME.rs): {missing:?}"
+    );
 }
