@@ -17,8 +17,11 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::cli::MatrixArgs;
+use super::farm::Farm;
+use super::options::FarmOptions;
+use crate::error::Usage;
 use crate::matrix::plan::{CellPlace, Plan};
+use crate::store::{Location, Store};
 
 /// The Secret the pods read the store's address from.
 pub(crate) const STORE_SECRET: &str = "fsynclab-store";
@@ -40,9 +43,9 @@ fn dns_name(text: &str) -> String {
 }
 
 /// The manifest of the runs at plan `indices` of matrix `matrix_id`.
-pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], args: &MatrixArgs) -> String {
+pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], options: &FarmOptions) -> String {
     let placement = plan.placement.clone().unwrap_or_default();
-    let image = args.image.clone().or(placement.image.clone()).unwrap_or_default();
+    let image = options.image.clone().or(placement.image.clone()).unwrap_or_default();
     let cells = plan.cells();
     let order = plan.order();
     let pinned = plan.axes.iter().any(|a| a.key == crate::matrix::plan::HOST_AXIS);
@@ -69,7 +72,11 @@ pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], args: &M
         plan.scenario,
         indices.len(),
         order.len(),
-        args.emit.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+        options
+            .emit
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
     );
     for (node, list) in groups {
         let name = match &node {
@@ -182,24 +189,66 @@ pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], args: &M
     out
 }
 
+/// Kubernetes: the runs as Indexed Jobs in a manifest for `kubectl`; fsynclab starts no
+/// pods itself.
+pub(crate) struct Kubernetes<'a> {
+    pub(crate) options: &'a FarmOptions,
+}
+
+impl Farm for Kubernetes<'_> {
+    fn check(&self) -> Result<(), Usage> {
+        Ok(())
+    }
+
+    /// Pods share no file.
+    fn check_store(&self, at: &Location) -> Result<(), Usage> {
+        match at {
+            Location::File(p) => Err(Usage(format!(
+                "--engine k8s: the results store {} is a file, which pods cannot share; give --store postgres://USER@HOST/DB",
+                crate::recording::shown(p)
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// A manifest is written without asking the cluster: the nodes are the ones named.
+    fn nodes(&self) -> Result<Vec<String>> {
+        Err(Usage(
+            "--engine k8s --per-host: name the nodes with --nodes N1,N2 (a manifest is written without asking the cluster)"
+                .into(),
+        )
+        .into())
+    }
+
+    /// A Job written is started by `kubectl`, not followed: nothing to wait for here.
+    fn check_none_running(&self, _matrix_id: &str) -> Result<()> {
+        Ok(())
+    }
+
+    fn submit(
+        &self,
+        plan: &Plan,
+        matrix_id: &str,
+        slots: &[(u32, usize)],
+        _store: Store,
+        at: &Location,
+    ) -> Result<i32> {
+        emit(plan, matrix_id, slots, at, self.options)
+    }
+}
+
 /// Writes the manifest to `--emit FILE` and says how to start it; the exit status.
-pub(crate) fn emit(
-    plan: &Plan,
-    matrix_id: &str,
-    slots: &[(u32, usize)],
-    store: &crate::store::Location,
-    args: &MatrixArgs,
-) -> Result<i32> {
+fn emit(plan: &Plan, matrix_id: &str, slots: &[(u32, usize)], store: &Location, options: &FarmOptions) -> Result<i32> {
     let order = plan.order();
     let mut indices: Vec<usize> = slots
         .iter()
         .filter_map(|slot| order.iter().position(|o| o == slot))
         .collect();
     indices.sort_unstable();
-    let Some(file) = &args.emit else {
-        return Err(crate::error::Usage("--engine k8s: give --emit FILE".into()).into());
+    let Some(file) = &options.emit else {
+        return Err(Usage("--engine k8s: give --emit FILE".into()).into());
     };
-    let text = manifest(plan, matrix_id, &indices, args);
+    let text = manifest(plan, matrix_id, &indices, options);
     crate::named_file::write(file, store.as_file(), |out| {
         use std::io::Write;
         Ok(out.write_all(text.as_bytes())?)

@@ -17,25 +17,30 @@
 //! [`placement`] says which engine, which nodes, and whether every node runs the whole matrix.
 
 mod cell;
+mod farm;
 mod k8s;
+mod options;
 mod placement;
 mod run;
 mod slurm;
+mod tables;
 
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::{Engine, MatrixArgs, TableFormat};
+use crate::cli::{Engine, MatrixArgs};
 use crate::error::Usage;
-use crate::matrix::{claim, file, plan, slurm_client, table};
+use crate::matrix::{claim, file, plan, table};
 use crate::recording::{self, Recording};
 use crate::store::{Location, Store};
 use crate::units::human_size;
+use farm::Farm;
+use options::FarmOptions;
 use plan::{normalize_key, split_values, Axis, Plan, DEFAULT_REPEAT};
 use run::Ended;
 use table::StoredMatrix;
+use tables::{print_tables, settings_line};
 
 pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
     if let Some(spec) = &args.run_cell {
@@ -44,11 +49,14 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
     if let Some(id) = &args.resume {
         return resume(id, args);
     }
-    let engine = placement::engine(args, None);
-    placement::check_options(args, engine, None)?;
+    let options = FarmOptions::of(args);
+    let engine = placement::engine(&options, None);
+    placement::check_options(&options, engine, None)?;
+    let farm = farm_of(engine, &options);
     let mut plan = plan_of(args)?;
-    placement::place(&mut plan, args, engine, || {
-        slurm_client::nodes_of(args.partition.as_deref())
+    placement::place(&mut plan, &options, engine, || match &farm {
+        Some(farm) => farm.nodes(),
+        None => Ok(Vec::new()),
     })?;
     plan.check_size(args.yes)?;
     plan.check()?;
@@ -57,14 +65,16 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
         print!("{}", dry_run(&plan, &slots)?);
         return Ok(0);
     }
-    if engine == Engine::Slurm {
-        slurm_client::check_clients()?;
+    if let Some(farm) = &farm {
+        farm.check()?;
     }
     let path = store_path(args)?;
-    check_store_for(engine, &path)?;
-    if engine == Engine::Local {
-        placement::check_local(&plan)?;
-        refuse_without_root(&plan)?;
+    match &farm {
+        Some(farm) => farm.check_store(&path)?,
+        None => {
+            placement::check_local(&plan)?;
+            refuse_without_root(&plan)?;
+        }
     }
     let mut store = recording::open_for_writing(&path)?;
     let id = store.create_numbered_matrix(
@@ -89,42 +99,31 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
             );
         }
     }
-    run_on(engine, plan, id, &slots, store, path, args)
+    run_on(farm.as_deref(), plan, id, &slots, store, path, &options)
 }
 
-/// Makes the runs of `slots` where `engine` says, then prints the tables.
+/// The farm of `engine`; none for the local engine.
+fn farm_of(engine: Engine, options: &FarmOptions) -> Option<Box<dyn Farm + '_>> {
+    match engine {
+        Engine::Local => None,
+        Engine::Slurm => Some(Box::new(slurm::Slurm { options })),
+        Engine::K8s => Some(Box::new(k8s::Kubernetes { options })),
+    }
+}
+
+/// Makes the runs of `slots` on `farm`, or here without one, then prints the tables.
 fn run_on(
-    engine: Engine,
+    farm: Option<&dyn Farm>,
     plan: Plan,
     id: String,
     slots: &[(u32, usize)],
     store: Store,
     path: Location,
-    args: &MatrixArgs,
+    options: &FarmOptions,
 ) -> Result<i32> {
-    match engine {
-        Engine::Local => execute_and_print(plan, id, slots, store, path, args),
-        Engine::Slurm => slurm::submit_and_follow(&plan, &id, slots, store, &path, args),
-        Engine::K8s => k8s::emit(&plan, &id, slots, &path, args),
-    }
-}
-
-/// Refuses a store the engine's tasks cannot reach: pods share no file; Slurm nodes share a
-/// file only on one machine (said, not refused: a one-machine cluster is a farm too).
-fn check_store_for(engine: Engine, path: &Location) -> Result<(), Usage> {
-    match (engine, path) {
-        (Engine::K8s, Location::File(p)) => Err(Usage(format!(
-            "--engine k8s: the results store {} is a file, which pods cannot share; give --store postgres://USER@HOST/DB",
-            recording::shown(p)
-        ))),
-        (Engine::Slurm, Location::File(p)) => {
-            note!(
-                "fsynclab matrix: the results store {} is a file: every node writes it, which is safe on one machine only (a farm of machines shares --store postgres://USER@HOST/DB)",
-                recording::shown(p)
-            );
-            Ok(())
-        }
-        _ => Ok(()),
+    match farm {
+        None => execute_and_print(plan, id, slots, store, path, options),
+        Some(farm) => farm.submit(&plan, &id, slots, store, &path),
     }
 }
 
@@ -134,8 +133,10 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
     let path = store_path(args)?;
     let store = recording::read_store_at(&path)?;
     let stored = StoredMatrix::load(&store, id)?;
-    let engine = placement::engine(args, Some(&stored.plan));
-    placement::check_options(args, engine, Some(&stored.plan))?;
+    let options = FarmOptions::of(args);
+    let engine = placement::engine(&options, Some(&stored.plan));
+    placement::check_options(&options, engine, Some(&stored.plan))?;
+    let farm = farm_of(engine, &options);
     let mut slots = run::remaining(&store, id, &stored.plan)?;
     if args.dry_run {
         print!("{}", dry_run(&stored.plan, &slots)?);
@@ -145,7 +146,7 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
         if !args.quiet {
             note!("fsynclab matrix {id}: every run is made; its table:");
         }
-        return print_tables(&store, id, args).map(|()| 0);
+        return print_tables(&store, id, &options.table).map(|()| 0);
     }
     // A Kubernetes matrix resumed without --emit: what is stored, and how to make the rest.
     if engine == Engine::K8s && args.emit.is_none() {
@@ -154,28 +155,22 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
             slots.len(),
             stored.plan.order().len()
         );
-        return print_tables(&store, id, args).map(|()| 0);
+        return print_tables(&store, id, &options.table).map(|()| 0);
     }
     // Tasks of an array still waiting would make their runs again.
-    if engine == Engine::Slurm {
-        slurm_client::check_clients()?;
-        let active = slurm_client::active_jobs(id)?;
-        if !active.is_empty() {
-            return Err(Usage(format!(
-                "matrix {id}: Slurm job {} still has tasks waiting or running; let it end (or `scancel` it), then --resume",
-                active.join(", ")
-            ))
-            .into());
-        }
+    if let Some(farm) = &farm {
+        farm.check_none_running(id)?;
     }
-    check_store_for(engine, &path)?;
-    if engine == Engine::Local {
-        placement::check_local(&stored.plan)?;
-        refuse_without_root(&stored.plan)?;
+    match &farm {
+        Some(farm) => farm.check_store(&path)?,
+        None => {
+            placement::check_local(&stored.plan)?;
+            refuse_without_root(&stored.plan)?;
+        }
     }
     drop(store);
     let mut store = recording::open_for_writing(&path)?;
-    if engine != Engine::Local {
+    if farm.is_some() {
         store.release_dead_claims(id, claim::is_dead)?;
         let held = store.claims(id)?;
         let cells = stored.plan.cells();
@@ -192,7 +187,15 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
             stored.plan.order().len()
         );
     }
-    run_on(engine, stored.plan, id.to_string(), &slots, store, path, args)
+    run_on(
+        farm.as_deref(),
+        stored.plan,
+        id.to_string(),
+        &slots,
+        store,
+        path,
+        &options,
+    )
 }
 
 fn execute_and_print(
@@ -201,10 +204,10 @@ fn execute_and_print(
     slots: &[(u32, usize)],
     store: Store,
     path: Location,
-    args: &MatrixArgs,
+    options: &FarmOptions,
 ) -> Result<i32> {
     let mut recording = Recording::into(store, path.clone());
-    let ended = run::execute(&plan, &id, slots, &mut recording, args.quiet);
+    let ended = run::execute(&plan, &id, slots, &mut recording, options.quiet);
     // What this process claimed and did not make is free for the next (a run recorded
     // ends its own claim); a process killed before this is found dead by the next.
     if let Some(store) = recording.store_mut() {
@@ -223,43 +226,13 @@ fn execute_and_print(
             if elsewhere > 0 {
                 note!("fsynclab matrix {id}: {elsewhere} runs are still being made by another fsynclab; the table shows the runs stored (`fsynclab matrix --resume {id}` prints it whole once they are)");
             }
-            print_tables(store, &id, args)?;
-            if !args.quiet {
+            print_tables(store, &id, &options.table)?;
+            if !options.quiet {
                 note!("fsynclab matrix {id}: `fsynclab report --matrix {id} -o {id}.html` draws it; `fsynclab runs --matrix {id}` lists its runs");
             }
             Ok(0)
         }
     }
-}
-
-pub(crate) fn print_tables(store: &Store, id: &str, args: &MatrixArgs) -> Result<()> {
-    let stored = StoredMatrix::load(store, id)?;
-    let terminal = std::io::stdout().is_terminal();
-    let mut out = String::new();
-    for (i, figure) in stored.figures(&args.figure)?.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let t = stored.table(figure, args.columns.as_deref())?;
-        if args.format != TableFormat::Json {
-            out.push_str(&format!(
-                "matrix {id}: {} ({})\n\n",
-                stored.plan.scenario,
-                settings_line(&stored.plan)
-            ));
-        }
-        out.push_str(&table::render(&t, args.format, terminal));
-    }
-    crate::report::print(&out)?;
-    Ok(())
-}
-
-/// What every cell shares, for the table's title.
-fn settings_line(plan: &Plan) -> String {
-    let mut parts: Vec<String> = plan.target.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    parts.extend(plan.sets.iter().cloned());
-    parts.push(format!("{} runs a cell", plan.repeat));
-    parts.join(" ")
 }
 
 /// The store a matrix is kept in: it must have one.

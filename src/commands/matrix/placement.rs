@@ -7,14 +7,16 @@
 
 use anyhow::Result;
 
-use crate::cli::{Engine, MatrixArgs};
+use super::options::FarmOptions;
+use crate::cli::Engine;
 use crate::environment::this_host;
 use crate::error::Usage;
 use crate::matrix::plan::{Axis, Cell, CellPlace, Placement, Plan, HOST_AXIS};
 
 /// The engine of a matrix: as asked, else the stored plan's, else local.
-pub(crate) fn engine(args: &MatrixArgs, stored: Option<&Plan>) -> Engine {
-    args.engine
+pub(crate) fn engine(options: &FarmOptions, stored: Option<&Plan>) -> Engine {
+    options
+        .engine
         .or_else(|| {
             stored
                 .and_then(|p| p.placement.as_ref())
@@ -25,7 +27,7 @@ pub(crate) fn engine(args: &MatrixArgs, stored: Option<&Plan>) -> Engine {
 
 /// Refuses farm options that the engine does not take, in one line. `stored` is the plan of
 /// a matrix resumed, whose image a Kubernetes Job reuses.
-pub(crate) fn check_options(args: &MatrixArgs, engine: Engine, stored: Option<&Plan>) -> Result<(), Usage> {
+pub(crate) fn check_options(args: &FarmOptions, engine: Engine, stored: Option<&Plan>) -> Result<(), Usage> {
     let given = |flag: &'static str, yes: bool| yes.then_some(flag);
     let slurm_only = [
         given("--partition", args.partition.is_some()),
@@ -83,10 +85,10 @@ pub(crate) fn check_options(args: &MatrixArgs, engine: Engine, stored: Option<&P
 }
 
 /// The placement a new matrix keeps in its plan, with the host axis `--per-host` adds (the
-/// nodes given, else `nodes`, the scheduler's; this host for the local engine).
+/// nodes given, else `nodes`, the farm's; this host for the local engine).
 pub(crate) fn place(
     plan: &mut Plan,
-    args: &MatrixArgs,
+    args: &FarmOptions,
     engine: Engine,
     nodes: impl FnOnce() -> Result<Vec<String>>,
 ) -> Result<()> {
@@ -107,14 +109,8 @@ pub(crate) fn place(
     let hosts = match engine {
         Engine::Local => vec![this_host().name],
         _ if !args.nodes.is_empty() => args.nodes.clone(),
-        Engine::K8s => {
-            return Err(Usage(
-                "--engine k8s --per-host: name the nodes with --nodes N1,N2 (a manifest is written without asking the cluster)"
-                    .into(),
-            )
-            .into())
-        }
-        Engine::Slurm => nodes()?,
+        // The scheduler's (Slurm lists them; a Kubernetes manifest needs them named).
+        _ => nodes()?,
     };
     plan.axes.insert(
         0,

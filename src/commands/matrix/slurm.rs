@@ -28,11 +28,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
+use super::farm::Farm;
+use super::options::FarmOptions;
 use super::run::slot_label;
-use crate::cli::MatrixArgs;
 use crate::error::Usage;
 use crate::matrix::plan::{CellPlace, Plan};
-use crate::matrix::slurm_client::{nodes_of, output, slurm};
+use crate::matrix::slurm_client::{active_jobs, check_clients, nodes_of, output, slurm};
 use crate::recording;
 use crate::run::Progress;
 use crate::store::{Location, RunFilter, RunId, Store};
@@ -80,33 +81,82 @@ struct Request {
 }
 
 impl Request {
-    fn of(plan: &Plan, args: &MatrixArgs) -> Result<Request> {
+    fn of(plan: &Plan, options: &FarmOptions) -> Result<Request> {
         let stored = plan.placement.clone().unwrap_or_default();
-        let log_dir = std::path::absolute(args.log_dir.clone().unwrap_or_else(|| PathBuf::from("fsynclab-logs")))?;
+        let log_dir = std::path::absolute(
+            options
+                .log_dir
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("fsynclab-logs")),
+        )?;
         Ok(Request {
-            partition: args.partition.clone().or(stored.partition),
-            nodes: if args.nodes.is_empty() {
+            partition: options.partition.clone().or(stored.partition),
+            nodes: if options.nodes.is_empty() {
                 stored.nodes
             } else {
-                args.nodes.clone()
+                options.nodes.clone()
             },
-            parallel: args.parallel.or(stored.parallel),
+            parallel: options.parallel.or(stored.parallel),
             log_dir,
         })
     }
 }
 
+/// Slurm: the runs as job arrays, followed to their end.
+pub(crate) struct Slurm<'a> {
+    pub(crate) options: &'a FarmOptions,
+}
+
+impl Farm for Slurm<'_> {
+    fn check(&self) -> Result<(), Usage> {
+        check_clients()
+    }
+
+    /// Slurm nodes share a file only on one machine: said, not refused (a one-machine
+    /// cluster is a farm too).
+    fn check_store(&self, at: &Location) -> Result<(), Usage> {
+        if let Location::File(p) = at {
+            note!(
+                "fsynclab matrix: the results store {} is a file: every node writes it, which is safe on one machine only (a farm of machines shares --store postgres://USER@HOST/DB)",
+                recording::shown(p)
+            );
+        }
+        Ok(())
+    }
+
+    fn nodes(&self) -> Result<Vec<String>> {
+        nodes_of(self.options.partition.as_deref())
+    }
+
+    fn check_none_running(&self, matrix_id: &str) -> Result<()> {
+        check_clients()?;
+        let active = active_jobs(matrix_id)?;
+        if !active.is_empty() {
+            return Err(Usage(format!(
+                "matrix {matrix_id}: Slurm job {} still has tasks waiting or running; let it end (or `scancel` it), then --resume",
+                active.join(", ")
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    fn submit(&self, plan: &Plan, matrix_id: &str, slots: &[(u32, usize)], store: Store, at: &Location) -> Result<i32> {
+        submit_and_follow(plan, matrix_id, slots, store, at, self.options)
+    }
+}
+
 /// Submits the runs of `slots` as Slurm job arrays, follows them, prints the table; the exit
 /// status.
-pub(crate) fn submit_and_follow(
+fn submit_and_follow(
     plan: &Plan,
     matrix_id: &str,
     slots: &[(u32, usize)],
     store: Store,
     at: &Location,
-    args: &MatrixArgs,
+    options: &FarmOptions,
 ) -> Result<i32> {
-    let request = Request::of(plan, args)?;
+    let request = Request::of(plan, options)?;
     let order = plan.order();
     let mut indices: Vec<usize> = slots
         .iter()
@@ -116,7 +166,7 @@ pub(crate) fn submit_and_follow(
     std::fs::create_dir_all(&request.log_dir)
         .with_context(|| format!("cannot make the log directory {}", request.log_dir.display()))?;
     let arrays = submit(plan, matrix_id, &indices, &request, at)?;
-    if !args.quiet {
+    if !options.quiet {
         for a in &arrays {
             note!(
                 "fsynclab matrix {matrix_id}: Slurm job {} runs {} of its runs{} (logs: {}/{matrix_id}-{}_N.log)",
@@ -128,7 +178,7 @@ pub(crate) fn submit_and_follow(
             );
         }
     }
-    let followed = follow(plan, matrix_id, &arrays, &store, args.quiet)?;
+    let followed = follow(plan, matrix_id, &arrays, &store, options.quiet)?;
     if let Some(sig) = followed {
         let jobs: Vec<&str> = arrays.iter().map(|a| a.job.as_str()).collect();
         let cancelled = output(slurm("scancel").args(&jobs)).is_ok();
@@ -144,8 +194,8 @@ pub(crate) fn submit_and_follow(
         return Ok(128 + sig);
     }
     let failed = report_failures(plan, matrix_id, &arrays, &store, &request)?;
-    super::print_tables(&store, matrix_id, args)?;
-    if !args.quiet {
+    super::tables::print_tables(&store, matrix_id, &options.table)?;
+    if !options.quiet {
         note!(
             "fsynclab matrix {matrix_id}: `fsynclab report --matrix {matrix_id} -o {matrix_id}.html` draws it; `fsynclab runs --matrix {matrix_id}` lists its runs with their hosts"
         );
