@@ -13,16 +13,14 @@
 //!
 //! On a farm the runs are made by a scheduler's tasks instead of this process, each with
 //! `--run-cell` ([`cell`]) on its node and into the shared store: a Slurm job array followed
-//! to its end ([`slurm`]), or a Kubernetes Indexed Job written for `kubectl` ([`k8s`]);
+//! to its end ([`farm::slurm`]), or a Kubernetes Indexed Job written for `kubectl` ([`farm::k8s`]);
 //! [`placement`] says which engine, which nodes, and whether every node runs the whole matrix.
 
 mod cell;
 mod farm;
-mod k8s;
 mod options;
 mod placement;
 mod run;
-mod slurm;
 mod tables;
 
 use std::time::Duration;
@@ -106,8 +104,8 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
 fn farm_of(engine: Engine, options: &FarmOptions) -> Option<Box<dyn Farm + '_>> {
     match engine {
         Engine::Local => None,
-        Engine::Slurm => Some(Box::new(slurm::Slurm { options })),
-        Engine::K8s => Some(Box::new(k8s::Kubernetes { options })),
+        Engine::Slurm => Some(Box::new(farm::slurm::Slurm { options })),
+        Engine::K8s => Some(Box::new(farm::k8s::Kubernetes { options })),
     }
 }
 

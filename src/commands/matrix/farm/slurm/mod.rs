@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
-use super::farm::Farm;
-use super::options::FarmOptions;
-use super::run::slot_label;
+use super::Farm;
+use crate::commands::matrix::options::FarmOptions;
+use crate::commands::matrix::run::slot_label;
 use crate::error::Usage;
 use crate::matrix::plan::{CellPlace, Plan};
 use crate::matrix::slurm_client::{active_jobs, check_clients, nodes_of, output, slurm};
@@ -194,7 +194,7 @@ fn submit_and_follow(
         return Ok(128 + sig);
     }
     let failed = report_failures(plan, matrix_id, &arrays, &store, &request)?;
-    super::tables::print_tables(&store, matrix_id, &options.table)?;
+    crate::commands::matrix::tables::print_tables(&store, matrix_id, &options.table)?;
     if !options.quiet {
         note!(
             "fsynclab matrix {matrix_id}: `fsynclab report --matrix {matrix_id} -o {matrix_id}.html` draws it; `fsynclab runs --matrix {matrix_id}` lists its runs with their hosts"
@@ -400,7 +400,7 @@ fn tail(path: &Path, n: usize) -> Option<String> {
 /// Says, for each submitted run not stored, which task it was, what Slurm says of it and
 /// the end of its log; how many failed (a run another process is still making is not).
 fn report_failures(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, request: &Request) -> Result<usize> {
-    let missing = super::run::remaining(store, matrix_id, plan)?;
+    let missing = crate::commands::matrix::run::remaining(store, matrix_id, plan)?;
     let order = plan.order();
     let cells = plan.cells();
     let claims = store.claims(matrix_id)?;

@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::farm::Farm;
-use super::options::FarmOptions;
+use super::Farm;
+use crate::commands::matrix::options::FarmOptions;
 use crate::error::Usage;
 use crate::matrix::plan::{CellPlace, Plan};
 use crate::store::{Location, Store};

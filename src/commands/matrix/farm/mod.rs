@@ -1,6 +1,9 @@
 //! A farm's scheduler, behind one trait: what `fsynclab matrix` asks of Slurm
-//! ([`super::slurm`]) or Kubernetes ([`super::k8s`]) when its runs are made by a scheduler's
+//! ([`slurm`]) or Kubernetes ([`k8s`]) when its runs are made by a scheduler's
 //! tasks instead of this process. The local engine has no farm; `super::farm_of` picks one.
+
+pub(super) mod k8s;
+pub(super) mod slurm;
 
 use anyhow::Result;
 
