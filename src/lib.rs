@@ -37,6 +37,10 @@
 //! - system: `kernel`, /proc and /sys parsed, one parser per file; `sys`, the checked system
 //!   calls; `units`
 
+// Output goes through the commands (what a user asked to see) and `report` (exporters,
+// `report::print`); a line on stderr through `note!`. Nothing below prints by itself.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 /// A line on stderr that cannot panic: `eprintln!` panics when stderr is gone (a closed
 /// terminal, a dropped ssh session), which would skip the teardown that must follow.
 macro_rules! note {
@@ -46,8 +50,10 @@ macro_rules! note {
     }};
 }
 
+#[allow(clippy::print_stdout)] // the dispatch and the commands print what they were asked for
 mod app;
 pub mod cli;
+#[allow(clippy::print_stdout)]
 mod commands;
 pub mod compare;
 pub mod environment;
