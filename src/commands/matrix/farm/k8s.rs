@@ -20,7 +20,7 @@ use anyhow::Result;
 use super::Farm;
 use crate::commands::matrix::options::FarmOptions;
 use crate::error::Usage;
-use crate::matrix::plan::{CellPlace, Plan};
+use crate::matrix::plan::Plan;
 use crate::store::{Location, Store};
 
 /// The Secret the pods read the store's address from.
@@ -46,22 +46,8 @@ fn dns_name(text: &str) -> String {
 pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], options: &FarmOptions) -> String {
     let placement = plan.placement.clone().unwrap_or_default();
     let image = options.image.clone().or(placement.image.clone()).unwrap_or_default();
-    let cells = plan.cells();
     let order = plan.order();
-    let pinned = plan.axes.iter().any(|a| a.key == crate::matrix::plan::HOST_AXIS);
-    let groups: Vec<(Option<String>, Vec<usize>)> = if pinned {
-        let mut by_node: Vec<(Option<String>, Vec<usize>)> = Vec::new();
-        for &i in indices {
-            let host = cells[order[i].1].host().map(str::to_string);
-            match by_node.iter_mut().find(|(n, _)| *n == host) {
-                Some((_, list)) => list.push(i),
-                None => by_node.push((host, vec![i])),
-            }
-        }
-        by_node
-    } else {
-        vec![(None, indices.to_vec())]
-    };
+    let (_, groups) = super::by_node(plan, indices);
     let dir = plan.target.iter().find(|(k, _)| k == "dir").map(|(_, v)| v.clone());
     let mut out = format!(
         "# fsynclab matrix {matrix_id}: {}, {} runs of {} as Kubernetes Indexed Jobs, one completion a run.\n\
@@ -239,12 +225,7 @@ impl Farm for Kubernetes<'_> {
 
 /// Writes the manifest to `--emit FILE` and says how to start it; the exit status.
 fn emit(plan: &Plan, matrix_id: &str, slots: &[(u32, usize)], store: &Location, options: &FarmOptions) -> Result<i32> {
-    let order = plan.order();
-    let mut indices: Vec<usize> = slots
-        .iter()
-        .filter_map(|slot| order.iter().position(|o| o == slot))
-        .collect();
-    indices.sort_unstable();
+    let indices = super::indices_of(plan, slots);
     let Some(file) = &options.emit else {
         return Err(Usage("--engine k8s: give --emit FILE".into()).into());
     };

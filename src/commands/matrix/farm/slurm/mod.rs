@@ -32,7 +32,7 @@ use anyhow::{Context as _, Result};
 use super::Farm;
 use crate::commands::matrix::options::FarmOptions;
 use crate::error::Usage;
-use crate::matrix::plan::{CellPlace, Plan};
+use crate::matrix::plan::Plan;
 use crate::matrix::slurm_client::{active_jobs, check_clients, nodes_of, output, slurm};
 use crate::recording;
 use crate::store::{Location, Store};
@@ -157,12 +157,7 @@ fn submit_and_follow(
     options: &FarmOptions,
 ) -> Result<i32> {
     let request = Request::of(plan, options)?;
-    let order = plan.order();
-    let mut indices: Vec<usize> = slots
-        .iter()
-        .filter_map(|slot| order.iter().position(|o| o == slot))
-        .collect();
-    indices.sort_unstable();
+    let indices = super::indices_of(plan, slots);
     std::fs::create_dir_all(&request.log_dir)
         .with_context(|| format!("cannot make the log directory {}", request.log_dir.display()))?;
     let arrays = submit(plan, matrix_id, &indices, &request, at)?;
@@ -207,22 +202,7 @@ fn submit_and_follow(
 fn submit(plan: &Plan, matrix_id: &str, indices: &[usize], request: &Request, at: &Location) -> Result<Vec<Array>> {
     let exe = std::env::current_exe().context("cannot find the fsynclab binary to run on the nodes")?;
     let store = at.for_another_process()?;
-    let cells = plan.cells();
-    let order = plan.order();
-    let pinned = plan.axes.iter().any(|a| a.key == crate::matrix::plan::HOST_AXIS);
-    let groups: Vec<(Option<String>, Vec<usize>)> = if pinned {
-        let mut by_node: Vec<(Option<String>, Vec<usize>)> = Vec::new();
-        for &i in indices {
-            let host = cells[order[i].1].host().map(str::to_string);
-            match by_node.iter_mut().find(|(n, _)| *n == host) {
-                Some((_, list)) => list.push(i),
-                None => by_node.push((host, vec![i])),
-            }
-        }
-        by_node
-    } else {
-        vec![(None, indices.to_vec())]
-    };
+    let (pinned, groups) = super::by_node(plan, indices);
     // Any node of the partition, except those --nodes leaves out.
     let exclude: Vec<String> = if request.nodes.is_empty() || pinned {
         Vec::new()
