@@ -134,12 +134,10 @@ fn main_figure(r: &RunSummary) -> String {
     let Ok(figures) = r.figures() else {
         return "-".into();
     };
-    match figures.main_figure() {
-        Some(f) => match figures.values.get(&f) {
-            Some(v) => format!("{f} {} {}", f.format(*v), f.unit()),
-            None => "-".into(),
-        },
-        None => "no calls".into(),
+    match (figures.main_figure(), figures.main_figure_text()) {
+        (None, _) => "no calls".into(),
+        (Some(_), Some(text)) => text,
+        (Some(_), None) => "-".into(),
     }
 }
 

@@ -105,10 +105,8 @@ pub(crate) fn made_line(made: &Recorded, cell: &Cell, rep: u32) -> String {
 pub(crate) fn main_figure(result: &crate::result::RunResult) -> String {
     run_figures("", result)
         .ok()
-        .and_then(|f| {
-            f.main_figure()
-                .and_then(|m| f.values.get(&m).map(|v| format!(", {m} {} {}", m.format(*v), m.unit())))
-        })
+        .and_then(|f| f.main_figure_text())
+        .map(|text| format!(", {text}"))
         .unwrap_or_default()
 }
 

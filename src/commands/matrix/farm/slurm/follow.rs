@@ -60,10 +60,8 @@ pub(super) fn follow(
                 let figure = r
                     .figures()
                     .ok()
-                    .and_then(|f| {
-                        f.main_figure()
-                            .and_then(|m| f.values.get(&m).map(|v| format!(", {m} {} {}", m.format(*v), m.unit())))
-                    })
+                    .and_then(|f| f.main_figure_text())
+                    .map(|text| format!(", {text}"))
                     .unwrap_or_default();
                 progress.finished(format!(
                     "{}: run {}{host}{figure}",
