@@ -1,7 +1,7 @@
 //! The matrix command's options, read once from its command line: where the runs go
 //! ([`FarmOptions`], the placement the schedulers take) and how the tables are printed
-//! ([`TableOptions`]). The schedulers ([`super::farm::slurm`], [`super::farm::k8s`]) and the placement
-//! ([`super::placement`]) take these, never clap's `MatrixArgs`.
+//! ([`TableOptions`]). The schedulers ([`super::farm::slurm`], [`super::farm::k8s`]) and
+//! the placement ([`super::placement`]) take these, never clap's `MatrixArgs`.
 
 use std::path::PathBuf;
 
