@@ -12,11 +12,11 @@
 //!   `losetup -d`) the program is left to finish within its limit.
 //! - Ending with fsynclab: whatever the program left in its group when it ended (`sh -c
 //!   'server &'`) is killed; PR_SET_PDEATHSIG kills the program if fsynclab dies; and a second
-//!   Ctrl-C, which exits at once, kills every group still registered ([`kill_registered`]).
+//!   Ctrl-C, which exits at once, kills every group still waited for
+//!   ([`crate::signals::end_with_us`]).
 
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a program has between SIGTERM and SIGKILL once fsynclab ends it.
@@ -186,48 +186,25 @@ fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHand
     })
 }
 
-/// The process groups of the programs being waited for, for [`kill_registered`]: a fixed
-/// table of atomics, which a signal handler can read.
-static GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
-
-/// A program's process group in [`GROUPS`] while it is waited for.
+/// A program's process group, killed by a second Ctrl-C while it is waited for
+/// ([`crate::signals::end_with_us`]).
 struct Registered {
     group: i32,
-    slot: Option<usize>,
+    _held: crate::signals::EndsWithUs,
 }
 
 impl Registered {
     fn new(group: i32) -> Registered {
-        let slot = GROUPS
-            .iter()
-            .position(|s| s.compare_exchange(0, group, Ordering::SeqCst, Ordering::SeqCst).is_ok());
-        Registered { group, slot }
+        Registered {
+            group,
+            _held: crate::signals::end_with_us(group),
+        }
     }
 
     fn signal(&self, sig: i32) {
         // SAFETY: kill has no memory preconditions; the group's leader is our child, not
         // yet reaped, so the id names its group and no other.
         unsafe { libc::kill(-self.group, sig) };
-    }
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        if let Some(slot) = self.slot {
-            GROUPS[slot].store(0, Ordering::SeqCst);
-        }
-    }
-}
-
-/// SIGKILL to every program group being waited for: what a second Ctrl-C does before
-/// fsynclab exits at once. Async-signal-safe (atomics and kill(2)).
-pub(crate) fn kill_registered() {
-    for slot in &GROUPS {
-        let group = slot.load(Ordering::SeqCst);
-        if group > 0 {
-            // SAFETY: kill has no memory preconditions.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
-        }
     }
 }
 

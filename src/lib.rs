@@ -3,39 +3,44 @@
 //! A `scenario` reproduces one seed experiment: it reads its `--set` parameters once into
 //! a typed plan, composes *roles* (a foreground prober timing every write and sync call,
 //! background writers loading writeback, pools of worker threads), and returns samples plus
-//! typed details. The `engine` runs a plan on a `testbed` (a directory, or a scratch
+//! typed details. The engine (`run`) runs a plan on a `testbed` (a directory, or a scratch
 //! filesystem on an emulated disk) in a private work directory; `measure` turns calls into
 //! HDR-histogram percentiles; `environment` fingerprints where it ran; the `result` keeps
 //! it all; a `report` exporter prints it, now or later (`fsynclab show`).
 //!
-//! Modules, from the outside in:
-//! - `cli` (the command line as typed), `app` (what each subcommand does)
-//! - `session`: the one way to run (signals watched, testbed opened, the `engine` run on
-//!   it, the testbed undone); `engine`: a measurement, phase by phase; `suite`: every
-//!   scenario in one go; `exec`: any program on the testbed
-//! - `signals`: the signals that stop a run; `stop`: the stop they set, which every role
-//!   checks; `child`: the external programs fsynclab waits for, each in its own process
-//!   group, under a stated limit
-//! - `scenario`: a file or folder per experiment; `params`: `--set` as declared and parsed
-//! - `role`: prober, writers, worker pool, group commit, file filling
-//! - `sync`: the sync methods; `sys`: the checked system calls
-//! - `measure`: clock, operation kinds, samples, histograms, throughput, small statistics
-//! - `testbed`, `environment`: where I/O goes, and what it is; `kernel`: /proc and /sys
-//!   parsed, one parser per file
-//! - `result`: the versioned JSON shape; `report`: text, seed and json exporters, live
-//!   progress; `observe`: the events a run emits while it goes
-//! - `compare`, `store`, `html`: statistics and verdicts, the results store (SQLite or
-//!   PostgreSQL, with the compact sample codec), the HTML page `fsynclab report` writes;
-//!   `record`: runs stored as they finish; `stores`: `store copy` between stores
-//! - `matrix`: configurations crossed and repeated, with seed 002's table, on this host or a
-//!   farm's scheduler (Slurm, Kubernetes); `review`: the
-//!   `runs`, `show`, `export`, `compare` and `report` commands over stored results
-//! - `reproduce`: every seed's finding run again on the configuration of its era, the
-//!   published figure beside the measured one, and a verdict with why
-//! - `explain`: a kernel trace of the measured threads, slow calls split into causes, the
-//!   writeback timeline
-//! - `output`: files users name (`-o`), written as `cp` and `tee` would, never over the store
-//! - `units`, `error`, `rng`: shared vocabulary, the one random generator
+//! The modules, tier by tier from the top (`tests/layers.rs` holds the same list: a module
+//! imports its own tier or lower, and no two modules, nor two files of a folder, import
+//! each other in a cycle; README's layout section names every one):
+//! - dispatch: `app`, each subcommand to its home
+//! - commands: `commands`, one home per subcommand (run, load and probe, list,
+//!   list-devices, suite, exec, matrix with its farm schedulers, reproduce, runs, show,
+//!   export, compare, report, explain, store copy, cleanup)
+//! - command line: `cli`, the clap definitions
+//! - run: `run`, the one way to run: the session (signals watched, testbed opened and
+//!   undone), the engine (a measurement, phase by phase), the one recorded cell and its
+//!   progress
+//! - output: `html`, the page `fsynclab report` writes; `report`, the text, seed and json
+//!   exporters and live progress; `recording`, runs stored as they finish
+//! - results: `matrix`, configurations crossed and repeated, the claims that share its runs,
+//!   seed 002's table; `store`, the results store (SQLite or PostgreSQL, with the compact
+//!   sample codec); `compare`, statistics and verdicts; `result`, the versioned JSON shape
+//! - experiments: `scenario`, a file or folder per experiment; `explain`, a kernel trace of
+//!   the measured threads, slow calls split into causes, the writeback timeline; `role`,
+//!   prober, writers, worker pool, group commit, file filling; `sync`, the sync methods;
+//!   `observe`, the events a run emits while it goes; `testbed` and `environment`, where I/O
+//!   goes and what it is; `signals`, the signals that stop a run, and `stop`, the stop they
+//!   set, which every role checks; `child`, the external programs fsynclab waits for, each
+//!   in its own process group under a stated limit
+//! - vocabulary: `measure` (clock, operation kinds, samples, histograms, throughput, small
+//!   statistics), `params` (`--set` as declared and parsed), `error`, `rng` (the one random
+//!   generator), `named_file` (files users name with `-o`, written as `cp` and `tee` would,
+//!   never over the store)
+//! - system: `kernel`, /proc and /sys parsed, one parser per file; `sys`, the checked system
+//!   calls; `units`
+
+// Output goes through the commands (what a user asked to see) and `report` (exporters,
+// `report::print`); a line on stderr through `note!`. Nothing below prints by itself.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 /// A line on stderr that cannot panic: `eprintln!` panics when stderr is gone (a closed
 /// terminal, a dropped ssh session), which would skip the teardown that must follow.
@@ -46,36 +51,33 @@ macro_rules! note {
     }};
 }
 
+#[allow(clippy::print_stdout)] // the dispatch and the commands print what they were asked for
 mod app;
 mod child;
 pub mod cli;
+#[allow(clippy::print_stdout)]
+mod commands;
 pub mod compare;
-mod engine;
 pub mod environment;
 pub mod error;
-mod exec;
 mod explain;
 pub mod html;
 mod kernel;
 mod matrix;
 pub mod measure;
+mod named_file;
 mod observe;
-mod output;
 mod params;
-mod record;
+mod recording;
 mod report;
-mod reproduce;
 mod result;
-mod review;
 mod rng;
 mod role;
+mod run;
 mod scenario;
-mod session;
 mod signals;
 mod stop;
 pub mod store;
-mod stores;
-mod suite;
 mod sync;
 pub mod sys;
 pub mod testbed;

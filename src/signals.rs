@@ -15,7 +15,7 @@
 //! A second SIGINT, SIGTERM or SIGQUIT while the first is being handled exits at once,
 //! as users of long-running tools expect, saying what it leaves behind (the testbed keeps
 //! that message current, [`set_last_words`]) and killing the programs it was waiting for
-//! ([`crate::child::kill_registered`]). Other signals only ask to stop, however often they
+//! ([`end_with_us`]). Other signals only ask to stop, however often they
 //! come: a terminal closed during teardown must not cut it short.
 //!
 //! A signal sent to the whole process group counts once: GNU `timeout`, the leader of the
@@ -109,7 +109,7 @@ pub fn set_last_words(text: String) {
 /// Kills the programs being waited for, writes the last words and exits with `code`.
 /// Async-signal-safe: kill(2), write(2) and _exit(2).
 fn exit_at_once(code: i32) -> ! {
-    crate::child::kill_registered();
+    kill_groups();
     const DEFAULT: &[u8] = b"fsynclab: second signal: exiting at once\n";
     let words = LAST_WORDS.load(Ordering::SeqCst);
     // SAFETY: a non-null pointer comes from Box::into_raw in `set_last_words` and is never
@@ -119,6 +119,44 @@ fn exit_at_once(code: i32) -> ! {
     // matter (there is nothing left to do if stderr is gone).
     unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
     signal_hook::low_level::exit(code)
+}
+
+/// The process groups of the programs fsynclab waits for ([`crate::child`]), which a second
+/// Ctrl-C kills before exiting at once: a fixed table of atomics, which a handler can read.
+static GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
+
+/// Process group `group` is killed (SIGKILL) if fsynclab exits at once, until the returned
+/// guard is dropped. More than the table holds at once are not: they still die with
+/// fsynclab's children (PR_SET_PDEATHSIG), only not their own.
+pub(crate) fn end_with_us(group: i32) -> EndsWithUs {
+    let slot = GROUPS
+        .iter()
+        .position(|s| s.compare_exchange(0, group, Ordering::SeqCst, Ordering::SeqCst).is_ok());
+    EndsWithUs { slot }
+}
+
+/// See [`end_with_us`].
+pub(crate) struct EndsWithUs {
+    slot: Option<usize>,
+}
+
+impl Drop for EndsWithUs {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot {
+            GROUPS[slot].store(0, Ordering::SeqCst);
+        }
+    }
+}
+
+/// SIGKILL to every group of [`GROUPS`]. Async-signal-safe (atomics and kill(2)).
+fn kill_groups() {
+    for slot in &GROUPS {
+        let group = slot.load(Ordering::SeqCst);
+        if group > 0 {
+            // SAFETY: kill has no memory preconditions.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+    }
 }
 
 /// Whether `signal` still has its default action (SIG_DFL), which for [`STOP_SIGNALS`] ends

@@ -194,6 +194,16 @@ impl fmt::Display for Bytes {
     }
 }
 
+/// A span of time for a person: `40s`, `2m40s`, `1h05m`.
+pub(crate) fn clock(d: Duration) -> String {
+    let s = d.as_secs_f64().round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +265,13 @@ mod tests {
         for text in ["250ms", "1s", "2m", "1h", "500us", "0s"] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
         }
+    }
+
+    #[test]
+    fn spans_of_time_read_as_a_clock() {
+        assert_eq!(clock(Duration::from_secs(40)), "40s");
+        assert_eq!(clock(Duration::from_secs(113)), "1m53s");
+        assert_eq!(clock(Duration::from_secs(160)), "2m40s");
+        assert_eq!(clock(Duration::from_secs(3900)), "1h05m");
     }
 }

@@ -11,18 +11,20 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Usage;
-use crate::explain::attribution::Threshold;
-use crate::explain::run::{ExplainOptions, TraceWish};
-use crate::testbed::{Key, Spelling, TestbedRequest};
-use crate::units::parse_duration;
+use crate::explain::run::ExplainOptions;
 
 mod store;
+mod target;
 
+/// The formats live beside what prints them (the exporters, the matrix table); the
+/// command line names them.
+pub use crate::matrix::table::TableFormat;
+pub use crate::report::Format;
 pub use store::{
-    CompareArgs, Engine, ExportArgs, ExportFormat, MatrixArgs, RecordArgs, ReportArgs, RunsArgs, StoreArg,
-    StoreCommand, TableFormat,
+    CompareArgs, Engine, ExportArgs, ExportFormat, MatrixArgs, RecordArgs, ReportArgs, RunsArgs, StoreArg, StoreCommand,
 };
 use store::{COMPARE_HELP, EXPORT_HELP, MATRIX_HELP, REPORT_HELP, RUNS_HELP, SHOW_HELP};
+pub use target::{ExplainArgs, TargetArgs};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -306,64 +308,6 @@ impl ExecExplainArgs {
     }
 }
 
-/// Where the run's I/O goes: `--dir`, or a scratch filesystem made for the run.
-#[derive(Debug, Default, Args)]
-pub struct TargetArgs {
-    /// Directory on the filesystem under test; fsynclab works in a new subdirectory of it
-    #[arg(long, short = 'd', value_name = "DIR", default_value = ".")]
-    pub dir: PathBuf,
-    /// Run on a scratch filesystem made for the run on a loop device (root): ext2, ext3,
-    /// ext4, xfs, btrfs, with mount options after a colon (ext3:data=writeback, ext4:nobarrier)
-    #[arg(
-        long,
-        value_name = "FS[:OPTS]",
-        conflicts_with = "dir",
-        help_heading = "Scratch target"
-    )]
-    pub scratch: Option<String>,
-    /// Extra mkfs options for --scratch, e.g. "-b 1024" or "-J size=64"
-    #[arg(
-        long,
-        value_name = "OPTS",
-        allow_hyphen_values = true,
-        help_heading = "Scratch target"
-    )]
-    pub mkfs_opts: Option<String>,
-    /// Size of the scratch image [default: what the scenario needs plus a margin, at least 1G]
-    #[arg(long, value_name = "SIZE", help_heading = "Scratch target")]
-    pub scratch_size: Option<String>,
-    /// Directory that holds the scratch image and mount point [default: .]
-    #[arg(long, value_name = "DIR", help_heading = "Scratch target")]
-    pub backing: Option<PathBuf>,
-    /// I/O scheduler of the scratch loop device (none, mq-deadline, bfq, kyber), with
-    /// tunables after a colon: bfq:slice_idle=8,low_latency=0
-    #[arg(long, value_name = "NAME[:TUNABLE=VALUE,...]", help_heading = "Scratch target")]
-    pub scheduler: Option<String>,
-    /// Disk behind the scratch filesystem: host (default), ram, hdd-5400, hdd-7200, ssd-sata,
-    /// nvme, san, PROFILE,KEY=VALUE... (`fsynclab list-devices` shows their figures)
-    #[arg(
-        long,
-        value_name = "PROFILE",
-        long_help = crate::testbed::device::PROFILES_HELP,
-        help_heading = "Scratch target"
-    )]
-    pub device: Option<String>,
-    /// Per-device dirty limits of the scratch loop device, restored afterwards:
-    /// strict_limit=0|1, max_bytes=SIZE, max_ratio=PERCENT, min_bytes=SIZE, min_ratio=PERCENT
-    /// (/sys/class/bdi/MAJ:MIN/), e.g. strict_limit=1,max_bytes=4M
-    #[arg(long, value_name = "KNOB=VALUE,...", help_heading = "Scratch target")]
-    pub bdi: Option<String>,
-    /// vm.dirty_ratio for the run (restored afterwards; root)
-    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(0..=100), help_heading = "Writeback sysctls")]
-    pub dirty_ratio: Option<u64>,
-    /// vm.dirty_background_ratio for the run (restored afterwards; root)
-    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(0..=100), help_heading = "Writeback sysctls")]
-    pub dirty_background_ratio: Option<u64>,
-    /// vm.dirty_expire_centisecs for the run, as a duration like 30s (restored afterwards; root)
-    #[arg(long, value_name = "DURATION", help_heading = "Writeback sysctls")]
-    pub dirty_expire: Option<String>,
-}
-
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
     #[command(flatten)]
@@ -384,27 +328,6 @@ pub struct SuiteArgs {
     /// No progress display on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,
-}
-
-/// `--explain` and the timeline: what a run records to explain its slow calls.
-#[derive(Debug, Default, Args)]
-pub struct ExplainArgs {
-    /// Trace the kernel and split each slow call into causes [default: on as root with
-    /// tracefs]
-    #[arg(long, overrides_with = "no_explain", help_heading = "Explain")]
-    pub explain: bool,
-    /// Do not trace the kernel (the timeline is still sampled)
-    #[arg(long, overrides_with = "explain", help_heading = "Explain")]
-    pub no_explain: bool,
-    /// Explain every call at least this slow
-    #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
-    pub explain_over: String,
-    /// ...and the slowest PERCENT of each kind of call
-    #[arg(long, value_name = "PERCENT", default_value = "1%", help_heading = "Explain")]
-    pub explain_slowest: String,
-    /// Sample the writeback timeline (dirty memory, PSI, the device's queue) this often
-    #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
-    pub timeline_interval: String,
 }
 
 #[derive(Debug, Args)]
@@ -455,98 +378,12 @@ pub enum ListFormat {
     Json,
 }
 
-/// The output formats of `--format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A summary table per operation kind and the background writer's throughput.
-    Text,
-    /// The lines the seed's original programs printed, as they happen.
-    Seed,
-    /// The full result with every call (schema/result-v1.schema.json).
-    Json,
-}
-
-impl TargetArgs {
-    /// The testbed options given, as their text (`--dir .` is the default and left out).
-    pub fn options(&self) -> Vec<(Key, String)> {
-        let mut out = Vec::new();
-        let mut put = |k: Key, v: Option<String>| {
-            if let Some(v) = v {
-                out.push((k, v));
-            }
-        };
-        put(
-            Key::Dir,
-            (self.dir != std::path::Path::new(".") && !self.dir.as_os_str().is_empty())
-                .then(|| self.dir.display().to_string()),
-        );
-        put(Key::Scratch, self.scratch.clone());
-        put(Key::MkfsOpts, self.mkfs_opts.clone());
-        put(Key::ScratchSize, self.scratch_size.clone());
-        put(Key::Backing, self.backing.as_ref().map(|p| p.display().to_string()));
-        put(Key::Scheduler, self.scheduler.clone());
-        put(Key::Device, self.device.clone());
-        put(Key::Bdi, self.bdi.clone());
-        put(Key::DirtyRatio, self.dirty_ratio.map(|v| v.to_string()));
-        put(
-            Key::DirtyBackgroundRatio,
-            self.dirty_background_ratio.map(|v| v.to_string()),
-        );
-        put(Key::DirtyExpire, self.dirty_expire.clone());
-        out
-    }
-
-    /// The testbed these flags ask for, checked.
-    pub fn request(&self) -> Result<TestbedRequest, Usage> {
-        TestbedRequest::from_options(&self.options(), Spelling::Flag)
-    }
-}
-
-impl ExplainArgs {
-    /// The explanation these flags ask for, and the line to print when tracing was left to
-    /// its default and cannot work here.
-    pub(crate) fn options(&self) -> Result<(ExplainOptions, Option<String>), Usage> {
-        let duration =
-            |flag: &str, text: &str| parse_duration(text).map_err(|e| Usage(format!("--{flag} {text}: {e}")));
-        let over = duration("explain-over", &self.explain_over)?;
-        let percent: f64 = self
-            .explain_slowest
-            .trim()
-            .trim_end_matches('%')
-            .parse()
-            .ok()
-            .filter(|p: &f64| (0.0..=100.0).contains(p))
-            .ok_or_else(|| {
-                Usage(format!(
-                    "--explain-slowest {}: expected a percentage from 0 to 100, like 1%",
-                    self.explain_slowest
-                ))
-            })?;
-        let interval = duration("timeline-interval", &self.timeline_interval)?;
-        if interval < std::time::Duration::from_millis(1) {
-            return Err(Usage(format!(
-                "--timeline-interval {}: at least 1ms",
-                self.timeline_interval
-            )));
-        }
-        let wish = match (self.explain, self.no_explain) {
-            (_, true) => TraceWish::Declined,
-            (true, false) => TraceWish::Asked,
-            (false, false) => TraceWish::Default,
-        };
-        let threshold = Threshold {
-            slowest_fraction: percent / 100.0,
-            over_ns: over.as_nanos() as u64,
-        };
-        ExplainOptions::decide(wish, threshold, interval)
-    }
-}
-
-/// Every testbed flag of [`TargetArgs`] is a testbed [`Key`], and the reverse: the matrix
+/// Every testbed flag of [`TargetArgs`] is a testbed `Key`, and the reverse: the matrix
 /// takes every option `run` takes (issue 14).
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testbed::Key;
     use clap::CommandFactory;
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::{ListFormat, TargetArgs};
+use super::{ListFormat, TableFormat, TargetArgs};
 
 /// `--store PATH` for the commands that record runs, and `--no-store`.
 #[derive(Debug, Default, Args)]
@@ -284,16 +284,6 @@ impl Engine {
             .into_iter()
             .find(|e| e.name() == name)
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TableFormat {
-    /// Aligned text, the best of a row in bold on a terminal and in [brackets] elsewhere
-    Text,
-    /// A GitHub markdown table, the best of a row in **bold**
-    Markdown,
-    /// The table's cells with their medians, run counts and comparisons
-    Json,
 }
 
 pub(super) const REPORT_HELP: &str = "\

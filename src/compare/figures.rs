@@ -222,6 +222,14 @@ impl RunFigures {
         };
         busiest(true).or_else(|| busiest(false))
     }
+
+    /// The main figure and its value, as `commit.tps 1070 tps`; `None` without a main
+    /// figure, or without its value.
+    pub(crate) fn main_figure_text(&self) -> Option<String> {
+        let m = self.main_figure()?;
+        let v = self.values.get(&m)?;
+        Some(format!("{m} {} {}", m.format(*v), m.unit()))
+    }
 }
 
 #[cfg(test)]

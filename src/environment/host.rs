@@ -40,7 +40,7 @@ pub struct HostInfo {
 /// This host, now.
 pub fn this_host() -> HostInfo {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    host_from(&var, read_trimmed("/proc/sys/kernel/hostname").unwrap_or_default())
+    host_from(&var, crate::kernel::sysctl::hostname().unwrap_or_default())
 }
 
 /// The host as the environment `var` and the kernel's `hostname` describe it.

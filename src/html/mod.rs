@@ -125,7 +125,7 @@ impl PageRun {
 
     /// A run read from the store; one this version cannot read is an error that says so.
     pub fn from_stored(run: &StoredRun) -> anyhow::Result<PageRun> {
-        let head = crate::record::head_of(run)?;
+        let head = crate::recording::head_of(run)?;
         Ok(PageRun::from_result(
             &format!("run {}", run.id),
             &head,

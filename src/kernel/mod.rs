@@ -13,7 +13,7 @@
 //! - [`mountinfo`]: `/proc/self/mountinfo`, what is mounted where
 //! - [`pressure`]: `/proc/pressure/io`, time stalled on I/O
 //! - [`process`]: `/proc/PID/{stat,cmdline,comm}`, a process's start time, arguments, name
-//! - [`sysctl`]: `/proc/sys`, the `vm.` numbers and the kernel's release
+//! - [`sysctl`]: `/proc/sys`, the `vm.` numbers, the kernel's release, hostname and boot id
 //! - [`vmstat`]: `/proc/vmstat`, the dirty limits the kernel computed
 
 pub(crate) mod block;

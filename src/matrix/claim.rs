@@ -6,19 +6,15 @@
 //! apart). Another host's owner is dead when the Slurm job it ran in has ended (`squeue`
 //! no longer lists it); another host's owner outside a Slurm job is never taken for dead.
 
+use crate::kernel::sysctl;
 use crate::store::{Claim, ClaimOwner, MatrixPlace, Store, StoreError};
 use crate::testbed::state::start_time;
 
-/// This host's name and boot.
+/// This host's name and boot, as the kernel names them.
 fn host_and_boot() -> (String, String) {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
     (
-        read("/proc/sys/kernel/hostname"),
-        read("/proc/sys/kernel/random/boot_id"),
+        sysctl::hostname().unwrap_or_default(),
+        sysctl::boot_id().unwrap_or_default(),
     )
 }
 
@@ -45,7 +41,7 @@ pub(crate) fn is_dead(owner: &ClaimOwner) -> bool {
             .job
             .as_deref()
             .and_then(|j| j.strip_prefix("slurm:"))
-            .is_some_and(|job| super::slurm::job_ended(job) == Some(true));
+            .is_some_and(|job| super::slurm_client::job_ended(job) == Some(true));
     }
     if owner.boot_id != boot_id {
         return true;

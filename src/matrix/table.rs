@@ -6,7 +6,6 @@ use anyhow::Result;
 use serde_json::{json, Value};
 
 use super::plan::Plan;
-use crate::cli::TableFormat;
 use crate::compare::table::{self, MatrixCell, MatrixTable, TableSpec};
 use crate::compare::{Figure, RunFigures, Settings};
 use crate::error::Usage;
@@ -156,4 +155,15 @@ fn as_json(t: &MatrixTable) -> Value {
             }))).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
+}
+
+/// How `--format` prints a matrix's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableFormat {
+    /// Aligned text, the best of a row in bold on a terminal and in [brackets] elsewhere
+    Text,
+    /// A GitHub markdown table, the best of a row in **bold**
+    Markdown,
+    /// The table's cells with their medians, run counts and comparisons
+    Json,
 }

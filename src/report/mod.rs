@@ -17,8 +17,6 @@ pub(crate) mod json;
 pub(crate) mod seed;
 pub(crate) mod text;
 
-pub(crate) use crate::cli::Format;
-
 pub(crate) trait Exporter {
     /// A line to print on stdout now, while the run goes on.
     fn live_line(&mut self, _event: &Event<'_>) -> Option<String> {
@@ -29,6 +27,17 @@ pub(crate) trait Exporter {
 }
 
 /// The exporter of `format`; `live` when a run is going on (the seed format then prints its
+/// The output formats of `--format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A summary table per operation kind and the background writer's throughput.
+    Text,
+    /// The lines the seed's original programs printed, as they happen.
+    Seed,
+    /// The full result with every call (schema/result-v1.schema.json).
+    Json,
+}
+
 /// lines as they happen, and nothing at the end).
 pub(crate) fn exporter(format: Format, live: bool) -> Box<dyn Exporter> {
     match format {
@@ -43,6 +52,14 @@ pub(crate) fn print_stdout(text: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()
+}
+
+/// The exit status after writing `text` to stdout: 141 when its reader went away.
+pub(crate) fn print(text: &str) -> anyhow::Result<i32> {
+    match print_stdout(text) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(141),
+        r => r.map(|()| 0).map_err(Into::into),
+    }
 }
 
 /// Shows progress on stderr (when it is a terminal and not `--quiet`) and prints the

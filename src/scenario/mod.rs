@@ -24,18 +24,19 @@ use crate::units::format_latency_ns;
 
 pub(crate) mod background;
 pub(crate) mod datasync;
-pub(crate) mod exec;
 pub(crate) mod fsync_errors;
 pub(crate) mod fsync_tester;
 pub(crate) mod fsync_tps;
 pub(crate) mod load;
 pub(crate) mod overwrite_fsync;
+pub(crate) mod planned;
 pub(crate) mod powercut;
 pub(crate) mod probe;
 pub(crate) mod random_writeback;
 pub(crate) mod rndwr;
 pub(crate) mod small_files;
 pub(crate) mod table;
+pub(crate) mod traced_command;
 
 pub(crate) use table::Table;
 
@@ -148,7 +149,7 @@ pub(crate) enum Details {
     Load(load::Details),
     Powercut(powercut::Details),
     /// A command traced by `exec --explain`.
-    Exec(exec::Details),
+    Exec(traced_command::Details),
     FsyncErrors(fsync_errors::Details),
 }
 

@@ -35,8 +35,10 @@ pub(crate) mod power;
 pub mod remount;
 pub mod request;
 pub mod scratch;
+mod scratch_spec;
 pub mod state;
 pub mod sysctl;
+mod trace_setup;
 pub(crate) mod tracefs;
 pub mod workdir;
 

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use super::bdi::BdiSpec;
 use super::device::DeviceProfile;
 use super::loopdev::SchedulerSpec;
-use super::scratch::ScratchSpec;
+use super::scratch_spec::ScratchSpec;
 use crate::error::Usage;
 use crate::units::{human_size, parse_duration, parse_size, UnitError};
 

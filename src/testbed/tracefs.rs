@@ -4,7 +4,8 @@
 //! fsynclab traces in an instance of its own, `instances/fsynclab-<pid>` (ftrace.rst,
 //! "Instances"): its events, filters, triggers, clock and buffer belong to it alone, so a
 //! user's tracing in the top-level buffer or in other instances is left untouched. The
-//! instance is recorded on the undo stack ([`Step::TraceInstance`]) *before* it is made,
+//! instance is recorded on the undo stack (`Step::TraceInstance`, by [`super::trace_setup`])
+//! *before* it is made,
 //! so that a run killed at any moment leaves a record `fsynclab cleanup` can act on, and it
 //! is removed on every way out. tracefs is mounted only when it is not already, and
 //! unmounted afterwards only if fsynclab mounted it and no instance of anyone else remains.
@@ -27,11 +28,10 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 
 use super::machine_lock::MachineLock;
-use super::state::{Step, Undo};
 use crate::kernel::{mounts, MountInfo};
 
 /// The name of the machine-wide lock held around every change to tracefs.
-const LOCK: &str = "tracefs";
+pub(super) const LOCK: &str = "tracefs";
 
 /// Where tracefs is mounted when nothing else says so.
 pub(crate) const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
@@ -79,24 +79,11 @@ pub(crate) fn find_mount() -> Option<PathBuf> {
     find_mount_in(&mounts())
 }
 
-/// Finds tracefs, or mounts it at [`DEFAULT_MOUNT`] (as `mount -t tracefs fsynclab
-/// /sys/kernel/tracing` would) and records that on `undo`. With the [`LOCK`] held.
-fn find_or_mount(undo: &mut Undo) -> Result<PathBuf> {
-    if let Some(root) = find_mount() {
-        return Ok(root);
-    }
-    mount_at(Path::new(DEFAULT_MOUNT))?;
-    undo.record(Step::Tracefs {
-        mount_point: PathBuf::from(DEFAULT_MOUNT),
-    })?;
-    Ok(PathBuf::from(DEFAULT_MOUNT))
-}
-
 fn c_path(path: &Path) -> Result<std::ffi::CString> {
     std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).context("path has a NUL byte")
 }
 
-fn mount_at(mount_point: &Path) -> Result<()> {
+pub(super) fn mount_at(mount_point: &Path) -> Result<()> {
     let target = c_path(mount_point)?;
     // SAFETY: all pointers are valid NUL-terminated strings; no mount data is passed.
     let ret = unsafe {
@@ -181,28 +168,8 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
-    /// Makes this process's next instance, finding or mounting tracefs for it; both are
-    /// recorded on `undo`, which removes them again.
-    pub(crate) fn make(undo: &mut Undo) -> Result<Instance> {
-        let name = next_instance_name();
-        // Recorded before it exists: a kill between mkdir and the record cannot leak it.
-        undo.record(Step::TraceInstance { name: name.clone() })?;
-        let _lock = MachineLock::take(LOCK)?;
-        // No fsynclab unmounts tracefs between our finding it and making the instance, but
-        // someone else may: then it is found (or mounted) again.
-        let mut attempts = 0;
-        loop {
-            let root = find_or_mount(undo)?;
-            match Instance::create(&root, &name) {
-                Ok(instance) => return Ok(instance),
-                Err(_) if attempts < 3 && !root.join("instances").is_dir() => attempts += 1,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
     /// Makes instance `name` under the tracefs at `root`.
-    fn create(root: &Path, name: &str) -> Result<Instance> {
+    pub(super) fn create(root: &Path, name: &str) -> Result<Instance> {
         let dir = root.join("instances").join(name);
         std::fs::create_dir(&dir).with_context(|| format!("cannot create the trace instance {}", dir.display()))?;
         Ok(Instance { dir })

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::sequence::{BLOCK, NEW, OLD};
+use super::{BLOCK, NEW, OLD};
 use crate::scenario::table::{Cell, Table};
 use crate::scenario::{Measured, Views};
 use crate::sys::Errno;

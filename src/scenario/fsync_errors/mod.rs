@@ -43,6 +43,12 @@ use crate::testbed::command::find_tool;
 use crate::testbed::device::DeviceProfile;
 use crate::testbed::scratch::{self, ScratchSpec};
 
+/// The block size of the file: one page.
+const BLOCK: usize = 4096;
+/// The content of every block before the sequence, and of the target block after the write.
+const OLD: u8 = b'o';
+const NEW: u8 = b'n';
+
 pub(crate) struct FsyncErrors;
 
 /// The filesystems of the published table.

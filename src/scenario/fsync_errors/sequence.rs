@@ -30,6 +30,7 @@ use anyhow::{Context as _, Result};
 
 use super::details::{Behaviour, Call, Content};
 use super::locate;
+use super::{BLOCK, NEW, OLD};
 use crate::kernel::kmsg::{self, KernelLog};
 use crate::sys::{self, Errno};
 use crate::testbed::device::DeviceProfile;
@@ -39,17 +40,11 @@ use crate::testbed::scratch::ScratchSpec;
 use crate::testbed::{self, Prepared, TestbedRequest};
 use crate::units::Bytes;
 
-/// The block size of the file: one page.
-pub(super) const BLOCK: usize = 4096;
 /// The file's blocks; the one that fails is the second (the paper's "single block update"
 /// of a middle block).
 const BLOCKS: usize = 4;
 const TARGET: u64 = BLOCK as u64;
 const FILE: &str = "fsyncgate";
-
-/// The content of every block before the sequence, and of the target block after the write.
-pub(super) const OLD: u8 = b'o';
-pub(super) const NEW: u8 = b'n';
 
 /// The scratch image of a row: the smallest each filesystem takes, at least 64 MiB. Btrfs
 /// below 1 GiB still gets separate data and metadata chunks from mkfs.btrfs 6.x.

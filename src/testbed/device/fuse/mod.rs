@@ -54,17 +54,6 @@ pub(crate) const IMAGE_NAME: &str = "image";
 /// parallel (up to `MAX_BACKGROUND`) moving while some wait for the model.
 const WORKERS: usize = 8;
 
-/// What `--device help` and the docs say about the daemon's own ceiling (measured with the
-/// commands in docs/disk-model.md).
-pub(crate) const CEILING_NOTE: &str = "\
-The daemon's ceiling, measured on a 2-vCPU VM shared with other work (docs/disk-model.md):
-with no media cost to emulate (--device cache=64M) it serves 1 MiB direct writes at 3.4-3.6
-GB/s and 4 KiB direct writes one at a time at 30-32K/s (a FUSE round trip of about 30 us).
-So nvme's 1500 MB/s is reached (1430 MB/s measured with fio) but not its 50K writes/s at
-queue depth 1 (24-27K/s). Through the page cache (`load stream`) the daemon's three copies
-of every byte share the two CPUs with the writer's own copy: nvme sustained 1000-1320 MiB/s
-where --device ram sustained 790-1900 MiB/s in the same rounds.";
-
 /// A point in the device's life to measure a run from: counters and the time.
 #[derive(Clone, Debug)]
 pub(crate) struct DeviceMark {

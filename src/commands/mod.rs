@@ -1,0 +1,27 @@
+//! One home per subcommand: each module reads its arguments and does what the command
+//! says, from parsed arguments to output and exit status. `app` only dispatches to them.
+//!
+//! - measuring: [`run`] (`run`, `load`, `probe`), [`suite`], [`exec`], [`matrix`] (with
+//!   its farm schedulers), [`reproduce`]
+//! - describing: [`list`], [`list_devices`]
+//! - looking at results after the fact: [`runs`], [`show`], [`export`], [`compare`],
+//!   [`report`] (the HTML page), [`explain`]; [`select`] reads what names runs on the
+//!   command line
+//! - the store and the machine: [`store_copy`] (`store copy`), [`cleanup`]
+
+pub(crate) mod cleanup;
+pub(crate) mod compare;
+pub(crate) mod exec;
+pub(crate) mod explain;
+pub(crate) mod export;
+pub(crate) mod list;
+pub(crate) mod list_devices;
+pub(crate) mod matrix;
+pub(crate) mod report;
+pub(crate) mod reproduce;
+pub(crate) mod run;
+pub(crate) mod runs;
+pub(crate) mod select;
+pub(crate) mod show;
+pub(crate) mod store_copy;
+pub(crate) mod suite;

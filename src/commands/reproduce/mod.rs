@@ -1,0 +1,444 @@
+//! `fsynclab reproduce [SEED...] [--quick|--full] [--format text|markdown|json]`: does each
+//! seed's finding still hold on this kernel, and why or why not?
+//!
+//! Each seed is one file ([`seed000`] ... [`seed004`]): the claim, the published figures
+//! with their source (seed file and line), the configuration of its era as groups of runs,
+//! and the rules that judge what was measured ([`verdict`]). The command, in phases:
+//!
+//! 1. plan: the seeds asked for, every group's runs checked as a matrix checks its cells;
+//!    `--full` says how long and how much memory first;
+//! 2. runs: each configuration on its own freshly made testbed through the one run path
+//!    ([`Session`]), traced where the kernel allows (the explanation is the *why*),
+//!    recorded as soon as it ends in a matrix of the results store named
+//!    `reproduceN-SEED[-GROUP]` (so `fsynclab runs --grep reproduceN` lists them, `report
+//!    --matrix` draws them, `compare` and `explain` read them);
+//! 3. rows: each seed's findings judged on its runs ([`experiment::Experiment::rows`]);
+//! 4. the table ([`render`]).
+//!
+//! A signal stops the run under way (the session undoes its testbed), skips the rest, and
+//! still prints the rows of what was measured; the exit status is then 128 + the signal.
+
+mod causes;
+mod experiment;
+mod groups;
+mod render;
+mod seed000;
+mod seed001;
+mod seed002;
+mod seed003;
+mod seed004;
+mod verdict;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cli::ReproduceArgs;
+use crate::error::Usage;
+use crate::explain::attribution::Threshold;
+use crate::explain::run::{ExplainOptions, TraceWish};
+use crate::explain::timeline::DEFAULT_INTERVAL;
+use crate::matrix::plan::Plan;
+use crate::recording::{self, Recording};
+use crate::run::cell::{Failure, Made, Recorded};
+use crate::run::Progress;
+use crate::store::MatrixRecord;
+use experiment::{CellRuns, Experiment, Measured, Row, Run, Size};
+use groups::{label_of, plan_groups, run_one, say_full_plan};
+
+/// The prefix of a reproduction's id (`reproduce3`) and of its matrices (`reproduce3-000`).
+use crate::matrix::REPRODUCTION_ID_PREFIX as ID_PREFIX;
+
+/// What `--smoke` sets over each scenario's quick configuration: seconds a run, small
+/// files.
+pub(crate) const SMOKE_SETS: &[(&str, &[&str])] = &[
+    ("overwrite-fsync", &["duration=2s", "file_size=64M"]),
+    ("random-writeback", &["duration=2s", "random_file_size=32M"]),
+    ("small-files", &["runs=1"]),
+    ("fsync-tps", &["duration=200ms"]),
+    ("datasync", &["rounds=1", "duration=200ms"]),
+    ("rndwr", &["duration=1s", "total_size=32M", "threads=4"]),
+];
+
+/// Every seed's experiment, in seed order.
+fn all() -> Vec<&'static dyn Experiment> {
+    vec![
+        &seed000::Seed000,
+        &seed001::Seed001,
+        &seed002::Seed002,
+        &seed003::Seed003,
+        &seed004::Seed004,
+    ]
+}
+
+/// The experiments `seeds` name (all when none), in seed order; an unknown seed is a
+/// one-line usage error.
+fn select(seeds: &[String]) -> Result<Vec<&'static dyn Experiment>, Usage> {
+    let every = all();
+    if seeds.is_empty() {
+        return Ok(every);
+    }
+    let valid = || every.iter().map(|e| e.seed()).collect::<Vec<_>>().join(", ");
+    let mut chosen: Vec<&'static dyn Experiment> = Vec::new();
+    for text in seeds {
+        let number = text.trim().trim_start_matches("seed").parse::<u32>().ok();
+        let found = number.and_then(|n| every.iter().find(|e| e.seed() == format!("{n:03}")));
+        match found {
+            Some(e) if !chosen.iter().any(|c| c.seed() == e.seed()) => chosen.push(*e),
+            Some(_) => {}
+            None => return Err(Usage(format!("reproduce: unknown seed '{text}'; valid: {}", valid()))),
+        }
+    }
+    chosen.sort_by_key(|e| e.seed());
+    Ok(chosen)
+}
+
+/// A seed's outcome, as the table shows it.
+#[derive(Serialize)]
+pub(crate) struct SeedReport {
+    pub(crate) seed: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) era: String,
+    /// The store's matrices holding its runs.
+    pub(crate) matrices: Vec<String>,
+    pub(crate) rows: Vec<Row>,
+}
+
+/// The whole reproduction.
+#[derive(Serialize)]
+pub(crate) struct Reproduction {
+    pub(crate) id: String,
+    pub(crate) size: Size,
+    pub(crate) machine: String,
+    pub(crate) store: String,
+    pub(crate) started_at: String,
+    /// The wall time of the command that made the runs (absent when shown again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) duration_s: Option<f64>,
+    pub(crate) runs: usize,
+    pub(crate) interrupted: bool,
+    pub(crate) seeds: Vec<SeedReport>,
+}
+
+pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
+    // Plan: bad input is refused before anything is made.
+    let experiments = select(&args.seeds)?;
+    if let Some(id) = &args.show {
+        return show(id, &experiments, args);
+    }
+    let size = match (args.full, args.smoke) {
+        (true, _) => Size::Full,
+        (false, true) => Size::Smoke,
+        (false, false) => Size::Quick,
+    };
+    if !crate::sys::is_root() {
+        return Err(Usage(
+            "fsynclab reproduce: its runs make scratch filesystems on emulated disks and set vm sysctls, which needs root: run it as root".into(),
+        )
+        .into());
+    }
+    let path = recording::store_path(args.store.store.as_deref(), false)?.ok_or_else(|| {
+        Usage(format!(
+            "fsynclab reproduce stores every run, and {}={} turns the results store off: give --store PATH",
+            crate::store::STORE_ENV,
+            recording::STORE_OFF
+        ))
+    })?;
+    if let Some(backing) = &args.backing {
+        if !backing.is_dir() {
+            return Err(Usage(format!(
+                "--backing {}: no such directory; create it or choose another",
+                backing.display()
+            ))
+            .into());
+        }
+    }
+    let (explain, explain_note) = ExplainOptions::decide(TraceWish::Default, Threshold::default(), DEFAULT_INTERVAL)?;
+    let mut store = recording::open_for_writing(&path)?;
+    let id = store.next_prefixed_id(ID_PREFIX)?;
+    let groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;
+    let total: usize = groups.iter().map(|g| g.plan.order().len()).sum();
+    if args.full {
+        say_full_plan(&groups, total)?;
+    }
+    if !args.quiet {
+        note!(
+            "fsynclab reproduce {id}: seeds {}, {} ({} a configuration): {total} runs, recorded in {} (`fsynclab runs --grep {id}` lists them)",
+            experiments.iter().map(|e| e.seed()).collect::<Vec<_>>().join(" "),
+            match size {
+                Size::Quick => "quick",
+                Size::Full => "full",
+                Size::Smoke => "smoke (seconds a run: the tests' configuration)",
+            },
+            match size {
+                Size::Full => format!("{} runs", size.repeat()),
+                _ => "1 run, 3 where runs are short,".to_string(),
+            },
+            recording::shown_store(&path)
+        );
+        if let Some(n) = explain_note {
+            note!("{n}");
+        }
+    }
+    for g in &groups {
+        store.create_matrix(&MatrixRecord {
+            id: g.matrix_id.clone(),
+            scenario: g.plan.scenario.clone(),
+            created_at: crate::result::now_rfc3339(),
+            plan: serde_json::to_value(&g.plan)?,
+        })?;
+    }
+    let machine = crate::environment::fingerprint(&args.backing.clone().unwrap_or_else(|| PathBuf::from(".")));
+    let mut recording = Recording::into(store, path.clone());
+
+    // Runs, seed by seed; a signal skips the rest.
+    let stop = crate::signals::watch()?;
+    let started_at = crate::result::now_rfc3339();
+    let clock = Instant::now();
+    let mut measured: Vec<(&'static dyn Experiment, Measured)> =
+        experiments.iter().map(|e| (*e, Measured::default())).collect();
+    let mut progress = Progress::counted(total, args.quiet);
+    let mut ended_by = None;
+    let mut failed = 0;
+    'groups: for g in &groups {
+        let Some((_, m)) = measured.iter_mut().find(|(e, _)| e.seed() == g.experiment.seed()) else {
+            continue;
+        };
+        let cells = g.plan.cells();
+        for (rep, c) in g.plan.order() {
+            if let Some(sig) = stop.signal() {
+                ended_by = Some(sig);
+                break 'groups;
+            }
+            let cell = &cells[c];
+            let label = label_of(g, cell, rep);
+            match run_one(g, cell, rep, &label, explain.clone(), &mut recording)? {
+                Made::Run(made) => {
+                    progress.finished(made.line(&label, ""));
+                    if let Some(sig) = made.late_signal {
+                        ended_by = Some(sig);
+                        break 'groups;
+                    }
+                    let Recorded { id, finished, .. } = *made;
+                    let mut result = finished.result;
+                    // The samples are in the store; the rows need the figures and the
+                    // explanation only.
+                    result.samples = Vec::new();
+                    let run = Run {
+                        id: id.map(|i| i.0),
+                        result,
+                    };
+                    match m.cells.iter_mut().find(|x| x.group == g.name && x.axes == *cell) {
+                        Some(x) => x.runs.push(run),
+                        None => m.cells.push(CellRuns {
+                            group: g.name,
+                            axes: cell.clone(),
+                            runs: vec![run],
+                        }),
+                    }
+                }
+                Made::Failed(failure) => {
+                    let why = match failure {
+                        Failure::Prepare(e) => format!("{label}: cannot prepare the testbed ({e:#})"),
+                        Failure::Measure(e) => format!("{label}: {e:#}"),
+                    };
+                    progress.finished(why.clone());
+                    failed += 1;
+                    m.failures.push(why);
+                }
+                // Reproductions claim no places: nothing is left to another process.
+                Made::LeftToOther(why) => progress.say(&why),
+                Made::Interrupted(sig) => {
+                    ended_by = Some(sig);
+                    break 'groups;
+                }
+            }
+        }
+    }
+
+    // Rows and the table.
+    let reproduction = Reproduction {
+        id: id.clone(),
+        size,
+        machine: machine.machine_line(),
+        store: recording::shown_store(&path),
+        started_at,
+        duration_s: Some(clock.elapsed().as_secs_f64()),
+        runs: progress.made().0,
+        interrupted: ended_by.is_some(),
+        seeds: measured
+            .iter()
+            .map(|(e, m)| SeedReport {
+                seed: e.seed(),
+                title: e.title(),
+                era: e.era(size),
+                matrices: groups
+                    .iter()
+                    .filter(|g| g.experiment.seed() == e.seed())
+                    .map(|g| g.matrix_id.clone())
+                    .collect(),
+                rows: e.rows(m).into_iter().map(|row| with_disturbances(row, m)).collect(),
+            })
+            .collect(),
+    };
+    crate::report::print(&render::render(&reproduction, args.format)?)?;
+    if !args.quiet {
+        note!(
+            "fsynclab reproduce {id}: `fsynclab runs --grep {id}` lists its runs; `fsynclab report --matrix {id}-000 -o {id}.html` draws a seed's; `fsynclab explain RUN` shows where a stall's time went"
+        );
+    }
+    Ok(match (ended_by, failed) {
+        (Some(sig), _) => {
+            note!(
+                "fsynclab reproduce {id}: interrupted by signal {sig}; the rows above cover the runs made until then"
+            );
+            128 + sig
+        }
+        (None, 0) => 0,
+        (None, _) => 1,
+    })
+}
+
+/// `--show ID`: a stored reproduction's rows, judged again on its stored runs (the seeds
+/// `experiments` names, of those it has).
+fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs) -> Result<i32> {
+    let (store, path) = recording::open_for_reading(args.store.store.as_deref())?;
+    let matrices = store.matrices_with_prefix(&format!("{id}-"))?;
+    if matrices.is_empty() {
+        return Err(Usage(format!(
+            "--show {id}: no reproduction {id} in {} (`fsynclab runs --grep {ID_PREFIX}` lists the stored runs of every one)",
+            recording::shown_store(&path)
+        ))
+        .into());
+    }
+    let mut size = Size::Quick;
+    let mut seeds: Vec<SeedReport> = Vec::new();
+    let mut runs = 0;
+    let mut machine = String::new();
+    for e in experiments {
+        let mut m = Measured::default();
+        let mut ids = Vec::new();
+        for record in &matrices {
+            let Some(rest) = record.id.strip_prefix(&format!("{id}-{}", e.seed())) else {
+                continue;
+            };
+            let plan: Plan = serde_json::from_value(record.plan.clone())
+                .map_err(|err| anyhow::anyhow!("matrix {}: a plan this fsynclab cannot read ({err})", record.id))?;
+            size = plan.origin.as_deref().and_then(Size::of_origin).unwrap_or(size);
+            let name = rest.trim_start_matches('-');
+            let Some(group) = e.groups(size).into_iter().find(|g| g.name == name) else {
+                continue;
+            };
+            ids.push(record.id.clone());
+            let filter = crate::store::RunFilter {
+                matrix_id: Some(record.id.clone()),
+                ..Default::default()
+            };
+            for summary in store.runs(&filter)?.into_iter().filter(|r| !r.interrupted) {
+                let (Some(place), Ok(result)) = (summary.matrix.clone(), summary.head.clone()) else {
+                    continue;
+                };
+                runs += 1;
+                if machine.is_empty() {
+                    machine = result.environment.machine_line();
+                }
+                let run = Run {
+                    id: Some(summary.id.0),
+                    result,
+                };
+                match m
+                    .cells
+                    .iter_mut()
+                    .find(|c| c.group == group.name && c.axes == place.axes)
+                {
+                    Some(c) => c.runs.push(run),
+                    None => m.cells.push(CellRuns {
+                        group: group.name,
+                        axes: place.axes,
+                        runs: vec![run],
+                    }),
+                }
+            }
+        }
+        if ids.is_empty() {
+            continue;
+        }
+        seeds.push(SeedReport {
+            seed: e.seed(),
+            title: e.title(),
+            era: e.era(size),
+            matrices: ids,
+            rows: e.rows(&m).into_iter().map(|row| with_disturbances(row, &m)).collect(),
+        });
+    }
+    let reproduction = Reproduction {
+        id: id.to_string(),
+        size,
+        machine,
+        store: recording::shown_store(&path),
+        started_at: matrices.iter().map(|m| m.created_at.clone()).min().unwrap_or_default(),
+        duration_s: None,
+        runs,
+        interrupted: false,
+        seeds,
+    };
+    crate::report::print(&render::render(&reproduction, args.format)?)
+}
+
+/// `row` with a warning in its reason for every run behind it whose writeback sysctls
+/// another process changed while it ran: its figures are not those of the configuration the
+/// row states (the result's own finding says which and how).
+fn with_disturbances(mut row: Row, m: &Measured) -> Row {
+    for run in m.cells.iter().flat_map(|c| &c.runs) {
+        let Some(id) = run.id.filter(|id| row.runs.contains(id)) else {
+            continue;
+        };
+        for finding in &run.result.findings {
+            if let crate::result::Finding::SysctlsChanged(changed) = finding {
+                let what: Vec<String> = changed
+                    .0
+                    .iter()
+                    .map(|c| format!("vm.{} {} -> {}", c.name, c.was, c.now))
+                    .collect();
+                row.judgement.why = format!(
+                    "{}; CAUTION: another process changed run {id}'s sysctls while it ran ({}): its figures are not this configuration's",
+                    row.judgement.why,
+                    what.join(", ")
+                );
+            }
+        }
+    }
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue20_seeds_are_named_by_number_and_unknown_ones_refused_in_one_line() {
+        let seeds = |s: &[&str]| {
+            select(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>())
+                .map(|v| v.iter().map(|e| e.seed()).collect::<Vec<_>>())
+        };
+        assert_eq!(seeds(&[]).unwrap(), ["000", "001", "002", "003", "004"]);
+        assert_eq!(seeds(&["3", "001", "seed003"]).unwrap(), ["001", "003"]);
+        let err = seeds(&["7"]).unwrap_err().to_string();
+        assert_eq!(err, "reproduce: unknown seed '7'; valid: 000, 001, 002, 003, 004");
+        assert!(seeds(&["abc"]).is_err());
+    }
+
+    #[test]
+    fn issue20_every_group_of_every_seed_plans_as_a_matrix_would_run_it() {
+        for size in [Size::Quick, Size::Full, Size::Smoke] {
+            let groups = plan_groups(&all(), size, "reproduce1", None).unwrap();
+            assert!(groups.len() >= 5, "{}", groups.len());
+            for g in &groups {
+                assert!(crate::commands::select::is_matrix_id(&g.matrix_id), "{}", g.matrix_id);
+                assert!(!g.plan.cells().is_empty());
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The reproduction as a person reads it: text (a block per finding), a markdown table ready
+//! for a mailing list, or JSON (the rows with every field).
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::experiment::Size;
+use super::verdict::Verdict;
+use super::Reproduction;
+use crate::cli::ReproduceFormat;
+use crate::units::clock;
+
+pub(crate) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String> {
+    Ok(match format {
+        ReproduceFormat::Text => text(r),
+        ReproduceFormat::Markdown => markdown(r),
+        ReproduceFormat::Json => serde_json::to_string_pretty(r)? + "\n",
+    })
+}
+
+/// `quick, 1 run a configuration`.
+fn size_words(size: Size) -> String {
+    match size {
+        Size::Quick => "quick, 1 run a configuration (3 for seeds 001 and 002)".into(),
+        Size::Full => format!("full, {} runs a configuration", size.repeat()),
+        Size::Smoke => "smoke, 1 short run a configuration (its figures mean little)".into(),
+    }
+}
+
+/// `4 reproduced, 3 partly, 2 not reproduced, 1 reversed`, then `; 6 not measured` when
+/// findings were left without a figure (those are no result, and counted apart).
+fn tally(r: &Reproduction) -> String {
+    let rows: Vec<Verdict> = r
+        .seeds
+        .iter()
+        .flat_map(|s| &s.rows)
+        .map(|row| row.judgement.verdict)
+        .collect();
+    [
+        Verdict::Reproduced,
+        Verdict::Partly,
+        Verdict::NotReproduced,
+        Verdict::Reversed,
+    ]
+    .iter()
+    .map(|v| format!("{} {v}", rows.iter().filter(|x| *x == v).count()))
+    .collect::<Vec<_>>()
+    .join(", ")
+        + &match rows.iter().filter(|v| !v.is_result()).count() {
+            0 => String::new(),
+            n => format!("; {n} {}", Verdict::NotMeasured),
+        }
+}
+
+fn heading(r: &Reproduction) -> String {
+    let took = match r.duration_s {
+        Some(s) => format!(" in {}", clock(std::time::Duration::from_secs_f64(s.max(0.0)))),
+        None => format!(" (stored, made from {})", r.started_at),
+    };
+    format!(
+        "fsynclab reproduce {}: {}; {}; {} runs{took}{}",
+        r.id,
+        size_words(r.size),
+        r.machine,
+        r.runs,
+        if r.interrupted { " (interrupted)" } else { "" }
+    )
+}
+
+fn text(r: &Reproduction) -> String {
+    let mut out = format!("{}\n", heading(r));
+    for s in &r.seeds {
+        let _ = writeln!(out, "\nseed {}  {}", s.seed, s.title);
+        let _ = writeln!(out, "  era        {}", s.era);
+        let _ = writeln!(out, "  stored as  {}", s.matrices.join(", "));
+        for row in &s.rows {
+            let _ = writeln!(out, "\n  claim      {}", row.claim);
+            let _ = writeln!(out, "  published  {} [{}]", row.published, row.sources.join("; "));
+            if !row.configuration.is_empty() {
+                let _ = writeln!(out, "  measured   {} [{}]", or_dash(&row.measured), row.configuration);
+            } else {
+                let _ = writeln!(out, "  measured   {}", or_dash(&row.measured));
+            }
+            let _ = writeln!(
+                out,
+                "  verdict    {}: {}",
+                row.judgement.verdict.to_string().to_uppercase(),
+                row.judgement.why
+            );
+        }
+    }
+    let _ = writeln!(out, "\nverdicts: {}", tally(r));
+    out
+}
+
+fn or_dash(text: &str) -> &str {
+    if text.is_empty() {
+        "-"
+    } else {
+        text
+    }
+}
+
+/// A markdown cell: pipes escaped, line breaks flattened.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+fn markdown(r: &Reproduction) -> String {
+    let mut out = format!("**{}**\n\n", cell(&heading(r)));
+    out.push_str("| seed | claim | published | measured | verdict | why |\n");
+    out.push_str("|---|---|---|---|---|---|\n");
+    for s in &r.seeds {
+        for row in &s.rows {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} ({}) | {} | **{}** | {} |",
+                s.seed,
+                cell(&row.claim),
+                cell(&row.published),
+                cell(&row.sources.join("; ")),
+                cell(or_dash(&row.measured)),
+                row.judgement.verdict,
+                cell(&row.judgement.why)
+            );
+        }
+    }
+    out.push('\n');
+    for s in &r.seeds {
+        let _ = writeln!(
+            out,
+            "- seed {} ({}): {}; runs in {}",
+            s.seed,
+            cell(s.title),
+            cell(&s.era),
+            s.matrices.join(", ")
+        );
+    }
+    let _ = writeln!(out, "\nVerdicts: {}.", tally(r));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::experiment::Row;
+    use super::super::verdict::Judgement;
+    use super::super::SeedReport;
+    use super::*;
+
+    fn reproduction() -> Reproduction {
+        let row = Row::new("000", "a | claim")
+            .published(
+                "6.2 s",
+                &[super::super::experiment::Source {
+                    file: "000_x.txt",
+                    lines: "72",
+                }],
+            )
+            .configuration("ext3")
+            .measured("6.3 s (run 4)", vec![4])
+            .judged(Judgement::new(
+                Verdict::Reproduced,
+                "worst fsync 6.30 s is at least 1.00 s",
+            ));
+        Reproduction {
+            id: "reproduce1".into(),
+            size: Size::Quick,
+            machine: "Linux 6.18, 2 CPUs".into(),
+            store: "s.sqlite".into(),
+            started_at: "2026-11-23T00:00:00Z".into(),
+            duration_s: Some(125.0),
+            runs: 3,
+            interrupted: false,
+            seeds: vec![SeedReport {
+                seed: "000",
+                title: "ext3 latency fixes",
+                era: "hdd-5400".into(),
+                matrices: vec!["reproduce1-000".into()],
+                rows: vec![row, Row::new("000", "unmeasured")],
+            }],
+        }
+    }
+
+    #[test]
+    fn issue20_text_shows_every_row_with_its_source_and_verdict() {
+        let t = render(&reproduction(), ReproduceFormat::Text).unwrap();
+        assert!(
+            t.starts_with(
+                "fsynclab reproduce reproduce1: quick, 1 run a configuration (3 for seeds 001 and 002); Linux 6.18, 2 CPUs; 3 runs in 2m05s\n"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("  published  6.2 s [seeds/000_x.txt:72]"), "{t}");
+        assert!(
+            t.contains("  verdict    REPRODUCED: worst fsync 6.30 s is at least 1.00 s"),
+            "{t}"
+        );
+        assert!(t.contains("  verdict    NOT MEASURED: no run"), "{t}");
+        assert!(
+            t.ends_with("verdicts: 1 reproduced, 0 partly, 0 not reproduced, 0 reversed; 1 not measured\n"),
+            "{t}"
+        );
+    }
+
+    /// Issue 24, item 7: an interrupted reproduction's unmeasured row said "NOT REPRODUCED:
+    /// not measured" and the tally counted it as not reproduced. It is shown as not measured
+    /// in every format and counted apart; with every row measured, the tally is as before.
+    #[test]
+    fn an_unmeasured_finding_is_not_counted_as_not_reproduced() {
+        let mut r = reproduction();
+        let measured_no = Row::new("000", "no effect").judged(Judgement::new(Verdict::NotReproduced, "1.02x"));
+        r.seeds[0].rows.push(measured_no);
+        r.interrupted = true;
+        let t = render(&r, ReproduceFormat::Text).unwrap();
+        assert!(!t.contains("NOT REPRODUCED: not measured"), "{t}");
+        assert!(t.contains("  verdict    NOT REPRODUCED: 1.02x"), "{t}");
+        assert!(
+            t.ends_with("verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed; 1 not measured\n"),
+            "{t}"
+        );
+        let md = render(&r, ReproduceFormat::Markdown).unwrap();
+        assert!(md.contains("| **not measured** | no run |"), "{md}");
+        assert!(
+            md.ends_with("Verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed; 1 not measured.\n"),
+            "{md}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render(&r, ReproduceFormat::Json).unwrap()).unwrap();
+        assert_eq!(json["seeds"][0]["rows"][1]["verdict"], "not-measured");
+
+        r.seeds[0].rows.remove(1);
+        let t = render(&r, ReproduceFormat::Text).unwrap();
+        assert!(
+            t.ends_with("verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed\n"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn issue20_markdown_is_one_table_row_per_finding() {
+        let md = render(&reproduction(), ReproduceFormat::Markdown).unwrap();
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| 000 |")).collect();
+        assert_eq!(rows.len(), 2, "{md}");
+        assert!(
+            rows[0].contains("a \\| claim") && rows[0].contains("**reproduced**"),
+            "{md}"
+        );
+        for l in md.lines().filter(|l| l.starts_with('|')) {
+            assert_eq!(l.replace("\\|", "").matches('|').count(), 7, "six columns: {l}");
+        }
+        let json: serde_json::Value =
+            serde_json::from_str(&render(&reproduction(), ReproduceFormat::Json).unwrap()).unwrap();
+        assert_eq!(json["seeds"][0]["rows"][0]["verdict"], "reproduced");
+        assert_eq!(json["seeds"][0]["rows"][0]["runs"], serde_json::json!([4]));
+    }
+}

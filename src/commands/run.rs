@@ -1,0 +1,101 @@
+//! `fsynclab run`, `load` and `probe`: one scenario measured as the command line says,
+//! printed, recorded in the results store, written to `--output`, with the exit status the
+//! run came to.
+
+use std::io;
+
+use anyhow::Result;
+
+use crate::cli::RunArgs;
+use crate::error::Usage;
+use crate::recording::Recording;
+use crate::report;
+use crate::run::engine::{self, Planned};
+use crate::run::session::{Opened, Session};
+use crate::scenario::{self, Scenario};
+
+/// The scenario `name` names, or a usage error listing the valid names.
+pub(crate) fn find(name: &str) -> Result<&'static dyn Scenario> {
+    scenario::find(name).ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())).into())
+}
+
+/// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit status.
+pub(crate) fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
+    // Everything that can be refused is refused before anything is made or measured.
+    let mut planned = Planned::new(s, &args.sets)?;
+    let (explain, explain_note) = args.explain.options()?;
+    planned.explain = explain;
+    if args.keep && args.target.scratch.is_some() {
+        return Err(Usage(
+            "--keep has nothing to keep with --scratch: the scratch filesystem is removed after the run; use --dir to keep files"
+                .into(),
+        )
+        .into());
+    }
+    // The store in use, which --output must not name.
+    let store = crate::recording::store_path(args.record.store.as_deref(), args.record.no_store)?;
+    if let Some(path) = &args.output {
+        crate::named_file::check(path, store.as_ref().and_then(|s| s.as_file()))?;
+    }
+    let request = args.target.request()?;
+    planned.check_testbed(&request)?;
+
+    let session = match Session::open(&request, planned.plan.space_needed(), "nothing was measured")? {
+        Opened::Ready(s) => s,
+        Opened::Interrupted(sig) => return Ok(128 + sig),
+    };
+    // The store is opened once the target is (a missing root is the first thing to say),
+    // and before anything is measured.
+    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
+
+    if let Some(note) = explain_note.filter(|_| !args.quiet) {
+        note!("{note}");
+    }
+    let mut exporter = report::exporter(args.format, true);
+    let shown = session.measure_shown(&planned, args.keep, exporter.as_mut(), args.quiet, true);
+    if shown.stdout_closed {
+        // Whoever read our output has gone (`| head`): stop quietly, like a shell tool.
+        return Ok(141);
+    }
+    let mut finished = shown.finished?;
+    let printed = report::print_stdout(&exporter.render(&finished.result));
+    // Recorded before --output is written, so that the file names the stored run.
+    let recorded = recording.record_and_say(&mut finished.result);
+    if let Some(path) = &args.output {
+        crate::named_file::write_json(&finished.result, path, store.as_ref().and_then(|s| s.as_file()))?;
+    }
+    recorded?;
+    if let Err(e) = printed {
+        return match (&finished.status, e.kind()) {
+            (_, io::ErrorKind::BrokenPipe) => Ok(141),
+            // The terminal that sent SIGHUP is gone, and the output with it: the signal is
+            // the news.
+            (engine::Status::Interrupted(_), _) => Ok(finished.status.exit_code()),
+            _ => Err(anyhow::Error::new(e).context("cannot write the result to stdout")),
+        };
+    }
+    if args.keep {
+        note!(
+            "fsynclab: kept the work directory {}",
+            finished.result.environment.target
+        );
+    }
+    // A tracer asked for explicitly that could not follow the calls says why.
+    if args.explain.explain {
+        for n in finished.result.explain.iter().flat_map(|e| &e.notes) {
+            note!("fsynclab: {n}");
+        }
+    }
+    if finished.status != engine::Status::Ok {
+        note!("fsynclab: {}", finished.status);
+    }
+    // A signal after the measurement (while printing, recording or undoing the testbed)
+    // still ends the command as a signal does; the result above is whole.
+    match session.close() {
+        Some(sig) if finished.status.exit_code() < 128 => {
+            note!("fsynclab: interrupted by signal {sig} after the run; its result is whole and kept");
+            Ok(128 + sig)
+        }
+        _ => Ok(finished.status.exit_code()),
+    }
+}

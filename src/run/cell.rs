@@ -1,0 +1,118 @@
+//! The one recorded cell: a planned run on a freshly made testbed, measured through a
+//! [`Session`], the testbed undone, a signal checked for, and the result recorded in the
+//! store (at its matrix place when it has one; kept in a file elsewhere when the store
+//! cannot take it). A matrix's runs, a farm task's run and a reproduction's runs are all
+//! made here; each caller says the line its progress shows.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::engine::{Finished, Planned, Status};
+use super::session::{Opened, Session};
+use crate::matrix::claim;
+use crate::recording::{self, Recording};
+use crate::report::{self, Format};
+use crate::store::{MatrixPlace, RunId};
+use crate::testbed::TestbedRequest;
+
+/// One run to make.
+pub(crate) struct Cell<'a> {
+    pub(crate) planned: &'a Planned,
+    pub(crate) request: &'a TestbedRequest,
+    /// How lines name the run: `device=ram #2`.
+    pub(crate) label: &'a str,
+    /// Where the run goes in its matrix, when it has one.
+    pub(crate) place: Option<&'a MatrixPlace>,
+    /// Whether the place is claimed in the store first, so that processes continuing one
+    /// matrix share its runs.
+    pub(crate) claim: bool,
+    /// What a line about an interruption starts with: `fsynclab: matrix m3`.
+    pub(crate) who: &'a str,
+}
+
+/// A run made and recorded.
+pub(crate) struct Recorded {
+    pub(crate) id: Option<RunId>,
+    pub(crate) finished: Finished,
+    /// From the start of [`make`] to the run recorded.
+    pub(crate) took: Duration,
+    /// A signal that came after the measurement: the run is whole and kept.
+    pub(crate) late_signal: Option<i32>,
+}
+
+impl Recorded {
+    /// `LABEL: run 42{extra} (3 calls failed, recorded) in 1.2 s`.
+    pub(crate) fn line(&self, label: &str, extra: &str) -> String {
+        let status = match &self.finished.status {
+            Status::Errors { count, .. } => format!(" ({count} calls failed, recorded)"),
+            _ => String::new(),
+        };
+        format!(
+            "{label}: run {}{extra}{status} in {:.1} s",
+            self.id.map_or("-".to_string(), |i| i.to_string()),
+            self.took.as_secs_f64()
+        )
+    }
+}
+
+/// What making one run came to.
+pub(crate) enum Made {
+    /// Made and recorded.
+    Run(Box<Recorded>),
+    /// Another process makes it, or has stored it meanwhile: why.
+    LeftToOther(String),
+    /// It could not be made; the run was not kept.
+    Failed(Failure),
+    /// A signal stopped it; the run was not kept.
+    Interrupted(i32),
+}
+
+/// Why a run could not be made.
+pub(crate) enum Failure {
+    /// The testbed could not be made.
+    Prepare(anyhow::Error),
+    /// The measurement failed.
+    Measure(anyhow::Error),
+}
+
+/// Makes `cell`: claimed (when asked), measured on a freshly made testbed, recorded in
+/// `recording`. An error is one of the store's (a claim, a record that could not be kept).
+pub(crate) fn make(cell: &Cell<'_>, recording: &mut Recording) -> Result<Made> {
+    // Claimed before anything is made: another process may be making this run.
+    if let (true, Some(place), Some(store)) = (cell.claim, cell.place, recording.store_mut()) {
+        if let Some(why) = claim::take(store, place)? {
+            return Ok(Made::LeftToOther(format!("{}: {why}; left to it", cell.label)));
+        }
+    }
+    let t0 = Instant::now();
+    // A freshly made testbed for every run: mkfs, loop device, emulated disk, sysctls,
+    // all undone when the session closes at the end of the run.
+    let session = match Session::open(cell.request, cell.planned.plan.space_needed(), "that run was not made") {
+        Ok(Opened::Ready(s)) => s,
+        Ok(Opened::Interrupted(sig)) => return Ok(Made::Interrupted(sig)),
+        Err(e) => return Ok(Made::Failed(Failure::Prepare(e))),
+    };
+    let mut exporter = report::exporter(Format::Text, true);
+    let finished = session
+        .measure_shown(cell.planned, false, exporter.as_mut(), true, false)
+        .finished;
+    let late_signal = session.close();
+    let mut finished = match finished {
+        Ok(f) => f,
+        Err(e) => return Ok(Made::Failed(Failure::Measure(e))),
+    };
+    if let Status::Interrupted(sig) = finished.status {
+        note!("{}: interrupted during {}; that run was not kept", cell.who, cell.label);
+        return Ok(Made::Interrupted(sig));
+    }
+    let id = recording
+        .record(&mut finished.result, cell.place)
+        .map_err(|e| recording::keep_elsewhere(&finished.result, e))?;
+    Ok(Made::Run(Box::new(Recorded {
+        id,
+        finished,
+        took: t0.elapsed(),
+        late_signal,
+    })))
+}
