@@ -12,7 +12,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::measure::OpKind;
-use crate::params::{Choice, Kind, ParamSpec};
+use crate::params::{Choice, Param};
 use crate::sys;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -76,10 +76,9 @@ impl<'de> serde::Deserialize<'de> for SyncMethod {
 
 impl SyncMethod {
     /// The `sync` parameter every scenario takes.
-    pub(crate) const fn param(default: &'static str) -> ParamSpec {
-        ParamSpec::new(
+    pub(crate) const fn param(default: &'static str) -> Param<SyncMethod> {
+        Param::choice(
             "sync",
-            Kind::Choice(<Self as Choice>::NAMES),
             default,
             "how each write is made durable: fsync, fdatasync, sync_file_range, osync (O_SYNC), odsync (O_DSYNC), rwf_dsync (pwritev2 RWF_DSYNC), direct (O_DIRECT + fdatasync), none",
         )

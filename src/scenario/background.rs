@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::Context;
 use crate::error::Usage;
 use crate::measure::RunClock;
-use crate::params::{Choice, Kind, ParamSpec, Params};
+use crate::params::{Choice, Param, ParamError, ParamReader, ParamSpec, ScenarioParams};
 use crate::role::writer::{
     Background, BackgroundSummary, RandomConfig, RandomWriter, Setup, StreamConfig, StreamWriter, Writer, WriterKind,
 };
@@ -30,54 +30,84 @@ impl Choice for BackgroundKind {
     const ALL: &'static [BackgroundKind] = &[BackgroundKind::None, BackgroundKind::Stream, BackgroundKind::Random];
 }
 
+/// The `background` parameter; its default is each scenario's.
+pub(crate) const BACKGROUND: Param<BackgroundKind> = Param::choice(
+    "background",
+    "none",
+    "what loads writeback while the prober runs: none, stream (sequential overwrite) or random (4 KiB random writes)",
+);
+pub(crate) const FILE_SIZE: Param<Bytes> = Param::size(
+    "file_size",
+    "4G",
+    "stream writer: size of the file it overwrites sequentially, looping (overwrite.c's size is not known)",
+);
+pub(crate) const CHUNK: Param<Bytes> = Param::size(
+    "chunk",
+    "1M",
+    "stream writer: bytes per write (overwrite.c's chunk is not known)",
+);
+pub(crate) const RANDOM_FILE_SIZE: Param<Bytes> = Param::size(
+    "random_file_size",
+    "512M",
+    "random writer: size of the preallocated file it writes 4 KiB blocks into",
+)
+.seed("8G");
+pub(crate) const SEED: Param<u64> = Param::count(
+    "seed",
+    "1",
+    "random writer: seed of the offset generator (fixed, so runs are repeatable)",
+);
+
 /// The stream writer's parameters.
 pub(crate) fn stream_params() -> [ParamSpec; 2] {
-    [
-        ParamSpec::new(
-            "file_size",
-            Kind::Size,
-            "4G",
-            "stream writer: size of the file it overwrites sequentially, looping (overwrite.c's size is not known)",
-        ),
-        ParamSpec::new(
-            "chunk",
-            Kind::Size,
-            "1M",
-            "stream writer: bytes per write (overwrite.c's chunk is not known)",
-        ),
-    ]
+    [FILE_SIZE.spec, CHUNK.spec]
 }
 
 /// The random writer's parameters.
 pub(crate) fn random_params() -> [ParamSpec; 2] {
-    [
-        ParamSpec::new(
-            "random_file_size",
-            Kind::Size,
-            "512M",
-            "random writer: size of the preallocated file it writes 4 KiB blocks into",
-        )
-        .seed("8G"),
-        ParamSpec::new(
-            "seed",
-            Kind::Count,
-            "1",
-            "random writer: seed of the offset generator (fixed, so runs are repeatable)",
-        ),
-    ]
+    [RANDOM_FILE_SIZE.spec, SEED.spec]
 }
 
 /// The `background` parameter and the parameters of both writers.
 pub(crate) fn params(default: &'static str) -> Vec<ParamSpec> {
-    let mut specs = vec![ParamSpec::new(
-        "background",
-        Kind::Choice(BackgroundKind::NAMES),
-        default,
-        "what loads writeback while the prober runs: none, stream (sequential overwrite) or random (4 KiB random writes)",
-    )];
+    let mut specs = vec![BACKGROUND.default(default).spec];
     specs.extend(stream_params());
     specs.extend(random_params());
     specs
+}
+
+/// The stream writer's parameters, as read.
+pub(crate) fn read_stream(r: &mut ParamReader<'_>) -> Result<StreamConfig, ParamError> {
+    Ok(StreamConfig {
+        file_size: r.get(&FILE_SIZE)?.get(),
+        chunk: r.get(&CHUNK)?.get(),
+    })
+}
+
+/// The random writer's parameters, as read.
+pub(crate) fn read_random(r: &mut ParamReader<'_>) -> Result<RandomConfig, ParamError> {
+    Ok(RandomConfig {
+        file_size: r.get(&RANDOM_FILE_SIZE)?.get(),
+        seed: r.get(&SEED)?,
+    })
+}
+
+/// The `background` parameter and both writers' parameters, as read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BackgroundParams {
+    pub(crate) kind: BackgroundKind,
+    pub(crate) stream: StreamConfig,
+    pub(crate) random: RandomConfig,
+}
+
+impl ScenarioParams for BackgroundParams {
+    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
+        Ok(BackgroundParams {
+            kind: r.get(&BACKGROUND)?,
+            stream: read_stream(r)?,
+            random: read_random(r)?,
+        })
+    }
 }
 
 /// The background writer of a run, decided.
@@ -89,41 +119,30 @@ pub(crate) enum BackgroundConfig {
 }
 
 impl BackgroundConfig {
-    /// Reads `background` and the chosen writer's parameters.
-    pub(crate) fn from_params(p: &Params) -> Result<BackgroundConfig> {
-        Self::of_kind(p.choice(BackgroundKind::NAME)?, p)
+    /// The chosen writer, its parameters checked.
+    pub(crate) fn from_params(p: &BackgroundParams) -> Result<BackgroundConfig> {
+        match p.kind {
+            BackgroundKind::None => Ok(BackgroundConfig::None),
+            BackgroundKind::Stream => Self::stream(p.stream),
+            BackgroundKind::Random => Self::random(p.random),
+        }
     }
 
-    /// Reads the parameters of the writer `kind` (the `load` subcommand names it itself).
-    pub(crate) fn of_kind(kind: BackgroundKind, p: &Params) -> Result<BackgroundConfig> {
-        Ok(match kind {
-            BackgroundKind::None => BackgroundConfig::None,
-            BackgroundKind::Stream => {
-                let config = StreamConfig {
-                    file_size: p.size("file_size").get(),
-                    chunk: p.size("chunk").get(),
-                };
-                if config.chunk == 0 || config.file_size == 0 {
-                    return Err(
-                        Usage("--set chunk and file_size must be larger than 0 for background=stream".into()).into(),
-                    );
-                }
-                crate::environment::check_fits_in_memory("chunk", config.chunk)?;
-                BackgroundConfig::Stream(config)
-            }
-            BackgroundKind::Random => {
-                let config = RandomConfig {
-                    file_size: p.size("random_file_size").get(),
-                    seed: p.count("seed"),
-                };
-                if config.file_size < 2 * 4 * Bytes::KIB {
-                    return Err(
-                        Usage("--set random_file_size must be at least 8k for background=random".into()).into(),
-                    );
-                }
-                BackgroundConfig::Random(config)
-            }
-        })
+    /// The stream writer, its parameters checked.
+    pub(crate) fn stream(config: StreamConfig) -> Result<BackgroundConfig> {
+        if config.chunk == 0 || config.file_size == 0 {
+            return Err(Usage("--set chunk and file_size must be larger than 0 for background=stream".into()).into());
+        }
+        crate::environment::check_fits_in_memory("chunk", config.chunk)?;
+        Ok(BackgroundConfig::Stream(config))
+    }
+
+    /// The random writer, its parameters checked.
+    pub(crate) fn random(config: RandomConfig) -> Result<BackgroundConfig> {
+        if config.file_size < 2 * 4 * Bytes::KIB {
+            return Err(Usage("--set random_file_size must be at least 8k for background=random".into()).into());
+        }
+        Ok(BackgroundConfig::Random(config))
     }
 
     pub(crate) fn kind(&self) -> Option<WriterKind> {
@@ -174,10 +193,6 @@ impl BackgroundConfig {
             threshold,
         })
     }
-}
-
-impl BackgroundKind {
-    const NAME: &'static str = "background";
 }
 
 /// The background writer's file is smaller than the dirty background threshold: then the

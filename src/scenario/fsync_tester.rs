@@ -8,44 +8,73 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::background::{BackgroundConfig, PressureNote, Running};
+use super::background::{BackgroundConfig, BackgroundParams, PressureNote, Running};
 use super::{Context, Outcome, Plan};
 use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::{Recorder, Sample};
 use crate::observe::Observer;
-use crate::params::{Kind, ParamSpec, Params};
+use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
 use crate::role::prober::{Iteration, Placement, Prober, ProberConfig};
 use crate::role::writer::{BackgroundSummary, Setup, WriterKind};
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
-use crate::units::format_size;
+use crate::units::{format_size, Bytes};
+
+pub(crate) const WRITE_SIZE: Param<Bytes> =
+    Param::size("write_size", "1M", "prober: bytes written before each sync").seed("1M");
+pub(crate) const SYNC: Param<SyncMethod> = SyncMethod::param("fsync");
+pub(crate) const PLACEMENT: Param<Placement> = Param::choice(
+    "placement",
+    "overwrite",
+    "prober: write at offset 0 (overwrite) or at the end of the file (append)",
+);
+/// The next three take each scenario's default.
+pub(crate) const SLEEP: Param<Duration> = Param::duration("sleep", "1s", "prober: pause between iterations");
+pub(crate) const ITERATIONS: Param<u64> = Param::count(
+    "iterations",
+    "0",
+    "prober: stop after this many iterations (0 = no limit)",
+);
+pub(crate) const DURATION: Param<Duration> =
+    Param::duration("duration", "0", "prober: stop after this long (0 = no limit)");
 
 /// The prober's parameters, with the scenario's defaults.
 pub(crate) fn prober_params(iterations: &'static str, duration: &'static str, sleep: &'static str) -> [ParamSpec; 6] {
     [
-        ParamSpec::new("write_size", Kind::Size, "1M", "prober: bytes written before each sync").seed("1M"),
-        SyncMethod::param("fsync"),
-        ParamSpec::new(
-            "placement",
-            Kind::Choice(<Placement as crate::params::Choice>::NAMES),
-            "overwrite",
-            "prober: write at offset 0 (overwrite) or at the end of the file (append)",
-        ),
-        ParamSpec::new("sleep", Kind::Duration, sleep, "prober: pause between iterations"),
-        ParamSpec::new(
-            "iterations",
-            Kind::Count,
-            iterations,
-            "prober: stop after this many iterations (0 = no limit)",
-        ),
-        ParamSpec::new(
-            "duration",
-            Kind::Duration,
-            duration,
-            "prober: stop after this long (0 = no limit)",
-        ),
+        WRITE_SIZE.spec,
+        SYNC.spec,
+        PLACEMENT.spec,
+        SLEEP.default(sleep).spec,
+        ITERATIONS.default(iterations).spec,
+        DURATION.default(duration).spec,
     ]
+}
+
+/// A fsync-tester scenario's parameters, as read: the prober's and the background's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TesterParams {
+    pub(crate) write_size: Bytes,
+    pub(crate) sync: SyncMethod,
+    pub(crate) placement: Placement,
+    pub(crate) sleep: Duration,
+    pub(crate) iterations: u64,
+    pub(crate) duration: Duration,
+    pub(crate) background: BackgroundParams,
+}
+
+impl ScenarioParams for TesterParams {
+    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
+        Ok(TesterParams {
+            write_size: r.get(&WRITE_SIZE)?,
+            sync: r.get(&SYNC)?,
+            placement: r.get(&PLACEMENT)?,
+            sleep: r.get(&SLEEP)?,
+            iterations: r.get(&ITERATIONS)?,
+            duration: r.get(&DURATION)?,
+            background: BackgroundParams::read(r)?,
+        })
+    }
 }
 
 /// A fsync-tester run, decided.
@@ -57,8 +86,9 @@ pub(crate) struct TesterConfig {
 
 impl TesterConfig {
     pub(crate) fn from_params(p: &Params) -> Result<TesterConfig> {
-        let method: SyncMethod = p.choice("sync")?;
-        let write_size = p.size("write_size").get();
+        let p = TesterParams::from_params(p)?;
+        let method = p.sync;
+        let write_size = p.write_size.get();
         if write_size == 0 {
             return Err(Usage("--set write_size=0: the prober must write at least one byte".into()).into());
         }
@@ -66,7 +96,7 @@ impl TesterConfig {
         if method.needs_alignment() && write_size % AlignedBuf::ALIGN as u64 != 0 {
             return Err(Usage(format!(
                 "--set write_size={}: sync=direct (O_DIRECT) needs a multiple of 4k",
-                format_size(p.size("write_size"))
+                format_size(p.write_size)
             ))
             .into());
         }
@@ -74,12 +104,12 @@ impl TesterConfig {
             prober: ProberConfig {
                 write_size,
                 method,
-                placement: p.choice("placement")?,
-                sleep: p.duration("sleep"),
-                iterations: p.count("iterations"),
-                duration: p.duration("duration"),
+                placement: p.placement,
+                sleep: p.sleep,
+                iterations: p.iterations,
+                duration: p.duration,
             },
-            background: BackgroundConfig::from_params(p)?,
+            background: BackgroundConfig::from_params(&p.background)?,
         })
     }
 

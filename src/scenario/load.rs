@@ -7,12 +7,12 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::background::{self, BackgroundConfig, BackgroundKind, Running};
+use super::background::{self, BackgroundConfig, Running};
 use super::{Context, Outcome, Plan, Scenario, Views};
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{Kind, ParamSpec, Params};
-use crate::role::writer::{Setup, WriterKind};
+use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params};
+use crate::role::writer::{RandomConfig, Setup, StreamConfig, WriterKind};
 use crate::scenario::Measured;
 
 pub(crate) struct Load {
@@ -52,25 +52,46 @@ impl Scenario for Load {
             WriterKind::Random => background::random_params().to_vec(),
             WriterKind::Stream => background::stream_params().to_vec(),
         };
-        specs.push(ParamSpec::new(
-            "duration",
-            Kind::Duration,
-            "10s",
-            "how long to write (0 = until Ctrl-C)",
-        ));
+        specs.push(DURATION.spec);
         specs
     }
 
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        let kind = match self.kind {
-            WriterKind::Random => BackgroundKind::Random,
-            WriterKind::Stream => BackgroundKind::Stream,
-        };
+        let p = self.read(&mut params.reader())?;
         Ok(Box::new(Config {
             kind: self.kind,
-            writer: BackgroundConfig::of_kind(kind, params)?,
-            duration: params.duration("duration"),
+            writer: match p.writer {
+                Writer::Stream(c) => BackgroundConfig::stream(c)?,
+                Writer::Random(c) => BackgroundConfig::random(c)?,
+            },
+            duration: p.duration,
         }))
+    }
+}
+
+const DURATION: Param<Duration> = Param::duration("duration", "10s", "how long to write (0 = until Ctrl-C)");
+
+/// A load run's parameters, as read: its writer's, and how long it writes.
+struct LoadParams {
+    writer: Writer,
+    duration: Duration,
+}
+
+enum Writer {
+    Stream(StreamConfig),
+    Random(RandomConfig),
+}
+
+impl Load {
+    /// Reads the parameters of this load's writer (the subcommand names which it is).
+    fn read(&self, r: &mut ParamReader<'_>) -> Result<LoadParams, ParamError> {
+        Ok(LoadParams {
+            writer: match self.kind {
+                WriterKind::Stream => Writer::Stream(background::read_stream(r)?),
+                WriterKind::Random => Writer::Random(background::read_random(r)?),
+            },
+            duration: r.get(&DURATION)?,
+        })
     }
 }
 
@@ -172,5 +193,24 @@ impl Views for Details {
             WriterKind::Stream => lines.extend(r.background.map(background::seed_stream_line)),
         }
         lines
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        for load in [RANDOM, STREAM] {
+            let params = Params::resolve("load", &load.params(), &[]).unwrap();
+            let mut reader = params.reader();
+            load.read(&mut reader).unwrap();
+            let mut read = reader.names_read().to_vec();
+            let mut declared: Vec<&str> = load.params().iter().map(|s| s.name).collect();
+            read.sort_unstable();
+            declared.sort_unstable();
+            assert_eq!(declared, read, "{}", load.name());
+        }
     }
 }

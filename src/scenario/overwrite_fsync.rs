@@ -47,7 +47,13 @@ impl Scenario for OverwriteFsync {
     fn params(&self) -> Vec<ParamSpec> {
         let mut specs: Vec<ParamSpec> = fsync_tester::prober_params("0", "20s", "1s")
             .into_iter()
-            .map(|p| if p.name == "sleep" { p.seed("1s") } else { p })
+            .map(|p| {
+                if p.name == fsync_tester::SLEEP.name() {
+                    p.seed("1s")
+                } else {
+                    p
+                }
+            })
             .collect();
         specs.extend(background::params("stream"));
         specs
@@ -94,5 +100,15 @@ impl Views for Details {
             .collect();
         lines.extend(stream_line(r.background));
         lines
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        crate::params::assert_declared_and_read::<fsync_tester::TesterParams>(&OverwriteFsync.params());
     }
 }

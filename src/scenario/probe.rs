@@ -15,7 +15,7 @@ use super::{Context, Outcome, Plan, Scenario, Views};
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
-use crate::params::{Kind, ParamSpec, Params};
+use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
 use crate::scenario::Measured;
 use crate::sync::SyncMethod;
 use crate::sys::{self, AlignedBuf};
@@ -39,16 +39,11 @@ impl Scenario for Probe {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![ParamSpec::new(
-            "iterations",
-            Kind::Count,
-            "100",
-            "how many times each measurement is repeated",
-        )]
+        vec![ITERATIONS.spec]
     }
 
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        let iterations = params.count("iterations");
+        let ProbeParams { iterations } = ProbeParams::from_params(params)?;
         if iterations == 0 {
             return Err(Usage("--set iterations=0: the probe needs at least one iteration".into()).into());
         }
@@ -58,6 +53,21 @@ impl Scenario for Probe {
 
 struct Config {
     iterations: u64,
+}
+
+const ITERATIONS: Param<u64> = Param::count("iterations", "100", "how many times each measurement is repeated");
+
+/// The probe's parameters, as read.
+struct ProbeParams {
+    iterations: u64,
+}
+
+impl ScenarioParams for ProbeParams {
+    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
+        Ok(ProbeParams {
+            iterations: r.get(&ITERATIONS)?,
+        })
+    }
 }
 
 impl Plan for Config {
@@ -168,5 +178,15 @@ impl Views for Details {
 
     fn seed_lines(&self, _: &Measured<'_>) -> Vec<String> {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        crate::params::assert_declared_and_read::<ProbeParams>(&Probe.params());
     }
 }

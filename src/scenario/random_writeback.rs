@@ -57,10 +57,10 @@ impl Scenario for RandomWriteback {
         let mut specs: Vec<ParamSpec> = fsync_tester::prober_params("20", "20s", "1s")
             .into_iter()
             .map(|p| match p.name {
-                "iterations" => p.seed("60"),
-                "duration" => p.seed("60s"),
+                n if n == fsync_tester::ITERATIONS.name() => p.seed("60"),
+                n if n == fsync_tester::DURATION.name() => p.seed("60s"),
                 // Public copies of fsync-tester.c sleep 4 s, later ones 1 s.
-                "sleep" => p.seed("1s"),
+                n if n == fsync_tester::SLEEP.name() => p.seed("1s"),
                 _ => p,
             })
             .collect();
@@ -122,5 +122,15 @@ impl Views for Details {
         }
         lines.push(seed_done_line(d.iterations, d.background));
         lines
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        crate::params::assert_declared_and_read::<fsync_tester::TesterParams>(&RandomWriteback.params());
     }
 }

@@ -28,7 +28,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{Choice, Kind, ParamSpec, Params};
+use crate::params::{Choice, Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 use crate::units::{format_size, Bytes};
@@ -41,6 +41,65 @@ pub(crate) use details::Details;
 use cells::{Cell, Files};
 
 pub(crate) struct Datasync;
+
+const METHODS: Param<Vec<SyncMethod>> = Param::choices(
+    "methods",
+    "fsync,fdatasync,sync_file_range,odsync",
+    "sync methods compared (see `sync` of other scenarios for each one)",
+)
+.seed("fdatasync");
+const CASES: Param<Vec<Case>> = Param::choices(
+    "cases",
+    "overwrite,append,mtime",
+    "overwrite (allocated blocks), append (file grows), mtime (same bytes: timestamps only)",
+)
+.seed("overwrite");
+const WRITE_SIZE: Param<Bytes> = Param::size("write_size", "8k", "bytes per write").seed("8k");
+const FILE_SIZE: Param<Bytes> = Param::size(
+    "file_size",
+    "8M",
+    "size of the preallocated file for overwrite; an append file is emptied when it reaches it",
+)
+.seed("8G");
+const ROUNDS: Param<u64> = Param::count(
+    "rounds",
+    "3",
+    "interleaved rounds: each (case, method) gets one slot per round",
+)
+.seed("1");
+const DURATION: Param<Duration> =
+    Param::duration("duration", "500ms", "length of one slot (0 = no limit: writes decides)").seed("0s");
+const WRITES: Param<u64> = Param::count(
+    "writes",
+    "0",
+    "write+sync operations per slot (0 = no limit: duration decides)",
+)
+.seed("1048576");
+
+/// The scenario's parameters, as read.
+struct DatasyncParams {
+    methods: Vec<SyncMethod>,
+    cases: Vec<Case>,
+    write_size: Bytes,
+    file_size: Bytes,
+    rounds: u64,
+    duration: Duration,
+    writes: u64,
+}
+
+impl ScenarioParams for DatasyncParams {
+    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
+        Ok(DatasyncParams {
+            methods: r.get(&METHODS)?,
+            cases: r.get(&CASES)?,
+            write_size: r.get(&WRITE_SIZE)?,
+            file_size: r.get(&FILE_SIZE)?,
+            rounds: r.get(&ROUNDS)?,
+            duration: r.get(&DURATION)?,
+            writes: r.get(&WRITES)?,
+        })
+    }
+}
 
 /// What each operation writes where.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,49 +143,13 @@ impl Scenario for Datasync {
 
     fn params(&self) -> Vec<ParamSpec> {
         vec![
-            ParamSpec::new(
-                "methods",
-                Kind::ChoiceList(<SyncMethod as Choice>::NAMES),
-                "fsync,fdatasync,sync_file_range,odsync",
-                "sync methods compared (see `sync` of other scenarios for each one)",
-            )
-            .seed("fdatasync"),
-            ParamSpec::new(
-                "cases",
-                Kind::ChoiceList(Case::NAMES),
-                "overwrite,append,mtime",
-                "overwrite (allocated blocks), append (file grows), mtime (same bytes: timestamps only)",
-            )
-            .seed("overwrite"),
-            ParamSpec::new("write_size", Kind::Size, "8k", "bytes per write").seed("8k"),
-            ParamSpec::new(
-                "file_size",
-                Kind::Size,
-                "8M",
-                "size of the preallocated file for overwrite; an append file is emptied when it reaches it",
-            )
-            .seed("8G"),
-            ParamSpec::new(
-                "rounds",
-                Kind::Count,
-                "3",
-                "interleaved rounds: each (case, method) gets one slot per round",
-            )
-            .seed("1"),
-            ParamSpec::new(
-                "duration",
-                Kind::Duration,
-                "500ms",
-                "length of one slot (0 = no limit: writes decides)",
-            )
-            .seed("0s"),
-            ParamSpec::new(
-                "writes",
-                Kind::Count,
-                "0",
-                "write+sync operations per slot (0 = no limit: duration decides)",
-            )
-            .seed("1048576"),
+            METHODS.spec,
+            CASES.spec,
+            WRITE_SIZE.spec,
+            FILE_SIZE.spec,
+            ROUNDS.spec,
+            DURATION.spec,
+            WRITES.spec,
         ]
     }
 
@@ -149,15 +172,16 @@ struct Config {
 
 impl Config {
     fn from_params(p: &Params) -> Result<Config> {
-        check_fits_in_memory("write_size", p.size("write_size").get())?;
+        let p = DatasyncParams::from_params(p)?;
+        check_fits_in_memory("write_size", p.write_size.get())?;
         let c = Config {
-            methods: p.choices("methods")?,
-            cases: p.choices("cases")?,
-            write_size: p.size("write_size").get(),
-            file_size: p.size("file_size").get(),
-            rounds: p.count("rounds"),
-            duration: p.duration("duration"),
-            writes: p.count("writes"),
+            methods: p.methods,
+            cases: p.cases,
+            write_size: p.write_size.get(),
+            file_size: p.file_size.get(),
+            rounds: p.rounds,
+            duration: p.duration,
+            writes: p.writes,
         };
         let usage = |m: &str| -> Result<Config> { Err(Usage(m.to_string()).into()) };
         if c.write_size == 0 {
@@ -252,5 +276,15 @@ impl Plan for Config {
             background: None,
             details: super::Details::Datasync(details),
         })
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        crate::params::assert_declared_and_read::<DatasyncParams>(&Datasync.params());
     }
 }

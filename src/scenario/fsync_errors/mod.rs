@@ -38,7 +38,7 @@ use super::{Context, Outcome, Plan, Scenario};
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{Kind, ParamSpec, Params};
+use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
 use crate::testbed::command::find_tool;
 use crate::testbed::device::DeviceProfile;
 use crate::testbed::scratch::{self, ScratchSpec};
@@ -48,6 +48,41 @@ const BLOCK: usize = 4096;
 /// The content of every block before the sequence, and of the target block after the write.
 const OLD: u8 = b'o';
 const NEW: u8 = b'n';
+
+const FS: Param<String> = Param::text(
+    "fs",
+    check_filesystems,
+    DEFAULT_FS,
+    "the filesystems, one row each: FS[:MOUNT_OPTIONS] separated by commas",
+);
+const FAULT: Param<Scope> = Param::choice(
+    "fault",
+    "block",
+    "what fails: block (the writes of the file's data block, as published), disk (every write: journal and metadata too) or flush (one cache flush, then the power is cut)",
+);
+const DEVICE: Param<String> = Param::text(
+    "device",
+    check_device,
+    DEFAULT_DEVICE,
+    "the emulated disk under each filesystem (`fsynclab list-devices`); the scenario sets its faults",
+);
+
+/// The scenario's parameters, as read.
+struct FsyncErrorsParams {
+    fs: String,
+    fault: Scope,
+    device: String,
+}
+
+impl ScenarioParams for FsyncErrorsParams {
+    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
+        Ok(FsyncErrorsParams {
+            fs: r.get(&FS)?,
+            fault: r.get(&FAULT)?,
+            device: r.get(&DEVICE)?,
+        })
+    }
+}
 
 pub(crate) struct FsyncErrors;
 
@@ -70,33 +105,13 @@ impl Scenario for FsyncErrors {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new(
-                "fs",
-                Kind::Custom(check_filesystems),
-                DEFAULT_FS,
-                "the filesystems, one row each: FS[:MOUNT_OPTIONS] separated by commas",
-            ),
-            ParamSpec::new(
-                "fault",
-                Kind::Choice(<Scope as crate::params::Choice>::NAMES),
-                "block",
-                "what fails: block (the writes of the file's data block, as published), disk (every write: journal and metadata too) or flush (one cache flush, then the power is cut)",
-            ),
-            ParamSpec::new(
-                "device",
-                Kind::Custom(check_device),
-                DEFAULT_DEVICE,
-                "the emulated disk under each filesystem (`fsynclab list-devices`); the scenario sets its faults",
-            ),
-        ]
+        vec![FS.spec, FAULT.spec, DEVICE.spec]
     }
 
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        let filesystems =
-            filesystems(params.text("fs")).map_err(|e| Usage(format!("--set fs={}: {e}", params.text("fs"))))?;
-        let device =
-            device(params.text("device")).map_err(|e| Usage(format!("--set device={}: {e}", params.text("device"))))?;
+        let p = FsyncErrorsParams::from_params(params)?;
+        let filesystems = filesystems(&p.fs).map_err(|e| Usage(format!("--set fs={}: {e}", p.fs)))?;
+        let device = device(&p.device).map_err(|e| Usage(format!("--set device={}: {e}", p.device)))?;
         if !crate::sys::is_root() {
             return Err(
                 Usage("fsync-errors makes scratch filesystems on emulated disks: run fsynclab as root".into()).into(),
@@ -117,7 +132,7 @@ impl Scenario for FsyncErrors {
         }
         Ok(Box::new(Config {
             filesystems,
-            scope: params.choice("fault")?,
+            scope: p.fault,
             device,
         }))
     }
@@ -263,5 +278,15 @@ mod tests {
         assert!(device("ram").unwrap_err().contains("need an emulated disk"));
         assert!(device("nvme,fail=flush").unwrap_err().contains("without fail="));
         assert!(device("floppy").unwrap_err().contains("unknown profile 'floppy'"));
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        crate::params::assert_declared_and_read::<FsyncErrorsParams>(&FsyncErrors.params());
     }
 }

@@ -30,17 +30,88 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::Event;
-use crate::params::{Choice, Kind, ParamSpec, Params};
+use crate::params::{Choice, Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
 use crate::role::group_commit::{check_delay, parse_delay, Delay};
 use crate::role::prober::Placement;
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
+use crate::units::Bytes;
 
 mod details;
 mod findings;
 mod workers;
 
 pub(crate) use details::Details;
+
+const THREADS: Param<Vec<u64>> = Param::count_list(
+    "threads",
+    "1,2,4,8",
+    "worker threads; a list is a sweep, each count run for `duration` (the seed's counts are not known)",
+);
+const COORDINATION: Param<Vec<Coordination>> = Param::choices(
+    "coordination",
+    "none,syncfs,wal",
+    "how transactions become durable: none (each worker syncs its file), syncfs (a leader's syncfs covers all waiting), wal (shared log, a leader syncs the batch)",
+);
+const DELAY: Param<String> = Param::text(
+    "delay",
+    check_delay,
+    "0",
+    "syncfs/wal: how long a leader waits for others before it syncs: 0, microseconds (500, 500us, 2ms), or avg-flush (the seed's 'use avg sync time')",
+);
+const RECORD_SIZE: Param<Bytes> = Param::size("record_size", "4k", "bytes each transaction writes");
+const FILE_SIZE: Param<Bytes> = Param::size(
+    "file_size",
+    "16M",
+    "size of each worker's file and of the shared log; writes wrap around at this size",
+);
+const PLACEMENT: Param<Placement> = Param::choice(
+    "placement",
+    "overwrite",
+    "overwrite blocks written out beforehand, or append to files that start empty (each worker's file restarts when full; the wal log is circular)",
+);
+const DIRECTIO: Param<bool> = Param::flag(
+    "directio",
+    "0",
+    "1: open the files with O_DIRECT (the seed's directio=1)",
+);
+const SYNC: Param<SyncMethod> = Param::choice_among(
+    "sync",
+    &["fsync", "fdatasync"],
+    "fdatasync",
+    "the durable call of none and wal (syncfs uses syncfs)",
+)
+.seed("fsync");
+const DURATION: Param<Duration> = Param::duration("duration", "2s", "how long each thread count of each strategy runs");
+
+/// The scenario's parameters, as read.
+struct FsyncTpsParams {
+    threads: Vec<u64>,
+    coordination: Vec<Coordination>,
+    delay: String,
+    record_size: Bytes,
+    file_size: Bytes,
+    placement: Placement,
+    directio: bool,
+    sync: SyncMethod,
+    duration: Duration,
+}
+
+impl ScenarioParams for FsyncTpsParams {
+    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
+        Ok(FsyncTpsParams {
+            threads: r.get(&THREADS)?,
+            coordination: r.get(&COORDINATION)?,
+            delay: r.get(&DELAY)?,
+            record_size: r.get(&RECORD_SIZE)?,
+            file_size: r.get(&FILE_SIZE)?,
+            placement: r.get(&PLACEMENT)?,
+            directio: r.get(&DIRECTIO)?,
+            sync: r.get(&SYNC)?,
+            duration: r.get(&DURATION)?,
+        })
+    }
+}
 
 pub(crate) struct FsyncTps;
 
@@ -73,46 +144,15 @@ impl Scenario for FsyncTps {
 
     fn params(&self) -> Vec<ParamSpec> {
         vec![
-            ParamSpec::new(
-                "threads",
-                Kind::CountList,
-                "1,2,4,8",
-                "worker threads; a list is a sweep, each count run for `duration` (the seed's counts are not known)",
-            ),
-            ParamSpec::new(
-                "coordination",
-                Kind::ChoiceList(Coordination::NAMES),
-                "none,syncfs,wal",
-                "how transactions become durable: none (each worker syncs its file), syncfs (a leader's syncfs covers all waiting), wal (shared log, a leader syncs the batch)",
-            ),
-            ParamSpec::new(
-                "delay",
-                Kind::Custom(check_delay),
-                "0",
-                "syncfs/wal: how long a leader waits for others before it syncs: 0, microseconds (500, 500us, 2ms), or avg-flush (the seed's 'use avg sync time')",
-            ),
-            ParamSpec::new("record_size", Kind::Size, "4k", "bytes each transaction writes"),
-            ParamSpec::new(
-                "file_size",
-                Kind::Size,
-                "16M",
-                "size of each worker's file and of the shared log; writes wrap around at this size",
-            ),
-            ParamSpec::new(
-                "placement",
-                Kind::Choice(Placement::NAMES),
-                "overwrite",
-                "overwrite blocks written out beforehand, or append to files that start empty (each worker's file restarts when full; the wal log is circular)",
-            ),
-            ParamSpec::new("directio", Kind::Flag, "0", "1: open the files with O_DIRECT (the seed's directio=1)"),
-            ParamSpec::new(
-                "sync",
-                Kind::Choice(&["fsync", "fdatasync"]),
-                "fdatasync",
-                "the durable call of none and wal (syncfs uses syncfs)",
-            )
-            .seed("fsync"),
-            ParamSpec::new("duration", Kind::Duration, "2s", "how long each thread count of each strategy runs"),
+            THREADS.spec,
+            COORDINATION.spec,
+            DELAY.spec,
+            RECORD_SIZE.spec,
+            FILE_SIZE.spec,
+            PLACEMENT.spec,
+            DIRECTIO.spec,
+            SYNC.spec,
+            DURATION.spec,
         ]
     }
 
@@ -139,7 +179,8 @@ pub(crate) struct Config {
 impl Config {
     pub(crate) fn from_params(p: &Params) -> Result<Config> {
         let usage = |m: String| -> Result<Config> { Err(Usage(m).into()) };
-        let threads = p.count_list("threads").to_vec();
+        let p = FsyncTpsParams::from_params(p)?;
+        let threads = p.threads;
         if threads.contains(&0) {
             let list: Vec<String> = threads.iter().map(u64::to_string).collect();
             return usage(format!(
@@ -150,8 +191,8 @@ impl Config {
         if threads.iter().any(|&n| n > 1024) {
             return usage("--set threads: at most 1024 workers per run".into());
         }
-        let record_size = p.size("record_size").get();
-        let file_size = p.size("file_size").get();
+        let record_size = p.record_size.get();
+        let file_size = p.file_size.get();
         if record_size == 0 {
             return usage("--set record_size=0: a transaction must write at least one byte".into());
         }
@@ -159,30 +200,29 @@ impl Config {
         if record_size > file_size {
             return usage(format!(
                 "--set record_size={}: larger than file_size={}; lower record_size or raise file_size",
-                p.size("record_size"),
-                p.size("file_size")
+                p.record_size, p.file_size
             ));
         }
-        let directio = p.flag("directio");
+        let directio = p.directio;
         if directio && record_size % AlignedBuf::ALIGN as u64 != 0 {
             return usage(format!(
                 "--set record_size={}: directio=1 (O_DIRECT) needs a multiple of 4k",
-                p.size("record_size")
+                p.record_size
             ));
         }
-        let duration = p.duration("duration");
+        let duration = p.duration;
         if duration.is_zero() {
             return usage("--set duration=0: each thread count needs a time to run, like 2s".into());
         }
         let config = Config {
             threads,
-            coordination: p.choices("coordination")?,
-            delay: parse_delay(p.text("delay")).map_err(|e| Usage(format!("--set delay: expected {e}")))?,
+            coordination: p.coordination,
+            delay: parse_delay(&p.delay).map_err(|e| Usage(format!("--set delay: expected {e}")))?,
             record_size,
             file_size,
-            append: p.choice::<Placement>("placement")? == Placement::Append,
+            append: p.placement == Placement::Append,
             directio,
-            sync: p.choice("sync")?,
+            sync: p.sync,
             duration,
         };
         // Every worker holds a record buffer at once, and so does the calibration.
@@ -242,5 +282,15 @@ impl Plan for Config {
             background: None,
             details: super::Details::FsyncTps(Details::new(self, avg_flush_ns, rows)),
         })
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        crate::params::assert_declared_and_read::<FsyncTpsParams>(&FsyncTps.params());
     }
 }

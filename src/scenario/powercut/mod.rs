@@ -26,7 +26,7 @@ use super::{Context, Outcome, Plan, Scenario};
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{Choice, Kind, ParamSpec, Params};
+use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
 use crate::rng::SplitMix64;
 use crate::sync::SyncMethod;
 use crate::testbed::device::{CutPlan, CutTrigger, Keep};
@@ -40,6 +40,76 @@ pub(crate) mod verdict;
 pub(crate) use details::{Cycle, Details};
 
 use pattern::{Ended, Pattern, Workload};
+
+const PATTERN: Param<Pattern> = Param::choice(
+    "pattern",
+    "append",
+    "append (a log), overwrite (versioned records in place), rename (write a new file, rename it over the old), create (a new file a record)",
+);
+const SYNC: Param<SyncMethod> = SyncMethod::param("fsync");
+const DIR_SYNC: Param<bool> = Param::flag(
+    "dir_sync",
+    "1",
+    "rename and create: 1 fsyncs the directory after the rename or the create",
+);
+const RECORD_SIZE: Param<Bytes> = Param::size("record_size", "4k", "bytes per record");
+const SLOTS: Param<u64> = Param::count("slots", "64", "overwrite: records in the file, overwritten in turn");
+const CUTS: Param<u64> = Param::count("cuts", "1", "power cuts, each on a fresh filesystem");
+const CUT_AFTER: Param<Duration> = Param::duration(
+    "cut_after",
+    "1s",
+    "the earliest moment of a cut, from the start of the writes",
+);
+const CUT_WITHIN: Param<Duration> = Param::duration(
+    "cut_within",
+    "1s",
+    "each cut comes at a moment drawn from seed within this long after cut_after (0: exactly at cut_after)",
+);
+const KEEP: Param<String> = Param::word(
+    "keep",
+    KEEPS,
+    "none",
+    "what survives of the drive's volatile cache: none, prefix (the first writes in drain order), any (a random subset), torn (a prefix and one write in part)",
+);
+const MAX_SIZE: Param<Bytes> = Param::size(
+    "max_size",
+    "256M",
+    "the most the pattern writes before it waits for the cut (a pattern without sync writes at memory speed)",
+);
+const SEED: Param<u64> = Param::count("seed", "1", "seed of the cut moments and of what survives");
+
+/// The scenario's parameters, as read.
+struct PowercutParams {
+    pattern: Pattern,
+    sync: SyncMethod,
+    dir_sync: bool,
+    record_size: Bytes,
+    slots: u64,
+    cuts: u64,
+    cut_after: Duration,
+    cut_within: Duration,
+    keep: String,
+    max_size: Bytes,
+    seed: u64,
+}
+
+impl ScenarioParams for PowercutParams {
+    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
+        Ok(PowercutParams {
+            pattern: r.get(&PATTERN)?,
+            sync: r.get(&SYNC)?,
+            dir_sync: r.get(&DIR_SYNC)?,
+            record_size: r.get(&RECORD_SIZE)?,
+            slots: r.get(&SLOTS)?,
+            cuts: r.get(&CUTS)?,
+            cut_after: r.get(&CUT_AFTER)?,
+            cut_within: r.get(&CUT_WITHIN)?,
+            keep: r.get(&KEEP)?,
+            max_size: r.get(&MAX_SIZE)?,
+            seed: r.get(&SEED)?,
+        })
+    }
+}
 
 pub(crate) struct Powercut;
 
@@ -61,47 +131,17 @@ impl Scenario for Powercut {
 
     fn params(&self) -> Vec<ParamSpec> {
         vec![
-            ParamSpec::new(
-                "pattern",
-                Kind::Choice(Pattern::NAMES),
-                "append",
-                "append (a log), overwrite (versioned records in place), rename (write a new file, rename it over the old), create (a new file a record)",
-            ),
-            SyncMethod::param("fsync"),
-            ParamSpec::new(
-                "dir_sync",
-                Kind::Flag,
-                "1",
-                "rename and create: 1 fsyncs the directory after the rename or the create",
-            ),
-            ParamSpec::new("record_size", Kind::Size, "4k", "bytes per record"),
-            ParamSpec::new("slots", Kind::Count, "64", "overwrite: records in the file, overwritten in turn"),
-            ParamSpec::new("cuts", Kind::Count, "1", "power cuts, each on a fresh filesystem"),
-            ParamSpec::new(
-                "cut_after",
-                Kind::Duration,
-                "1s",
-                "the earliest moment of a cut, from the start of the writes",
-            ),
-            ParamSpec::new(
-                "cut_within",
-                Kind::Duration,
-                "1s",
-                "each cut comes at a moment drawn from seed within this long after cut_after (0: exactly at cut_after)",
-            ),
-            ParamSpec::new(
-                "keep",
-                Kind::Choice(KEEPS),
-                "none",
-                "what survives of the drive's volatile cache: none, prefix (the first writes in drain order), any (a random subset), torn (a prefix and one write in part)",
-            ),
-            ParamSpec::new(
-                "max_size",
-                Kind::Size,
-                "256M",
-                "the most the pattern writes before it waits for the cut (a pattern without sync writes at memory speed)",
-            ),
-            ParamSpec::new("seed", Kind::Count, "1", "seed of the cut moments and of what survives"),
+            PATTERN.spec,
+            SYNC.spec,
+            DIR_SYNC.spec,
+            RECORD_SIZE.spec,
+            SLOTS.spec,
+            CUTS.spec,
+            CUT_AFTER.spec,
+            CUT_WITHIN.spec,
+            KEEP.spec,
+            MAX_SIZE.spec,
+            SEED.spec,
         ]
     }
 
@@ -124,9 +164,10 @@ struct Config {
 
 impl Config {
     fn from_params(p: &Params) -> Result<Config> {
-        let record_size = p.size("record_size").get();
-        let pattern: Pattern = p.choice("pattern")?;
-        let sync: SyncMethod = p.choice("sync")?;
+        let p = PowercutParams::from_params(p)?;
+        let record_size = p.record_size.get();
+        let pattern = p.pattern;
+        let sync = p.sync;
         let usage = |m: String| -> Result<Config> { Err(Usage(m).into()) };
         if !(record::MIN_SIZE as u64..=Bytes::MIB).contains(&record_size) {
             return usage(format!(
@@ -141,21 +182,21 @@ impl Config {
                 format_size(Bytes(record_size))
             ));
         }
-        let keep = Keep::from_name(p.text("keep")).unwrap_or_default();
+        let keep = Keep::from_name(&p.keep).unwrap_or_default();
         let c = Config {
             workload: Workload {
                 pattern,
                 sync,
-                dir_sync: p.flag("dir_sync"),
+                dir_sync: p.dir_sync,
                 record_size: record_size as usize,
-                slots: p.count("slots").clamp(1, u64::from(u32::MAX)) as u32,
+                slots: p.slots.clamp(1, u64::from(u32::MAX)) as u32,
             },
-            cuts: p.count("cuts"),
-            cut_after: p.duration("cut_after"),
-            cut_within: p.duration("cut_within"),
+            cuts: p.cuts,
+            cut_after: p.cut_after,
+            cut_within: p.cut_within,
             keep,
-            max_size: p.size("max_size").get(),
-            seed: p.count("seed"),
+            max_size: p.max_size.get(),
+            seed: p.seed,
         };
         if c.cuts == 0 {
             return usage("--set cuts=0: at least one cut, e.g. cuts=50".into());
@@ -283,5 +324,15 @@ impl Plan for Config {
             background: None,
             details: super::Details::Powercut(Details::new(self.workload, self.keep, cycles)),
         })
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        crate::params::assert_declared_and_read::<PowercutParams>(&Powercut.params());
     }
 }

@@ -34,7 +34,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
-use crate::params::{Kind, ParamSpec, Params};
+use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
 use crate::role::pool::run_workers;
 use crate::sync::SyncMethod;
 use crate::units::{format_size, Bytes};
@@ -45,6 +45,87 @@ mod workers;
 
 pub(crate) use details::Details;
 use sysbench::{Generator, Summary};
+
+const FILES: Param<u64> = Param::count("files", "128", "number of files (sysbench --file-num)").seed("128");
+const TOTAL_SIZE: Param<Bytes> = Param::size(
+    "total_size",
+    "256M",
+    "size of all files together (sysbench --file-total-size)",
+)
+.seed("128G");
+const THREADS: Param<u64> = Param::count("threads", "16", "worker threads (sysbench --num-threads)").seed("128");
+const BLOCK_SIZE: Param<Bytes> = Param::size(
+    "block_size",
+    "16k",
+    "bytes per request, offsets aligned to it (sysbench --file-block-size)",
+)
+.seed("16k");
+const FSYNC_FREQ: Param<u64> = Param::count(
+    "fsync_freq",
+    "100",
+    "a sync sweep over all files after this many requests, 0 = never (sysbench --file-fsync-freq)",
+)
+.seed("100");
+const FSYNC_MODE: Param<SyncMethod> = Param::choice_among(
+    "fsync_mode",
+    &["fsync", "fdatasync"],
+    "fdatasync",
+    "the sync call of the sweeps (sysbench --file-fsync-mode)",
+)
+.seed("fdatasync");
+const FSYNC_END: Param<bool> = Param::flag(
+    "fsync_end",
+    "1",
+    "one more sync per file at the end (sysbench --file-fsync-end)",
+);
+const MAX_REQUESTS: Param<u64> = Param::count(
+    "max_requests",
+    "0",
+    "stop after this many writes, 0 = no limit (sysbench --max-requests)",
+)
+.seed("50000");
+const DURATION: Param<Duration> = Param::duration(
+    "duration",
+    "10s",
+    "stop after this long, 0 = no limit (sysbench --max-time)",
+)
+.seed("0");
+const SEED: Param<u64> = Param::count(
+    "seed",
+    "1",
+    "seed of the offset generator (fixed, so runs are repeatable)",
+);
+
+/// The scenario's parameters, as read.
+struct RndwrParams {
+    files: u64,
+    total_size: Bytes,
+    threads: u64,
+    block_size: Bytes,
+    fsync_freq: u64,
+    fsync_mode: SyncMethod,
+    fsync_end: bool,
+    max_requests: u64,
+    duration: Duration,
+    seed: u64,
+}
+
+impl ScenarioParams for RndwrParams {
+    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
+        Ok(RndwrParams {
+            files: r.get(&FILES)?,
+            total_size: r.get(&TOTAL_SIZE)?,
+            threads: r.get(&THREADS)?,
+            block_size: r.get(&BLOCK_SIZE)?,
+            fsync_freq: r.get(&FSYNC_FREQ)?,
+            fsync_mode: r.get(&FSYNC_MODE)?,
+            fsync_end: r.get(&FSYNC_END)?,
+            max_requests: r.get(&MAX_REQUESTS)?,
+            duration: r.get(&DURATION)?,
+            seed: r.get(&SEED)?,
+        })
+    }
+}
 
 pub(crate) struct Rndwr;
 
@@ -63,62 +144,16 @@ impl Scenario for Rndwr {
 
     fn params(&self) -> Vec<ParamSpec> {
         vec![
-            ParamSpec::new("files", Kind::Count, "128", "number of files (sysbench --file-num)").seed("128"),
-            ParamSpec::new(
-                "total_size",
-                Kind::Size,
-                "256M",
-                "size of all files together (sysbench --file-total-size)",
-            )
-            .seed("128G"),
-            ParamSpec::new("threads", Kind::Count, "16", "worker threads (sysbench --num-threads)").seed("128"),
-            ParamSpec::new(
-                "block_size",
-                Kind::Size,
-                "16k",
-                "bytes per request, offsets aligned to it (sysbench --file-block-size)",
-            )
-            .seed("16k"),
-            ParamSpec::new(
-                "fsync_freq",
-                Kind::Count,
-                "100",
-                "a sync sweep over all files after this many requests, 0 = never (sysbench --file-fsync-freq)",
-            )
-            .seed("100"),
-            ParamSpec::new(
-                "fsync_mode",
-                Kind::Choice(&["fsync", "fdatasync"]),
-                "fdatasync",
-                "the sync call of the sweeps (sysbench --file-fsync-mode)",
-            )
-            .seed("fdatasync"),
-            ParamSpec::new(
-                "fsync_end",
-                Kind::Flag,
-                "1",
-                "one more sync per file at the end (sysbench --file-fsync-end)",
-            ),
-            ParamSpec::new(
-                "max_requests",
-                Kind::Count,
-                "0",
-                "stop after this many writes, 0 = no limit (sysbench --max-requests)",
-            )
-            .seed("50000"),
-            ParamSpec::new(
-                "duration",
-                Kind::Duration,
-                "10s",
-                "stop after this long, 0 = no limit (sysbench --max-time)",
-            )
-            .seed("0"),
-            ParamSpec::new(
-                "seed",
-                Kind::Count,
-                "1",
-                "seed of the offset generator (fixed, so runs are repeatable)",
-            ),
+            FILES.spec,
+            TOTAL_SIZE.spec,
+            THREADS.spec,
+            BLOCK_SIZE.spec,
+            FSYNC_FREQ.spec,
+            FSYNC_MODE.spec,
+            FSYNC_END.spec,
+            MAX_REQUESTS.spec,
+            DURATION.spec,
+            SEED.spec,
         ]
     }
 
@@ -144,9 +179,10 @@ pub(crate) struct Config {
 
 impl Config {
     pub(crate) fn from_params(p: &Params) -> Result<Config> {
-        let files = p.count("files");
-        let threads = p.count("threads");
-        let block_size = p.size("block_size").get();
+        let p = RndwrParams::from_params(p)?;
+        let files = p.files;
+        let threads = p.threads;
+        let block_size = p.block_size.get();
         check_fits_in_memory("block_size", block_size)?;
         if files == 0 {
             bail!(Usage("--set files=0: sysbench needs at least one file".into()));
@@ -164,18 +200,18 @@ impl Config {
         }
         crate::environment::check_buffers_fit("block_size", block_size, threads)?;
         // sysbench: file_size = total_size / num_files.
-        let file_size = p.size("total_size").get() / files;
+        let file_size = p.total_size.get() / files;
         if file_size < block_size {
             bail!(Usage(format!(
                 "--set total_size={}: {} files of {} each are smaller than block_size={}; raise total_size or lower files",
-                p.size("total_size"),
+                p.total_size,
                 files,
                 format_size(Bytes(file_size)),
-                p.size("block_size")
+                p.block_size
             )));
         }
-        let max_requests = p.count("max_requests");
-        let duration = p.duration("duration");
+        let max_requests = p.max_requests;
+        let duration = p.duration;
         if max_requests == 0 && duration.is_zero() {
             bail!(Usage(
                 "--set max_requests=0 with duration=0 would never stop; set one of them".into()
@@ -186,12 +222,12 @@ impl Config {
             file_size,
             block_size,
             threads,
-            fsync_freq: p.count("fsync_freq"),
-            fsync_end: p.flag("fsync_end"),
-            sync: p.choice("fsync_mode")?,
+            fsync_freq: p.fsync_freq,
+            fsync_end: p.fsync_end,
+            sync: p.fsync_mode,
             max_requests,
             duration,
-            seed: p.count("seed"),
+            seed: p.seed,
         })
     }
 
@@ -273,5 +309,15 @@ impl Plan for Config {
             background: None,
             details: super::Details::Rndwr(details),
         })
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        crate::params::assert_declared_and_read::<RndwrParams>(&Rndwr.params());
     }
 }

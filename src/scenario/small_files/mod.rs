@@ -33,7 +33,7 @@ use super::{Context, Outcome, Plan, Scenario};
 use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
-use crate::params::{Choice, Kind, ParamSpec, Params};
+use crate::params::{Choice, Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
 use crate::units::{format_size, Bytes};
 
 mod details;
@@ -41,6 +41,56 @@ mod fs_mark;
 mod iozone;
 
 pub(crate) use details::Details;
+
+const MODE: Param<Mode> = Param::choice(
+    "mode",
+    "both",
+    "iozone (write+rewrite KB/s per file size), fs_mark (files/s), or both",
+);
+const SIZES: Param<Vec<Bytes>> = Param::size_list(
+    "sizes",
+    "4k,64k,1M,8M,16M",
+    "iozone: file sizes, each written then rewritten",
+)
+.seed("64k");
+const RUNS: Param<u64> = Param::count("runs", "5", "iozone: passes per file size, averaged").seed("5");
+const RECORD: Param<Bytes> = Param::size("record", "4k", "bytes per write(2): iozone's -r, fs_mark's -w").seed("4k");
+const FILES: Param<u64> = Param::count("files", "300", "fs_mark: files created (-n)").seed("1000");
+const FILE_SIZE: Param<Bytes> = Param::size("file_size", "64k", "fs_mark: size of each file (-s)").seed("64k");
+const DIRS: Param<u64> = Param::count("dirs", "10", "fs_mark: subdirectories (-D)").seed("100");
+const FILES_PER_DIR: Param<u64> = Param::count(
+    "files_per_dir",
+    "30",
+    "fs_mark: files in a subdirectory before moving to the next (-N)",
+)
+.seed("1000");
+
+/// The scenario's parameters, as read.
+struct SmallFilesParams {
+    mode: Mode,
+    sizes: Vec<Bytes>,
+    runs: u64,
+    record: Bytes,
+    files: u64,
+    file_size: Bytes,
+    dirs: u64,
+    files_per_dir: u64,
+}
+
+impl ScenarioParams for SmallFilesParams {
+    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
+        Ok(SmallFilesParams {
+            mode: r.get(&MODE)?,
+            sizes: r.get(&SIZES)?,
+            runs: r.get(&RUNS)?,
+            record: r.get(&RECORD)?,
+            files: r.get(&FILES)?,
+            file_size: r.get(&FILE_SIZE)?,
+            dirs: r.get(&DIRS)?,
+            files_per_dir: r.get(&FILES_PER_DIR)?,
+        })
+    }
+}
 
 pub(crate) struct SmallFiles;
 
@@ -71,37 +121,14 @@ impl Scenario for SmallFiles {
 
     fn params(&self) -> Vec<ParamSpec> {
         vec![
-            ParamSpec::new(
-                "mode",
-                Kind::Choice(Mode::NAMES),
-                "both",
-                "iozone (write+rewrite KB/s per file size), fs_mark (files/s), or both",
-            ),
-            ParamSpec::new(
-                "sizes",
-                Kind::SizeList,
-                "4k,64k,1M,8M,16M",
-                "iozone: file sizes, each written then rewritten",
-            )
-            .seed("64k"),
-            ParamSpec::new("runs", Kind::Count, "5", "iozone: passes per file size, averaged").seed("5"),
-            ParamSpec::new(
-                "record",
-                Kind::Size,
-                "4k",
-                "bytes per write(2): iozone's -r, fs_mark's -w",
-            )
-            .seed("4k"),
-            ParamSpec::new("files", Kind::Count, "300", "fs_mark: files created (-n)").seed("1000"),
-            ParamSpec::new("file_size", Kind::Size, "64k", "fs_mark: size of each file (-s)").seed("64k"),
-            ParamSpec::new("dirs", Kind::Count, "10", "fs_mark: subdirectories (-D)").seed("100"),
-            ParamSpec::new(
-                "files_per_dir",
-                Kind::Count,
-                "30",
-                "fs_mark: files in a subdirectory before moving to the next (-N)",
-            )
-            .seed("1000"),
+            MODE.spec,
+            SIZES.spec,
+            RUNS.spec,
+            RECORD.spec,
+            FILES.spec,
+            FILE_SIZE.spec,
+            DIRS.spec,
+            FILES_PER_DIR.spec,
         ]
     }
 
@@ -126,18 +153,18 @@ struct Config {
 
 impl Config {
     fn from_params(p: &Params) -> Result<Config> {
-        let mode: Mode = p.choice("mode")?;
-        check_fits_in_memory("record", p.size("record").get())?;
+        let p = SmallFilesParams::from_params(p)?;
+        check_fits_in_memory("record", p.record.get())?;
         let c = Config {
-            iozone: mode != Mode::FsMark,
-            fs_mark: mode != Mode::Iozone,
-            sizes: p.size_list("sizes").iter().map(|b| b.get()).collect(),
-            runs: p.count("runs"),
-            record: p.size("record").get(),
-            files: p.count("files"),
-            file_size: p.size("file_size").get(),
-            dirs: p.count("dirs"),
-            files_per_dir: p.count("files_per_dir"),
+            iozone: p.mode != Mode::FsMark,
+            fs_mark: p.mode != Mode::Iozone,
+            sizes: p.sizes.iter().map(|b| b.get()).collect(),
+            runs: p.runs,
+            record: p.record.get(),
+            files: p.files,
+            file_size: p.file_size.get(),
+            dirs: p.dirs,
+            files_per_dir: p.files_per_dir,
         };
         let usage = |m: String| -> Result<Config> { Err(Usage(m).into()) };
         if c.record == 0 {
@@ -228,5 +255,15 @@ fn scheduler_of(dir: &Path) -> String {
     match crate::environment::fingerprint(dir).device {
         Some(d) => format!("{} on {}", d.scheduler.as_deref().unwrap_or("unknown"), d.name),
         None => "unknown (no block device)".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        crate::params::assert_declared_and_read::<SmallFilesParams>(&SmallFiles.params());
     }
 }

@@ -11,6 +11,12 @@ use thiserror::Error;
 
 use crate::units::{format_duration, format_size, parse_duration, parse_size, Bytes};
 
+mod typed;
+
+#[cfg(test)]
+pub(crate) use typed::assert_declared_and_read;
+pub(crate) use typed::{Param, ParamReader, ScenarioParams};
+
 /// The type of a parameter, which decides how its text is parsed.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Kind {
@@ -139,6 +145,19 @@ pub(crate) enum ParamError {
     },
     #[error("--set {0}: expected KEY=VALUE, e.g. --set sleep=250ms")]
     Malformed(String),
+    /// A scenario's default does not parse: a bug in its declaration.
+    #[error("the default of parameter {name} does not parse: expected {expected}")]
+    Default { name: &'static str, expected: String },
+    /// A scenario read a parameter it did not declare: a bug its agreement test catches.
+    #[error("parameter {0} is read but not declared")]
+    Undeclared(&'static str),
+    /// A parameter declared with one kind was read as another: a bug its agreement test catches.
+    #[error("parameter {name} is declared as {declared}, not read as {read}")]
+    WrongKind {
+        name: &'static str,
+        declared: &'static str,
+        read: &'static str,
+    },
 }
 
 /// A parameter that takes one word of a fixed set, parsed into its own type (`SyncMethod`,
@@ -223,8 +242,10 @@ impl Params {
     pub(crate) fn resolve(scope: &str, specs: &[ParamSpec], sets: &[String]) -> Result<Params, ParamError> {
         let mut values = BTreeMap::new();
         for spec in specs {
-            let value = parse_value(&spec.kind, spec.default)
-                .unwrap_or_else(|e| panic!("default of {} does not parse: {e}", spec.name));
+            let value = parse_value(&spec.kind, spec.default).map_err(|expected| ParamError::Default {
+                name: spec.name,
+                expected,
+            })?;
             values.insert(spec.name, value);
         }
         for arg in sets {
@@ -247,93 +268,13 @@ impl Params {
         Ok(Params { values })
     }
 
-    fn get(&self, name: &str) -> &Value {
-        self.values
-            .get(name)
-            .unwrap_or_else(|| panic!("scenario reads parameter {name} it did not declare"))
+    /// A reader of these parameters that notes which it read (see [`ScenarioParams`]).
+    pub(crate) fn reader(&self) -> ParamReader<'_> {
+        ParamReader::new(self)
     }
 
-    pub(crate) fn size(&self, name: &str) -> Bytes {
-        match self.get(name) {
-            Value::Size(b) => *b,
-            other => panic!("parameter {name} is not a size: {other:?}"),
-        }
-    }
-
-    pub(crate) fn duration(&self, name: &str) -> Duration {
-        match self.get(name) {
-            Value::Duration(d) => *d,
-            other => panic!("parameter {name} is not a duration: {other:?}"),
-        }
-    }
-
-    pub(crate) fn count(&self, name: &str) -> u64 {
-        match self.get(name) {
-            Value::Count(n) => *n,
-            other => panic!("parameter {name} is not a count: {other:?}"),
-        }
-    }
-
-    pub(crate) fn flag(&self, name: &str) -> bool {
-        match self.get(name) {
-            Value::Flag(f) => *f,
-            other => panic!("parameter {name} is not a flag: {other:?}"),
-        }
-    }
-
-    /// A choice or free-text parameter.
-    pub(crate) fn text(&self, name: &str) -> &str {
-        match self.get(name) {
-            Value::Choice(s) | Value::Text(s) => s,
-            other => panic!("parameter {name} is not text: {other:?}"),
-        }
-    }
-
-    /// A choice parameter as its type.
-    pub(crate) fn choice<T: Choice>(&self, name: &str) -> Result<T, ParamError> {
-        let text = self.text(name);
-        T::from_name(text).ok_or_else(|| self.invalid::<T>(name, text))
-    }
-
-    /// A choice-list parameter as its type, each item once, in the order given.
-    pub(crate) fn choices<T: Choice>(&self, name: &str) -> Result<Vec<T>, ParamError> {
-        let mut out = Vec::new();
-        for text in self.choice_list(name) {
-            let item = T::from_name(text).ok_or_else(|| self.invalid::<T>(name, text))?;
-            if !out.contains(&item) {
-                out.push(item);
-            }
-        }
-        Ok(out)
-    }
-
-    fn invalid<T: Choice>(&self, name: &str, text: &str) -> ParamError {
-        ParamError::Invalid {
-            key: name.to_string(),
-            value: text.to_string(),
-            expected: format!("one of {}", T::NAMES.join(", ")),
-        }
-    }
-
-    pub(crate) fn size_list(&self, name: &str) -> &[Bytes] {
-        match self.get(name) {
-            Value::SizeList(v) => v,
-            other => panic!("parameter {name} is not a size list: {other:?}"),
-        }
-    }
-
-    pub(crate) fn count_list(&self, name: &str) -> &[u64] {
-        match self.get(name) {
-            Value::CountList(v) => v,
-            other => panic!("parameter {name} is not a count list: {other:?}"),
-        }
-    }
-
-    pub(crate) fn choice_list(&self, name: &str) -> &[String] {
-        match self.get(name) {
-            Value::ChoiceList(v) => v,
-            other => panic!("parameter {name} is not a choice list: {other:?}"),
-        }
+    fn value(&self, name: &str) -> Option<&Value> {
+        self.values.get(name)
     }
 
     /// Every parameter with its effective value as canonical text, for the JSON result.
@@ -357,12 +298,29 @@ mod tests {
     #[test]
     fn defaults_then_sets() {
         let p = Params::resolve("t", SPECS, &["sleep=250ms".into(), "sync=fdatasync".into()]).unwrap();
-        assert_eq!(p.size("write_size"), Bytes(1 << 20));
-        assert_eq!(p.duration("sleep"), Duration::from_millis(250));
-        assert_eq!(p.count("iterations"), 10);
-        assert_eq!(p.text("sync"), "fdatasync");
-        assert_eq!(p.size_list("sizes"), &[Bytes(4096), Bytes(65536)]);
+        let mut r = p.reader();
+        assert_eq!(r.get(&Param::size("write_size", "", "")).unwrap(), Bytes(1 << 20));
+        assert_eq!(
+            r.get(&Param::duration("sleep", "", "")).unwrap(),
+            Duration::from_millis(250)
+        );
+        assert_eq!(r.get(&Param::count("iterations", "", "")).unwrap(), 10);
+        assert_eq!(
+            r.get(&Param::size_list("sizes", "", "")).unwrap(),
+            [Bytes(4096), Bytes(65536)]
+        );
+        assert_eq!(p.to_text_map()["sync"], "fdatasync");
         assert_eq!(p.to_text_map()["sleep"], "250ms");
+    }
+
+    #[test]
+    fn a_wrong_read_is_an_error_not_a_panic() {
+        let p = Params::resolve("t", SPECS, &[]).unwrap();
+        let mut r = p.reader();
+        let err = r.get(&Param::count("nosuch", "", "")).unwrap_err();
+        assert_eq!(err, ParamError::Undeclared("nosuch"));
+        let err = r.get(&Param::count("sleep", "", "")).unwrap_err();
+        assert!(matches!(err, ParamError::WrongKind { name: "sleep", .. }), "{err}");
     }
 
     #[test]
