@@ -133,7 +133,7 @@ impl BackgroundConfig {
         if config.chunk == 0 || config.file_size == 0 {
             return Err(Usage("--set chunk and file_size must be larger than 0 for background=stream".into()).into());
         }
-        crate::environment::check_fits_in_memory("chunk", config.chunk)?;
+        crate::environment::check_fits_in_memory(CHUNK.name(), config.chunk)?;
         Ok(BackgroundConfig::Stream(config))
     }
 

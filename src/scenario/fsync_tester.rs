@@ -92,7 +92,7 @@ impl TesterConfig {
         if write_size == 0 {
             return Err(Usage("--set write_size=0: the prober must write at least one byte".into()).into());
         }
-        check_fits_in_memory("write_size", write_size)?;
+        check_fits_in_memory(WRITE_SIZE.name(), write_size)?;
         if method.needs_alignment() && write_size % AlignedBuf::ALIGN as u64 != 0 {
             return Err(Usage(format!(
                 "--set write_size={}: sync=direct (O_DIRECT) needs a multiple of 4k",

@@ -173,7 +173,7 @@ struct Config {
 impl Config {
     fn from_params(p: &Params) -> Result<Config> {
         let p = DatasyncParams::from_params(p)?;
-        check_fits_in_memory("write_size", p.write_size.get())?;
+        check_fits_in_memory(WRITE_SIZE.name(), p.write_size.get())?;
         let c = Config {
             methods: p.methods,
             cases: p.cases,

@@ -196,7 +196,7 @@ impl Config {
         if record_size == 0 {
             return usage("--set record_size=0: a transaction must write at least one byte".into());
         }
-        check_fits_in_memory("record_size", record_size)?;
+        check_fits_in_memory(RECORD_SIZE.name(), record_size)?;
         if record_size > file_size {
             return usage(format!(
                 "--set record_size={}: larger than file_size={}; lower record_size or raise file_size",
@@ -226,7 +226,7 @@ impl Config {
             duration,
         };
         // Every worker holds a record buffer at once, and so does the calibration.
-        crate::environment::check_buffers_fit("record_size", record_size, config.max_threads() + 1)?;
+        crate::environment::check_buffers_fit(RECORD_SIZE.name(), record_size, config.max_threads() + 1)?;
         Ok(config)
     }
 

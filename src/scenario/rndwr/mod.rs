@@ -183,7 +183,7 @@ impl Config {
         let files = p.files;
         let threads = p.threads;
         let block_size = p.block_size.get();
-        check_fits_in_memory("block_size", block_size)?;
+        check_fits_in_memory(BLOCK_SIZE.name(), block_size)?;
         if files == 0 {
             bail!(Usage("--set files=0: sysbench needs at least one file".into()));
         }
@@ -198,7 +198,7 @@ impl Config {
                 "--set block_size=0: a request must write at least one byte".into()
             ));
         }
-        crate::environment::check_buffers_fit("block_size", block_size, threads)?;
+        crate::environment::check_buffers_fit(BLOCK_SIZE.name(), block_size, threads)?;
         // sysbench: file_size = total_size / num_files.
         let file_size = p.total_size.get() / files;
         if file_size < block_size {

@@ -154,7 +154,7 @@ struct Config {
 impl Config {
     fn from_params(p: &Params) -> Result<Config> {
         let p = SmallFilesParams::from_params(p)?;
-        check_fits_in_memory("record", p.record.get())?;
+        check_fits_in_memory(RECORD.name(), p.record.get())?;
         let c = Config {
             iozone: p.mode != Mode::FsMark,
             fs_mark: p.mode != Mode::Iozone,
