@@ -17,15 +17,15 @@ use common::{backing, fsynclab, traces_under};
 use serde_json::Value;
 
 common::tests! {
-    issue9_random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_through_the_cache: [Root, Fuse],
-    issue9_a_flush_after_random_cached_writes_costs_their_drain: [Root, Fuse],
-    issue9_device_activity_is_recorded_and_matches_the_schema: [Root, Fuse],
-    issue9_exec_runs_the_command_in_the_scratch_filesystem_and_passes_its_status: [Root, Fuse],
-    issue9_sigterm_reaches_the_command_and_exec_undoes_everything: [Root, Fuse],
-    issue9_exec_without_a_command_is_a_usage_error,
-    issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown: [Root],
-    issue9_list_devices_prints_every_profile_with_its_sources,
-    issue20_bdi_limits_are_set_recorded_restored_and_refused_when_bad: [Root],
+    random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_through_the_cache: [Root, Fuse],
+    a_flush_after_random_cached_writes_costs_their_drain: [Root, Fuse],
+    device_activity_is_recorded_and_matches_the_schema: [Root, Fuse],
+    exec_runs_the_command_in_the_scratch_filesystem_and_passes_its_status: [Root, Fuse],
+    sigterm_reaches_the_command_and_exec_undoes_everything: [Root, Fuse],
+    exec_without_a_command_is_a_usage_error,
+    scheduler_tunables_are_set_recorded_and_refused_when_unknown: [Root],
+    list_devices_prints_every_profile_with_its_sources,
+    bdi_limits_are_set_recorded_restored_and_refused_when_bad: [Root],
 }
 
 /// A scratch ext4 on emulated disk `device`, 256 MiB.
@@ -75,7 +75,8 @@ fn random_blocks(n: usize) -> Vec<u64> {
     out
 }
 
-fn issue9_random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_through_the_cache() {
+/// Issue 9: random direct writes pay seeks and rotation sequential ones stream through the cache.
+fn random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_through_the_cache() {
     // The tests that time the emulated disk take turns: one's load would slow another's daemon.
     let _turn = common::one_at_a_time();
     let dir = backing();
@@ -132,7 +133,8 @@ fn issue9_random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_thr
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
+/// Issue 9: a flush after random cached writes costs their drain.
+fn a_flush_after_random_cached_writes_costs_their_drain() {
     // Issue 20 bounded the cache to 32 segments on the hard disks: the first half checks the
     // unbounded cache this test was written for (`segments=0`), the second the profile's.
     // The tests that time the emulated disk take turns: one's load would slow another's daemon.
@@ -210,7 +212,8 @@ fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_device_activity_is_recorded_and_matches_the_schema() {
+/// Issue 9: device activity is recorded and matches the schema.
+fn device_activity_is_recorded_and_matches_the_schema() {
     let dir = backing();
     let out = fsynclab()
         .args(["run", "overwrite-fsync", "-f", "json", "--backing"])
@@ -258,7 +261,8 @@ fn exec(backing: &Path, command: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn issue9_exec_runs_the_command_in_the_scratch_filesystem_and_passes_its_status() {
+/// Issue 9: exec runs the command in the scratch filesystem and passes its status.
+fn exec_runs_the_command_in_the_scratch_filesystem_and_passes_its_status() {
     let dir = backing();
     let script = r#"test "$PWD" = "$FSYNCLAB_DIR" || exit 90
 grep -q " $PWD .* - ext2 " /proc/self/mountinfo || exit 91
@@ -302,7 +306,8 @@ exit 7"#;
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_sigterm_reaches_the_command_and_exec_undoes_everything() {
+/// Issue 9: sigterm reaches the command and exec undoes everything.
+fn sigterm_reaches_the_command_and_exec_undoes_everything() {
     let dir = backing();
     let elsewhere = tempfile::tempdir().unwrap();
     let marker: PathBuf = elsewhere.path().join("got-term");
@@ -355,12 +360,14 @@ fn issue9_sigterm_reaches_the_command_and_exec_undoes_everything() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_exec_without_a_command_is_a_usage_error() {
+/// Issue 9: exec without a command is a usage error.
+fn exec_without_a_command_is_a_usage_error() {
     let out = fsynclab().args(["exec", "--scratch", "ext4"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
-fn issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
+/// Issue 9: scheduler tunables are set recorded and refused when unknown.
+fn scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
     let dir = backing();
     let out = fsynclab()
         .args(["probe", "-q", "-f", "json", "--set", "iterations=3", "--backing"])
@@ -394,7 +401,8 @@ fn issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_list_devices_prints_every_profile_with_its_sources() {
+/// Issue 9: list devices prints every profile with its sources.
+fn list_devices_prints_every_profile_with_its_sources() {
     let out = fsynclab().arg("list-devices").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
@@ -424,7 +432,8 @@ fn issue9_list_devices_prints_every_profile_with_its_sources() {
     assert!(stderr.contains("cache=lots"), "{stderr}");
 }
 
-fn issue20_bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
+/// Issue 20: bdi limits are set recorded restored and refused when bad.
+fn bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
     let dir = backing();
     let out = fsynclab()
         .args(["probe", "-q", "-f", "json", "--set", "iterations=3", "--backing"])

@@ -18,20 +18,20 @@ use common::{fsynclab, one_at_a_time, PrivateState};
 use serde_json::Value;
 
 common::tests! {
-    issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback: [Root, Fuse, Tracefs],
-    issue10_slow_fsyncs_on_xfs_name_the_log_force: [Root, Fuse, Tracefs, Tool("mkfs.xfs")],
-    issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
-    issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run: [Root, Tracefs],
-    issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result,
-    issue10_explain_prints_every_part_of_a_traced_run: [Root, Tracefs],
-    issue10_bad_explain_flags_are_refused_in_one_line,
-    issue10_overlapping_runs_leave_tracefs_as_they_found_it: [Root, Fuse, Tracefs],
-    issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found: [Root, Tracefs],
-    issue16_fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush: [Root, Fuse, Tracefs],
-    issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree: [Root, Fuse, Tracefs],
-    issue16_exec_explain_works_on_the_hosts_own_filesystem: [Root, Tracefs],
-    issue16_bad_exec_explain_flags_are_refused_in_one_line,
-    issue16_cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
+    slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback: [Root, Fuse, Tracefs],
+    slow_fsyncs_on_xfs_name_the_log_force: [Root, Fuse, Tracefs, Tool("mkfs.xfs")],
+    slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
+    cleanup_removes_the_trace_instance_of_a_sigkilled_run: [Root, Tracefs],
+    every_run_records_a_timeline_and_explain_reprints_a_saved_result,
+    explain_prints_every_part_of_a_traced_run: [Root, Tracefs],
+    bad_explain_flags_are_refused_in_one_line,
+    overlapping_runs_leave_tracefs_as_they_found_it: [Root, Fuse, Tracefs],
+    concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found: [Root, Tracefs],
+    fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush: [Root, Fuse, Tracefs],
+    exec_explain_traces_the_sync_calls_of_the_whole_process_tree: [Root, Fuse, Tracefs],
+    exec_explain_works_on_the_hosts_own_filesystem: [Root, Tracefs],
+    bad_exec_explain_flags_are_refused_in_one_line,
+    cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
 }
 
 fn temp() -> tempfile::TempDir {
@@ -281,7 +281,8 @@ fn seed000(fs: &str) -> (Value, String, u32) {
     )
 }
 
-fn issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() {
+/// Issue 10: slow fsyncs on ext4 name the journal commit and the data writeback.
+fn slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() {
     let _one = one_at_a_time();
     let (result, text, pid) = seed000("ext4");
     // The fingerprint says why fsync costs a commit here and not on the VM's own root.
@@ -332,7 +333,8 @@ fn issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() 
     assert_no_instance_of(&[pid]);
 }
 
-fn issue10_slow_fsyncs_on_xfs_name_the_log_force() {
+/// Issue 10: slow fsyncs on xfs name the log force.
+fn slow_fsyncs_on_xfs_name_the_log_force() {
     let _one = one_at_a_time();
     let (result, _, pid) = seed000("xfs");
     assert_eq!(result["environment"]["journal"]["kind"], "xfs log");
@@ -353,7 +355,8 @@ fn issue10_slow_fsyncs_on_xfs_name_the_log_force() {
     assert_no_instance_of(&[pid]);
 }
 
-fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
+/// Issue 10: slow writes under low dirty limits are dirty throttling.
+fn slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     let _one = one_at_a_time();
     let backing = temp();
     // vm.dirty_ratio=1: about 1% of memory may be dirty before writers are throttled, which
@@ -419,7 +422,8 @@ fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     assert_no_instance_of(&[pid]);
 }
 
-fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
+/// Issue 10: cleanup removes the trace instance of a sigkilled run.
+fn cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
     let _one = one_at_a_time();
     let state = PrivateState::new();
     let dir = temp();
@@ -478,7 +482,8 @@ fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
     );
 }
 
-fn issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result() {
+/// Issue 10: every run records a timeline and explain reprints a saved result.
+fn every_run_records_a_timeline_and_explain_reprints_a_saved_result() {
     let _one = one_at_a_time();
     let dir = temp();
     let file = dir.path().join("result.json");
@@ -521,7 +526,8 @@ fn issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result() {
     assert!(text.contains("timeline: ") && !text.contains("slowest calls"), "{text}");
 }
 
-fn issue10_explain_prints_every_part_of_a_traced_run() {
+/// Issue 10: explain prints every part of a traced run.
+fn explain_prints_every_part_of_a_traced_run() {
     let _one = one_at_a_time();
     let dir = temp();
     let file = dir.path().join("result.json");
@@ -552,7 +558,8 @@ fn issue10_explain_prints_every_part_of_a_traced_run() {
     assert_no_instance_of(&[pid]);
 }
 
-fn issue10_bad_explain_flags_are_refused_in_one_line() {
+/// Issue 10: bad explain flags are refused in one line.
+fn bad_explain_flags_are_refused_in_one_line() {
     let dir = temp();
     for (flag, value, says) in [
         ("--explain-over", "soon", "--explain-over soon"),
@@ -572,7 +579,8 @@ fn issue10_bad_explain_flags_are_refused_in_one_line() {
     assert_eq!(common::leftovers(dir.path()), Vec::<String>::new());
 }
 
-fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
+/// Issue 10: overlapping runs leave tracefs as they found it.
+fn overlapping_runs_leave_tracefs_as_they_found_it() {
     let _one = one_at_a_time();
     // Regression: run A mounted tracefs, run B traced in it too; A ended first and left the
     // mount to B, which had not mounted it and so never unmounted it. The whole test suite
@@ -643,7 +651,8 @@ fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
     );
 }
 
-fn issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found() {
+/// Issue 19: concurrent traced runs and cleanups leave no instance and tracefs as found.
+fn concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found() {
     let _one = one_at_a_time();
     // Regression: a CI run beside other fsynclab runs and `cleanup` calls failed with trace
     // instances left. Runs that end, runs SIGKILLed while they trace, and cleanups, all at
@@ -764,7 +773,7 @@ fn issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_
 /// follows: each thread's slowest commits are explained, their parts add up, and a group
 /// commit's follower's wait names the leader's flush it waited for (seed 002 on the
 /// emulated 7200 rpm disk, where a flush takes a rotation).
-fn issue16_fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
+fn fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
     let _one = one_at_a_time();
     let backing = temp();
     let (result, text, pid) = run_json(
@@ -857,7 +866,7 @@ fn exported(store: &Path, run: &str) -> Value {
 /// child, a grandchild in the background), are traced, the slow ones explained, the
 /// report printed on stderr (stdout is the command's), its status passed through, and the
 /// run recorded as scenario `exec`, which `runs`, `show`, `explain` and `export` read.
-fn issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree() {
+fn exec_explain_traces_the_sync_calls_of_the_whole_process_tree() {
     let _one = one_at_a_time();
     let backing = temp();
     let store = temp();
@@ -936,7 +945,7 @@ fn issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree() {
 }
 
 /// Issue 16, item 2: without --scratch, a command is traced on the host's own filesystem.
-fn issue16_exec_explain_works_on_the_hosts_own_filesystem() {
+fn exec_explain_works_on_the_hosts_own_filesystem() {
     let _one = one_at_a_time();
     let dir = temp();
     let store = temp();
@@ -961,7 +970,8 @@ fn issue16_exec_explain_works_on_the_hosts_own_filesystem() {
     assert_no_instance_of(&[pid]);
 }
 
-fn issue16_bad_exec_explain_flags_are_refused_in_one_line() {
+/// Issue 16: bad exec explain flags are refused in one line.
+fn bad_exec_explain_flags_are_refused_in_one_line() {
     for (flag, value) in [
         ("--explain-slowest", "200%"),
         ("--explain-over", "soon"),
@@ -1034,7 +1044,7 @@ fn issue16_bad_exec_explain_flags_are_refused_in_one_line() {
 /// Issue 16: `exec --explain` traces in two instances (the machine's events, the process
 /// tree's); killed with SIGKILL while its command runs, it leaves both, and `cleanup`
 /// removes both.
-fn issue16_cleanup_removes_both_trace_instances_of_a_sigkilled_exec() {
+fn cleanup_removes_both_trace_instances_of_a_sigkilled_exec() {
     let _one = one_at_a_time();
     let state = PrivateState::new();
     let dir = temp();

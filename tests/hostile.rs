@@ -14,24 +14,24 @@ use common::fsynclab;
 use common::Need::{Root, That, Tool};
 
 common::tests! {
-    issue19_output_never_replaces_a_device_node: [Root],
-    issue19_output_follows_links_and_writes_into_fifos,
-    issue19_output_onto_the_store_in_use_is_refused,
-    issue19_a_foreign_database_is_refused_unchanged,
-    issue19_concurrent_first_use_of_a_new_store_keeps_every_run,
-    issue19_an_immutable_store_is_refused_before_measuring: [
+    output_never_replaces_a_device_node: [Root],
+    output_follows_links_and_writes_into_fifos,
+    output_onto_the_store_in_use_is_refused,
+    a_foreign_database_is_refused_unchanged,
+    concurrent_first_use_of_a_new_store_keeps_every_run,
+    an_immutable_store_is_refused_before_measuring: [
         Root,
         Tool("chattr"),
         That("chattr +i on the filesystem of the temporary directory", immutable_files_here),
     ],
-    issue19_a_store_reads_without_write_access: [Root, Tool("mount"), Tool("setpriv")],
-    issue19_compare_counts_a_run_named_again_once_and_says_so,
-    issue19_large_ranges_work_or_get_a_one_line_error,
-    issue19_compare_of_different_scenarios_says_so_first,
-    issue19_runs_parses_dates_strictly_and_compares_parameters_by_value,
-    issue19_matrix_input_and_plans_are_bounded,
-    issue19_matrix_values_spelled_differently_are_one_value,
-    issue19_concurrent_resumes_make_each_run_once,
+    a_store_reads_without_write_access: [Root, Tool("mount"), Tool("setpriv")],
+    compare_counts_a_run_named_again_once_and_says_so,
+    large_ranges_work_or_get_a_one_line_error,
+    compare_of_different_scenarios_says_so_first,
+    runs_parses_dates_strictly_and_compares_parameters_by_value,
+    matrix_input_and_plans_are_bounded,
+    matrix_values_spelled_differently_are_one_value,
+    concurrent_resumes_make_each_run_once,
 }
 
 /// A result of an fsync-bound run of `scenario` with parameters `params`, whose fsync takes
@@ -112,10 +112,10 @@ fn mknod(path: &Path, mode: libc::mode_t, major: u32, minor: u32) {
     assert_eq!(rc, 0, "mknod {}: {}", path.display(), std::io::Error::last_os_error());
 }
 
-/// Item 1: as root, `export -o`, `report -o` and `exec --output` replaced a device node with a
+/// Issue 19: Item 1: as root, `export -o`, `report -o` and `exec --output` replaced a device node with a
 /// regular file (it replaced /dev/full on the test machine). They write into it now, and a
 /// block device (a disk) is refused.
-fn issue19_output_never_replaces_a_device_node() {
+fn output_never_replaces_a_device_node() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 1);
@@ -149,9 +149,9 @@ fn issue19_output_never_replaces_a_device_node() {
     assert!(std::fs::symlink_metadata(&disk).unwrap().file_type().is_block_device());
 }
 
-/// Item 1: a symlink (to /proc/self/fd/1, to a file) and a FIFO were replaced by a regular
+/// Issue 19: Item 1: a symlink (to /proc/self/fd/1, to a file) and a FIFO were replaced by a regular
 /// file. A link is followed as `cp` and `tee` follow it; a FIFO is written into.
-fn issue19_output_follows_links_and_writes_into_fifos() {
+fn output_follows_links_and_writes_into_fifos() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 1);
@@ -209,10 +209,10 @@ fn issue19_output_follows_links_and_writes_into_fifos() {
     );
 }
 
-/// Item 2: `export 1 -o S.sqlite --store S.sqlite` exited 0 and every run was gone; `report
+/// Issue 19: Item 2: `export 1 -o S.sqlite --store S.sqlite` exited 0 and every run was gone; `report
 /// -o` and `run --output` did the same. The store is refused by any name (a hard link, a
 /// symlink, its -wal file), before anything is measured.
-fn issue19_output_onto_the_store_in_use_is_refused() {
+fn output_onto_the_store_in_use_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 3);
@@ -259,9 +259,9 @@ fn rusqlite_like_holder(path: &Path) -> Store {
     Store::open(path).unwrap()
 }
 
-/// Item 4: `runs --store other.sqlite` said it is not a results store, but left the file
+/// Issue 19: Item 4: `runs --store other.sqlite` said it is not a results store, but left the file
 /// switched to WAL. A foreign database is refused unchanged, by reading and recording alike.
-fn issue19_a_foreign_database_is_refused_unchanged() {
+fn a_foreign_database_is_refused_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
     let other = tmp.path().join("other.sqlite");
     {
@@ -308,10 +308,10 @@ fn issue19_a_foreign_database_is_refused_unchanged() {
     }
 }
 
-/// Item 7: four runs started at once on a new store lost 1-3 runs in 9 of 10 tries (`table
+/// Issue 19: Item 7: four runs started at once on a new store lost 1-3 runs in 9 of 10 tries (`table
 /// schema_version already exists`, "... not a fsynclab results store"). Eight at once, five
 /// times: every run is stored.
-fn issue19_concurrent_first_use_of_a_new_store_keeps_every_run() {
+fn concurrent_first_use_of_a_new_store_keeps_every_run() {
     const PROCESSES: usize = 8;
     const TRIES: usize = 5;
     let work = tempfile::tempdir().unwrap();
@@ -375,9 +375,9 @@ impl Drop for Immutable<'_> {
     }
 }
 
-/// Item 11: an immutable store (`chattr +i`) passed the writability check; the run was
+/// Issue 19: Item 11: an immutable store (`chattr +i`) passed the writability check; the run was
 /// measured, then not stored. It is refused before anything is measured, in one line.
-fn issue19_an_immutable_store_is_refused_before_measuring() {
+fn an_immutable_store_is_refused_before_measuring() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 1);
@@ -416,10 +416,10 @@ impl Drop for Mounted {
     }
 }
 
-/// Item 12: `runs` on a store on a read-only mount, or a user reading root's 0444 store in
+/// Issue 19: Item 12: `runs` on a store on a read-only mount, or a user reading root's 0444 store in
 /// a directory they cannot write, failed ("unable to open database file", "attempt to write
 /// a readonly database"). Reading needs no write access.
-fn issue19_a_store_reads_without_write_access() {
+fn a_store_reads_without_write_access() {
     let tmp = tempfile::Builder::new().prefix("fsynclab-test-ro-").tempdir().unwrap();
     let dir = tmp.path().join("store");
     std::fs::create_dir(&dir).unwrap();
@@ -477,9 +477,9 @@ fn result_file(path: &Path, result: &Value) {
     std::fs::write(path, serde_json::to_vec(result).unwrap()).unwrap();
 }
 
-/// Item 9: `compare r3.json,r3.json,... r4.json,...` counted one file given five times as
+/// Issue 19: Item 9: `compare r3.json,r3.json,... r4.json,...` counted one file given five times as
 /// five runs and said "slower, p=0.0079". A run named again is counted once, and it says so.
-fn issue19_compare_counts_a_run_named_again_once_and_says_so() {
+fn compare_counts_a_run_named_again_once_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let (r3, r4) = (tmp.path().join("r3.json"), tmp.path().join("r4.json"));
     let params = json!({"sleep": "1s"});
@@ -513,11 +513,11 @@ fn issue19_compare_counts_a_run_named_again_once_and_says_so() {
     assert!(out.contains("in both sets: "), "{out}");
 }
 
-/// Item 10: `compare 1-32767 1-3` and `report 1-999999` exited 1 with SQLite's "variable
+/// Issue 19: Item 10: `compare 1-32767 1-3` and `report 1-999999` exited 1 with SQLite's "variable
 /// number must be between ?1 and ?32766". A range is one condition, never expanded, so a
 /// range past the last run is a one-line error naming the first missing id; a list of more
 /// ids than SQLite takes variables is read in groups.
-fn issue19_large_ranges_work_or_get_a_one_line_error() {
+fn large_ranges_work_or_get_a_one_line_error() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 40);
@@ -564,10 +564,10 @@ fn issue19_large_ranges_work_or_get_a_one_line_error() {
     assert_eq!(found.iter().map(|r| r.id).collect::<Vec<_>>(), ids);
 }
 
-/// Item 13: `compare` of runs of different scenarios listed the parameters that differ but
+/// Issue 19: Item 13: `compare` of runs of different scenarios listed the parameters that differ but
 /// never said the scenarios did. It refuses, in one line, unless --across-scenarios, and then
 /// says so first.
-fn issue19_compare_of_different_scenarios_says_so_first() {
+fn compare_of_different_scenarios_says_so_first() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
     result_file(&a, &result("overwrite-fsync", json!({}), 1.0, "2026-11-22T09:00:00Z"));
@@ -585,9 +585,9 @@ fn issue19_compare_of_different_scenarios_says_so_first() {
     );
 }
 
-/// Item 14: `runs --since garbage` was accepted and matched nothing; `--param sleep=0`
+/// Issue 19: Item 14: `runs --since garbage` was accepted and matched nothing; `--param sleep=0`
 /// missed runs stored as `0s`. Dates are parsed strictly; parameters compare by value.
-fn issue19_runs_parses_dates_strictly_and_compares_parameters_by_value() {
+fn runs_parses_dates_strictly_and_compares_parameters_by_value() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     {
@@ -652,11 +652,11 @@ fn refused_quickly(args: &[&str], says: &str) {
     assert!(t0.elapsed().as_secs() < 5, "{args:?} took {:?}", t0.elapsed());
 }
 
-/// Item 5: `matrix --file /dev/zero --dry-run` grew by 850 MB/s, `--file FIFO` blocked for
+/// Issue 19: Item 5: `matrix --file /dev/zero --dry-run` grew by 850 MB/s, `--file FIFO` blocked for
 /// ever, a 100x100x100 plan with `--repeat 1000 --dry-run` printed nothing for 10 minutes at
 /// 16 GB. Files are bounded and regular; a plan is counted before it is built, and one past
 /// the stated limit needs --yes.
-fn issue19_matrix_input_and_plans_are_bounded() {
+fn matrix_input_and_plans_are_bounded() {
     let tmp = tempfile::tempdir().unwrap();
     let fifo = tmp.path().join("plan.toml");
     let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
@@ -729,9 +729,9 @@ fn issue19_matrix_input_and_plans_are_bounded() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("2400 cells, 5 repetitions: 12000 runs"));
 }
 
-/// Item 15: matrix values spelled differently (`sleep=0,0s,0ms`, `1G,1024M`) became separate
+/// Issue 19: Item 15: matrix values spelled differently (`sleep=0,0s,0ms`, `1G,1024M`) became separate
 /// cells. They are read through the parameter's type, and one value given twice is refused.
-fn issue19_matrix_values_spelled_differently_are_one_value() {
+fn matrix_values_spelled_differently_are_one_value() {
     let tmp = tempfile::tempdir().unwrap();
     refused_quickly(
         &["matrix", "overwrite-fsync", "--axis", "sleep=0,0s,0ms", "--dry-run"],
@@ -766,10 +766,10 @@ fn issue19_matrix_values_spelled_differently_are_one_value() {
     assert!(out.contains("2 cells"), "{out}");
 }
 
-/// Item 8: two `matrix --resume ID` at once both made the missing runs: 7 runs in a 4-run
+/// Issue 19: Item 8: two `matrix --resume ID` at once both made the missing runs: 7 runs in a 4-run
 /// matrix, the duplicates folded into the medians. Each run's place is claimed in the store
 /// first: three resumes at once make each run once.
-fn issue19_concurrent_resumes_make_each_run_once() {
+fn concurrent_resumes_make_each_run_once() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     let work = tmp.path().join("work");

@@ -20,20 +20,20 @@ use common::Need::{Fuse, Root, Tool};
 use common::{fsynclab, send, traces_under, wait_at_most, PrivateState, StderrLines};
 
 common::tests! {
-    issue18_powercut_needs_an_emulated_disk,
-    issue18_fsync_on_default_filesystems_loses_no_acknowledged_write:
+    powercut_needs_an_emulated_disk,
+    fsync_on_default_filesystems_loses_no_acknowledged_write:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
-    issue18_a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so:
+    a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.btrfs")],
-    issue18_sync_file_range_loses_acknowledged_writes: [Root, Fuse, Tool("mkfs.ext4")],
-    issue18_rename_and_create_keep_what_each_filesystem_keeps:
+    sync_file_range_loses_acknowledged_writes: [Root, Fuse, Tool("mkfs.ext4")],
+    rename_and_create_keep_what_each_filesystem_keeps:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
-    issue18_a_signal_during_a_cycle_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
+    a_signal_during_a_cycle_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
     a_cut_made_early_by_a_signal_is_shown_at_the_moment_it_was_made: [Root, Fuse, Tool("mkfs.ext4")],
-    issue18_sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
-    issue18_exec_cut_checks_any_program_after_the_recovery: [Root, Fuse, Tool("mkfs.ext4")],
-    issue18_exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan,
-    issue18_a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best:
+    sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
+    exec_cut_checks_any_program_after_the_recovery: [Root, Fuse, Tool("mkfs.ext4")],
+    exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan,
+    a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best:
         [Root, Fuse, Tool("mkfs.ext4")],
 }
 
@@ -65,7 +65,8 @@ fn cycles(result: &Value) -> &Vec<Value> {
     result["details"]["powercut"]["cycles"].as_array().unwrap()
 }
 
-fn issue18_powercut_needs_an_emulated_disk() {
+/// Issue 18: powercut needs an emulated disk.
+fn powercut_needs_an_emulated_disk() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
         .args(["run", "powercut", "-q", "--dir"])
@@ -79,7 +80,8 @@ fn issue18_powercut_needs_an_emulated_disk() {
     assert!(common::leftovers(dir.path()).is_empty());
 }
 
-fn issue18_fsync_on_default_filesystems_loses_no_acknowledged_write() {
+/// Issue 18: fsync on default filesystems loses no acknowledged write.
+fn fsync_on_default_filesystems_loses_no_acknowledged_write() {
     let backing = common::backing();
     for fs in ["ext4", "xfs", "btrfs"] {
         for sync in ["fsync", "fdatasync", "odsync"] {
@@ -110,7 +112,8 @@ fn issue18_fsync_on_default_filesystems_loses_no_acknowledged_write() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so() {
+/// Issue 18: a lying drive or no barrier loses acknowledged writes and says so.
+fn a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so() {
     let backing = common::backing();
     for (fs, device) in [
         ("ext4", "hdd-7200,flush=ignore"),
@@ -137,7 +140,8 @@ fn issue18_a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_sync_file_range_loses_acknowledged_writes() {
+/// Issue 18: sync file range loses acknowledged writes.
+fn sync_file_range_loses_acknowledged_writes() {
     let backing = common::backing();
     let (code, r, _) = powercut(backing.path(), "ext4", "hdd-7200", &["cuts=1", "sync=sync_file_range"]);
     let t = total(&r);
@@ -147,7 +151,8 @@ fn issue18_sync_file_range_loses_acknowledged_writes() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_rename_and_create_keep_what_each_filesystem_keeps() {
+/// Issue 18: rename and create keep what each filesystem keeps.
+fn rename_and_create_keep_what_each_filesystem_keeps() {
     let backing = common::backing();
     // With the file's fsync and the directory's, every acknowledged version is there.
     for fs in ["ext4", "xfs", "btrfs"] {
@@ -238,7 +243,8 @@ const CYCLE_POINTS: [&str; 6] = [
     "done:mount@3",
 ];
 
-fn issue18_a_signal_during_a_cycle_leaves_nothing() {
+/// Issue 18: a signal during a cycle leaves nothing.
+fn a_signal_during_a_cycle_leaves_nothing() {
     for point in CYCLE_POINTS {
         let backing = common::backing();
         let state = PrivateState::new();
@@ -268,7 +274,8 @@ fn issue18_a_signal_during_a_cycle_leaves_nothing() {
     }
 }
 
-fn issue18_sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
+/// Issue 18: sigkill at each step of a cycle then cleanup leaves nothing.
+fn sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
     for point in CYCLE_POINTS {
         let backing = common::backing();
         let state = PrivateState::new();
@@ -336,7 +343,8 @@ fn exec_cut(backing: &Path, device: &str, ledger: &Path) -> (Option<i32>, String
     )
 }
 
-fn issue18_exec_cut_checks_any_program_after_the_recovery() {
+/// Issue 18: exec cut checks any program after the recovery.
+fn exec_cut_checks_any_program_after_the_recovery() {
     let backing = common::backing();
     let outside = tempfile::tempdir().unwrap();
     // A drive that flushes: every acknowledged line survives, the check says so and exits 0.
@@ -359,7 +367,8 @@ fn issue18_exec_cut_checks_any_program_after_the_recovery() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan() {
+/// Issue 18: exec cut is refused without an emulated disk or with a bad plan.
+fn exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let refused = |args: &[&str], says: &str| {
@@ -389,7 +398,8 @@ fn issue18_exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan() {
     assert!(common::leftovers(dir.path()).is_empty());
 }
 
-fn issue18_a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best() {
+/// Issue 18: a matrix marks the configuration that lost writes and never calls it best.
+fn a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best() {
     let backing = common::backing();
     let work = tempfile::tempdir().unwrap();
     let store = work.path().join("s.sqlite");

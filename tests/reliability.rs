@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use common::{fsynclab, leftovers, TINY};
 
 common::tests! {
-    issue8_item4_fsync_tps_buffers_are_checked_for_the_whole_run,
-    issue8_item7_fsync_tps_rows_cut_short_are_marked_and_left_out,
-    issue8_item9_output_places_are_checked_before_measuring,
-    issue8_item10_a_reader_that_goes_away_ends_the_run_quietly,
+    fsync_tps_buffers_are_checked_for_the_whole_run,
+    fsync_tps_rows_cut_short_are_marked_and_left_out,
+    output_places_are_checked_before_measuring,
+    a_reader_that_goes_away_ends_the_run_quietly,
 }
 
 /// MemTotal in bytes.
@@ -32,7 +32,8 @@ fn mem_total() -> u64 {
     kib * 1024
 }
 
-fn issue8_item4_fsync_tps_buffers_are_checked_for_the_whole_run() {
+/// Issue 8, item 4: fsync tps buffers are checked for the whole run.
+fn fsync_tps_buffers_are_checked_for_the_whole_run() {
     // Each buffer alone fits in half the RAM, the run's four together (three workers and the
     // calibration) do not: refused before anything is made, not aborted mid-run.
     let record_mib = mem_total() * 3 / 10 / (1 << 20);
@@ -58,7 +59,8 @@ fn issue8_item4_fsync_tps_buffers_are_checked_for_the_whole_run() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-fn issue8_item7_fsync_tps_rows_cut_short_are_marked_and_left_out() {
+/// Issue 8, item 7: fsync tps rows cut short are marked and left out.
+fn fsync_tps_rows_cut_short_are_marked_and_left_out() {
     // A 256 KiB file size limit cuts every row short with EFBIG, as a full disk does with
     // ENOSPC. Once, such a row claimed 273,488 tps and won the comparison.
     let dir = tempfile::tempdir().unwrap();
@@ -107,7 +109,8 @@ fn issue8_item7_fsync_tps_rows_cut_short_are_marked_and_left_out() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-fn issue8_item9_output_places_are_checked_before_measuring() {
+/// Issue 8, item 9: output places are checked before measuring.
+fn output_places_are_checked_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(Vec<String>, &str); 3] = [
         (
@@ -160,7 +163,8 @@ fn issue8_item9_output_places_are_checked_before_measuring() {
     assert!(started.elapsed() < Duration::from_secs(5), "measured first: {stderr}");
 }
 
-fn issue8_item10_a_reader_that_goes_away_ends_the_run_quietly() {
+/// Issue 8, item 10: a reader that goes away ends the run quietly.
+fn a_reader_that_goes_away_ends_the_run_quietly() {
     // `fsynclab run ... --format seed | head -2`: once panicked with exit 101.
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))

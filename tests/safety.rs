@@ -25,20 +25,20 @@ use common::{
 use serde_json::Value;
 
 common::tests! {
-    issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live: [Root],
-    issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them: [Root],
-    issue8_a_result_says_when_a_sysctl_changed_under_it: [Root],
-    issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up,
-    issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything: [Root, Fuse],
-    issue8_a_signal_ignored_at_start_stays_ignored,
-    issue8_a_closed_terminal_still_undoes_a_scratch_run: [Root, Fuse],
-    issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record: [Root, Fuse],
-    issue8_a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it: [Root, Fuse],
-    issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run,
-    issue8_cleanup_removes_nothing_without_fsynclabs_shape,
-    issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once: [Root, Fuse],
-    issue8_sigkill_at_every_step_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4")],
-    issue15_sigkill_during_a_fault_run_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs")],
+    a_second_run_setting_sysctls_is_refused_while_one_is_live: [Root],
+    a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them: [Root],
+    a_result_says_when_a_sysctl_changed_under_it: [Root],
+    every_terminating_signal_stops_a_dir_run_and_cleans_up,
+    sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything: [Root, Fuse],
+    a_signal_ignored_at_start_stays_ignored,
+    a_closed_terminal_still_undoes_a_scratch_run: [Root, Fuse],
+    a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record: [Root, Fuse],
+    a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it: [Root, Fuse],
+    cleanup_removes_the_work_directory_of_a_killed_dir_run,
+    cleanup_removes_nothing_without_fsynclabs_shape,
+    a_sigkilled_run_on_an_emulated_disk_dies_at_once: [Root, Fuse],
+    sigkill_at_every_step_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4")],
+    sigkill_during_a_fault_run_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs")],
 }
 
 /// The running test's turn and its state directory, named to every fsynclab it starts
@@ -171,7 +171,8 @@ fn dir_run(dir: &Path, duration: &str, extra: &[&str]) -> Command {
     cmd
 }
 
-fn issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live() {
+/// Issue 8: a second run setting sysctls is refused while one is live.
+fn a_second_run_setting_sysctls_is_refused_while_one_is_live() {
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
     let before = sysctl("dirty_ratio");
@@ -210,7 +211,8 @@ fn issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live() {
     assert_eq!(sysctl("dirty_ratio"), before, "restored by the one run that set it");
 }
 
-fn issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
+/// Issue 8: a killed runs sysctls are cleaned up before another run sets them.
+fn a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
     let _cleanup = common::CleanupOnDrop(state_dir());
@@ -240,7 +242,8 @@ fn issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
     assert_eq!(sysctl("dirty_ratio"), before);
 }
 
-fn issue8_a_result_says_when_a_sysctl_changed_under_it() {
+/// Issue 8: a result says when a sysctl changed under it.
+fn a_result_says_when_a_sysctl_changed_under_it() {
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
     let before: u64 = sysctl("dirty_ratio").parse().unwrap();
@@ -265,7 +268,8 @@ fn issue8_a_result_says_when_a_sysctl_changed_under_it() {
 
 // ---- item 2: every terminating signal ----
 
-fn issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up() {
+/// Issue 8: every terminating signal stops a dir run and cleans up.
+fn every_terminating_signal_stops_a_dir_run_and_cleans_up() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let signals = [
@@ -302,7 +306,8 @@ fn issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up() {
     }
 }
 
-fn issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
+/// Issue 8: sighup and sigusr1 stop a scratch run and undo everything.
+fn sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let _guard = SysctlGuard::new("dirty_ratio");
@@ -320,7 +325,8 @@ fn issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
     }
 }
 
-fn issue8_a_signal_ignored_at_start_stays_ignored() {
+/// Issue 8: a signal ignored at start stays ignored.
+fn a_signal_ignored_at_start_stays_ignored() {
     // `nohup fsynclab ...` must survive the terminal closing.
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
@@ -363,7 +369,8 @@ fn open_pty() -> (std::os::fd::OwnedFd, std::ffi::CString) {
     }
 }
 
-fn issue8_a_closed_terminal_still_undoes_a_scratch_run() {
+/// Issue 8: a closed terminal still undoes a scratch run.
+fn a_closed_terminal_still_undoes_a_scratch_run() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let _guard = SysctlGuard::new("dirty_ratio");
@@ -418,7 +425,8 @@ fn issue8_a_closed_terminal_still_undoes_a_scratch_run() {
 
 // ---- item 3: a busy mount at the end of a run ----
 
-fn issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
+/// Issue 8: a busy mount at the end fails the run and cleanup keeps its record.
+fn a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let backing = scratch_backing();
@@ -501,7 +509,8 @@ fn issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
 
 // ---- item 5: a second Ctrl-C ----
 
-fn issue8_a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it() {
+/// Issue 8: a second ctrl c says what it leaves and cleanup undoes it.
+fn a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let _guard = SysctlGuard::new("dirty_ratio");
@@ -552,7 +561,8 @@ fn user_runtime_dir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("fsynclab-runtime-").tempdir().unwrap()
 }
 
-fn issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run() {
+/// Issue 8: cleanup removes the work directory of a killed dir run.
+fn cleanup_removes_the_work_directory_of_a_killed_dir_run() {
     let _serial = serial();
     let runtime = user_runtime_dir();
     let dir = tempfile::tempdir().unwrap();
@@ -601,7 +611,8 @@ fn issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run() {
 
 // ---- item 12: cleanup trusts nothing that is not fsynclab's ----
 
-fn issue8_cleanup_removes_nothing_without_fsynclabs_shape() {
+/// Issue 8: cleanup removes nothing without fsynclabs shape.
+fn cleanup_removes_nothing_without_fsynclabs_shape() {
     let _serial = serial();
     let runtime = user_runtime_dir();
     let state_dir = state_dir();
@@ -937,7 +948,8 @@ fn wait_dead(run: &mut Child, at: &str) {
     }
 }
 
-fn issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
+/// Issue 8: a sigkilled run on an emulated disk dies at once.
+fn a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
     // SIGKILL while the prober waits in fdatasync for the emulated disk: the process must
     // die, not hang in an uninterruptible wait for its own FUSE thread.
     let _serial = serial();
@@ -971,7 +983,8 @@ fn issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
     }
 }
 
-fn issue8_sigkill_at_every_step_then_cleanup_restores_the_machine() {
+/// Issue 8: sigkill at every step then cleanup restores the machine.
+fn sigkill_at_every_step_then_cleanup_restores_the_machine() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let _guards = [
@@ -1063,7 +1076,8 @@ fn fault_run(backing: &Path, fault: &str) -> Command {
     cmd
 }
 
-fn issue15_sigkill_during_a_fault_run_then_cleanup_restores_the_machine() {
+/// Issue 15: sigkill during a fault run then cleanup restores the machine.
+fn sigkill_during_a_fault_run_then_cleanup_restores_the_machine() {
     // Issue 15, reliability: a run killed while its filesystems are read-only or shut down
     // (or being made, remounted, undone) leaves what `fsynclab cleanup` undoes, all of it:
     // the scratch filesystems inside the work directory first, then the work directory.

@@ -16,23 +16,23 @@ use common::{backing, fsynclab, traces_under, PrivateState};
 use serde_json::Value;
 
 common::tests! {
-    issue4_scratch_ext4_runs_and_cleans_up: [Root, Tool("mkfs.ext4")],
-    issue4_scratch_ext3_data_writeback_reports_the_mount_option: [Root, Tool("mkfs.ext3")],
-    issue4_scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
-    issue4_scratch_btrfs_runs_and_cleans_up: [Root, Tool("mkfs.btrfs")],
-    issue4_scheduler_is_switched_for_the_run: [Root],
-    issue4_sysctls_are_set_for_the_run_and_restored: [Root],
-    issue4_flush_profile_delays_fsync_and_nobarrier_removes_it: [Root, Fuse],
-    issue4_cleanup_removes_what_a_sigkilled_run_left: [Root, Fuse],
-    issue4_sigterm_ends_a_scratch_run_and_cleans_up: [Root, Fuse],
-    issue4_without_root_a_one_line_error_says_so: [That("setpriv to drop root", setpriv_when_root)],
-    issue4_bad_scratch_options_are_usage_errors,
-    issue4_named_profile_and_ram_are_recorded_in_the_result: [Root, Fuse],
-    issue4_write_rate_paces_the_emulated_disk: [Root, Fuse],
-    issue4_a_panic_during_the_run_still_undoes_everything: [Root, Fuse],
-    issue4_suite_runs_on_one_scratch_target_and_records_it: [Root, Fuse],
-    issue8_an_overlong_expiry_is_a_usage_error,
-    issue8_bad_mkfs_options_are_usage_errors: [Root, Tool("mkfs.ext4")],
+    scratch_ext4_runs_and_cleans_up: [Root, Tool("mkfs.ext4")],
+    scratch_ext3_data_writeback_reports_the_mount_option: [Root, Tool("mkfs.ext3")],
+    scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
+    scratch_btrfs_runs_and_cleans_up: [Root, Tool("mkfs.btrfs")],
+    scheduler_is_switched_for_the_run: [Root],
+    sysctls_are_set_for_the_run_and_restored: [Root],
+    flush_profile_delays_fsync_and_nobarrier_removes_it: [Root, Fuse],
+    cleanup_removes_what_a_sigkilled_run_left: [Root, Fuse],
+    sigterm_ends_a_scratch_run_and_cleans_up: [Root, Fuse],
+    without_root_a_one_line_error_says_so: [That("setpriv to drop root", setpriv_when_root)],
+    bad_scratch_options_are_usage_errors,
+    named_profile_and_ram_are_recorded_in_the_result: [Root, Fuse],
+    write_rate_paces_the_emulated_disk: [Root, Fuse],
+    a_panic_during_the_run_still_undoes_everything: [Root, Fuse],
+    suite_runs_on_one_scratch_target_and_records_it: [Root, Fuse],
+    an_overlong_expiry_is_a_usage_error,
+    bad_mkfs_options_are_usage_errors: [Root, Tool("mkfs.ext4")],
 }
 
 /// As root, the test drops to nobody with setpriv; as another user it needs nothing.
@@ -81,23 +81,28 @@ fn scratch_run(spec: &str, fstype: &str, option: Option<&str>) {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_scratch_ext4_runs_and_cleans_up() {
+/// Issue 4: scratch ext4 runs and cleans up.
+fn scratch_ext4_runs_and_cleans_up() {
     scratch_run("ext4", "ext4", None);
 }
 
-fn issue4_scratch_ext3_data_writeback_reports_the_mount_option() {
+/// Issue 4: scratch ext3 data writeback reports the mount option.
+fn scratch_ext3_data_writeback_reports_the_mount_option() {
     scratch_run("ext3:data=writeback", "ext3", Some("data=writeback"));
 }
 
-fn issue4_scratch_xfs_runs_and_cleans_up() {
+/// Issue 4: scratch xfs runs and cleans up.
+fn scratch_xfs_runs_and_cleans_up() {
     scratch_run("xfs", "xfs", None);
 }
 
-fn issue4_scratch_btrfs_runs_and_cleans_up() {
+/// Issue 4: scratch btrfs runs and cleans up.
+fn scratch_btrfs_runs_and_cleans_up() {
     scratch_run("btrfs", "btrfs", None);
 }
 
-fn issue4_scheduler_is_switched_for_the_run() {
+/// Issue 4: scheduler is switched for the run.
+fn scheduler_is_switched_for_the_run() {
     let dir = backing();
     for scheduler in ["mq-deadline", "bfq", "none"] {
         let r = probe(
@@ -114,7 +119,8 @@ fn issue4_scheduler_is_switched_for_the_run() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_sysctls_are_set_for_the_run_and_restored() {
+/// Issue 4: sysctls are set for the run and restored.
+fn sysctls_are_set_for_the_run_and_restored() {
     let read = |name: &str| {
         std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
             .unwrap()
@@ -183,7 +189,8 @@ fn fresh_block_fsync(mount_options: &str, backing: &Path) -> (Duration, f64) {
     (latencies[2], flushes as f64 / 5.0)
 }
 
-fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
+/// Issue 4: flush profile delays fsync and nobarrier removes it.
+fn flush_profile_delays_fsync_and_nobarrier_removes_it() {
     let dir = backing();
     let (barrier, per_fsync) = fresh_block_fsync("", dir.path());
     assert!(
@@ -237,7 +244,8 @@ fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child,
     (child, state)
 }
 
-fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
+/// Issue 4: cleanup removes what a sigkilled run left.
+fn cleanup_removes_what_a_sigkilled_run_left() {
     // One at a time: one's cleanup would otherwise remove the leftovers the other checks.
     let _turn = common::one_at_a_time();
     let private = PrivateState::new();
@@ -284,7 +292,8 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
+/// Issue 4: sigterm ends a scratch run and cleans up.
+fn sigterm_ends_a_scratch_run_and_cleans_up() {
     // One at a time: one's cleanup would otherwise remove the leftovers the other checks.
     let _turn = common::one_at_a_time();
     let private = PrivateState::new();
@@ -298,7 +307,8 @@ fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_without_root_a_one_line_error_says_so() {
+/// Issue 4: without root a one line error says so.
+fn without_root_a_one_line_error_says_so() {
     // As root, run a copy as nobody from a directory nobody can reach (the build directory
     // may sit under a private home).
     let reachable = tempfile::tempdir().unwrap();
@@ -324,7 +334,8 @@ fn issue4_without_root_a_one_line_error_says_so() {
     assert!(stderr.contains("needs root"), "{stderr}");
 }
 
-fn issue4_bad_scratch_options_are_usage_errors() {
+/// Issue 4: bad scratch options are usage errors.
+fn bad_scratch_options_are_usage_errors() {
     for args in [
         &["probe", "--scratch", "zfs"][..],
         &["probe", "--scratch", "ext4", "--dir", "/tmp"],
@@ -343,7 +354,8 @@ fn issue4_bad_scratch_options_are_usage_errors() {
     }
 }
 
-fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
+/// Issue 4: named profile and ram are recorded in the result.
+fn named_profile_and_ram_are_recorded_in_the_result() {
     let dir = backing();
     let r = probe(
         dir.path(),
@@ -382,7 +394,8 @@ fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_write_rate_paces_the_emulated_disk() {
+/// Issue 4: write rate paces the emulated disk.
+fn write_rate_paces_the_emulated_disk() {
     let dir = backing();
     let out = fsynclab()
         .args(["run", "overwrite-fsync", "-q", "-f", "json", "--backing"])
@@ -410,7 +423,8 @@ fn issue4_write_rate_paces_the_emulated_disk() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_a_panic_during_the_run_still_undoes_everything() {
+/// Issue 4: a panic during the run still undoes everything.
+fn a_panic_during_the_run_still_undoes_everything() {
     let dir = backing();
     let args = fsynclab::cli::TargetArgs {
         scratch: Some("ext4".into()),
@@ -432,7 +446,8 @@ fn issue4_a_panic_during_the_run_still_undoes_everything() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
+/// Issue 4: suite runs on one scratch target and records it.
+fn suite_runs_on_one_scratch_target_and_records_it() {
     let dir = backing();
     let results = tempfile::tempdir().unwrap();
     let mut cmd = fsynclab();
@@ -482,7 +497,7 @@ fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
 }
 
 /// Issue 8, item 11: a --dirty-expire too large for the kernel was called malformed.
-fn issue8_an_overlong_expiry_is_a_usage_error() {
+fn an_overlong_expiry_is_a_usage_error() {
     let out = fsynclab()
         .args(["probe", "-q", "--dirty-expire", "9999999h"])
         .output()
@@ -494,7 +509,7 @@ fn issue8_an_overlong_expiry_is_a_usage_error() {
 
 /// Issue 8, item 11: a bad --mkfs-opts was a failure (exit 1) where bad mount options were
 /// bad input (exit 2).
-fn issue8_bad_mkfs_options_are_usage_errors() {
+fn bad_mkfs_options_are_usage_errors() {
     let backing = backing();
     let out = fsynclab()
         .args(["probe", "-q", "--scratch", "ext4", "--mkfs-opts", "-b 3", "--backing"])

@@ -16,11 +16,11 @@ use common::Need::{Root, Tool};
 use common::{send, traces_under, wait_at_most, PrivateState, StderrLines};
 
 common::tests! {
-    issue14_a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
-    issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
-    issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, Tool("mkfs.ext2")],
-    issue19_exec_ends_what_the_command_left_running_before_undoing: [Root, Tool("mkfs.ext2")],
-    issue16_exec_says_nothing_of_children_that_already_exited: [Root, Tool("mkfs.ext2")],
+    a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
+    a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
+    exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, Tool("mkfs.ext2")],
+    exec_ends_what_the_command_left_running_before_undoing: [Root, Tool("mkfs.ext2")],
+    exec_says_nothing_of_children_that_already_exited: [Root, Tool("mkfs.ext2")],
 }
 
 /// `fsynclab COMMAND...` on a small scratch ext2 under `backing`, with its own state
@@ -133,17 +133,19 @@ fn signal_at(point: &str, says: &str) {
     }
 }
 
-fn issue14_a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n() {
+/// Issue 14: a signal while the testbed is made ends every command with 128 plus n.
+fn a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n() {
     signal_at("done:mount", "interrupted by signal 15 while preparing the target");
 }
 
-fn issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n() {
+/// Issue 14: a signal while the testbed is undone ends every command with 128 plus n.
+fn a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n() {
     signal_at("undo:mount", "signal 15");
 }
 
 /// Issue 19, item 16: the first signal to `exec` while its command ignores it says what
 /// happens, the second kills the command; everything is undone.
-fn issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
+fn exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
     let backing = tempfile::Builder::new().prefix("fsynclab-test-").tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let state = PrivateState::new();
@@ -178,7 +180,7 @@ fn issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
 /// scratch filesystem (`sh -c 'dd ...; sync'`: the shell dies, `sync` does not) left the
 /// testbed busy, and the tmpfs and image behind. fsynclab inherits such children and ends
 /// them before undoing.
-fn issue19_exec_ends_what_the_command_left_running_before_undoing() {
+fn exec_ends_what_the_command_left_running_before_undoing() {
     let backing = common::backing();
     let work = tempfile::tempdir().unwrap();
     let state = PrivateState::new();
@@ -202,7 +204,7 @@ fn issue19_exec_ends_what_the_command_left_running_before_undoing() {
 /// Issue 16: a child that has exited but was not reaped (a zombie, handed to fsynclab when
 /// its parent ended first; PostgreSQL's server after `pg_ctl stop`) was said to be left
 /// running ("the command ended and left sh (pid N) running"). It is reaped silently.
-fn issue16_exec_says_nothing_of_children_that_already_exited() {
+fn exec_says_nothing_of_children_that_already_exited() {
     let backing = common::backing();
     let work = tempfile::tempdir().unwrap();
     let state = PrivateState::new();

@@ -18,13 +18,17 @@
 //! use common::Need::{Fuse, Root, Tool};
 //!
 //! common::tests! {
-//!     issue4_bad_scratch_options_are_usage_errors,
-//!     issue4_scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
-//!     issue9_exec_runs_the_command_in_the_scratch_filesystem: [Root, Fuse],
+//!     bad_scratch_options_are_usage_errors,
+//!     scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
+//!     exec_runs_the_command_in_the_scratch_filesystem: [Root, Fuse],
 //! }
 //!
-//! fn issue4_bad_scratch_options_are_usage_errors() { /* asserts, panics on failure */ }
+//! /// Issue 4: a bad --scratch, --device or --scratch-size is refused with exit 2.
+//! fn bad_scratch_options_are_usage_errors() { /* asserts, panics on failure */ }
 //! ```
+//!
+//! A test is named for the behaviour it checks; the issue it guards goes in the first line of
+//! its doc comment (`/// Issue NN: ...`), not in its name.
 //!
 //! and a `[[test]] name = "FILE" harness = false` entry in Cargo.toml. What a test needs is
 //! checked when it is about to run, before its body: [`Need`] lists the kinds (root,
