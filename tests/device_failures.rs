@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root, Tool};
-use common::{backing, fsynclab, traces_under};
+use common::{backing, fsynclab, traces_under, ScratchRun};
 use fsynclab::testbed::device::{CutPlan, Keep};
 use serde_json::Value;
 
@@ -292,10 +292,12 @@ echo "write $(w 15360)"; echo "write elsewhere $(w 15000)"; echo "write $(w 1536
 echo "read $(r 15360)"; echo "read elsewhere $(r 15000)"; echo "read $(r 15360)"
 "#;
     let device = "hdd-5400,fail=write:range=60M+4k:times=2,fail=read:range=60M+4k";
-    let out = fsynclab()
-        .args(["exec", "--scratch", "ext2", "--scratch-size", "64M", "--device", device])
-        .arg("--backing")
-        .arg(dir.path())
+    let out = ScratchRun::exec()
+        .fs("ext2")
+        .size("64M")
+        .device(device)
+        .backing(dir.path())
+        .command()
         .arg("--output")
         .arg(&report)
         .args(["--", "sh", "-c", script])
@@ -394,19 +396,13 @@ fn faults_that_fail_the_mount_are_refused_and_leave_nothing() {
     let dir = backing();
     let private = common::PrivateState::new();
     let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
-    let out = fsynclab()
+    let out = ScratchRun::exec()
+        .fs("ext4")
+        .size("64M")
+        .device("hdd-5400,fail=flush")
+        .backing(dir.path())
+        .command()
         .env(private.env().0, private.path())
-        .args([
-            "exec",
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "64M",
-            "--device",
-            "hdd-5400,fail=flush",
-        ])
-        .arg("--backing")
-        .arg(dir.path())
         .args(["--", "true"])
         .timeout(Duration::from_secs(120))
         .output()
@@ -439,14 +435,19 @@ fn n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run() {
     let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
     let report = dir.path().join("report.json");
     let device = format!("nvme,fail=flush:after=6:times={N}");
-    let out = fsynclab()
+    let out = ScratchRun::run("overwrite-fsync")
+        .arg("--no-explain")
+        .fs("ext2")
+        .size("160M")
+        .device(&device)
+        .backing(dir.path())
+        .set("background", "none")
+        .set("sleep", "0")
+        .set("iterations", "12")
+        .set("write_size", "4k")
+        .command()
         .env(private.env().0, private.path())
-        .args(["run", "overwrite-fsync", "--no-explain"])
-        .args(["--scratch", "ext2", "--scratch-size", "160M", "--device", &device])
-        .arg("--backing")
-        .arg(dir.path())
-        .args(["--set", "background=none", "--set", "sleep=0", "--set", "iterations=12"])
-        .args(["--set", "write_size=4k", "-o"])
+        .arg("-o")
         .arg(&report)
         .timeout(Duration::from_secs(120))
         .output()
@@ -534,20 +535,14 @@ const SLOWEST: &str = "latency=1s";
 /// `fsynclab exec` on a scratch ext4 over [`SLOWEST`], under `backing`, with a private state
 /// directory, running `script`.
 fn slow_exec(backing: &Path, private: &common::PrivateState, script: &str) -> std::process::Child {
-    Command::new(common::bin())
+    ScratchRun::exec()
+        .fs("ext4")
+        .size("64M")
+        .device(SLOWEST)
+        .backing(backing)
+        .process()
         .env(private.env().0, private.path())
         .env("FSYNCLAB_STORE", "off")
-        .args([
-            "exec",
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "64M",
-            "--device",
-            SLOWEST,
-        ])
-        .arg("--backing")
-        .arg(backing)
         .args(["--", "sh", "-c", script])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -9,11 +9,11 @@ mod common;
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root};
-use common::{backing, fsynclab, traces_under};
+use common::{backing, fsynclab, traces_under, ScratchRun};
 use serde_json::Value;
 
 common::tests! {
@@ -215,11 +215,14 @@ fn a_flush_after_random_cached_writes_costs_their_drain() {
 /// Issue 9: device activity is recorded and matches the schema.
 fn device_activity_is_recorded_and_matches_the_schema() {
     let dir = backing();
-    let out = fsynclab()
-        .args(["run", "overwrite-fsync", "-f", "json", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
+    let out = ScratchRun::run("overwrite-fsync")
+        .json()
+        .backing(dir.path())
+        .fs("ext4")
+        .size("256M")
+        .device("hdd-5400")
         .args(common::TINY)
+        .command()
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -242,18 +245,12 @@ fn device_activity_is_recorded_and_matches_the_schema() {
 
 /// `fsynclab exec` on a small scratch ext2 over an emulated disk, under `backing`.
 fn exec(backing: &Path, command: &[&str]) -> std::process::Output {
-    fsynclab()
-        .args([
-            "exec",
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "64M",
-            "--device",
-            "hdd-5400",
-            "--backing",
-        ])
-        .arg(backing)
+    ScratchRun::exec()
+        .fs("ext2")
+        .size("64M")
+        .device("hdd-5400")
+        .backing(backing)
+        .command()
         .arg("--")
         .args(command)
         .timeout(Duration::from_secs(120))
@@ -270,18 +267,12 @@ test -b "$FSYNCLAB_LOOP_DEVICE" || exit 92
 dd if=/dev/zero of=f bs=64k count=16 conv=fsync 2>/dev/null || exit 93
 exit 7"#;
     let report = dir.path().join("report.json");
-    let out = fsynclab()
-        .args([
-            "exec",
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "64M",
-            "--device",
-            "hdd-5400",
-        ])
-        .arg("--backing")
-        .arg(dir.path())
+    let out = ScratchRun::exec()
+        .fs("ext2")
+        .size("64M")
+        .device("hdd-5400")
+        .backing(dir.path())
+        .command()
         .arg("--output")
         .arg(&report)
         .args(["--", "sh", "-c", script])
@@ -318,20 +309,14 @@ fn sigterm_reaches_the_command_and_exec_undoes_everything() {
         running.display()
     );
     let private = common::PrivateState::new();
-    let mut child = Command::new(common::bin())
+    let mut child = ScratchRun::exec()
+        .fs("ext2")
+        .size("64M")
+        .device("hdd-5400")
+        .backing(dir.path())
+        .process()
         .env(private.env().0, private.path())
         .env("FSYNCLAB_STORE", "off")
-        .args([
-            "exec",
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "64M",
-            "--device",
-            "hdd-5400",
-            "--backing",
-        ])
-        .arg(dir.path())
         .args(["--", "sh", "-c", &script])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -369,11 +354,15 @@ fn exec_without_a_command_is_a_usage_error() {
 /// Issue 9: scheduler tunables are set recorded and refused when unknown.
 fn scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
     let dir = backing();
-    let out = fsynclab()
-        .args(["probe", "-q", "-f", "json", "--set", "iterations=3", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+    let out = ScratchRun::probe()
+        .quiet()
+        .json()
+        .set("iterations", "3")
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
         .args(["--scheduler", "bfq:slice_idle=0,low_latency=0"])
+        .command()
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -386,11 +375,14 @@ fn scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
         r["environment"]["scratch"]["scheduler_tunables"],
         serde_json::json!({"slice_idle": "0", "low_latency": "0"})
     );
-    let out = fsynclab()
-        .args(["probe", "-q", "--set", "iterations=1", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+    let out = ScratchRun::probe()
+        .quiet()
+        .set("iterations", "1")
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
         .args(["--scheduler", "mq-deadline:slice_idle=8"])
+        .command()
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -435,11 +427,15 @@ fn list_devices_prints_every_profile_with_its_sources() {
 /// Issue 20: bdi limits are set recorded restored and refused when bad.
 fn bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
     let dir = backing();
-    let out = fsynclab()
-        .args(["probe", "-q", "-f", "json", "--set", "iterations=3", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+    let out = ScratchRun::probe()
+        .quiet()
+        .json()
+        .set("iterations", "3")
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
         .args(["--bdi", "strict_limit=1,max_bytes=4M"])
+        .command()
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -462,10 +458,14 @@ fn bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
     };
     assert_eq!(read("strict_limit"), "0");
     assert_eq!(read("max_ratio_fine"), "1000000");
-    let bad = fsynclab()
-        .args(["probe", "-q", "--set", "iterations=1", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext2", "--scratch-size", "128M", "--bdi", "max_byte=4M"])
+    let bad = ScratchRun::probe()
+        .quiet()
+        .set("iterations", "1")
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
+        .args(["--bdi", "max_byte=4M"])
+        .command()
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&bad.stderr);

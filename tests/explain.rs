@@ -14,7 +14,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root, Tool, Tracefs};
-use common::{fsynclab, one_at_a_time, PrivateState};
+use common::{fsynclab, one_at_a_time, PrivateState, ScratchRun};
 use serde_json::Value;
 
 common::tests! {
@@ -180,7 +180,7 @@ fn run_to_end(state: &PrivateState, args: &[std::ffi::OsString]) -> Run {
 /// `fsynclab run SCENARIO ARGS... --format json` with a private state directory; the result,
 /// checked against the schema, the text report the same result prints as (`show`), and the
 /// run's pid.
-fn run_json(scenario: &str, args: &[&str]) -> (Value, String, u32) {
+fn run_json<A: AsRef<std::ffi::OsStr> + std::fmt::Debug>(scenario: &str, args: &[A]) -> (Value, String, u32) {
     let state = PrivateState::new();
     let dir = temp();
     let file = dir.path().join("result.json");
@@ -189,7 +189,7 @@ fn run_json(scenario: &str, args: &[&str]) -> (Value, String, u32) {
         .map(Into::into)
         .collect();
     all.push(file.clone().into());
-    all.extend(args.iter().map(Into::into));
+    all.extend(args.iter().map(|a| a.as_ref().to_os_string()));
     let Run { pid, out } = run_to_end(&state, &all);
     assert!(
         out.status.success(),
@@ -264,20 +264,14 @@ fn seed000(fs: &str) -> (Value, String, u32) {
     let backing = temp();
     run_json(
         "overwrite-fsync",
-        &[
-            "--scratch",
-            fs,
-            "--device",
-            "hdd-5400",
-            "--backing",
-            backing.path().to_str().unwrap(),
-            "--scratch-size",
-            "1G",
-            "--set",
-            "file_size=512M",
-            "--set",
-            "duration=6s",
-        ],
+        &ScratchRun::flags()
+            .fs(fs)
+            .device("hdd-5400")
+            .backing(backing.path())
+            .size("1G")
+            .set("file_size", "512M")
+            .set("duration", "6s")
+            .into_args(),
     )
 }
 
@@ -366,32 +360,19 @@ fn slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     // small writes is seldom paused.
     let (result, text, pid) = run_json(
         "random-writeback",
-        &[
-            "--scratch",
-            "ext4",
-            "--device",
-            "hdd-5400",
-            "--backing",
-            backing.path().to_str().unwrap(),
-            "--scratch-size",
-            "1G",
-            "--dirty-ratio",
-            "1",
-            "--dirty-background-ratio",
-            "0",
-            "--set",
-            "random_file_size=256M",
-            "--set",
-            "sync=none",
-            "--set",
-            "placement=append",
-            "--set",
-            "write_size=8M",
-            "--set",
-            "sleep=0",
-            "--set",
-            "iterations=10",
-        ],
+        &ScratchRun::flags()
+            .fs("ext4")
+            .device("hdd-5400")
+            .backing(backing.path())
+            .size("1G")
+            .args(["--dirty-ratio", "1", "--dirty-background-ratio", "0"])
+            .set("random_file_size", "256M")
+            .set("sync", "none")
+            .set("placement", "append")
+            .set("write_size", "8M")
+            .set("sleep", "0")
+            .set("iterations", "10")
+            .into_args(),
     );
     let writes = explained(&result, "write");
     assert!(!writes.is_empty());
@@ -778,25 +759,17 @@ fn fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
     let backing = temp();
     let (result, text, pid) = run_json(
         "fsync-tps",
-        &[
-            "--scratch",
-            "ext4",
-            "--device",
-            "hdd-7200",
-            "--backing",
-            backing.path().to_str().unwrap(),
-            "--scratch-size",
-            "1G",
-            "--explain",
-            "--set",
-            "threads=4",
-            "--set",
-            "coordination=wal,none",
-            "--set",
-            "duration=2s",
-            "--set",
-            "file_size=4M",
-        ],
+        &ScratchRun::flags()
+            .fs("ext4")
+            .device("hdd-7200")
+            .backing(backing.path())
+            .size("1G")
+            .arg("--explain")
+            .set("threads", "4")
+            .set("coordination", "wal,none")
+            .set("duration", "2s")
+            .set("file_size", "4M")
+            .into_args(),
     );
     let commits = explained(&result, "commit");
     // Nine threads on two CPUs: a woken worker can wait milliseconds for a CPU, and when
@@ -839,10 +812,10 @@ fn fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
 
 /// `fsynclab exec --explain ... -- sh -c SCRIPT` with a private state directory and store:
 /// the run's output, and its pid.
-fn exec_explained(store: &Path, target: &[&str], script: &str) -> Run {
+fn exec_explained<A: AsRef<std::ffi::OsStr>>(store: &Path, target: &[A], script: &str) -> Run {
     let state = PrivateState::new();
     let mut args: Vec<std::ffi::OsString> = vec!["exec".into(), "--explain".into(), "--store".into(), store.into()];
-    args.extend(target.iter().map(Into::into));
+    args.extend(target.iter().map(|a| a.as_ref().to_os_string()));
     args.extend(["--", "sh", "-c", script].map(Into::into));
     let run = run_to_end(&state, &args);
     assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
@@ -878,14 +851,11 @@ fn exec_explain_traces_the_sync_calls_of_the_whole_process_tree() {
                   sleep 0.5; sync -f data; echo the command speaks; exit 3";
     let Run { pid, out } = exec_explained(
         &db,
-        &[
-            "--scratch",
-            "ext4",
-            "--device",
-            "hdd-7200",
-            "--backing",
-            backing.path().to_str().unwrap(),
-        ],
+        &ScratchRun::flags()
+            .fs("ext4")
+            .device("hdd-7200")
+            .backing(backing.path())
+            .into_args(),
         script,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);

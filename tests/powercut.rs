@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use common::Need::{Fuse, Root, Tool};
-use common::{fsynclab, send, traces_under, wait_at_most, PrivateState, StderrLines};
+use common::{fsynclab, send, traces_under, wait_at_most, PrivateState, ScratchRun, StderrLines};
 
 common::tests! {
     powercut_needs_an_emulated_disk,
@@ -40,11 +40,15 @@ common::tests! {
 /// `fsynclab run powercut` on a scratch `fs` over `device` with `sets`, as JSON; returns the
 /// exit code, the result and stderr.
 fn powercut(backing: &Path, fs: &str, device: &str, sets: &[&str]) -> (i32, Value, String) {
-    let mut cmd = fsynclab();
-    cmd.args(["run", "powercut", "-q", "--no-explain", "-f", "json", "--scratch", fs])
-        .args(["--device", device, "--backing"])
-        .arg(backing)
-        .timeout(Duration::from_secs(300));
+    let mut cmd = ScratchRun::run("powercut")
+        .quiet()
+        .arg("--no-explain")
+        .json()
+        .fs(fs)
+        .device(device)
+        .backing(backing)
+        .command();
+    cmd.timeout(Duration::from_secs(300));
     for s in sets {
         cmd.args(["--set", s]);
     }
@@ -202,28 +206,20 @@ fn rename_and_create_keep_what_each_filesystem_keeps() {
 
 /// A powercut run of two cuts with its own state directory, paused at `point` if given.
 fn cycle_run(backing: &Path, state: &PrivateState, point: Option<&str>) -> Command {
-    let mut cmd = Command::new(common::bin());
+    let mut cmd = ScratchRun::run("powercut")
+        .quiet()
+        .arg("--no-explain")
+        .set("cuts", "2")
+        .set("cut_after", "300ms")
+        .set("cut_within", "0")
+        .set("max_size", "16M")
+        .fs("ext4")
+        .size("256M")
+        .device("hdd-7200")
+        .backing(backing)
+        .process();
     cmd.env(state.env().0, state.path())
         .env("FSYNCLAB_STORE", "off")
-        .args(["run", "powercut", "-q", "--no-explain", "--set", "cuts=2"])
-        .args([
-            "--set",
-            "cut_after=300ms",
-            "--set",
-            "cut_within=0",
-            "--set",
-            "max_size=16M",
-        ])
-        .args([
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "256M",
-            "--device",
-            "hdd-7200",
-            "--backing",
-        ])
-        .arg(backing)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if let Some(p) = point {
@@ -317,21 +313,13 @@ const LEDGER_WORKLOAD: &str = "i=0; while :; do i=$((i+1)); { echo $i; head -c 1
 const LEDGER_CHECK: &str = "tr -d '\\000' < log > lines; for i in $(cat \"$LEDGER\"); do grep -qx \"$i\" lines || { echo \"lost $i\"; exit 1; }; done; echo \"all $(wc -l < \"$LEDGER\") acknowledged lines are there\"";
 
 fn exec_cut(backing: &Path, device: &str, ledger: &Path) -> (Option<i32>, String, String) {
-    let out = fsynclab()
+    let out = ScratchRun::exec()
+        .fs("ext4")
+        .device(device)
+        .args(["--cut", "after=1500ms", "--check", LEDGER_CHECK])
+        .backing(backing)
+        .command()
         .env("LEDGER", ledger)
-        .args([
-            "exec",
-            "--scratch",
-            "ext4",
-            "--device",
-            device,
-            "--cut",
-            "after=1500ms",
-            "--check",
-            LEDGER_CHECK,
-        ])
-        .arg("--backing")
-        .arg(backing)
         .args(["--", "sh", "-c", LEDGER_WORKLOAD])
         .timeout(Duration::from_secs(120))
         .output()
@@ -471,21 +459,19 @@ fn a_cut_made_early_by_a_signal_is_shown_at_the_moment_it_was_made() {
     let state = PrivateState::new();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("result.json");
-    let mut run = Command::new(common::bin())
+    let mut run = ScratchRun::run("powercut")
+        .arg("--no-explain")
+        .set("cuts", "1")
+        .set("cut_after", "60s")
+        .set("cut_within", "0")
+        .set("max_size", "16M")
+        .fs("ext4")
+        .size("256M")
+        .device("hdd-7200")
+        .backing(backing.path())
+        .process()
         .env(state.env().0, state.path())
         .env("FSYNCLAB_STORE", "off")
-        .args(["run", "powercut", "--no-explain", "--set", "cuts=1"])
-        .args([
-            "--set",
-            "cut_after=60s",
-            "--set",
-            "cut_within=0",
-            "--set",
-            "max_size=16M",
-        ])
-        .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-7200"])
-        .arg("--backing")
-        .arg(backing.path())
         .arg("-o")
         .arg(&json)
         .stdout(Stdio::piped())

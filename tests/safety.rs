@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use common::Need::{Fuse, Root, Tool};
 use common::{
     backing as scratch_backing, bin, fsynclab, leftovers, send, stderr_of, traces_under, wait_at_most,
-    wait_for_file_containing, StderrLines,
+    wait_for_file_containing, ScratchRun, StderrLines,
 };
 use serde_json::Value;
 
@@ -142,20 +142,16 @@ fn wait_until_measuring_on_scratch(backing: &Path, child: &mut Child) {
 
 /// A long scratch run on an emulated disk with a sysctl set.
 fn scratch_run(backing: &Path) -> Command {
-    let mut cmd = Command::new(bin());
-    cmd.args([
-        "run",
-        "overwrite-fsync",
-        "-q",
-        "--set",
-        "duration=60s",
-        "--set",
-        "file_size=32M",
-    ])
-    .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
-    .args(["--dirty-ratio", "13", "--backing"])
-    .arg(backing);
-    cmd
+    ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .set("duration", "60s")
+        .set("file_size", "32M")
+        .fs("ext4")
+        .size("256M")
+        .device("hdd-5400")
+        .args(["--dirty-ratio", "13"])
+        .backing(backing)
+        .process()
 }
 
 // ---- item 1: overlapping --dirty-ratio runs ----
@@ -377,19 +373,7 @@ fn a_closed_terminal_still_undoes_a_scratch_run() {
     let before = sysctl("dirty_ratio");
     let backing = scratch_backing();
     let (master, slave) = open_pty();
-    let mut cmd = Command::new(bin());
-    cmd.args([
-        "run",
-        "overwrite-fsync",
-        "-q",
-        "--set",
-        "duration=60s",
-        "--set",
-        "file_size=32M",
-    ])
-    .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
-    .args(["--dirty-ratio", "13", "--backing"])
-    .arg(backing.path());
+    let mut cmd = scratch_run(backing.path());
     // SAFETY: between fork and exec the closure calls only async-signal-safe functions
     // (setsid, open, ioctl, dup2, close) on the path prepared before the fork.
     unsafe {
@@ -430,18 +414,14 @@ fn a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let backing = scratch_backing();
-    let mut run = Command::new(bin())
-        .args(["probe", "-q", "--set", "iterations=1000"])
-        .args([
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "128M",
-            "--device",
-            "flush=1ms",
-            "--backing",
-        ])
-        .arg(backing.path())
+    let mut run = ScratchRun::probe()
+        .quiet()
+        .set("iterations", "1000")
+        .fs("ext4")
+        .size("128M")
+        .device("flush=1ms")
+        .backing(backing.path())
+        .process()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -878,15 +858,17 @@ const POINTS: &[&str] = &[
 /// The run the sweep kills: a scratch ext4 on an emulated disk, with a scheduler, per-device
 /// dirty limits and two sysctls, so that every kind of step is there.
 fn sweep_run(backing: &Path) -> Command {
-    let mut cmd = Command::new(bin());
-    cmd.args(["probe", "-q", "--set", "iterations=20"])
-        .args(["--scratch", "ext4", "--scratch-size", "160M", "--device", "hdd-5400"])
+    ScratchRun::probe()
+        .quiet()
+        .set("iterations", "20")
+        .fs("ext4")
+        .size("160M")
+        .device("hdd-5400")
         .args(["--scheduler", "mq-deadline"])
         .args(["--bdi", "strict_limit=1,max_bytes=4M"])
         .args(["--dirty-ratio", "13", "--dirty-expire", "7s"])
-        .arg("--backing")
-        .arg(backing);
-    cmd
+        .backing(backing)
+        .process()
 }
 
 /// Returns whether the run was killed before it ended, and its pid.
@@ -956,18 +938,14 @@ fn a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
     let _cleanup = common::CleanupOnDrop(state_dir());
     let backing = scratch_backing();
     for i in 0..5 {
-        let mut run = Command::new(bin())
-            .args(["probe", "-q", "--set", "iterations=1000"])
-            .args([
-                "--scratch",
-                "ext4",
-                "--scratch-size",
-                "160M",
-                "--device",
-                "hdd-5400",
-                "--backing",
-            ])
-            .arg(backing.path())
+        let mut run = ScratchRun::probe()
+            .quiet()
+            .set("iterations", "1000")
+            .fs("ext4")
+            .size("160M")
+            .device("hdd-5400")
+            .backing(backing.path())
+            .process()
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root, That, Tool};
-use common::{backing, fsynclab, traces_under, PrivateState};
+use common::{backing, fsynclab, traces_under, PrivateState, ScratchRun};
 use serde_json::Value;
 
 common::tests! {
@@ -42,10 +42,13 @@ fn setpriv_when_root() -> bool {
 
 /// Runs `fsynclab probe` on a scratch filesystem and returns the JSON result.
 fn probe(backing: &Path, extra: &[&str]) -> Value {
-    let out = fsynclab()
-        .args(["probe", "-q", "-f", "json", "--set", "iterations=5", "--backing"])
-        .arg(backing)
+    let out = ScratchRun::probe()
+        .quiet()
+        .json()
+        .set("iterations", "5")
+        .backing(backing)
         .args(extra)
+        .command()
         .timeout(Duration::from_secs(240))
         .output()
         .expect("run fsynclab");
@@ -211,27 +214,16 @@ fn flush_profile_delays_fsync_and_nobarrier_removes_it() {
 
 /// Starts a long scratch run and waits until its state file shows the filesystem mounted.
 fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child, PathBuf) {
-    let mut child = Command::new(common::bin())
+    let mut child = ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .set("duration", "60s")
+        .set("file_size", "32M")
+        .fs("ext4")
+        .size("256M")
+        .device("flush=1ms")
+        .backing(backing)
+        .process()
         .env("FSYNCLAB_STORE", "off")
-        .args([
-            "run",
-            "overwrite-fsync",
-            "-q",
-            "--set",
-            "duration=60s",
-            "--set",
-            "file_size=32M",
-        ])
-        .args([
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "256M",
-            "--device",
-            "flush=1ms",
-            "--backing",
-        ])
-        .arg(backing)
         .env(state.env().0, state.path())
         .env("FSYNCLAB_STORE", "off")
         .stdout(Stdio::null())
@@ -259,19 +251,13 @@ fn cleanup_removes_what_a_sigkilled_run_left() {
         "a killed run leaves its scratch filesystem"
     );
     // The next scratch run points at the leftovers.
-    let next = fsynclab()
-        .args([
-            "probe",
-            "-q",
-            "--set",
-            "iterations=1",
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "128M",
-            "--backing",
-        ])
-        .arg(dir.path())
+    let next = ScratchRun::probe()
+        .quiet()
+        .set("iterations", "1")
+        .fs("ext2")
+        .size("128M")
+        .backing(dir.path())
+        .command()
         .env(private.env().0, private.path())
         .output()
         .unwrap();
@@ -397,19 +383,19 @@ fn named_profile_and_ram_are_recorded_in_the_result() {
 /// Issue 4: write rate paces the emulated disk.
 fn write_rate_paces_the_emulated_disk() {
     let dir = backing();
-    let out = fsynclab()
-        .args(["run", "overwrite-fsync", "-q", "-f", "json", "--backing"])
-        .arg(dir.path())
-        .args([
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "128M",
-            "--device",
-            "flush=1ms,write=20M",
-        ])
-        .args(["--set", "write_size=4M", "--set", "background=none", "--set", "sleep=0"])
-        .args(["--set", "iterations=3", "--set", "duration=0"])
+    let out = ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .json()
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
+        .device("flush=1ms,write=20M")
+        .set("write_size", "4M")
+        .set("background", "none")
+        .set("sleep", "0")
+        .set("iterations", "3")
+        .set("duration", "0")
+        .command()
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -511,9 +497,12 @@ fn an_overlong_expiry_is_a_usage_error() {
 /// bad input (exit 2).
 fn bad_mkfs_options_are_usage_errors() {
     let backing = backing();
-    let out = fsynclab()
-        .args(["probe", "-q", "--scratch", "ext4", "--mkfs-opts", "-b 3", "--backing"])
-        .arg(backing.path())
+    let out = ScratchRun::probe()
+        .quiet()
+        .fs("ext4")
+        .args(["--mkfs-opts", "-b 3"])
+        .backing(backing.path())
+        .command()
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
