@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::Need::{Root, Tool};
-use common::{send, traces_under, wait_at_most, PrivateState, StderrLines};
+use common::{send, traces_under, wait_at_most, PrivateState, ScratchRun, StderrLines};
 
 common::tests! {
     a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
@@ -26,13 +26,15 @@ common::tests! {
 /// `fsynclab COMMAND...` on a small scratch ext2 under `backing`, with its own state
 /// directory and store.
 fn command(args: &[&str], backing: &Path, work: &Path, state: &PrivateState) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("fsynclab"));
+    let mut cmd = ScratchRun::flags()
+        .args(args)
+        .fs("ext2")
+        .size("160M")
+        .backing(backing)
+        .process();
     cmd.env(state.env().0, state.path())
         .env("FSYNCLAB_STORE", work.join("store.sqlite"))
-        .current_dir(work)
-        .args(args)
-        .args(["--scratch", "ext2", "--scratch-size", "160M", "--backing"])
-        .arg(backing);
+        .current_dir(work);
     cmd
 }
 
