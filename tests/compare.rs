@@ -130,7 +130,7 @@ fn two_sets_of_the_same_configuration_show_no_difference() {
     }
 }
 
-/// Issue 11: a stored matrix becomes seed 002s table.
+/// Issue 11: a stored matrix becomes seed 002's table.
 fn a_stored_matrix_becomes_seed_002s_table() {
     let mut store = Store::open_in_memory().unwrap();
     record_matrix(&mut store);

@@ -570,7 +570,7 @@ fn assert_cleanup_finds_nothing(private: &common::PrivateState, backing: &Path) 
     assert_eq!(traces_under(backing), Vec::<String>::new(), "left behind");
 }
 
-/// Issue 19: sigterm during a mount on a slow disk ends the run within seconds.
+/// Issue 19: SIGTERM during a mount on a slow disk ends the run within seconds.
 fn sigterm_during_a_mount_on_a_slow_disk_ends_the_run_within_seconds() {
     // Mounting ext4 over a disk that answers each request after a second takes about 10 s
     // (9.1 s from SIGTERM to exit before the fix). SIGTERM once the mount has begun: the
@@ -590,7 +590,7 @@ fn sigterm_during_a_mount_on_a_slow_disk_ends_the_run_within_seconds() {
     assert_cleanup_finds_nothing(&private, dir.path());
 }
 
-/// Issue 19: sigterm while the command waits on a slow disk ends the run within seconds.
+/// Issue 19: SIGTERM while the command waits on a slow disk ends the run within seconds.
 fn sigterm_while_the_command_waits_on_a_slow_disk_ends_the_run_within_seconds() {
     // The command writes 16 MiB and syncs: 16 requests of 1 MiB and their flushes, a
     // second each. SIGTERM once it has started: forwarded to it, and the device stops

@@ -297,7 +297,7 @@ exit 7"#;
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-/// Issue 9: sigterm reaches the command and exec undoes everything.
+/// Issue 9: SIGTERM reaches the command and exec undoes everything.
 fn sigterm_reaches_the_command_and_exec_undoes_everything() {
     let dir = backing();
     let elsewhere = tempfile::tempdir().unwrap();

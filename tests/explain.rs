@@ -403,7 +403,7 @@ fn slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     assert_no_instance_of(&[pid]);
 }
 
-/// Issue 10: cleanup removes the trace instance of a sigkilled run.
+/// Issue 10: cleanup removes the trace instance of a SIGKILLed run.
 fn cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
     let _one = one_at_a_time();
     let state = PrivateState::new();

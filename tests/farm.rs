@@ -260,7 +260,7 @@ fn cell_value<'a>(run: &'a Value, axis: &str) -> Option<&'a str> {
         .and_then(|pair| pair[1].as_str())
 }
 
-/// Issue 17: farm options and unreachable stores are one line errors.
+/// Issue 17: farm options and unreachable stores are one-line errors.
 fn farm_options_and_unreachable_stores_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let one_line = |args: &[&str], says: &str| {
@@ -336,7 +336,7 @@ fn farm_options_and_unreachable_stores_are_one_line_errors() {
     );
 }
 
-/// Issue 17: a run stored in postgres reads back identical.
+/// Issue 17: a run stored in PostgreSQL reads back identical.
 fn a_run_stored_in_postgres_reads_back_identical() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
@@ -382,7 +382,7 @@ fn a_run_stored_in_postgres_reads_back_identical() {
     assert!(elsewhere.is_empty(), "{elsewhere:?}");
 }
 
-/// Issue 17: store copy round trip sqlite postgres sqlite keeps every run.
+/// Issue 17: store copy round trip SQLite, PostgreSQL, SQLite keeps every run.
 fn store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
@@ -537,7 +537,7 @@ fn eight_runs_write_one_new_postgres_store_at_once() {
     assert_eq!(runs_by_uid(&farm, &again), runs);
 }
 
-/// Issue 17: k8s emit writes an indexed job per host.
+/// Issue 17: `k8s --emit` writes an indexed job per host.
 fn k8s_emit_writes_an_indexed_job_per_host() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
@@ -646,7 +646,7 @@ fn k8s_emit_writes_an_indexed_job_per_host() {
     );
 }
 
-/// Issue 17: a matrix on slurm prints its table and stores runs that know their node.
+/// Issue 17: a matrix on Slurm prints its table and stores runs that know their node.
 fn a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres", "--slurm", "1"]);
@@ -786,7 +786,7 @@ fn two_nodes_each_run_records_its_node() {
     assert_eq!(n2.len(), 2);
 }
 
-/// Issue 17: a failed task is reported with its slurm job and log and resume submits it alone.
+/// Issue 17: a failed task is reported with its Slurm job and log and resume submits it alone.
 fn a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres", "--slurm", "1"]);

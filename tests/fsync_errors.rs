@@ -87,7 +87,7 @@ const CALLS: [&str; 6] = [
     "fd_after",
 ];
 
-/// Issue 15: a failed writeback makes some fsync report eio on each filesystem.
+/// Issue 15: a failed writeback makes some fsync report EIO on each filesystem.
 fn a_failed_writeback_makes_some_fsync_report_eio_on_each_filesystem() {
     let dir = backing();
     let r = fsync_errors(dir.path(), &[]);
@@ -150,7 +150,7 @@ fn a_power_cut_after_a_failed_flush_is_recovered_from_on_each_filesystem() {
     }
 }
 
-/// Issue 15: bad fsync errors settings are one line errors.
+/// Issue 15: bad fsync errors settings are one-line errors.
 fn bad_fsync_errors_settings_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     for (set, says) in [

@@ -259,7 +259,7 @@ fn rendered_sizes(chromium: &Path, page: &Path, dir: &Path, selectors: &[&str]) 
         .collect()
 }
 
-/// Issue 11: html report renders in chromium without errors.
+/// Issue 11: the HTML report renders in Chromium without errors.
 fn html_report_renders_in_chromium_without_errors() {
     let chromium = chromium().expect("found before the test began");
     let dir = tempfile::tempdir().unwrap();
@@ -297,7 +297,7 @@ fn html_report_renders_in_chromium_without_errors() {
     assert!(red > 200, "no slow calls to be seen ({red} red pixels)");
 }
 
-/// Issue 11: The console check above must be able to fail: a page that logs an error, and one that
+/// Issue 11: the console check above must be able to fail: a page that logs an error, and one that
 /// throws, are caught.
 fn chromium_console_errors_are_caught() {
     let chromium = chromium().expect("found before the test began");

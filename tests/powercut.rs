@@ -144,7 +144,7 @@ fn a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-/// Issue 18: sync file range loses acknowledged writes.
+/// Issue 18: sync_file_range loses acknowledged writes.
 fn sync_file_range_loses_acknowledged_writes() {
     let backing = common::backing();
     let (code, r, _) = powercut(backing.path(), "ext4", "hdd-7200", &["cuts=1", "sync=sync_file_range"]);
@@ -270,7 +270,7 @@ fn a_signal_during_a_cycle_leaves_nothing() {
     }
 }
 
-/// Issue 18: sigkill at each step of a cycle then cleanup leaves nothing.
+/// Issue 18: SIGKILL at each step of a cycle then cleanup leaves nothing.
 fn sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
     for point in CYCLE_POINTS {
         let backing = common::backing();
@@ -331,7 +331,7 @@ fn exec_cut(backing: &Path, device: &str, ledger: &Path) -> (Option<i32>, String
     )
 }
 
-/// Issue 18: exec cut checks any program after the recovery.
+/// Issue 18: `exec --cut` checks any program after the recovery.
 fn exec_cut_checks_any_program_after_the_recovery() {
     let backing = common::backing();
     let outside = tempfile::tempdir().unwrap();
@@ -355,7 +355,7 @@ fn exec_cut_checks_any_program_after_the_recovery() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-/// Issue 18: exec cut is refused without an emulated disk or with a bad plan.
+/// Issue 18: `exec --cut` is refused without an emulated disk or with a bad plan.
 fn exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();

@@ -137,7 +137,7 @@ fn a_store_of_the_first_version_with_a_store_lists_compares_and_reports() {
     );
 }
 
-/// Issue 14: a later versions result keeps what this version does not know.
+/// Issue 14: a later version's result keeps what this version does not know.
 fn a_later_versions_result_keeps_what_this_version_does_not_know() {
     let file = fixture("result-later-version.json");
     let path = file.to_str().unwrap();

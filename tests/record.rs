@@ -185,7 +185,7 @@ fn runs_filter_and_compare_sets_of_stored_runs() {
     assert!(html.contains("run 1") && html.contains("run 4") && html.contains("class=\"cdf\""));
 }
 
-/// Issue 11: A suite's results directory holds compact, schema-valid results without their samples,
+/// Issue 11: a suite's results directory holds compact, schema-valid results without their samples,
 /// which stay in the store; `show FILE --format seed` still prints every call from there.
 fn a_suite_leaves_the_samples_to_the_store() {
     let tmp = tempfile::tempdir().unwrap();

@@ -132,8 +132,8 @@ fn mknod(path: &Path, mode: libc::mode_t, major: u32, minor: u32) {
     assert_eq!(rc, 0, "mknod {}: {}", path.display(), std::io::Error::last_os_error());
 }
 
-/// Issue 19: Item 1: as root, `export -o`, `report -o` and `exec --output` replaced a device node with a
-/// regular file (it replaced /dev/full on the test machine). They write into it now, and a
+/// Issue 19, item 1: as root, `export -o`, `report -o` and `exec --output` replaced a device node
+/// with a regular file (it replaced /dev/full on the test machine). They write into it now, and a
 /// block device (a disk) is refused.
 fn output_never_replaces_a_device_node() {
     let tmp = tempfile::tempdir().unwrap();
@@ -169,8 +169,8 @@ fn output_never_replaces_a_device_node() {
     assert!(std::fs::symlink_metadata(&disk).unwrap().file_type().is_block_device());
 }
 
-/// Issue 19: Item 1: a symlink (to /proc/self/fd/1, to a file) and a FIFO were replaced by a regular
-/// file. A link is followed as `cp` and `tee` follow it; a FIFO is written into.
+/// Issue 19, item 1: a symlink (to /proc/self/fd/1, to a file) and a FIFO were replaced by a
+/// regular file. A link is followed as `cp` and `tee` follow it; a FIFO is written into.
 fn output_follows_links_and_writes_into_fifos() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
@@ -229,8 +229,8 @@ fn output_follows_links_and_writes_into_fifos() {
     );
 }
 
-/// Issue 19: Item 2: `export 1 -o S.sqlite --store S.sqlite` exited 0 and every run was gone; `report
-/// -o` and `run --output` did the same. The store is refused by any name (a hard link, a
+/// Issue 19, item 2: `export 1 -o S.sqlite --store S.sqlite` exited 0 and every run was gone;
+/// `report -o` and `run --output` did the same. The store is refused by any name (a hard link, a
 /// symlink, its -wal file), before anything is measured.
 fn output_onto_the_store_in_use_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -279,7 +279,7 @@ fn rusqlite_like_holder(path: &Path) -> Store {
     Store::open(path).unwrap()
 }
 
-/// Issue 19: Item 4: `runs --store other.sqlite` said it is not a results store, but left the file
+/// Issue 19, item 4: `runs --store other.sqlite` said it is not a results store, but left the file
 /// switched to WAL. A foreign database is refused unchanged, by reading and recording alike.
 fn a_foreign_database_is_refused_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
@@ -328,8 +328,8 @@ fn a_foreign_database_is_refused_unchanged() {
     }
 }
 
-/// Issue 19: Item 7: four runs started at once on a new store lost 1-3 runs in 9 of 10 tries (`table
-/// schema_version already exists`, "... not a fsynclab results store"). Eight at once, five
+/// Issue 19, item 7: four runs started at once on a new store lost 1-3 runs in 9 of 10 tries
+/// (`table schema_version already exists`, "... not a fsynclab results store"). Eight at once, five
 /// times: every run is stored.
 fn concurrent_first_use_of_a_new_store_keeps_every_run() {
     const PROCESSES: usize = 8;
@@ -395,7 +395,7 @@ impl Drop for Immutable<'_> {
     }
 }
 
-/// Issue 19: Item 11: an immutable store (`chattr +i`) passed the writability check; the run was
+/// Issue 19, item 11: an immutable store (`chattr +i`) passed the writability check; the run was
 /// measured, then not stored. It is refused before anything is measured, in one line.
 fn an_immutable_store_is_refused_before_measuring() {
     let tmp = tempfile::tempdir().unwrap();
@@ -436,9 +436,9 @@ impl Drop for Mounted {
     }
 }
 
-/// Issue 19: Item 12: `runs` on a store on a read-only mount, or a user reading root's 0444 store in
-/// a directory they cannot write, failed ("unable to open database file", "attempt to write
-/// a readonly database"). Reading needs no write access.
+/// Issue 19, item 12: `runs` on a store on a read-only mount, or a user reading root's 0444 store
+/// in a directory they cannot write, failed ("unable to open database file", "attempt to write a
+/// readonly database"). Reading needs no write access.
 fn a_store_reads_without_write_access() {
     let tmp = tempfile::Builder::new().prefix("fsynclab-test-ro-").tempdir().unwrap();
     let dir = tmp.path().join("store");
@@ -497,7 +497,7 @@ fn result_file(path: &Path, result: &Value) {
     std::fs::write(path, serde_json::to_vec(result).unwrap()).unwrap();
 }
 
-/// Issue 19: Item 9: `compare r3.json,r3.json,... r4.json,...` counted one file given five times as
+/// Issue 19, item 9: `compare r3.json,r3.json,... r4.json,...` counted one file given five times as
 /// five runs and said "slower, p=0.0079". A run named again is counted once, and it says so.
 fn compare_counts_a_run_named_again_once_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
@@ -533,7 +533,7 @@ fn compare_counts_a_run_named_again_once_and_says_so() {
     assert!(out.contains("in both sets: "), "{out}");
 }
 
-/// Issue 19: Item 10: `compare 1-32767 1-3` and `report 1-999999` exited 1 with SQLite's "variable
+/// Issue 19, item 10: `compare 1-32767 1-3` and `report 1-999999` exited 1 with SQLite's "variable
 /// number must be between ?1 and ?32766". A range is one condition, never expanded, so a
 /// range past the last run is a one-line error naming the first missing id; a list of more
 /// ids than SQLite takes variables is read in groups.
@@ -584,8 +584,8 @@ fn large_ranges_work_or_get_a_one_line_error() {
     assert_eq!(found.iter().map(|r| r.id).collect::<Vec<_>>(), ids);
 }
 
-/// Issue 19: Item 13: `compare` of runs of different scenarios listed the parameters that differ but
-/// never said the scenarios did. It refuses, in one line, unless --across-scenarios, and then
+/// Issue 19, item 13: `compare` of runs of different scenarios listed the parameters that differ
+/// but never said the scenarios did. It refuses, in one line, unless --across-scenarios, and then
 /// says so first.
 fn compare_of_different_scenarios_says_so_first() {
     let tmp = tempfile::tempdir().unwrap();
@@ -605,7 +605,7 @@ fn compare_of_different_scenarios_says_so_first() {
     );
 }
 
-/// Issue 19: Item 14: `runs --since garbage` was accepted and matched nothing; `--param sleep=0`
+/// Issue 19, item 14: `runs --since garbage` was accepted and matched nothing; `--param sleep=0`
 /// missed runs stored as `0s`. Dates are parsed strictly; parameters compare by value.
 fn runs_parses_dates_strictly_and_compares_parameters_by_value() {
     let tmp = tempfile::tempdir().unwrap();
@@ -672,10 +672,10 @@ fn refused_quickly(args: &[&str], says: &str) {
     assert!(t0.elapsed().as_secs() < 5, "{args:?} took {:?}", t0.elapsed());
 }
 
-/// Issue 19: Item 5: `matrix --file /dev/zero --dry-run` grew by 850 MB/s, `--file FIFO` blocked for
-/// ever, a 100x100x100 plan with `--repeat 1000 --dry-run` printed nothing for 10 minutes at
-/// 16 GB. Files are bounded and regular; a plan is counted before it is built, and one past
-/// the stated limit needs --yes.
+/// Issue 19, item 5: `matrix --file /dev/zero --dry-run` grew by 850 MB/s, `--file FIFO` blocked
+/// for ever, a 100x100x100 plan with `--repeat 1000 --dry-run` printed nothing for 10 minutes at 16
+/// GB. Files are bounded and regular; a plan is counted before it is built, and one past the stated
+/// limit needs --yes.
 fn matrix_input_and_plans_are_bounded() {
     let tmp = tempfile::tempdir().unwrap();
     let fifo = tmp.path().join("plan.toml");
@@ -749,8 +749,9 @@ fn matrix_input_and_plans_are_bounded() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("2400 cells, 5 repetitions: 12000 runs"));
 }
 
-/// Issue 19: Item 15: matrix values spelled differently (`sleep=0,0s,0ms`, `1G,1024M`) became separate
-/// cells. They are read through the parameter's type, and one value given twice is refused.
+/// Issue 19, item 15: matrix values spelled differently (`sleep=0,0s,0ms`, `1G,1024M`) became
+/// separate cells. They are read through the parameter's type, and one value given twice is
+/// refused.
 fn matrix_values_spelled_differently_are_one_value() {
     let tmp = tempfile::tempdir().unwrap();
     refused_quickly(
@@ -786,7 +787,7 @@ fn matrix_values_spelled_differently_are_one_value() {
     assert!(out.contains("2 cells"), "{out}");
 }
 
-/// Issue 19: Item 8: two `matrix --resume ID` at once both made the missing runs: 7 runs in a 4-run
+/// Issue 19, item 8: two `matrix --resume ID` at once both made the missing runs: 7 runs in a 4-run
 /// matrix, the duplicates folded into the medians. Each run's place is claimed in the store
 /// first: three resumes at once make each run once.
 fn concurrent_resumes_make_each_run_once() {
@@ -852,7 +853,7 @@ fn mem_total() -> u64 {
     kib * 1024
 }
 
-/// Issue 8, item 4: fsync tps buffers are checked for the whole run.
+/// Issue 8, item 4: fsync-tps buffers are checked for the whole run.
 fn fsync_tps_buffers_are_checked_for_the_whole_run() {
     // Each buffer alone fits in half the RAM, the run's four together (three workers and the
     // calibration) do not: refused before anything is made, not aborted mid-run.
@@ -879,7 +880,7 @@ fn fsync_tps_buffers_are_checked_for_the_whole_run() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-/// Issue 8, item 7: fsync tps rows cut short are marked and left out.
+/// Issue 8, item 7: fsync-tps rows cut short are marked and left out.
 fn fsync_tps_rows_cut_short_are_marked_and_left_out() {
     // A 256 KiB file size limit cuts every row short with EFBIG, as a full disk does with
     // ENOSPC. Once, such a row claimed 273,488 tps and won the comparison.

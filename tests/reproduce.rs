@@ -31,7 +31,7 @@ fn setpriv_when_root() -> bool {
     !common::is_root() || Path::new("/usr/bin/setpriv").exists()
 }
 
-/// Issue 20: an unknown seed is a one line error.
+/// Issue 20: an unknown seed is a one-line error.
 fn an_unknown_seed_is_a_one_line_error() {
     let out = fsynclab().args(["reproduce", "007"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -45,7 +45,7 @@ fn an_unknown_seed_is_a_one_line_error() {
     assert_eq!(both.status.code(), Some(2));
 }
 
-/// Issue 20: without root a one line error says so.
+/// Issue 20: without root a one-line error says so.
 fn without_root_a_one_line_error_says_so() {
     // As root, a copy runs as nobody from a directory nobody can reach into.
     let reachable = tempfile::tempdir().unwrap();
@@ -213,8 +213,8 @@ fn seed004_rows_are_produced_and_well_formed() {
     assert!(rows[2]["published"].as_str().unwrap().contains("775.45"), "{}", rows[2]);
 }
 
-/// Issue 20: Ctrl-C during a reproduction prints what was measured, with exit status 130, and leaves
-/// nothing behind. Issue 24, item 7: the findings left without a figure are NOT MEASURED and
+/// Issue 20: Ctrl-C during a reproduction prints what was measured, with exit status 130, and
+/// leaves nothing behind. Issue 24, item 7: the findings left without a figure are NOT MEASURED and
 /// counted apart in the tally, not as "not reproduced".
 fn ctrl_c_prints_what_was_measured_and_leaves_nothing_behind() {
     let _turn = common::one_at_a_time();

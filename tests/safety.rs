@@ -207,7 +207,7 @@ fn a_second_run_setting_sysctls_is_refused_while_one_is_live() {
     assert_eq!(sysctl("dirty_ratio"), before, "restored by the one run that set it");
 }
 
-/// Issue 8: a killed runs sysctls are cleaned up before another run sets them.
+/// Issue 8: a killed run's sysctls are cleaned up before another run sets them.
 fn a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
@@ -302,7 +302,7 @@ fn every_terminating_signal_stops_a_dir_run_and_cleans_up() {
     }
 }
 
-/// Issue 8: sighup and sigusr1 stop a scratch run and undo everything.
+/// Issue 8: SIGHUP and SIGUSR1 stop a scratch run and undo everything.
 fn sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
@@ -489,7 +489,7 @@ fn a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
 
 // ---- item 5: a second Ctrl-C ----
 
-/// Issue 8: a second ctrl c says what it leaves and cleanup undoes it.
+/// Issue 8: a second Ctrl-C says what it leaves and cleanup undoes it.
 fn a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
@@ -591,7 +591,7 @@ fn cleanup_removes_the_work_directory_of_a_killed_dir_run() {
 
 // ---- item 12: cleanup trusts nothing that is not fsynclab's ----
 
-/// Issue 8: cleanup removes nothing without fsynclabs shape.
+/// Issue 8: cleanup removes nothing without fsynclab's shape.
 fn cleanup_removes_nothing_without_fsynclabs_shape() {
     let _serial = serial();
     let runtime = user_runtime_dir();
@@ -930,7 +930,7 @@ fn wait_dead(run: &mut Child, at: &str) {
     }
 }
 
-/// Issue 8: a sigkilled run on an emulated disk dies at once.
+/// Issue 8: a SIGKILLed run on an emulated disk dies at once.
 fn a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
     // SIGKILL while the prober waits in fdatasync for the emulated disk: the process must
     // die, not hang in an uninterruptible wait for its own FUSE thread.
@@ -961,7 +961,7 @@ fn a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
     }
 }
 
-/// Issue 8: sigkill at every step then cleanup restores the machine.
+/// Issue 8: SIGKILL at every step then cleanup restores the machine.
 fn sigkill_at_every_step_then_cleanup_restores_the_machine() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
@@ -1054,7 +1054,7 @@ fn fault_run(backing: &Path, fault: &str) -> Command {
     cmd
 }
 
-/// Issue 15: sigkill during a fault run then cleanup restores the machine.
+/// Issue 15: SIGKILL during a fault run then cleanup restores the machine.
 fn sigkill_during_a_fault_run_then_cleanup_restores_the_machine() {
     // Issue 15, reliability: a run killed while its filesystems are read-only or shut down
     // (or being made, remounted, undone) leaves what `fsynclab cleanup` undoes, all of it:

@@ -236,7 +236,7 @@ fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child,
     (child, state)
 }
 
-/// Issue 4: cleanup removes what a sigkilled run left.
+/// Issue 4: cleanup removes what a SIGKILLed run left.
 fn cleanup_removes_what_a_sigkilled_run_left() {
     // One at a time: one's cleanup would otherwise remove the leftovers the other checks.
     let _turn = common::one_at_a_time();
@@ -278,7 +278,7 @@ fn cleanup_removes_what_a_sigkilled_run_left() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-/// Issue 4: sigterm ends a scratch run and cleans up.
+/// Issue 4: SIGTERM ends a scratch run and cleans up.
 fn sigterm_ends_a_scratch_run_and_cleans_up() {
     // One at a time: one's cleanup would otherwise remove the leftovers the other checks.
     let _turn = common::one_at_a_time();
@@ -293,7 +293,7 @@ fn sigterm_ends_a_scratch_run_and_cleans_up() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-/// Issue 4: without root a one line error says so.
+/// Issue 4: without root a one-line error says so.
 fn without_root_a_one_line_error_says_so() {
     // As root, run a copy as nobody from a directory nobody can reach (the build directory
     // may sit under a private home).

@@ -135,12 +135,12 @@ fn signal_at(point: &str, says: &str) {
     }
 }
 
-/// Issue 14: a signal while the testbed is made ends every command with 128 plus n.
+/// Issue 14: a signal while the testbed is made ends every command with 128 + n.
 fn a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n() {
     signal_at("done:mount", "interrupted by signal 15 while preparing the target");
 }
 
-/// Issue 14: a signal while the testbed is undone ends every command with 128 plus n.
+/// Issue 14: a signal while the testbed is undone ends every command with 128 + n.
 fn a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n() {
     signal_at("undo:mount", "signal 15");
 }
