@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::Need::{Fuse, Root, Tool};
+use common::ScratchRun;
 
 common::tests! {
     one_sigterm_stops_a_check_that_never_ends_and_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
@@ -40,23 +41,15 @@ fn running(what: &str) -> Vec<String> {
 
 /// `fsynclab exec` on an emulated disk whose power is cut at once, then `check` runs.
 fn exec_with_check(backing: &Path, state: &common::PrivateState, check: &str, extra: &[&str]) -> Command {
-    let mut cmd = Command::new(common::bin());
+    let mut cmd = ScratchRun::exec()
+        .fs("ext4")
+        .device("hdd-7200")
+        .args(["--cut", "after=200ms", "--check", check])
+        .args(extra)
+        .backing(backing)
+        .process();
     cmd.env("FSYNCLAB_STORE", "off")
         .env(state.env().0, state.env().1)
-        .args([
-            "exec",
-            "--scratch",
-            "ext4",
-            "--device",
-            "hdd-7200",
-            "--cut",
-            "after=200ms",
-            "--check",
-            check,
-        ])
-        .args(extra)
-        .arg("--backing")
-        .arg(backing)
         .args(["--", "sleep", "5"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -11,9 +11,9 @@ use fsynclab::store::{MatrixPlace, MatrixRecord, RunFilter, Store};
 use serde_json::{json, Value};
 
 common::tests! {
-    issue11_doubled_flush_time_is_slower_with_a_ratio_near_2,
-    issue11_two_sets_of_the_same_configuration_show_no_difference,
-    issue11_a_stored_matrix_becomes_seed_002s_table,
+    doubled_flush_time_is_slower_with_a_ratio_near_2,
+    two_sets_of_the_same_configuration_show_no_difference,
+    a_stored_matrix_becomes_seed_002s_table,
 }
 
 /// A result of an fsync-bound run whose flush takes `flush_ms`: ops/s, p50, p99 and max
@@ -73,7 +73,8 @@ fn record_matrix(store: &mut Store) {
     }
 }
 
-fn issue11_doubled_flush_time_is_slower_with_a_ratio_near_2() {
+/// Issue 11: doubled flush time is slower with a ratio near 2.
+fn doubled_flush_time_is_slower_with_a_ratio_near_2() {
     let mut store = Store::open_in_memory().unwrap();
     record_matrix(&mut store);
     let runs = store
@@ -110,7 +111,8 @@ fn issue11_doubled_flush_time_is_slower_with_a_ratio_near_2() {
     );
 }
 
-fn issue11_two_sets_of_the_same_configuration_show_no_difference() {
+/// Issue 11: two sets of the same configuration show no difference.
+fn two_sets_of_the_same_configuration_show_no_difference() {
     let mut store = Store::open_in_memory().unwrap();
     for i in 0..10u64 {
         let r = result(5.0, noise(100 + i), &format!("2026-11-22T10:{i:02}:00Z"));
@@ -128,7 +130,8 @@ fn issue11_two_sets_of_the_same_configuration_show_no_difference() {
     }
 }
 
-fn issue11_a_stored_matrix_becomes_seed_002s_table() {
+/// Issue 11: a stored matrix becomes seed 002's table.
+fn a_stored_matrix_becomes_seed_002s_table() {
     let mut store = Store::open_in_memory().unwrap();
     record_matrix(&mut store);
     let runs = store

@@ -13,23 +13,23 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root, Tool};
-use common::{backing, fsynclab, traces_under};
+use common::{backing, fsynclab, traces_under, ScratchRun};
 use fsynclab::testbed::device::{CutPlan, Keep};
 use serde_json::Value;
 
 common::tests! {
-    issue18_a_cut_after_sync_leaves_an_image_that_mounts_with_the_journal_replayed: [Root, Fuse, Tool("e2fsck")],
-    issue18_after_a_cut_every_request_fails_at_once_and_nothing_reaches_the_media: [Root, Fuse],
-    issue18_an_armed_cut_comes_as_the_nth_flush_is_acknowledged: [Root, Fuse],
-    issue18_a_battery_backed_cache_survives_a_cut: [Root, Fuse],
-    issue15_injected_faults_fail_exactly_the_requests_they_name_and_are_counted: [Root, Fuse],
-    issue15_a_failing_flush_set_on_a_running_device_fails_once_then_heals: [Root, Fuse],
-    issue15_bad_fault_options_are_one_line_saying_what_is_valid,
-    issue15_faults_that_fail_the_mount_are_refused_and_leave_nothing: [Root, Fuse],
-    issue15_n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run: [Root, Fuse, Tool("mkfs.ext2")],
-    issue19_physically_absurd_profiles_are_refused_with_the_valid_range,
-    issue19_sigterm_during_a_mount_on_a_slow_disk_ends_the_run_within_seconds: [Root, Fuse],
-    issue19_sigterm_while_the_command_waits_on_a_slow_disk_ends_the_run_within_seconds: [Root, Fuse],
+    a_cut_after_sync_leaves_an_image_that_mounts_with_the_journal_replayed: [Root, Fuse, Tool("e2fsck")],
+    after_a_cut_every_request_fails_at_once_and_nothing_reaches_the_media: [Root, Fuse],
+    an_armed_cut_comes_as_the_nth_flush_is_acknowledged: [Root, Fuse],
+    a_battery_backed_cache_survives_a_cut: [Root, Fuse],
+    injected_faults_fail_exactly_the_requests_they_name_and_are_counted: [Root, Fuse],
+    a_failing_flush_set_on_a_running_device_fails_once_then_heals: [Root, Fuse],
+    bad_fault_options_are_one_line_saying_what_is_valid,
+    faults_that_fail_the_mount_are_refused_and_leave_nothing: [Root, Fuse],
+    n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run: [Root, Fuse, Tool("mkfs.ext2")],
+    physically_absurd_profiles_are_refused_with_the_valid_range,
+    sigterm_during_a_mount_on_a_slow_disk_ends_the_run_within_seconds: [Root, Fuse],
+    sigterm_while_the_command_waits_on_a_slow_disk_ends_the_run_within_seconds: [Root, Fuse],
 }
 
 /// A scratch `fs` of `size` on emulated disk `device`, under `backing`.
@@ -102,7 +102,8 @@ fn pattern(seed: u8) -> Vec<u8> {
     (0..65536u32).map(|i| (i % 251) as u8 ^ seed).collect()
 }
 
-fn issue18_a_cut_after_sync_leaves_an_image_that_mounts_with_the_journal_replayed() {
+/// Issue 18: a cut after sync leaves an image that mounts with the journal replayed.
+fn a_cut_after_sync_leaves_an_image_that_mounts_with_the_journal_replayed() {
     let dir = backing();
     // Held past the device's end: a handle must not keep the media file (and its tmpfs) busy.
     let control;
@@ -168,7 +169,8 @@ fn fingerprint(path: &Path) -> u64 {
     }
 }
 
-fn issue18_after_a_cut_every_request_fails_at_once_and_nothing_reaches_the_media() {
+/// Issue 18: after a cut every request fails at once and nothing reaches the media.
+fn after_a_cut_every_request_fails_at_once_and_nothing_reaches_the_media() {
     let dir = backing();
     {
         // A slow disk with a big cache: a lot is still in the cache when the power goes.
@@ -216,7 +218,8 @@ fn issue18_after_a_cut_every_request_fails_at_once_and_nothing_reaches_the_media
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_an_armed_cut_comes_as_the_nth_flush_is_acknowledged() {
+/// Issue 18: an armed cut comes as the nth flush is acknowledged.
+fn an_armed_cut_comes_as_the_nth_flush_is_acknowledged() {
     let dir = backing();
     {
         // ext2 has no journal: nothing but this test flushes the device.
@@ -247,7 +250,8 @@ fn issue18_an_armed_cut_comes_as_the_nth_flush_is_acknowledged() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_a_battery_backed_cache_survives_a_cut() {
+/// Issue 18: a battery backed cache survives a cut.
+fn a_battery_backed_cache_survives_a_cut() {
     let dir = backing();
     {
         // A slow media (the slowest rate allowed): 4 MiB take seconds to drain, so the cut
@@ -273,7 +277,8 @@ fn issue18_a_battery_backed_cache_survives_a_cut() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue15_injected_faults_fail_exactly_the_requests_they_name_and_are_counted() {
+/// Issue 15: injected faults fail exactly the requests they name and are counted.
+fn injected_faults_fail_exactly_the_requests_they_name_and_are_counted() {
     // ext2 has no journal and nothing touches the raw device but the command: the rules
     // meet only its requests. The 4 KiB block at 60 MiB: two writes to it fail, then it
     // heals (times=2); every read of it fails; a write elsewhere goes through.
@@ -287,10 +292,12 @@ echo "write $(w 15360)"; echo "write elsewhere $(w 15000)"; echo "write $(w 1536
 echo "read $(r 15360)"; echo "read elsewhere $(r 15000)"; echo "read $(r 15360)"
 "#;
     let device = "hdd-5400,fail=write:range=60M+4k:times=2,fail=read:range=60M+4k";
-    let out = fsynclab()
-        .args(["exec", "--scratch", "ext2", "--scratch-size", "64M", "--device", device])
-        .arg("--backing")
-        .arg(dir.path())
+    let out = ScratchRun::exec()
+        .fs("ext2")
+        .size("64M")
+        .device(device)
+        .backing(dir.path())
+        .command()
         .arg("--output")
         .arg(&report)
         .args(["--", "sh", "-c", script])
@@ -333,7 +340,8 @@ echo "read $(r 15360)"; echo "read elsewhere $(r 15000)"; echo "read $(r 15360)"
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue15_a_failing_flush_set_on_a_running_device_fails_once_then_heals() {
+/// Issue 15: a failing flush set on a running device fails once then heals.
+fn a_failing_flush_set_on_a_running_device_fails_once_then_heals() {
     // Set once the filesystem is mounted (as a scenario makes the device fail when it
     // chooses): after one flush that goes through, one fails. ext2 flushes only when asked.
     let dir = backing();
@@ -363,7 +371,8 @@ fn exec_true(device: &str) -> (Option<i32>, String) {
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-fn issue15_bad_fault_options_are_one_line_saying_what_is_valid() {
+/// Issue 15: bad fault options are one line saying what is valid.
+fn bad_fault_options_are_one_line_saying_what_is_valid() {
     for (device, says) in [
         (
             "hdd-7200,fail=writes",
@@ -379,26 +388,21 @@ fn issue15_bad_fault_options_are_one_line_saying_what_is_valid() {
     }
 }
 
-fn issue15_faults_that_fail_the_mount_are_refused_and_leave_nothing() {
+/// Issue 15: faults that fail the mount are refused and leave nothing.
+fn faults_that_fail_the_mount_are_refused_and_leave_nothing() {
     // A flush rule in force from the device's start fails mount's own flush. Before, the
     // failed mount also left the media's tmpfs busy (the device went after the undo that
     // needed it gone), for `fsynclab cleanup`, as any mount failing on an emulated disk did.
     let dir = backing();
     let private = common::PrivateState::new();
     let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
-    let out = fsynclab()
+    let out = ScratchRun::exec()
+        .fs("ext4")
+        .size("64M")
+        .device("hdd-5400,fail=flush")
+        .backing(dir.path())
+        .command()
         .env(private.env().0, private.path())
-        .args([
-            "exec",
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "64M",
-            "--device",
-            "hdd-5400,fail=flush",
-        ])
-        .arg("--backing")
-        .arg(dir.path())
         .args(["--", "true"])
         .timeout(Duration::from_secs(120))
         .output()
@@ -416,7 +420,8 @@ fn issue15_faults_that_fail_the_mount_are_refused_and_leave_nothing() {
     assert_cleanup_finds_nothing(&private, dir.path());
 }
 
-fn issue15_n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run() {
+/// Issue 15: n failed flushes are exactly the n failed fsync calls of a run.
+fn n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run() {
     // Issue 15, item 3: a scenario run on a disk told to fail N requests finds exactly the N
     // calls they failed in its result, on the run's clock in the report and in `explain`,
     // and exits 1. Flushes, because their calls are known exactly: ext2 has no journal, so a
@@ -430,14 +435,19 @@ fn issue15_n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run() {
     let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
     let report = dir.path().join("report.json");
     let device = format!("nvme,fail=flush:after=6:times={N}");
-    let out = fsynclab()
+    let out = ScratchRun::run("overwrite-fsync")
+        .arg("--no-explain")
+        .fs("ext2")
+        .size("160M")
+        .device(&device)
+        .backing(dir.path())
+        .set("background", "none")
+        .set("sleep", "0")
+        .set("iterations", "12")
+        .set("write_size", "4k")
+        .command()
         .env(private.env().0, private.path())
-        .args(["run", "overwrite-fsync", "--no-explain"])
-        .args(["--scratch", "ext2", "--scratch-size", "160M", "--device", &device])
-        .arg("--backing")
-        .arg(dir.path())
-        .args(["--set", "background=none", "--set", "sleep=0", "--set", "iterations=12"])
-        .args(["--set", "write_size=4k", "-o"])
+        .arg("-o")
         .arg(&report)
         .timeout(Duration::from_secs(120))
         .output()
@@ -501,7 +511,8 @@ fn issue15_n_failed_flushes_are_exactly_the_n_failed_fsync_calls_of_a_run() {
     assert_cleanup_finds_nothing(&private, dir.path());
 }
 
-fn issue19_physically_absurd_profiles_are_refused_with_the_valid_range() {
+/// Issue 19: physically absurd profiles are refused with the valid range.
+fn physically_absurd_profiles_are_refused_with_the_valid_range() {
     // Issue 19, item 6: `write=1` put mount in D state for minutes; `rpm=1` took 175 s to
     // stop. Refused before anything is made, with the range real drives span.
     for (device, says) in [
@@ -524,20 +535,14 @@ const SLOWEST: &str = "latency=1s";
 /// `fsynclab exec` on a scratch ext4 over [`SLOWEST`], under `backing`, with a private state
 /// directory, running `script`.
 fn slow_exec(backing: &Path, private: &common::PrivateState, script: &str) -> std::process::Child {
-    Command::new(common::bin())
+    ScratchRun::exec()
+        .fs("ext4")
+        .size("64M")
+        .device(SLOWEST)
+        .backing(backing)
+        .process()
         .env(private.env().0, private.path())
         .env("FSYNCLAB_STORE", "off")
-        .args([
-            "exec",
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "64M",
-            "--device",
-            SLOWEST,
-        ])
-        .arg("--backing")
-        .arg(backing)
         .args(["--", "sh", "-c", script])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -565,7 +570,8 @@ fn assert_cleanup_finds_nothing(private: &common::PrivateState, backing: &Path) 
     assert_eq!(traces_under(backing), Vec::<String>::new(), "left behind");
 }
 
-fn issue19_sigterm_during_a_mount_on_a_slow_disk_ends_the_run_within_seconds() {
+/// Issue 19: SIGTERM during a mount on a slow disk ends the run within seconds.
+fn sigterm_during_a_mount_on_a_slow_disk_ends_the_run_within_seconds() {
     // Mounting ext4 over a disk that answers each request after a second takes about 10 s
     // (9.1 s from SIGTERM to exit before the fix). SIGTERM once the mount has begun: the
     // device stops emulating time, the mount finishes at once, the run ends and undoes.
@@ -584,7 +590,8 @@ fn issue19_sigterm_during_a_mount_on_a_slow_disk_ends_the_run_within_seconds() {
     assert_cleanup_finds_nothing(&private, dir.path());
 }
 
-fn issue19_sigterm_while_the_command_waits_on_a_slow_disk_ends_the_run_within_seconds() {
+/// Issue 19: SIGTERM while the command waits on a slow disk ends the run within seconds.
+fn sigterm_while_the_command_waits_on_a_slow_disk_ends_the_run_within_seconds() {
     // The command writes 16 MiB and syncs: 16 requests of 1 MiB and their flushes, a
     // second each. SIGTERM once it has started: forwarded to it, and the device stops
     // emulating time, so that the sync it waits in returns and the run ends.

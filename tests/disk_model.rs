@@ -9,23 +9,23 @@ mod common;
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root};
-use common::{backing, fsynclab, traces_under};
+use common::{backing, fsynclab, traces_under, ScratchRun};
 use serde_json::Value;
 
 common::tests! {
-    issue9_random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_through_the_cache: [Root, Fuse],
-    issue9_a_flush_after_random_cached_writes_costs_their_drain: [Root, Fuse],
-    issue9_device_activity_is_recorded_and_matches_the_schema: [Root, Fuse],
-    issue9_exec_runs_the_command_in_the_scratch_filesystem_and_passes_its_status: [Root, Fuse],
-    issue9_sigterm_reaches_the_command_and_exec_undoes_everything: [Root, Fuse],
-    issue9_exec_without_a_command_is_a_usage_error,
-    issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown: [Root],
-    issue9_list_devices_prints_every_profile_with_its_sources,
-    issue20_bdi_limits_are_set_recorded_restored_and_refused_when_bad: [Root],
+    random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_through_the_cache: [Root, Fuse],
+    a_flush_after_random_cached_writes_costs_their_drain: [Root, Fuse],
+    device_activity_is_recorded_and_matches_the_schema: [Root, Fuse],
+    exec_runs_the_command_in_the_scratch_filesystem_and_passes_its_status: [Root, Fuse],
+    sigterm_reaches_the_command_and_exec_undoes_everything: [Root, Fuse],
+    exec_without_a_command_is_a_usage_error,
+    scheduler_tunables_are_set_recorded_and_refused_when_unknown: [Root],
+    list_devices_prints_every_profile_with_its_sources,
+    bdi_limits_are_set_recorded_restored_and_refused_when_bad: [Root],
 }
 
 /// A scratch ext4 on emulated disk `device`, 256 MiB.
@@ -75,7 +75,8 @@ fn random_blocks(n: usize) -> Vec<u64> {
     out
 }
 
-fn issue9_random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_through_the_cache() {
+/// Issue 9: random direct writes pay seeks and rotation sequential ones stream through the cache.
+fn random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_through_the_cache() {
     // The tests that time the emulated disk take turns: one's load would slow another's daemon.
     let _turn = common::one_at_a_time();
     let dir = backing();
@@ -132,7 +133,8 @@ fn issue9_random_direct_writes_pay_seeks_and_rotation_sequential_ones_stream_thr
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
+/// Issue 9: a flush after random cached writes costs their drain.
+fn a_flush_after_random_cached_writes_costs_their_drain() {
     // Issue 20 bounded the cache to 32 segments on the hard disks: the first half checks the
     // unbounded cache this test was written for (`segments=0`), the second the profile's.
     // The tests that time the emulated disk take turns: one's load would slow another's daemon.
@@ -210,13 +212,17 @@ fn issue9_a_flush_after_random_cached_writes_costs_their_drain() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_device_activity_is_recorded_and_matches_the_schema() {
+/// Issue 9: device activity is recorded and matches the schema.
+fn device_activity_is_recorded_and_matches_the_schema() {
     let dir = backing();
-    let out = fsynclab()
-        .args(["run", "overwrite-fsync", "-f", "json", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
+    let out = ScratchRun::run("overwrite-fsync")
+        .json()
+        .backing(dir.path())
+        .fs("ext4")
+        .size("256M")
+        .device("hdd-5400")
         .args(common::TINY)
+        .command()
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -239,18 +245,12 @@ fn issue9_device_activity_is_recorded_and_matches_the_schema() {
 
 /// `fsynclab exec` on a small scratch ext2 over an emulated disk, under `backing`.
 fn exec(backing: &Path, command: &[&str]) -> std::process::Output {
-    fsynclab()
-        .args([
-            "exec",
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "64M",
-            "--device",
-            "hdd-5400",
-            "--backing",
-        ])
-        .arg(backing)
+    ScratchRun::exec()
+        .fs("ext2")
+        .size("64M")
+        .device("hdd-5400")
+        .backing(backing)
+        .command()
         .arg("--")
         .args(command)
         .timeout(Duration::from_secs(120))
@@ -258,7 +258,8 @@ fn exec(backing: &Path, command: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn issue9_exec_runs_the_command_in_the_scratch_filesystem_and_passes_its_status() {
+/// Issue 9: exec runs the command in the scratch filesystem and passes its status.
+fn exec_runs_the_command_in_the_scratch_filesystem_and_passes_its_status() {
     let dir = backing();
     let script = r#"test "$PWD" = "$FSYNCLAB_DIR" || exit 90
 grep -q " $PWD .* - ext2 " /proc/self/mountinfo || exit 91
@@ -266,18 +267,12 @@ test -b "$FSYNCLAB_LOOP_DEVICE" || exit 92
 dd if=/dev/zero of=f bs=64k count=16 conv=fsync 2>/dev/null || exit 93
 exit 7"#;
     let report = dir.path().join("report.json");
-    let out = fsynclab()
-        .args([
-            "exec",
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "64M",
-            "--device",
-            "hdd-5400",
-        ])
-        .arg("--backing")
-        .arg(dir.path())
+    let out = ScratchRun::exec()
+        .fs("ext2")
+        .size("64M")
+        .device("hdd-5400")
+        .backing(dir.path())
+        .command()
         .arg("--output")
         .arg(&report)
         .args(["--", "sh", "-c", script])
@@ -302,7 +297,8 @@ exit 7"#;
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_sigterm_reaches_the_command_and_exec_undoes_everything() {
+/// Issue 9: SIGTERM reaches the command and exec undoes everything.
+fn sigterm_reaches_the_command_and_exec_undoes_everything() {
     let dir = backing();
     let elsewhere = tempfile::tempdir().unwrap();
     let marker: PathBuf = elsewhere.path().join("got-term");
@@ -313,20 +309,14 @@ fn issue9_sigterm_reaches_the_command_and_exec_undoes_everything() {
         running.display()
     );
     let private = common::PrivateState::new();
-    let mut child = Command::new(common::bin())
+    let mut child = ScratchRun::exec()
+        .fs("ext2")
+        .size("64M")
+        .device("hdd-5400")
+        .backing(dir.path())
+        .process()
         .env(private.env().0, private.path())
         .env("FSYNCLAB_STORE", "off")
-        .args([
-            "exec",
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "64M",
-            "--device",
-            "hdd-5400",
-            "--backing",
-        ])
-        .arg(dir.path())
         .args(["--", "sh", "-c", &script])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -355,18 +345,24 @@ fn issue9_sigterm_reaches_the_command_and_exec_undoes_everything() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_exec_without_a_command_is_a_usage_error() {
+/// Issue 9: exec without a command is a usage error.
+fn exec_without_a_command_is_a_usage_error() {
     let out = fsynclab().args(["exec", "--scratch", "ext4"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
-fn issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
+/// Issue 9: scheduler tunables are set recorded and refused when unknown.
+fn scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
     let dir = backing();
-    let out = fsynclab()
-        .args(["probe", "-q", "-f", "json", "--set", "iterations=3", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+    let out = ScratchRun::probe()
+        .quiet()
+        .json()
+        .set("iterations", "3")
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
         .args(["--scheduler", "bfq:slice_idle=0,low_latency=0"])
+        .command()
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -379,11 +375,14 @@ fn issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
         r["environment"]["scratch"]["scheduler_tunables"],
         serde_json::json!({"slice_idle": "0", "low_latency": "0"})
     );
-    let out = fsynclab()
-        .args(["probe", "-q", "--set", "iterations=1", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+    let out = ScratchRun::probe()
+        .quiet()
+        .set("iterations", "1")
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
         .args(["--scheduler", "mq-deadline:slice_idle=8"])
+        .command()
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -394,7 +393,8 @@ fn issue9_scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue9_list_devices_prints_every_profile_with_its_sources() {
+/// Issue 9: list devices prints every profile with its sources.
+fn list_devices_prints_every_profile_with_its_sources() {
     let out = fsynclab().arg("list-devices").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
@@ -424,13 +424,18 @@ fn issue9_list_devices_prints_every_profile_with_its_sources() {
     assert!(stderr.contains("cache=lots"), "{stderr}");
 }
 
-fn issue20_bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
+/// Issue 20: bdi limits are set recorded restored and refused when bad.
+fn bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
     let dir = backing();
-    let out = fsynclab()
-        .args(["probe", "-q", "-f", "json", "--set", "iterations=3", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext2", "--scratch-size", "128M"])
+    let out = ScratchRun::probe()
+        .quiet()
+        .json()
+        .set("iterations", "3")
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
         .args(["--bdi", "strict_limit=1,max_bytes=4M"])
+        .command()
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -453,10 +458,14 @@ fn issue20_bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
     };
     assert_eq!(read("strict_limit"), "0");
     assert_eq!(read("max_ratio_fine"), "1000000");
-    let bad = fsynclab()
-        .args(["probe", "-q", "--set", "iterations=1", "--backing"])
-        .arg(dir.path())
-        .args(["--scratch", "ext2", "--scratch-size", "128M", "--bdi", "max_byte=4M"])
+    let bad = ScratchRun::probe()
+        .quiet()
+        .set("iterations", "1")
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
+        .args(["--bdi", "max_byte=4M"])
+        .command()
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&bad.stderr);

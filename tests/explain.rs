@@ -14,24 +14,24 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root, Tool, Tracefs};
-use common::{fsynclab, one_at_a_time, PrivateState};
+use common::{fsynclab, one_at_a_time, PrivateState, ScratchRun};
 use serde_json::Value;
 
 common::tests! {
-    issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback: [Root, Fuse, Tracefs],
-    issue10_slow_fsyncs_on_xfs_name_the_log_force: [Root, Fuse, Tracefs, Tool("mkfs.xfs")],
-    issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
-    issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run: [Root, Tracefs],
-    issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result,
-    issue10_explain_prints_every_part_of_a_traced_run: [Root, Tracefs],
-    issue10_bad_explain_flags_are_refused_in_one_line,
-    issue10_overlapping_runs_leave_tracefs_as_they_found_it: [Root, Fuse, Tracefs],
-    issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found: [Root, Tracefs],
-    issue16_fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush: [Root, Fuse, Tracefs],
-    issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree: [Root, Fuse, Tracefs],
-    issue16_exec_explain_works_on_the_hosts_own_filesystem: [Root, Tracefs],
-    issue16_bad_exec_explain_flags_are_refused_in_one_line,
-    issue16_cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
+    slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback: [Root, Fuse, Tracefs],
+    slow_fsyncs_on_xfs_name_the_log_force: [Root, Fuse, Tracefs, Tool("mkfs.xfs")],
+    slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
+    cleanup_removes_the_trace_instance_of_a_sigkilled_run: [Root, Tracefs],
+    every_run_records_a_timeline_and_explain_reprints_a_saved_result,
+    explain_prints_every_part_of_a_traced_run: [Root, Tracefs],
+    bad_explain_flags_are_refused_in_one_line,
+    overlapping_runs_leave_tracefs_as_they_found_it: [Root, Fuse, Tracefs],
+    concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found: [Root, Tracefs],
+    fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush: [Root, Fuse, Tracefs],
+    exec_explain_traces_the_sync_calls_of_the_whole_process_tree: [Root, Fuse, Tracefs],
+    exec_explain_works_on_the_hosts_own_filesystem: [Root, Tracefs],
+    bad_exec_explain_flags_are_refused_in_one_line,
+    cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
 }
 
 fn temp() -> tempfile::TempDir {
@@ -180,7 +180,7 @@ fn run_to_end(state: &PrivateState, args: &[std::ffi::OsString]) -> Run {
 /// `fsynclab run SCENARIO ARGS... --format json` with a private state directory; the result,
 /// checked against the schema, the text report the same result prints as (`show`), and the
 /// run's pid.
-fn run_json(scenario: &str, args: &[&str]) -> (Value, String, u32) {
+fn run_json<A: AsRef<std::ffi::OsStr> + std::fmt::Debug>(scenario: &str, args: &[A]) -> (Value, String, u32) {
     let state = PrivateState::new();
     let dir = temp();
     let file = dir.path().join("result.json");
@@ -189,7 +189,7 @@ fn run_json(scenario: &str, args: &[&str]) -> (Value, String, u32) {
         .map(Into::into)
         .collect();
     all.push(file.clone().into());
-    all.extend(args.iter().map(Into::into));
+    all.extend(args.iter().map(|a| a.as_ref().to_os_string()));
     let Run { pid, out } = run_to_end(&state, &all);
     assert!(
         out.status.success(),
@@ -264,24 +264,19 @@ fn seed000(fs: &str) -> (Value, String, u32) {
     let backing = temp();
     run_json(
         "overwrite-fsync",
-        &[
-            "--scratch",
-            fs,
-            "--device",
-            "hdd-5400",
-            "--backing",
-            backing.path().to_str().unwrap(),
-            "--scratch-size",
-            "1G",
-            "--set",
-            "file_size=512M",
-            "--set",
-            "duration=6s",
-        ],
+        &ScratchRun::flags()
+            .fs(fs)
+            .device("hdd-5400")
+            .backing(backing.path())
+            .size("1G")
+            .set("file_size", "512M")
+            .set("duration", "6s")
+            .into_args(),
     )
 }
 
-fn issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() {
+/// Issue 10: slow fsyncs on ext4 name the journal commit and the data writeback.
+fn slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() {
     let _one = one_at_a_time();
     let (result, text, pid) = seed000("ext4");
     // The fingerprint says why fsync costs a commit here and not on the VM's own root.
@@ -332,7 +327,8 @@ fn issue10_slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() 
     assert_no_instance_of(&[pid]);
 }
 
-fn issue10_slow_fsyncs_on_xfs_name_the_log_force() {
+/// Issue 10: slow fsyncs on xfs name the log force.
+fn slow_fsyncs_on_xfs_name_the_log_force() {
     let _one = one_at_a_time();
     let (result, _, pid) = seed000("xfs");
     assert_eq!(result["environment"]["journal"]["kind"], "xfs log");
@@ -353,7 +349,8 @@ fn issue10_slow_fsyncs_on_xfs_name_the_log_force() {
     assert_no_instance_of(&[pid]);
 }
 
-fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
+/// Issue 10: slow writes under low dirty limits are dirty throttling.
+fn slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     let _one = one_at_a_time();
     let backing = temp();
     // vm.dirty_ratio=1: about 1% of memory may be dirty before writers are throttled, which
@@ -363,32 +360,19 @@ fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     // small writes is seldom paused.
     let (result, text, pid) = run_json(
         "random-writeback",
-        &[
-            "--scratch",
-            "ext4",
-            "--device",
-            "hdd-5400",
-            "--backing",
-            backing.path().to_str().unwrap(),
-            "--scratch-size",
-            "1G",
-            "--dirty-ratio",
-            "1",
-            "--dirty-background-ratio",
-            "0",
-            "--set",
-            "random_file_size=256M",
-            "--set",
-            "sync=none",
-            "--set",
-            "placement=append",
-            "--set",
-            "write_size=8M",
-            "--set",
-            "sleep=0",
-            "--set",
-            "iterations=10",
-        ],
+        &ScratchRun::flags()
+            .fs("ext4")
+            .device("hdd-5400")
+            .backing(backing.path())
+            .size("1G")
+            .args(["--dirty-ratio", "1", "--dirty-background-ratio", "0"])
+            .set("random_file_size", "256M")
+            .set("sync", "none")
+            .set("placement", "append")
+            .set("write_size", "8M")
+            .set("sleep", "0")
+            .set("iterations", "10")
+            .into_args(),
     );
     let writes = explained(&result, "write");
     assert!(!writes.is_empty());
@@ -419,7 +403,8 @@ fn issue10_slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     assert_no_instance_of(&[pid]);
 }
 
-fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
+/// Issue 10: cleanup removes the trace instance of a SIGKILLed run.
+fn cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
     let _one = one_at_a_time();
     let state = PrivateState::new();
     let dir = temp();
@@ -478,7 +463,8 @@ fn issue10_cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
     );
 }
 
-fn issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result() {
+/// Issue 10: every run records a timeline and explain reprints a saved result.
+fn every_run_records_a_timeline_and_explain_reprints_a_saved_result() {
     let _one = one_at_a_time();
     let dir = temp();
     let file = dir.path().join("result.json");
@@ -521,7 +507,8 @@ fn issue10_every_run_records_a_timeline_and_explain_reprints_a_saved_result() {
     assert!(text.contains("timeline: ") && !text.contains("slowest calls"), "{text}");
 }
 
-fn issue10_explain_prints_every_part_of_a_traced_run() {
+/// Issue 10: explain prints every part of a traced run.
+fn explain_prints_every_part_of_a_traced_run() {
     let _one = one_at_a_time();
     let dir = temp();
     let file = dir.path().join("result.json");
@@ -552,7 +539,8 @@ fn issue10_explain_prints_every_part_of_a_traced_run() {
     assert_no_instance_of(&[pid]);
 }
 
-fn issue10_bad_explain_flags_are_refused_in_one_line() {
+/// Issue 10: bad explain flags are refused in one line.
+fn bad_explain_flags_are_refused_in_one_line() {
     let dir = temp();
     for (flag, value, says) in [
         ("--explain-over", "soon", "--explain-over soon"),
@@ -572,7 +560,8 @@ fn issue10_bad_explain_flags_are_refused_in_one_line() {
     assert_eq!(common::leftovers(dir.path()), Vec::<String>::new());
 }
 
-fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
+/// Issue 10: overlapping runs leave tracefs as they found it.
+fn overlapping_runs_leave_tracefs_as_they_found_it() {
     let _one = one_at_a_time();
     // Regression: run A mounted tracefs, run B traced in it too; A ended first and left the
     // mount to B, which had not mounted it and so never unmounted it. The whole test suite
@@ -643,7 +632,8 @@ fn issue10_overlapping_runs_leave_tracefs_as_they_found_it() {
     );
 }
 
-fn issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found() {
+/// Issue 19: concurrent traced runs and cleanups leave no instance and tracefs as found.
+fn concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found() {
     let _one = one_at_a_time();
     // Regression: a CI run beside other fsynclab runs and `cleanup` calls failed with trace
     // instances left. Runs that end, runs SIGKILLed while they trace, and cleanups, all at
@@ -764,30 +754,22 @@ fn issue19_concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_
 /// follows: each thread's slowest commits are explained, their parts add up, and a group
 /// commit's follower's wait names the leader's flush it waited for (seed 002 on the
 /// emulated 7200 rpm disk, where a flush takes a rotation).
-fn issue16_fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
+fn fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
     let _one = one_at_a_time();
     let backing = temp();
     let (result, text, pid) = run_json(
         "fsync-tps",
-        &[
-            "--scratch",
-            "ext4",
-            "--device",
-            "hdd-7200",
-            "--backing",
-            backing.path().to_str().unwrap(),
-            "--scratch-size",
-            "1G",
-            "--explain",
-            "--set",
-            "threads=4",
-            "--set",
-            "coordination=wal,none",
-            "--set",
-            "duration=2s",
-            "--set",
-            "file_size=4M",
-        ],
+        &ScratchRun::flags()
+            .fs("ext4")
+            .device("hdd-7200")
+            .backing(backing.path())
+            .size("1G")
+            .arg("--explain")
+            .set("threads", "4")
+            .set("coordination", "wal,none")
+            .set("duration", "2s")
+            .set("file_size", "4M")
+            .into_args(),
     );
     let commits = explained(&result, "commit");
     // Nine threads on two CPUs: a woken worker can wait milliseconds for a CPU, and when
@@ -830,10 +812,10 @@ fn issue16_fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush
 
 /// `fsynclab exec --explain ... -- sh -c SCRIPT` with a private state directory and store:
 /// the run's output, and its pid.
-fn exec_explained(store: &Path, target: &[&str], script: &str) -> Run {
+fn exec_explained<A: AsRef<std::ffi::OsStr>>(store: &Path, target: &[A], script: &str) -> Run {
     let state = PrivateState::new();
     let mut args: Vec<std::ffi::OsString> = vec!["exec".into(), "--explain".into(), "--store".into(), store.into()];
-    args.extend(target.iter().map(Into::into));
+    args.extend(target.iter().map(|a| a.as_ref().to_os_string()));
     args.extend(["--", "sh", "-c", script].map(Into::into));
     let run = run_to_end(&state, &args);
     assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
@@ -857,7 +839,7 @@ fn exported(store: &Path, run: &str) -> Value {
 /// child, a grandchild in the background), are traced, the slow ones explained, the
 /// report printed on stderr (stdout is the command's), its status passed through, and the
 /// run recorded as scenario `exec`, which `runs`, `show`, `explain` and `export` read.
-fn issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree() {
+fn exec_explain_traces_the_sync_calls_of_the_whole_process_tree() {
     let _one = one_at_a_time();
     let backing = temp();
     let store = temp();
@@ -869,14 +851,11 @@ fn issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree() {
                   sleep 0.5; sync -f data; echo the command speaks; exit 3";
     let Run { pid, out } = exec_explained(
         &db,
-        &[
-            "--scratch",
-            "ext4",
-            "--device",
-            "hdd-7200",
-            "--backing",
-            backing.path().to_str().unwrap(),
-        ],
+        &ScratchRun::flags()
+            .fs("ext4")
+            .device("hdd-7200")
+            .backing(backing.path())
+            .into_args(),
         script,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -936,7 +915,7 @@ fn issue16_exec_explain_traces_the_sync_calls_of_the_whole_process_tree() {
 }
 
 /// Issue 16, item 2: without --scratch, a command is traced on the host's own filesystem.
-fn issue16_exec_explain_works_on_the_hosts_own_filesystem() {
+fn exec_explain_works_on_the_hosts_own_filesystem() {
     let _one = one_at_a_time();
     let dir = temp();
     let store = temp();
@@ -961,7 +940,8 @@ fn issue16_exec_explain_works_on_the_hosts_own_filesystem() {
     assert_no_instance_of(&[pid]);
 }
 
-fn issue16_bad_exec_explain_flags_are_refused_in_one_line() {
+/// Issue 16: bad exec explain flags are refused in one line.
+fn bad_exec_explain_flags_are_refused_in_one_line() {
     for (flag, value) in [
         ("--explain-slowest", "200%"),
         ("--explain-over", "soon"),
@@ -1034,7 +1014,7 @@ fn issue16_bad_exec_explain_flags_are_refused_in_one_line() {
 /// Issue 16: `exec --explain` traces in two instances (the machine's events, the process
 /// tree's); killed with SIGKILL while its command runs, it leaves both, and `cleanup`
 /// removes both.
-fn issue16_cleanup_removes_both_trace_instances_of_a_sigkilled_exec() {
+fn cleanup_removes_both_trace_instances_of_a_sigkilled_exec() {
     let _one = one_at_a_time();
     let state = PrivateState::new();
     let dir = temp();

@@ -25,15 +25,15 @@ const PYYAML: common::Need = That(
 );
 
 common::tests! {
-    issue17_farm_options_and_unreachable_stores_are_one_line_errors,
-    issue17_a_run_stored_in_postgres_reads_back_identical: [Root, POSTGRES],
-    issue17_store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run: [Root, POSTGRES],
-    issue17_eight_runs_write_one_new_postgres_store_at_once: [Root, POSTGRES],
-    issue17_k8s_emit_writes_an_indexed_job_per_host: [Root, POSTGRES, PYYAML],
+    farm_options_and_unreachable_stores_are_one_line_errors,
+    a_run_stored_in_postgres_reads_back_identical: [Root, POSTGRES],
+    store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run: [Root, POSTGRES],
+    eight_runs_write_one_new_postgres_store_at_once: [Root, POSTGRES],
+    k8s_emit_writes_an_indexed_job_per_host: [Root, POSTGRES, PYYAML],
     k8s_emit_that_cannot_be_written_is_refused_before_the_matrix_is_stored: [Root, POSTGRES],
-    issue17_a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node: [Root, POSTGRES, SLURM],
-    issue17_two_nodes_each_run_records_its_node: [Root, POSTGRES, SLURM],
-    issue17_a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone: [Root, POSTGRES, SLURM],
+    a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node: [Root, POSTGRES, SLURM],
+    two_nodes_each_run_records_its_node: [Root, POSTGRES, SLURM],
+    a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone: [Root, POSTGRES, SLURM],
     a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere: [Root, SLURM],
 }
 
@@ -260,7 +260,8 @@ fn cell_value<'a>(run: &'a Value, axis: &str) -> Option<&'a str> {
         .and_then(|pair| pair[1].as_str())
 }
 
-fn issue17_farm_options_and_unreachable_stores_are_one_line_errors() {
+/// Issue 17: farm options and unreachable stores are one-line errors.
+fn farm_options_and_unreachable_stores_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let one_line = |args: &[&str], says: &str| {
         let mut cmd = common::fsynclab();
@@ -335,7 +336,8 @@ fn issue17_farm_options_and_unreachable_stores_are_one_line_errors() {
     );
 }
 
-fn issue17_a_run_stored_in_postgres_reads_back_identical() {
+/// Issue 17: a run stored in PostgreSQL reads back identical.
+fn a_run_stored_in_postgres_reads_back_identical() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
     let pg = farm.database("readback");
@@ -380,7 +382,8 @@ fn issue17_a_run_stored_in_postgres_reads_back_identical() {
     assert!(elsewhere.is_empty(), "{elsewhere:?}");
 }
 
-fn issue17_store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run() {
+/// Issue 17: store copy round trip SQLite, PostgreSQL, SQLite keeps every run.
+fn store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
     let work = farm.work();
@@ -466,7 +469,8 @@ fn issue17_store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run() {
     assert_eq!(table(&a), table(&pg));
 }
 
-fn issue17_eight_runs_write_one_new_postgres_store_at_once() {
+/// Issue 17: eight runs write one new postgres store at once.
+fn eight_runs_write_one_new_postgres_store_at_once() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
     // A database without a store yet: the first runs also make its schema, at once.
@@ -533,7 +537,8 @@ fn issue17_eight_runs_write_one_new_postgres_store_at_once() {
     assert_eq!(runs_by_uid(&farm, &again), runs);
 }
 
-fn issue17_k8s_emit_writes_an_indexed_job_per_host() {
+/// Issue 17: `k8s --emit` writes an indexed job per host.
+fn k8s_emit_writes_an_indexed_job_per_host() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
     let pg = farm.database("k8s");
@@ -641,7 +646,8 @@ fn issue17_k8s_emit_writes_an_indexed_job_per_host() {
     );
 }
 
-fn issue17_a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node() {
+/// Issue 17: a matrix on Slurm prints its table and stores runs that know their node.
+fn a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres", "--slurm", "1"]);
     let pg = farm.database("slurm1");
@@ -708,7 +714,8 @@ fn issue17_a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_no
     assert!(stdout(&out).contains("record_size=8k"));
 }
 
-fn issue17_two_nodes_each_run_records_its_node() {
+/// Issue 17: two nodes each run records its node.
+fn two_nodes_each_run_records_its_node() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres", "--slurm", "2"]);
     let pg = farm.database("slurm2");
@@ -779,7 +786,8 @@ fn issue17_two_nodes_each_run_records_its_node() {
     assert_eq!(n2.len(), 2);
 }
 
-fn issue17_a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone() {
+/// Issue 17: a failed task is reported with its Slurm job and log and resume submits it alone.
+fn a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone() {
     let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres", "--slurm", "1"]);
     let pg = farm.database("failing");

@@ -17,10 +17,10 @@ use common::{backing, fsynclab, traces_under};
 use serde_json::Value;
 
 common::tests! {
-    issue15_a_failed_writeback_makes_some_fsync_report_eio_on_each_filesystem: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
-    issue15_a_disk_that_stops_taking_writes_leaves_each_filesystem_reported_and_torn_down: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
-    issue15_a_power_cut_after_a_failed_flush_is_recovered_from_on_each_filesystem: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
-    issue15_bad_fsync_errors_settings_are_one_line_errors,
+    a_failed_writeback_makes_some_fsync_report_eio_on_each_filesystem: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
+    a_disk_that_stops_taking_writes_leaves_each_filesystem_reported_and_torn_down: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
+    a_power_cut_after_a_failed_flush_is_recovered_from_on_each_filesystem: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
+    bad_fsync_errors_settings_are_one_line_errors,
     mount_options_the_kernel_refuses_are_refused_as_scratch_refuses_them: [Root, Fuse, Tool("mkfs.ext4")],
 }
 
@@ -87,7 +87,8 @@ const CALLS: [&str; 6] = [
     "fd_after",
 ];
 
-fn issue15_a_failed_writeback_makes_some_fsync_report_eio_on_each_filesystem() {
+/// Issue 15: a failed writeback makes some fsync report EIO on each filesystem.
+fn a_failed_writeback_makes_some_fsync_report_eio_on_each_filesystem() {
     let dir = backing();
     let r = fsync_errors(dir.path(), &[]);
     let rows = rows(&r);
@@ -110,7 +111,8 @@ fn issue15_a_failed_writeback_makes_some_fsync_report_eio_on_each_filesystem() {
     }
 }
 
-fn issue15_a_disk_that_stops_taking_writes_leaves_each_filesystem_reported_and_torn_down() {
+/// Issue 15: a disk that stops taking writes leaves each filesystem reported and torn down.
+fn a_disk_that_stops_taking_writes_leaves_each_filesystem_reported_and_torn_down() {
     // The journal and metadata fail too: whatever the kernel makes of it (read-only, shut
     // down), the run reports it and undoes every filesystem (checked in fsync_errors).
     let dir = backing();
@@ -126,7 +128,8 @@ fn issue15_a_disk_that_stops_taking_writes_leaves_each_filesystem_reported_and_t
     assert_eq!(r["details"]["fsync-errors"]["fault"], "disk");
 }
 
-fn issue15_a_power_cut_after_a_failed_flush_is_recovered_from_on_each_filesystem() {
+/// Issue 15: a power cut after a failed flush is recovered from on each filesystem.
+fn a_power_cut_after_a_failed_flush_is_recovered_from_on_each_filesystem() {
     // Issue 15, item 4: one cache flush fails, then the power is cut. Which flush fails
     // first (the fsync's own, or the journal commit's) is the kernel's timing, and so is
     // whether the filesystem goes read-only: printed. What holds: the disk failed exactly
@@ -147,7 +150,8 @@ fn issue15_a_power_cut_after_a_failed_flush_is_recovered_from_on_each_filesystem
     }
 }
 
-fn issue15_bad_fsync_errors_settings_are_one_line_errors() {
+/// Issue 15: bad fsync errors settings are one-line errors.
+fn bad_fsync_errors_settings_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     for (set, says) in [
         ("fs=ext4,zfs", "unknown filesystem 'zfs'"),

@@ -9,10 +9,10 @@ use common::{fsynclab, leftovers};
 use serde_json::Value;
 
 common::tests! {
-    issue_3_every_strategy_reports_a_row_per_thread_count,
-    issue_3_wal_with_avg_flush_delay_and_append_batches_commits,
-    issue_3_directio_and_seed_lines,
-    issue_3_bad_combinations_exit_2_with_one_line,
+    every_strategy_reports_a_row_per_thread_count,
+    wal_with_avg_flush_delay_and_append_batches_commits,
+    a_directio_run_prints_fdatasync_time_and_tps_in_seed_format,
+    bad_combinations_exit_2_with_one_line,
 }
 
 fn run_json(dir: &std::path::Path, sets: &[&str]) -> Value {
@@ -36,7 +36,8 @@ fn column(table: &Value, name: &str) -> usize {
         .unwrap_or_else(|| panic!("no column {name}"))
 }
 
-fn issue_3_every_strategy_reports_a_row_per_thread_count() {
+/// Issue 3: every strategy reports a row per thread count.
+fn every_strategy_reports_a_row_per_thread_count() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_json(
         dir.path(),
@@ -99,7 +100,8 @@ fn issue_3_every_strategy_reports_a_row_per_thread_count() {
     );
 }
 
-fn issue_3_wal_with_avg_flush_delay_and_append_batches_commits() {
+/// Issue 3: `coordination=wal` with a flush delay and appends batches commits.
+fn wal_with_avg_flush_delay_and_append_batches_commits() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_json(
         dir.path(),
@@ -122,7 +124,8 @@ fn issue_3_wal_with_avg_flush_delay_and_append_batches_commits() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-fn issue_3_directio_and_seed_lines() {
+/// Issue 3: a directio run prints fdatasync time and tps in seed format.
+fn a_directio_run_prints_fdatasync_time_and_tps_in_seed_format() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
         .args(["run", "fsync-tps", "--dir"])
@@ -152,7 +155,8 @@ fn issue_3_directio_and_seed_lines() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-fn issue_3_bad_combinations_exit_2_with_one_line() {
+/// Issue 3: bad combinations exit 2 with one line.
+fn bad_combinations_exit_2_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     for (set, says) in [
         ("threads=0", "at least 1"),

@@ -20,9 +20,9 @@ use fsynclab::store::SampleColumns;
 use common::Need::{Root, Tool, Tracefs};
 
 common::tests! {
-    issue11_html_report_renders_in_chromium_without_errors: [Tool("chromium")],
-    issue11_chromium_console_errors_are_caught: [Tool("chromium")],
-    issue16_the_report_draws_the_kernel_timeline_the_tradeoff_and_links_slow_calls_to_their_parts: [Root, Tracefs, Tool("chromium")],
+    html_report_renders_in_chromium_without_errors: [Tool("chromium")],
+    chromium_console_errors_are_caught: [Tool("chromium")],
+    the_report_draws_the_kernel_timeline_the_tradeoff_and_links_slow_calls_to_their_parts: [Root, Tracefs, Tool("chromium")],
 }
 
 /// Debian's `chromium` (scripts/setup.sh installs it), found as the harness's `Tool` need
@@ -259,7 +259,8 @@ fn rendered_sizes(chromium: &Path, page: &Path, dir: &Path, selectors: &[&str]) 
         .collect()
 }
 
-fn issue11_html_report_renders_in_chromium_without_errors() {
+/// Issue 11: the HTML report renders in Chromium without errors.
+fn html_report_renders_in_chromium_without_errors() {
     let chromium = chromium().expect("found before the test began");
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
@@ -296,9 +297,9 @@ fn issue11_html_report_renders_in_chromium_without_errors() {
     assert!(red > 200, "no slow calls to be seen ({red} red pixels)");
 }
 
-/// The console check above must be able to fail: a page that logs an error, and one that
+/// Issue 11: the console check above must be able to fail: a page that logs an error, and one that
 /// throws, are caught.
-fn issue11_chromium_console_errors_are_caught() {
+fn chromium_console_errors_are_caught() {
     let chromium = chromium().expect("found before the test began");
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("bad.html");
@@ -371,7 +372,7 @@ fn pixels_of(rgba: &[u8], hex: &str) -> usize {
 /// memory and writeback, requests in flight, cache flushes, in colours nothing else on the
 /// page uses), and a slow call's link leads to the row of its parts, which the page
 /// highlights when it is the link's target.
-fn issue16_the_report_draws_the_kernel_timeline_the_tradeoff_and_links_slow_calls_to_their_parts() {
+fn the_report_draws_the_kernel_timeline_the_tradeoff_and_links_slow_calls_to_their_parts() {
     let chromium = chromium().expect("found before the test began");
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("work");

@@ -19,10 +19,10 @@ use common::{fsynclab, leftovers, one_at_a_time};
 use serde_json::Value;
 
 common::tests! {
-    issue11_matrix_reproduces_seed_002_on_emulated_disks: [Root],
-    issue11_compare_calls_a_four_times_slower_flush_slower: [Root],
-    issue11_dry_run_shows_the_plan_and_bad_axes_are_refused,
-    issue11_an_interrupted_matrix_resumes_where_it_stopped,
+    matrix_reproduces_seed_002_on_emulated_disks: [Root],
+    compare_calls_a_four_times_slower_flush_slower: [Root],
+    dry_run_shows_the_plan_and_bad_axes_are_refused,
+    an_interrupted_matrix_resumes_where_it_stopped,
 }
 
 fn output(store: &Path, cwd: &Path, args: &[&str]) -> (i32, String, String) {
@@ -68,7 +68,8 @@ fn no_leftovers(cwd: &Path) {
     );
 }
 
-fn issue11_matrix_reproduces_seed_002_on_emulated_disks() {
+/// Issue 11: matrix reproduces seed 002 on emulated disks.
+fn matrix_reproduces_seed_002_on_emulated_disks() {
     let _one = one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");
@@ -145,7 +146,8 @@ fn flush_matrix(store: &Path, cwd: &Path, devices: &str) {
     );
 }
 
-fn issue11_compare_calls_a_four_times_slower_flush_slower() {
+/// Issue 11: compare calls a four times slower flush slower.
+fn compare_calls_a_four_times_slower_flush_slower() {
     // The tests that measure take turns, so that one's runs are not made beside another's.
     let _one = one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
@@ -197,7 +199,8 @@ fn issue11_compare_calls_a_four_times_slower_flush_slower() {
     no_leftovers(tmp.path());
 }
 
-fn issue11_dry_run_shows_the_plan_and_bad_axes_are_refused() {
+/// Issue 11: dry run shows the plan and bad axes are refused.
+fn dry_run_shows_the_plan_and_bad_axes_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");
     let plan = ok(
@@ -249,7 +252,8 @@ const DIR_MATRIX: &[&str] = &[
     "file_size=16M",
 ];
 
-fn issue11_an_interrupted_matrix_resumes_where_it_stopped() {
+/// Issue 11: an interrupted matrix resumes where it stopped.
+fn an_interrupted_matrix_resumes_where_it_stopped() {
     let _one = one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");

@@ -17,34 +17,38 @@ use std::time::Duration;
 use serde_json::Value;
 
 use common::Need::{Fuse, Root, Tool};
-use common::{fsynclab, send, traces_under, wait_at_most, PrivateState, StderrLines};
+use common::{fsynclab, send, traces_under, wait_at_most, PrivateState, ScratchRun, StderrLines};
 
 common::tests! {
-    issue18_powercut_needs_an_emulated_disk,
-    issue18_fsync_on_default_filesystems_loses_no_acknowledged_write:
+    powercut_needs_an_emulated_disk,
+    fsync_on_default_filesystems_loses_no_acknowledged_write:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
-    issue18_a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so:
+    a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.btrfs")],
-    issue18_sync_file_range_loses_acknowledged_writes: [Root, Fuse, Tool("mkfs.ext4")],
-    issue18_rename_and_create_keep_what_each_filesystem_keeps:
+    sync_file_range_loses_acknowledged_writes: [Root, Fuse, Tool("mkfs.ext4")],
+    rename_and_create_keep_what_each_filesystem_keeps:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs"), Tool("mkfs.btrfs")],
-    issue18_a_signal_during_a_cycle_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
+    a_signal_during_a_cycle_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
     a_cut_made_early_by_a_signal_is_shown_at_the_moment_it_was_made: [Root, Fuse, Tool("mkfs.ext4")],
-    issue18_sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
-    issue18_exec_cut_checks_any_program_after_the_recovery: [Root, Fuse, Tool("mkfs.ext4")],
-    issue18_exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan,
-    issue18_a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best:
+    sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4")],
+    exec_cut_checks_any_program_after_the_recovery: [Root, Fuse, Tool("mkfs.ext4")],
+    exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan,
+    a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best:
         [Root, Fuse, Tool("mkfs.ext4")],
 }
 
 /// `fsynclab run powercut` on a scratch `fs` over `device` with `sets`, as JSON; returns the
 /// exit code, the result and stderr.
 fn powercut(backing: &Path, fs: &str, device: &str, sets: &[&str]) -> (i32, Value, String) {
-    let mut cmd = fsynclab();
-    cmd.args(["run", "powercut", "-q", "--no-explain", "-f", "json", "--scratch", fs])
-        .args(["--device", device, "--backing"])
-        .arg(backing)
-        .timeout(Duration::from_secs(300));
+    let mut cmd = ScratchRun::run("powercut")
+        .quiet()
+        .arg("--no-explain")
+        .json()
+        .fs(fs)
+        .device(device)
+        .backing(backing)
+        .command();
+    cmd.timeout(Duration::from_secs(300));
     for s in sets {
         cmd.args(["--set", s]);
     }
@@ -65,7 +69,8 @@ fn cycles(result: &Value) -> &Vec<Value> {
     result["details"]["powercut"]["cycles"].as_array().unwrap()
 }
 
-fn issue18_powercut_needs_an_emulated_disk() {
+/// Issue 18: powercut needs an emulated disk.
+fn powercut_needs_an_emulated_disk() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
         .args(["run", "powercut", "-q", "--dir"])
@@ -79,7 +84,8 @@ fn issue18_powercut_needs_an_emulated_disk() {
     assert!(common::leftovers(dir.path()).is_empty());
 }
 
-fn issue18_fsync_on_default_filesystems_loses_no_acknowledged_write() {
+/// Issue 18: fsync on default filesystems loses no acknowledged write.
+fn fsync_on_default_filesystems_loses_no_acknowledged_write() {
     let backing = common::backing();
     for fs in ["ext4", "xfs", "btrfs"] {
         for sync in ["fsync", "fdatasync", "odsync"] {
@@ -110,7 +116,8 @@ fn issue18_fsync_on_default_filesystems_loses_no_acknowledged_write() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so() {
+/// Issue 18: a lying drive or no barrier loses acknowledged writes and says so.
+fn a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so() {
     let backing = common::backing();
     for (fs, device) in [
         ("ext4", "hdd-7200,flush=ignore"),
@@ -137,7 +144,8 @@ fn issue18_a_lying_drive_or_no_barrier_loses_acknowledged_writes_and_says_so() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_sync_file_range_loses_acknowledged_writes() {
+/// Issue 18: sync_file_range loses acknowledged writes.
+fn sync_file_range_loses_acknowledged_writes() {
     let backing = common::backing();
     let (code, r, _) = powercut(backing.path(), "ext4", "hdd-7200", &["cuts=1", "sync=sync_file_range"]);
     let t = total(&r);
@@ -147,7 +155,8 @@ fn issue18_sync_file_range_loses_acknowledged_writes() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_rename_and_create_keep_what_each_filesystem_keeps() {
+/// Issue 18: rename and create keep what each filesystem keeps.
+fn rename_and_create_keep_what_each_filesystem_keeps() {
     let backing = common::backing();
     // With the file's fsync and the directory's, every acknowledged version is there.
     for fs in ["ext4", "xfs", "btrfs"] {
@@ -197,28 +206,20 @@ fn issue18_rename_and_create_keep_what_each_filesystem_keeps() {
 
 /// A powercut run of two cuts with its own state directory, paused at `point` if given.
 fn cycle_run(backing: &Path, state: &PrivateState, point: Option<&str>) -> Command {
-    let mut cmd = Command::new(common::bin());
+    let mut cmd = ScratchRun::run("powercut")
+        .quiet()
+        .arg("--no-explain")
+        .set("cuts", "2")
+        .set("cut_after", "300ms")
+        .set("cut_within", "0")
+        .set("max_size", "16M")
+        .fs("ext4")
+        .size("256M")
+        .device("hdd-7200")
+        .backing(backing)
+        .process();
     cmd.env(state.env().0, state.path())
         .env("FSYNCLAB_STORE", "off")
-        .args(["run", "powercut", "-q", "--no-explain", "--set", "cuts=2"])
-        .args([
-            "--set",
-            "cut_after=300ms",
-            "--set",
-            "cut_within=0",
-            "--set",
-            "max_size=16M",
-        ])
-        .args([
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "256M",
-            "--device",
-            "hdd-7200",
-            "--backing",
-        ])
-        .arg(backing)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if let Some(p) = point {
@@ -238,7 +239,8 @@ const CYCLE_POINTS: [&str; 6] = [
     "done:mount@3",
 ];
 
-fn issue18_a_signal_during_a_cycle_leaves_nothing() {
+/// Issue 18: a signal during a cycle leaves nothing.
+fn a_signal_during_a_cycle_leaves_nothing() {
     for point in CYCLE_POINTS {
         let backing = common::backing();
         let state = PrivateState::new();
@@ -268,7 +270,8 @@ fn issue18_a_signal_during_a_cycle_leaves_nothing() {
     }
 }
 
-fn issue18_sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
+/// Issue 18: SIGKILL at each step of a cycle then cleanup leaves nothing.
+fn sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
     for point in CYCLE_POINTS {
         let backing = common::backing();
         let state = PrivateState::new();
@@ -310,21 +313,13 @@ const LEDGER_WORKLOAD: &str = "i=0; while :; do i=$((i+1)); { echo $i; head -c 1
 const LEDGER_CHECK: &str = "tr -d '\\000' < log > lines; for i in $(cat \"$LEDGER\"); do grep -qx \"$i\" lines || { echo \"lost $i\"; exit 1; }; done; echo \"all $(wc -l < \"$LEDGER\") acknowledged lines are there\"";
 
 fn exec_cut(backing: &Path, device: &str, ledger: &Path) -> (Option<i32>, String, String) {
-    let out = fsynclab()
+    let out = ScratchRun::exec()
+        .fs("ext4")
+        .device(device)
+        .args(["--cut", "after=1500ms", "--check", LEDGER_CHECK])
+        .backing(backing)
+        .command()
         .env("LEDGER", ledger)
-        .args([
-            "exec",
-            "--scratch",
-            "ext4",
-            "--device",
-            device,
-            "--cut",
-            "after=1500ms",
-            "--check",
-            LEDGER_CHECK,
-        ])
-        .arg("--backing")
-        .arg(backing)
         .args(["--", "sh", "-c", LEDGER_WORKLOAD])
         .timeout(Duration::from_secs(120))
         .output()
@@ -336,7 +331,8 @@ fn exec_cut(backing: &Path, device: &str, ledger: &Path) -> (Option<i32>, String
     )
 }
 
-fn issue18_exec_cut_checks_any_program_after_the_recovery() {
+/// Issue 18: `exec --cut` checks any program after the recovery.
+fn exec_cut_checks_any_program_after_the_recovery() {
     let backing = common::backing();
     let outside = tempfile::tempdir().unwrap();
     // A drive that flushes: every acknowledged line survives, the check says so and exits 0.
@@ -359,7 +355,8 @@ fn issue18_exec_cut_checks_any_program_after_the_recovery() {
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue18_exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan() {
+/// Issue 18: `exec --cut` is refused without an emulated disk or with a bad plan.
+fn exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let refused = |args: &[&str], says: &str| {
@@ -389,7 +386,8 @@ fn issue18_exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan() {
     assert!(common::leftovers(dir.path()).is_empty());
 }
 
-fn issue18_a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best() {
+/// Issue 18: a matrix marks the configuration that lost writes and never calls it best.
+fn a_matrix_marks_the_configuration_that_lost_writes_and_never_calls_it_best() {
     let backing = common::backing();
     let work = tempfile::tempdir().unwrap();
     let store = work.path().join("s.sqlite");
@@ -461,21 +459,19 @@ fn a_cut_made_early_by_a_signal_is_shown_at_the_moment_it_was_made() {
     let state = PrivateState::new();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("result.json");
-    let mut run = Command::new(common::bin())
+    let mut run = ScratchRun::run("powercut")
+        .arg("--no-explain")
+        .set("cuts", "1")
+        .set("cut_after", "60s")
+        .set("cut_within", "0")
+        .set("max_size", "16M")
+        .fs("ext4")
+        .size("256M")
+        .device("hdd-7200")
+        .backing(backing.path())
+        .process()
         .env(state.env().0, state.path())
         .env("FSYNCLAB_STORE", "off")
-        .args(["run", "powercut", "--no-explain", "--set", "cuts=1"])
-        .args([
-            "--set",
-            "cut_after=60s",
-            "--set",
-            "cut_within=0",
-            "--set",
-            "max_size=16M",
-        ])
-        .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-7200"])
-        .arg("--backing")
-        .arg(backing.path())
         .arg("-o")
         .arg(&json)
         .stdout(Stdio::piped())

@@ -16,9 +16,9 @@ use serde_json::Value;
 use common::{assert_matches_schema, fsynclab};
 
 common::tests! {
-    issue14_result_files_of_older_versions_print_again_as_they_were,
-    issue14_a_store_of_the_first_version_with_a_store_lists_compares_and_reports,
-    issue14_a_later_versions_result_keeps_what_this_version_does_not_know,
+    result_files_of_older_versions_print_again_as_they_were,
+    a_store_of_the_first_version_with_a_store_lists_compares_and_reports,
+    a_later_versions_result_keeps_what_this_version_does_not_know,
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -53,7 +53,8 @@ fn assert_text_has_findings_and_tables(text: &str, result: &Value, what: &str) {
     }
 }
 
-fn issue14_result_files_of_older_versions_print_again_as_they_were() {
+/// Issue 14: result files of older versions print again as they were.
+fn result_files_of_older_versions_print_again_as_they_were() {
     for name in ["result-99ee4f9.json", "result-before-details.json"] {
         let file = fixture(name);
         let path = file.to_str().unwrap();
@@ -90,7 +91,8 @@ fn old_store(dir: &Path) -> PathBuf {
     path
 }
 
-fn issue14_a_store_of_the_first_version_with_a_store_lists_compares_and_reports() {
+/// Issue 14: a store of the first version with a store lists compares and reports.
+fn a_store_of_the_first_version_with_a_store_lists_compares_and_reports() {
     let dir = tempfile::tempdir().unwrap();
     let store = old_store(dir.path());
     let runs: Value = serde_json::from_str(&stdout(&["runs", "--format", "json"], Some(&store))).unwrap();
@@ -135,7 +137,8 @@ fn issue14_a_store_of_the_first_version_with_a_store_lists_compares_and_reports(
     );
 }
 
-fn issue14_a_later_versions_result_keeps_what_this_version_does_not_know() {
+/// Issue 14: a later version's result keeps what this version does not know.
+fn a_later_versions_result_keeps_what_this_version_does_not_know() {
     let file = fixture("result-later-version.json");
     let path = file.to_str().unwrap();
     let written = json_of(&file);

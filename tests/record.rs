@@ -12,10 +12,10 @@ use common::{assert_matches_schema, fsynclab, leftovers, TINY};
 use serde_json::Value;
 
 common::tests! {
-    issue11_a_run_is_stored_and_shown_exported_and_listed_by_its_id,
-    issue11_a_store_that_cannot_be_written_stops_the_run_before_it_starts,
-    issue11_runs_filter_and_compare_sets_of_stored_runs,
-    issue11_a_suite_leaves_the_samples_to_the_store,
+    a_run_is_stored_and_shown_exported_and_listed_by_its_id,
+    a_store_that_cannot_be_written_stops_the_run_before_it_starts,
+    runs_filter_and_compare_sets_of_stored_runs,
+    a_suite_leaves_the_samples_to_the_store,
 }
 
 /// `fsynclab ARGS` with the store at `store`; (stdout, stderr) of a successful run.
@@ -41,7 +41,8 @@ fn tiny_run(store: &Path, dir: &Path, format: &str, extra: &[&str]) -> (String, 
     with_store(store, &args)
 }
 
-fn issue11_a_run_is_stored_and_shown_exported_and_listed_by_its_id() {
+/// Issue 11: a run is stored and shown exported and listed by its id.
+fn a_run_is_stored_and_shown_exported_and_listed_by_its_id() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("nested/results.sqlite");
     let (json, err) = tiny_run(&store, tmp.path(), "json", &[]);
@@ -94,7 +95,8 @@ fn issue11_a_run_is_stored_and_shown_exported_and_listed_by_its_id() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run 7"));
 }
 
-fn issue11_a_store_that_cannot_be_written_stops_the_run_before_it_starts() {
+/// Issue 11: a store that cannot be written stops the run before it starts.
+fn a_store_that_cannot_be_written_stops_the_run_before_it_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path().join("work");
     std::fs::create_dir(&work).unwrap();
@@ -121,7 +123,8 @@ fn issue11_a_store_that_cannot_be_written_stops_the_run_before_it_starts() {
     assert!(!store.exists());
 }
 
-fn issue11_runs_filter_and_compare_sets_of_stored_runs() {
+/// Issue 11: runs filter and compare sets of stored runs.
+fn runs_filter_and_compare_sets_of_stored_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");
     for sleep in ["100ms", "100ms", "100ms", "50ms", "50ms", "50ms"] {
@@ -182,9 +185,9 @@ fn issue11_runs_filter_and_compare_sets_of_stored_runs() {
     assert!(html.contains("run 1") && html.contains("run 4") && html.contains("class=\"cdf\""));
 }
 
-/// A suite's results directory holds compact, schema-valid results without their samples,
+/// Issue 11: a suite's results directory holds compact, schema-valid results without their samples,
 /// which stay in the store; `show FILE --format seed` still prints every call from there.
-fn issue11_a_suite_leaves_the_samples_to_the_store() {
+fn a_suite_leaves_the_samples_to_the_store() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s.sqlite");
     let results = tmp.path().join("results");

@@ -16,14 +16,14 @@ use common::{backing, fsynclab, traces_under, StderrLines};
 use serde_json::Value;
 
 common::tests! {
-    issue20_an_unknown_seed_is_a_one_line_error,
-    issue20_without_root_a_one_line_error_says_so: [That("setpriv to drop root", setpriv_when_root)],
-    issue20_seed000_rows_are_produced_and_well_formed: [Root, Fuse],
-    issue20_seed001_rows_are_produced_and_well_formed: [Root, Fuse],
-    issue20_seed002_rows_are_produced_and_well_formed: [Root, Fuse],
-    issue20_seed003_rows_are_produced_and_well_formed: [Root, Fuse, Tool("mkfs.xfs")],
-    issue20_seed004_rows_are_produced_and_well_formed: [Root, Fuse],
-    issue20_ctrl_c_prints_what_was_measured_and_leaves_nothing_behind: [Root, Fuse],
+    an_unknown_seed_is_a_one_line_error,
+    without_root_a_one_line_error_says_so: [That("setpriv to drop root", setpriv_when_root)],
+    seed000_rows_are_produced_and_well_formed: [Root, Fuse],
+    seed001_rows_are_produced_and_well_formed: [Root, Fuse],
+    seed002_rows_are_produced_and_well_formed: [Root, Fuse],
+    seed003_rows_are_produced_and_well_formed: [Root, Fuse, Tool("mkfs.xfs")],
+    seed004_rows_are_produced_and_well_formed: [Root, Fuse],
+    ctrl_c_prints_what_was_measured_and_leaves_nothing_behind: [Root, Fuse],
 }
 
 /// As root, the test drops to nobody with setpriv; as another user it needs nothing.
@@ -31,7 +31,8 @@ fn setpriv_when_root() -> bool {
     !common::is_root() || Path::new("/usr/bin/setpriv").exists()
 }
 
-fn issue20_an_unknown_seed_is_a_one_line_error() {
+/// Issue 20: an unknown seed is a one-line error.
+fn an_unknown_seed_is_a_one_line_error() {
     let out = fsynclab().args(["reproduce", "007"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -44,7 +45,8 @@ fn issue20_an_unknown_seed_is_a_one_line_error() {
     assert_eq!(both.status.code(), Some(2));
 }
 
-fn issue20_without_root_a_one_line_error_says_so() {
+/// Issue 20: without root a one-line error says so.
+fn without_root_a_one_line_error_says_so() {
     // As root, a copy runs as nobody from a directory nobody can reach into.
     let reachable = tempfile::tempdir().unwrap();
     let mut cmd = if common::is_root() {
@@ -161,7 +163,8 @@ fn smoke(seed: &str, rows: usize) -> Vec<Value> {
     found
 }
 
-fn issue20_seed000_rows_are_produced_and_well_formed() {
+/// Issue 20: seed000 rows are produced and well formed.
+fn seed000_rows_are_produced_and_well_formed() {
     let rows = smoke("000", 2);
     assert!(rows[0]["published"].as_str().unwrap().contains("6.2 s"), "{}", rows[0]);
     assert!(
@@ -171,12 +174,14 @@ fn issue20_seed000_rows_are_produced_and_well_formed() {
     );
 }
 
-fn issue20_seed001_rows_are_produced_and_well_formed() {
+/// Issue 20: seed001 rows are produced and well formed.
+fn seed001_rows_are_produced_and_well_formed() {
     let rows = smoke("001", 4);
     assert!(rows[1]["published"].as_str().unwrap().contains("35611"), "{}", rows[1]);
 }
 
-fn issue20_seed002_rows_are_produced_and_well_formed() {
+/// Issue 20: seed002 rows are produced and well formed.
+fn seed002_rows_are_produced_and_well_formed() {
     let rows = smoke("002", 2);
     for row in &rows {
         let measured = row["measured"].as_str().unwrap();
@@ -191,7 +196,8 @@ fn issue20_seed002_rows_are_produced_and_well_formed() {
     );
 }
 
-fn issue20_seed003_rows_are_produced_and_well_formed() {
+/// Issue 20: seed003 rows are produced and well formed.
+fn seed003_rows_are_produced_and_well_formed() {
     let rows = smoke("003", 2);
     assert!(rows[1]["published"].as_str().unwrap().contains("128.9"), "{}", rows[1]);
     assert!(
@@ -201,15 +207,16 @@ fn issue20_seed003_rows_are_produced_and_well_formed() {
     );
 }
 
-fn issue20_seed004_rows_are_produced_and_well_formed() {
+/// Issue 20: seed004 rows are produced and well formed.
+fn seed004_rows_are_produced_and_well_formed() {
     let rows = smoke("004", 3);
     assert!(rows[2]["published"].as_str().unwrap().contains("775.45"), "{}", rows[2]);
 }
 
-/// Ctrl-C during a reproduction prints what was measured, with exit status 130, and leaves
-/// nothing behind. Issue 24, item 7: the findings left without a figure are NOT MEASURED and
+/// Issue 20: Ctrl-C during a reproduction prints what was measured, with exit status 130, and
+/// leaves nothing behind. Issue 24, item 7: the findings left without a figure are NOT MEASURED and
 /// counted apart in the tally, not as "not reproduced".
-fn issue20_ctrl_c_prints_what_was_measured_and_leaves_nothing_behind() {
+fn ctrl_c_prints_what_was_measured_and_leaves_nothing_behind() {
     let _turn = common::one_at_a_time();
     let dir = backing();
     let store = dir.path().join("results.sqlite");

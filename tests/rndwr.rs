@@ -10,12 +10,13 @@ use common::{fsynclab, leftovers};
 use serde_json::Value;
 
 common::tests! {
-    issue_3_max_requests_run_counts_like_sysbench,
-    issue_3_seed_format_prints_sysbench_0_4_summary,
-    issue_3_bad_combinations_exit_2_with_one_line,
+    max_requests_run_counts_like_sysbench,
+    seed_format_prints_sysbench_0_4_summary,
+    bad_combinations_exit_2_with_one_line,
 }
 
-fn issue_3_max_requests_run_counts_like_sysbench() {
+/// Issue 3: a run of `max_requests` counts requests and syncs as sysbench does.
+fn max_requests_run_counts_like_sysbench() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
         .args(["run", "rndwr", "--dir"])
@@ -51,7 +52,8 @@ fn issue_3_max_requests_run_counts_like_sysbench() {
     );
 }
 
-fn issue_3_seed_format_prints_sysbench_0_4_summary() {
+/// Issue 3: `--format seed` prints sysbench 0.4's summary.
+fn seed_format_prints_sysbench_0_4_summary() {
     let dir = tempfile::tempdir().unwrap();
     let out = fsynclab()
         .args(["run", "rndwr", "--dir"])
@@ -91,7 +93,8 @@ fn issue_3_seed_format_prints_sysbench_0_4_summary() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
-fn issue_3_bad_combinations_exit_2_with_one_line() {
+/// Issue 3: bad combinations exit 2 with one line.
+fn bad_combinations_exit_2_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     for (sets, says) in [
         (vec!["threads=0"], "threads=0"),

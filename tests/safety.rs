@@ -20,25 +20,25 @@ use std::time::{Duration, Instant};
 use common::Need::{Fuse, Root, Tool};
 use common::{
     backing as scratch_backing, bin, fsynclab, leftovers, send, stderr_of, traces_under, wait_at_most,
-    wait_for_file_containing, StderrLines,
+    wait_for_file_containing, ScratchRun, StderrLines,
 };
 use serde_json::Value;
 
 common::tests! {
-    issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live: [Root],
-    issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them: [Root],
-    issue8_a_result_says_when_a_sysctl_changed_under_it: [Root],
-    issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up,
-    issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything: [Root, Fuse],
-    issue8_a_signal_ignored_at_start_stays_ignored,
-    issue8_a_closed_terminal_still_undoes_a_scratch_run: [Root, Fuse],
-    issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record: [Root, Fuse],
-    issue8_a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it: [Root, Fuse],
-    issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run,
-    issue8_cleanup_removes_nothing_without_fsynclabs_shape,
-    issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once: [Root, Fuse],
-    issue8_sigkill_at_every_step_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4")],
-    issue15_sigkill_during_a_fault_run_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs")],
+    a_second_run_setting_sysctls_is_refused_while_one_is_live: [Root],
+    a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them: [Root],
+    a_result_says_when_a_sysctl_changed_under_it: [Root],
+    every_terminating_signal_stops_a_dir_run_and_cleans_up,
+    sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything: [Root, Fuse],
+    a_signal_ignored_at_start_stays_ignored,
+    a_closed_terminal_still_undoes_a_scratch_run: [Root, Fuse],
+    a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record: [Root, Fuse],
+    a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it: [Root, Fuse],
+    cleanup_removes_the_work_directory_of_a_killed_dir_run,
+    cleanup_removes_nothing_without_fsynclabs_shape,
+    a_sigkilled_run_on_an_emulated_disk_dies_at_once: [Root, Fuse],
+    sigkill_at_every_step_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4")],
+    sigkill_during_a_fault_run_then_cleanup_restores_the_machine: [Root, Fuse, Tool("mkfs.ext4"), Tool("mkfs.xfs")],
 }
 
 /// The running test's turn and its state directory, named to every fsynclab it starts
@@ -142,20 +142,16 @@ fn wait_until_measuring_on_scratch(backing: &Path, child: &mut Child) {
 
 /// A long scratch run on an emulated disk with a sysctl set.
 fn scratch_run(backing: &Path) -> Command {
-    let mut cmd = Command::new(bin());
-    cmd.args([
-        "run",
-        "overwrite-fsync",
-        "-q",
-        "--set",
-        "duration=60s",
-        "--set",
-        "file_size=32M",
-    ])
-    .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
-    .args(["--dirty-ratio", "13", "--backing"])
-    .arg(backing);
-    cmd
+    ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .set("duration", "60s")
+        .set("file_size", "32M")
+        .fs("ext4")
+        .size("256M")
+        .device("hdd-5400")
+        .args(["--dirty-ratio", "13"])
+        .backing(backing)
+        .process()
 }
 
 // ---- item 1: overlapping --dirty-ratio runs ----
@@ -171,7 +167,8 @@ fn dir_run(dir: &Path, duration: &str, extra: &[&str]) -> Command {
     cmd
 }
 
-fn issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live() {
+/// Issue 8: a second run setting sysctls is refused while one is live.
+fn a_second_run_setting_sysctls_is_refused_while_one_is_live() {
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
     let before = sysctl("dirty_ratio");
@@ -210,7 +207,8 @@ fn issue8_a_second_run_setting_sysctls_is_refused_while_one_is_live() {
     assert_eq!(sysctl("dirty_ratio"), before, "restored by the one run that set it");
 }
 
-fn issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
+/// Issue 8: a killed run's sysctls are cleaned up before another run sets them.
+fn a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
     let _cleanup = common::CleanupOnDrop(state_dir());
@@ -240,7 +238,8 @@ fn issue8_a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
     assert_eq!(sysctl("dirty_ratio"), before);
 }
 
-fn issue8_a_result_says_when_a_sysctl_changed_under_it() {
+/// Issue 8: a result says when a sysctl changed under it.
+fn a_result_says_when_a_sysctl_changed_under_it() {
     let _serial = serial();
     let _guard = SysctlGuard::new("dirty_ratio");
     let before: u64 = sysctl("dirty_ratio").parse().unwrap();
@@ -265,7 +264,8 @@ fn issue8_a_result_says_when_a_sysctl_changed_under_it() {
 
 // ---- item 2: every terminating signal ----
 
-fn issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up() {
+/// Issue 8: every terminating signal stops a dir run and cleans up.
+fn every_terminating_signal_stops_a_dir_run_and_cleans_up() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let signals = [
@@ -302,7 +302,8 @@ fn issue8_every_terminating_signal_stops_a_dir_run_and_cleans_up() {
     }
 }
 
-fn issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
+/// Issue 8: SIGHUP and SIGUSR1 stop a scratch run and undo everything.
+fn sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let _guard = SysctlGuard::new("dirty_ratio");
@@ -320,7 +321,8 @@ fn issue8_sighup_and_sigusr1_stop_a_scratch_run_and_undo_everything() {
     }
 }
 
-fn issue8_a_signal_ignored_at_start_stays_ignored() {
+/// Issue 8: a signal ignored at start stays ignored.
+fn a_signal_ignored_at_start_stays_ignored() {
     // `nohup fsynclab ...` must survive the terminal closing.
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
@@ -363,26 +365,15 @@ fn open_pty() -> (std::os::fd::OwnedFd, std::ffi::CString) {
     }
 }
 
-fn issue8_a_closed_terminal_still_undoes_a_scratch_run() {
+/// Issue 8: a closed terminal still undoes a scratch run.
+fn a_closed_terminal_still_undoes_a_scratch_run() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let _guard = SysctlGuard::new("dirty_ratio");
     let before = sysctl("dirty_ratio");
     let backing = scratch_backing();
     let (master, slave) = open_pty();
-    let mut cmd = Command::new(bin());
-    cmd.args([
-        "run",
-        "overwrite-fsync",
-        "-q",
-        "--set",
-        "duration=60s",
-        "--set",
-        "file_size=32M",
-    ])
-    .args(["--scratch", "ext4", "--scratch-size", "256M", "--device", "hdd-5400"])
-    .args(["--dirty-ratio", "13", "--backing"])
-    .arg(backing.path());
+    let mut cmd = scratch_run(backing.path());
     // SAFETY: between fork and exec the closure calls only async-signal-safe functions
     // (setsid, open, ioctl, dup2, close) on the path prepared before the fork.
     unsafe {
@@ -418,22 +409,19 @@ fn issue8_a_closed_terminal_still_undoes_a_scratch_run() {
 
 // ---- item 3: a busy mount at the end of a run ----
 
-fn issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
+/// Issue 8: a busy mount at the end fails the run and cleanup keeps its record.
+fn a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let backing = scratch_backing();
-    let mut run = Command::new(bin())
-        .args(["probe", "-q", "--set", "iterations=1000"])
-        .args([
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "128M",
-            "--device",
-            "flush=1ms",
-            "--backing",
-        ])
-        .arg(backing.path())
+    let mut run = ScratchRun::probe()
+        .quiet()
+        .set("iterations", "1000")
+        .fs("ext4")
+        .size("128M")
+        .device("flush=1ms")
+        .backing(backing.path())
+        .process()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -501,7 +489,8 @@ fn issue8_a_busy_mount_at_the_end_fails_the_run_and_cleanup_keeps_its_record() {
 
 // ---- item 5: a second Ctrl-C ----
 
-fn issue8_a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it() {
+/// Issue 8: a second Ctrl-C says what it leaves and cleanup undoes it.
+fn a_second_ctrl_c_says_what_it_leaves_and_cleanup_undoes_it() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let _guard = SysctlGuard::new("dirty_ratio");
@@ -552,7 +541,8 @@ fn user_runtime_dir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("fsynclab-runtime-").tempdir().unwrap()
 }
 
-fn issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run() {
+/// Issue 8: cleanup removes the work directory of a killed dir run.
+fn cleanup_removes_the_work_directory_of_a_killed_dir_run() {
     let _serial = serial();
     let runtime = user_runtime_dir();
     let dir = tempfile::tempdir().unwrap();
@@ -601,7 +591,8 @@ fn issue8_cleanup_removes_the_work_directory_of_a_killed_dir_run() {
 
 // ---- item 12: cleanup trusts nothing that is not fsynclab's ----
 
-fn issue8_cleanup_removes_nothing_without_fsynclabs_shape() {
+/// Issue 8: cleanup removes nothing without fsynclab's shape.
+fn cleanup_removes_nothing_without_fsynclabs_shape() {
     let _serial = serial();
     let runtime = user_runtime_dir();
     let state_dir = state_dir();
@@ -867,15 +858,17 @@ const POINTS: &[&str] = &[
 /// The run the sweep kills: a scratch ext4 on an emulated disk, with a scheduler, per-device
 /// dirty limits and two sysctls, so that every kind of step is there.
 fn sweep_run(backing: &Path) -> Command {
-    let mut cmd = Command::new(bin());
-    cmd.args(["probe", "-q", "--set", "iterations=20"])
-        .args(["--scratch", "ext4", "--scratch-size", "160M", "--device", "hdd-5400"])
+    ScratchRun::probe()
+        .quiet()
+        .set("iterations", "20")
+        .fs("ext4")
+        .size("160M")
+        .device("hdd-5400")
         .args(["--scheduler", "mq-deadline"])
         .args(["--bdi", "strict_limit=1,max_bytes=4M"])
         .args(["--dirty-ratio", "13", "--dirty-expire", "7s"])
-        .arg("--backing")
-        .arg(backing);
-    cmd
+        .backing(backing)
+        .process()
 }
 
 /// Returns whether the run was killed before it ended, and its pid.
@@ -937,25 +930,22 @@ fn wait_dead(run: &mut Child, at: &str) {
     }
 }
 
-fn issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
+/// Issue 8: a SIGKILLed run on an emulated disk dies at once.
+fn a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
     // SIGKILL while the prober waits in fdatasync for the emulated disk: the process must
     // die, not hang in an uninterruptible wait for its own FUSE thread.
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let backing = scratch_backing();
     for i in 0..5 {
-        let mut run = Command::new(bin())
-            .args(["probe", "-q", "--set", "iterations=1000"])
-            .args([
-                "--scratch",
-                "ext4",
-                "--scratch-size",
-                "160M",
-                "--device",
-                "hdd-5400",
-                "--backing",
-            ])
-            .arg(backing.path())
+        let mut run = ScratchRun::probe()
+            .quiet()
+            .set("iterations", "1000")
+            .fs("ext4")
+            .size("160M")
+            .device("hdd-5400")
+            .backing(backing.path())
+            .process()
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -971,7 +961,8 @@ fn issue8_a_sigkilled_run_on_an_emulated_disk_dies_at_once() {
     }
 }
 
-fn issue8_sigkill_at_every_step_then_cleanup_restores_the_machine() {
+/// Issue 8: SIGKILL at every step then cleanup restores the machine.
+fn sigkill_at_every_step_then_cleanup_restores_the_machine() {
     let _serial = serial();
     let _cleanup = common::CleanupOnDrop(state_dir());
     let _guards = [
@@ -1063,7 +1054,8 @@ fn fault_run(backing: &Path, fault: &str) -> Command {
     cmd
 }
 
-fn issue15_sigkill_during_a_fault_run_then_cleanup_restores_the_machine() {
+/// Issue 15: SIGKILL during a fault run then cleanup restores the machine.
+fn sigkill_during_a_fault_run_then_cleanup_restores_the_machine() {
     // Issue 15, reliability: a run killed while its filesystems are read-only or shut down
     // (or being made, remounted, undone) leaves what `fsynclab cleanup` undoes, all of it:
     // the scratch filesystems inside the work directory first, then the work directory.

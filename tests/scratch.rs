@@ -12,27 +12,27 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root, That, Tool};
-use common::{backing, fsynclab, traces_under, PrivateState};
+use common::{backing, fsynclab, traces_under, PrivateState, ScratchRun};
 use serde_json::Value;
 
 common::tests! {
-    issue4_scratch_ext4_runs_and_cleans_up: [Root, Tool("mkfs.ext4")],
-    issue4_scratch_ext3_data_writeback_reports_the_mount_option: [Root, Tool("mkfs.ext3")],
-    issue4_scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
-    issue4_scratch_btrfs_runs_and_cleans_up: [Root, Tool("mkfs.btrfs")],
-    issue4_scheduler_is_switched_for_the_run: [Root],
-    issue4_sysctls_are_set_for_the_run_and_restored: [Root],
-    issue4_flush_profile_delays_fsync_and_nobarrier_removes_it: [Root, Fuse],
-    issue4_cleanup_removes_what_a_sigkilled_run_left: [Root, Fuse],
-    issue4_sigterm_ends_a_scratch_run_and_cleans_up: [Root, Fuse],
-    issue4_without_root_a_one_line_error_says_so: [That("setpriv to drop root", setpriv_when_root)],
-    issue4_bad_scratch_options_are_usage_errors,
-    issue4_named_profile_and_ram_are_recorded_in_the_result: [Root, Fuse],
-    issue4_write_rate_paces_the_emulated_disk: [Root, Fuse],
-    issue4_a_panic_during_the_run_still_undoes_everything: [Root, Fuse],
-    issue4_suite_runs_on_one_scratch_target_and_records_it: [Root, Fuse],
-    issue8_an_overlong_expiry_is_a_usage_error,
-    issue8_bad_mkfs_options_are_usage_errors: [Root, Tool("mkfs.ext4")],
+    scratch_ext4_runs_and_cleans_up: [Root, Tool("mkfs.ext4")],
+    scratch_ext3_data_writeback_reports_the_mount_option: [Root, Tool("mkfs.ext3")],
+    scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
+    scratch_btrfs_runs_and_cleans_up: [Root, Tool("mkfs.btrfs")],
+    scheduler_is_switched_for_the_run: [Root],
+    sysctls_are_set_for_the_run_and_restored: [Root],
+    flush_profile_delays_fsync_and_nobarrier_removes_it: [Root, Fuse],
+    cleanup_removes_what_a_sigkilled_run_left: [Root, Fuse],
+    sigterm_ends_a_scratch_run_and_cleans_up: [Root, Fuse],
+    without_root_a_one_line_error_says_so: [That("setpriv to drop root", setpriv_when_root)],
+    bad_scratch_options_are_usage_errors,
+    named_profile_and_ram_are_recorded_in_the_result: [Root, Fuse],
+    write_rate_paces_the_emulated_disk: [Root, Fuse],
+    a_panic_during_the_run_still_undoes_everything: [Root, Fuse],
+    suite_runs_on_one_scratch_target_and_records_it: [Root, Fuse],
+    an_overlong_expiry_is_a_usage_error,
+    bad_mkfs_options_are_usage_errors: [Root, Tool("mkfs.ext4")],
 }
 
 /// As root, the test drops to nobody with setpriv; as another user it needs nothing.
@@ -42,10 +42,13 @@ fn setpriv_when_root() -> bool {
 
 /// Runs `fsynclab probe` on a scratch filesystem and returns the JSON result.
 fn probe(backing: &Path, extra: &[&str]) -> Value {
-    let out = fsynclab()
-        .args(["probe", "-q", "-f", "json", "--set", "iterations=5", "--backing"])
-        .arg(backing)
+    let out = ScratchRun::probe()
+        .quiet()
+        .json()
+        .set("iterations", "5")
+        .backing(backing)
         .args(extra)
+        .command()
         .timeout(Duration::from_secs(240))
         .output()
         .expect("run fsynclab");
@@ -81,23 +84,28 @@ fn scratch_run(spec: &str, fstype: &str, option: Option<&str>) {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_scratch_ext4_runs_and_cleans_up() {
+/// Issue 4: scratch ext4 runs and cleans up.
+fn scratch_ext4_runs_and_cleans_up() {
     scratch_run("ext4", "ext4", None);
 }
 
-fn issue4_scratch_ext3_data_writeback_reports_the_mount_option() {
+/// Issue 4: scratch ext3 data writeback reports the mount option.
+fn scratch_ext3_data_writeback_reports_the_mount_option() {
     scratch_run("ext3:data=writeback", "ext3", Some("data=writeback"));
 }
 
-fn issue4_scratch_xfs_runs_and_cleans_up() {
+/// Issue 4: scratch xfs runs and cleans up.
+fn scratch_xfs_runs_and_cleans_up() {
     scratch_run("xfs", "xfs", None);
 }
 
-fn issue4_scratch_btrfs_runs_and_cleans_up() {
+/// Issue 4: scratch btrfs runs and cleans up.
+fn scratch_btrfs_runs_and_cleans_up() {
     scratch_run("btrfs", "btrfs", None);
 }
 
-fn issue4_scheduler_is_switched_for_the_run() {
+/// Issue 4: scheduler is switched for the run.
+fn scheduler_is_switched_for_the_run() {
     let dir = backing();
     for scheduler in ["mq-deadline", "bfq", "none"] {
         let r = probe(
@@ -114,7 +122,8 @@ fn issue4_scheduler_is_switched_for_the_run() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_sysctls_are_set_for_the_run_and_restored() {
+/// Issue 4: sysctls are set for the run and restored.
+fn sysctls_are_set_for_the_run_and_restored() {
     let read = |name: &str| {
         std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
             .unwrap()
@@ -183,7 +192,8 @@ fn fresh_block_fsync(mount_options: &str, backing: &Path) -> (Duration, f64) {
     (latencies[2], flushes as f64 / 5.0)
 }
 
-fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
+/// Issue 4: flush profile delays fsync and nobarrier removes it.
+fn flush_profile_delays_fsync_and_nobarrier_removes_it() {
     let dir = backing();
     let (barrier, per_fsync) = fresh_block_fsync("", dir.path());
     assert!(
@@ -204,27 +214,16 @@ fn issue4_flush_profile_delays_fsync_and_nobarrier_removes_it() {
 
 /// Starts a long scratch run and waits until its state file shows the filesystem mounted.
 fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child, PathBuf) {
-    let mut child = Command::new(common::bin())
+    let mut child = ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .set("duration", "60s")
+        .set("file_size", "32M")
+        .fs("ext4")
+        .size("256M")
+        .device("flush=1ms")
+        .backing(backing)
+        .process()
         .env("FSYNCLAB_STORE", "off")
-        .args([
-            "run",
-            "overwrite-fsync",
-            "-q",
-            "--set",
-            "duration=60s",
-            "--set",
-            "file_size=32M",
-        ])
-        .args([
-            "--scratch",
-            "ext4",
-            "--scratch-size",
-            "256M",
-            "--device",
-            "flush=1ms",
-            "--backing",
-        ])
-        .arg(backing)
         .env(state.env().0, state.path())
         .env("FSYNCLAB_STORE", "off")
         .stdout(Stdio::null())
@@ -237,7 +236,8 @@ fn start_long_run(backing: &Path, state: &PrivateState) -> (std::process::Child,
     (child, state)
 }
 
-fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
+/// Issue 4: cleanup removes what a SIGKILLed run left.
+fn cleanup_removes_what_a_sigkilled_run_left() {
     // One at a time: one's cleanup would otherwise remove the leftovers the other checks.
     let _turn = common::one_at_a_time();
     let private = PrivateState::new();
@@ -251,19 +251,13 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
         "a killed run leaves its scratch filesystem"
     );
     // The next scratch run points at the leftovers.
-    let next = fsynclab()
-        .args([
-            "probe",
-            "-q",
-            "--set",
-            "iterations=1",
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "128M",
-            "--backing",
-        ])
-        .arg(dir.path())
+    let next = ScratchRun::probe()
+        .quiet()
+        .set("iterations", "1")
+        .fs("ext2")
+        .size("128M")
+        .backing(dir.path())
+        .command()
         .env(private.env().0, private.path())
         .output()
         .unwrap();
@@ -284,7 +278,8 @@ fn issue4_cleanup_removes_what_a_sigkilled_run_left() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
+/// Issue 4: SIGTERM ends a scratch run and cleans up.
+fn sigterm_ends_a_scratch_run_and_cleans_up() {
     // One at a time: one's cleanup would otherwise remove the leftovers the other checks.
     let _turn = common::one_at_a_time();
     let private = PrivateState::new();
@@ -298,7 +293,8 @@ fn issue4_sigterm_ends_a_scratch_run_and_cleans_up() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_without_root_a_one_line_error_says_so() {
+/// Issue 4: without root a one-line error says so.
+fn without_root_a_one_line_error_says_so() {
     // As root, run a copy as nobody from a directory nobody can reach (the build directory
     // may sit under a private home).
     let reachable = tempfile::tempdir().unwrap();
@@ -324,7 +320,8 @@ fn issue4_without_root_a_one_line_error_says_so() {
     assert!(stderr.contains("needs root"), "{stderr}");
 }
 
-fn issue4_bad_scratch_options_are_usage_errors() {
+/// Issue 4: bad scratch options are usage errors.
+fn bad_scratch_options_are_usage_errors() {
     for args in [
         &["probe", "--scratch", "zfs"][..],
         &["probe", "--scratch", "ext4", "--dir", "/tmp"],
@@ -343,7 +340,8 @@ fn issue4_bad_scratch_options_are_usage_errors() {
     }
 }
 
-fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
+/// Issue 4: named profile and ram are recorded in the result.
+fn named_profile_and_ram_are_recorded_in_the_result() {
     let dir = backing();
     let r = probe(
         dir.path(),
@@ -382,21 +380,22 @@ fn issue4_named_profile_and_ram_are_recorded_in_the_result() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_write_rate_paces_the_emulated_disk() {
+/// Issue 4: write rate paces the emulated disk.
+fn write_rate_paces_the_emulated_disk() {
     let dir = backing();
-    let out = fsynclab()
-        .args(["run", "overwrite-fsync", "-q", "-f", "json", "--backing"])
-        .arg(dir.path())
-        .args([
-            "--scratch",
-            "ext2",
-            "--scratch-size",
-            "128M",
-            "--device",
-            "flush=1ms,write=20M",
-        ])
-        .args(["--set", "write_size=4M", "--set", "background=none", "--set", "sleep=0"])
-        .args(["--set", "iterations=3", "--set", "duration=0"])
+    let out = ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .json()
+        .backing(dir.path())
+        .fs("ext2")
+        .size("128M")
+        .device("flush=1ms,write=20M")
+        .set("write_size", "4M")
+        .set("background", "none")
+        .set("sleep", "0")
+        .set("iterations", "3")
+        .set("duration", "0")
+        .command()
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -410,7 +409,8 @@ fn issue4_write_rate_paces_the_emulated_disk() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_a_panic_during_the_run_still_undoes_everything() {
+/// Issue 4: a panic during the run still undoes everything.
+fn a_panic_during_the_run_still_undoes_everything() {
     let dir = backing();
     let args = fsynclab::cli::TargetArgs {
         scratch: Some("ext4".into()),
@@ -432,7 +432,8 @@ fn issue4_a_panic_during_the_run_still_undoes_everything() {
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
 
-fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
+/// Issue 4: suite runs on one scratch target and records it.
+fn suite_runs_on_one_scratch_target_and_records_it() {
     let dir = backing();
     let results = tempfile::tempdir().unwrap();
     let mut cmd = fsynclab();
@@ -482,7 +483,7 @@ fn issue4_suite_runs_on_one_scratch_target_and_records_it() {
 }
 
 /// Issue 8, item 11: a --dirty-expire too large for the kernel was called malformed.
-fn issue8_an_overlong_expiry_is_a_usage_error() {
+fn an_overlong_expiry_is_a_usage_error() {
     let out = fsynclab()
         .args(["probe", "-q", "--dirty-expire", "9999999h"])
         .output()
@@ -494,11 +495,14 @@ fn issue8_an_overlong_expiry_is_a_usage_error() {
 
 /// Issue 8, item 11: a bad --mkfs-opts was a failure (exit 1) where bad mount options were
 /// bad input (exit 2).
-fn issue8_bad_mkfs_options_are_usage_errors() {
+fn bad_mkfs_options_are_usage_errors() {
     let backing = backing();
-    let out = fsynclab()
-        .args(["probe", "-q", "--scratch", "ext4", "--mkfs-opts", "-b 3", "--backing"])
-        .arg(backing.path())
+    let out = ScratchRun::probe()
+        .quiet()
+        .fs("ext4")
+        .args(["--mkfs-opts", "-b 3"])
+        .backing(backing.path())
+        .command()
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

@@ -13,26 +13,28 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::Need::{Root, Tool};
-use common::{send, traces_under, wait_at_most, PrivateState, StderrLines};
+use common::{send, traces_under, wait_at_most, PrivateState, ScratchRun, StderrLines};
 
 common::tests! {
-    issue14_a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
-    issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
-    issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, Tool("mkfs.ext2")],
-    issue19_exec_ends_what_the_command_left_running_before_undoing: [Root, Tool("mkfs.ext2")],
-    issue16_exec_says_nothing_of_children_that_already_exited: [Root, Tool("mkfs.ext2")],
+    a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
+    a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
+    exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, Tool("mkfs.ext2")],
+    exec_ends_what_the_command_left_running_before_undoing: [Root, Tool("mkfs.ext2")],
+    exec_says_nothing_of_children_that_already_exited: [Root, Tool("mkfs.ext2")],
 }
 
 /// `fsynclab COMMAND...` on a small scratch ext2 under `backing`, with its own state
 /// directory and store.
 fn command(args: &[&str], backing: &Path, work: &Path, state: &PrivateState) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("fsynclab"));
+    let mut cmd = ScratchRun::flags()
+        .args(args)
+        .fs("ext2")
+        .size("160M")
+        .backing(backing)
+        .process();
     cmd.env(state.env().0, state.path())
         .env("FSYNCLAB_STORE", work.join("store.sqlite"))
-        .current_dir(work)
-        .args(args)
-        .args(["--scratch", "ext2", "--scratch-size", "160M", "--backing"])
-        .arg(backing);
+        .current_dir(work);
     cmd
 }
 
@@ -133,17 +135,19 @@ fn signal_at(point: &str, says: &str) {
     }
 }
 
-fn issue14_a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n() {
+/// Issue 14: a signal while the testbed is made ends every command with 128 + n.
+fn a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n() {
     signal_at("done:mount", "interrupted by signal 15 while preparing the target");
 }
 
-fn issue14_a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n() {
+/// Issue 14: a signal while the testbed is undone ends every command with 128 + n.
+fn a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n() {
     signal_at("undo:mount", "signal 15");
 }
 
 /// Issue 19, item 16: the first signal to `exec` while its command ignores it says what
 /// happens, the second kills the command; everything is undone.
-fn issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
+fn exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
     let backing = tempfile::Builder::new().prefix("fsynclab-test-").tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let state = PrivateState::new();
@@ -178,7 +182,7 @@ fn issue19_exec_says_it_waits_for_the_command_and_a_second_signal_kills_it() {
 /// scratch filesystem (`sh -c 'dd ...; sync'`: the shell dies, `sync` does not) left the
 /// testbed busy, and the tmpfs and image behind. fsynclab inherits such children and ends
 /// them before undoing.
-fn issue19_exec_ends_what_the_command_left_running_before_undoing() {
+fn exec_ends_what_the_command_left_running_before_undoing() {
     let backing = common::backing();
     let work = tempfile::tempdir().unwrap();
     let state = PrivateState::new();
@@ -202,7 +206,7 @@ fn issue19_exec_ends_what_the_command_left_running_before_undoing() {
 /// Issue 16: a child that has exited but was not reaped (a zombie, handed to fsynclab when
 /// its parent ended first; PostgreSQL's server after `pg_ctl stop`) was said to be left
 /// running ("the command ended and left sh (pid N) running"). It is reaped silently.
-fn issue16_exec_says_nothing_of_children_that_already_exited() {
+fn exec_says_nothing_of_children_that_already_exited() {
     let backing = common::backing();
     let work = tempfile::tempdir().unwrap();
     let state = PrivateState::new();

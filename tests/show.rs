@@ -8,8 +8,8 @@ mod common;
 use common::{fsynclab, TINY};
 
 common::tests! {
-    issue7_show_prints_a_saved_result_as_the_run_printed_it,
-    issue7_show_refuses_what_is_not_a_result,
+    show_prints_a_saved_result_as_the_run_printed_it,
+    show_refuses_what_is_not_a_result,
 }
 
 /// Every scenario and subcommand, with parameters that finish in about a second.
@@ -73,7 +73,8 @@ fn cases() -> Vec<Vec<String>> {
     out
 }
 
-fn issue7_show_prints_a_saved_result_as_the_run_printed_it() {
+/// Issue 7: show prints a saved result as the run printed it.
+fn show_prints_a_saved_result_as_the_run_printed_it() {
     for args in cases() {
         for format in ["seed", "text"] {
             let dir = tempfile::tempdir().unwrap();
@@ -107,7 +108,8 @@ fn issue7_show_prints_a_saved_result_as_the_run_printed_it() {
     }
 }
 
-fn issue7_show_refuses_what_is_not_a_result() {
+/// Issue 7: show refuses what is not a result.
+fn show_refuses_what_is_not_a_result() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{\"not\": \"a result\"}").unwrap();

@@ -12,10 +12,10 @@ use serde_json::Value;
 use common::{assert_matches_schema, fsynclab, TINY};
 
 common::tests! {
-    issue11_a_stored_run_comes_back_identical_and_schema_valid,
-    issue11_runs_are_listed_by_scenario_time_matrix_and_parameter,
-    issue11_unknown_result_keys_are_kept,
-    issue11_samples_take_at_most_16_bytes_each,
+    a_stored_run_comes_back_identical_and_schema_valid,
+    runs_are_listed_by_scenario_time_matrix_and_parameter,
+    unknown_result_keys_are_kept,
+    samples_take_at_most_16_bytes_each,
     a_store_address_of_an_unknown_scheme_is_refused_and_nothing_is_made,
 }
 
@@ -54,7 +54,8 @@ fn tiny_run(scenario: &str, extra: &[&str]) -> Value {
     serde_json::from_slice(&out).expect("result JSON")
 }
 
-fn issue11_a_stored_run_comes_back_identical_and_schema_valid() {
+/// Issue 11: a stored run comes back identical and schema valid.
+fn a_stored_run_comes_back_identical_and_schema_valid() {
     let result = tiny_run("overwrite-fsync", &[]);
     let samples = samples_of(&result);
     assert!(samples.len() >= 4, "the tiny run made {} calls", samples.len());
@@ -74,7 +75,8 @@ fn issue11_a_stored_run_comes_back_identical_and_schema_valid() {
     assert_eq!(back, result, "the stored run reads back as the result it was");
 }
 
-fn issue11_runs_are_listed_by_scenario_time_matrix_and_parameter() {
+/// Issue 11: runs are listed by scenario time matrix and parameter.
+fn runs_are_listed_by_scenario_time_matrix_and_parameter() {
     let base = tiny_run("overwrite-fsync", &[]);
     let mut store = Store::open_in_memory().unwrap();
     let place = MatrixPlace {
@@ -154,7 +156,8 @@ fn issue11_runs_are_listed_by_scenario_time_matrix_and_parameter() {
     assert!(f.values[&Figure::new("fsync", Metric::P99)] > 0.0);
 }
 
-fn issue11_unknown_result_keys_are_kept() {
+/// Issue 11: unknown result keys are kept.
+fn unknown_result_keys_are_kept() {
     let mut r = tiny_run("overwrite-fsync", &[]);
     r["timeline"] = serde_json::json!([{"t_ns": 5, "event": "commit"}]);
     let mut store = Store::open_in_memory().unwrap();
@@ -189,7 +192,8 @@ fn fsync_tps_like(n: usize) -> Vec<Tuple> {
         .collect()
 }
 
-fn issue11_samples_take_at_most_16_bytes_each() {
+/// Issue 11: samples take at most 16 bytes each.
+fn samples_take_at_most_16_bytes_each() {
     let samples = fsync_tps_like(200_000);
     let block = codec::encode(&samples);
     let per_sample = block.len() as f64 / samples.len() as f64;

@@ -18,13 +18,17 @@
 //! use common::Need::{Fuse, Root, Tool};
 //!
 //! common::tests! {
-//!     issue4_bad_scratch_options_are_usage_errors,
-//!     issue4_scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
-//!     issue9_exec_runs_the_command_in_the_scratch_filesystem: [Root, Fuse],
+//!     bad_scratch_options_are_usage_errors,
+//!     scratch_xfs_runs_and_cleans_up: [Root, Tool("mkfs.xfs")],
+//!     exec_runs_the_command_in_the_scratch_filesystem: [Root, Fuse],
 //! }
 //!
-//! fn issue4_bad_scratch_options_are_usage_errors() { /* asserts, panics on failure */ }
+//! /// Issue 4: a bad --scratch, --device or --scratch-size is refused with exit 2.
+//! fn bad_scratch_options_are_usage_errors() { /* asserts, panics on failure */ }
 //! ```
+//!
+//! A test is named for the behaviour it checks; the issue it guards goes in the first line of
+//! its doc comment (`/// Issue NN: ...`), not in its name.
 //!
 //! and a `[[test]] name = "FILE" harness = false` entry in Cargo.toml. What a test needs is
 //! checked when it is about to run, before its body: [`Need`] lists the kinds (root,
@@ -45,7 +49,7 @@
 //! [`StderrLines`]) and for a run to be measuring ([`wait_until_measuring`]) so that a
 //! signal's timing is certain; a private state directory and `fsynclab cleanup` on drop
 //! ([`PrivateState`], [`CleanupOnDrop`]); one test at a time within a file
-//! ([`one_at_a_time`]).
+//! ([`one_at_a_time`]); the command line of a run on a scratch filesystem ([`ScratchRun`]).
 #![allow(dead_code, unused_imports, unused_macros)] // each file uses what it needs of them
 
 pub mod harness;
@@ -104,6 +108,122 @@ pub fn leftovers(dir: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The command line of a run on a scratch filesystem, built by name instead of flag by flag:
+///
+/// ```ignore
+/// common::ScratchRun::run("overwrite-fsync")
+///     .quiet()
+///     .set("duration", "60s")
+///     .fs("ext4")
+///     .size("256M")
+///     .device("hdd-5400")
+///     .backing(dir.path())
+///     .command()
+/// ```
+///
+/// is `fsynclab run overwrite-fsync -q --set duration=60s --scratch ext4 --scratch-size 256M
+/// --device hdd-5400 --backing DIR`. Each call appends its arguments in the order it is
+/// made, so that a test says its command line in the order it always did; what the builder
+/// does not name goes in with [`ScratchRun::arg`] and [`ScratchRun::args`].
+#[derive(Clone, Debug, Default)]
+pub struct ScratchRun {
+    args: Vec<std::ffi::OsString>,
+}
+
+impl ScratchRun {
+    /// `fsynclab run SCENARIO`.
+    pub fn run(scenario: &str) -> ScratchRun {
+        ScratchRun::default().arg("run").arg(scenario)
+    }
+
+    /// `fsynclab probe`.
+    pub fn probe() -> ScratchRun {
+        ScratchRun::default().arg("probe")
+    }
+
+    /// `fsynclab exec` (the command follows with `.arg("--").args(...)`).
+    pub fn exec() -> ScratchRun {
+        ScratchRun::default().arg("exec")
+    }
+
+    /// No subcommand: the scratch flags alone, for a helper that puts its own in front.
+    pub fn flags() -> ScratchRun {
+        ScratchRun::default()
+    }
+
+    /// `-q`.
+    pub fn quiet(self) -> ScratchRun {
+        self.arg("-q")
+    }
+
+    /// `-f json`.
+    pub fn json(self) -> ScratchRun {
+        self.args(["-f", "json"])
+    }
+
+    /// `--set KEY=VALUE`.
+    pub fn set(self, key: &str, value: &str) -> ScratchRun {
+        self.arg("--set").arg(format!("{key}={value}"))
+    }
+
+    /// `--scratch FS`: the filesystem made on the scratch device.
+    pub fn fs(self, fs: &str) -> ScratchRun {
+        self.args(["--scratch", fs])
+    }
+
+    /// `--scratch-size SIZE`.
+    pub fn size(self, size: &str) -> ScratchRun {
+        self.args(["--scratch-size", size])
+    }
+
+    /// `--device PROFILE`: the emulated disk under the scratch filesystem.
+    pub fn device(self, profile: &str) -> ScratchRun {
+        self.args(["--device", profile])
+    }
+
+    /// `--backing DIR`: where the image and the work directory are made.
+    pub fn backing(self, dir: impl AsRef<std::ffi::OsStr>) -> ScratchRun {
+        self.arg("--backing").arg(dir)
+    }
+
+    /// One more argument, as given.
+    pub fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> ScratchRun {
+        self.args.push(arg.as_ref().to_os_string());
+        self
+    }
+
+    /// More arguments, as given.
+    pub fn args<I>(mut self, args: I) -> ScratchRun
+    where
+        I: IntoIterator,
+        I::Item: AsRef<std::ffi::OsStr>,
+    {
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        self
+    }
+
+    /// The arguments, in order, without the program.
+    pub fn into_args(self) -> Vec<std::ffi::OsString> {
+        self.args
+    }
+
+    /// The binary with these arguments, as [`fsynclab`] makes it (store off): for a run the
+    /// test runs to its end.
+    pub fn command(self) -> Command {
+        let mut cmd = fsynclab();
+        cmd.args(self.args);
+        cmd
+    }
+
+    /// The binary with these arguments as a plain `std::process::Command` on [`bin`] and
+    /// nothing else: for a run the test signals, or whose stderr it reads as it goes.
+    pub fn process(self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(self.args);
+        cmd
+    }
 }
 
 /// Parameters that make any prober scenario finish in about a second.

@@ -1,38 +1,58 @@
+//! Regression tests: cases that guard an issue, found by a hostile run or a review, each
+//! named for what a user now sees and citing its issue in its doc comment (ripgrep's
+//! tests/regression.rs). The other files under tests/ are by feature.
+//!
 //! Issue 19: the holes a hostile run of the store, matrix, compare, report and `-o` found.
 //! Each test reproduces one as the issue describes it and checks what a user now sees.
+//!
+//! Issue 8, the items that need no root: a run's buffers checked against memory in all
+//! (item 4), fsync-tps rows cut short by a full disk (item 7), output places checked before
+//! anything is measured (item 9), and a reader that goes away (item 10). Items 1-3, 5 and 12
+//! are in tests/safety.rs, item 6 beside the result writer, items 8 and 11 in tests/errors.rs
+//! and tests/scratch.rs.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
 
+use std::io::{BufRead as _, BufReader};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use fsynclab::store::{RunFilter, RunId, Store};
 use serde_json::{json, Value};
 
-use common::fsynclab;
 use common::Need::{Root, That, Tool};
+use common::{fsynclab, leftovers, TINY};
 
 common::tests! {
-    issue19_output_never_replaces_a_device_node: [Root],
-    issue19_output_follows_links_and_writes_into_fifos,
-    issue19_output_onto_the_store_in_use_is_refused,
-    issue19_a_foreign_database_is_refused_unchanged,
-    issue19_concurrent_first_use_of_a_new_store_keeps_every_run,
-    issue19_an_immutable_store_is_refused_before_measuring: [
+    output_never_replaces_a_device_node: [Root],
+    output_follows_links_and_writes_into_fifos,
+    output_onto_the_store_in_use_is_refused,
+    a_foreign_database_is_refused_unchanged,
+    concurrent_first_use_of_a_new_store_keeps_every_run,
+    an_immutable_store_is_refused_before_measuring: [
         Root,
         Tool("chattr"),
         That("chattr +i on the filesystem of the temporary directory", immutable_files_here),
     ],
-    issue19_a_store_reads_without_write_access: [Root, Tool("mount"), Tool("setpriv")],
-    issue19_compare_counts_a_run_named_again_once_and_says_so,
-    issue19_large_ranges_work_or_get_a_one_line_error,
-    issue19_compare_of_different_scenarios_says_so_first,
-    issue19_runs_parses_dates_strictly_and_compares_parameters_by_value,
-    issue19_matrix_input_and_plans_are_bounded,
-    issue19_matrix_values_spelled_differently_are_one_value,
-    issue19_concurrent_resumes_make_each_run_once,
+    a_store_reads_without_write_access: [Root, Tool("mount"), Tool("setpriv")],
+    compare_counts_a_run_named_again_once_and_says_so,
+    large_ranges_work_or_get_a_one_line_error,
+    compare_of_different_scenarios_says_so_first,
+    runs_parses_dates_strictly_and_compares_parameters_by_value,
+    matrix_input_and_plans_are_bounded,
+    matrix_values_spelled_differently_are_one_value,
+    concurrent_resumes_make_each_run_once,
+    fsync_tps_buffers_are_checked_for_the_whole_run,
+    fsync_tps_rows_cut_short_are_marked_and_left_out,
+    output_places_are_checked_before_measuring,
+    a_reader_that_goes_away_ends_the_run_quietly,
 }
+
+// ---- Issue 19: the holes a hostile run found ----
 
 /// A result of an fsync-bound run of `scenario` with parameters `params`, whose fsync takes
 /// about `fsync_ms` (no samples: the store keeps what a run's head holds).
@@ -112,10 +132,10 @@ fn mknod(path: &Path, mode: libc::mode_t, major: u32, minor: u32) {
     assert_eq!(rc, 0, "mknod {}: {}", path.display(), std::io::Error::last_os_error());
 }
 
-/// Item 1: as root, `export -o`, `report -o` and `exec --output` replaced a device node with a
-/// regular file (it replaced /dev/full on the test machine). They write into it now, and a
+/// Issue 19, item 1: as root, `export -o`, `report -o` and `exec --output` replaced a device node
+/// with a regular file (it replaced /dev/full on the test machine). They write into it now, and a
 /// block device (a disk) is refused.
-fn issue19_output_never_replaces_a_device_node() {
+fn output_never_replaces_a_device_node() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 1);
@@ -149,9 +169,9 @@ fn issue19_output_never_replaces_a_device_node() {
     assert!(std::fs::symlink_metadata(&disk).unwrap().file_type().is_block_device());
 }
 
-/// Item 1: a symlink (to /proc/self/fd/1, to a file) and a FIFO were replaced by a regular
-/// file. A link is followed as `cp` and `tee` follow it; a FIFO is written into.
-fn issue19_output_follows_links_and_writes_into_fifos() {
+/// Issue 19, item 1: a symlink (to /proc/self/fd/1, to a file) and a FIFO were replaced by a
+/// regular file. A link is followed as `cp` and `tee` follow it; a FIFO is written into.
+fn output_follows_links_and_writes_into_fifos() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 1);
@@ -209,10 +229,10 @@ fn issue19_output_follows_links_and_writes_into_fifos() {
     );
 }
 
-/// Item 2: `export 1 -o S.sqlite --store S.sqlite` exited 0 and every run was gone; `report
-/// -o` and `run --output` did the same. The store is refused by any name (a hard link, a
+/// Issue 19, item 2: `export 1 -o S.sqlite --store S.sqlite` exited 0 and every run was gone;
+/// `report -o` and `run --output` did the same. The store is refused by any name (a hard link, a
 /// symlink, its -wal file), before anything is measured.
-fn issue19_output_onto_the_store_in_use_is_refused() {
+fn output_onto_the_store_in_use_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 3);
@@ -259,9 +279,9 @@ fn rusqlite_like_holder(path: &Path) -> Store {
     Store::open(path).unwrap()
 }
 
-/// Item 4: `runs --store other.sqlite` said it is not a results store, but left the file
+/// Issue 19, item 4: `runs --store other.sqlite` said it is not a results store, but left the file
 /// switched to WAL. A foreign database is refused unchanged, by reading and recording alike.
-fn issue19_a_foreign_database_is_refused_unchanged() {
+fn a_foreign_database_is_refused_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
     let other = tmp.path().join("other.sqlite");
     {
@@ -308,10 +328,10 @@ fn issue19_a_foreign_database_is_refused_unchanged() {
     }
 }
 
-/// Item 7: four runs started at once on a new store lost 1-3 runs in 9 of 10 tries (`table
-/// schema_version already exists`, "... not a fsynclab results store"). Eight at once, five
+/// Issue 19, item 7: four runs started at once on a new store lost 1-3 runs in 9 of 10 tries
+/// (`table schema_version already exists`, "... not a fsynclab results store"). Eight at once, five
 /// times: every run is stored.
-fn issue19_concurrent_first_use_of_a_new_store_keeps_every_run() {
+fn concurrent_first_use_of_a_new_store_keeps_every_run() {
     const PROCESSES: usize = 8;
     const TRIES: usize = 5;
     let work = tempfile::tempdir().unwrap();
@@ -375,9 +395,9 @@ impl Drop for Immutable<'_> {
     }
 }
 
-/// Item 11: an immutable store (`chattr +i`) passed the writability check; the run was
+/// Issue 19, item 11: an immutable store (`chattr +i`) passed the writability check; the run was
 /// measured, then not stored. It is refused before anything is measured, in one line.
-fn issue19_an_immutable_store_is_refused_before_measuring() {
+fn an_immutable_store_is_refused_before_measuring() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 1);
@@ -416,10 +436,10 @@ impl Drop for Mounted {
     }
 }
 
-/// Item 12: `runs` on a store on a read-only mount, or a user reading root's 0444 store in
-/// a directory they cannot write, failed ("unable to open database file", "attempt to write
-/// a readonly database"). Reading needs no write access.
-fn issue19_a_store_reads_without_write_access() {
+/// Issue 19, item 12: `runs` on a store on a read-only mount, or a user reading root's 0444 store
+/// in a directory they cannot write, failed ("unable to open database file", "attempt to write a
+/// readonly database"). Reading needs no write access.
+fn a_store_reads_without_write_access() {
     let tmp = tempfile::Builder::new().prefix("fsynclab-test-ro-").tempdir().unwrap();
     let dir = tmp.path().join("store");
     std::fs::create_dir(&dir).unwrap();
@@ -477,9 +497,9 @@ fn result_file(path: &Path, result: &Value) {
     std::fs::write(path, serde_json::to_vec(result).unwrap()).unwrap();
 }
 
-/// Item 9: `compare r3.json,r3.json,... r4.json,...` counted one file given five times as
+/// Issue 19, item 9: `compare r3.json,r3.json,... r4.json,...` counted one file given five times as
 /// five runs and said "slower, p=0.0079". A run named again is counted once, and it says so.
-fn issue19_compare_counts_a_run_named_again_once_and_says_so() {
+fn compare_counts_a_run_named_again_once_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let (r3, r4) = (tmp.path().join("r3.json"), tmp.path().join("r4.json"));
     let params = json!({"sleep": "1s"});
@@ -513,11 +533,11 @@ fn issue19_compare_counts_a_run_named_again_once_and_says_so() {
     assert!(out.contains("in both sets: "), "{out}");
 }
 
-/// Item 10: `compare 1-32767 1-3` and `report 1-999999` exited 1 with SQLite's "variable
+/// Issue 19, item 10: `compare 1-32767 1-3` and `report 1-999999` exited 1 with SQLite's "variable
 /// number must be between ?1 and ?32766". A range is one condition, never expanded, so a
 /// range past the last run is a one-line error naming the first missing id; a list of more
 /// ids than SQLite takes variables is read in groups.
-fn issue19_large_ranges_work_or_get_a_one_line_error() {
+fn large_ranges_work_or_get_a_one_line_error() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     store_with_runs(&store, 40);
@@ -564,10 +584,10 @@ fn issue19_large_ranges_work_or_get_a_one_line_error() {
     assert_eq!(found.iter().map(|r| r.id).collect::<Vec<_>>(), ids);
 }
 
-/// Item 13: `compare` of runs of different scenarios listed the parameters that differ but
-/// never said the scenarios did. It refuses, in one line, unless --across-scenarios, and then
+/// Issue 19, item 13: `compare` of runs of different scenarios listed the parameters that differ
+/// but never said the scenarios did. It refuses, in one line, unless --across-scenarios, and then
 /// says so first.
-fn issue19_compare_of_different_scenarios_says_so_first() {
+fn compare_of_different_scenarios_says_so_first() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
     result_file(&a, &result("overwrite-fsync", json!({}), 1.0, "2026-11-22T09:00:00Z"));
@@ -585,9 +605,9 @@ fn issue19_compare_of_different_scenarios_says_so_first() {
     );
 }
 
-/// Item 14: `runs --since garbage` was accepted and matched nothing; `--param sleep=0`
+/// Issue 19, item 14: `runs --since garbage` was accepted and matched nothing; `--param sleep=0`
 /// missed runs stored as `0s`. Dates are parsed strictly; parameters compare by value.
-fn issue19_runs_parses_dates_strictly_and_compares_parameters_by_value() {
+fn runs_parses_dates_strictly_and_compares_parameters_by_value() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     {
@@ -652,11 +672,11 @@ fn refused_quickly(args: &[&str], says: &str) {
     assert!(t0.elapsed().as_secs() < 5, "{args:?} took {:?}", t0.elapsed());
 }
 
-/// Item 5: `matrix --file /dev/zero --dry-run` grew by 850 MB/s, `--file FIFO` blocked for
-/// ever, a 100x100x100 plan with `--repeat 1000 --dry-run` printed nothing for 10 minutes at
-/// 16 GB. Files are bounded and regular; a plan is counted before it is built, and one past
-/// the stated limit needs --yes.
-fn issue19_matrix_input_and_plans_are_bounded() {
+/// Issue 19, item 5: `matrix --file /dev/zero --dry-run` grew by 850 MB/s, `--file FIFO` blocked
+/// for ever, a 100x100x100 plan with `--repeat 1000 --dry-run` printed nothing for 10 minutes at 16
+/// GB. Files are bounded and regular; a plan is counted before it is built, and one past the stated
+/// limit needs --yes.
+fn matrix_input_and_plans_are_bounded() {
     let tmp = tempfile::tempdir().unwrap();
     let fifo = tmp.path().join("plan.toml");
     let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
@@ -729,9 +749,10 @@ fn issue19_matrix_input_and_plans_are_bounded() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("2400 cells, 5 repetitions: 12000 runs"));
 }
 
-/// Item 15: matrix values spelled differently (`sleep=0,0s,0ms`, `1G,1024M`) became separate
-/// cells. They are read through the parameter's type, and one value given twice is refused.
-fn issue19_matrix_values_spelled_differently_are_one_value() {
+/// Issue 19, item 15: matrix values spelled differently (`sleep=0,0s,0ms`, `1G,1024M`) became
+/// separate cells. They are read through the parameter's type, and one value given twice is
+/// refused.
+fn matrix_values_spelled_differently_are_one_value() {
     let tmp = tempfile::tempdir().unwrap();
     refused_quickly(
         &["matrix", "overwrite-fsync", "--axis", "sleep=0,0s,0ms", "--dry-run"],
@@ -766,10 +787,10 @@ fn issue19_matrix_values_spelled_differently_are_one_value() {
     assert!(out.contains("2 cells"), "{out}");
 }
 
-/// Item 8: two `matrix --resume ID` at once both made the missing runs: 7 runs in a 4-run
+/// Issue 19, item 8: two `matrix --resume ID` at once both made the missing runs: 7 runs in a 4-run
 /// matrix, the duplicates folded into the medians. Each run's place is claimed in the store
 /// first: three resumes at once make each run once.
-fn issue19_concurrent_resumes_make_each_run_once() {
+fn concurrent_resumes_make_each_run_once() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("S.sqlite");
     let work = tmp.path().join("work");
@@ -817,4 +838,188 @@ fn issue19_concurrent_resumes_make_each_run_once() {
     places.dedup();
     assert_eq!((made, places.len()), (4, 4), "each of the 4 runs made once: {out}");
     assert!(common::leftovers(&work).is_empty(), "{:?}", common::leftovers(&work));
+}
+
+// ---- Issue 8: the items that need no root ----
+
+/// MemTotal in bytes.
+fn mem_total() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib * 1024
+}
+
+/// Issue 8, item 4: fsync-tps buffers are checked for the whole run.
+fn fsync_tps_buffers_are_checked_for_the_whole_run() {
+    // Each buffer alone fits in half the RAM, the run's four together (three workers and the
+    // calibration) do not: refused before anything is made, not aborted mid-run.
+    let record_mib = mem_total() * 3 / 10 / (1 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = fsynclab()
+        .args(["run", "fsync-tps", "--set", "threads=3", "--set"])
+        .arg(format!("record_size={record_mib}M"))
+        .arg("--set")
+        .arg(format!("file_size={record_mib}M"))
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("workers each hold such a buffer") && stderr.contains("lower record_size or the thread count"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+/// Issue 8, item 7: fsync-tps rows cut short are marked and left out.
+fn fsync_tps_rows_cut_short_are_marked_and_left_out() {
+    // A 256 KiB file size limit cuts every row short with EFBIG, as a full disk does with
+    // ENOSPC. Once, such a row claimed 273,488 tps and won the comparison.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("fsynclab"));
+    cmd.env("FSYNCLAB_STORE", "off")
+        .args(["run", "fsync-tps", "--format", "json", "--quiet"])
+        .args(["--set", "placement=append", "--set", "duration=1s"])
+        .args(["--set", "threads=1,2", "--set", "coordination=none,wal", "--dir"])
+        .arg(dir.path());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 256 << 10,
+                rlim_max: 256 << 10,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "failed calls fail the run: {stderr}");
+    assert!(stderr.contains("EFBIG"), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_matches_schema(&r);
+    let findings: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.starts_with("rows with failed calls, left out of every comparison")),
+        "{findings:?}"
+    );
+    assert!(
+        findings.iter().all(|f| !f.contains("best coordination")),
+        "no comparison is made from rows cut short: {findings:?}"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+/// Issue 8, item 9: output places are checked before measuring.
+fn output_places_are_checked_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(Vec<String>, &str); 3] = [
+        (
+            vec!["--output".into(), "/nonexistent/x.json".into()],
+            "the directory /nonexistent does not exist",
+        ),
+        (
+            vec!["--output".into(), dir.path().display().to_string()],
+            "is a directory; name a file",
+        ),
+        (
+            vec!["--output".into(), "/proc/x.json".into()],
+            // Root may write into /proc's directory, but cannot make a file there; another
+            // user is told first that it may not write there.
+            if common::is_root() {
+                "cannot make a file in /proc"
+            } else {
+                "cannot write into /proc (this user may not write there)"
+            },
+        ),
+    ];
+    for (args, expected) in cases {
+        let started = Instant::now();
+        let out = fsynclab()
+            .args(["run", "overwrite-fsync", "--set", "duration=10s", "--dir"])
+            .arg(dir.path())
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?}: measured first");
+        assert!(leftovers(dir.path()).is_empty());
+    }
+    // The suite's results directory too: here a file stands where it should be made.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let started = Instant::now();
+    let out = fsynclab()
+        .args(["suite", "--quiet", "--dir"])
+        .arg(dir.path())
+        .arg("--results")
+        .arg(file.join("results"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--results"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(5), "measured first: {stderr}");
+}
+
+/// Issue 8, item 10: a reader that goes away ends the run quietly.
+fn a_reader_that_goes_away_ends_the_run_quietly() {
+    // `fsynclab run ... --format seed | head -2`: once panicked with exit 101.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))
+        .env("FSYNCLAB_STORE", "off")
+        .args([
+            "run",
+            "overwrite-fsync",
+            "--format",
+            "seed",
+            "--set",
+            "duration=20s",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .args(&TINY[..TINY.len() - 1])
+        .args(["--set", "duration=20s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for _ in 0..2 {
+        lines.next().unwrap().unwrap();
+    }
+    drop(lines); // head -2 exits
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the run stops soon after its reader goes, not at its end"
+    );
+    assert!(leftovers(dir.path()).is_empty());
 }
