@@ -72,22 +72,8 @@ impl Bounded {
 
     /// As [`Bounded::run`], calling `started` once the program runs.
     pub(crate) fn run_then(self, cmd: &mut Command, started: impl FnOnce()) -> std::io::Result<Finished> {
-        let parent = std::process::id();
         cmd.process_group(0);
-        // SAFETY: the closure runs in the child between fork and exec and calls only
-        // async-signal-safe functions (prctl, getppid, _exit).
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // fsynclab died before the prctl: nobody would end this program.
-                if libc::getppid() as u32 != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+        dies_with_us(cmd);
         let mut child = cmd.spawn()?;
         let group = Registered::new(child.id() as i32);
         let stdout = child.stdout.take().map(drain);
@@ -135,6 +121,25 @@ impl Bounded {
             }
             std::thread::sleep(POLL);
         }
+    }
+}
+
+/// The program `cmd` starts gets SIGKILL when fsynclab dies (PR_SET_PDEATHSIG), and does
+/// not start if fsynclab died before that was set: nobody would end it.
+pub(crate) fn dies_with_us(cmd: &mut Command) {
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
     }
 }
 

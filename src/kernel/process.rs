@@ -1,5 +1,36 @@
 //! A process in /proc, per Documentation/filesystems/proc.rst, section 1.1 (tables 1-1 and
-//! 1-4): its start time from `/proc/PID/stat`, its command line and its name.
+//! 1-4): its name, state, parent and start time from `/proc/PID/stat`, its command line and
+//! its name. The one place that reads `/proc/PID/stat`.
+
+/// The fields of `/proc/PID/stat` fsynclab reads: name (field 2), state (3), parent (4).
+/// The others are ignored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub name: String,
+    /// `R`, `S`, `D`, `Z` (a zombie: it has ended and waits to be reaped)...
+    pub state: char,
+    pub ppid: u32,
+}
+
+impl std::str::FromStr for Stat {
+    type Err = ();
+
+    /// `PID (NAME) STATE PPID ...`: the name may hold spaces and parentheses, so it ends at
+    /// the last `)`.
+    fn from_str(stat: &str) -> Result<Stat, ()> {
+        let (head, tail) = stat.rsplit_once(')').ok_or(())?;
+        let name = head.split_once('(').ok_or(())?.1.to_string();
+        let mut fields = tail.split_whitespace();
+        let state = fields.next().and_then(|s| s.chars().next()).ok_or(())?;
+        let ppid = fields.next().and_then(|p| p.parse().ok()).ok_or(())?;
+        Ok(Stat { name, state, ppid })
+    }
+}
+
+/// `/proc/PID/stat` of process `pid`, parsed; None when it is gone.
+pub(crate) fn stat(pid: u32) -> Option<Stat> {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?.parse().ok()
+}
 
 /// The start time of a process, from its `/proc/PID/stat`: field 22, in clock ticks after
 /// boot. The fields are counted after the `)` that ends the command name (field 2), which
@@ -50,6 +81,21 @@ mod tests {
     use super::*;
 
     const STAT: &str = include_str!("../../tests/fixtures/proc-pid-stat.txt");
+
+    #[test]
+    fn name_state_and_parent_are_read_past_a_name_with_parentheses() {
+        let stat: Stat = STAT.parse().expect("the fixture parses");
+        assert_eq!(stat.name, "a b) c");
+        assert_eq!(
+            "12 (x) Z 1 2".parse(),
+            Ok(Stat {
+                name: "x".into(),
+                state: 'Z',
+                ppid: 1
+            })
+        );
+        assert!("12 x R".parse::<Stat>().is_err());
+    }
 
     #[test]
     fn start_time_is_field_22_after_the_name() {

@@ -21,7 +21,7 @@ pub use cut::CutOptions;
 pub(crate) use explained::Request as ExplainRequest;
 
 use std::ffi::OsString;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
@@ -31,6 +31,7 @@ use serde::Serialize;
 
 use crate::environment::Fingerprint;
 use crate::error::Usage;
+use crate::kernel::process;
 use crate::run::session::{Opened, Session};
 use crate::signals;
 use crate::testbed::TestbedRequest;
@@ -76,16 +77,7 @@ pub(crate) fn run(
     if let Some(device) = target.loop_device() {
         cmd.env("FSYNCLAB_LOOP_DEVICE", device);
     }
-    // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
-    // which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::child::dies_with_us(&mut cmd);
     // The command's own children outlive it when it ends first (`sh -c 'dd ...; sync'`
     // under SIGTERM): as the subreaper, fsynclab inherits them, and ends them before the
     // testbed is undone (`end_what_it_left`).
@@ -197,23 +189,12 @@ fn set_child_subreaper() -> Result<()> {
 /// The processes whose parent is `pid`, read from /proc/PID/stat's fourth field (proc(5)),
 /// with their names.
 pub(crate) fn children_of(pid: u32) -> Vec<(u32, String)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let child: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
-            // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses.
-            let (head, tail) = stat.rsplit_once(')')?;
-            let comm = head.split_once('(')?.1.to_string();
-            let mut fields = tail.split_whitespace();
-            let state = fields.next()?;
-            let ppid: u32 = fields.next()?.parse().ok()?;
-            // A zombie has ended: it only waits to be reaped.
-            (ppid == pid && state != "Z").then_some((child, comm))
-        })
+    process::pids()
+        .into_iter()
+        .filter_map(|child| Some((child, process::stat(child)?)))
+        // A zombie has ended: it only waits to be reaped.
+        .filter(|(_, s)| s.ppid == pid && s.state != 'Z')
+        .map(|(child, s)| (child, s.name))
         .collect()
 }
 
@@ -291,16 +272,8 @@ fn reaped_if_exited(pid: u32) -> bool {
 /// Reaps the children of `me` that have ended (orphans of the command a power cut killed,
 /// inherited as their subreaper).
 fn reap_ended(me: u32) {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let mut fields = stat.rsplit_once(')').map(|(_, t)| t).unwrap_or("").split_whitespace();
-        if fields.next() == Some("Z") && fields.next().and_then(|p| p.parse::<u32>().ok()) == Some(me) {
+    for pid in process::pids() {
+        if process::stat(pid).is_some_and(|s| s.state == 'Z' && s.ppid == me) {
             let mut status = 0;
             // SAFETY: waitpid writes only into `status`, a local; `pid` is our child.
             unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) };
