@@ -321,6 +321,20 @@ impl PrivateState {
     }
 }
 
+impl Drop for PrivateState {
+    /// A run a test killed (a failing test's run, ended by [`wait_at_most`]) leaves its state
+    /// file here: what it records is undone before the directory goes, or its mount and
+    /// loop device would stay with nothing that records them.
+    fn drop(&mut self) {
+        let recorded = std::fs::read_dir(self.0.path())
+            .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "json")))
+            .unwrap_or(false);
+        if recorded {
+            let _ = fsynclab().arg("cleanup").env(STATE_DIR_ENV, self.0.path()).output();
+        }
+    }
+}
+
 /// A temporary directory for scratch images and work directories (`--backing`).
 pub fn backing() -> tempfile::TempDir {
     tempfile::Builder::new()

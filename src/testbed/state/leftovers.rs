@@ -1,6 +1,7 @@
 //! What runs killed with SIGKILL (or the OOM killer) left: the pids for a hint, other
 //! runs' sysctl changes, the directories they recorded, and `fsynclab cleanup`, which undoes
-//! their steps the way their own teardown would have — only those with fsynclab's shape.
+//! their steps the way their own teardown would have — only those with fsynclab's shape —
+//! and, as root, the scratch testbeds of dead runs whose state file is gone ([`super::orphans`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use anyhow::{Context as _, Result};
 use super::super::machine_lock::MachineLock;
 use super::super::sysctl;
 use super::file::{alive, find_states, write_state_for, Found};
+use super::orphans::{orphans, Orphan};
 use super::undo::undo_steps;
 use super::Step;
 use crate::kernel::process;
@@ -146,6 +148,7 @@ pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupOutcome> {
     // makes in its run's work directory).
     found.sort_by_key(|f| (f.pid, std::cmp::Reverse(stack_number(&f.file))));
     if found.is_empty() {
+        undo_orphans(dir, &mut report);
         return Ok(report);
     }
     let sysctl_lock = sysctl::try_lock().ok().flatten();
@@ -229,5 +232,45 @@ pub fn cleanup_leftovers(dir: &Path) -> Result<CleanupOutcome> {
             report.kept_files.push(file);
         }
     }
+    undo_orphans(dir, &mut report);
     Ok(report)
+}
+
+/// Undoes the scratch testbeds of dead runs that no state file records any more
+/// ([`orphans`]): their mounts and loop devices, found by their shape, then their
+/// directories. Only root can have made them, and only root can undo them.
+fn undo_orphans(dir: &Path, report: &mut CleanupOutcome) {
+    if !crate::sys::is_root() {
+        return;
+    }
+    for Orphan { pid, mut steps } in orphans(&recorded_directories(dir)) {
+        let dirs: Vec<PathBuf> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Directory { path } => Some(path.clone()),
+                _ => None,
+            })
+            .collect();
+        let busy = stragglers(&dirs);
+        if !busy.is_empty() {
+            report.failed.push(format!(
+                "pid {pid} (no state file): {} still at work in its directory; run `fsynclab cleanup` again when it has ended",
+                busy.join(", ")
+            ));
+            continue;
+        }
+        let outcome = undo_steps(
+            &mut steps,
+            |step| step.refusal(pid).map(|why| format!("{why}; left alone")),
+            |_| {},
+        );
+        let prefix = |lines: Vec<String>| {
+            lines
+                .into_iter()
+                .map(move |l| format!("pid {pid} (no state file): {l}"))
+        };
+        report.undone.extend(prefix(outcome.undone));
+        report.failed.extend(prefix(outcome.failed));
+        report.kept.extend(prefix(outcome.kept));
+    }
 }

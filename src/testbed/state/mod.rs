@@ -18,12 +18,14 @@
 //! The parts: `step` (what one step is, how it is undone and checked, and which paths are
 //! fsynclab's to touch), `undo` (the stack of a running process, its teardown, and what a
 //! second signal leaves), `file` (the state file on disk, and which process wrote it),
-//! `leftovers` (what killed runs left: the hint, the sysctl check, `cleanup`).
+//! `leftovers` (what killed runs left: the hint, the sysctl check, `cleanup`), `orphans`
+//! (scratch testbeds of dead runs whose state file is gone, found by their shape).
 
 use std::path::PathBuf;
 
 mod file;
 mod leftovers;
+mod orphans;
 mod step;
 mod undo;
 
