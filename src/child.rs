@@ -19,6 +19,8 @@ use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use crate::units::format_duration;
+
 /// How long a program has between SIGTERM and SIGKILL once fsynclab ends it.
 pub(crate) const GRACE: Duration = Duration::from_secs(2);
 
@@ -114,9 +116,13 @@ impl Bounded {
             if let Some(after) = self.say_after.filter(|a| !said && started.elapsed() >= *a) {
                 said = true;
                 note!(
-                    "fsynclab: still waiting for {program} after {}; it is stopped after {} (Ctrl-C stops it now)",
-                    shown(after),
-                    shown(self.limit)
+                    "fsynclab: still waiting for {program} after {}; it is stopped after {}{}",
+                    format_duration(after),
+                    format_duration(self.limit),
+                    match self.on_signal {
+                        OnSignal::Stop => " (Ctrl-C stops it now)",
+                        OnSignal::Finish => "",
+                    }
                 );
             }
             std::thread::sleep(POLL);
@@ -159,20 +165,27 @@ fn end(child: &mut Child, group: &Registered) -> std::io::Result<()> {
 
 /// Whether `pid` (our child) has exited, without reaping it.
 fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
+    waitid_unreaped(pid, libc::WNOHANG)
+}
+
+/// Waits until our child `pid` has exited, leaving it a zombie so that its pid (and its
+/// process group's id) cannot be reused while fsynclab may still signal it.
+pub(crate) fn wait_unreaped(pid: u32) -> std::io::Result<()> {
+    waitid_unreaped(pid, 0).map(|_| ())
+}
+
+/// waitid(2) for our child `pid` with WEXITED | WNOWAIT and `flags`: whether it has exited.
+fn waitid_unreaped(pid: u32, flags: i32) -> std::io::Result<bool> {
     loop {
         // SAFETY: waitid writes only into `info`, a zeroed siginfo_t we own.
         let (rc, info) = unsafe {
             let mut info: libc::siginfo_t = std::mem::zeroed();
-            let rc = libc::waitid(
-                libc::P_PID,
-                pid,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
-            );
+            let rc = libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT | flags);
             (rc, info)
         };
         if rc == 0 {
-            // SAFETY: after a successful waitid, si_pid is set (0 when no child changed state).
+            // SAFETY: after a successful waitid, si_pid is set (0 when no child changed
+            // state, which only WNOHANG allows).
             return Ok(unsafe { info.si_pid() } != 0);
         }
         let err = std::io::Error::last_os_error();
@@ -210,18 +223,6 @@ impl Registered {
         // SAFETY: kill has no memory preconditions; the group's leader is our child, not
         // yet reaped, so the id names its group and no other.
         unsafe { libc::kill(-self.group, sig) };
-    }
-}
-
-/// `5m`, `30s`, `250ms`: a limit as users write it, for messages.
-pub(crate) fn shown(limit: Duration) -> String {
-    let s = limit.as_secs();
-    if limit.subsec_millis() != 0 || s == 0 {
-        format!("{}ms", limit.as_millis())
-    } else if s % 60 == 0 {
-        format!("{}m", s / 60)
-    } else {
-        format!("{s}s")
     }
 }
 
@@ -284,12 +285,5 @@ mod tests {
             gone
         });
         assert!(gone, "the background sleep {pid} outlived its group");
-    }
-
-    #[test]
-    fn limits_are_shown_as_users_write_them() {
-        assert_eq!(shown(Duration::from_secs(600)), "10m");
-        assert_eq!(shown(Duration::from_secs(45)), "45s");
-        assert_eq!(shown(Duration::from_millis(250)), "250ms");
     }
 }

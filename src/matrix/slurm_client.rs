@@ -73,7 +73,7 @@ pub(crate) fn output(cmd: &mut Command) -> Result<String> {
         ),
         Outcome::TimedOut => anyhow::bail!(
             "{program} did not answer within {}: is the Slurm controller up (`scontrol ping`)?",
-            crate::child::shown(rules.limit)
+            crate::units::format_duration(rules.limit)
         ),
         Outcome::Interrupted(sig) => anyhow::bail!("{program} stopped by signal {sig}"),
     }

@@ -88,7 +88,7 @@ pub fn output(tool: &str, args: &[&str]) -> Result<std::process::Output> {
         Outcome::TimedOut => anyhow::bail!(
             "`{tool} {}` did not end within {}; it was stopped",
             args.join(" "),
-            crate::child::shown(rules.limit)
+            crate::units::format_duration(rules.limit)
         ),
         Outcome::Interrupted(sig) => anyhow::bail!("`{tool}` stopped by signal {sig}"),
     }

@@ -202,7 +202,7 @@ impl Watch {
                 Ok(Outcome::TimedOut) => {
                     note!(
                         "fsynclab exec: the check `{check}` did not end within {} (--check-timeout); it and what it started were stopped",
-                        crate::child::shown(plan.check_limit)
+                        crate::units::format_duration(plan.check_limit)
                     );
                     record.check_status = Some(TIMED_OUT);
                 }

@@ -110,13 +110,15 @@ pub(crate) fn run(
     let watch = cut
         .map(|c| cut::Watch::start(target, c.plan, child.id(), &ours))
         .transpose()?;
-    let status = wait_unreaped(child.id()).and_then(|()| {
-        drop(forwarding);
-        if let Some(w) = &watch {
-            w.forget_command();
-        }
-        child.wait().context("cannot wait for the command")
-    });
+    let status = crate::child::wait_unreaped(child.id())
+        .context("cannot wait for the command")
+        .and_then(|()| {
+            drop(forwarding);
+            if let Some(w) = &watch {
+                w.forget_command();
+            }
+            child.wait().context("cannot wait for the command")
+        });
     let status = exit_code(status?);
     let elapsed_s = started.elapsed().as_secs_f64();
     end_what_it_left(&ours);
@@ -277,25 +279,6 @@ fn reap_ended(me: u32) {
             let mut status = 0;
             // SAFETY: waitpid writes only into `status`, a local; `pid` is our child.
             unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) };
-        }
-    }
-}
-
-/// Waits until process `pid` has exited, leaving it a zombie so that its pid cannot be
-/// reused while the signal relay may still send to it.
-fn wait_unreaped(pid: u32) -> Result<()> {
-    loop {
-        // SAFETY: waitid writes only into `info`, a zeroed siginfo_t we own.
-        let rc = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT)
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err).context("cannot wait for the command");
         }
     }
 }

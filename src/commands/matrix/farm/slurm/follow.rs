@@ -41,7 +41,7 @@ pub(super) fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Sto
     let mut completing_since: std::collections::HashMap<String, Instant> = std::collections::HashMap::new();
     let mut stuck: std::collections::BTreeMap<String, (Instant, String)> = std::collections::BTreeMap::new();
     let mut given_up: Vec<GivenUp> = Vec::new();
-    let mut nodes_asked = Instant::now() - Duration::from_secs(60);
+    let mut nodes_asked: Option<Instant> = None;
     let mut unresponsive = Vec::new();
     loop {
         // Runs stored since the last look, in the order they were made.
@@ -104,9 +104,9 @@ pub(super) fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Sto
                     completing_since.entry(q.task.clone()).or_insert(now);
                 }
                 let active = tasks.iter().any(|q| q.state != "PENDING");
-                if active && nodes_asked.elapsed() >= Duration::from_secs(5) {
+                if active && nodes_asked.is_none_or(|t| t.elapsed() >= Duration::from_secs(5)) {
                     unresponsive = unresponsive_nodes();
-                    nodes_asked = now;
+                    nodes_asked = Some(now);
                 }
                 for q in &tasks {
                     let completing_for = completing_since.get(&q.task).map_or(Duration::ZERO, |t| t.elapsed());
