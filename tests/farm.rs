@@ -139,6 +139,17 @@ impl Farm {
         cmd
     }
 
+    /// `fsynclab matrix fsync-tps` over two record sizes, each repeated `repeat` times, with
+    /// runs that take well under a second ([`TINY_TPS`]), in the farm's working directory.
+    fn tiny_matrix(&self, repeat: u32) -> assert_cmd::Command {
+        let mut cmd = self.fsynclab();
+        cmd.args(["matrix", "fsync-tps", "--axis", "record_size=4k,8k", "--repeat"])
+            .arg(repeat.to_string())
+            .args(["--dir", "."])
+            .args(TINY_TPS);
+        cmd
+    }
+
     /// A Slurm client command of the farm's cluster.
     fn slurm(&self, program: &str) -> Process {
         let mut cmd = Process::new(program);
@@ -397,21 +408,7 @@ fn store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run() {
             .assert()
             .success();
     }
-    farm.fsynclab()
-        .args([
-            "matrix",
-            "fsync-tps",
-            "--axis",
-            "record_size=4k,8k",
-            "--repeat",
-            "1",
-            "--dir",
-            ".",
-        ])
-        .args(TINY_TPS)
-        .args(["--quiet", "--store", &a])
-        .assert()
-        .success();
+    farm.tiny_matrix(1).args(["--quiet", "--store", &a]).assert().success();
     let pg = farm.database("roundtrip");
     let copy = |from: &str, to: &str| {
         let out = farm.fsynclab().args(["store", "copy", from, to]).output().unwrap();
@@ -653,18 +650,7 @@ fn a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node() {
     let pg = farm.database("slurm1");
     let t0 = Instant::now();
     let out = farm
-        .fsynclab()
-        .args([
-            "matrix",
-            "fsync-tps",
-            "--axis",
-            "record_size=4k,8k",
-            "--repeat",
-            "2",
-            "--dir",
-            ".",
-        ])
-        .args(TINY_TPS)
+        .tiny_matrix(2)
         .args(["--engine", "slurm", "--partition", "farm", "--store", &pg])
         .timeout(Duration::from_secs(120))
         .output()
@@ -721,18 +707,7 @@ fn two_nodes_each_run_records_its_node() {
     let pg = farm.database("slurm2");
     // Each run on any node: both nodes take runs, and each run says which.
     let out = farm
-        .fsynclab()
-        .args([
-            "matrix",
-            "fsync-tps",
-            "--axis",
-            "record_size=4k,8k",
-            "--repeat",
-            "2",
-            "--dir",
-            ".",
-        ])
-        .args(TINY_TPS)
+        .tiny_matrix(2)
         .args(["--engine", "slurm", "--store", &pg])
         .timeout(Duration::from_secs(120))
         .output()
@@ -745,18 +720,7 @@ fn two_nodes_each_run_records_its_node() {
     // The whole matrix on every node: host is an axis, the table has a row per host, and
     // every run was made on the host of its cell.
     let out = farm
-        .fsynclab()
-        .args([
-            "matrix",
-            "fsync-tps",
-            "--axis",
-            "record_size=4k,8k",
-            "--repeat",
-            "1",
-            "--dir",
-            ".",
-        ])
-        .args(TINY_TPS)
+        .tiny_matrix(1)
         .args(["--engine", "slurm", "--per-host", "--store", &pg])
         .timeout(Duration::from_secs(120))
         .output()
@@ -888,20 +852,8 @@ fn a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere()
     let store = farm.work().join("runs.sqlite");
     let started = Instant::now();
     let out = farm
-        .fsynclab()
-        .args([
-            "matrix",
-            "fsync-tps",
-            "--axis",
-            "record_size=4k,8k",
-            "--repeat",
-            "1",
-            "--dir",
-            ".",
-            "--nodes",
-            "n2",
-        ])
-        .args(TINY_TPS)
+        .tiny_matrix(1)
+        .args(["--nodes", "n2"])
         .arg("--store")
         .arg(&store)
         .args(["--engine", "slurm"])
