@@ -381,8 +381,9 @@ fn exec_cut_is_refused_without_an_emulated_disk_or_with_a_bad_plan() {
         d,
     ];
     assert_eq!(refused(&bad_plan, "--cut soon: "), 1);
-    // --check without --cut: the command line says it needs one.
-    refused(&["--check", "true"], "--cut");
+    // --check without --cut, --check-timeout without --check: each says what it needs.
+    assert_eq!(refused(&["--check", "true"], "add --cut PLAN"), 1);
+    assert_eq!(refused(&["--check-timeout", "5s"], "add --check COMMAND"), 1);
     assert!(common::leftovers(dir.path()).is_empty());
 }
 

@@ -234,18 +234,13 @@ pub struct ExecArgs {
     pub cut: Option<String>,
     /// After the cut, run this shell command on the recovered filesystem (its working
     /// directory): its exit status is fsynclab's, its verdict on what survived
-    #[arg(long, value_name = "COMMAND", requires = "cut", help_heading = "Power cut")]
+    // Needs --cut: said by `exec` in one line (clap would print its usage block).
+    #[arg(long, value_name = "COMMAND", help_heading = "Power cut")]
     pub check: Option<String>,
-    /// How long --check may run: past it, it and what it started are stopped and fsynclab
-    /// exits 124, as timeout(1) does
-    #[arg(
-        long,
-        value_name = "DURATION",
-        default_value = "10m",
-        requires = "check",
-        help_heading = "Power cut"
-    )]
-    pub check_timeout: String,
+    /// How long --check may run (default 10m): past it, it and what it started are stopped
+    /// and fsynclab exits 124, as timeout(1) does
+    #[arg(long, value_name = "DURATION", help_heading = "Power cut")]
+    pub check_timeout: Option<String>,
     #[command(flatten)]
     pub explain: ExecExplainArgs,
     #[command(flatten)]

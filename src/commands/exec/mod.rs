@@ -304,6 +304,9 @@ fn summary(env: &Fingerprint) -> Option<String> {
     ))
 }
 
+/// How long a power cut's `--check` may run unless `--check-timeout` says otherwise.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// `fsynclab exec`: everything that can be refused is refused before the testbed is made.
 pub(crate) fn command(args: &crate::cli::ExecArgs) -> Result<i32> {
     // What the command line asks for that cannot be done, whatever the machine.
@@ -325,8 +328,21 @@ pub(crate) fn command(args: &crate::cli::ExecArgs) -> Result<i32> {
         .into());
     }
     let request = args.target.request()?;
-    let check_timeout = crate::units::parse_duration(&args.check_timeout)
-        .map_err(|e| Usage(format!("--check-timeout {}: {e}", args.check_timeout)))?;
+    if args.check.is_some() && args.cut.is_none() {
+        return Err(Usage(
+            "--check runs after a power cut: add --cut PLAN (e.g. --cut after=5s), or leave --check out".into(),
+        )
+        .into());
+    }
+    let check_timeout = match (&args.check_timeout, &args.check) {
+        (None, _) => CHECK_TIMEOUT,
+        (Some(_), None) => {
+            return Err(Usage("--check-timeout bounds --check: add --check COMMAND, or leave it out".into()).into())
+        }
+        (Some(text), Some(_)) => {
+            crate::units::parse_duration(text).map_err(|e| Usage(format!("--check-timeout {text}: {e}")))?
+        }
+    };
     let cut = CutOptions::read(args.cut.as_deref(), args.check.as_deref(), check_timeout, &request)?;
     let explain = args.explain.options()?.map(|options| ExplainRequest {
         options,
