@@ -5,10 +5,11 @@
 # renders the HTML report headless (tests/html_report.rs); slurm-wlm, munge and postgresql for
 # the testing farm's test (tests/farm.rs), which brings up its own Slurm cluster and
 # PostgreSQL server with scripts/farm-up.sh (no daemon of these packages is used or started),
-# and python3-yaml, with which that test reads the Kubernetes manifest back.
+# python3-yaml, with which that test reads the Kubernetes manifest back; bash-completion and
+# man-db, with which scripts/test.sh checks what scripts/install.sh installs.
 set -euo pipefail
 need=()
-for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount chromium slurm-wlm munge postgresql python3-yaml; do
+for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount bash-completion man-db chromium slurm-wlm munge postgresql python3-yaml; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then

@@ -4,8 +4,8 @@ use anyhow::Result;
 
 use crate::cli::{Cli, Command, LoadKind};
 use crate::commands::{
-    cleanup, compare, exec, explain, export, list, list_devices, matrix, report, reproduce, run as measure, runs, show,
-    store_copy, suite,
+    cleanup, compare, exec, explain, export, list, list_devices, matrix, report, reproduce, run as measure, runs,
+    shell, show, store_copy, suite,
 };
 use crate::scenario::{load, probe};
 
@@ -39,6 +39,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Store { command } => store_copy::run(&command),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Cleanup => cleanup::cleanup(),
+        Command::Completions { shell } => shell::completions(shell),
+        Command::Manpages { dir } => shell::manpages(&dir),
     }
 }
 

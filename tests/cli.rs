@@ -11,6 +11,8 @@ common::tests! {
     list_shows_every_scenario_with_seed_and_parameters,
     list_json_gives_defaults_and_seed_values,
     help_teaches_with_examples,
+    completion_scripts_offer_the_commands_and_scenario_names,
+    manpages_writes_one_page_per_command,
     unknown_scenario_names_the_valid_ones,
     unknown_parameter_names_the_valid_ones,
     malformed_size_and_duration_say_what_they_expect,
@@ -75,6 +77,41 @@ fn help_teaches_with_examples() {
         .assert()
         .success()
         .stdout(predicate::str::contains("--set <KEY=VALUE>"));
+}
+
+/// Issue 27: `completions SHELL` for each shell clap knows; bash's and zsh's offer the
+/// scenarios after `run` (clap's fish, elvish and powershell scripts complete no positional
+/// values).
+fn completion_scripts_offer_the_commands_and_scenario_names() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = fsynclab().args(["completions", shell]).assert().success().get_output().stdout.clone();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("list-devices"), "{shell}: no subcommands in the script");
+        if matches!(shell, "bash" | "zsh") {
+            assert!(text.contains("overwrite-fsync"), "{shell}: no scenario names in the script");
+        }
+    }
+    fsynclab()
+        .args(["completions", "tcsh"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("possible values: bash, elvish, fish, powershell, zsh"));
+}
+
+/// Issue 27: `manpages DIR` writes fsynclab.1 and one page per command, nested ones too.
+fn manpages_writes_one_page_per_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let man = dir.path().join("man1");
+    fsynclab()
+        .arg("manpages")
+        .arg(&man)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("man pages in"));
+    for page in ["fsynclab.1", "fsynclab-run.1", "fsynclab-exec.1", "fsynclab-store-copy.1"] {
+        let text = std::fs::read_to_string(man.join(page)).unwrap();
+        assert!(text.starts_with(".ie") || text.contains(".TH"), "{page} is not a man page");
+    }
 }
 
 /// Runs fsynclab with `args` in an empty directory and checks: exit 2, one line on stderr

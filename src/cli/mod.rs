@@ -47,6 +47,7 @@ Examples:
   fsynclab matrix fsync-tps --axis device=ram,hdd-7200 --axis coordination=none,wal   (as root)
   fsynclab matrix ... --engine slurm --store postgres://USER@HOST/DB   (a farm: see matrix --help)
   fsynclab reproduce                              does each seed's finding still hold here? (as root)
+  fsynclab completions bash                       shell completion (manpages DIR: the man pages)
 
 Sizes take 4k, 1M, 8G (binary); durations 250ms, 1s, 2m. Exit status: 0 success,
 1 failure (including failed sync calls, which are reported), 2 bad input,
@@ -168,6 +169,25 @@ pub enum Command {
     },
     /// Remove what runs killed with SIGKILL left behind: mounts, loop devices, images, sysctls, work directories
     Cleanup,
+    /// Print the shell completion script for SHELL on stdout
+    #[command(after_help = "Examples:\n  \
+fsynclab completions bash > /usr/share/bash-completion/completions/fsynclab\n  \
+fsynclab completions zsh > ~/.zfunc/_fsynclab\n  \
+fsynclab completions fish > ~/.config/fish/completions/fsynclab.fish\n\n\
+scripts/install.sh installs the binary, the man pages and the bash completion in one step.")]
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write one man page per command into DIR (fsynclab.1, fsynclab-run.1, ...)
+    #[command(after_help = "Examples:\n  \
+fsynclab manpages /usr/local/share/man/man1 && man fsynclab-run\n  \
+fsynclab manpages /tmp/man && man -l /tmp/man/fsynclab-exec.1")]
+    Manpages {
+        /// Where to write them (made if missing)
+        dir: PathBuf,
+    },
 }
 
 const REPRODUCE_HELP: &str = "\

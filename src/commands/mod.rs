@@ -3,7 +3,7 @@
 //!
 //! - measuring: [`run`] (`run`, `load`, `probe`), [`suite`], [`exec`], [`matrix`] (with
 //!   its farm schedulers), [`reproduce`]
-//! - describing: [`list`], [`list_devices`]
+//! - describing: [`list`], [`list_devices`], [`shell`] (completions and man pages)
 //! - looking at results after the fact: [`runs`], [`show`], [`export`], [`compare`],
 //!   [`report`] (the HTML page), [`explain`]; [`select`] reads what names runs on the
 //!   command line
@@ -22,6 +22,7 @@ pub(crate) mod reproduce;
 pub(crate) mod run;
 pub(crate) mod runs;
 pub(crate) mod select;
+pub(crate) mod shell;
 pub(crate) mod show;
 pub(crate) mod store_copy;
 pub(crate) mod suite;
