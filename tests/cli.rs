@@ -84,18 +84,29 @@ fn help_teaches_with_examples() {
 /// values).
 fn completion_scripts_offer_the_commands_and_scenario_names() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
-        let out = fsynclab().args(["completions", shell]).assert().success().get_output().stdout.clone();
+        let out = fsynclab()
+            .args(["completions", shell])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("list-devices"), "{shell}: no subcommands in the script");
         if matches!(shell, "bash" | "zsh") {
-            assert!(text.contains("overwrite-fsync"), "{shell}: no scenario names in the script");
+            assert!(
+                text.contains("overwrite-fsync"),
+                "{shell}: no scenario names in the script"
+            );
         }
     }
     fsynclab()
         .args(["completions", "tcsh"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("possible values: bash, elvish, fish, powershell, zsh"));
+        .stderr(predicate::str::contains(
+            "possible values: bash, elvish, fish, powershell, zsh",
+        ));
 }
 
 /// Issue 27: `manpages DIR` writes fsynclab.1 and one page per command, nested ones too.
@@ -108,9 +119,17 @@ fn manpages_writes_one_page_per_command() {
         .assert()
         .success()
         .stdout(predicate::str::contains("man pages in"));
-    for page in ["fsynclab.1", "fsynclab-run.1", "fsynclab-exec.1", "fsynclab-store-copy.1"] {
+    for page in [
+        "fsynclab.1",
+        "fsynclab-run.1",
+        "fsynclab-exec.1",
+        "fsynclab-store-copy.1",
+    ] {
         let text = std::fs::read_to_string(man.join(page)).unwrap();
-        assert!(text.starts_with(".ie") || text.contains(".TH"), "{page} is not a man page");
+        assert!(
+            text.starts_with(".ie") || text.contains(".TH"),
+            "{page} is not a man page"
+        );
     }
 }
 

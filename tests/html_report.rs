@@ -17,12 +17,13 @@ use fsynclab::compare::{Figure, Metric, RunFigures, Settings};
 use fsynclab::html::{self, Page, PageRun};
 use fsynclab::store::SampleColumns;
 
-use common::Need::{Root, Tool, Tracefs};
+use common::Need::{Fuse, Root, Tool, Tracefs};
 
 common::tests! {
     html_report_renders_in_chromium_without_errors: [Tool("chromium")],
     chromium_console_errors_are_caught: [Tool("chromium")],
     the_report_draws_the_kernel_timeline_the_tradeoff_and_links_slow_calls_to_their_parts: [Root, Tracefs, Tool("chromium")],
+    a_report_of_an_ext4_and_an_xfs_run_names_each_by_its_filesystem: [Root, Fuse, Tool("mkfs.xfs"), Tool("chromium")],
 }
 
 /// Debian's `chromium` (scripts/setup.sh installs it), found as the harness's `Tool` need
@@ -203,6 +204,44 @@ fn finish(mut child: std::process::Child) -> (String, String) {
         stdout.join().expect("stdout reader"),
         stderr.join().expect("stderr reader"),
     )
+}
+
+/// The text Chromium rendered for each element that `selector` matches on `page` (its
+/// `textContent` after layout: SVG `<text>` included), one string an element, read back
+/// from `--dump-dom` as [`rendered_sizes`] reads its sizes.
+fn rendered_texts(chromium: &Path, page: &Path, dir: &Path, selector: &str) -> Vec<String> {
+    let html = std::fs::read_to_string(page).unwrap();
+    let script = format!(
+        "<script>(function(){{var out=[];document.querySelectorAll({selector:?}).forEach(function(e){{out.push(e.textContent.replace(/\\s+/g,' '));}});var pre=document.createElement('pre');pre.id='fsynclab-rendered';pre.textContent=out.join(String.fromCharCode(10));document.body.appendChild(pre);}})();</script>"
+    );
+    let at = html.rfind("</body>").unwrap_or(html.len());
+    let copy = dir.join("texts.html");
+    std::fs::write(&copy, format!("{}{script}{}", &html[..at], &html[at..])).unwrap();
+    let child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile-texts").display()))
+        .arg(format!("file://{}", copy.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium starts");
+    let (dom, log) = finish(child);
+    let texts = dom
+        .split("<pre id=\"fsynclab-rendered\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| panic!("the script left nothing in the rendered DOM; chromium said:\n{log}"));
+    texts.lines().map(str::to_string).collect()
 }
 
 /// What Chromium laid out: the size (width, height in CSS pixels) of each element that
@@ -517,4 +556,66 @@ fn the_report_draws_the_kernel_timeline_the_tradeoff_and_links_slow_calls_to_the
         "the linked call's row is not shown highlighted ({highlighted} pixels)"
     );
     assert_eq!(common::leftovers(&work), Vec::<String>::new());
+}
+
+/// Issue 27: two runs that differ only in their filesystem are told apart on the page by
+/// it: the runs table has a testbed column, and every run's name (in the tables, the CDF
+/// legends, the headings) carries "ext4" or "xfs", as Chromium renders them.
+fn a_report_of_an_ext4_and_an_xfs_run_names_each_by_its_filesystem() {
+    let chromium = chromium().expect("found before the test began");
+    let dir = tempfile::tempdir().unwrap();
+    let backing = common::backing();
+    let state = common::PrivateState::new();
+    let store = dir.path().join("runs.sqlite");
+    for fs in ["ext4", "xfs"] {
+        let out = common::ScratchRun::run("fsync-tps")
+            .quiet()
+            .set("threads", "1")
+            .set("coordination", "none")
+            .set("duration", "1s")
+            .fs(fs)
+            .size("320M")
+            .device("hdd-5400")
+            .backing(backing.path())
+            .arg("--no-explain")
+            .arg("--store")
+            .arg(&store)
+            .command()
+            .env(state.env().0, state.env().1)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{fs}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let page = dir.path().join("report.html");
+    let out = common::fsynclab()
+        .args(["report", "1", "2", "--store"])
+        .arg(&store)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let rows = rendered_texts(&chromium, &page, dir.path(), "table:first-of-type tr");
+    assert_eq!(rows.len(), 3, "a header and two runs: {rows:?}");
+    assert!(rows[0].contains("testbed"), "no testbed column: {}", rows[0]);
+    for (row, fs) in rows[1..].iter().zip(["ext4", "xfs"]) {
+        assert!(
+            row.contains(&format!("run {} ({fs})", if fs == "ext4" { 1 } else { 2 })),
+            "{row}"
+        );
+        assert!(row.contains(&format!("{fs} hdd-5400")), "the testbed cell: {row}");
+    }
+    let legends = rendered_texts(&chromium, &page, dir.path(), "svg.cdf text");
+    for fs in ["ext4", "xfs"] {
+        let name = format!("run {} ({fs})", if fs == "ext4" { 1 } else { 2 });
+        assert!(
+            legends.iter().any(|l| l.starts_with(&name)),
+            "no CDF legend names {name}: {legends:?}"
+        );
+    }
+    let headings = rendered_texts(&chromium, &page, dir.path(), "h2");
+    assert!(headings.iter().any(|h| h.starts_with("run 1 (ext4)")), "{headings:?}");
+    assert!(headings.iter().any(|h| h.starts_with("run 2 (xfs)")), "{headings:?}");
+    assert!(common::leftovers(backing.path()).is_empty());
 }

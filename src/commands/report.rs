@@ -59,6 +59,7 @@ fn runs_page(args: &ReportArgs) -> Result<Page> {
             });
         }
     }
+    html::name_apart(&mut runs);
     let title = match runs.as_slice() {
         [one] => format!("fsynclab report: {}", one.label),
         _ => format!("fsynclab report: {} runs", runs.len()),

@@ -107,26 +107,7 @@ fn has_param(r: &RunSummary, name: &str, value: &str) -> bool {
 /// `ext4 hdd-7200`, `ext4 at /work` for a --dir run; `?` when the run's environment is not
 /// known.
 pub(crate) fn testbed(env: Option<&Fingerprint>) -> String {
-    let Some(env) = env else { return "?".into() };
-    match &env.scratch {
-        Some(s) => {
-            let fs = match s.mount_options.as_str() {
-                "" => s.fstype.clone(),
-                opts => format!("{}:{opts}", s.fstype),
-            };
-            let device = env.device_profile.as_ref().map(|d| d.name.as_str()).unwrap_or("");
-            let scheduler = s.scheduler.as_deref().unwrap_or("");
-            [fs.as_str(), device, scheduler]
-                .into_iter()
-                .filter(|x| !x.is_empty())
-                .collect::<Vec<_>>()
-                .join(" ")
-        }
-        None => match &env.filesystem {
-            Some(f) => format!("{} at {}", f.fstype, f.mount_point),
-            None => "?".into(),
-        },
-    }
+    env.map_or_else(|| "?".into(), Fingerprint::testbed)
 }
 
 /// The run's main figure as `fsync.p99 4.60 ms`.

@@ -123,6 +123,55 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
 }
 
 impl Fingerprint {
+    /// The testbed in a few words: `ext4 hdd-7200 bfq` for a scratch run, `ext4 at /work`
+    /// for a --dir run.
+    pub fn testbed(&self) -> String {
+        match &self.scratch {
+            Some(_) => self
+                .traits()
+                .into_iter()
+                .filter(|(k, _)| *k != "kernel")
+                .map(|(_, v)| v)
+                .collect::<Vec<_>>()
+                .join(" "),
+            None => match &self.filesystem {
+                Some(f) => format!("{} at {}", f.fstype, f.mount_point),
+                None => "?".into(),
+            },
+        }
+    }
+
+    /// What sets one testbed apart from another, by name: the filesystem (with its mount
+    /// options), the device profile, the scheduler (a scratch run's), the kernel release.
+    /// Absent ones are left out.
+    pub fn traits(&self) -> Vec<(&'static str, String)> {
+        let mut traits = Vec::new();
+        match &self.scratch {
+            Some(s) => {
+                traits.push((
+                    "filesystem",
+                    match s.mount_options.as_str() {
+                        "" => s.fstype.clone(),
+                        opts => format!("{}:{opts}", s.fstype),
+                    },
+                ));
+                if let Some(d) = &self.device_profile {
+                    traits.push(("device", d.name.clone()));
+                }
+                if let Some(scheduler) = &s.scheduler {
+                    traits.push(("scheduler", scheduler.clone()));
+                }
+            }
+            None => {
+                if let Some(f) = &self.filesystem {
+                    traits.push(("filesystem", format!("{} at {}", f.fstype, f.mount_point)));
+                }
+            }
+        }
+        traits.push(("kernel", self.kernel.clone()));
+        traits
+    }
+
     /// One line for reports: `ext4 (rw,relatime) on vda [mq-deadline, write back, ssd]`.
     pub fn target_line(&self) -> String {
         let fs = match &self.filesystem {

@@ -42,6 +42,11 @@ pub struct PageRun {
     /// What names the run: its store id, a file name, a matrix cell.
     pub label: String,
     pub scenario: String,
+    /// Where it ran, in a few words (`ext4 hdd-5400 mq-deadline`, `ext4 at /work`).
+    pub testbed: String,
+    /// What may set it apart from the runs beside it, by name: its testbed's traits
+    /// (filesystem, device, scheduler, kernel), then its parameters as `name=value`.
+    pub traits: Vec<(String, String)>,
     pub started_at: String,
     /// Length of the measured part, seconds.
     pub duration_s: f64,
@@ -98,6 +103,14 @@ impl PageRun {
         PageRun {
             label: label.to_string(),
             scenario: result.scenario.clone(),
+            testbed: result.environment.testbed(),
+            traits: result
+                .environment
+                .traits()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .chain(result.params.iter().map(|(k, v)| (k.clone(), format!("{k}={v}"))))
+                .collect(),
             started_at: result.started_at.clone(),
             duration_s: result.duration_s,
             params: result.params.clone(),
@@ -131,6 +144,48 @@ impl PageRun {
             &head,
             run.samples.clone(),
         ))
+    }
+}
+
+/// Names each run by what sets it apart from the others: `run 3` and `run 4` of an ext4
+/// and an xfs run become `run 3 (ext4)` and `run 4 (xfs)`, in every table, legend and
+/// heading of the page. A trait that differs counts (the scenario, a testbed's trait, a
+/// parameter's value); the ones all runs share say nothing and are left out.
+pub fn name_apart(runs: &mut [PageRun]) {
+    if runs.len() < 2 {
+        return;
+    }
+    let value = |run: &PageRun, key: &str| -> Option<String> {
+        match key {
+            "scenario" => Some(run.scenario.clone()),
+            _ => run.traits.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()),
+        }
+    };
+    let mut keys: Vec<String> = vec!["scenario".into()];
+    for run in runs.iter() {
+        for (k, _) in &run.traits {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    let differing: Vec<String> = keys
+        .into_iter()
+        .filter(|k| runs.iter().any(|r| value(r, k) != value(&runs[0], k)))
+        .collect();
+    if differing.is_empty() {
+        return;
+    }
+    for run in runs.iter_mut() {
+        let apart: Vec<String> = differing
+            .iter()
+            .map(|k| match (k.as_str(), value(run, k)) {
+                ("kernel", Some(v)) => format!("kernel {v}"),
+                (_, Some(v)) => v,
+                (k, None) => format!("no {k}"),
+            })
+            .collect();
+        run.label = format!("{} ({})", run.label, apart.join(", "));
     }
 }
 
@@ -230,14 +285,15 @@ pub fn render(page: &Page) -> String {
 }
 
 fn runs_table(h: &mut String, runs: &[PageRun]) {
-    h.push_str("<h2>Runs</h2>\n<table><tr><th>run</th><th>scenario</th><th>started</th><th>measured</th><th>calls</th><th>parameters</th></tr>\n");
+    h.push_str("<h2>Runs</h2>\n<table><tr><th>run</th><th>scenario</th><th>testbed</th><th>started</th><th>measured</th><th>calls</th><th>parameters</th></tr>\n");
     for r in runs {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{:.1} s</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{:.1} s</td><td class=\"n\">{}</td><td>{}</td></tr>",
             escape(&r.label),
             escape(&r.scenario),
+            escape(&r.testbed),
             escape(&r.started_at),
             r.duration_s,
             r.samples.len(),
@@ -349,50 +405,4 @@ fn matrix_section(h: &mut String, t: &MatrixTable) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(label: &str, n: usize, scale: u64) -> PageRun {
-        let samples: Vec<(u64, &str, u64, u64, Option<&str>)> = (0..n as u64)
-            .map(|i| {
-                let op = if i % 2 == 0 { "write" } else { "fsync" };
-                (i * 50_000, op, (10_000 + (i * 7919) % 90_000) * scale, 4096, None)
-            })
-            .collect();
-        PageRun {
-            label: label.into(),
-            scenario: "fsync-tps".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-            duration_s: n as f64 * 50e-6,
-            samples: SampleColumns::from_records(&samples),
-            background: (0..5).map(|s| (s, ((s + 1) * 10) << 20)).collect(),
-            background_kind: Some("stream".into()),
-            ..PageRun::default()
-        }
-    }
-
-    #[test]
-    fn a_page_is_self_contained_and_escapes_text() {
-        let mut r = run("<a&b>", 2000, 1);
-        r.params.insert("note".into(), "\"quoted\"".into());
-        let page = render(&Page {
-            title: "t <1>".into(),
-            runs: vec![r, run("b", 2000, 3)],
-            matrix: None,
-        });
-        assert!(page.starts_with("<!DOCTYPE html>") && page.ends_with("</html>\n"));
-        assert!(page.contains("&lt;a&amp;b&gt;") && !page.contains("<a&b>"));
-        assert!(page.contains("&quot;quoted&quot;"));
-        // Nothing to fetch: no URL but the SVG namespace.
-        let urls = page.matches("http").count();
-        assert_eq!(
-            urls,
-            page.matches("http://www.w3.org/2000/svg").count(),
-            "only the SVG namespace"
-        );
-        assert!(!page.contains("<script"));
-        // Two runs, two kinds each: two CDFs and four timelines.
-        assert_eq!(page.matches("class=\"cdf\"").count(), 2);
-        assert_eq!(page.matches("class=\"timeline\"").count(), 4);
-    }
-}
+mod tests;
