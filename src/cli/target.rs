@@ -45,7 +45,7 @@ pub struct TargetArgs {
     #[arg(long, value_name = "NAME[:TUNABLE=VALUE,...]", help_heading = "Scratch target")]
     pub scheduler: Option<String>,
     /// Disk behind the scratch filesystem: host (default), ram, hdd-5400, hdd-7200, ssd-sata,
-    /// nvme, san, PROFILE,KEY=VALUE... (`fsynclab list-devices` shows their figures)
+    /// nvme, san, nvme-consumer, nvme-plp, apple-m1, PROFILE,KEY=VALUE... (`fsynclab list-devices` shows their figures)
     #[arg(
         long,
         value_name = "PROFILE",

@@ -95,7 +95,12 @@ pub struct DiskModelInfo {
     pub media_bytes_per_s: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bus_bytes_per_s: Option<u64>,
+    /// The median command latency when `command_latency_p99_us` is set.
     pub command_latency_us: f64,
+    /// The command latency's 99th percentile (`latency-p99=`): latencies drawn from a
+    /// log-normal distribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_latency_p99_us: Option<f64>,
     pub cache_bytes: u64,
     /// The separate writes the cache holds at most (`segments=`; absent: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -107,6 +107,7 @@ impl DeviceProfile {
                         media_bytes_per_s: f.media_bytes_per_s,
                         bus_bytes_per_s: f.bus_bytes_per_s,
                         command_latency_us: f.command_latency.as_secs_f64() * 1e6,
+                        command_latency_p99_us: f.latency_p99.map(|d| d.as_secs_f64() * 1e6),
                         cache_bytes: f.cache_bytes,
                         cache_segments: (f.cache_segments > 0).then_some(f.cache_segments),
                         cache: f.cache_kind().into(),
@@ -156,8 +157,8 @@ mod tests {
         // Issue 8, item 11: each says what is wrong once, and lists what is valid for
         // that part: the profiles for a name, the keys for a key.
         let cases = [
-            ("floppy", "--device floppy: unknown profile 'floppy'; expected host, ram, hdd-5400, hdd-7200, ssd-sata, nvme, san, PROFILE,KEY=VALUE..."),
-            ("write=1M,colour=red", "--device write=1M,colour=red: unknown key 'colour'; keys: cache, segments, nvcache, rpm, settle, seek, capacity, request, rate, bus, latency, flush, write"),
+            ("floppy", "--device floppy: unknown profile 'floppy'; expected host, ram, hdd-5400, hdd-7200, ssd-sata, nvme, san, nvme-consumer, nvme-plp, apple-m1, PROFILE,KEY=VALUE..."),
+            ("write=1M,colour=red", "--device write=1M,colour=red: unknown key 'colour'; keys: cache, segments, nvcache, rpm, settle, seek, capacity, request, rate, bus, latency, latency-p99, flush, write"),
             ("flush=abc", "--device flush=abc: flush: expected a duration like 1s"),
             ("hdd-5400,seek=abc", "--device hdd-5400,seek=abc: seek: expected a duration like 1s"),
             ("flush=1ms,write=0", "--device flush=1ms,write=0: write: a rate of 0 would never finish a transfer"),

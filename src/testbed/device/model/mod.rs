@@ -87,8 +87,13 @@ pub(crate) struct DiskFigures {
     pub(crate) media_bytes_per_s: Option<u64>,
     /// Host interface (bus) rate in bytes per second; unlimited when None.
     pub(crate) bus_bytes_per_s: Option<u64>,
-    /// Latency added to every request's completion (controller, fabric round trip).
+    /// Latency added to every request's completion (controller, fabric round trip): the
+    /// median when [`DiskFigures::latency_p99`] is set, the latency of every request otherwise.
     pub(crate) command_latency: Duration,
+    /// The command latency's 99th percentile: each request's latency is drawn from the
+    /// log-normal distribution with median `command_latency` and this p99 (a cloud volume's
+    /// round trip, whose tail is what its users feel). None: a fixed latency.
+    pub(crate) latency_p99: Option<Duration>,
     /// Write cache size; 0 makes a write-through disk.
     pub(crate) cache_bytes: u64,
     /// How many runs of contiguous writes the cache holds at most (0: as many as fit in its
@@ -170,6 +175,8 @@ pub(crate) struct Disk {
     faults: fault::Faults,
     /// False once the power is cut: the drive holds nothing and serves nothing.
     powered: bool,
+    /// Where the command latency's draws come from (`latency_p99`).
+    latency_draws: crate::rng::SplitMix64,
 }
 
 impl Disk {
@@ -189,6 +196,7 @@ impl Disk {
             stats: ModelStats::default(),
             faults: fault::Faults::new(&figures.faults, 0),
             powered: true,
+            latency_draws: crate::rng::SplitMix64::new(LATENCY_SEED),
             figures,
         }
     }
@@ -221,10 +229,38 @@ impl Disk {
         self.count_access(&a, len);
     }
 
-    /// The command latency every completion carries, in ns.
-    fn command_latency_ns(&self) -> Nanos {
-        self.figures.command_latency.as_nanos() as Nanos
+    /// The command latency of the next completion, in ns: the fixed latency, or a draw
+    /// from its log-normal distribution.
+    fn command_latency_ns(&mut self) -> Nanos {
+        let median = self.figures.command_latency.as_nanos() as Nanos;
+        match self.figures.latency_p99 {
+            Some(p99) if median > 0 => lognormal(&mut self.latency_draws, median, p99.as_nanos() as Nanos),
+            _ => median,
+        }
     }
+}
+
+/// The seed of the command latency's draws: the same disk gives the same sequence of
+/// latencies in every run, as its other figures are the same.
+const LATENCY_SEED: u64 = 0x006c_6174_656e_6379;
+
+/// The 99th percentile of the standard normal distribution.
+const Z_99: f64 = 2.326_347_874;
+
+/// A draw from the log-normal distribution with this median and 99th percentile (both in
+/// ns; p99 at or below the median gives the median), by Box–Muller from two uniforms of
+/// `draws`. Capped at 1 s, the longest cost a profile may give (`latency=` is at most 1 s).
+pub(crate) fn lognormal(draws: &mut crate::rng::SplitMix64, median: Nanos, p99: Nanos) -> Nanos {
+    if p99 <= median || median == 0 {
+        return median;
+    }
+    let sigma = (p99 as f64 / median as f64).ln() / Z_99;
+    // Uniforms in (0, 1]: 53 random bits, shifted off zero.
+    let mut uniform = || ((draws.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+    let (u1, u2) = (uniform(), uniform());
+    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+    let drawn = median as f64 * (sigma * z).exp();
+    drawn.min(1e9) as Nanos
 }
 
 /// Which way a media operation goes: a write waits for the platter, a read is read ahead.
@@ -249,6 +285,9 @@ fn count_out<K: Ord>(counts: &mut BTreeMap<K, u32>, key: &K) {
     }
 }
 
+#[cfg(test)]
+mod tests;
+
 /// Disks and data the parts' tests share.
 #[cfg(test)]
 mod fixtures {
@@ -271,6 +310,7 @@ mod fixtures {
             media_bytes_per_s: Some(100_000_000),
             bus_bytes_per_s: Some(300_000_000),
             command_latency: Duration::ZERO,
+            latency_p99: None,
             cache_bytes,
             cache_segments: 0,
             cache_durable: false,

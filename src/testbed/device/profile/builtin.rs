@@ -1,5 +1,5 @@
 //! The named profiles (`--device hdd-5400`, ...): drives of the seeds' era (2008–2010) and
-//! one of today's. A figure is either read from a datasheet or review named beside it,
+//! one consumer NVMe of 2016-2018 here, today's drives in `today.rs`. A figure is either read from a datasheet or review named beside it,
 //! derived from such figures (the derivation is written out), or an assumption, marked as
 //! one; `fsynclab list-devices` prints each with its source.
 
@@ -43,6 +43,7 @@ fn hdd_5400() -> DiskFigures {
         media_bytes_per_s: Some(70 * MB),
         bus_bytes_per_s: Some(SATA_3G),
         command_latency: Duration::ZERO,
+        latency_p99: None,
         cache_bytes: 8 * Bytes::MIB,
         cache_segments: SEGMENTS,
         cache_durable: false,
@@ -64,6 +65,7 @@ fn hdd_7200() -> DiskFigures {
         media_bytes_per_s: Some(138 * MB),
         bus_bytes_per_s: Some(SATA_3G),
         command_latency: Duration::ZERO,
+        latency_p99: None,
         cache_bytes: 32 * Bytes::MIB,
         cache_segments: SEGMENTS,
         cache_durable: false,
@@ -82,6 +84,7 @@ fn ssd_sata() -> DiskFigures {
         media_bytes_per_s: Some(100 * MB),
         bus_bytes_per_s: Some(SATA_3G),
         command_latency: Duration::ZERO,
+        latency_p99: None,
         cache_bytes: 32 * Bytes::MIB,
         cache_segments: 0,
         cache_durable: false,
@@ -100,6 +103,7 @@ fn nvme() -> DiskFigures {
         media_bytes_per_s: Some(1500 * MB),
         bus_bytes_per_s: Some(3940 * MB),
         command_latency: Duration::ZERO,
+        latency_p99: None,
         cache_bytes: 64 * Bytes::MIB,
         cache_segments: 0,
         cache_durable: false,
@@ -118,6 +122,7 @@ fn san() -> DiskFigures {
         media_bytes_per_s: Some(200 * MB),
         bus_bytes_per_s: Some(400 * MB),
         command_latency: Duration::from_micros(250),
+        latency_p99: None,
         cache_bytes: 2 * Bytes::GIB,
         cache_segments: 0,
         cache_durable: true,
@@ -128,8 +133,14 @@ fn san() -> DiskFigures {
     }
 }
 
-/// The profiles `--device NAME` knows, in the order `list-devices` prints them.
-pub(super) const NAMED: [NamedProfile; 5] = [
+/// Every profile `--device NAME` knows, in the order `list-devices` prints them: the seeds'
+/// era's, then today's drives ([`super::today`]).
+pub(super) fn named() -> impl Iterator<Item = &'static NamedProfile> {
+    ERA.iter().chain(super::today::TODAY.iter())
+}
+
+/// The drives of the seeds' era.
+const ERA: [NamedProfile; 5] = [
     NamedProfile {
         name: "hdd-5400",
         summary: "2.5-inch 5400 rpm laptop drive of 2008-2009 (seed 000's laptop)",
@@ -266,7 +277,7 @@ mod tests {
         assert_eq!(p.figures.media_bytes_per_s, Some(70_000_000));
         let p = parse("nvme").unwrap();
         assert!(!p.rotational());
-        for named in &NAMED {
+        for named in named() {
             let p = parse(named.name).unwrap();
             assert_eq!(p.figures, (named.figures)(), "{}", named.name);
             assert!(!named.sources.is_empty(), "{} cites its figures", named.name);

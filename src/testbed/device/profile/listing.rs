@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::super::model::{rotation_ns, DiskFigures, Mechanics};
-use super::builtin::{MB, NAMED};
+use super::builtin::{named, MB};
 use super::parse::{KEYS, RANGES};
 use crate::units::human_size;
 
@@ -94,8 +94,19 @@ pub(crate) fn describe(f: &DiskFigures) -> String {
         }
     );
     let _ = write!(out, ", bus {}", rate_text(f.bus_bytes_per_s));
-    if !f.command_latency.is_zero() {
-        let _ = write!(out, ", latency {}", ms(f.command_latency));
+    match f.latency_p99 {
+        Some(p99) => {
+            let _ = write!(
+                out,
+                ", latency median {} p99 {} (log-normal)",
+                ms(f.command_latency),
+                ms(p99)
+            );
+        }
+        None if !f.command_latency.is_zero() => {
+            let _ = write!(out, ", latency {}", ms(f.command_latency));
+        }
+        None => {}
     }
     if f.ignores_flushes {
         out.push_str(", flushes ignored (a lying drive)");
@@ -119,7 +130,7 @@ pub(crate) fn listing() -> String {
          host      the image is a file on the host filesystem: flushes cost what the host disk charges\n\
          ram       the image is on a private tmpfs: flushes cost nothing (the lower bound)\n\n",
     );
-    for p in &NAMED {
+    for p in named() {
         let f = (p.figures)();
         let _ = writeln!(out, "{:<9} {}", p.name, p.summary);
         let _ = writeln!(out, "          {}", describe(&f));
@@ -166,7 +177,7 @@ mod tests {
     #[test]
     fn listing_names_every_profile_and_source() {
         let text = listing();
-        for p in &NAMED {
+        for p in named() {
             assert!(text.contains(p.name), "{}", p.name);
             for (figure, _) in p.sources {
                 assert!(text.contains(figure), "{figure}");

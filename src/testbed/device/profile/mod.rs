@@ -8,13 +8,14 @@ use super::model::{DiskFigures, Mechanics};
 mod builtin;
 mod listing;
 mod parse;
+mod today;
 
 pub(crate) use listing::{describe, listing};
 pub(crate) use parse::{fault_rules, parse, ParseError};
 
 /// The named profiles' names, in listing order.
 pub(crate) fn names() -> Vec<&'static str> {
-    builtin::NAMED.iter().map(|p| p.name).collect()
+    builtin::named().map(|p| p.name).collect()
 }
 
 /// The keys `--device` takes (`cache`, `rpm`, ...).

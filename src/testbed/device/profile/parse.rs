@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::super::model::{DiskFigures, FaultKind, FaultRule, FaultStart, Mechanics};
-use super::builtin::{HDD_5400_SPINDLE, NAMED};
+use super::builtin::{named, HDD_5400_SPINDLE};
 use super::DiskProfile;
 use crate::units::{format_duration, parse_duration, parse_size, Bytes};
 
@@ -20,6 +20,7 @@ fn plain() -> DiskFigures {
         media_bytes_per_s: None,
         bus_bytes_per_s: None,
         command_latency: Duration::ZERO,
+        latency_p99: None,
         cache_bytes: 0,
         cache_segments: 0,
         cache_durable: false,
@@ -31,7 +32,7 @@ fn plain() -> DiskFigures {
 }
 
 /// The keys `--device` takes, with what each sets.
-pub(super) const KEYS: [(&str, &str); 16] = [
+pub(super) const KEYS: [(&str, &str); 17] = [
     ("cache=SIZE", "volatile write cache (0: write-through)"),
     (
         "segments=N",
@@ -49,6 +50,10 @@ pub(super) const KEYS: [(&str, &str); 16] = [
     ("rate=RATE", "media transfer rate per second (write=RATE is the same)"),
     ("bus=RATE", "host interface rate per second"),
     ("latency=DURATION", "command latency added to every request"),
+    (
+        "latency-p99=DURATION",
+        "its 99th percentile: each request's latency drawn from a log-normal with median latency=",
+    ),
     ("flush=DURATION", "fixed cost of every flush once the cache is drained"),
     (
         "flush=ignore",
@@ -86,7 +91,7 @@ pub(super) const RANGES: [(&str, &str, &str); 7] = [
         "about ten times the single-track and full-stroke seeks of a 2010 laptop drive, 1.1 and 21 ms on the Travelstar 5K320",
     ),
     (
-        "request, latency, flush",
+        "request, latency, latency-p99, flush",
         "up to 1s",
         "over 100 times the 7 ms random write of a 5400 rpm disk; a device slower than that is failing, not slow",
     ),
@@ -246,8 +251,7 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
     let mut parts = text.split(',').map(str::trim).peekable();
     let mut figures = match parts.peek() {
         Some(first) if !first.contains('=') => {
-            let named = NAMED
-                .iter()
+            let named = named()
                 .find(|p| p.name == *first)
                 .ok_or_else(|| ParseError::UnknownProfile(first.to_string()))?;
             parts.next();
@@ -293,6 +297,7 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
             "rate" | "write" => figures.media_bytes_per_s = Some(rate()?),
             "bus" => figures.bus_bytes_per_s = Some(rate()?),
             "latency" => figures.command_latency = cost()?,
+            "latency-p99" => figures.latency_p99 = Some(cost()?),
             "flush" if value == "ignore" => figures.ignores_flushes = true,
             "flush" => figures.flush_cost = cost()?,
             "request" => figures.mechanics = Mechanics::Solid { per_request: cost()? },
@@ -353,6 +358,15 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
                 figures.mechanics = Mechanics::Rotating(spindle);
             }
             _ => return Err(ParseError::UnknownKey(key.to_string())),
+        }
+    }
+    if let Some(p99) = figures.latency_p99 {
+        if p99 < figures.command_latency || figures.command_latency.is_zero() {
+            return Err(ParseError::Bad(format!(
+                "latency-p99={} needs a median latency= below it (latency={})",
+                format_duration(p99),
+                format_duration(figures.command_latency)
+            )));
         }
     }
     if let Some(spindle) = figures.spindle() {

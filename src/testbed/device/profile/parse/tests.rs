@@ -114,7 +114,7 @@ fn issue19_physically_absurd_figures_are_refused_with_the_valid_range() {
 
 #[test]
 fn every_named_profile_lies_within_the_ranges() {
-    for named in &NAMED {
+    for named in named() {
         let f = (named.figures)();
         for rate in [f.media_bytes_per_s, f.bus_bytes_per_s].into_iter().flatten() {
             assert!((MIN_RATE..=MAX_RATE).contains(&rate), "{}", named.name);
