@@ -10,7 +10,7 @@
 //!
 //! The modules, tier by tier from the top (`tests/layers.rs` holds the same list: a module
 //! imports its own tier or lower, and no two modules, nor two files of a folder, import
-//! each other in a cycle; README's layout section names every one):
+//! each other in a cycle; docs/layout.md names every one):
 //! - dispatch: `app`, each subcommand to its home
 //! - commands: `commands`, one home per subcommand (run, load and probe, list,
 //!   list-devices, suite, exec, matrix with its farm schedulers, reproduce, runs, show,

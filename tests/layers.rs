@@ -8,7 +8,7 @@
 //! - inside every folder, no two of its files (or sub-folders) import each other in a cycle;
 //!   a folder's `mod.rs` is the folder itself, which its files may use;
 //! - the /proc and /sys parsers (`kernel`) import nothing of fsynclab's;
-//! - `lib.rs` lists the same tiers in its overview, and README's layout section names every
+//! - `lib.rs` lists the same tiers in its overview, and docs/layout.md names every
 //!   module `lib.rs` declares (as `src/NAME/` or `src/NAME.rs`) and no path that is gone.
 //!
 //! Test modules (`#[cfg(test)] mod tests { ... }`) are left out: a test may reach anywhere.
@@ -33,7 +33,7 @@ common::tests! {
     paths_are_read_as_written,
     paths_resolve_from_the_file_they_are_in,
     lib_rs_lists_the_modules_in_these_tiers,
-    the_readme_layout_names_every_module_and_only_paths_that_exist,
+    the_layout_guide_names_every_module_and_only_paths_that_exist,
 }
 
 /// The tiers, from the top down: a module may import its own tier and those below it.
@@ -375,14 +375,13 @@ fn backticked(text: &str) -> Vec<String> {
     text.split('`').skip(1).step_by(2).map(String::from).collect()
 }
 
-fn the_readme_layout_names_every_module_and_only_paths_that_exist() {
+fn the_layout_guide_names_every_module_and_only_paths_that_exist() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let section = readme
-        .split("\n## Layout\n")
+    let guide = std::fs::read_to_string(root.join("docs/layout.md")).unwrap();
+    let block = guide
+        .split("```")
         .nth(1)
-        .expect("README.md has a ## Layout section");
-    let block = section.split("```").nth(1).expect("the layout section is a code block");
+        .expect("docs/layout.md holds the layout as a code block");
     // Every `src/...` path the block names, up to the first character a path does not hold.
     let paths: Vec<&str> = block
         .match_indices("src/")
@@ -398,7 +397,7 @@ fn the_readme_layout_names_every_module_and_only_paths_that_exist() {
     let gone: Vec<&&str> = paths.iter().filter(|p| !root.join(p).exists()).collect();
     assert!(
         gone.is_empty(),
-        "README's layout names paths that do not exist: {gone:?}"
+        "docs/layout.md names paths that do not exist: {gone:?}"
     );
     let missing: Vec<String> = lib_modules()
         .into_iter()
@@ -410,6 +409,6 @@ fn the_readme_layout_names_every_module_and_only_paths_that_exist() {
         .collect();
     assert!(
         missing.is_empty(),
-        "README's layout does not name these modules of lib.rs (as src/NAME/ or src/NAME.rs): {missing:?}"
+        "docs/layout.md does not name these modules of lib.rs (as src/NAME/ or src/NAME.rs): {missing:?}"
     );
 }

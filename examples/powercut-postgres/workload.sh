@@ -1,6 +1,6 @@
 #!/bin/sh
 # A PostgreSQL client whose acknowledged commits go to a ledger outside the disk under test.
-# Run by `fsynclab exec` in the scratch filesystem (see README.md, "What an fsync buys"):
+# Run by `fsynclab exec` in the scratch filesystem (see docs/durability.md, "What an fsync buys"):
 # makes a cluster there with fsync=$FSYNC (on or off), then commits one row at a time and
 # appends each id to $LEDGER once its COMMIT returned. Runs until fsynclab cuts the power.
 set -eu

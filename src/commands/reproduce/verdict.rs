@@ -89,8 +89,8 @@ impl Judgement {
 }
 
 /// How far from 1 an effect must be before one run can tell it from noise: runs of one
-/// configuration on the emulated disks differ by a few percent (the matrix samples in the
-/// README), so 10%.
+/// configuration on the emulated disks differ by a few percent (the matrix samples in
+/// docs/compare.md), so 10%.
 pub(crate) const NOISE: f64 = 0.10;
 
 /// Judges a measured effect against a published one. Both are ratios oriented so that
