@@ -133,14 +133,8 @@ fn san() -> DiskFigures {
     }
 }
 
-/// Every profile `--device NAME` knows, in the order `list-devices` prints them: the seeds'
-/// era's, then today's drives ([`super::today`]).
-pub(super) fn named() -> impl Iterator<Item = &'static NamedProfile> {
-    ERA.iter().chain(super::today::TODAY.iter())
-}
-
-/// The drives of the seeds' era.
-const ERA: [NamedProfile; 5] = [
+/// The drives of the seeds' era, in the order `list-devices` prints them.
+pub(super) const ERA: [NamedProfile; 5] = [
     NamedProfile {
         name: "hdd-5400",
         summary: "2.5-inch 5400 rpm laptop drive of 2008-2009 (seed 000's laptop)",
@@ -277,7 +271,7 @@ mod tests {
         assert_eq!(p.figures.media_bytes_per_s, Some(70_000_000));
         let p = parse("nvme").unwrap();
         assert!(!p.rotational());
-        for named in named() {
+        for named in super::super::named() {
             let p = parse(named.name).unwrap();
             assert_eq!(p.figures, (named.figures)(), "{}", named.name);
             assert!(!named.sources.is_empty(), "{} cites its figures", named.name);

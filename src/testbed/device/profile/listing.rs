@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::super::model::{rotation_ns, DiskFigures, Mechanics};
-use super::builtin::{named, MB};
+use super::builtin::MB;
+use super::named;
 use super::parse::{KEYS, RANGES};
 use crate::units::human_size;
 

@@ -13,9 +13,15 @@ mod today;
 pub(crate) use listing::{describe, listing};
 pub(crate) use parse::{fault_rules, parse, ParseError};
 
+/// Every profile `--device NAME` knows, in the order `list-devices` prints them: the seeds'
+/// era's ([`builtin`]), then today's drives ([`today`]).
+fn named() -> impl Iterator<Item = &'static builtin::NamedProfile> {
+    builtin::ERA.iter().chain(today::TODAY.iter())
+}
+
 /// The named profiles' names, in listing order.
 pub(crate) fn names() -> Vec<&'static str> {
-    builtin::named().map(|p| p.name).collect()
+    named().map(|p| p.name).collect()
 }
 
 /// The keys `--device` takes (`cache`, `rpm`, ...).

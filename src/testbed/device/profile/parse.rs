@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use super::super::model::{DiskFigures, FaultKind, FaultRule, FaultStart, Mechanics};
-use super::builtin::{named, HDD_5400_SPINDLE};
+use super::builtin::HDD_5400_SPINDLE;
+use super::named;
 use super::DiskProfile;
 use crate::units::{format_duration, parse_duration, parse_size, Bytes};
 
