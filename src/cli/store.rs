@@ -179,7 +179,7 @@ On a farm (one PostgreSQL store for every host: --store postgres://USER@HOST/DB)
   fsynclab matrix ... --engine slurm --per-host      the whole matrix on every node: host is
       an axis (the table's rows), one array per node
   fsynclab matrix --resume m3 --engine slurm        submits only the runs still missing
-  fsynclab matrix ... --engine k8s --image REGISTRY/fsynclab --emit m.yaml
+  fsynclab matrix ... --engine k8s --image REGISTRY/fsynclab --emit m.json
       a Kubernetes Indexed Job (privileged pods, one completion per run) for kubectl apply
 A task that fails is reported with its Slurm job id and log. The cells get root from the
 scheduler (jobs run as the submitting user), never from fsynclab.";
@@ -232,7 +232,7 @@ pub struct MatrixArgs {
     /// Where the Slurm tasks' logs go [default: ./fsynclab-logs]
     #[arg(long, value_name = "DIR", help_heading = "Farm")]
     pub log_dir: Option<PathBuf>,
-    /// --engine k8s: write the Indexed Job manifest to FILE
+    /// --engine k8s: write the Indexed Job manifest (JSON) to FILE
     #[arg(long, value_name = "FILE", help_heading = "Farm")]
     pub emit: Option<PathBuf>,
     /// --engine k8s: the container image with fsynclab in it
