@@ -39,6 +39,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Store { command } => store_copy::run(&command),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Cleanup => cleanup::cleanup(),
+        Command::Cell(args) => matrix::cell(&args),
     }
 }
 

@@ -83,7 +83,11 @@ fn yaml_documents(path: &std::path::Path) -> Vec<Value> {
 fn manifest_jobs(path: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap();
     let list: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
-    assert_eq!(yaml_documents(path), [list.clone()], "YAML reads it otherwise");
+    assert_eq!(
+        yaml_documents(path),
+        std::slice::from_ref(&list),
+        "YAML reads it otherwise"
+    );
     assert_eq!(list["apiVersion"], "v1", "{list}");
     assert_eq!(list["kind"], "List", "{list}");
     list["items"].as_array().unwrap().clone()
@@ -312,10 +316,7 @@ fn farm_options_and_unreachable_stores_are_one_line_errors() {
         &[&k8s[..], &["--emit", "m.json"]].concat(),
         "--engine k8s: give --image IMAGE",
     );
-    one_line(
-        &["matrix", "--run-cell", "m1", "--store", "x.sqlite"],
-        "expected ID:INDEX",
-    );
+    one_line(&["cell", "m1", "--store", "x.sqlite"], "expected ID:INDEX");
     one_line(
         &[&k8s[..], &["--image", "i", "--emit", "m.json", "--store", "x.sqlite"]].concat(),
         "which pods cannot share",
@@ -586,7 +587,7 @@ fn k8s_emit_writes_an_indexed_job_per_host() {
         stderr(&out)
     );
     // As Kubernetes reads it: a Job per host, one completion per run of that host, each pod
-    // making its run with --run-cell.
+    // making its run with `fsynclab cell`.
     let text = std::fs::read_to_string(farm.work().join("m.json")).unwrap();
     let jobs = manifest_jobs(&farm.work().join("m.json"));
     assert_eq!(jobs.len(), 2, "a Job per host:\n{text}");
@@ -624,12 +625,7 @@ fn k8s_emit_writes_an_indexed_job_per_host() {
         );
         let command = container["command"].as_array().unwrap();
         assert!(
-            command
-                .last()
-                .unwrap()
-                .as_str()
-                .unwrap()
-                .contains("fsynclab matrix --run-cell m1:"),
+            command.last().unwrap().as_str().unwrap().contains("fsynclab cell m1:"),
             "{command:?}"
         );
     }

@@ -12,7 +12,7 @@
 //!    significantly from the row's reference column ([`table`]).
 //!
 //! On a farm the runs are made by a scheduler's tasks instead of this process, each with
-//! `--run-cell` ([`cell`]) on its node and into the shared store: a Slurm job array followed
+//! the hidden `fsynclab cell` ([`cell`]) on its node and into the shared store: a Slurm job array followed
 //! to its end ([`farm::slurm`]), or a Kubernetes Indexed Job written for `kubectl` ([`farm::k8s`]);
 //! [`placement`] says which engine, which nodes, and whether every node runs the whole matrix.
 
@@ -40,10 +40,9 @@ use run::Ended;
 use table::StoredMatrix;
 use tables::{print_tables, settings_line};
 
+pub(crate) use cell::cell;
+
 pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
-    if let Some(spec) = &args.run_cell {
-        return cell::run_cell(spec, args);
-    }
     if let Some(id) = &args.resume {
         return resume(id, args);
     }
@@ -235,7 +234,12 @@ fn execute_and_print(
 
 /// The store a matrix is kept in: it must have one.
 pub(crate) fn store_path(args: &MatrixArgs) -> Result<crate::store::Location> {
-    recording::store_path(args.store.store.as_deref(), false)?.ok_or_else(|| {
+    store_at(args.store.store.as_deref())
+}
+
+/// The store `--store` names (or the default), which a matrix cannot do without.
+fn store_at(given: Option<&std::path::Path>) -> Result<crate::store::Location> {
+    recording::store_path(given, false)?.ok_or_else(|| {
         Usage(format!(
             "a matrix lives in the results store, which {}={} turns off: give --store PATH",
             crate::store::STORE_ENV,

@@ -1,7 +1,7 @@
 //! `--engine k8s --emit FILE`: a matrix's runs as a Kubernetes Indexed Job for a user to
 //! apply (`kubectl apply -f FILE`); fsynclab starts no pod itself.
 //!
-//! One completion per run: the pod of completion K runs `fsynclab matrix --run-cell ID:I`,
+//! One completion per run: the pod of completion K runs `fsynclab cell ID:I`,
 //! I the K-th of the runs emitted (all of them, or those `--resume` finds missing), as a
 //! Slurm task does. The pods are privileged (loop devices, mounts and sysctls for scratch
 //! cells come from the cluster, never from fsynclab escalating itself), never two on one
@@ -73,11 +73,9 @@ pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], image: &
             };
             let every = list.len() == order.len();
             let command = if every {
-                format!("exec fsynclab matrix --run-cell {matrix_id}:\"$JOB_COMPLETION_INDEX\"")
+                format!("exec fsynclab cell {matrix_id}:\"$JOB_COMPLETION_INDEX\"")
             } else {
-                format!(
-                    "set -- $FSYNCLAB_RUNS; shift \"$JOB_COMPLETION_INDEX\"; exec fsynclab matrix --run-cell {matrix_id}:\"$1\""
-                )
+                format!("set -- $FSYNCLAB_RUNS; shift \"$JOB_COMPLETION_INDEX\"; exec fsynclab cell {matrix_id}:\"$1\"")
             };
             let mut env = Vec::new();
             if !every {
@@ -271,10 +269,7 @@ mod tests {
             assert_eq!(container["workingDir"], "/var/tmp/fsynclab");
             assert_eq!(container["securityContext"]["privileged"], true);
             let command = container["command"][2].as_str().unwrap();
-            assert!(
-                command.contains("exec fsynclab matrix --run-cell m1:\"$1\""),
-                "{command}"
-            );
+            assert!(command.contains("exec fsynclab cell m1:\"$1\""), "{command}");
             let env = container["env"].as_array().unwrap();
             let value = |name: &str| env.iter().find(|e| e["name"] == name).unwrap().clone();
             runs.extend(

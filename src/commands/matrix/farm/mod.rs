@@ -33,7 +33,7 @@ pub(crate) trait Farm {
 }
 
 /// The plan indices of `slots` (repetition, cell), in order: what a scheduler's task is
-/// told to make (`--run-cell ID:INDEX`).
+/// told to make (`fsynclab cell ID:INDEX`).
 pub(super) fn indices_of(plan: &Plan, slots: &[(u32, usize)]) -> Vec<usize> {
     let order = plan.order();
     let mut indices: Vec<usize> = slots
