@@ -290,9 +290,7 @@ impl Engine {
     }
 
     pub fn from_name(name: &str) -> Option<Engine> {
-        [Engine::Local, Engine::Slurm, Engine::K8s]
-            .into_iter()
-            .find(|e| e.name() == name)
+        Engine::value_variants().iter().copied().find(|e| e.name() == name)
     }
 }
 

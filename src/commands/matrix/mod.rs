@@ -48,8 +48,11 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
     }
     let options = FarmOptions::of(args);
     let engine = placement::engine(&options, None);
-    placement::check_options(&options, engine, None)?;
+    placement::check_options(&options, engine)?;
     let farm = farm_of(engine, &options);
+    if let Some(farm) = &farm {
+        farm.check_options(None)?;
+    }
     let mut plan = plan_of(args)?;
     placement::place(&mut plan, &options, engine, || match &farm {
         Some(farm) => farm.nodes(),
@@ -132,8 +135,11 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
     let stored = StoredMatrix::load(&store, id)?;
     let options = FarmOptions::of(args);
     let engine = placement::engine(&options, Some(&stored.plan));
-    placement::check_options(&options, engine, Some(&stored.plan))?;
+    placement::check_options(&options, engine)?;
     let farm = farm_of(engine, &options);
+    if let Some(farm) = &farm {
+        farm.check_options(Some(&stored.plan))?;
+    }
     let mut slots = run::remaining(&store, id, &stored.plan)?;
     if args.dry_run {
         print!("{}", dry_run(&stored.plan, &slots)?);
@@ -145,13 +151,12 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
         }
         return print_tables(&store, id, &options.table).map(|()| 0);
     }
-    // A Kubernetes matrix resumed without --emit: what is stored, and how to make the rest.
-    if engine == Engine::K8s && args.emit.is_none() {
-        note!(
-            "fsynclab matrix {id}: {} of {} runs are not stored yet; the table of those that are (`fsynclab matrix --resume {id} --emit FILE` writes a Job of the runs left):",
-            slots.len(),
-            stored.plan.order().len()
-        );
+    // A farm that hands nothing over now (a Kubernetes matrix resumed without --emit).
+    if let Some(why) = farm
+        .as_ref()
+        .and_then(|f| f.submits_nothing(id, slots.len(), stored.plan.order().len()))
+    {
+        note!("{why}");
         return print_tables(&store, id, &options.table).map(|()| 0);
     }
     // Tasks of an array still waiting would make their runs again.

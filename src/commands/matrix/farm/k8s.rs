@@ -141,6 +141,28 @@ pub(crate) struct Kubernetes<'a> {
 }
 
 impl Farm for Kubernetes<'_> {
+    /// A manifest needs a file to go to (a resumed matrix without one prints its table) and
+    /// an image, given or the stored matrix's; `--dry-run` writes nothing.
+    fn check_options(&self, stored: Option<&Plan>) -> Result<(), Usage> {
+        let options = self.options;
+        if options.dry_run {
+            return Ok(());
+        }
+        if options.emit.is_none() && stored.is_none() {
+            return Err(Usage(
+                "--engine k8s writes a manifest for kubectl: give --emit FILE (fsynclab starts no pods itself)".into(),
+            ));
+        }
+        let stored_image = stored.and_then(|p| p.placement.as_ref()).and_then(|p| p.image.as_ref());
+        if options.emit.is_some() && options.image.is_none() && stored_image.is_none() {
+            return Err(Usage(
+                "--engine k8s: give --image IMAGE, a container image with fsynclab in it (its PATH or /usr/local/bin)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn check(&self) -> Result<(), Usage> {
         Ok(())
     }
@@ -173,6 +195,15 @@ impl Farm for Kubernetes<'_> {
     /// A Job written is started by `kubectl`, not followed: nothing to wait for here.
     fn check_none_running(&self, _matrix_id: &str) -> Result<()> {
         Ok(())
+    }
+
+    /// Resumed without `--emit`: what is stored, and how to make the rest.
+    fn submits_nothing(&self, matrix_id: &str, missing: usize, total: usize) -> Option<String> {
+        self.options.emit.is_none().then(|| {
+            format!(
+                "fsynclab matrix {matrix_id}: {missing} of {total} runs are not stored yet; the table of those that are (`fsynclab matrix --resume {matrix_id} --emit FILE` writes a Job of the runs left):"
+            )
+        })
     }
 
     fn submit(
