@@ -41,6 +41,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Cleanup => cleanup::cleanup(),
         Command::Completions { shell } => shell::completions(shell),
         Command::Manpages { dir } => shell::manpages(&dir),
+        Command::Cell(args) => matrix::cell(&args),
     }
 }
 

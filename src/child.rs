@@ -19,6 +19,11 @@ use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
 use crate::units::format_duration;
 
 /// How long a program has between SIGTERM and SIGKILL once fsynclab ends it.
@@ -98,7 +103,7 @@ impl Bounded {
             if exited_unreaped(child.id())? {
                 // The group's other members (what it started in the background) end with it;
                 // the leader, not yet reaped, keeps the group's id from being reused.
-                group.signal(libc::SIGKILL);
+                group.signal(Signal::SIGKILL);
                 return Ok(Outcome::Exited(child.wait()?));
             }
             let interrupted = match self.on_signal {
@@ -133,15 +138,13 @@ impl Bounded {
 /// The program `cmd` starts gets SIGKILL when fsynclab dies (PR_SET_PDEATHSIG), and does
 /// not start if fsynclab died before that was set: nobody would end it.
 pub(crate) fn dies_with_us(cmd: &mut Command) {
-    let parent = std::process::id();
+    let parent = nix::unistd::getpid();
     // SAFETY: the closure runs in the child between fork and exec and calls only
-    // async-signal-safe functions (prctl, getppid, _exit).
+    // async-signal-safe functions (prctl, getppid, _exit), on nothing but `parent`, a copy.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() as u32 != parent {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            if nix::unistd::getppid() != parent {
                 libc::_exit(1);
             }
             Ok(())
@@ -151,7 +154,7 @@ pub(crate) fn dies_with_us(cmd: &mut Command) {
 
 /// SIGTERM to the group, SIGKILL after [`GRACE`], and the leader reaped.
 fn end(child: &mut Child, group: &Registered) -> std::io::Result<()> {
-    group.signal(libc::SIGTERM);
+    group.signal(Signal::SIGTERM);
     let deadline = Instant::now() + GRACE;
     while Instant::now() < deadline {
         if exited_unreaped(child.id())? {
@@ -159,40 +162,50 @@ fn end(child: &mut Child, group: &Registered) -> std::io::Result<()> {
         }
         std::thread::sleep(POLL);
     }
-    group.signal(libc::SIGKILL);
+    group.signal(Signal::SIGKILL);
     child.wait().map(|_| ())
 }
 
 /// Whether `pid` (our child) has exited, without reaping it.
 fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
-    waitid_unreaped(pid, libc::WNOHANG)
+    waitid_unreaped(pid, WaitPidFlag::WNOHANG)
 }
 
 /// Waits until our child `pid` has exited, leaving it a zombie so that its pid (and its
 /// process group's id) cannot be reused while fsynclab may still signal it.
 pub(crate) fn wait_unreaped(pid: u32) -> std::io::Result<()> {
-    waitid_unreaped(pid, 0).map(|_| ())
+    waitid_unreaped(pid, WaitPidFlag::empty()).map(|_| ())
 }
 
 /// waitid(2) for our child `pid` with WEXITED | WNOWAIT and `flags`: whether it has exited.
-fn waitid_unreaped(pid: u32, flags: i32) -> std::io::Result<bool> {
+fn waitid_unreaped(pid: u32, flags: WaitPidFlag) -> std::io::Result<bool> {
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | flags;
     loop {
-        // SAFETY: waitid writes only into `info`, a zeroed siginfo_t we own.
-        let (rc, info) = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            let rc = libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT | flags);
-            (rc, info)
-        };
-        if rc == 0 {
-            // SAFETY: after a successful waitid, si_pid is set (0 when no child changed
-            // state, which only WNOHANG allows).
-            return Ok(unsafe { info.si_pid() } != 0);
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
+        match waitid(Id::Pid(pid_of(pid)), flags) {
+            Ok(WaitStatus::StillAlive) => return Ok(false),
+            // EINVAL, which these flags cannot get from the kernel, is nix saying that the
+            // call succeeded for a child ended by a signal it has no name for (a real-time
+            // one): it has exited all the same.
+            Ok(_) | Err(Errno::EINVAL) => return Ok(true),
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// Reaps our child `pid` if it has exited (waitpid(2) with WNOHANG); whether it had.
+pub(crate) fn reap_if_exited(pid: u32) -> bool {
+    match waitpid(pid_of(pid), Some(WaitPidFlag::WNOHANG)) {
+        Ok(WaitStatus::StillAlive) => false,
+        // Reaped, ended by a real-time signal (see `waitid_unreaped`).
+        Ok(_) | Err(Errno::EINVAL) => true,
+        Err(_) => false,
+    }
+}
+
+/// `pid` as the system calls name a process.
+fn pid_of(pid: u32) -> Pid {
+    Pid::from_raw(pid as i32)
 }
 
 /// Reads a pipe to its end on a thread of its own, so that a chatty program never blocks.
@@ -219,10 +232,10 @@ impl Registered {
         }
     }
 
-    fn signal(&self, sig: i32) {
-        // SAFETY: kill has no memory preconditions; the group's leader is our child, not
-        // yet reaped, so the id names its group and no other.
-        unsafe { libc::kill(-self.group, sig) };
+    /// The group's leader is our child, not yet reaped, so the id names its group and no
+    /// other.
+    fn signal(&self, sig: Signal) {
+        let _ = killpg(Pid::from_raw(self.group), sig);
     }
 }
 

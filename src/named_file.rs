@@ -281,17 +281,9 @@ fn write_into(
 
 /// Clears O_NONBLOCK, so that writes wait for a slow reader rather than fail with EAGAIN.
 fn blocking(file: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a descriptor `file` owns; F_GETFL reads no memory.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: as above; F_SETFL takes the flags as an integer.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    let flags = OFlag::from_bits_retain(fcntl(file, FcntlArg::F_GETFL)?);
+    fcntl(file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
     Ok(())
 }
 
@@ -343,12 +335,9 @@ fn temp_file(dir: &Path, name: &str) -> Result<(PathBuf, File)> {
 /// Gives the new file the permissions of the one it replaces, and its owner when root
 /// writes it (as `cp` onto an existing file keeps both).
 fn keep_owner_and_mode(file: &File, old: &Metadata) -> Result<()> {
-    use std::os::fd::AsRawFd;
+    use nix::unistd::{fchown, Gid, Uid};
     if crate::sys::is_root() && (old.uid(), old.gid()) != (0, 0) {
-        // SAFETY: fchown on a descriptor `file` owns.
-        if unsafe { libc::fchown(file.as_raw_fd(), old.uid(), old.gid()) } < 0 {
-            return Err(std::io::Error::last_os_error().into());
-        }
+        fchown(file, Some(Uid::from_raw(old.uid())), Some(Gid::from_raw(old.gid()))).map_err(std::io::Error::from)?;
     }
     file.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o7777))?;
     Ok(())
@@ -357,29 +346,15 @@ fn keep_owner_and_mode(file: &File, old: &Metadata) -> Result<()> {
 /// `renameat2(RENAME_NOREPLACE)`: EEXIST if something appeared at `to` since we looked. A
 /// filesystem without the flag (EINVAL) gets a plain rename.
 fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes());
-    let (cf, ct) = (c(from)?, c(to)?);
-    // SAFETY: both are valid C strings that outlive the call.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            cf.as_ptr(),
-            libc::AT_FDCWD,
-            ct.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EINVAL) => Ok(std::fs::rename(from, to)?),
-        Some(libc::EEXIST) => {
+    use nix::errno::Errno;
+    use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+    match renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::RENAME_NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(Errno::EINVAL) => Ok(std::fs::rename(from, to)?),
+        Err(Errno::EEXIST) => {
             anyhow::bail!("something appeared at its name while it was written; nothing was replaced")
         }
-        _ => Err(e.into()),
+        Err(e) => Err(std::io::Error::from(e).into()),
     }
 }
 

@@ -29,6 +29,10 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use nix::sys::signal::{kill, Signal};
+use nix::time::{clock_gettime, ClockId};
+use nix::unistd::{getpgrp, Pid};
+
 use crate::stop::Stop;
 
 /// The signals that stop a run, besides the real-time ones (SIGRTMIN..=SIGRTMAX).
@@ -64,10 +68,7 @@ static LAST_SENT_AT_NS: AtomicU64 = AtomicU64::new(0);
 
 /// CLOCK_MONOTONIC in ns. Async-signal-safe (clock_gettime).
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes only into `ts`, which we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_gettime(ClockId::CLOCK_MONOTONIC).map_or(0, |ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
 }
 
 /// Whether `sig`, as `info` describes it, is the last counted signal again: the same number
@@ -80,8 +81,7 @@ fn repeats_the_last(sig: i32, info: &libc::siginfo_t) -> bool {
     }
     // SAFETY: for SI_USER and SI_QUEUE the kernel sets the sender's pid.
     let sender = unsafe { info.si_pid() };
-    // SAFETY: getpgrp has no preconditions and cannot fail.
-    if sender != unsafe { libc::getpgrp() } {
+    if sender != getpgrp().as_raw() {
         return false;
     }
     let now = monotonic_ns();
@@ -115,9 +115,7 @@ fn exit_at_once(code: i32) -> ! {
     // SAFETY: a non-null pointer comes from Box::into_raw in `set_last_words` and is never
     // freed, so it points to a live Vec whose bytes are never changed.
     let bytes: &[u8] = if words.is_null() { DEFAULT } else { unsafe { &*words } };
-    // SAFETY: write(2) reads `bytes`, which is valid for its length; the result does not
-    // matter (there is nothing left to do if stderr is gone).
-    unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
+    say(bytes);
     signal_hook::low_level::exit(code)
 }
 
@@ -153,8 +151,7 @@ fn kill_groups() {
     for slot in &GROUPS {
         let group = slot.load(Ordering::SeqCst);
         if group > 0 {
-            // SAFETY: kill has no memory preconditions.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
+            let _ = kill(Pid::from_raw(-group), Signal::SIGKILL);
         }
     }
 }
@@ -275,7 +272,8 @@ fn hand_to_child(child: i32, sig: i32, sent: bool) {
         0 | 1 => {
             if sent {
                 // SAFETY: kill has no memory preconditions; `child` is our child, not yet
-                // reaped (`Forwarding` is dropped before it is).
+                // reaped (`Forwarding` is dropped before it is). libc's, since nix's Signal
+                // has no real-time signals, which are forwarded too.
                 unsafe { libc::kill(child, sig) };
             }
             if n == 1 {
@@ -284,17 +282,17 @@ fn hand_to_child(child: i32, sig: i32, sent: bool) {
         }
         2 => {
             say(b"fsynclab: second signal: killing the command\n");
-            // SAFETY: as above.
-            unsafe { libc::kill(child, libc::SIGKILL) };
+            // As above: our child, not yet reaped.
+            let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
         }
         _ => {}
     }
 }
 
-/// Writes `line` on stderr from a signal handler.
+/// Writes `line` on stderr from a signal handler: write(2) on descriptor 2, taking no lock
+/// (`Stderr`'s descriptor, not its buffer). A lost line changes nothing.
 fn say(line: &[u8]) {
-    // SAFETY: write(2) reads `line`, valid for its length; a lost line changes nothing.
-    unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+    let _ = nix::unistd::write(std::io::stderr(), line);
 }
 
 /// From now until the returned guard is dropped, signals are for the command being started

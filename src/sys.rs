@@ -9,6 +9,9 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
+use nix::sys::statvfs::{FsFlags, Statvfs};
+use nix::unistd::AccessFlags;
+
 fn check(ret: libc::c_int) -> io::Result<()> {
     if ret < 0 {
         Err(io::Error::last_os_error())
@@ -24,64 +27,55 @@ pub fn pwrite_all(file: &File, buf: &[u8], offset: u64, dsync: bool) -> io::Resu
     while done < buf.len() {
         let rest = &buf[done..];
         let at = (offset + done as u64) as libc::off_t;
-        // SAFETY: the pointer and length describe `rest`, a live borrowed slice.
-        let n = unsafe {
-            if dsync {
-                let iov = libc::iovec {
-                    iov_base: rest.as_ptr() as *mut libc::c_void,
-                    iov_len: rest.len(),
-                };
-                libc::pwritev2(file.as_raw_fd(), &iov, 1, at, libc::RWF_DSYNC)
-            } else {
-                libc::pwrite(file.as_raw_fd(), rest.as_ptr() as *const libc::c_void, rest.len(), at)
-            }
+        let written = if dsync {
+            let iov = libc::iovec {
+                iov_base: rest.as_ptr() as *mut libc::c_void,
+                iov_len: rest.len(),
+            };
+            // SAFETY: `iov` describes `rest`, a live borrowed slice, which pwritev2 only
+            // reads. nix has no pwritev2 (a write with flags such as RWF_DSYNC).
+            let n = unsafe { libc::pwritev2(file.as_raw_fd(), &iov, 1, at, libc::RWF_DSYNC) };
+            usize::try_from(n).map_err(|_| io::Error::last_os_error())
+        } else {
+            nix::sys::uio::pwrite(file, rest, at).map_err(io::Error::from)
         };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
-        }
-        if n == 0 {
-            return Err(Errno::NOT_OS.to_io_error());
-        }
-        done += n as usize;
+        let n = match written {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+            Ok(0) => return Err(Errno::NOT_OS.to_io_error()),
+            Ok(n) => n,
+        };
+        done += n;
     }
     Ok(())
 }
 
 pub fn fsync(file: &File) -> io::Result<()> {
-    // SAFETY: plain syscall on an open descriptor.
-    check(unsafe { libc::fsync(file.as_raw_fd()) })
+    Ok(nix::unistd::fsync(file)?)
 }
 
 pub fn fdatasync(file: &File) -> io::Result<()> {
-    // SAFETY: plain syscall on an open descriptor.
-    check(unsafe { libc::fdatasync(file.as_raw_fd()) })
+    Ok(nix::unistd::fdatasync(file)?)
 }
 
 /// `sync_file_range(2)` with WAIT_BEFORE|WRITE|WAIT_AFTER: writes and waits for the data of
 /// the range, but commits no metadata and issues no device cache flush.
 pub fn sync_file_range(file: &File, offset: u64, len: u64) -> io::Result<()> {
     let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE | libc::SYNC_FILE_RANGE_WAIT_AFTER;
-    // SAFETY: plain syscall on an open descriptor.
+    // SAFETY: a system call on an open descriptor, passing no memory; nix has no
+    // sync_file_range.
     check(unsafe { libc::sync_file_range(file.as_raw_fd(), offset as libc::off64_t, len as libc::off64_t, flags) })
 }
 
 /// `close(2)`, checked: the last chance for a filesystem to report a write error, which
 /// dropping a `File` would ignore.
 pub fn close(file: File) -> io::Result<()> {
-    use std::os::fd::IntoRawFd;
-    let fd = file.into_raw_fd();
-    // SAFETY: `fd` was just released from its owner and is closed exactly once.
-    check(unsafe { libc::close(fd) })
+    Ok(nix::unistd::close(file)?)
 }
 
 /// `syncfs(2)`: flushes the whole filesystem that holds `file`.
 pub fn syncfs(file: &File) -> io::Result<()> {
-    // SAFETY: plain syscall on an open descriptor.
-    check(unsafe { libc::syncfs(file.as_raw_fd()) })
+    Ok(nix::unistd::syncfs(file)?)
 }
 
 /// Space of the filesystem holding `path`, from `statvfs(3)`.
@@ -93,39 +87,32 @@ pub struct FsSpace {
 }
 
 /// `statvfs(3)` of the filesystem holding `path`.
-fn statvfs(path: &Path) -> io::Result<libc::statvfs> {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path has a NUL byte"))?;
-    // SAFETY: statvfs is a plain C struct of integers, for which all zeroes is a valid value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid C string and `st` a writable statvfs.
-    check(unsafe { libc::statvfs(c.as_ptr(), &mut st) })?;
-    Ok(st)
+fn statvfs(path: &Path) -> io::Result<Statvfs> {
+    if path.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "path has a NUL byte"));
+    }
+    Ok(nix::sys::statvfs::statvfs(path)?)
 }
 
 pub fn fs_space(path: &Path) -> io::Result<FsSpace> {
     let st = statvfs(path)?;
     Ok(FsSpace {
-        available: st.f_bavail as u64 * st.f_frsize as u64,
-        total: st.f_blocks as u64 * st.f_frsize as u64,
+        available: st.blocks_available() as u64 * st.fragment_size() as u64,
+        total: st.blocks() as u64 * st.fragment_size() as u64,
     })
 }
 
 /// Whether the calling process may write into `path` (`access(2)` with W_OK|X_OK, which
 /// also fails on a read-only mount, for root too).
 pub fn writable(path: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a valid C string.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+    nix::unistd::access(path, AccessFlags::W_OK | AccessFlags::X_OK).is_ok()
 }
 
 /// Why `path` cannot be written into, in words: a read-only filesystem (also for root,
 /// whom `access(2)` would otherwise let through in words that blame the user), or the
 /// user's permissions.
 pub fn why_not_writable(path: &Path) -> &'static str {
-    let read_only = statvfs(path).is_ok_and(|st| st.f_flag & libc::ST_RDONLY != 0);
+    let read_only = statvfs(path).is_ok_and(|st| st.flags().contains(FsFlags::ST_RDONLY));
     if read_only {
         "it is on a read-only mount"
     } else {
@@ -266,12 +253,10 @@ impl Drop for AlignedBuf {
 
 /// The calling thread's id (`gettid(2)`), as the kernel names it in trace events.
 pub fn current_tid() -> u32 {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() as u32 }
+    nix::unistd::gettid().as_raw() as u32
 }
 
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    nix::unistd::geteuid().is_root()
 }

@@ -78,6 +78,21 @@ fn yaml_documents(path: &std::path::Path) -> Vec<Value> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The Jobs of a manifest that `--engine k8s --emit` wrote: a JSON `List` of them, which a
+/// YAML reader (as `kubectl` has) reads as the same one document.
+fn manifest_jobs(path: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let list: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
+    assert_eq!(
+        yaml_documents(path),
+        std::slice::from_ref(&list),
+        "YAML reads it otherwise"
+    );
+    assert_eq!(list["apiVersion"], "v1", "{list}");
+    assert_eq!(list["kind"], "List", "{list}");
+    list["items"].as_array().unwrap().clone()
+}
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -298,15 +313,12 @@ fn farm_options_and_unreachable_stores_are_one_line_errors() {
     ];
     one_line(&k8s, "--engine k8s writes a manifest for kubectl: give --emit FILE");
     one_line(
-        &[&k8s[..], &["--emit", "m.yaml"]].concat(),
+        &[&k8s[..], &["--emit", "m.json"]].concat(),
         "--engine k8s: give --image IMAGE",
     );
+    one_line(&["cell", "m1", "--store", "x.sqlite"], "expected ID:INDEX");
     one_line(
-        &["matrix", "--run-cell", "m1", "--store", "x.sqlite"],
-        "expected ID:INDEX",
-    );
-    one_line(
-        &[&k8s[..], &["--image", "i", "--emit", "m.yaml", "--store", "x.sqlite"]].concat(),
+        &[&k8s[..], &["--image", "i", "--emit", "m.json", "--store", "x.sqlite"]].concat(),
         "which pods cannot share",
     );
     // Slurm's commands missing: said before anything is stored or submitted.
@@ -562,7 +574,7 @@ fn k8s_emit_writes_an_indexed_job_per_host() {
             "--image",
             "registry.example/fsynclab:1",
             "--emit",
-            "m.yaml",
+            "m.json",
             "--store",
             &pg,
         ])
@@ -570,30 +582,15 @@ fn k8s_emit_writes_an_indexed_job_per_host() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("8 runs as an Indexed Job in m.yaml"),
+        stderr(&out).contains("8 runs as an Indexed Job in m.json"),
         "{}",
         stderr(&out)
     );
-    let yaml = std::fs::read_to_string(farm.work().join("m.yaml")).unwrap();
-    assert_eq!(yaml.matches("kind: Job").count(), 2, "a Job per host:\n{yaml}");
-    for expected in [
-        "completionMode: Indexed",
-        "completions: 4",
-        "kubernetes.io/hostname: \"node-a\"",
-        "kubernetes.io/hostname: \"node-b\"",
-        "privileged: true",
-        "secretKeyRef:",
-        "fieldPath: spec.nodeName",
-        "topologyKey: kubernetes.io/hostname",
-        "image: \"registry.example/fsynclab:1\"",
-        "--run-cell m1:",
-    ] {
-        assert!(yaml.contains(expected), "{expected} missing:\n{yaml}");
-    }
     // As Kubernetes reads it: a Job per host, one completion per run of that host, each pod
-    // making its run with --run-cell.
-    let jobs = yaml_documents(&farm.work().join("m.yaml"));
-    assert_eq!(jobs.len(), 2);
+    // making its run with `fsynclab cell`.
+    let text = std::fs::read_to_string(farm.work().join("m.json")).unwrap();
+    let jobs = manifest_jobs(&farm.work().join("m.json"));
+    assert_eq!(jobs.len(), 2, "a Job per host:\n{text}");
     let mut hosts = BTreeSet::new();
     for job in &jobs {
         assert_eq!(job["kind"], "Job");
@@ -607,16 +604,28 @@ fn k8s_emit_writes_an_indexed_job_per_host() {
                 .unwrap()
                 .to_string(),
         );
+        assert_eq!(
+            pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"],
+            "kubernetes.io/hostname",
+            "{job}"
+        );
         let container = &pod["containers"][0];
+        assert_eq!(container["image"], "registry.example/fsynclab:1");
         assert_eq!(container["securityContext"]["privileged"], true);
+        let env = container["env"].as_array().unwrap();
+        let env_of = |name: &str| {
+            env.iter()
+                .find(|e| e["name"] == name)
+                .unwrap_or_else(|| panic!("no {name}: {job}"))
+        };
+        assert_eq!(env_of("FSYNCLAB_STORE")["valueFrom"]["secretKeyRef"]["key"], "url");
+        assert_eq!(
+            env_of("FSYNCLAB_HOST")["valueFrom"]["fieldRef"]["fieldPath"],
+            "spec.nodeName"
+        );
         let command = container["command"].as_array().unwrap();
         assert!(
-            command
-                .last()
-                .unwrap()
-                .as_str()
-                .unwrap()
-                .contains("fsynclab matrix --run-cell m1:"),
+            command.last().unwrap().as_str().unwrap().contains("fsynclab cell m1:"),
             "{command:?}"
         );
     }
@@ -628,7 +637,7 @@ fn k8s_emit_writes_an_indexed_job_per_host() {
         .split('@')
         .next()
         .unwrap();
-    assert!(!yaml.contains(password), "the store's password is in the manifest");
+    assert!(!text.contains(password), "the store's password is in the manifest");
     // Resumed without --emit: what is stored, and how to make the rest.
     let out = farm
         .fsynclab()
@@ -928,8 +937,8 @@ fn k8s_emit_that_cannot_be_written_is_refused_before_the_matrix_is_stored() {
     for (file, says) in [
         ("/dev/full", "--emit /dev/full: takes no writes ("),
         (
-            "missing/m.yaml",
-            "--emit missing/m.yaml: the directory missing does not exist",
+            "missing/m.json",
+            "--emit missing/m.json: the directory missing does not exist",
         ),
     ] {
         let out = emit(file);
@@ -940,17 +949,17 @@ fn k8s_emit_that_cannot_be_written_is_refused_before_the_matrix_is_stored() {
     }
     assert!(!farm.work().join("missing").exists());
     // Nothing was stored: the first matrix stored is m1.
-    let out = emit("m.yaml");
+    let out = emit("m.json");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("fsynclab matrix m1: "), "{}", stderr(&out));
-    assert!(std::fs::read_to_string(farm.work().join("m.yaml"))
+    assert!(std::fs::read_to_string(farm.work().join("m.json"))
         .unwrap()
-        .contains("kind: Job"));
+        .contains(r#""kind": "Job""#));
     // The check passes (a file can be made there), the write fails once m2 is stored.
     let full = TinyTmpfs::full(farm.work().join("full"));
-    let out = emit("full/m.yaml");
+    let out = emit("full/m.json");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("cannot write full/m.yaml"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot write full/m.json"), "{}", stderr(&out));
     assert_eq!(
         common::leftovers(&full.0),
         vec!["filler".to_string()],

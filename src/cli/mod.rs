@@ -21,7 +21,8 @@ mod target;
 pub use crate::matrix::table::TableFormat;
 pub use crate::report::Format;
 pub use store::{
-    CompareArgs, Engine, ExportArgs, ExportFormat, MatrixArgs, RecordArgs, ReportArgs, RunsArgs, StoreArg, StoreCommand,
+    CellArgs, CompareArgs, Engine, ExportArgs, ExportFormat, MatrixArgs, RecordArgs, ReportArgs, RunsArgs, StoreArg,
+    StoreCommand,
 };
 use store::{COMPARE_HELP, EXPORT_HELP, MATRIX_HELP, REPORT_HELP, RUNS_HELP, SHOW_HELP};
 pub use target::{ExplainArgs, TargetArgs};
@@ -188,6 +189,10 @@ fsynclab manpages /tmp/man && man -l /tmp/man/fsynclab-exec.1")]
         /// Where to write them (made if missing)
         dir: PathBuf,
     },
+    /// Make one run of a stored matrix, the one at INDEX of its plan's order, into the store:
+    /// what a farm scheduler's task runs (`matrix --engine slurm` and `k8s` start it)
+    #[command(hide = true)]
+    Cell(CellArgs),
 }
 
 const REPRODUCE_HELP: &str = "\

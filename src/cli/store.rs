@@ -174,12 +174,12 @@ Examples:
 
 On a farm (one PostgreSQL store for every host: --store postgres://USER@HOST/DB):
   fsynclab matrix fsync-tps --axis coordination=none,wal --engine slurm --partition lab
-      one Slurm job array, a task per run (`fsynclab matrix --run-cell ID:INDEX` on its
-      node, --exclusive), followed with a progress bar; the table when the array ends
+      one Slurm job array, a task per run (`fsynclab cell ID:INDEX` on its node,
+      --exclusive), followed with a progress bar; the table when the array ends
   fsynclab matrix ... --engine slurm --per-host      the whole matrix on every node: host is
       an axis (the table's rows), one array per node
   fsynclab matrix --resume m3 --engine slurm        submits only the runs still missing
-  fsynclab matrix ... --engine k8s --image REGISTRY/fsynclab --emit m.yaml
+  fsynclab matrix ... --engine k8s --image REGISTRY/fsynclab --emit m.json
       a Kubernetes Indexed Job (privileged pods, one completion per run) for kubectl apply
 A task that fails is reported with its Slurm job id and log. The cells get root from the
 scheduler (jobs run as the submitting user), never from fsynclab.";
@@ -187,7 +187,7 @@ scheduler (jobs run as the submitting user), never from fsynclab.";
 #[derive(Debug, Args)]
 pub struct MatrixArgs {
     /// The scenario (see `fsynclab list`)
-    #[arg(required_unless_present_any = ["resume", "file", "run_cell"])]
+    #[arg(required_unless_present_any = ["resume", "file"])]
     pub scenario: Option<String>,
     /// An axis and its values, e.g. --axis device=ram,hdd-7200 (repeatable)
     #[arg(long, value_name = "KEY=V1,V2,...")]
@@ -207,10 +207,6 @@ pub struct MatrixArgs {
     /// Continue a stored matrix that was interrupted (or print its table when complete)
     #[arg(long, value_name = "ID", conflicts_with_all = ["scenario", "axis", "file", "repeat", "sets"])]
     pub resume: Option<String>,
-    /// Make one run of a stored matrix: its INDEX in the plan's order (what a scheduler's
-    /// task runs; --engine slurm and k8s start it)
-    #[arg(long, value_name = "ID:INDEX", conflicts_with_all = ["scenario", "axis", "file", "repeat", "sets", "resume", "engine", "dry_run"])]
-    pub run_cell: Option<String>,
     /// Where the cells run: local (this host, one after another), slurm (a job array), k8s
     /// (an Indexed Job manifest, with --emit) [default: local, or the stored matrix's]
     #[arg(long, value_enum, help_heading = "Farm")]
@@ -259,6 +255,20 @@ pub struct MatrixArgs {
     pub store: StoreArg,
 }
 
+/// `fsynclab cell ID:INDEX`, hidden: what a farm scheduler's task runs (Slurm's job script,
+/// a Kubernetes Job's pods), not a command for users.
+#[derive(Debug, Args)]
+pub struct CellArgs {
+    /// The stored matrix's id and the run's index in its plan's order (m3:5)
+    #[arg(value_name = "ID:INDEX")]
+    pub cell: String,
+    /// No progress display on stderr
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
 /// Where a matrix's cells run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Engine {
@@ -280,9 +290,7 @@ impl Engine {
     }
 
     pub fn from_name(name: &str) -> Option<Engine> {
-        [Engine::Local, Engine::Slurm, Engine::K8s]
-            .into_iter()
-            .find(|e| e.name() == name)
+        Engine::value_variants().iter().copied().find(|e| e.name() == name)
     }
 }
 

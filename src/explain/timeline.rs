@@ -83,8 +83,10 @@ struct Sources {
 
 impl Sources {
     fn open(device: Option<&str>) -> Sources {
-        // SAFETY: sysconf has no preconditions.
-        let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .unwrap_or(0);
         Sources {
             meminfo: File::open("/proc/meminfo").ok(),
             vmstat: File::open("/proc/vmstat").ok(),

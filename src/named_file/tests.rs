@@ -83,9 +83,7 @@ fn text_with_store(path: &Path, store: &Path) -> Result<()> {
 fn a_fifo_nobody_reads_is_refused_at_once_and_stays_a_fifo() {
     let d = tempfile::tempdir().unwrap();
     let fifo = d.path().join("p");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid C string.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     assert!(check(&fifo, None).is_ok(), "checked without opening it");
     let err = format!("{:#}", text(&fifo, "x").unwrap_err());
     assert!(err.contains("no process reads"), "{err}");

@@ -1,5 +1,8 @@
 //! The tests of the results store: runs written and read back, filters, claims, schema.
 
+use rusqlite::Connection;
+
+use super::backend::Sqlite;
 use super::*;
 
 #[test]

@@ -21,10 +21,15 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use anyhow::{Context as _, Result};
+use nix::mount::{umount2, MntFlags};
+use nix::sys::prctl::set_pdeathsig;
+use nix::sys::signal::{kill, sigprocmask, SigSet, SigmaskHow, Signal};
+use nix::sys::wait::waitpid;
+use nix::unistd::{fork, getpid, getppid, ForkResult, Pid};
 
 /// An armed switch: the helper's pid and the thread whose death fires it.
 pub struct Switch {
-    helper: libc::pid_t,
+    helper: Pid,
     /// Dropping it ends the anchor thread.
     release: Option<mpsc::Sender<()>>,
     anchor: Option<std::thread::JoinHandle<()>>,
@@ -56,46 +61,45 @@ pub fn arm(mount_point: &Path) -> Result<Switch> {
 
 /// Forks the helper; returns its pid. Called on the anchor thread, whose death the helper
 /// watches.
-fn fork_helper(path: &CString) -> std::io::Result<libc::pid_t> {
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: between fork and _exit the child makes only raw system calls (close_range,
-    // sigprocmask, prctl, getppid, sigwaitinfo, umount2, _exit), async-signal-safe in a
-    // child of a multi-threaded process, on memory prepared before the fork.
-    unsafe {
-        match libc::fork() {
-            -1 => Err(std::io::Error::last_os_error()),
-            0 => {
-                // Hold nothing of the parent's: not /dev/fuse (the kernel would keep the
-                // connection for us), not its locks, not its pipes.
-                libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-                let mut all: libc::sigset_t = std::mem::zeroed();
-                libc::sigfillset(&mut all);
-                libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                // The whole process died before the prctl: fire now.
-                if libc::getppid() == parent {
-                    let mut term: libc::sigset_t = std::mem::zeroed();
-                    libc::sigemptyset(&mut term);
-                    libc::sigaddset(&mut term, libc::SIGTERM);
-                    while libc::sigwaitinfo(&term, std::ptr::null_mut()) != libc::SIGTERM {}
-                }
-                libc::umount2(path.as_ptr(), libc::MNT_FORCE);
-                libc::_exit(0)
-            }
-            child => Ok(child),
-        }
+fn fork_helper(path: &CString) -> std::io::Result<Pid> {
+    let parent = getpid();
+    // SAFETY: between fork and _exit the child makes only raw system calls ([`helper`]),
+    // async-signal-safe in a child of a multi-threaded process, on memory prepared before
+    // the fork.
+    match unsafe { fork() }? {
+        ForkResult::Parent { child } => Ok(child),
+        ForkResult::Child => helper(path, parent),
     }
+}
+
+/// The helper, in the forked child: waits for SIGTERM (the anchor thread's death), then
+/// force-unmounts `path` and exits. System calls only: close_range, sigprocmask, prctl,
+/// getppid, sigwait, umount2, _exit.
+fn helper(path: &CString, parent: Pid) -> ! {
+    // Hold nothing of the parent's: not /dev/fuse (the kernel would keep the connection for
+    // us), not its locks, not its pipes. close_range has no wrapper in nix.
+    // SAFETY: closes descriptors only; nothing in this process uses them after.
+    unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::all()), None);
+    let _ = set_pdeathsig(Signal::SIGTERM);
+    // The whole process died before the prctl: fire now.
+    if getppid() == parent {
+        let mut term = SigSet::empty();
+        term.add(Signal::SIGTERM);
+        while term.wait() != Ok(Signal::SIGTERM) {}
+    }
+    let _ = umount2(path.as_c_str(), MntFlags::MNT_FORCE);
+    // SAFETY: _exit ends the child at once, running nothing of the parent's (no atexit
+    // handlers, no stdio flush); nix has no wrapper for it.
+    unsafe { libc::_exit(0) }
 }
 
 impl Drop for Switch {
     /// Disarms: the helper is killed before the anchor thread ends, so it never fires.
     fn drop(&mut self) {
-        // SAFETY: kill and waitpid on our own child, which only we reap.
-        unsafe {
-            libc::kill(self.helper, libc::SIGKILL);
-            libc::waitpid(self.helper, std::ptr::null_mut(), 0);
-        }
+        // Our own child, which only we reap.
+        let _ = kill(self.helper, Signal::SIGKILL);
+        let _ = waitpid(self.helper, None);
         drop(self.release.take());
         if let Some(anchor) = self.anchor.take() {
             let _ = anchor.join();

@@ -6,15 +6,16 @@
 //! exits, SIGKILL included, so it never goes stale; the empty file stays, as lock files do.
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd as _;
 use std::path::PathBuf;
 
 use anyhow::Result;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 
 /// A held lock, released when dropped.
 #[derive(Debug)]
 pub struct MachineLock {
-    _file: File,
+    _file: Flock<File>,
 }
 
 /// The file of lock `name`.
@@ -30,31 +31,24 @@ pub fn path(name: &str) -> PathBuf {
 impl MachineLock {
     /// Takes lock `name` if it is free; None while another process holds it.
     pub fn try_take(name: &str) -> Result<Option<MachineLock>> {
-        let file = open(name)?;
-        // SAFETY: flock on a descriptor we own; no memory is passed.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(Some(MachineLock { _file: file }));
-        }
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            Ok(None)
-        } else {
-            anyhow::bail!("cannot lock {}: {err}", path(name).display())
+        match Flock::lock(open(name)?, FlockArg::LockExclusiveNonblock) {
+            Ok(held) => Ok(Some(MachineLock { _file: held })),
+            Err((_, Errno::EWOULDBLOCK)) => Ok(None),
+            Err((_, e)) => anyhow::bail!("cannot lock {}: {}", path(name).display(), std::io::Error::from(e)),
         }
     }
 
     /// Waits until lock `name` is free and takes it.
     pub fn take(name: &str) -> Result<MachineLock> {
         let path = path(name);
-        let file = open(name)?;
-        // SAFETY: flock on a descriptor we own; no memory is passed.
-        while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() != std::io::ErrorKind::Interrupted {
-                anyhow::bail!("cannot lock {}: {err}", path.display());
+        let mut file = open(name)?;
+        loop {
+            match Flock::lock(file, FlockArg::LockExclusive) {
+                Ok(held) => return Ok(MachineLock { _file: held }),
+                Err((again, Errno::EINTR)) => file = again,
+                Err((_, e)) => anyhow::bail!("cannot lock {}: {}", path.display(), std::io::Error::from(e)),
             }
         }
-        Ok(MachineLock { _file: file })
     }
 }
 

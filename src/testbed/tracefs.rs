@@ -85,18 +85,15 @@ fn c_path(path: &Path) -> Result<std::ffi::CString> {
 
 pub(super) fn mount_at(mount_point: &Path) -> Result<()> {
     let target = c_path(mount_point)?;
-    // SAFETY: all pointers are valid NUL-terminated strings; no mount data is passed.
-    let ret = unsafe {
-        libc::mount(
-            MOUNT_SOURCE.as_ptr(),
-            target.as_ptr(),
-            c"tracefs".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if ret != 0 {
-        let err = std::io::Error::last_os_error();
+    let mounted = nix::mount::mount(
+        Some(MOUNT_SOURCE),
+        target.as_c_str(),
+        Some(c"tracefs"),
+        nix::mount::MsFlags::empty(),
+        None::<&std::ffi::CStr>,
+    );
+    if let Err(e) = mounted {
+        let err = std::io::Error::from(e);
         bail!(
             "cannot mount tracefs at {}: {err} (needs root and a kernel with CONFIG_TRACING)",
             mount_point.display()
@@ -128,9 +125,8 @@ fn unmount_if_unused_locked(mount_point: &Path) -> Result<()> {
         return Ok(());
     }
     let target = c_path(mount_point)?;
-    // SAFETY: `target` is a valid NUL-terminated path.
-    if unsafe { libc::umount2(target.as_ptr(), 0) } != 0 {
-        let err = std::io::Error::last_os_error();
+    if let Err(e) = nix::mount::umount2(target.as_c_str(), nix::mount::MntFlags::empty()) {
+        let err = std::io::Error::from(e);
         // Busy: another process is reading it; leaving tracefs mounted harms nothing.
         if err.raw_os_error() != Some(libc::EBUSY) {
             bail!("cannot unmount tracefs at {}: {err}", mount_point.display());

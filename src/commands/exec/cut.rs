@@ -267,7 +267,10 @@ fn kill_tree(pid: u32) {
     for (child, _) in super::children_of(pid) {
         kill_tree(child);
     }
-    // SAFETY: kill has no memory preconditions; `pid` is the command (not yet reaped: the
-    // caller holds the lock that forgets it before reaping) or one of its descendants.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    // `pid` is the command (not yet reaped: the caller holds the lock that forgets it before
+    // reaping) or one of its descendants.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
 }

@@ -27,8 +27,11 @@ use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use serde::Serialize;
 
+use crate::child::reap_if_exited;
 use crate::environment::Fingerprint;
 use crate::error::Usage;
 use crate::kernel::process;
@@ -181,11 +184,9 @@ fn exit_code(status: ExitStatus) -> i32 {
 /// Makes this process the one that inherits its descendants when their parent ends, rather
 /// than init (`PR_SET_CHILD_SUBREAPER`, proc(5)... prctl(2)).
 fn set_child_subreaper() -> Result<()> {
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag; no memory is passed.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("cannot become the command's subreaper");
-    }
-    Ok(())
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(std::io::Error::from)
+        .context("cannot become the command's subreaper")
 }
 
 /// The processes whose parent is `pid`, read from /proc/PID/stat's fourth field (proc(5)),
@@ -215,7 +216,7 @@ fn end_what_it_left(ours: &[(u32, String)]) {
         children_of(me)
             .into_iter()
             .filter(|(pid, _)| !ours.iter().any(|(o, _)| o == pid))
-            .filter(|(pid, _)| !reaped_if_exited(*pid))
+            .filter(|(pid, _)| !reap_if_exited(*pid))
             .collect()
     };
     reap_ended(me);
@@ -238,19 +239,14 @@ fn end_what_it_left(ours: &[(u32, String)]) {
             return;
         }
         for (pid, _) in &now_left {
-            let sig = if killed { libc::SIGKILL } else { libc::SIGTERM };
+            let sig = if killed { Signal::SIGKILL } else { Signal::SIGTERM };
             if !signalled.contains(pid) {
-                // SAFETY: kill has no memory preconditions; `pid` is our child (inherited),
-                // not reaped, so the pid is not reused.
-                unsafe { libc::kill(*pid as i32, sig) };
+                // `pid` is our child (inherited), not reaped, so the pid is not reused.
+                let _ = kill(Pid::from_raw(*pid as i32), sig);
                 signalled.push(*pid);
             }
             // Reaps it if it has ended (it is our child now).
-            // SAFETY: waitpid writes only into `status`, a local.
-            unsafe {
-                let mut status = 0;
-                libc::waitpid(*pid as i32, &mut status, libc::WNOHANG);
-            }
+            reap_if_exited(*pid);
         }
         let waited = started.elapsed();
         if !killed && waited > Duration::from_secs(5) {
@@ -264,21 +260,12 @@ fn end_what_it_left(ours: &[(u32, String)]) {
     }
 }
 
-/// Reaps child `pid` if it has exited; whether it had.
-fn reaped_if_exited(pid: u32) -> bool {
-    let mut status = 0;
-    // SAFETY: waitpid writes only into `status`, a local; `pid` is our child.
-    unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) == pid as i32 }
-}
-
 /// Reaps the children of `me` that have ended (orphans of the command a power cut killed,
 /// inherited as their subreaper).
 fn reap_ended(me: u32) {
     for pid in process::pids() {
         if process::stat(pid).is_some_and(|s| s.state == 'Z' && s.ppid == me) {
-            let mut status = 0;
-            // SAFETY: waitpid writes only into `status`, a local; `pid` is our child.
-            unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) };
+            reap_if_exited(pid);
         }
     }
 }

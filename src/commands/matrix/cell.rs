@@ -1,4 +1,4 @@
-//! `fsynclab matrix --run-cell ID:INDEX`: one run of a stored matrix, the one at INDEX of
+//! `fsynclab cell ID:INDEX` (hidden): one run of a stored matrix, the one at INDEX of
 //! its plan's order, made on this host exactly as `fsynclab matrix` makes each of its runs
 //! ([`super::run::make_run`]: claimed, measured and recorded at its place as
 //! [`crate::run::cell`] makes every run).
@@ -12,7 +12,7 @@
 use anyhow::Result;
 
 use super::run::{made_line, make_run};
-use crate::cli::MatrixArgs;
+use crate::cli::CellArgs;
 use crate::error::Usage;
 use crate::matrix::table::StoredMatrix;
 use crate::recording::{self, Recording};
@@ -23,7 +23,7 @@ use crate::run::Progress;
 fn parse(spec: &str) -> Result<(String, usize), Usage> {
     let bad = || {
         Usage(format!(
-            "--run-cell {spec}: expected ID:INDEX, a stored matrix's id and a run's index in its plan (m3:5)"
+            "cell {spec}: expected ID:INDEX, a stored matrix's id and a run's index in its plan (m3:5)"
         ))
     };
     let (id, index) = spec.rsplit_once(':').ok_or_else(bad)?;
@@ -34,15 +34,16 @@ fn parse(spec: &str) -> Result<(String, usize), Usage> {
     Ok((id.to_string(), index))
 }
 
-pub(crate) fn run_cell(spec: &str, args: &MatrixArgs) -> Result<i32> {
+pub(crate) fn cell(args: &CellArgs) -> Result<i32> {
+    let spec = &args.cell;
     let (id, index) = parse(spec)?;
-    let path = super::store_path(args)?;
+    let path = super::store_at(args.store.store.as_deref())?;
     let store = recording::open_for_writing(&path)?;
     let stored = StoredMatrix::load(&store, &id)?;
     let order = stored.plan.order();
     let Some(&(rep, c)) = order.get(index) else {
         return Err(Usage(format!(
-            "--run-cell {spec}: matrix {id} has {} runs, indices 0 to {}",
+            "cell {spec}: matrix {id} has {} runs, indices 0 to {}",
             order.len(),
             order.len().saturating_sub(1)
         ))

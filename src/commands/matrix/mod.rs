@@ -12,7 +12,7 @@
 //!    significantly from the row's reference column ([`table`]).
 //!
 //! On a farm the runs are made by a scheduler's tasks instead of this process, each with
-//! `--run-cell` ([`cell`]) on its node and into the shared store: a Slurm job array followed
+//! the hidden `fsynclab cell` ([`cell`]) on its node and into the shared store: a Slurm job array followed
 //! to its end ([`farm::slurm`]), or a Kubernetes Indexed Job written for `kubectl` ([`farm::k8s`]);
 //! [`placement`] says which engine, which nodes, and whether every node runs the whole matrix.
 
@@ -40,17 +40,19 @@ use run::Ended;
 use table::StoredMatrix;
 use tables::{print_tables, settings_line};
 
+pub(crate) use cell::cell;
+
 pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
-    if let Some(spec) = &args.run_cell {
-        return cell::run_cell(spec, args);
-    }
     if let Some(id) = &args.resume {
         return resume(id, args);
     }
     let options = FarmOptions::of(args);
     let engine = placement::engine(&options, None);
-    placement::check_options(&options, engine, None)?;
+    placement::check_options(&options, engine)?;
     let farm = farm_of(engine, &options);
+    if let Some(farm) = &farm {
+        farm.check_options(None)?;
+    }
     let mut plan = plan_of(args)?;
     placement::place(&mut plan, &options, engine, || match &farm {
         Some(farm) => farm.nodes(),
@@ -133,8 +135,11 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
     let stored = StoredMatrix::load(&store, id)?;
     let options = FarmOptions::of(args);
     let engine = placement::engine(&options, Some(&stored.plan));
-    placement::check_options(&options, engine, Some(&stored.plan))?;
+    placement::check_options(&options, engine)?;
     let farm = farm_of(engine, &options);
+    if let Some(farm) = &farm {
+        farm.check_options(Some(&stored.plan))?;
+    }
     let mut slots = run::remaining(&store, id, &stored.plan)?;
     if args.dry_run {
         print!("{}", dry_run(&stored.plan, &slots)?);
@@ -146,13 +151,12 @@ fn resume(id: &str, args: &MatrixArgs) -> Result<i32> {
         }
         return print_tables(&store, id, &options.table).map(|()| 0);
     }
-    // A Kubernetes matrix resumed without --emit: what is stored, and how to make the rest.
-    if engine == Engine::K8s && args.emit.is_none() {
-        note!(
-            "fsynclab matrix {id}: {} of {} runs are not stored yet; the table of those that are (`fsynclab matrix --resume {id} --emit FILE` writes a Job of the runs left):",
-            slots.len(),
-            stored.plan.order().len()
-        );
+    // A farm that hands nothing over now (a Kubernetes matrix resumed without --emit).
+    if let Some(why) = farm
+        .as_ref()
+        .and_then(|f| f.submits_nothing(id, slots.len(), stored.plan.order().len()))
+    {
+        note!("{why}");
         return print_tables(&store, id, &options.table).map(|()| 0);
     }
     // Tasks of an array still waiting would make their runs again.
@@ -235,7 +239,12 @@ fn execute_and_print(
 
 /// The store a matrix is kept in: it must have one.
 pub(crate) fn store_path(args: &MatrixArgs) -> Result<crate::store::Location> {
-    recording::store_path(args.store.store.as_deref(), false)?.ok_or_else(|| {
+    store_at(args.store.store.as_deref())
+}
+
+/// The store `--store` names (or the default), which a matrix cannot do without.
+fn store_at(given: Option<&std::path::Path>) -> Result<crate::store::Location> {
+    recording::store_path(given, false)?.ok_or_else(|| {
         Usage(format!(
             "a matrix lives in the results store, which {}={} turns off: give --store PATH",
             crate::store::STORE_ENV,

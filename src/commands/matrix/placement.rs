@@ -25,9 +25,9 @@ pub(crate) fn engine(options: &FarmOptions, stored: Option<&Plan>) -> Engine {
         .unwrap_or(Engine::Local)
 }
 
-/// Refuses farm options that the engine does not take, in one line. `stored` is the plan of
-/// a matrix resumed, whose image a Kubernetes Job reuses.
-pub(crate) fn check_options(args: &FarmOptions, engine: Engine, stored: Option<&Plan>) -> Result<(), Usage> {
+/// Refuses farm options that the engine does not take, in one line. What a farm needs of
+/// its own options is its [`super::farm::Farm::check_options`].
+pub(crate) fn check_options(args: &FarmOptions, engine: Engine) -> Result<(), Usage> {
     let given = |flag: &'static str, yes: bool| yes.then_some(flag);
     let slurm_only = [
         given("--partition", args.partition.is_some()),
@@ -65,21 +65,6 @@ pub(crate) fn check_options(args: &FarmOptions, engine: Engine, stored: Option<&
         .filter(|_| engine == Engine::Local)
     {
         return refuse(flag, "slurm or k8s");
-    }
-    let stored_image = stored.and_then(|p| p.placement.as_ref()).and_then(|p| p.image.as_ref());
-    if engine == Engine::K8s && !args.dry_run {
-        // A resumed matrix without --emit prints its table.
-        if args.emit.is_none() && stored.is_none() {
-            return Err(Usage(
-                "--engine k8s writes a manifest for kubectl: give --emit FILE (fsynclab starts no pods itself)".into(),
-            ));
-        }
-        if args.emit.is_some() && args.image.is_none() && stored_image.is_none() {
-            return Err(Usage(
-                "--engine k8s: give --image IMAGE, a container image with fsynclab in it (its PATH or /usr/local/bin)"
-                    .into(),
-            ));
-        }
     }
     Ok(())
 }

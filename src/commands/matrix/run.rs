@@ -2,7 +2,7 @@
 //! recorded in the store as soon as it ends (so an interruption loses at most the run under
 //! way), with a progress bar (or a line per run off a terminal) and an ETA from the runs
 //! made so far. [`make_run`] is the one way a run of a matrix is made: by this loop, and by
-//! a scheduler's task (`--run-cell`) on a farm's node.
+//! a scheduler's task (`fsynclab cell`) on a farm's node.
 
 use anyhow::Result;
 

@@ -166,12 +166,10 @@ fn drain(pipe: &mut std::fs::File, buf: &mut [u8], mut take: impl FnMut(&[u8])) 
 
 /// CPU time (user + system) of the calling thread, ns (`getrusage(RUSAGE_THREAD)`).
 pub(crate) fn thread_cpu_ns() -> u64 {
-    // SAFETY: zeroed rusage is a valid value to be overwritten.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let Ok(ru) = getrusage(UsageWho::RUSAGE_THREAD) else {
         return 0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    };
+    let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1_000;
+    tv(ru.user_time()) + tv(ru.system_time())
 }

@@ -2,7 +2,7 @@
 //! the axes with their values, the repetitions, and where the cells run (this host, or a
 //! scheduler's nodes: [`Placement`]). The plan is checked whole before anything runs — every
 //! cell's parameters and testbed options — and stored with the matrix (as JSON) so that
-//! `--resume` and a scheduler's tasks (`--run-cell`) run the same thing.
+//! `--resume` and a scheduler's tasks (`fsynclab cell`) run the same thing.
 //!
 //! `host` is an axis like the others: a cell with `host=n2` runs on the host of that name
 //! only (as [`crate::environment::HostInfo::name`] names it), so that one configuration on

@@ -63,8 +63,7 @@ pub fn user_state_dir() -> Option<PathBuf> {
     let runtime = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
     let meta = std::fs::metadata(&runtime).ok()?;
     use std::os::unix::fs::MetadataExt as _;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = nix::unistd::geteuid().as_raw();
     (runtime.is_absolute() && meta.is_dir() && meta.uid() == me).then(|| runtime.join("fsynclab"))
 }
 

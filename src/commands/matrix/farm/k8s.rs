@@ -1,7 +1,7 @@
 //! `--engine k8s --emit FILE`: a matrix's runs as a Kubernetes Indexed Job for a user to
 //! apply (`kubectl apply -f FILE`); fsynclab starts no pod itself.
 //!
-//! One completion per run: the pod of completion K runs `fsynclab matrix --run-cell ID:I`,
+//! One completion per run: the pod of completion K runs `fsynclab cell ID:I`,
 //! I the K-th of the runs emitted (all of them, or those `--resume` finds missing), as a
 //! Slurm task does. The pods are privileged (loop devices, mounts and sysctls for scratch
 //! cells come from the cluster, never from fsynclab escalating itself), never two on one
@@ -11,11 +11,12 @@
 //! never from the manifest. With `--per-host`, one Job per node (`--nodes`), pinned to it by
 //! `nodeSelector` (so is each host of an `--axis host=...`). A `--dir` target is the node's directory of that path (a hostPath volume).
 //!
-//! YAML scalars are written as JSON strings, which YAML reads as double-quoted scalars.
-
-use std::fmt::Write as _;
+//! The manifest is built as data and written as JSON, which `kubectl` reads (and which is
+//! YAML too): a `List` of the Jobs. JSON has no comments: which runs a Job makes and where
+//! its pods find the store are said in its annotations (`fsynclab/runs`, `fsynclab/store`).
 
 use anyhow::Result;
+use serde_json::{json, Value};
 
 use super::Farm;
 use crate::commands::matrix::options::FarmOptions;
@@ -25,11 +26,6 @@ use crate::store::{Location, Store};
 
 /// The Secret the pods read the store's address from.
 pub(crate) const STORE_SECRET: &str = "fsynclab-store";
-
-/// A YAML double-quoted scalar.
-fn q(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
-}
 
 /// A name Kubernetes takes for a Job (RFC 1123: lower case, digits and `-`, at most 63).
 fn dns_name(text: &str) -> String {
@@ -42,137 +38,100 @@ fn dns_name(text: &str) -> String {
     name.trim_matches('-').to_string()
 }
 
-/// The manifest of the runs at plan `indices` of matrix `matrix_id`.
-pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], options: &FarmOptions) -> String {
+/// The manifest of the runs at plan `indices` of matrix `matrix_id`, the pods running
+/// `image`: a `List` of one Job per node the runs are pinned to (one Job if none is).
+pub(crate) fn manifest(plan: &Plan, matrix_id: &str, indices: &[usize], image: &str) -> Value {
     let placement = plan.placement.clone().unwrap_or_default();
-    let image = options.image.clone().or(placement.image.clone()).unwrap_or_default();
     let order = plan.order();
     let (_, groups) = super::by_node(plan, indices);
-    let dir = plan.target.iter().find(|(k, _)| k == "dir").map(|(_, v)| v.clone());
-    let mut out = format!(
-        "# fsynclab matrix {matrix_id}: {}, {} runs of {} as Kubernetes Indexed Jobs, one completion a run.\n\
-         # The pods read the results store's address from a Secret; then apply this file:\n\
-         #   kubectl create secret generic {STORE_SECRET} --from-literal=url='postgres://USER:PASSWORD@HOST/DB'\n\
-         #   kubectl apply -f {}\n\
-         # `fsynclab matrix --resume {matrix_id}` prints the table once the runs are stored.\n",
-        plan.scenario,
-        indices.len(),
-        order.len(),
-        options
-            .emit
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default()
-    );
-    for (node, list) in groups {
-        let name = match &node {
-            Some(n) => dns_name(&format!("fsynclab-{matrix_id}-{n}")),
-            None => dns_name(&format!("fsynclab-{matrix_id}")),
-        };
-        let parallel = match &node {
-            Some(_) => 1,
-            None => placement.parallel.map_or(list.len(), |k| k as usize).min(list.len()),
-        };
-        let every = list.len() == order.len();
-        let command = if every {
-            format!("exec fsynclab matrix --run-cell {matrix_id}:\"$JOB_COMPLETION_INDEX\"")
-        } else {
-            format!(
-                "set -- $FSYNCLAB_RUNS; shift \"$JOB_COMPLETION_INDEX\"; exec fsynclab matrix --run-cell {matrix_id}:\"$1\""
-            )
-        };
-        let _ = write!(
-            out,
-            "---\n\
-             apiVersion: batch/v1\n\
-             kind: Job\n\
-             metadata:\n\
-             \x20 name: {name}\n\
-             \x20 labels:\n\
-             \x20   app.kubernetes.io/name: fsynclab\n\
-             \x20   fsynclab/matrix: {mid}\n\
-             spec:\n\
-             \x20 completionMode: Indexed\n\
-             \x20 completions: {n}\n\
-             \x20 parallelism: {parallel}\n\
-             \x20 backoffLimit: {n}\n\
-             \x20 template:\n\
-             \x20   metadata:\n\
-             \x20     labels:\n\
-             \x20       app.kubernetes.io/name: fsynclab\n\
-             \x20       fsynclab/matrix: {mid}\n\
-             \x20   spec:\n\
-             \x20     restartPolicy: Never\n",
-            name = q(&name),
-            mid = q(matrix_id),
-            n = list.len(),
-        );
-        if let Some(n) = &node {
-            let _ = write!(out, "      nodeSelector:\n        kubernetes.io/hostname: {}\n", q(n));
-        }
-        let _ = write!(
-            out,
-            "      affinity:\n\
-             \x20       podAntiAffinity:\n\
-             \x20         requiredDuringSchedulingIgnoredDuringExecution:\n\
-             \x20         - labelSelector:\n\
-             \x20             matchLabels:\n\
-             \x20               fsynclab/matrix: {mid}\n\
-             \x20           topologyKey: kubernetes.io/hostname\n\
-             \x20     containers:\n\
-             \x20     - name: fsynclab\n\
-             \x20       image: {image}\n\
-             \x20       command: [\"sh\", \"-c\", {command}]\n",
-            mid = q(matrix_id),
-            image = q(&image),
-            command = q(&command),
-        );
-        if let Some(d) = &dir {
-            let _ = writeln!(out, "        workingDir: {}", q(d));
-        }
-        out.push_str("        env:\n");
-        if !every {
-            let runs: Vec<String> = list.iter().map(usize::to_string).collect();
-            let _ = write!(
-                out,
-                "        - name: FSYNCLAB_RUNS\n          value: {}\n",
-                q(&runs.join(" "))
-            );
-        }
-        let _ = write!(
-            out,
-            "        - name: FSYNCLAB_STORE\n\
-             \x20         valueFrom:\n\
-             \x20           secretKeyRef:\n\
-             \x20             name: {STORE_SECRET}\n\
-             \x20             key: url\n\
-             \x20       - name: FSYNCLAB_HOST\n\
-             \x20         valueFrom:\n\
-             \x20           fieldRef:\n\
-             \x20             fieldPath: spec.nodeName\n\
-             \x20       - name: FSYNCLAB_JOB\n\
-             \x20         valueFrom:\n\
-             \x20           fieldRef:\n\
-             \x20             fieldPath: metadata.name\n\
-             \x20       securityContext:\n\
-             \x20         privileged: true\n"
-        );
-        if let Some(d) = &dir {
-            let _ = write!(
-                out,
-                "        volumeMounts:\n\
-                 \x20       - name: target\n\
-                 \x20         mountPath: {d}\n\
-                 \x20     volumes:\n\
-                 \x20     - name: target\n\
-                 \x20       hostPath:\n\
-                 \x20         path: {d}\n\
-                 \x20         type: DirectoryOrCreate\n",
-                d = q(d)
-            );
-        }
-    }
-    out
+    let dir = plan.target.iter().find(|(k, _)| k == "dir").map(|(_, v)| v.as_str());
+    let about = json!({
+        "fsynclab/runs": format!(
+            "fsynclab matrix {matrix_id}: {}, {} runs of {}, one completion a run; `fsynclab matrix --resume {matrix_id}` prints the table once the runs are stored",
+            plan.scenario,
+            indices.len(),
+            order.len(),
+        ),
+        "fsynclab/store": format!(
+            "the pods read the results store's address from the Secret {STORE_SECRET} (key url): kubectl create secret generic {STORE_SECRET} --from-literal=url='postgres://USER:PASSWORD@HOST/DB'"
+        ),
+    });
+    let labels = json!({
+        "app.kubernetes.io/name": "fsynclab",
+        "fsynclab/matrix": matrix_id,
+    });
+    let jobs: Vec<Value> = groups
+        .into_iter()
+        .map(|(node, list)| {
+            let name = match &node {
+                Some(n) => dns_name(&format!("fsynclab-{matrix_id}-{n}")),
+                None => dns_name(&format!("fsynclab-{matrix_id}")),
+            };
+            let parallel = match &node {
+                Some(_) => 1,
+                None => placement.parallel.map_or(list.len(), |k| k as usize).min(list.len()),
+            };
+            let every = list.len() == order.len();
+            let command = if every {
+                format!("exec fsynclab cell {matrix_id}:\"$JOB_COMPLETION_INDEX\"")
+            } else {
+                format!("set -- $FSYNCLAB_RUNS; shift \"$JOB_COMPLETION_INDEX\"; exec fsynclab cell {matrix_id}:\"$1\"")
+            };
+            let mut env = Vec::new();
+            if !every {
+                let runs: Vec<String> = list.iter().map(usize::to_string).collect();
+                env.push(json!({"name": "FSYNCLAB_RUNS", "value": runs.join(" ")}));
+            }
+            env.extend([
+                json!({"name": "FSYNCLAB_STORE", "valueFrom": {"secretKeyRef": {"name": STORE_SECRET, "key": "url"}}}),
+                json!({"name": "FSYNCLAB_HOST", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}),
+                json!({"name": "FSYNCLAB_JOB", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}),
+            ]);
+            let mut container = json!({
+                "name": "fsynclab",
+                "image": image,
+                "command": ["sh", "-c", command],
+                "env": env,
+                "securityContext": {"privileged": true},
+            });
+            let mut pod = json!({
+                "restartPolicy": "Never",
+                "affinity": {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [{
+                            "labelSelector": {"matchLabels": {"fsynclab/matrix": matrix_id}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }],
+                    },
+                },
+            });
+            if let Some(n) = &node {
+                pod["nodeSelector"] = json!({"kubernetes.io/hostname": n});
+            }
+            if let Some(d) = dir {
+                container["workingDir"] = json!(d);
+                container["volumeMounts"] = json!([{"name": "target", "mountPath": d}]);
+                pod["volumes"] = json!([{
+                    "name": "target",
+                    "hostPath": {"path": d, "type": "DirectoryOrCreate"},
+                }]);
+            }
+            pod["containers"] = json!([container]);
+            json!({
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name, "labels": labels, "annotations": about},
+                "spec": {
+                    "completionMode": "Indexed",
+                    "completions": list.len(),
+                    "parallelism": parallel,
+                    "backoffLimit": list.len(),
+                    "template": {"metadata": {"labels": labels}, "spec": pod},
+                },
+            })
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "List", "items": jobs})
 }
 
 /// Kubernetes: the runs as Indexed Jobs in a manifest for `kubectl`; fsynclab starts no
@@ -182,6 +141,28 @@ pub(crate) struct Kubernetes<'a> {
 }
 
 impl Farm for Kubernetes<'_> {
+    /// A manifest needs a file to go to (a resumed matrix without one prints its table) and
+    /// an image, given or the stored matrix's; `--dry-run` writes nothing.
+    fn check_options(&self, stored: Option<&Plan>) -> Result<(), Usage> {
+        let options = self.options;
+        if options.dry_run {
+            return Ok(());
+        }
+        if options.emit.is_none() && stored.is_none() {
+            return Err(Usage(
+                "--engine k8s writes a manifest for kubectl: give --emit FILE (fsynclab starts no pods itself)".into(),
+            ));
+        }
+        let stored_image = stored.and_then(|p| p.placement.as_ref()).and_then(|p| p.image.as_ref());
+        if options.emit.is_some() && options.image.is_none() && stored_image.is_none() {
+            return Err(Usage(
+                "--engine k8s: give --image IMAGE, a container image with fsynclab in it (its PATH or /usr/local/bin)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn check(&self) -> Result<(), Usage> {
         Ok(())
     }
@@ -216,6 +197,15 @@ impl Farm for Kubernetes<'_> {
         Ok(())
     }
 
+    /// Resumed without `--emit`: what is stored, and how to make the rest.
+    fn submits_nothing(&self, matrix_id: &str, missing: usize, total: usize) -> Option<String> {
+        self.options.emit.is_none().then(|| {
+            format!(
+                "fsynclab matrix {matrix_id}: {missing} of {total} runs are not stored yet; the table of those that are (`fsynclab matrix --resume {matrix_id} --emit FILE` writes a Job of the runs left):"
+            )
+        })
+    }
+
     fn submit(
         &self,
         plan: &Plan,
@@ -235,7 +225,10 @@ fn emit(plan: &Plan, matrix_id: &str, slots: &[(u32, usize)], store: &Location, 
     let Some(file) = &options.emit else {
         return Err(Usage("--engine k8s: give --emit FILE".into()).into());
     };
-    let text = manifest(plan, matrix_id, &indices, options);
+    let placement = plan.placement.clone().unwrap_or_default();
+    let image = options.image.clone().or(placement.image).unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(&manifest(plan, matrix_id, &indices, &image))?;
+    text.push('\n');
     crate::named_file::write_option("--emit", file, store.as_file(), |out| {
         use std::io::Write;
         Ok(out.write_all(text.as_bytes())?)
@@ -253,9 +246,80 @@ fn emit(plan: &Plan, matrix_id: &str, slots: &[(u32, usize)], store: &Location, 
 mod tests {
     use super::*;
 
+    use crate::matrix::plan::{Axis, Placement};
+
     #[test]
     fn job_names_are_dns_labels() {
         assert_eq!(dns_name("fsynclab-m3-Node_7.lab"), "fsynclab-m3-node-7-lab");
-        assert_eq!(q("a \"b\"\n"), r#""a \"b\"\n""#);
+    }
+
+    /// Two hosts x two cells x two repeats: a List of a Job per host, each making its four
+    /// runs (named in FSYNCLAB_RUNS) one completion at a time, in the node's --dir.
+    #[test]
+    fn a_manifest_is_a_list_of_a_job_per_host() {
+        let axis = |key: &str, values: &[&str]| Axis {
+            key: key.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        };
+        let plan = Plan {
+            scenario: "fsync-tps".into(),
+            sets: Vec::new(),
+            target: vec![("dir".into(), "/var/tmp/fsynclab".into())],
+            axes: vec![
+                axis("host", &["node-a", "node-b"]),
+                axis("coordination", &["none", "wal"]),
+            ],
+            repeat: 2,
+            figures: Vec::new(),
+            columns: None,
+            implied_scratch: false,
+            placement: Some(Placement {
+                engine: "k8s".into(),
+                ..Placement::default()
+            }),
+            origin: None,
+        };
+        let all: Vec<usize> = (0..8).collect();
+        let m = manifest(&plan, "m1", &all, "registry.example/fsynclab:1");
+        assert_eq!(m["kind"], "List");
+        let jobs = m["items"].as_array().unwrap();
+        assert_eq!(jobs.len(), 2);
+        let mut runs = Vec::new();
+        for (job, node) in jobs.iter().zip(["node-a", "node-b"]) {
+            assert_eq!(job["apiVersion"], "batch/v1");
+            assert_eq!(job["kind"], "Job");
+            assert_eq!(job["metadata"]["name"], format!("fsynclab-m1-{node}"));
+            assert_eq!(job["spec"]["completionMode"], "Indexed");
+            assert_eq!(job["spec"]["completions"], 4);
+            assert_eq!(job["spec"]["parallelism"], 1);
+            let pod = &job["spec"]["template"]["spec"];
+            assert_eq!(pod["nodeSelector"]["kubernetes.io/hostname"], node);
+            assert_eq!(pod["volumes"][0]["hostPath"]["path"], "/var/tmp/fsynclab");
+            let container = &pod["containers"][0];
+            assert_eq!(container["image"], "registry.example/fsynclab:1");
+            assert_eq!(container["workingDir"], "/var/tmp/fsynclab");
+            assert_eq!(container["securityContext"]["privileged"], true);
+            let command = container["command"][2].as_str().unwrap();
+            assert!(command.contains("exec fsynclab cell m1:\"$1\""), "{command}");
+            let env = container["env"].as_array().unwrap();
+            let value = |name: &str| env.iter().find(|e| e["name"] == name).unwrap().clone();
+            runs.extend(
+                value("FSYNCLAB_RUNS")["value"]
+                    .as_str()
+                    .unwrap()
+                    .split(' ')
+                    .map(|r| r.parse::<usize>().unwrap()),
+            );
+            assert_eq!(
+                value("FSYNCLAB_STORE")["valueFrom"]["secretKeyRef"]["name"],
+                STORE_SECRET
+            );
+            assert_eq!(
+                value("FSYNCLAB_HOST")["valueFrom"]["fieldRef"]["fieldPath"],
+                "spec.nodeName"
+            );
+        }
+        runs.sort_unstable();
+        assert_eq!(runs, all, "every run in exactly one Job");
     }
 }

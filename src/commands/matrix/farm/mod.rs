@@ -13,6 +13,12 @@ use crate::store::{Location, Store};
 
 /// One farm scheduler.
 pub(crate) trait Farm {
+    /// Refuses, in one line, the scheduler's own options when they cannot make a matrix:
+    /// `stored` is the plan of a matrix resumed, whose placement they may reuse.
+    fn check_options(&self, _stored: Option<&Plan>) -> Result<(), Usage> {
+        Ok(())
+    }
+
     /// Refuses, before anything is stored or submitted, to use a scheduler that cannot be
     /// reached from here (its client commands missing).
     fn check(&self) -> Result<(), Usage>;
@@ -27,13 +33,19 @@ pub(crate) trait Farm {
     /// make their runs again.
     fn check_none_running(&self, matrix_id: &str) -> Result<()>;
 
+    /// When resuming matrix `matrix_id` hands nothing to the scheduler (`missing` of its
+    /// `total` runs not stored yet), what to say before the table of the runs stored.
+    fn submits_nothing(&self, _matrix_id: &str, _missing: usize, _total: usize) -> Option<String> {
+        None
+    }
+
     /// Hands the runs of `slots` to the scheduler (and, where it can, follows them to the end
     /// and prints the tables); the exit status.
     fn submit(&self, plan: &Plan, matrix_id: &str, slots: &[(u32, usize)], store: Store, at: &Location) -> Result<i32>;
 }
 
 /// The plan indices of `slots` (repetition, cell), in order: what a scheduler's task is
-/// told to make (`--run-cell ID:INDEX`).
+/// told to make (`fsynclab cell ID:INDEX`).
 pub(super) fn indices_of(plan: &Plan, slots: &[(u32, usize)]) -> Vec<usize> {
     let order = plan.order();
     let mut indices: Vec<usize> = slots

@@ -1,6 +1,9 @@
 //! The tests of the fsync-errors details: the behaviour table and what each call returned.
 
+use super::published::published;
 use super::*;
+use crate::scenario::table::Cell;
+use crate::scenario::Views as _;
 
 fn call(error: Option<i32>) -> Call {
     Call {

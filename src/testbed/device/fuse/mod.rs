@@ -84,10 +84,8 @@ impl EmulatedDevice {
         let shared = Arc::new(Shared::new(Disk::new(profile.figures.clone()), file, size));
         let fs = ImageFs {
             shared: shared.clone(),
-            // SAFETY: getuid/getgid have no preconditions.
-            uid: unsafe { libc::getuid() },
-            // SAFETY: as above.
-            gid: unsafe { libc::getgid() },
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
         };
         let drain = {
             let shared = shared.clone();

@@ -44,10 +44,8 @@ pub(super) fn precise_sleeps() {
     }
     DONE.with(|done| {
         if !done.get() {
-            // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
-            unsafe {
-                libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-            }
+            // Affects only this thread; a kernel that refuses leaves the default slack.
+            let _ = nix::sys::prctl::set_timerslack(1);
             done.set(true);
         }
     });

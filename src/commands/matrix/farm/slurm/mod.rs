@@ -2,7 +2,7 @@
 //! node, then the table.
 //!
 //! 1. submit: the plan is in the shared store already; `sbatch --array=LIST%K --exclusive`
-//!    runs `fsynclab matrix --run-cell ID:$SLURM_ARRAY_TASK_ID` for each run missing, its
+//!    runs `fsynclab cell ID:$SLURM_ARRAY_TASK_ID` for each run missing, its
 //!    index in the plan's order (round-robin over the cells, so that a cell's repeats are
 //!    spread in time and over the nodes). `--exclusive`: two runs never share a machine.
 //!    The store reaches the tasks in `FSYNCLAB_STORE` (Slurm passes the submitter's
@@ -253,7 +253,7 @@ fn submit(
         (false, n) => Some(n as u32),
     });
     let task = format!(
-        "exec {} matrix --run-cell {}:\"$SLURM_ARRAY_TASK_ID\"",
+        "exec {} cell {}:\"$SLURM_ARRAY_TASK_ID\"",
         quoted(&exe.display().to_string()),
         quoted(matrix_id)
     );
