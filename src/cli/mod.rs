@@ -407,7 +407,8 @@ mod tests {
     use clap::CommandFactory;
 
     #[test]
-    fn issue14_every_target_flag_is_a_testbed_key() {
+    /// Issue 14.
+    fn every_target_flag_is_a_testbed_key() {
         let cmd = Cli::command();
         let run = cmd.find_subcommand("exec").expect("exec");
         let flags: Vec<String> = run

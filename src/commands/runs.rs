@@ -217,7 +217,8 @@ mod tests {
 
     /// Issue 19, item 14: `--since` is a date or a time with its zone, nothing else.
     #[test]
-    fn issue19_since_is_parsed_strictly() {
+    /// Issue 19.
+    fn since_is_parsed_strictly() {
         assert_eq!(parse_since("2026-11-22").unwrap(), "2026-11-22T00:00:00Z");
         assert_eq!(parse_since("2026-11-22T08:00:00Z").unwrap(), "2026-11-22T08:00:00Z");
         assert_eq!(

@@ -357,7 +357,8 @@ mod tests {
 
     /// Issue 19, item 10: a range is checked without expanding it.
     #[test]
-    fn issue19_the_first_missing_id_of_a_range_is_found_without_expanding_it() {
+    /// Issue 19.
+    fn the_first_missing_id_of_a_range_is_found_without_expanding_it() {
         let run = |id: i64| RunSummary {
             id: RunId(id),
             uid: String::new(),

@@ -211,7 +211,8 @@ mod tests {
     type Call<'a> = (u32, &'a str, &'a str, u64, u64, u64, Option<Errno>);
 
     #[test]
-    fn issue16_sync_calls_of_a_process_tree() {
+    /// Issue 16.
+    fn sync_calls_of_a_process_tree() {
         let events = parse_trace(TRACE).events;
         let calls = sync_calls(&events, 10_000_000_000, 100);
         let got: Vec<Call> = calls

@@ -299,7 +299,8 @@ mod tests {
     }
 
     #[test]
-    fn issue10_the_report_names_the_largest_causes_of_each_slow_call() {
+    /// Issue 10.
+    fn the_report_names_the_largest_causes_of_each_slow_call() {
         let text = slowest_calls(&explanation());
         let line = text.lines().nth(1).unwrap();
         assert!(line.contains("2.500s") && line.contains("fsync"), "{line}");
@@ -310,7 +311,8 @@ mod tests {
     }
 
     #[test]
-    fn issue10_explain_prints_every_part_with_its_share() {
+    /// Issue 10.
+    fn explain_prints_every_part_with_its_share() {
         let text = full(&explanation());
         assert!(
             text.contains("the slowest 1% of each kind of call and every call over 100"),

@@ -179,7 +179,8 @@ mod tests {
     /// The rule that three modules used to decide three ways (issue 7): a write that carries
     /// its own sync is a sync call; a plain write and the composite measurements are not.
     #[test]
-    fn issue7_one_rule_for_sync_calls() {
+    /// Issue 7.
+    fn one_rule_for_sync_calls() {
         assert!(OpKind::WriteOsync.is_sync());
         assert!(OpKind::Fsync.is_sync() && OpKind::Syncfs.is_sync());
         assert!(!OpKind::Write.is_sync() && !OpKind::WriteDirect.is_sync());

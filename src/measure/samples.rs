@@ -245,7 +245,8 @@ mod tests {
 
     /// Issue 8, item 8: `ops.write.bytes` counted the bytes of failed writes.
     #[test]
-    fn issue8_failed_writes_add_no_bytes() {
+    /// Issue 8.
+    fn failed_writes_add_no_bytes() {
         let mut r = Recorder::new();
         r.record(OpKind::Write, 0, 1, 65536, &Ok(()));
         r.record(

@@ -9,7 +9,8 @@ fn text(path: &Path, s: &str) -> Result<()> {
 
 /// Issue 8, item 9: a bad --output is refused before anything runs.
 #[test]
-fn issue8_output_paths_are_checked_first() {
+/// Issue 8.
+fn output_paths_are_checked_first() {
     let d = tempfile::tempdir().unwrap();
     let err = check(d.path(), None).unwrap_err().to_string();
     assert!(err.contains("is a directory"), "{err}");
@@ -33,7 +34,8 @@ fn a_file_is_replaced_whole_and_keeps_its_mode_and_no_temp_file() {
 /// Issue 19, item 1: a link is followed (cp and tee follow it), the link stays a link;
 /// one that leads nowhere is refused.
 #[test]
-fn issue19_a_link_is_followed_and_a_dangling_one_refused() {
+/// Issue 19.
+fn a_link_is_followed_and_a_dangling_one_refused() {
     let d = tempfile::tempdir().unwrap();
     let file = d.path().join("real.json");
     std::fs::write(&file, "old").unwrap();
@@ -56,7 +58,8 @@ fn issue19_a_link_is_followed_and_a_dangling_one_refused() {
 
 /// Issue 19, item 2: the store, its -wal and -shm files, by any name, are refused.
 #[test]
-fn issue19_the_store_in_use_is_never_written_over() {
+/// Issue 19.
+fn the_store_in_use_is_never_written_over() {
     let d = tempfile::tempdir().unwrap();
     let store = d.path().join("S.sqlite");
     for f in ["S.sqlite", "S.sqlite-wal", "S.sqlite-shm"] {

@@ -168,7 +168,8 @@ mod tests {
     }
 
     #[test]
-    fn issue15_failed_calls_are_listed_by_kind_with_their_times_and_the_faults_below() {
+    /// Issue 15.
+    fn failed_calls_are_listed_by_kind_with_their_times_and_the_faults_below() {
         let mut r = result_with(&[
             (OpKind::Write, 100_000_000, false),
             (OpKind::Fsync, 512_000_000, true),

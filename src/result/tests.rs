@@ -26,7 +26,8 @@ fn write_calls() -> u64 {
 /// Issue 8, item 6: a 7 MB result took 3,016,351 write(2) calls, and 12.9 s to exit
 /// after SIGTERM. Buffered, a result of 100,000 samples takes a handful.
 #[test]
-fn issue8_results_are_written_through_a_buffer() {
+/// Issue 8.
+fn results_are_written_through_a_buffer() {
     let samples: Vec<crate::measure::Sample> = (0..100_000)
         .map(|i| crate::measure::Sample {
             t_ns: i * 1000,
@@ -52,7 +53,8 @@ fn issue8_results_are_written_through_a_buffer() {
 /// Issue 14: table cells are typed, and stored as the JSON strings and numbers they
 /// always were; what a result holds that is neither is kept as it was.
 #[test]
-fn issue14_cells_are_stored_as_strings_and_numbers_and_read_back_typed() {
+/// Issue 14.
+fn cells_are_stored_as_strings_and_numbers_and_read_back_typed() {
     let row: Vec<Cell> = vec![
         "wal".into(),
         4096u64.into(),
@@ -71,7 +73,8 @@ fn issue14_cells_are_stored_as_strings_and_numbers_and_read_back_typed() {
 /// Issue 14: findings are stored as the lines they print; read back, the kinds this
 /// version writes are those kinds again, and any other line is kept as its text.
 #[test]
-fn issue14_findings_are_stored_as_lines_and_read_back_typed() {
+/// Issue 14.
+fn findings_are_stored_as_lines_and_read_back_typed() {
     let findings = vec![
         Finding::Conclusion("floor: a durable 4 KiB overwrite costs 2.274ms at the median".into()),
         Finding::Device(DeviceFinding::Flushes {
@@ -96,7 +99,8 @@ fn issue14_findings_are_stored_as_lines_and_read_back_typed() {
 /// Issue 14: a later version's result — a key, a scenario's details this version does
 /// not know — is read, and written again with them.
 #[test]
-fn issue14_what_a_later_version_adds_is_kept() {
+/// Issue 14.
+fn what_a_later_version_adds_is_kept() {
     let mut object = match serde_json::to_value(crate::result::tests_support::empty_result()).unwrap() {
         serde_json::Value::Object(o) => o,
         _ => unreachable!("a result is an object"),

@@ -142,7 +142,8 @@ mod tests {
     use crate::measure::TaskName;
 
     #[test]
-    fn issue16_calls_are_grouped_by_process_name_and_kind() {
+    /// Issue 16.
+    fn calls_are_grouped_by_process_name_and_kind() {
         let call = |process: &str, op: OpKind, latency_ns: u64| Sample {
             t_ns: 0,
             op,

@@ -246,7 +246,8 @@ mod tests {
     /// Issue 19, item 8: a live owner's claim holds, a dead owner's is taken over, a stored
     /// run ends the claim, and released claims are gone.
     #[test]
-    fn issue19_a_cell_is_claimed_once_and_taken_over_from_the_dead() {
+    /// Issue 19.
+    fn a_cell_is_claimed_once_and_taken_over_from_the_dead() {
         let mut store = store_with_matrix();
         let (a, b) = (owner(1), owner(2));
         let alive = |_: &ClaimOwner| false;

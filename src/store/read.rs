@@ -377,7 +377,8 @@ mod tests {
     /// Issue 19, item 10: ranges are never expanded, and any number of ids and ranges is
     /// read in groups under SQLite's limit of variables, merged in order, limit last.
     #[test]
-    fn issue19_ranges_and_long_lists_of_ids_are_read_in_groups() {
+    /// Issue 19.
+    fn ranges_and_long_lists_of_ids_are_read_in_groups() {
         let mut store = Store::open_in_memory().unwrap();
         for i in 0..1200 {
             let r = serde_json::json!({"scenario": "probe", "started_at": format!("2026-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60), "duration_s": 1.0});
@@ -404,7 +405,8 @@ mod tests {
     /// Issue 20: a reproduction's matrices share its id as a prefix; the next id is past
     /// every one of them, and `--grep` finds their runs by the matrix id.
     #[test]
-    fn issue20_prefixed_ids_count_past_the_groups_and_grep_finds_their_runs() {
+    /// Issue 20.
+    fn prefixed_ids_count_past_the_groups_and_grep_finds_their_runs() {
         let mut store = Store::open_in_memory().unwrap();
         assert_eq!(store.next_prefixed_id("reproduce").unwrap(), "reproduce1");
         for id in ["reproduce1-000", "reproduce2-003-bdi", "m1", "reproduce10x"] {

@@ -15,7 +15,8 @@ fn run_ids_parse_with_a_useful_error() {
 /// A store made by the first schema (before matrices existed) opens with today's code:
 /// migrated in place, its run still there, now outside any matrix.
 #[test]
-fn issue11_store_of_schema_1_is_migrated_and_keeps_its_runs() {
+/// Issue 11.
+fn store_of_schema_1_is_migrated_and_keeps_its_runs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.sqlite");
     {

@@ -225,7 +225,8 @@ mod tests {
     }
 
     #[test]
-    fn issue8_work_directories_of_dead_runs_are_found() {
+    /// Issue 8.
+    fn work_directories_of_dead_runs_are_found() {
         let parent = tempfile::tempdir().unwrap();
         // No process has pid 4000000001 (pid_max is at most 2^22).
         let dead = parent.path().join("fsynclab-4000000001-0000abcd");

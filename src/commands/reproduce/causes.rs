@@ -114,7 +114,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_the_why_names_the_largest_causes_over_all_slow_calls() {
+    /// Issue 20.
+    fn the_why_names_the_largest_causes_over_all_slow_calls() {
         let journal = || Cause::JournalCommit {
             journal: "jbd2".into(),
             commits: Vec::new(),

@@ -373,7 +373,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_medians_are_taken_over_the_cells_picked() {
+    /// Issue 20.
+    fn medians_are_taken_over_the_cells_picked() {
         let m = Measured {
             cells: vec![
                 CellRuns {

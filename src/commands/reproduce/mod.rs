@@ -418,7 +418,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue20_seeds_are_named_by_number_and_unknown_ones_refused_in_one_line() {
+    /// Issue 20.
+    fn seeds_are_named_by_number_and_unknown_ones_refused_in_one_line() {
         let seeds = |s: &[&str]| {
             select(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>())
                 .map(|v| v.iter().map(|e| e.seed()).collect::<Vec<_>>())
@@ -431,7 +432,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_every_group_of_every_seed_plans_as_a_matrix_would_run_it() {
+    /// Issue 20.
+    fn every_group_of_every_seed_plans_as_a_matrix_would_run_it() {
         for size in [Size::Quick, Size::Full, Size::Smoke] {
             let groups = plan_groups(&all(), size, "reproduce1", None).unwrap();
             assert!(groups.len() >= 5, "{}", groups.len());

@@ -183,7 +183,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_text_shows_every_row_with_its_source_and_verdict() {
+    /// Issue 20.
+    fn text_shows_every_row_with_its_source_and_verdict() {
         let t = render(&reproduction(), ReproduceFormat::Text).unwrap();
         assert!(
             t.starts_with(
@@ -237,7 +238,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_markdown_is_one_table_row_per_finding() {
+    /// Issue 20.
+    fn markdown_is_one_table_row_per_finding() {
         let md = render(&reproduction(), ReproduceFormat::Markdown).unwrap();
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| 000 |")).collect();
         assert_eq!(rows.len(), 2, "{md}");

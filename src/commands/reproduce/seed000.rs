@@ -189,7 +189,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue20_the_trade_off_needs_both_numbers() {
+    /// Issue 20.
+    fn the_trade_off_needs_both_numbers() {
         // Ts'o's own figures: 6.2 s at 24 MB/s before, 1.8 s at 21 MB/s after.
         let posted = judge_trade_off(&[("2.6.29", 6.2, 24.0), ("patched", 1.8, 21.0)]);
         assert_eq!(posted.verdict, Verdict::Reproduced, "{}", posted.why);

@@ -194,7 +194,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue20_the_crossover_is_found_and_set_against_8_ms() {
+    /// Issue 20.
+    fn the_crossover_is_found_and_set_against_8_ms() {
         let at8 = judge_crossover(&[(0.5, 0.8), (2.0, 0.9), (4.0, 1.0), (8.0, 1.3), (16.0, 1.9)]);
         assert_eq!(at8.verdict, Verdict::Reproduced, "{}", at8.why);
         assert!(at8.why.contains("from 8 ms on"), "{}", at8.why);

@@ -229,7 +229,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue20_on_append_fdatasync_must_gain_nothing() {
+    /// Issue 20.
+    fn on_append_fdatasync_must_gain_nothing() {
         assert_eq!(judge_no_gain(1.02).verdict, Verdict::Reproduced);
         assert_eq!(judge_no_gain(1.6).verdict, Verdict::NotReproduced);
         assert_eq!(judge_no_gain(0.5).verdict, Verdict::Reversed);

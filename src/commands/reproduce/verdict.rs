@@ -149,7 +149,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue20_an_effect_at_least_half_the_published_one_is_reproduced() {
+    /// Issue 20.
+    fn an_effect_at_least_half_the_published_one_is_reproduced() {
         // Seed 001's SAN: deadline 35611 KB/s against CFQ 6725 KB/s, 5.30x.
         let published = 35611.0 / 6725.0;
         assert_eq!(effect(published, 5.0, NOISE).verdict, Verdict::Reproduced);
@@ -166,7 +167,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_no_difference_is_not_reproduced_and_the_opposite_is_reversed() {
+    /// Issue 20.
+    fn no_difference_is_not_reproduced_and_the_opposite_is_reversed() {
         let none = effect(1.355, 1.04, NOISE);
         assert_eq!(none.verdict, Verdict::NotReproduced);
         assert!(none.why.contains("within 10% of no difference"), "{}", none.why);
@@ -179,7 +181,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_a_ratio_that_is_not_a_number_is_not_measured() {
+    /// Issue 20.
+    fn a_ratio_that_is_not_a_number_is_not_measured() {
         for bad in [f64::NAN, f64::INFINITY, 0.0, -1.0] {
             let j = effect(2.0, bad, NOISE);
             assert_eq!(j.verdict, Verdict::NotMeasured);
@@ -188,7 +191,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_thresholds_say_which_bar_was_reached() {
+    /// Issue 20.
+    fn thresholds_say_which_bar_was_reached() {
         let secs = |v: f64| format!("{v:.1} s");
         let j = at_least(6.3, 1.0, 0.2, "worst fsync", secs);
         assert_eq!(j.verdict, Verdict::Reproduced);
@@ -225,7 +229,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_reasons_are_extended_not_replaced() {
+    /// Issue 20.
+    fn reasons_are_extended_not_replaced() {
         let j = Judgement::new(Verdict::Partly, "1.3x")
             .and("fsync waited on jbd2")
             .and("");

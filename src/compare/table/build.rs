@@ -163,7 +163,8 @@ mod tests {
     use crate::compare::Figure;
 
     #[test]
-    fn issue11_table_marks_the_best_per_row_and_significant_cells() {
+    /// Issue 11.
+    fn table_marks_the_best_per_row_and_significant_cells() {
         let t = build(&cells(5), &spec()).unwrap();
         assert_eq!(t.columns, ["none", "wal", "delay"]);
         assert_eq!(t.row_axes, ["device"]);
@@ -184,7 +185,8 @@ mod tests {
     /// Issue 18: a configuration that loses acknowledged writes is marked and never best,
     /// however fast it is.
     #[test]
-    fn issue18_a_cell_that_lost_acknowledged_writes_is_never_best() {
+    /// Issue 18.
+    fn a_cell_that_lost_acknowledged_writes_is_never_best() {
         let mut c = cells(5);
         // hdd-7200/wal, the fastest of its row, lost writes at a power cut in one run.
         c[4].runs[2].values.insert(Figure::new("acked", Metric::Lost), 3.0);

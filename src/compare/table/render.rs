@@ -168,7 +168,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue11_markdown_golden() {
+    /// Issue 11.
+    fn markdown_golden() {
         let t = build(&cells(5), &spec()).unwrap();
         let want = "\
 | device | coordination=none | coordination=wal | coordination=delay |
@@ -182,7 +183,8 @@ fsync.ops/s in ops/s (higher is better), median of 5 runs a cell; **bold** = bes
     }
 
     #[test]
-    fn issue11_text_golden_plain_and_ansi() {
+    /// Issue 11.
+    fn text_golden_plain_and_ansi() {
         let t = build(&cells(3), &spec()).unwrap();
         let want = "\
 device    coordination=none  coordination=wal  coordination=delay

@@ -189,7 +189,8 @@ fn selects_the_slowest_percent_of_each_op_and_every_slow_call() {
 
 /// Issue 16: calls are selected per kind and thread, at most MAX_PER_GROUP of each.
 #[test]
-fn issue16_selects_per_thread_and_caps_each_group() {
+/// Issue 16.
+fn selects_per_thread_and_caps_each_group() {
     let mut calls: Vec<Call> = Vec::new();
     for tid in [7, 8] {
         for i in 0..1000 {
@@ -298,7 +299,8 @@ fn group_commit_trace() -> Trace {
 /// Issue 16: a follower's wait names the leader's flush it waited for, with the flush's
 /// own parts; the parts still add up to the call.
 #[test]
-fn issue16_a_followers_wait_names_the_leaders_flush() {
+/// Issue 16.
+fn a_followers_wait_names_the_leaders_flush() {
     use super::super::events::EventKind;
     let trace = group_commit_trace();
     let ms = |m: f64| (m * 1e6) as u64;

@@ -195,7 +195,8 @@ fn dev_numbers() {
 /// Issue 16: lines of a traced process tree (`record-tgid`, system-call events, forks),
 /// as this kernel printed them.
 #[test]
-fn issue16_tgid_column_syscalls_and_forks() {
+/// Issue 16.
+fn tgid_column_syscalls_and_forks() {
     let e = one("              dd-30419   (  30419) [001] .....  6797.600433: sys_fsync(fd: 1)");
     assert_eq!((e.pid, e.tgid, e.comm.as_str()), (30419, Some(30419), "dd"));
     assert_eq!(
@@ -241,7 +242,8 @@ fn issue16_tgid_column_syscalls_and_forks() {
 
 /// A trace read in pieces cut anywhere reads as the whole text does.
 #[test]
-fn issue16_a_trace_fed_in_pieces_reads_as_a_whole() {
+/// Issue 16.
+fn a_trace_fed_in_pieces_reads_as_a_whole() {
     let text = "    jbd2/loop0-8-9997    [000] d..2.  1635.690027: <stack trace>\n => trace_event_raw_event_sched_switch\n => jbd2_journal_commit_transaction+0x1b3/0x2a0 [jbd2]\n => kjournald2\n              dd-10020   [001] .....  1635.710272: ext4_sync_file_exit: dev 7,0 ino 13 ret 0\n              dd-10020   [001] .....  1635.710273: sys_fsync -> 0x0\n";
     let whole = parse_trace(text);
     for cut in 1..text.len() {

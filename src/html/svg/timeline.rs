@@ -177,7 +177,8 @@ mod tests {
 
     /// A million calls make a bounded picture: binned cells, capped points.
     #[test]
-    fn issue11_a_million_calls_make_a_bounded_timeline() {
+    /// Issue 11.
+    fn a_million_calls_make_a_bounded_timeline() {
         let n = 1_000_000u64;
         let samples: Vec<(u64, &str, u64, u64, Option<&str>)> = (0..n)
             .map(|i| (i * 25_000, "fsync", 20_000 + (i * 2_654_435_761) % 2_000_000, 0, None))

@@ -27,7 +27,8 @@ fn plan(axes: &[(&str, &[&str])]) -> Plan {
 /// repetition, so that a scheduler handing runs to nodes in order spreads each cell over
 /// the nodes; on one host, and with a host axis, the order is the plain round-robin.
 #[test]
-fn issue17_farm_repetitions_rotate_over_the_cells() {
+/// Issue 17.
+fn farm_repetitions_rotate_over_the_cells() {
     let mut p = plan(&[("coordination", &["none", "wal"])]);
     p.repeat = 3;
     assert_eq!(p.order(), [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]);
@@ -96,7 +97,8 @@ fn cells_are_the_product_and_runs_go_round_robin() {
 }
 
 #[test]
-fn issue11_a_device_axis_implies_a_scratch_ext4() {
+/// Issue 11.
+fn a_device_axis_implies_a_scratch_ext4() {
     let mut p = plan(&[("device", &["ram", "hdd-7200"]), ("coordination", &["none", "wal"])]);
     p.check().unwrap();
     assert!(p.implied_scratch && p.needs_root());
@@ -117,7 +119,8 @@ fn issue11_a_device_axis_implies_a_scratch_ext4() {
 
 /// Issue 14: the matrix reads testbed options as `run` reads its flags, tunables too.
 #[test]
-fn issue14_a_scheduler_axis_takes_tunables_as_run_does() {
+/// Issue 14.
+fn a_scheduler_axis_takes_tunables_as_run_does() {
     let mut p = plan(&[("scheduler", &["bfq:slice_idle=8", "mq-deadline"])]);
     p.check().unwrap();
     let t = p.target_for(&p.cells()[0]).unwrap();
@@ -153,7 +156,8 @@ fn bad_axes_are_refused_before_anything_runs() {
 
 /// Issue 17: host is an axis, which no cell takes as a parameter or testbed option.
 #[test]
-fn issue17_host_is_an_axis_of_where_a_cell_runs() {
+/// Issue 17.
+fn host_is_an_axis_of_where_a_cell_runs() {
     let mut p = plan(&[("host", &["n1", "n2"]), ("coordination", &["none", "wal"])]);
     p.check().unwrap();
     let cell = &p.cells()[2];

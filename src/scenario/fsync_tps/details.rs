@@ -272,7 +272,8 @@ mod tests {
 
     /// Issue 8, item 7: a row cut short by ENOSPC must not make a finding.
     #[test]
-    fn issue8_failed_rows_are_marked_and_not_compared() {
+    /// Issue 8.
+    fn failed_rows_are_marked_and_not_compared() {
         let mut failed = row(Coordination::None, 4, 273_488.0, 3, 3);
         failed.errors = 1;
         let d = details(vec![failed, row(Coordination::Wal, 4, 250.0, 500, 125)]);

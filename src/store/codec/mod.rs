@@ -141,7 +141,8 @@ mod tests {
     /// Property test: random samples of every shape (any u64 times in any order, huge
     /// latencies and sizes, many op and error names) decode to exactly what was encoded.
     #[test]
-    fn issue11_codec_round_trips_random_samples_exactly() {
+    /// Issue 11.
+    fn codec_round_trips_random_samples_exactly() {
         let mut rng = SplitMix64::new(11);
         let ops = [
             "write",

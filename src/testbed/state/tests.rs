@@ -83,7 +83,8 @@ fn a_failed_container_keeps_the_ones_below_it() {
 }
 
 #[test]
-fn issue8_cleanup_undoes_dead_processes_only() {
+/// Issue 8.
+fn cleanup_undoes_dead_processes_only() {
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let dead = work.path().join(format!("fsynclab-scratch-{DEAD}-00000000"));
@@ -113,7 +114,8 @@ fn issue8_cleanup_undoes_dead_processes_only() {
 }
 
 #[test]
-fn issue8_cleanup_removes_only_paths_of_fsynclab_shape() {
+/// Issue 8.
+fn cleanup_removes_only_paths_of_fsynclab_shape() {
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     // A directory of someone else's, a directory of another pid's shape, and a path
@@ -162,7 +164,8 @@ fn issue8_cleanup_removes_only_paths_of_fsynclab_shape() {
 }
 
 #[test]
-fn issue8_cleanup_reads_the_state_a_kill_left_half_written() {
+/// Issue 8.
+fn cleanup_reads_the_state_a_kill_left_half_written() {
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join(format!("fsynclab-scratch-{DEAD}-00000001"));
@@ -207,7 +210,8 @@ fn last_words_name_what_is_left_and_how_to_undo_it() {
 }
 
 #[test]
-fn issue15_cleanup_undoes_a_processs_later_stacks_first() {
+/// Issue 15.
+fn cleanup_undoes_a_processs_later_stacks_first() {
     // A scenario's scratch filesystems live in its run's work directory, recorded by an
     // earlier stack: the later stacks (numbered as made, 10 after 2) are undone first, so
     // that the work directory is empty of mounts when its turn comes.

@@ -150,7 +150,8 @@ fn when_the_disk_stops_taking_writes_the_state_is_said_with_the_kernels_words() 
 }
 
 #[test]
-fn issue15_after_a_failed_flush_the_cut_says_which_call_flushed_again() {
+/// Issue 15.
+fn after_a_failed_flush_the_cut_says_which_call_flushed_again() {
     let cut = crate::environment::PowerCut {
         trigger: "now".into(),
         keep: "none".into(),

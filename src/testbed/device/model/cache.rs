@@ -277,7 +277,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_a_segmented_cache_holds_at_most_that_many_writes() {
+    /// Issue 20.
+    fn a_segmented_cache_holds_at_most_that_many_writes() {
         let mut d = Disk::new(DiskFigures {
             cache_segments: 2,
             ..hdd(1 << 20)
@@ -310,7 +311,8 @@ mod tests {
     }
 
     #[test]
-    fn issue20_random_writes_through_a_segmented_cache_cost_about_their_positioning() {
+    /// Issue 20.
+    fn random_writes_through_a_segmented_cache_cost_about_their_positioning() {
         // 400 random 4 KiB writes over 1 GB of a 100 GB disk, each acknowledged then the
         // next sent (queue depth 1), as fio's rand-4k job does: with the whole cache free
         // for them the elevator sorts hundreds; with 32 segments, 32 at most.

@@ -261,7 +261,6 @@ pub(super) const ERA: [NamedProfile; 5] = [
 #[cfg(test)]
 mod tests {
     use super::super::parse;
-    use super::*;
 
     #[test]
     fn named_profiles_parse_with_their_figures() {

@@ -73,7 +73,8 @@ fn faults_a_lying_drive_and_the_sector_are_profile_options() {
 }
 
 #[test]
-fn issue19_physically_absurd_figures_are_refused_with_the_valid_range() {
+/// Issue 19.
+fn physically_absurd_figures_are_refused_with_the_valid_range() {
     for (bad, says) in [
         (
             "flush=1ms,write=1",
