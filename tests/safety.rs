@@ -1149,6 +1149,24 @@ fn cleanup_undoes_a_killed_scratch_run_whose_state_file_is_gone() {
         .unwrap();
     let state = lost.file_of(run.id());
     wait_for_file_containing(&state, "\"mount\"", &mut run);
+    // The state file records the mount before `mount` runs (so that a kill during it is
+    // undone too): wait for the mount itself, which is what this test looks for.
+    let backing_path = backing.path().to_string_lossy().to_string();
+    let mounted = || {
+        std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains(&backing_path))
+    };
+    let since = Instant::now();
+    while !mounted() {
+        assert!(run.try_wait().unwrap().is_none(), "the run ended before it mounted");
+        assert!(
+            since.elapsed() < Duration::from_secs(120),
+            "no mount under the backing after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     run.kill().unwrap();
     run.wait().unwrap();
     std::fs::remove_file(&state).unwrap();
