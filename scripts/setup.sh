@@ -5,10 +5,14 @@
 # renders the HTML report headless (tests/html_report.rs); slurm-wlm, munge and postgresql for
 # the testing farm's test (tests/farm.rs), which brings up its own Slurm cluster and
 # PostgreSQL server with scripts/farm-up.sh (no daemon of these packages is used or started),
-# and python3-yaml, with which that test reads the Kubernetes manifest back.
+# and python3-yaml, with which that test reads the Kubernetes manifest back. The BPF tracer
+# (`fsynclab watch`, src/explain/bpf/) is built with clang (build.rs compiles its C program to a
+# BPF object) against libbpf-dev's headers and library (found with pkg-config; libbpf needs
+# libelf and zlib); bpftool is only for the test that checks no BPF program is left behind.
 set -euo pipefail
 need=()
-for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount chromium slurm-wlm munge postgresql python3-yaml; do
+for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount chromium slurm-wlm munge postgresql python3-yaml \
+  clang libbpf-dev libelf-dev zlib1g-dev pkg-config bpftool; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then
