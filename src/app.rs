@@ -5,7 +5,7 @@ use anyhow::Result;
 use crate::cli::{Cli, Command, LoadKind};
 use crate::commands::{
     cleanup, compare, exec, explain, export, list, list_devices, matrix, report, reproduce, run as measure, runs, show,
-    store_copy, suite,
+    store_copy, suite, watch,
 };
 use crate::scenario::{load, probe};
 
@@ -39,6 +39,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Store { command } => store_copy::run(&command),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Cleanup => cleanup::cleanup(),
+        Command::Watch(args) => watch::watch(&args),
     }
 }
 

@@ -94,11 +94,13 @@ struct transaction_s {
 	tid_t t_tid;
 } __attribute__((preserve_access_index));
 
-/* arch/x86/include/asm/ptrace.h: a system call's arguments as its wrapper receives them. */
+/* arch/x86/include/asm/ptrace.h: the registers a kprobe sees, and in which a system call's
+ * wrapper receives the call's (its arguments by name, as bpf_tracing.h reads them). The
+ * kernel's names, not user space's (`di`, not `rdi`): __VMLINUX_H__ tells bpf_tracing.h so. */
+#define __VMLINUX_H__ 1
 struct pt_regs {
-	unsigned long di;
-	unsigned long si;
-	unsigned long dx;
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di;
+	unsigned long orig_ax, ip, cs, flags, sp, ss;
 } __attribute__((preserve_access_index));
 
 #endif

@@ -3,8 +3,8 @@
 //! `fsynclab watch`.
 //!
 //! [`BpfTracer::start`] loads the program, tells it which tasks to follow ([`Filter`]) and
-//! its thresholds, and attaches it: fentry/fexit on the sync calls' wrappers (the
-//! architecture's `__x64_sys_fsync`...), BTF trace points on the scheduler (switch, wakeup),
+//! its thresholds, and attaches it: BTF trace points on system calls' entry and exit (the
+//! program keeps the sync calls by number), on the scheduler (switch, wakeup),
 //! the block layer (request issue, completion) and jbd2 (commit start, end). Each attachment
 //! is a BPF link whose file descriptor this process owns, never pinned: when the process ends,
 //! however it ends (SIGKILL included), the kernel closes them and detaches the program.
@@ -99,6 +99,9 @@ static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 fn keep_libbpf_line(_level: PrintLevel, line: String) {
     let mut log = LIBBPF_LOG.lock().unwrap_or_else(|p| p.into_inner());
+    if std::env::var_os("FSYNCLAB_BPF_DEBUG").is_some() {
+        note!("{}", line.trim_end());
+    }
     if log.len() >= 64 {
         log.remove(0);
     }
@@ -110,37 +113,20 @@ fn libbpf_said() -> String {
     log.iter().rev().find(|l| !l.is_empty()).cloned().unwrap_or_default()
 }
 
-/// The prefix of the sync calls' wrappers in the kernel (arch/*/include/asm/syscall_wrapper.h).
-fn syscall_prefix() -> &'static str {
-    if cfg!(target_arch = "aarch64") {
-        "__arm64_sys_"
-    } else {
-        "__x64_sys_"
-    }
-}
-
 impl BpfTracer {
-    /// Loads, configures and attaches the program. `symbols` say which attach points this
-    /// kernel has (a kernel without jbd2 loaded has no commit events to attach).
+    /// Loads, configures and attaches the program; `symbols` say whether jbd2's events
+    /// exist (not where its module is not loaded).
     pub(crate) fn start(settings: &Settings, symbols: &KernelSymbols) -> Result<BpfTracer> {
         if let Some(why) = unavailable() {
             bail!(why);
         }
-        libbpf_rs::set_print(Some((PrintLevel::Warn, keep_libbpf_line)));
+        libbpf_rs::set_print(Some((PrintLevel::Debug, keep_libbpf_line)));
         let mut open = ObjectBuilder::default()
             .open_memory(OBJECT)
             .map_err(|e| anyhow!("opening the BPF program: {e}"))?;
         for mut prog in open.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
-            if let Some(call) = name.strip_prefix("enter_").or_else(|| name.strip_prefix("exit_")) {
-                let target = format!("{}{call}", syscall_prefix());
-                if symbols.contains(&target) {
-                    prog.set_attach_target(0, Some(target))
-                        .map_err(|e| anyhow!("aiming {name} at {call}: {e}"))?;
-                } else {
-                    prog.set_autoload(false);
-                }
-            } else if name.starts_with("on_commit") && !symbols.contains("__traceiter_jbd2_start_commit") {
+            if name.starts_with("on_commit") && !symbols.contains("__traceiter_jbd2_start_commit") {
                 prog.set_autoload(false);
             }
         }
@@ -153,7 +139,7 @@ impl BpfTracer {
     }
 
     fn configure(&self, settings: &Settings) -> Result<()> {
-        let mut config = Vec::with_capacity(40);
+        let mut config = Vec::with_capacity(88);
         let (filter, comm) = match &settings.filter {
             Filter::All => (0u32, ""),
             Filter::Processes(_) => (1, ""),
@@ -161,6 +147,9 @@ impl BpfTracer {
         };
         config.extend_from_slice(&filter.to_ne_bytes());
         config.extend_from_slice(&0u32.to_ne_bytes());
+        for kind in SyncKind::ALL {
+            config.extend_from_slice(&kind.syscall_number().to_ne_bytes());
+        }
         config.extend_from_slice(&nanos(settings.report_threshold).to_ne_bytes());
         config.extend_from_slice(&nanos(settings.stack_threshold).to_ne_bytes());
         let mut name = [0u8; 16];

@@ -54,6 +54,18 @@ impl SyncKind {
         }
     }
 
+    /// The system call's number on this architecture.
+    pub(crate) fn syscall_number(self) -> i64 {
+        match self {
+            SyncKind::Fsync => libc::SYS_fsync,
+            SyncKind::Fdatasync => libc::SYS_fdatasync,
+            SyncKind::SyncFileRange => libc::SYS_sync_file_range,
+            SyncKind::Msync => libc::SYS_msync,
+            SyncKind::Syncfs => libc::SYS_syncfs,
+            SyncKind::Sync => libc::SYS_sync,
+        }
+    }
+
     /// Whether its first argument is a file descriptor.
     pub(crate) fn takes_fd(self) -> bool {
         matches!(self, SyncKind::Fsync | SyncKind::Fdatasync | SyncKind::SyncFileRange | SyncKind::Syncfs)
