@@ -12,11 +12,13 @@ use std::path::PathBuf;
 use std::process::Command;
 
 const SOURCE: &str = "src/explain/bpf/watch.bpf.c";
-const HEADER: &str = "src/explain/bpf/kernel_types.h";
+const HEADERS: [&str; 2] = ["src/explain/bpf/kernel_types.h", "src/explain/bpf/watch_maps.h"];
 
 fn main() {
     println!("cargo:rerun-if-changed={SOURCE}");
-    println!("cargo:rerun-if-changed={HEADER}");
+    for header in HEADERS {
+        println!("cargo:rerun-if-changed={header}");
+    }
     println!("cargo:rerun-if-env-changed=CLANG");
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("watch.bpf.o");
     let arch = match env::var("CARGO_CFG_TARGET_ARCH").as_deref() {

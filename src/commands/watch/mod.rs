@@ -49,7 +49,10 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let names = tracer.process_names()?;
     let lost = tracer.lost()?;
     drop(tracer);
-    print!("{}", text::summary(&latencies, &names, printed, args.threshold, started.elapsed()));
+    print!(
+        "{}",
+        text::summary(&latencies, &names, printed, args.threshold, started.elapsed())
+    );
     if lost.calls + lost.records + lost.histogram > 0 {
         note!(
             "lost in the kernel: {} calls not followed, {} slow calls not sent, {} histogram entries",
@@ -84,9 +87,17 @@ fn settings(args: &WatchArgs) -> Result<Settings> {
         Filter::All
     };
     if args.duration == Some(Duration::ZERO) {
-        return Err(Usage(format!("--duration {}: expected more than 0s", format_duration(Duration::ZERO))).into());
+        return Err(Usage(format!(
+            "--duration {}: expected more than 0s",
+            format_duration(Duration::ZERO)
+        ))
+        .into());
     }
-    Ok(Settings { filter, report_threshold: args.threshold, stack_threshold: args.stack_over })
+    Ok(Settings {
+        filter,
+        report_threshold: args.threshold,
+        stack_threshold: args.stack_over,
+    })
 }
 
 /// The process a thread id belongs to (`Tgid:` of /proc/PID/status, Documentation/

@@ -52,21 +52,36 @@ pub(super) fn call_line(call: &SlowCall, symbols: &KernelSymbols, started: Insta
         format_latency_ns(call.latency_ns)
     );
     if call.ret < 0 {
-        let _ = write!(line, " (failed: {})", std::io::Error::from_raw_os_error(-call.ret as i32));
+        let _ = write!(
+            line,
+            " (failed: {})",
+            std::io::Error::from_raw_os_error(-call.ret as i32)
+        );
     }
     line.push(':');
     let mut parts = parts(call, symbols);
-    parts.sort_by(|a, b| b.ns.cmp(&a.ns));
-    let shown: Vec<String> =
-        parts.iter().filter(|p| p.ns > 0).map(|p| format!("{} {}", format_latency_ns(p.ns), p.what)).collect();
+    parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
+    let shown: Vec<String> = parts
+        .iter()
+        .filter(|p| p.ns > 0)
+        .map(|p| format!("{} {}", format_latency_ns(p.ns), p.what))
+        .collect();
     let _ = write!(line, " {}", shown.join("; "));
     let m = call.meanwhile;
     let mut meanwhile = Vec::new();
     if m.flushes > 0 {
-        meanwhile.push(format!("{} cache flush(es) completed ({} each on average)", m.flushes, format_latency_ns(m.flush_ns / m.flushes)));
+        meanwhile.push(format!(
+            "{} cache flush(es) completed ({} each on average)",
+            m.flushes,
+            format_latency_ns(m.flush_ns / m.flushes)
+        ));
     }
     if m.commits > 0 {
-        meanwhile.push(format!("{} jbd2 commit(s) ({} each)", m.commits, format_latency_ns(m.commit_ns / m.commits)));
+        meanwhile.push(format!(
+            "{} jbd2 commit(s) ({} each)",
+            m.commits,
+            format_latency_ns(m.commit_ns / m.commits)
+        ));
     }
     if m.write_bytes > 0 {
         meanwhile.push(format!("{} written", human_size(m.write_bytes)));
@@ -99,13 +114,28 @@ fn parts(call: &SlowCall, symbols: &KernelSymbols) -> Vec<Part> {
     }
     let mut parts: Vec<Part> = by_cause
         .into_iter()
-        .map(|(what, (ns, n))| Part { what: if n > 1 { format!("{what} ({n} sleeps)") } else { what }, ns })
+        .map(|(what, (ns, n))| Part {
+            what: if n > 1 { format!("{what} ({n} sleeps)") } else { what },
+            ns,
+        })
         .collect();
-    parts.push(Part { what: "on CPU".into(), ns: call.on_cpu_ns() });
-    parts.push(Part { what: "waiting for a CPU".into(), ns: call.runqueue_ns });
-    parts.push(Part { what: format!("in {} short sleeps (not named)", call.short_sleeps), ns: call.short_sleep_ns });
+    parts.push(Part {
+        what: "on CPU".into(),
+        ns: call.on_cpu_ns(),
+    });
+    parts.push(Part {
+        what: "waiting for a CPU".into(),
+        ns: call.runqueue_ns,
+    });
+    parts.push(Part {
+        what: format!("in {} short sleeps (not named)", call.short_sleeps),
+        ns: call.short_sleep_ns,
+    });
     let beyond = call.long_sleeps.saturating_sub(call.sleeps.len() as u32);
-    parts.push(Part { what: format!("in {beyond} more long sleeps"), ns: call.other_sleep_ns });
+    parts.push(Part {
+        what: format!("in {beyond} more long sleeps"),
+        ns: call.other_sleep_ns,
+    });
     parts
 }
 
@@ -148,7 +178,11 @@ pub(super) fn summary(
         out.push_str("  no sync call was made\n");
         return out;
     }
-    let _ = writeln!(out, "  {:<24} {:<16} {:>9} {:>10} {:>10} {:>10} {:>10}", "process", "call", "calls", "p50", "p90", "p99", "max");
+    let _ = writeln!(
+        out,
+        "  {:<24} {:<16} {:>9} {:>10} {:>10} {:>10} {:>10}",
+        "process", "call", "calls", "p50", "p90", "p99", "max"
+    );
     let mut keys: Vec<&(u32, SyncKind)> = latencies.keys().collect();
     keys.sort();
     let mut per_kind: BTreeMap<SyncKind, Buckets> = BTreeMap::new();

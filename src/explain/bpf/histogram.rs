@@ -21,7 +21,11 @@ impl LatencyKey {
         let pid = u32::from_ne_bytes(bytes.get(0..4)?.try_into().ok()?);
         let kind = u16::from_ne_bytes(bytes.get(4..6)?.try_into().ok()?);
         let bucket = u16::from_ne_bytes(bytes.get(6..8)?.try_into().ok()?);
-        Some(LatencyKey { pid, kind: u32::from(kind), bucket })
+        Some(LatencyKey {
+            pid,
+            kind: u32::from(kind),
+            bucket,
+        })
     }
 }
 

@@ -79,17 +79,23 @@ pub(crate) struct Lost {
 /// Why the tracer cannot run here, in one line saying what to do; `None` when it can try.
 pub(crate) fn unavailable() -> Option<String> {
     if std::env::var_os(DISABLE_ENV).is_some() {
-        return Some(format!("the BPF tracer is turned off ({DISABLE_ENV} is set): unset it to trace"));
+        return Some(format!(
+            "the BPF tracer is turned off ({DISABLE_ENV} is set): unset it to trace"
+        ));
     }
     if OBJECT.is_empty() {
-        return Some("this fsynclab was built without its BPF program (no clang): run scripts/setup.sh and rebuild".into());
+        return Some(
+            "this fsynclab was built without its BPF program (no clang): run scripts/setup.sh and rebuild".into(),
+        );
     }
     // SAFETY: geteuid cannot fail and touches no memory of ours.
     if unsafe { libc::geteuid() } != 0 {
         return Some("tracing with BPF needs root: run it with sudo".into());
     }
     if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("this kernel has no BTF (/sys/kernel/btf/vmlinux; CONFIG_DEBUG_INFO_BTF): BPF tracing needs it".into());
+        return Some(
+            "this kernel has no BTF (/sys/kernel/btf/vmlinux; CONFIG_DEBUG_INFO_BTF): BPF tracing needs it".into(),
+        );
     }
     None
 }
@@ -131,9 +137,15 @@ impl BpfTracer {
             }
         }
         let object = open.load().map_err(|e| {
-            anyhow!("loading the BPF program into the kernel: {e} (libbpf: {})", libbpf_said())
+            anyhow!(
+                "loading the BPF program into the kernel: {e} (libbpf: {})",
+                libbpf_said()
+            )
         })?;
-        let tracer = BpfTracer { object, _links: Vec::new() };
+        let tracer = BpfTracer {
+            object,
+            _links: Vec::new(),
+        };
         tracer.configure(settings)?;
         tracer.attach()
     }
@@ -243,7 +255,9 @@ impl BpfTracer {
                 continue;
             };
             if let Some(kind) = SyncKind::from_number(k.kind) {
-                out.entry((k.pid, kind)).or_default().add(k.bucket, u64::from_ne_bytes(count));
+                out.entry((k.pid, kind))
+                    .or_default()
+                    .add(k.bucket, u64::from_ne_bytes(count));
             }
         }
         Ok(out)
@@ -254,13 +268,17 @@ impl BpfTracer {
         let map = self.map("process_names")?;
         let mut out = HashMap::new();
         for key in map.keys() {
-            let (Ok(pid), Some(name)) =
-                (<[u8; 4]>::try_from(key.as_slice()), map.lookup(&key, MapFlags::ANY).ok().flatten())
-            else {
+            let (Ok(pid), Some(name)) = (
+                <[u8; 4]>::try_from(key.as_slice()),
+                map.lookup(&key, MapFlags::ANY).ok().flatten(),
+            ) else {
                 continue;
             };
             let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-            out.insert(u32::from_ne_bytes(pid), String::from_utf8_lossy(&name[..end]).into_owned());
+            out.insert(
+                u32::from_ne_bytes(pid),
+                String::from_utf8_lossy(&name[..end]).into_owned(),
+            );
         }
         Ok(out)
     }
@@ -269,10 +287,18 @@ impl BpfTracer {
     pub(crate) fn lost(&self) -> Result<Lost> {
         let map = self.map("lost")?;
         let read = |i: u32| -> Result<u64> {
-            let v = map.lookup(&i.to_ne_bytes(), MapFlags::ANY).context("reading the BPF loss counters")?;
-            Ok(v.and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok()).map(u64::from_ne_bytes).unwrap_or(0))
+            let v = map
+                .lookup(&i.to_ne_bytes(), MapFlags::ANY)
+                .context("reading the BPF loss counters")?;
+            Ok(v.and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+                .map(u64::from_ne_bytes)
+                .unwrap_or(0))
         };
-        Ok(Lost { calls: read(0)?, records: read(1)?, histogram: read(2)? })
+        Ok(Lost {
+            calls: read(0)?,
+            records: read(1)?,
+            histogram: read(2)?,
+        })
     }
 }
 

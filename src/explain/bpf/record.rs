@@ -68,7 +68,10 @@ impl SyncKind {
 
     /// Whether its first argument is a file descriptor.
     pub(crate) fn takes_fd(self) -> bool {
-        matches!(self, SyncKind::Fsync | SyncKind::Fdatasync | SyncKind::SyncFileRange | SyncKind::Syncfs)
+        matches!(
+            self,
+            SyncKind::Fsync | SyncKind::Fdatasync | SyncKind::SyncFileRange | SyncKind::Syncfs
+        )
     }
 }
 
@@ -179,9 +182,15 @@ impl SlowCall {
                 continue;
             }
             let depth = (stack_bytes / 8).min(STACK_DEPTH);
-            call.sleeps.push(LongSleep { ns, runnable_ns, waker_tid, waker_comm, stack: frames[..depth].to_vec() });
+            call.sleeps.push(LongSleep {
+                ns,
+                runnable_ns,
+                waker_tid,
+                waker_comm,
+                stack: frames[..depth].to_vec(),
+            });
         }
-        call.sleeps.sort_by(|a, b| b.ns.cmp(&a.ns));
+        call.sleeps.sort_by_key(|s| std::cmp::Reverse(s.ns));
         Ok(call)
     }
 }
@@ -248,7 +257,10 @@ mod tests {
         put(&mut b, sleep + 40, &0xffff_ffff_8100_0000u64.to_ne_bytes());
         let call = SlowCall::parse(&b).unwrap();
         assert_eq!(call.kind, Some(SyncKind::Fdatasync));
-        assert_eq!((call.pid, call.tid, call.fd, call.comm.as_str()), (42, 43, 7, "postgres"));
+        assert_eq!(
+            (call.pid, call.tid, call.fd, call.comm.as_str()),
+            (42, 43, 7, "postgres")
+        );
         assert_eq!(call.meanwhile.flushes, 3);
         assert_eq!(call.sleeps.len(), 1);
         assert_eq!(call.sleeps[0].waker_comm, "jbd2/sda1-8");
