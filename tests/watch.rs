@@ -225,18 +225,22 @@ fn watch_refuses_in_one_line_without_root() {
 }
 
 /// Issue 25: a process that does not exist, a command name too long to be one, a zero
-/// duration or a threshold that is no duration are usage errors (exit 2), said in one line.
+/// duration, a threshold that is no duration, or both --pid and --comm are usage errors
+/// (exit 2), said in one line.
 fn bad_watch_flags_are_refused_in_one_line() {
     for (args, says) in [
         (&["--pid", "999999999"][..], "no such process"),
+        (&["--pid", "postgres"][..], "expected a process id"),
         (&["--comm", "a-name-longer-than-15"][..], "1 to 15 bytes"),
         (&["--duration", "0s"][..], "more than 0s"),
-        (&["--threshold", "soon"][..], "expected a duration"),
-        (&["--pid", "1", "--comm", "x"][..], "cannot be used with"),
+        (&["--threshold", "soon"][..], "--threshold soon"),
+        (&["--stack-over", "1x"][..], "--stack-over 1x"),
+        (&["--pid", "1", "--comm", "x"][..], "give one of them"),
     ] {
         let out = fsynclab().arg("watch").args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::error::Usage;
 use crate::units::parse_duration;
 
 pub(crate) const WATCH_HELP: &str = "\
@@ -28,23 +29,38 @@ Set FSYNCLAB_NO_BPF=1 to make it refuse as where the kernel has no BPF.";
 pub struct WatchArgs {
     /// Processes to watch (every thread of each), comma-separated or repeated; they may have
     /// started long before
-    #[arg(long, value_name = "PID", value_delimiter = ',', conflicts_with = "comm")]
-    pub pid: Vec<u32>,
+    #[arg(long, value_name = "PID", value_delimiter = ',')]
+    pub pid: Vec<String>,
     /// Watch every task with this command name (as in /proc/PID/comm, at most 15 bytes)
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
     /// Print the calls at least this slow
-    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = duration_arg)]
-    pub threshold: Duration,
+    #[arg(long, value_name = "DURATION", default_value = "10ms")]
+    pub threshold: String,
     /// Take the kernel stack of sleeps at least this long inside a sync call (shorter ones
     /// are counted, not named)
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = duration_arg)]
-    pub stack_over: Duration,
+    #[arg(long, value_name = "DURATION", default_value = "1ms")]
+    pub stack_over: String,
     /// End after this long (default: at Ctrl-C)
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
-    pub duration: Option<Duration>,
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
 }
 
-fn duration_arg(text: &str) -> Result<Duration, String> {
-    parse_duration(text).map_err(|e| format!("{e}: expected a duration like 10ms or 2s"))
+/// The durations read, each refused in one line of fsynclab's own (clap's would add its
+/// usage block): (threshold, stack-over, duration).
+impl WatchArgs {
+    pub(crate) fn durations(&self) -> Result<(Duration, Duration, Option<Duration>), Usage> {
+        let read = |flag: &str, text: &str| parse_duration(text).map_err(|e| Usage(format!("--{flag} {text}: {e}")));
+        let duration = self.duration.as_deref().map(|d| read("duration", d)).transpose()?;
+        if duration == Some(Duration::ZERO) {
+            return Err(Usage(
+                "--duration 0s: expected more than 0s (or leave it out to watch until Ctrl-C)".into(),
+            ));
+        }
+        Ok((
+            read("threshold", &self.threshold)?,
+            read("stack-over", &self.stack_over)?,
+            duration,
+        ))
+    }
 }

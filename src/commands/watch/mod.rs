@@ -17,7 +17,6 @@ use crate::cli::WatchArgs;
 use crate::error::Usage;
 use crate::explain::bpf::symbols::KernelSymbols;
 use crate::explain::bpf::{self, BpfTracer, Filter, Settings};
-use crate::units::format_duration;
 
 mod text;
 
@@ -25,7 +24,8 @@ mod text;
 const TICK: Duration = Duration::from_millis(100);
 
 pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
-    let settings = settings(args)?;
+    let (threshold, stack_over, duration) = args.durations()?;
+    let settings = settings(args, threshold, stack_over)?;
     if let Some(why) = bpf::unavailable() {
         bail!(why);
     }
@@ -33,11 +33,11 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let stop = crate::signals::watch().context("installing the signal handlers")?;
     let tracer = BpfTracer::start(&settings, &symbols)?;
     let started = Instant::now();
-    note!("{}", text::watching(&settings, args.duration));
+    note!("{}", text::watching(&settings, duration));
 
     // Follow: each slow call printed as the kernel sends it.
     let mut printed = 0u64;
-    let deadline = args.duration.map(|d| started + d);
+    let deadline = duration.map(|d| started + d);
     let go_on = || !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d);
     tracer.follow(TICK, go_on, |call| {
         printed += 1;
@@ -51,7 +51,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     drop(tracer);
     print!(
         "{}",
-        text::summary(&latencies, &names, printed, args.threshold, started.elapsed())
+        text::summary(&latencies, &names, printed, threshold, started.elapsed())
     );
     if lost.calls + lost.records + lost.histogram > 0 {
         note!(
@@ -66,10 +66,17 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
 
 /// The options read into the tracer's settings; a process that does not exist is a usage
 /// error.
-fn settings(args: &WatchArgs) -> Result<Settings> {
+fn settings(args: &WatchArgs, threshold: Duration, stack_over: Duration) -> Result<Settings> {
+    if !args.pid.is_empty() && args.comm.is_some() {
+        return Err(Usage("--pid and --comm: give one of them (neither watches every process)".into()).into());
+    }
     let filter = if !args.pid.is_empty() {
         let mut pids = Vec::new();
-        for &pid in &args.pid {
+        for text in &args.pid {
+            let pid = text
+                .trim()
+                .parse()
+                .map_err(|_| Usage(format!("--pid {text}: expected a process id, a number like 812")))?;
             pids.push(thread_group(pid)?);
         }
         pids.sort_unstable();
@@ -86,17 +93,10 @@ fn settings(args: &WatchArgs) -> Result<Settings> {
     } else {
         Filter::All
     };
-    if args.duration == Some(Duration::ZERO) {
-        return Err(Usage(format!(
-            "--duration {}: expected more than 0s",
-            format_duration(Duration::ZERO)
-        ))
-        .into());
-    }
     Ok(Settings {
         filter,
-        report_threshold: args.threshold,
-        stack_threshold: args.stack_over,
+        report_threshold: threshold,
+        stack_threshold: stack_over,
     })
 }
 
