@@ -48,11 +48,22 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let latencies = tracer.latencies()?;
     let names = tracer.process_names()?;
     let lost = tracer.lost()?;
+    let cost = tracer.run_time();
     drop(tracer);
     print!(
         "{}",
         text::summary(&latencies, &names, printed, threshold, started.elapsed())
     );
+    if cost.runs > 0 {
+        let elapsed = started.elapsed().as_secs_f64();
+        println!(
+            "the BPF programs ran {} times for {} of CPU in all ({} a run, {:.3}% of one CPU)",
+            cost.runs,
+            crate::units::format_latency_ns(cost.ns),
+            crate::units::format_latency_ns(cost.ns / cost.runs),
+            cost.ns as f64 / 1e9 / elapsed * 100.0
+        );
+    }
     if lost.calls + lost.records + lost.histogram > 0 {
         note!(
             "lost in the kernel: {} calls not followed, {} slow calls not sent, {} histogram entries",

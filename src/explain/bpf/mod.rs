@@ -18,6 +18,7 @@
 //! (kernel addresses to names), `histogram` (the latency histograms' buckets).
 
 use std::collections::HashMap;
+use std::os::fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -65,6 +66,17 @@ pub(crate) struct Settings {
 pub(crate) struct BpfTracer {
     object: Object,
     _links: Vec<Link>,
+    /// While held, the kernel counts the programs' runs and run time (`bpf_enable_stats`,
+    /// reference-counted by the kernel: no sysctl is written, and it ends with the process).
+    _stats: Option<OwnedFd>,
+}
+
+/// What the programs cost the kernel: how often they ran and for how long in all (0 where
+/// the kernel could not count, `_stats` being None).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct RunTime {
+    pub(crate) runs: u64,
+    pub(crate) ns: u64,
 }
 
 /// What the kernel side could not keep: calls not followed, records not sent, histogram
@@ -145,6 +157,7 @@ impl BpfTracer {
         let tracer = BpfTracer {
             object,
             _links: Vec::new(),
+            _stats: enable_stats(),
         };
         tracer.configure(settings)?;
         tracer.attach()
@@ -299,6 +312,41 @@ impl BpfTracer {
             records: read(1)?,
             histogram: read(2)?,
         })
+    }
+}
+
+/// Turns on the kernel's run-time statistics of BPF programs for as long as the returned
+/// descriptor lives (the BPF_ENABLE_STATS command of bpf(2); `kernel.bpf_stats_enabled` is the
+/// machine-wide switch, this the per-holder one).
+fn enable_stats() -> Option<OwnedFd> {
+    // SAFETY: bpf_enable_stats takes a plain enum and returns a new descriptor or -errno.
+    let fd = unsafe { libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME) };
+    // SAFETY: a non-negative return is a descriptor just made for us, owned by no one else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl BpfTracer {
+    /// The programs' runs and run time so far, summed.
+    pub(crate) fn run_time(&self) -> RunTime {
+        let mut total = RunTime::default();
+        for prog in self.object.progs() {
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            // SAFETY: info is a bpf_prog_info of `len` bytes that the call fills; the
+            // descriptor is the loaded program's, alive as long as `self`.
+            let ret = unsafe {
+                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(
+                    prog.as_fd().as_raw_fd(),
+                    std::ptr::from_mut(&mut info),
+                    &mut len,
+                )
+            };
+            if ret == 0 {
+                total.runs += info.run_cnt;
+                total.ns += info.run_time_ns;
+            }
+        }
+        total
     }
 }
 
