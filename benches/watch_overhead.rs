@@ -10,7 +10,8 @@
 //! Needs root (BPF, loop devices). Run, alone on the machine:
 //! `flock /tmp/fsynclab-bench.lock cargo bench --bench watch_overhead`
 //! (`FSYNCLAB_BENCH_ROUNDS=N` the rounds, default 5; `FSYNCLAB_BENCH_WRITE_SIZE` the prober's
-//! write size, default 4k).
+//! write size, default 4k; `FSYNCLAB_BENCH_WATCH` the watch's filter, default `--comm
+//! fsynclab`: `--pid 1` leaves the runs untraced, and measures what the hooks cost alone).
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -30,8 +31,11 @@ struct Watch(Child);
 
 impl Watch {
     fn start() -> Watch {
+        let args = std::env::var("FSYNCLAB_BENCH_WATCH").unwrap_or_else(|_| "--comm fsynclab".into());
         let mut child = Command::new(env!("CARGO_BIN_EXE_fsynclab"))
-            .args(["watch", "--comm", "fsynclab", "--threshold", "10ms"])
+            .arg("watch")
+            .args(args.split_whitespace())
+            .args(["--threshold", "10ms"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
