@@ -5,7 +5,7 @@ use anyhow::Result;
 use crate::cli::{Cli, Command, LoadKind};
 use crate::commands::{
     cleanup, compare, exec, explain, export, list, list_devices, matrix, report, reproduce, run as measure, runs,
-    shell, show, store_copy, suite,
+    shell, show, store_copy, suite, watch,
 };
 use crate::scenario::{load, probe};
 
@@ -42,6 +42,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Completions { shell } => shell::completions(shell),
         Command::Manpages { dir } => shell::manpages(&dir),
         Command::Cell(args) => matrix::cell(&args),
+        Command::Watch(args) => watch::watch(&args),
     }
 }
 

@@ -15,6 +15,7 @@ use crate::explain::run::ExplainOptions;
 
 mod store;
 mod target;
+mod watch;
 
 /// The formats live beside what prints them (the exporters, the matrix table); the
 /// command line names them.
@@ -26,6 +27,8 @@ pub use store::{
 };
 use store::{COMPARE_HELP, EXPORT_HELP, MATRIX_HELP, REPORT_HELP, RUNS_HELP, SHOW_HELP};
 pub use target::{ExplainArgs, TargetArgs};
+pub use watch::WatchArgs;
+use watch::WATCH_HELP;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -193,6 +196,10 @@ fsynclab manpages /tmp/man && man -l /tmp/man/fsynclab-exec.1")]
     /// what a farm scheduler's task runs (`matrix --engine slurm` and `k8s` start it)
     #[command(hide = true)]
     Cell(CellArgs),
+    /// Print each slow sync call of running processes (or of the whole machine) with where
+    /// its time went, as it happens, traced in the kernel with BPF (root)
+    #[command(after_help = WATCH_HELP)]
+    Watch(WatchArgs),
 }
 
 const REPRODUCE_HELP: &str = "\

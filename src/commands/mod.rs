@@ -7,6 +7,7 @@
 //! - looking at results after the fact: [`runs`], [`show`], [`export`], [`compare`],
 //!   [`report`] (the HTML page), [`explain`]; [`select`] reads what names runs on the
 //!   command line
+//! - watching running processes: [`watch`] (the BPF tracer, `explain::bpf`)
 //! - the store and the machine: [`store_copy`] (`store copy`), [`cleanup`]
 
 pub(crate) mod cleanup;
@@ -26,3 +27,4 @@ pub(crate) mod shell;
 pub(crate) mod show;
 pub(crate) mod store_copy;
 pub(crate) mod suite;
+pub(crate) mod watch;

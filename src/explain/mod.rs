@@ -15,8 +15,10 @@
 //! - [`timeline`]: the sampler
 //! - [`command`]: the same for a command run under `exec --explain`, whose sync calls are
 //!   read from the system-call events of its process tree ([`syscalls`])
+//! - [`bpf`]: the tracer in the kernel (a BPF program) that `fsynclab watch` runs
 
 pub(crate) mod attribution;
+pub(crate) mod bpf;
 pub(crate) mod command;
 pub(crate) mod events;
 pub(crate) mod run;

@@ -1,0 +1,66 @@
+//! The options of `fsynclab watch`, and their reading into the tracer's settings.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::error::Usage;
+use crate::units::parse_duration;
+
+pub(crate) const WATCH_HELP: &str = "\
+Attaches a BPF program to the kernel (as root) and prints each sync call (fsync, fdatasync,
+sync_file_range, msync, syncfs, sync) slower than --threshold as it ends, split into parts
+that add up to it: time on a CPU, waiting for a CPU, and its sleeps, each long one (over
+--stack-over) named from the kernel stack it slept in (waiting for data writeback, for a
+journal commit, a device cache flush, dirty throttling...) and the task that woke it; with
+the cache flushes, writes and jbd2 commits that completed on the machine meanwhile. Only the
+traced tasks' calls are followed, in the kernel; only slow calls cross to user space.
+Ctrl-C or --duration ends it with the percentiles of every call, per process and kind.
+Killed however, it leaves no BPF program behind (nothing is pinned).
+
+Examples:
+  fsynclab watch --pid $(pidof postgres | tr ' ' ,)   PostgreSQL's slow WAL fdatasyncs
+  fsynclab watch --comm etcd --threshold 50ms
+  fsynclab watch --duration 30s                       every process of the machine
+
+Set FSYNCLAB_NO_BPF=1 to make it refuse as where the kernel has no BPF.";
+
+#[derive(Args, Debug, Clone)]
+pub struct WatchArgs {
+    /// Processes to watch (every thread of each), comma-separated or repeated; they may have
+    /// started long before
+    #[arg(long, value_name = "PID", value_delimiter = ',')]
+    pub pid: Vec<String>,
+    /// Watch every task with this command name (as in /proc/PID/comm, at most 15 bytes)
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+    /// Print the calls at least this slow
+    #[arg(long, value_name = "DURATION", default_value = "10ms")]
+    pub threshold: String,
+    /// Take the kernel stack of sleeps at least this long inside a sync call (shorter ones
+    /// are counted, not named)
+    #[arg(long, value_name = "DURATION", default_value = "1ms")]
+    pub stack_over: String,
+    /// End after this long (default: at Ctrl-C)
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+}
+
+/// The durations read, each refused in one line of fsynclab's own (clap's would add its
+/// usage block): (threshold, stack-over, duration).
+impl WatchArgs {
+    pub(crate) fn durations(&self) -> Result<(Duration, Duration, Option<Duration>), Usage> {
+        let read = |flag: &str, text: &str| parse_duration(text).map_err(|e| Usage(format!("--{flag} {text}: {e}")));
+        let duration = self.duration.as_deref().map(|d| read("duration", d)).transpose()?;
+        if duration == Some(Duration::ZERO) {
+            return Err(Usage(
+                "--duration 0s: expected more than 0s (or leave it out to watch until Ctrl-C)".into(),
+            ));
+        }
+        Ok((
+            read("threshold", &self.threshold)?,
+            read("stack-over", &self.stack_over)?,
+            duration,
+        ))
+    }
+}

@@ -1,0 +1,106 @@
+/* The few kernel types the watch program reads, written by hand for CO-RE.
+ *
+ * Each struct carries preserve_access_index, so clang records every field access as a
+ * relocation that libbpf resolves against the running kernel's BTF (/sys/kernel/btf/vmlinux)
+ * when the program loads: the offsets below are never used as they are, only the names.
+ * Only the fields the program reads are listed. This header is used instead of a vmlinux.h
+ * dumped by bpftool at build time so that the build does not depend on the build machine's
+ * kernel (a container or CI machine without BTF builds the same object), and so that the
+ * program states exactly which kernel fields it relies on.
+ */
+#ifndef FSYNCLAB_KERNEL_TYPES_H
+#define FSYNCLAB_KERNEL_TYPES_H
+
+typedef unsigned char __u8;
+typedef unsigned short __u16;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+typedef signed char __s8;
+typedef short __s16;
+typedef int __s32;
+typedef long long __s64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s32 s32;
+typedef __s64 s64;
+typedef _Bool bool;
+#define true 1
+#define false 0
+typedef __u32 dev_t;
+typedef int pid_t;
+typedef unsigned int blk_opf_t;
+typedef unsigned char blk_status_t;
+typedef int tid_t;
+
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+};
+
+/* include/linux/sched.h */
+struct task_struct {
+	pid_t pid;
+	pid_t tgid;
+	char comm[16];
+} __attribute__((preserve_access_index));
+
+/* include/linux/blk_types.h: the operation in the low bits of cmd_flags, flags above. */
+enum req_op {
+	REQ_OP_WRITE = 1,
+	REQ_OP_FLUSH = 2,
+};
+
+enum req_flag_bits {
+	__REQ_PREFLUSH = 18,
+};
+
+struct gendisk {
+	int major;
+	int first_minor;
+} __attribute__((preserve_access_index));
+
+struct request_queue {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+/* include/linux/blk-mq.h */
+struct request {
+	struct request_queue *q;
+	blk_opf_t cmd_flags;
+} __attribute__((preserve_access_index));
+
+/* include/linux/jbd2.h */
+struct block_device {
+	dev_t bd_dev;
+} __attribute__((preserve_access_index));
+
+struct journal_s {
+	struct block_device *j_fs_dev;
+} __attribute__((preserve_access_index));
+
+struct transaction_s {
+	tid_t t_tid;
+} __attribute__((preserve_access_index));
+
+/* arch/x86/include/asm/ptrace.h: the registers a kprobe sees, and in which a system call's
+ * wrapper receives the call's (its arguments by name, as bpf_tracing.h reads them). The
+ * kernel's names, not user space's (`di`, not `rdi`): __VMLINUX_H__ tells bpf_tracing.h so. */
+#define __VMLINUX_H__ 1
+struct pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di;
+	unsigned long orig_ax, ip, cs, flags, sp, ss;
+} __attribute__((preserve_access_index));
+
+#endif

@@ -1,0 +1,355 @@
+//! The tracer in the kernel: a BPF program (watch.bpf.c, compiled by build.rs, loaded with
+//! libbpf) that splits each slow sync call of the traced tasks into parts as it happens, for
+//! `fsynclab watch`.
+//!
+//! [`BpfTracer::start`] loads the program, tells it which tasks to follow ([`Filter`]) and
+//! its thresholds, and attaches it: BTF trace points on system calls' entry and exit (the
+//! program keeps the sync calls by number), on the scheduler (switch, wakeup),
+//! the block layer (request issue, completion) and jbd2 (commit start, end). Each attachment
+//! is a BPF link whose file descriptor this process owns, never pinned: when the process ends,
+//! however it ends (SIGKILL included), the kernel closes them and detaches the program.
+//! [`BpfTracer::follow`] hands each slow call to the caller as it comes
+//! ([`record::SlowCall`]); [`BpfTracer::latencies`] reads the in-kernel histograms of every
+//! call's latency, per process and kind.
+//!
+//! Why libbpf (libbpf-rs) and a C program: libbpf is maintained with the kernel's BPF tree
+//! and is the reference CO-RE loader; aya's BPF-side crates need a nightly toolchain, which
+//! this project cannot assume. The parts: `record` (the record of a slow call), `symbols`
+//! (kernel addresses to names), `histogram` (the latency histograms' buckets).
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use libbpf_rs::{Link, MapCore as _, MapFlags, Object, ObjectBuilder, PrintLevel, RingBufferBuilder};
+
+pub(crate) mod histogram;
+pub(crate) mod record;
+pub(crate) mod symbols;
+
+use histogram::LatencyKey;
+use record::{SlowCall, SyncKind};
+use symbols::KernelSymbols;
+
+/// The BPF object build.rs compiled (empty when clang was missing at build time).
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/watch.bpf.o"));
+
+/// Setting it (to anything) makes the tracer refuse as if the kernel had no BPF: how a test
+/// checks the refusal on a machine that has it.
+pub(crate) const DISABLE_ENV: &str = "FSYNCLAB_NO_BPF";
+
+/// Which tasks' sync calls are followed; the kernel applies it at each call's entry.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Filter {
+    /// Every task of the machine.
+    All,
+    /// The threads of these processes (thread group ids).
+    Processes(Vec<u32>),
+    /// Every task with this name (comm, at most 15 bytes).
+    Comm(String),
+}
+
+/// What the program reports, and when it takes a stack.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) filter: Filter,
+    /// A call at least this slow is sent with its parts.
+    pub(crate) report_threshold: Duration,
+    /// A sleep at least this long has its kernel stack taken (at switch-in).
+    pub(crate) stack_threshold: Duration,
+}
+
+/// The program loaded and attached; dropping it detaches everything.
+pub(crate) struct BpfTracer {
+    object: Object,
+    _links: Vec<Link>,
+    /// While held, the kernel counts the programs' runs and run time (`bpf_enable_stats`,
+    /// reference-counted by the kernel: no sysctl is written, and it ends with the process).
+    _stats: Option<OwnedFd>,
+}
+
+/// What the programs cost the kernel: how often they ran and for how long in all (0 where
+/// the kernel could not count, `_stats` being None).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct RunTime {
+    pub(crate) runs: u64,
+    pub(crate) ns: u64,
+}
+
+/// What the kernel side could not keep: calls not followed, records not sent, histogram
+/// entries not made (maps full or ring buffer full).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Lost {
+    pub(crate) calls: u64,
+    pub(crate) records: u64,
+    pub(crate) histogram: u64,
+}
+
+/// Why the tracer cannot run here, in one line saying what to do; `None` when it can try.
+pub(crate) fn unavailable() -> Option<String> {
+    if std::env::var_os(DISABLE_ENV).is_some() {
+        return Some(format!(
+            "the BPF tracer is turned off ({DISABLE_ENV} is set): unset it to trace"
+        ));
+    }
+    if OBJECT.is_empty() {
+        return Some(
+            "this fsynclab was built without its BPF program (no clang): run scripts/setup.sh and rebuild".into(),
+        );
+    }
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("tracing with BPF needs root: run it with sudo".into());
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some(
+            "this kernel has no BTF (/sys/kernel/btf/vmlinux; CONFIG_DEBUG_INFO_BTF): BPF tracing needs it".into(),
+        );
+    }
+    None
+}
+
+/// libbpf's warnings while loading, kept to explain a failure (it prints nothing itself).
+static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn keep_libbpf_line(_level: PrintLevel, line: String) {
+    let mut log = LIBBPF_LOG.lock().unwrap_or_else(|p| p.into_inner());
+    if std::env::var_os("FSYNCLAB_BPF_DEBUG").is_some() {
+        note!("{}", line.trim_end());
+    }
+    if log.len() >= 64 {
+        log.remove(0);
+    }
+    log.push(line.trim_end().to_string());
+}
+
+fn libbpf_said() -> String {
+    let log = LIBBPF_LOG.lock().unwrap_or_else(|p| p.into_inner());
+    log.iter().rev().find(|l| !l.is_empty()).cloned().unwrap_or_default()
+}
+
+impl BpfTracer {
+    /// Loads, configures and attaches the program; `symbols` say whether jbd2's events
+    /// exist (not where its module is not loaded).
+    pub(crate) fn start(settings: &Settings, symbols: &KernelSymbols) -> Result<BpfTracer> {
+        if let Some(why) = unavailable() {
+            bail!(why);
+        }
+        libbpf_rs::set_print(Some((PrintLevel::Debug, keep_libbpf_line)));
+        let mut open = ObjectBuilder::default()
+            .open_memory(OBJECT)
+            .map_err(|e| anyhow!("opening the BPF program: {e}"))?;
+        for mut prog in open.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            if name.starts_with("on_commit") && !symbols.contains("__traceiter_jbd2_start_commit") {
+                prog.set_autoload(false);
+            }
+        }
+        let object = open.load().map_err(|e| {
+            anyhow!(
+                "loading the BPF program into the kernel: {e} (libbpf: {})",
+                libbpf_said()
+            )
+        })?;
+        let tracer = BpfTracer {
+            object,
+            _links: Vec::new(),
+            _stats: enable_stats(),
+        };
+        tracer.configure(settings)?;
+        tracer.attach()
+    }
+
+    fn configure(&self, settings: &Settings) -> Result<()> {
+        let mut config = Vec::with_capacity(88);
+        let (filter, comm) = match &settings.filter {
+            Filter::All => (0u32, ""),
+            Filter::Processes(_) => (1, ""),
+            Filter::Comm(c) => (2, c.as_str()),
+        };
+        config.extend_from_slice(&filter.to_ne_bytes());
+        config.extend_from_slice(&0u32.to_ne_bytes());
+        for kind in SyncKind::ALL {
+            config.extend_from_slice(&kind.syscall_number().to_ne_bytes());
+        }
+        config.extend_from_slice(&nanos(settings.report_threshold).to_ne_bytes());
+        config.extend_from_slice(&nanos(settings.stack_threshold).to_ne_bytes());
+        let mut name = [0u8; 16];
+        let bytes = comm.as_bytes();
+        let n = bytes.len().min(15);
+        name[..n].copy_from_slice(&bytes[..n]);
+        config.extend_from_slice(&name);
+        self.map("config")?
+            .update(&0u32.to_ne_bytes(), &config, MapFlags::ANY)
+            .context("configuring the BPF program")?;
+        if let Filter::Processes(pids) = &settings.filter {
+            let processes = self.map("processes")?;
+            for pid in pids {
+                processes
+                    .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
+                    .with_context(|| format!("adding process {pid} to the BPF filter"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn attach(mut self) -> Result<BpfTracer> {
+        let mut links = Vec::new();
+        for prog in self.object.progs_mut() {
+            if !prog.autoload() {
+                continue;
+            }
+            let name = prog.name().to_string_lossy().into_owned();
+            links.push(prog.attach().map_err(|e| anyhow!("attaching {name}: {e}"))?);
+        }
+        self._links = links;
+        Ok(self)
+    }
+
+    fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>> {
+        self.object
+            .maps()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| anyhow!("the BPF program has no map {name}"))
+    }
+
+    /// Hands each slow call to `on_call` as the kernel sends it, until `go_on` says no
+    /// (asked every `tick`). A record that does not parse is an error.
+    pub(crate) fn follow(
+        &self,
+        tick: Duration,
+        mut go_on: impl FnMut() -> bool,
+        mut on_call: impl FnMut(SlowCall),
+    ) -> Result<()> {
+        let events = self.map("events")?;
+        let mut bad: Option<String> = None;
+        let mut builder = RingBufferBuilder::new();
+        builder
+            .add(&events, |bytes: &[u8]| match SlowCall::parse(bytes) {
+                Ok(call) => {
+                    on_call(call);
+                    0
+                }
+                Err(e) => {
+                    bad = Some(e);
+                    -1
+                }
+            })
+            .context("reading the BPF ring buffer")?;
+        let ring = builder.build().context("reading the BPF ring buffer")?;
+        while go_on() {
+            // An interrupted poll (EINTR, a signal) only means: look at go_on again.
+            if let Err(e) = ring.poll(tick) {
+                if e.kind() != libbpf_rs::ErrorKind::Interrupted {
+                    return Err(anyhow!("reading the BPF ring buffer: {e}"));
+                }
+            }
+        }
+        ring.consume().context("reading the BPF ring buffer")?;
+        drop(ring);
+        match bad {
+            Some(e) => bail!(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Every call's latency so far, per process and kind, from the in-kernel histograms.
+    pub(crate) fn latencies(&self) -> Result<HashMap<(u32, SyncKind), histogram::Buckets>> {
+        let map = self.map("latency")?;
+        let mut out: HashMap<(u32, SyncKind), histogram::Buckets> = HashMap::new();
+        for key in map.keys() {
+            let Some(value) = map.lookup(&key, MapFlags::ANY).context("reading a latency histogram")? else {
+                continue;
+            };
+            let (Some(k), Ok(count)) = (LatencyKey::parse(&key), <[u8; 8]>::try_from(value.as_slice())) else {
+                continue;
+            };
+            if let Some(kind) = SyncKind::from_number(k.kind) {
+                out.entry((k.pid, kind))
+                    .or_default()
+                    .add(k.bucket, u64::from_ne_bytes(count));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The name of each process seen making a sync call.
+    pub(crate) fn process_names(&self) -> Result<HashMap<u32, String>> {
+        let map = self.map("process_names")?;
+        let mut out = HashMap::new();
+        for key in map.keys() {
+            let (Ok(pid), Some(name)) = (
+                <[u8; 4]>::try_from(key.as_slice()),
+                map.lookup(&key, MapFlags::ANY).ok().flatten(),
+            ) else {
+                continue;
+            };
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            out.insert(
+                u32::from_ne_bytes(pid),
+                String::from_utf8_lossy(&name[..end]).into_owned(),
+            );
+        }
+        Ok(out)
+    }
+
+    /// What the kernel side could not keep.
+    pub(crate) fn lost(&self) -> Result<Lost> {
+        let map = self.map("lost")?;
+        let read = |i: u32| -> Result<u64> {
+            let v = map
+                .lookup(&i.to_ne_bytes(), MapFlags::ANY)
+                .context("reading the BPF loss counters")?;
+            Ok(v.and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+                .map(u64::from_ne_bytes)
+                .unwrap_or(0))
+        };
+        Ok(Lost {
+            calls: read(0)?,
+            records: read(1)?,
+            histogram: read(2)?,
+        })
+    }
+}
+
+/// Turns on the kernel's run-time statistics of BPF programs for as long as the returned
+/// descriptor lives (the BPF_ENABLE_STATS command of bpf(2); `kernel.bpf_stats_enabled` is the
+/// machine-wide switch, this the per-holder one).
+fn enable_stats() -> Option<OwnedFd> {
+    // SAFETY: bpf_enable_stats takes a plain enum and returns a new descriptor or -errno.
+    let fd = unsafe { libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME) };
+    // SAFETY: a non-negative return is a descriptor just made for us, owned by no one else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl BpfTracer {
+    /// The programs' runs and run time so far, summed.
+    pub(crate) fn run_time(&self) -> RunTime {
+        let mut total = RunTime::default();
+        for prog in self.object.progs() {
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            // SAFETY: info is a bpf_prog_info of `len` bytes that the call fills; the
+            // descriptor is the loaded program's, alive as long as `self`.
+            let ret = unsafe {
+                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(
+                    prog.as_fd().as_raw_fd(),
+                    std::ptr::from_mut(&mut info),
+                    &mut len,
+                )
+            };
+            if ret == 0 {
+                total.runs += info.run_cnt;
+                total.ns += info.run_time_ns;
+            }
+        }
+        total
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

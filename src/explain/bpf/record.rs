@@ -1,0 +1,275 @@
+//! The record the BPF program sends for each slow sync call (`struct call` in
+//! watch.bpf.c), read field by field from the ring buffer's bytes, and the kinds of sync call.
+//!
+//! The layout is C's for that struct on a 64-bit machine: every field naturally aligned and
+//! in order, so a cursor reading each field at the next offset of its alignment reads it
+//! right; [`RECORD_BYTES`] is its size, checked against each record's length so that a
+//! program and a reader out of step are an error rather than garbage.
+
+use std::fmt;
+
+/// Frames of a kernel stack kept per long sleep (STACK_DEPTH).
+const STACK_DEPTH: usize = 20;
+/// Long sleeps kept per call (TOP_SLEEPS).
+pub(crate) const TOP_SLEEPS: usize = 4;
+/// sizeof(struct call).
+pub(crate) const RECORD_BYTES: usize = 168 + TOP_SLEEPS * SLEEP_BYTES;
+/// sizeof(struct sleep).
+const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8;
+
+/// The sync calls traced, in the program's numbering (KIND_FSYNC...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum SyncKind {
+    Fsync,
+    Fdatasync,
+    SyncFileRange,
+    Msync,
+    Syncfs,
+    Sync,
+}
+
+impl SyncKind {
+    pub(crate) const ALL: [SyncKind; 6] = [
+        SyncKind::Fsync,
+        SyncKind::Fdatasync,
+        SyncKind::SyncFileRange,
+        SyncKind::Msync,
+        SyncKind::Syncfs,
+        SyncKind::Sync,
+    ];
+
+    pub(crate) fn from_number(n: u32) -> Option<SyncKind> {
+        SyncKind::ALL.get(usize::try_from(n).ok()?).copied()
+    }
+
+    /// The system call's name, as in `sys_enter_NAME` and the kernel's `__x64_sys_NAME`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            SyncKind::Fsync => "fsync",
+            SyncKind::Fdatasync => "fdatasync",
+            SyncKind::SyncFileRange => "sync_file_range",
+            SyncKind::Msync => "msync",
+            SyncKind::Syncfs => "syncfs",
+            SyncKind::Sync => "sync",
+        }
+    }
+
+    /// The system call's number on this architecture.
+    pub(crate) fn syscall_number(self) -> i64 {
+        match self {
+            SyncKind::Fsync => libc::SYS_fsync,
+            SyncKind::Fdatasync => libc::SYS_fdatasync,
+            SyncKind::SyncFileRange => libc::SYS_sync_file_range,
+            SyncKind::Msync => libc::SYS_msync,
+            SyncKind::Syncfs => libc::SYS_syncfs,
+            SyncKind::Sync => libc::SYS_sync,
+        }
+    }
+
+    /// Whether its first argument is a file descriptor.
+    pub(crate) fn takes_fd(self) -> bool {
+        matches!(
+            self,
+            SyncKind::Fsync | SyncKind::Fdatasync | SyncKind::SyncFileRange | SyncKind::Syncfs
+        )
+    }
+}
+
+impl fmt::Display for SyncKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A sleep of the call longer than the stack threshold, among its [`TOP_SLEEPS`] longest.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct LongSleep {
+    /// From leaving the CPU to running again: asleep, then `runnable_ns` waiting for a CPU.
+    pub(crate) ns: u64,
+    pub(crate) runnable_ns: u64,
+    /// The task that woke it (0: an interrupt, or the idle task).
+    pub(crate) waker_tid: u32,
+    pub(crate) waker_comm: String,
+    /// Kernel return addresses, innermost first.
+    pub(crate) stack: Vec<u64>,
+}
+
+/// What completed on the machine during the call: cache flushes (with the time each took
+/// from issue to completion), bytes written, jbd2 commits (with their durations).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Meanwhile {
+    pub(crate) flushes: u64,
+    pub(crate) flush_ns: u64,
+    pub(crate) write_bytes: u64,
+    pub(crate) commits: u64,
+    pub(crate) commit_ns: u64,
+}
+
+/// One slow sync call as the program measured it. Its latency is, exactly, on CPU +
+/// `runqueue_ns` + `short_sleep_ns` + `other_sleep_ns` + the sleeps' `ns`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct SlowCall {
+    /// CLOCK_MONOTONIC at entry.
+    pub(crate) start_ns: u64,
+    pub(crate) latency_ns: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) kind: Option<SyncKind>,
+    pub(crate) fd: i32,
+    pub(crate) ret: i64,
+    pub(crate) comm: String,
+    pub(crate) runqueue_ns: u64,
+    pub(crate) short_sleep_ns: u64,
+    pub(crate) other_sleep_ns: u64,
+    pub(crate) short_sleeps: u32,
+    pub(crate) long_sleeps: u32,
+    pub(crate) meanwhile: Meanwhile,
+    pub(crate) sleeps: Vec<LongSleep>,
+}
+
+impl SlowCall {
+    /// Time on a CPU: what is left of the latency after every stretch off it.
+    pub(crate) fn on_cpu_ns(&self) -> u64 {
+        let off: u64 = self.runqueue_ns
+            + self.short_sleep_ns
+            + self.other_sleep_ns
+            + self.sleeps.iter().map(|s| s.ns).sum::<u64>();
+        self.latency_ns.saturating_sub(off)
+    }
+
+    /// Reads one record; an error says what did not fit.
+    pub(crate) fn parse(bytes: &[u8]) -> Result<SlowCall, String> {
+        if bytes.len() < RECORD_BYTES {
+            return Err(format!(
+                "a record of {} bytes, expected {RECORD_BYTES}: the BPF program and fsynclab disagree",
+                bytes.len()
+            ));
+        }
+        let mut r = Cursor { bytes, at: 0 };
+        let mut call = SlowCall {
+            start_ns: r.u64(),
+            latency_ns: r.u64(),
+            pid: r.u32(),
+            tid: r.u32(),
+            kind: SyncKind::from_number(r.u32()),
+            fd: r.u32() as i32,
+            ret: r.u64() as i64,
+            comm: r.comm(),
+            runqueue_ns: r.u64(),
+            short_sleep_ns: r.u64(),
+            other_sleep_ns: r.u64(),
+            short_sleeps: r.u32(),
+            long_sleeps: r.u32(),
+            meanwhile: Meanwhile {
+                flushes: r.u64(),
+                flush_ns: r.u64(),
+                write_bytes: r.u64(),
+                commits: r.u64(),
+                commit_ns: r.u64(),
+            },
+            sleeps: Vec::new(),
+        };
+        // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
+        r.at += 8 + 8 + 4 + 4 + 16;
+        for _ in 0..TOP_SLEEPS {
+            let ns = r.u64();
+            let runnable_ns = r.u64();
+            let waker_tid = r.u32();
+            let stack_bytes = r.u32() as usize;
+            let waker_comm = r.comm();
+            let frames: Vec<u64> = (0..STACK_DEPTH).map(|_| r.u64()).collect();
+            if ns == 0 {
+                continue;
+            }
+            let depth = (stack_bytes / 8).min(STACK_DEPTH);
+            call.sleeps.push(LongSleep {
+                ns,
+                runnable_ns,
+                waker_tid,
+                waker_comm,
+                stack: frames[..depth].to_vec(),
+            });
+        }
+        call.sleeps.sort_by_key(|s| std::cmp::Reverse(s.ns));
+        Ok(call)
+    }
+}
+
+/// Reads native-endian fields one after the other, each at its alignment.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        self.at = self.at.next_multiple_of(N.min(8));
+        let mut out = [0u8; N];
+        if let Some(b) = self.bytes.get(self.at..self.at + N) {
+            out.copy_from_slice(b);
+        }
+        self.at += N;
+        out
+    }
+
+    fn u64(&mut self) -> u64 {
+        u64::from_ne_bytes(self.take())
+    }
+
+    fn u32(&mut self) -> u32 {
+        u32::from_ne_bytes(self.take())
+    }
+
+    /// A task name: 16 bytes, NUL-terminated unless all 16 are used.
+    fn comm(&mut self) -> String {
+        let raw: [u8; 16] = self.take();
+        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+        String::from_utf8_lossy(&raw[..end]).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(buf: &mut [u8], at: usize, v: &[u8]) {
+        buf[at..at + v.len()].copy_from_slice(v);
+    }
+
+    #[test]
+    fn a_record_reads_back_with_its_parts_adding_up() {
+        let mut b = vec![0u8; RECORD_BYTES];
+        put(&mut b, 8, &50_000_000u64.to_ne_bytes()); // latency
+        put(&mut b, 16, &42u32.to_ne_bytes()); // pid
+        put(&mut b, 20, &43u32.to_ne_bytes()); // tid
+        put(&mut b, 24, &1u32.to_ne_bytes()); // fdatasync
+        put(&mut b, 28, &7i32.to_ne_bytes());
+        put(&mut b, 40, b"postgres\0");
+        put(&mut b, 56, &1_000_000u64.to_ne_bytes()); // runqueue
+        put(&mut b, 64, &2_000_000u64.to_ne_bytes()); // short sleeps
+        put(&mut b, 88, &3u64.to_ne_bytes()); // flushes meanwhile
+        let sleep = 168 + SLEEP_BYTES; // the second slot: empty slots are skipped
+        put(&mut b, sleep, &40_000_000u64.to_ne_bytes());
+        put(&mut b, sleep + 8, &500_000u64.to_ne_bytes());
+        put(&mut b, sleep + 16, &99u32.to_ne_bytes());
+        put(&mut b, sleep + 20, &16u32.to_ne_bytes());
+        put(&mut b, sleep + 24, b"jbd2/sda1-8\0");
+        put(&mut b, sleep + 40, &0xffff_ffff_8100_0000u64.to_ne_bytes());
+        let call = SlowCall::parse(&b).unwrap();
+        assert_eq!(call.kind, Some(SyncKind::Fdatasync));
+        assert_eq!(
+            (call.pid, call.tid, call.fd, call.comm.as_str()),
+            (42, 43, 7, "postgres")
+        );
+        assert_eq!(call.meanwhile.flushes, 3);
+        assert_eq!(call.sleeps.len(), 1);
+        assert_eq!(call.sleeps[0].waker_comm, "jbd2/sda1-8");
+        assert_eq!(call.sleeps[0].stack.len(), 2);
+        assert_eq!(call.on_cpu_ns(), 50_000_000 - 1_000_000 - 2_000_000 - 40_000_000);
+    }
+
+    #[test]
+    fn a_short_record_is_refused() {
+        assert!(SlowCall::parse(&[0u8; 100]).is_err());
+    }
+}

@@ -1,0 +1,73 @@
+//! Kernel addresses to function names, from `/proc/kallsyms` (read once, as root: without
+//! it the kernel prints every address as 0, `kptr_restrict`, Documentation/admin-guide/
+//! sysctl/kernel.rst). Only text symbols (`t`/`T`) are kept, sorted by address; an address
+//! belongs to the last symbol at or below it. Module symbols (`[ext4]`) are kept by name.
+
+use std::fs;
+
+use anyhow::{bail, Context as _, Result};
+
+pub(crate) struct KernelSymbols {
+    /// (address, name), sorted by address.
+    symbols: Vec<(u64, String)>,
+}
+
+impl KernelSymbols {
+    pub(crate) fn load() -> Result<KernelSymbols> {
+        let text = fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
+        let symbols = KernelSymbols::parse(&text);
+        if symbols.symbols.is_empty() {
+            bail!("/proc/kallsyms lists no addresses (kptr_restrict): run as root");
+        }
+        Ok(symbols)
+    }
+
+    fn parse(text: &str) -> KernelSymbols {
+        let mut symbols: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|line| {
+                let mut f = line.split_whitespace();
+                let addr = u64::from_str_radix(f.next()?, 16).ok()?;
+                let kind = f.next()?;
+                let name = f.next()?;
+                (addr != 0 && (kind == "t" || kind == "T")).then(|| (addr, name.to_string()))
+            })
+            .collect();
+        symbols.sort_unstable();
+        KernelSymbols { symbols }
+    }
+
+    /// The function an address is in (`?` when it is below every symbol).
+    pub(crate) fn name(&self, addr: u64) -> &str {
+        match self.symbols.partition_point(|(a, _)| *a <= addr) {
+            0 => "?",
+            i => &self.symbols[i - 1].1,
+        }
+    }
+
+    /// Whether the kernel has a function of this name.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.symbols.iter().any(|(_, n)| n == name)
+    }
+
+    /// A stack's frames as names, innermost first, as `stacks::classify` reads them.
+    pub(crate) fn frames(&self, stack: &[u64]) -> Vec<String> {
+        stack.iter().map(|&a| self.name(a).to_string()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_belongs_to_the_symbol_at_or_below_it() {
+        let s = KernelSymbols::parse(
+            "ffffffff81000000 T _stext\nffffffff81000100 t jbd2_log_wait_commit\nffffffff81000200 D some_data\nffffffff81000300 T ext4_sync_file\t[ext4]\n",
+        );
+        assert_eq!(s.name(0xffff_ffff_8100_0150), "jbd2_log_wait_commit");
+        assert_eq!(s.name(0xffff_ffff_8100_0250), "jbd2_log_wait_commit"); // data is skipped
+        assert_eq!(s.name(0xffff_ffff_8100_0300), "ext4_sync_file");
+        assert_eq!(s.name(0x10), "?");
+    }
+}

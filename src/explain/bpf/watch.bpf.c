@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/* fsynclab's tracer in the kernel: each sync system call of the traced tasks split into
+ * the time on a CPU, the time waiting for one, and its sleeps (each long one with the kernel
+ * stack it slept in and the task that woke it), with the device cache flushes, writes and
+ * journal commits that completed meanwhile.
+ *
+ * The cost stays with the traced calls: a task is followed by the scheduler hooks only while
+ * it is inside a sync call (an entry in `calls`, made at the call's entry when the task
+ * passes the filter in `config`: everything, a set of processes, or a command name). A sleep
+ * is timed at switch-out and judged at switch-in; only a sleep longer than
+ * `stack_threshold_ns` has its kernel stack taken (bpf_get_task_stack of the task about to
+ * run, which still holds the stack it slept in), as bcc's offcputime and perf's
+ * --off-cpu-thresh do. Every call's latency goes into an in-kernel histogram per process and
+ * kind (`latency`); only a call slower than `report_threshold_ns` is sent to user space, in
+ * the ring buffer `events`, with its parts. The parts add up to the latency by construction:
+ * on CPU = latency - (time off the CPU), and each stretch off the CPU is counted once, as
+ * a sleep (until the wakeup) plus a wait for a CPU (from the wakeup, or a preemption).
+ */
+#include "kernel_types.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "watch_maps.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+static __always_inline void count_lost(u32 what)
+{
+	u64 *n = bpf_map_lookup_elem(&lost, &what);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+static __always_inline bool comm_matches(const char *a, const char *b)
+{
+	for (int i = 0; i < TASK_COMM_LEN; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (a[i] == 0)
+			return true;
+	}
+	return true;
+}
+
+static __always_inline bool traced(const struct config *cfg, u32 pid, const char *comm)
+{
+	if (cfg->filter == FILTER_ALL)
+		return true;
+	if (cfg->filter == FILTER_PROCESSES)
+		return bpf_map_lookup_elem(&processes, &pid) != NULL;
+	return comm_matches(comm, cfg->comm);
+}
+
+static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd)
+{
+	u32 zero = 0;
+	u64 id = bpf_get_current_pid_tgid();
+	u32 pid = id >> 32, tid = (u32)id;
+	char comm[TASK_COMM_LEN];
+	bpf_get_current_comm(comm, sizeof(comm));
+	if (!traced(cfg, pid, comm))
+		return 0;
+	struct call *c = bpf_map_lookup_elem(&scratch, &zero);
+	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
+	if (!c || !t)
+		return 0;
+	__builtin_memset(c, 0, sizeof(*c));
+	c->pid = pid;
+	c->tid = tid;
+	c->kind = kind;
+	c->fd = fd;
+	__builtin_memcpy(c->comm, comm, sizeof(comm));
+	c->at_entry = *t;
+	bpf_map_update_elem(&process_names, &pid, comm, BPF_NOEXIST);
+	c->start_ns = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&calls, &tid, c, BPF_ANY))
+		count_lost(0);
+	return 0;
+}
+
+/* floor(log2(v)) for v > 0, by halving (clang 14's BPF backend cannot lower
+ * __builtin_clzll: it runs out of memory). */
+static __always_inline u32 log2_of(u64 v)
+{
+	u32 log = 0;
+	if (v >> 32) { v >>= 32; log += 32; }
+	if (v >> 16) { v >>= 16; log += 16; }
+	if (v >> 8) { v >>= 8; log += 8; }
+	if (v >> 4) { v >>= 4; log += 4; }
+	if (v >> 2) { v >>= 2; log += 2; }
+	if (v >> 1) { log += 1; }
+	return log;
+}
+
+static __always_inline u16 bucket_of(u64 ns)
+{
+	if (ns < 8)
+		return ns;
+	u32 log = log2_of(ns);
+	return (log - 2) * 8 + ((ns >> (log - 3)) & 7);
+}
+
+static __always_inline int sync_exit(const struct config *cfg, s64 ret)
+{
+	u64 now = bpf_ktime_get_ns();
+	u32 tid = (u32)bpf_get_current_pid_tgid(), zero = 0;
+	struct call *c = bpf_map_lookup_elem(&calls, &tid);
+	if (!c)
+		return 0;
+	u64 took = now - c->start_ns;
+	struct latency_key key = { .pid = c->pid, .kind = c->kind, .bucket = bucket_of(took) };
+	u64 one = 1, *n = bpf_map_lookup_elem(&latency, &key);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else if (bpf_map_update_elem(&latency, &key, &one, BPF_NOEXIST))
+		count_lost(2);
+	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
+	if (t && took >= cfg->report_threshold_ns) {
+		c->latency_ns = took;
+		c->ret = ret;
+		c->at_entry.flushes = t->flushes - c->at_entry.flushes;
+		c->at_entry.flush_ns = t->flush_ns - c->at_entry.flush_ns;
+		c->at_entry.write_bytes = t->write_bytes - c->at_entry.write_bytes;
+		c->at_entry.commits = t->commits - c->at_entry.commits;
+		c->at_entry.commit_ns = t->commit_ns - c->at_entry.commit_ns;
+		if (bpf_ringbuf_output(&events, c, sizeof(*c), 0))
+			count_lost(1);
+	}
+	bpf_map_delete_elem(&calls, &tid);
+	return 0;
+}
+
+/* The system calls: the raw_syscalls trace points, which every system call of the machine
+ * passes; the number is compared first, so that the others cost a few instructions.
+ * (fentry/fexit on the calls' wrappers would touch only the sync calls, but some kernels
+ * refuse them: EPERM on the project's VM, which also has no kprobe events.) The numbers
+ * are the architecture's, set by user space in config.nr. */
+static __always_inline int kind_of(const struct config *cfg, long nr)
+{
+	for (int i = 0; i < KINDS; i++) {
+		if (cfg->nr[i] == nr)
+			return i;
+	}
+	return -1;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
+{
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg)
+		return 0;
+	int kind = kind_of(cfg, nr);
+	if (kind < 0)
+		return 0;
+	return sync_enter(cfg, kind, (s32)regs->di);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg || kind_of(cfg, regs->orig_ax) < 0)
+		return 0;
+	return sync_exit(cfg, ret);
+}
+
+/* Keeps the TOP_SLEEPS longest sleeps of a call; a sleep that does not make it, or one it
+ * pushes out, is added to other_sleep_ns. */
+static __always_inline void keep_sleep(struct call *c, struct task_struct *task, u64 sleep_ns,
+				       u64 runnable_ns)
+{
+	u32 slot = 0;
+	u64 shortest = c->sleeps[0].ns;
+	for (u32 i = 1; i < TOP_SLEEPS; i++) {
+		if (c->sleeps[i].ns < shortest) {
+			shortest = c->sleeps[i].ns;
+			slot = i;
+		}
+	}
+	u64 total = sleep_ns + runnable_ns;
+	if (shortest >= total) {
+		c->other_sleep_ns += sleep_ns;
+		c->runqueue_ns += runnable_ns;
+		return;
+	}
+	if (slot >= TOP_SLEEPS)
+		return;
+	struct sleep *s = &c->sleeps[slot];
+	c->other_sleep_ns += s->ns - s->runnable_ns;
+	c->runqueue_ns += s->runnable_ns;
+	s->ns = total;
+	s->runnable_ns = runnable_ns;
+	s->waker_pid = c->waker_pid;
+	__builtin_memcpy(s->waker_comm, c->waker_comm, TASK_COMM_LEN);
+	long got = bpf_get_task_stack(task, s->stack, sizeof(s->stack), 0);
+	s->stack_bytes = got > 0 ? got : 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	/* The clock is read only for a task inside a sync call: every switch of the machine
+	 * comes here, and on a VM the clock costs more than the lookups. */
+	u32 prev_tid = prev->pid, next_tid = next->pid;
+	struct call *c = bpf_map_lookup_elem(&calls, &prev_tid);
+	if (c) {
+		c->off_ns = bpf_ktime_get_ns();
+		c->woken_ns = 0;
+		c->waker_pid = 0;
+		c->off_state = preempt ? 0 : prev_state;
+	}
+	c = bpf_map_lookup_elem(&calls, &next_tid);
+	if (!c || !c->off_ns)
+		return 0;
+	u64 now = bpf_ktime_get_ns();
+	u64 off = now - c->off_ns;
+	c->off_ns = 0;
+	if (c->off_state == 0 || !c->woken_ns || c->woken_ns < now - off) {
+		/* Preempted (or a wakeup we did not see): all of it was a wait for a CPU. */
+		c->runqueue_ns += off;
+		return 0;
+	}
+	u64 runnable = now - c->woken_ns;
+	u64 asleep = off - runnable;
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg || asleep < cfg->stack_threshold_ns) {
+		c->short_sleep_ns += asleep;
+		c->short_sleeps++;
+		c->runqueue_ns += runnable;
+		return 0;
+	}
+	c->long_sleeps++;
+	keep_sleep(c, next, asleep, runnable);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	u32 tid = p->pid;
+	struct call *c = bpf_map_lookup_elem(&calls, &tid);
+	if (!c || !c->off_ns || c->woken_ns)
+		return 0;
+	c->woken_ns = bpf_ktime_get_ns();
+	c->waker_pid = bpf_get_current_pid_tgid();
+	bpf_get_current_comm(c->waker_comm, sizeof(c->waker_comm));
+	return 0;
+}
+
+static __always_inline bool is_flush(struct request *rq)
+{
+	u32 flags = BPF_CORE_READ(rq, cmd_flags);
+	u32 op = flags & 0xff;
+	u32 preflush = 1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH);
+	return op == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH) || (flags & preflush);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(on_rq_issue, struct request *rq)
+{
+	if (!is_flush(rq))
+		return 0;
+	u64 key = (u64)rq, now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&flushes_in_flight, &key, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(on_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	u32 zero = 0;
+	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
+	if (!t)
+		return 0;
+	u32 op = BPF_CORE_READ(rq, cmd_flags) & 0xff;
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE))
+		__sync_fetch_and_add(&t->write_bytes, nr_bytes);
+	u64 key = (u64)rq;
+	u64 *issued = bpf_map_lookup_elem(&flushes_in_flight, &key);
+	if (!issued)
+		return 0;
+	__sync_fetch_and_add(&t->flushes, 1);
+	__sync_fetch_and_add(&t->flush_ns, bpf_ktime_get_ns() - *issued);
+	bpf_map_delete_elem(&flushes_in_flight, &key);
+	return 0;
+}
+
+static __always_inline u64 commit_key(struct journal_s *journal, struct transaction_s *tr)
+{
+	u64 dev = BPF_CORE_READ(journal, j_fs_dev, bd_dev);
+	return dev << 32 | (u32)BPF_CORE_READ(tr, t_tid);
+}
+
+SEC("tp_btf/jbd2_start_commit")
+int BPF_PROG(on_commit_start, struct journal_s *journal, struct transaction_s *tr)
+{
+	u64 key = commit_key(journal, tr), now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&commits_in_flight, &key, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/jbd2_end_commit")
+int BPF_PROG(on_commit_end, struct journal_s *journal, struct transaction_s *tr)
+{
+	u64 key = commit_key(journal, tr);
+	u64 *started = bpf_map_lookup_elem(&commits_in_flight, &key);
+	u32 zero = 0;
+	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
+	if (!started || !t)
+		return 0;
+	__sync_fetch_and_add(&t->commits, 1);
+	__sync_fetch_and_add(&t->commit_ns, bpf_ktime_get_ns() - *started);
+	bpf_map_delete_elem(&commits_in_flight, &key);
+	return 0;
+}

@@ -1,0 +1,169 @@
+/* The records and maps of watch.bpf.c: what it keeps per sync call in progress, the
+ * machine-wide totals a call's share is taken from, the latency histograms, and the ring
+ * buffer that carries slow calls to user space. explain/bpf/record.rs reads `struct call`
+ * byte for byte (RECORD_BYTES) and explain/bpf/mod.rs writes `struct config`: a change here
+ * is a change there.
+ */
+#ifndef FSYNCLAB_WATCH_MAPS_H
+#define FSYNCLAB_WATCH_MAPS_H
+
+#define TOP_SLEEPS 4
+#define STACK_DEPTH 20
+#define TASK_COMM_LEN 16
+
+/* The system calls, as user space names them (explain/bpf/event.rs: SyncKind). */
+#define KIND_FSYNC 0
+#define KIND_FDATASYNC 1
+#define KIND_SYNC_FILE_RANGE 2
+#define KIND_MSYNC 3
+#define KIND_SYNCFS 4
+#define KIND_SYNC 5
+
+#define FILTER_ALL 0
+#define FILTER_PROCESSES 1
+#define FILTER_COMM 2
+
+#define KINDS 6
+
+struct config {
+	u32 filter;
+	u32 pad;
+	s64 nr[KINDS]; /* the system call numbers of KIND_FSYNC... */
+	u64 report_threshold_ns;
+	u64 stack_threshold_ns;
+	char comm[TASK_COMM_LEN];
+};
+
+/* Machine-wide counts of what the devices and journals finished; a call's share is the
+ * difference between its exit and its entry. */
+struct totals {
+	u64 flushes;
+	u64 flush_ns;
+	u64 write_bytes;
+	u64 commits;
+	u64 commit_ns;
+};
+
+struct sleep {
+	u64 ns;
+	u64 runnable_ns; /* of `ns`, the wait for a CPU after the wakeup */
+	u32 waker_pid;
+	u32 stack_bytes;
+	char waker_comm[TASK_COMM_LEN];
+	u64 stack[STACK_DEPTH];
+};
+
+/* One sync call in progress, then its record for user space (the same layout). */
+struct call {
+	u64 start_ns;
+	u64 latency_ns;
+	u32 pid;
+	u32 tid;
+	u32 kind;
+	s32 fd;
+	s64 ret;
+	char comm[TASK_COMM_LEN];
+	u64 runqueue_ns;      /* preempted, or woken and waiting for a CPU */
+	u64 short_sleep_ns;   /* sleeps under the stack threshold */
+	u64 other_sleep_ns;   /* long sleeps beyond the TOP_SLEEPS longest */
+	u32 short_sleeps;
+	u32 long_sleeps;
+	struct totals at_entry; /* then, in the record: what completed during the call */
+	/* Off the CPU right now: since when, in which state, and the wakeup if it came. */
+	u64 off_ns;
+	u64 woken_ns;
+	u32 off_state;
+	u32 waker_pid;
+	char waker_comm[TASK_COMM_LEN];
+	struct sleep sleeps[TOP_SLEEPS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct config);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u8);
+} processes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct call);
+} calls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct call);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct totals);
+} totals SEC(".maps");
+
+/* Flush requests in flight: request address -> issue time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u64);
+	__type(value, u64);
+} flushes_in_flight SEC(".maps");
+
+/* Journal commits in progress: (device << 32 | transaction) -> start time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, u64);
+	__type(value, u64);
+} commits_in_flight SEC(".maps");
+
+/* Latency histogram: log-linear buckets, 8 per power of two (a bucket's upper bound is at
+ * most 12.5% above its lower bound). */
+struct latency_key {
+	u32 pid;
+	u16 kind;
+	u16 bucket;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct latency_key);
+	__type(value, u64);
+} latency SEC(".maps"); /* (a local must not be called latency: it would hide the map) */
+
+/* The command name of each process seen making a sync call. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, char[TASK_COMM_LEN]);
+} process_names SEC(".maps");
+
+/* What was lost: [0] calls not followed (calls full), [1] records not sent (ring full),
+ * [2] histogram entries not made (latency full). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 3);
+	__type(key, u32);
+	__type(value, u64);
+} lost SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+#endif

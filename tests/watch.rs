@@ -1,0 +1,246 @@
+//! Issue 25: `fsynclab watch` follows the sync calls of processes already running with a BPF
+//! program in the kernel, prints each slow one with parts that add up to it, ends with the
+//! percentiles, leaves no BPF program behind however it ends, and refuses in one line where
+//! BPF cannot run. The privileged tests need root and a kernel with BPF and BTF; the one
+//! with a slow disk also FUSE (the emulated 7200 rpm disk under a scratch ext4).
+
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
+mod common;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::harness::Need;
+use common::Need::{Fuse, Root, Tool};
+use common::{backing, bin, fsynclab, send, wait_at_most, ScratchRun};
+
+common::tests! {
+    watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it: [Root, Fuse, BPF],
+    a_watch_killed_with_sigkill_leaves_no_bpf_program: [Root, BPF, Tool("bpftool")],
+    watch_refuses_in_one_line_where_bpf_is_missing,
+    watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
+    bad_watch_flags_are_refused_in_one_line,
+}
+
+/// A kernel the BPF tracer can load into: BTF, which it is compiled against (CO-RE).
+const BPF: Need = Need::That("BPF with BTF (/sys/kernel/btf/vmlinux)", || {
+    Path::new("/sys/kernel/btf/vmlinux").exists()
+});
+
+/// A latency as watch prints it (`31.800ms`, `120.4us`, `1.2s`, `640ns`), in ns.
+fn ns_of(text: &str) -> f64 {
+    let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len());
+    let (value, unit) = text.split_at(split);
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => panic!("no latency: {text:?}"),
+    };
+    value.parse::<f64>().unwrap_or_else(|_| panic!("no latency: {text:?}")) * scale
+}
+
+/// Each slow call's line: `... fsync(fd 17 PATH) 31.800ms: 27.161ms waiting for ...; 4.518ms
+/// ...; 120.4us on CPU | meanwhile ...` → (latency, parts) in ns.
+fn latency_and_parts(line: &str) -> (f64, Vec<f64>) {
+    let (head, rest) = line.split_once(": ").unwrap();
+    let latency = ns_of(head.rsplit(' ').next().unwrap());
+    let parts_text = rest.split(" | ").next().unwrap();
+    let parts = parts_text
+        .split("; ")
+        .map(|p| ns_of(p.split(' ').next().unwrap()))
+        .collect();
+    (latency, parts)
+}
+
+/// Issue 25: a program that was already making fsyncs on a slow disk when the watch began
+/// (a run of seed 000 over the emulated 7200 rpm disk) has its slow fsyncs printed, each
+/// split into parts that add up to it (within the rounding of the printed figures) and at
+/// least one naming a cause read from the kernel stack; the summary has its percentiles.
+fn watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it() {
+    let dir = backing();
+    let mut program = ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .args(["--no-explain", "--set", "duration=10s", "--set", "sleep=100ms"])
+        .args(["--set", "file_size=16M", "--set", "chunk=1M"])
+        .fs("ext4")
+        .device("hdd-7200")
+        .backing(dir.path())
+        .process()
+        .env("FSYNCLAB_STORE", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = program.id();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = fsynclab()
+        .args([
+            "watch",
+            "--pid",
+            &pid.to_string(),
+            "--threshold",
+            "2ms",
+            "--duration",
+            "6s",
+        ])
+        .output()
+        .unwrap();
+    let status = wait_at_most(&mut program, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "watch failed: {stderr}");
+    assert!(status.success(), "the watched run failed: {status}");
+    let calls: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(&format!("fsynclab[{pid}/")))
+        .collect();
+    assert!(!calls.is_empty(), "no slow fsync of {pid} printed:\n{stdout}");
+    for line in &calls {
+        assert!(line.contains(" fsync(fd "), "{line}");
+        let (latency, parts) = latency_and_parts(line);
+        assert!(latency >= 2e6, "a call under the threshold printed: {line}");
+        let sum: f64 = parts.iter().sum();
+        // Each figure is printed to three or four significant digits.
+        assert!(
+            (sum - latency).abs() <= latency * 0.005 + 1e3,
+            "parts add to {sum} of {latency}: {line}"
+        );
+    }
+    let named = [
+        "waiting for a journal commit",
+        "waiting for data writeback",
+        "waiting for a device cache flush",
+    ];
+    assert!(
+        calls.iter().any(|l| named.iter().any(|n| l.contains(n))),
+        "no call names what it waited for:\n{stdout}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("fsynclab[{pid}]")))
+        .unwrap_or_else(|| panic!("no summary row for {pid}:\n{stdout}"));
+    let count: u64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(count >= calls.len() as u64, "{row}");
+}
+
+/// The ids of the BPF programs process `pid` holds (its link and program descriptors'
+/// `prog_id`, Documentation/filesystems/proc.rst's fdinfo).
+fn bpf_programs_of(pid: u32) -> Vec<u32> {
+    let mut ids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter_map(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("prog_id:"))
+                .map(|v| v.trim().parse().unwrap())
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Issue 25: a watch killed with SIGKILL (no chance to clean up) leaves none of its BPF
+/// programs loaded: they were attached through links its descriptors owned, never pinned.
+fn a_watch_killed_with_sigkill_leaves_no_bpf_program() {
+    let mut watch = Command::new(bin())
+        .args(["watch", "--comm", "no-such-task"])
+        .env("FSYNCLAB_STORE", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(watch.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert!(said.starts_with("watching the sync calls"), "{said}");
+    let programs = bpf_programs_of(watch.id());
+    assert!(programs.len() >= 4, "the watch holds programs {programs:?}");
+    for id in &programs {
+        let shown = Command::new("bpftool")
+            .args(["prog", "show", "id", &id.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            shown.status.success(),
+            "bpftool does not see program {id} while the watch runs"
+        );
+    }
+    send(&watch, libc::SIGKILL);
+    wait_at_most(&mut watch, Duration::from_secs(10));
+    // The kernel frees a program once its last reference is gone, which may take a moment.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for id in &programs {
+        loop {
+            let shown = Command::new("bpftool")
+                .args(["prog", "show", "id", &id.to_string()])
+                .output()
+                .unwrap();
+            if !shown.status.success() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "program {id} still loaded after the watch was killed"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Issue 25: where BPF cannot run (simulated with FSYNCLAB_NO_BPF, which the tracer treats as
+/// a kernel without it), watch says so in one line and fails.
+fn watch_refuses_in_one_line_where_bpf_is_missing() {
+    let out = fsynclab()
+        .args(["watch", "--duration", "1s"])
+        .env("FSYNCLAB_NO_BPF", "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("BPF"), "{stderr}");
+}
+
+/// Issue 25: run by a user other than root, watch says it needs root in one line.
+fn watch_refuses_in_one_line_without_root() {
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin())
+        .args(["watch", "--duration", "1s"])
+        .env("FSYNCLAB_STORE", "off")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("needs root"), "{stderr}");
+}
+
+/// Issue 25: a process that does not exist, a command name too long to be one, a zero
+/// duration, a threshold that is no duration, or both --pid and --comm are usage errors
+/// (exit 2), said in one line.
+fn bad_watch_flags_are_refused_in_one_line() {
+    for (args, says) in [
+        (&["--pid", "999999999"][..], "no such process"),
+        (&["--pid", "postgres"][..], "expected a process id"),
+        (&["--comm", "a-name-longer-than-15"][..], "1 to 15 bytes"),
+        (&["--duration", "0s"][..], "more than 0s"),
+        (&["--threshold", "soon"][..], "--threshold soon"),
+        (&["--stack-over", "1x"][..], "--stack-over 1x"),
+        (&["--pid", "1", "--comm", "x"][..], "give one of them"),
+    ] {
+        let out = fsynclab().arg("watch").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
