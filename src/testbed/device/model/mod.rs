@@ -114,6 +114,27 @@ pub(crate) struct DiskFigures {
 }
 
 impl DiskFigures {
+    /// A disk with no positioning, no cache, unlimited bandwidth and free flushes: what
+    /// `--device KEY=VALUE,...` starts from, and the base the named profiles change.
+    pub(crate) fn plain() -> DiskFigures {
+        DiskFigures {
+            mechanics: Mechanics::Solid {
+                per_request: Duration::ZERO,
+            },
+            media_bytes_per_s: None,
+            bus_bytes_per_s: None,
+            command_latency: Duration::ZERO,
+            latency_p99: None,
+            cache_bytes: 0,
+            cache_segments: 0,
+            cache_durable: false,
+            flush_cost: Duration::ZERO,
+            ignores_flushes: false,
+            sector_bytes: 512,
+            faults: Vec::new(),
+        }
+    }
+
     /// Bytes that pass under the head in one rotation (rotating disks with a rate).
     pub(crate) fn track_bytes(&self) -> Option<u64> {
         match (&self.mechanics, self.media_bytes_per_s) {

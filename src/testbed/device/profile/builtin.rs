@@ -42,15 +42,9 @@ fn hdd_5400() -> DiskFigures {
         mechanics: Mechanics::Rotating(HDD_5400_SPINDLE),
         media_bytes_per_s: Some(70 * MB),
         bus_bytes_per_s: Some(SATA_3G),
-        command_latency: Duration::ZERO,
-        latency_p99: None,
         cache_bytes: 8 * Bytes::MIB,
         cache_segments: SEGMENTS,
-        cache_durable: false,
-        flush_cost: Duration::ZERO,
-        ignores_flushes: false,
-        sector_bytes: 512,
-        faults: Vec::new(),
+        ..DiskFigures::plain()
     }
 }
 
@@ -64,15 +58,9 @@ fn hdd_7200() -> DiskFigures {
         }),
         media_bytes_per_s: Some(138 * MB),
         bus_bytes_per_s: Some(SATA_3G),
-        command_latency: Duration::ZERO,
-        latency_p99: None,
         cache_bytes: 32 * Bytes::MIB,
         cache_segments: SEGMENTS,
-        cache_durable: false,
-        flush_cost: Duration::ZERO,
-        ignores_flushes: false,
-        sector_bytes: 512,
-        faults: Vec::new(),
+        ..DiskFigures::plain()
     }
 }
 
@@ -83,15 +71,9 @@ fn ssd_sata() -> DiskFigures {
         },
         media_bytes_per_s: Some(100 * MB),
         bus_bytes_per_s: Some(SATA_3G),
-        command_latency: Duration::ZERO,
-        latency_p99: None,
         cache_bytes: 32 * Bytes::MIB,
-        cache_segments: 0,
-        cache_durable: false,
         flush_cost: Duration::from_millis(2),
-        ignores_flushes: false,
-        sector_bytes: 512,
-        faults: Vec::new(),
+        ..DiskFigures::plain()
     }
 }
 
@@ -102,15 +84,9 @@ fn nvme() -> DiskFigures {
         },
         media_bytes_per_s: Some(1500 * MB),
         bus_bytes_per_s: Some(3940 * MB),
-        command_latency: Duration::ZERO,
-        latency_p99: None,
         cache_bytes: 64 * Bytes::MIB,
-        cache_segments: 0,
-        cache_durable: false,
         flush_cost: Duration::from_micros(500),
-        ignores_flushes: false,
-        sector_bytes: 512,
-        faults: Vec::new(),
+        ..DiskFigures::plain()
     }
 }
 
@@ -122,14 +98,9 @@ fn san() -> DiskFigures {
         media_bytes_per_s: Some(200 * MB),
         bus_bytes_per_s: Some(400 * MB),
         command_latency: Duration::from_micros(250),
-        latency_p99: None,
         cache_bytes: 2 * Bytes::GIB,
-        cache_segments: 0,
         cache_durable: true,
-        flush_cost: Duration::ZERO,
-        ignores_flushes: false,
-        sector_bytes: 512,
-        faults: Vec::new(),
+        ..DiskFigures::plain()
     }
 }
 

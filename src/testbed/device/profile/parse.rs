@@ -10,28 +10,6 @@ use super::named;
 use super::DiskProfile;
 use crate::units::{format_duration, parse_duration, parse_size, Bytes};
 
-/// The figures `key=value` pairs start from when no named profile comes first: a disk with
-/// no positioning, no cache, unlimited bandwidth and free flushes (`flush=20ms` alone is
-/// the previous release's fixed flush cost).
-fn plain() -> DiskFigures {
-    DiskFigures {
-        mechanics: Mechanics::Solid {
-            per_request: Duration::ZERO,
-        },
-        media_bytes_per_s: None,
-        bus_bytes_per_s: None,
-        command_latency: Duration::ZERO,
-        latency_p99: None,
-        cache_bytes: 0,
-        cache_segments: 0,
-        cache_durable: false,
-        flush_cost: Duration::ZERO,
-        ignores_flushes: false,
-        sector_bytes: 512,
-        faults: Vec::new(),
-    }
-}
-
 /// The keys `--device` takes, with what each sets.
 pub(super) const KEYS: [(&str, &str); 17] = [
     ("cache=SIZE", "volatile write cache (0: write-through)"),
@@ -258,7 +236,9 @@ pub(crate) fn parse(text: &str) -> Result<DiskProfile, ParseError> {
             parts.next();
             (named.figures)()
         }
-        _ => plain(),
+        // A seekless, cacheless disk (`flush=20ms` alone is the previous release's fixed
+        // flush cost).
+        _ => DiskFigures::plain(),
     };
     let mut rpm_set = false;
     for part in parts {

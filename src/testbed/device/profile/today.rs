@@ -27,15 +27,9 @@ fn nvme_consumer() -> DiskFigures {
         },
         media_bytes_per_s: Some(6900 * MB),
         bus_bytes_per_s: Some(PCIE4_X4),
-        command_latency: Duration::ZERO,
-        latency_p99: None,
         cache_bytes: 64 * Bytes::MIB,
-        cache_segments: 0,
-        cache_durable: false,
         flush_cost: Duration::from_micros(1600),
-        ignores_flushes: false,
-        sector_bytes: 512,
-        faults: Vec::new(),
+        ..DiskFigures::plain()
     }
 }
 
@@ -47,15 +41,7 @@ fn nvme_plp() -> DiskFigures {
         },
         media_bytes_per_s: Some(2000 * MB),
         bus_bytes_per_s: Some(PCIE3_X4),
-        command_latency: Duration::ZERO,
-        latency_p99: None,
-        cache_bytes: 0,
-        cache_segments: 0,
-        cache_durable: false,
-        flush_cost: Duration::ZERO,
-        ignores_flushes: false,
-        sector_bytes: 512,
-        faults: Vec::new(),
+        ..DiskFigures::plain()
     }
 }
 
@@ -67,15 +53,10 @@ fn apple_m1() -> DiskFigures {
         },
         media_bytes_per_s: Some(2000 * MB),
         bus_bytes_per_s: Some(PCIE4_X4),
-        command_latency: Duration::ZERO,
-        latency_p99: None,
         cache_bytes: 64 * Bytes::MIB,
-        cache_segments: 0,
-        cache_durable: false,
         flush_cost: Duration::from_micros(17_500),
-        ignores_flushes: false,
         sector_bytes: 4096,
-        faults: Vec::new(),
+        ..DiskFigures::plain()
     }
 }
 
