@@ -5,10 +5,15 @@
 # renders the HTML report headless (tests/html_report.rs); slurm-wlm, munge and postgresql for
 # the testing farm's test (tests/farm.rs), which brings up its own Slurm cluster and
 # PostgreSQL server with scripts/farm-up.sh (no daemon of these packages is used or started),
-# and python3-yaml, with which that test reads the Kubernetes manifest back.
+# and python3-yaml, with which that test reads the Kubernetes manifest back; qemu-system-x86
+# and one Debian 6.1 kernel (the newest linux-image-6.1.0-NN-amd64 the configured sources
+# have, unless one is installed) for `--kernel` and its tests (tests/kernel_vm.rs), which
+# boot it with virtme-ng (a pip package, installed with the machine's configured pip; its
+# initramfs for a modular kernel needs busybox-static).
 set -euo pipefail
 need=()
-for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount chromium slurm-wlm munge postgresql python3-yaml; do
+for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount chromium slurm-wlm munge postgresql python3-yaml \
+  qemu-system-x86 busybox-static; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -16,5 +21,26 @@ if [ "${#need[@]}" -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
   else
     echo "missing Debian packages: ${need[*]} (run: sudo apt-get install ${need[*]})" >&2
+  fi
+fi
+if [ "$(id -u)" -eq 0 ]; then
+  if ! compgen -G '/boot/vmlinuz-6.1.0-*-amd64' >/dev/null; then
+    [ "${#need[@]}" -gt 0 ] || apt-get update -qq
+    kernel=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' | cut -d' ' -f1 | sort -V | tail -n 1)
+    if [ -n "$kernel" ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$kernel"
+    else
+      echo "no linux-image-6.1.0-NN-amd64 in the configured apt sources: --kernel's tests will skip" >&2
+    fi
+  fi
+else
+  compgen -G '/boot/vmlinuz-6.1.0-*-amd64' >/dev/null ||
+    echo "no Debian 6.1 kernel in /boot (run as root: scripts/setup.sh)" >&2
+fi
+if ! command -v vng >/dev/null 2>&1; then
+  if command -v pip3 >/dev/null 2>&1; then
+    pip3 install -q virtme-ng || echo "pip3 install virtme-ng failed: --kernel needs virtme-ng (vng)" >&2
+  else
+    echo "pip3 not found: --kernel needs virtme-ng (pip3 install virtme-ng)" >&2
   fi
 fi
