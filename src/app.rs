@@ -85,10 +85,7 @@ fn on_another_kernel(cli: &Cli) -> Result<Option<i32>> {
             }
             (&args.target, args.explain.explain.then_some(&args.record), 0)
         }
-        Command::Suite(args) => {
-            kernel::refuse(&args.target, "suite")?;
-            return Ok(None);
-        }
+        Command::Suite(args) => (&args.target, Some(&args.record), suite::space_needed(args)?),
         Command::Matrix(args) => {
             kernel::refuse(&args.target, "matrix")?;
             return Ok(None);

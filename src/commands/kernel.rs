@@ -1,4 +1,4 @@
-//! `--kernel K` on `run`, `load`, `probe` and `exec`: the same command run inside a virtual
+//! `--kernel K` on `run`, `load`, `probe`, `suite` and `exec`: the same command run inside a virtual
 //! machine that boots K, its results recorded in the host's store.
 //!
 //! In order: everything that can be refused is (the kernel, QEMU and virtme-ng, the options,
@@ -49,7 +49,7 @@ pub(crate) fn refuse(target: &TargetArgs, command: &str) -> Result<(), Usage> {
     match target.kernel.as_deref().map(str::trim) {
         None | Some("host") => Ok(()),
         Some(k) => Err(Usage(format!(
-            "--kernel {k}: `fsynclab {command}` does not boot other kernels yet; `run`, `load`, `probe` and `exec` do"
+            "--kernel {k}: `fsynclab {command}` does not boot other kernels yet; `run`, `load`, `probe`, `suite` and `exec` do"
         ))),
     }
 }
