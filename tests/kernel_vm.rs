@@ -160,7 +160,8 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     let kernel = debian_kernel().unwrap();
     let backing = common::backing();
     let state = PrivateState::new();
-    let store = backing.path().join("store.sqlite");
+    let store_dir = common::backing();
+    let store = store_dir.path().join("store.sqlite");
     let started = Instant::now();
     let out = ScratchRun::run("overwrite-fsync")
         .arg("--kernel")
@@ -229,7 +230,6 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains(&format!("Linux {kernel} in a VM (")), "{text}");
 
-    std::fs::remove_file(&store).unwrap();
     assert_nothing_left(backing.path(), &state);
 }
 
