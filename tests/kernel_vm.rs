@@ -3,7 +3,8 @@
 //! in the host's store with the kernel it ran on. Asserted: a short run comes back into the
 //! store with its kernel, accelerator, CPUs and memory; a kernel that is not there is a
 //! one-line refusal that makes nothing; a guest killed mid-run, a guest past its time limit
-//! and a Ctrl-C each leave nothing behind (no QEMU, no scratch directory, no state file).
+//! and a Ctrl-C each leave nothing behind (no QEMU, no scratch directory, no state file),
+//! and a SIGKILL of fsynclab leaves no QEMU and nothing `fsynclab cleanup` does not undo.
 //! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
 //! their commands short.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
@@ -27,6 +28,8 @@ common::tests! {
     a_guest_past_its_time_limit_is_ended_and_leaves_nothing:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     ctrl_c_stops_the_guest_and_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
 }
 
 const VM: &str = "QEMU (qemu-system-x86_64), virtme-ng (vng) and a Debian 6.1 kernel: scripts/setup.sh installs them";
@@ -287,5 +290,28 @@ fn ctrl_c_stops_the_guest_and_leaves_nothing() {
     let status = wait_at_most(&mut child, Duration::from_secs(60));
     let err = lines.all();
     assert_eq!(status.code(), Some(130), "{err}");
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// SIGKILL to fsynclab while the command runs inside: QEMU goes with it (the guest runs in a
+/// PID namespace whose first process dies with fsynclab), and `fsynclab cleanup` undoes the
+/// disk the host served.
+fn sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("started", &mut child, Duration::from_secs(300));
+    send(&child, libc::SIGKILL);
+    wait_at_most(&mut child, Duration::from_secs(10));
+    let out = fsynclab()
+        .arg("cleanup")
+        .env(state.env().0, state.env().1)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_nothing_left(backing.path(), &state);
 }

@@ -1,7 +1,8 @@
 //! Booting the guest with virtme-ng and running one command in it: the accelerator chosen
 //! (KVM where it works, TCG otherwise), the command line of `vng` built, the VM run as a
-//! bounded child in a process group of its own ([`crate::child`]), so that a guest past its
-//! limit, a Ctrl-C, or fsynclab's death ends QEMU and everything it started.
+//! bounded child in a process group and a PID namespace of its own ([`crate::child`]), so
+//! that a guest past its limit, a Ctrl-C, or fsynclab's death (SIGKILL included) ends QEMU
+//! and everything it started.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt as _;
@@ -122,7 +123,18 @@ pub enum Ended {
 
 /// Boots the guest and runs the command in it; stdout and stderr are the command's, live.
 pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
-    let mut cmd = Command::new(vng);
+    // In a PID namespace of its own whose first process is virtme-ng, itself killed when
+    // `unshare` is (`--kill-child`), which is killed when fsynclab dies (PDEATHSIG): the
+    // kernel then kills everything left in the namespace, QEMU included, however fsynclab
+    // ended (SIGKILL too). PDEATHSIG alone reaches only the first program started.
+    let mut cmd = match find_tool("unshare") {
+        Some(unshare) => {
+            let mut cmd = Command::new(unshare);
+            cmd.args(["--pid", "--fork", "--kill-child", "--"]).arg(vng);
+            cmd
+        }
+        None => Command::new(vng),
+    };
     cmd.arg("-r").arg(&l.kernel.image);
     cmd.args(["--cpus", &l.vm.cpus.to_string()]);
     cmd.args(["--memory", &format!("{}M", l.vm.memory_bytes >> 20)]);
@@ -157,7 +169,7 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
 }
 
 /// The shell line the guest runs: the facts and the results directory in the environment,
-/// the `FSYNCLAB_*` variables of the host passed on, then the command.
+/// the host's `FSYNCLAB_*` variables passed on (but its state directory), then the command.
 fn guest_script(l: &Launch) -> String {
     let mut words = vec!["exec".to_string(), "env".to_string()];
     words.push(quote(format!("{VM_ENV}={}", l.vm.to_env()).as_bytes()));
@@ -166,7 +178,10 @@ fn guest_script(l: &Launch) -> String {
     words.push(quote(&results));
     for (k, v) in std::env::vars_os() {
         let name = k.to_string_lossy();
-        if name.starts_with("FSYNCLAB_") && name != VM_ENV && name != GUEST_RESULTS_ENV {
+        // Not the state directory: the guest's steps are undone with the guest, and the
+        // host's state files would be leftovers of dead runs to a guest that cannot see
+        // their processes.
+        if name.starts_with("FSYNCLAB_") && ![VM_ENV, GUEST_RESULTS_ENV, "FSYNCLAB_STATE_DIR"].contains(&&*name) {
             let mut kv = k.as_bytes().to_vec();
             kv.push(b'=');
             kv.extend_from_slice(v.as_bytes());
