@@ -59,10 +59,15 @@ fn device_help_requested(cli: &Cli) -> bool {
 /// `--kernel K` (other than `host`) on a command that boots it: the command run inside a
 /// guest booting K ([`kernel`]), its exit status; `None` to run here.
 fn on_another_kernel(cli: &Cli) -> Result<Option<i32>> {
-    let (target, record, space_needed) = match &cli.command {
+    let (target, record, space_needed, writes) = match &cli.command {
         Command::Run { scenario, common } => {
             let planned = crate::run::engine::Planned::new(measure::find(scenario)?, &common.sets)?;
-            (&common.target, Some(&common.record), planned.plan.space_needed())
+            (
+                &common.target,
+                Some(&common.record),
+                planned.plan.space_needed(),
+                common.output.as_deref(),
+            )
         }
         Command::Load { kind, common } => {
             let s: &'static dyn crate::scenario::Scenario = match kind {
@@ -70,11 +75,21 @@ fn on_another_kernel(cli: &Cli) -> Result<Option<i32>> {
                 LoadKind::Stream => &load::STREAM,
             };
             let planned = crate::run::engine::Planned::new(s, &common.sets)?;
-            (&common.target, Some(&common.record), planned.plan.space_needed())
+            (
+                &common.target,
+                Some(&common.record),
+                planned.plan.space_needed(),
+                common.output.as_deref(),
+            )
         }
         Command::Probe { common } => {
             let planned = crate::run::engine::Planned::new(&probe::Probe, &common.sets)?;
-            (&common.target, Some(&common.record), planned.plan.space_needed())
+            (
+                &common.target,
+                Some(&common.record),
+                planned.plan.space_needed(),
+                common.output.as_deref(),
+            )
         }
         Command::Exec(args) => {
             if args.cut.is_some() && kernel::wanted(&args.target)?.is_some() {
@@ -83,9 +98,19 @@ fn on_another_kernel(cli: &Cli) -> Result<Option<i32>> {
                 )
                 .into());
             }
-            (&args.target, args.explain.explain.then_some(&args.record), 0)
+            (
+                &args.target,
+                args.explain.explain.then_some(&args.record),
+                0,
+                args.output.as_deref(),
+            )
         }
-        Command::Suite(args) => (&args.target, Some(&args.record), suite::space_needed(args)?),
+        Command::Suite(args) => (
+            &args.target,
+            Some(&args.record),
+            suite::space_needed(args)?,
+            args.results.as_deref(),
+        ),
         Command::Matrix(args) => {
             kernel::refuse(&args.target, "matrix")?;
             return Ok(None);
@@ -98,6 +123,7 @@ fn on_another_kernel(cli: &Cli) -> Result<Option<i32>> {
             target,
             record,
             space_needed,
+            writes,
         })
         .map(Some),
         None => Ok(None),

@@ -34,6 +34,9 @@ pub(crate) struct GuestRun<'a> {
     pub record: Option<&'a RecordArgs>,
     /// The room the run's files need on the scratch filesystem (the image's default size).
     pub space_needed: u64,
+    /// A file or directory the command writes outside the current directory (`--output`,
+    /// `--results`): its directory is made writable in the guest too.
+    pub writes: Option<&'a std::path::Path>,
 }
 
 /// The kernel `--kernel` names, or `None` for the host's own (no VM).
@@ -109,8 +112,15 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
         ..VmInfo::default()
     };
     let mut rw_dirs = vec![results.clone()];
-    if cwd != std::path::Path::new("/") {
-        rw_dirs.push(cwd);
+    let written = g
+        .writes
+        .map(|w| cwd.join(w))
+        .and_then(|w| w.parent().map(std::path::Path::to_path_buf))
+        .and_then(|d| std::fs::canonicalize(d).ok());
+    for dir in [Some(cwd), written].into_iter().flatten() {
+        if dir != std::path::Path::new("/") && !rw_dirs.contains(&dir) {
+            rw_dirs.push(dir);
+        }
     }
     note!(
         "fsynclab: booting {} ({}) under QEMU/{}, {} CPUs, {}; the guest is ended after {}",
