@@ -10,10 +10,16 @@
 # (`fsynclab watch`, src/explain/bpf/) is built with clang (build.rs compiles its C program to a
 # BPF object) against libbpf-dev's headers and library (found with pkg-config; libbpf needs
 # libelf and zlib); bpftool is only for the test that checks no BPF program is left behind.
+# qemu-system-x86 and one Debian 6.1 kernel (the newest linux-image-6.1.0-NN-amd64 the
+# configured sources have, unless one is installed) for `--kernel` and its tests
+# (tests/kernel_vm.rs), which boot it with virtme-ng (a pip package, installed with the
+# machine's configured pip; its initramfs for a modular kernel needs busybox-static);
+# qemu-utils with them, so that qemu-img stays (apt replaces a newer one from elsewhere by
+# the one that matches qemu-system-x86).
 set -euo pipefail
 need=()
 for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount bash-completion man-db chromium slurm-wlm munge postgresql python3-yaml \
-  clang libbpf-dev libelf-dev zlib1g-dev pkg-config bpftool; do
+  clang libbpf-dev libelf-dev zlib1g-dev pkg-config bpftool qemu-system-x86 qemu-utils busybox-static; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -21,5 +27,34 @@ if [ "${#need[@]}" -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
   else
     echo "missing Debian packages: ${need[*]} (run: sudo apt-get install ${need[*]})" >&2
+  fi
+fi
+if [ "$(id -u)" -eq 0 ]; then
+  if ! compgen -G '/boot/vmlinuz-6.1.0-*-amd64' >/dev/null; then
+    [ "${#need[@]}" -gt 0 ] || apt-get update -qq
+    kernel=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' | cut -d' ' -f1 | sort -V | tail -n 1)
+    if [ -n "$kernel" ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$kernel"
+    else
+      echo "no linux-image-6.1.0-NN-amd64 in the configured apt sources: --kernel's tests will skip" >&2
+    fi
+  fi
+else
+  compgen -G '/boot/vmlinuz-6.1.0-*-amd64' >/dev/null ||
+    echo "no Debian 6.1 kernel in /boot (run as root: scripts/setup.sh)" >&2
+fi
+if ! command -v vng >/dev/null 2>&1; then
+  if command -v pip3 >/dev/null 2>&1; then
+    pip3 install -q virtme-ng || echo "pip3 install virtme-ng failed: --kernel needs virtme-ng (vng)" >&2
+  else
+    echo "pip3 not found: --kernel needs virtme-ng (pip3 install virtme-ng)" >&2
+  fi
+fi
+# pip puts vng beside its Python's scripts, which a shell without that Python's shims (a CI
+# job, sudo) may not have on its PATH: as root, link it where every PATH looks.
+if ! command -v vng >/dev/null 2>&1 || [ "$(id -u)" -eq 0 ]; then
+  scripts=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null || true)
+  if [ -x "$scripts/vng" ] && [ "$(id -u)" -eq 0 ] && [ ! -e /usr/local/bin/vng ]; then
+    ln -s "$scripts/vng" /usr/local/bin/vng
   fi
 fi

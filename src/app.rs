@@ -4,8 +4,8 @@ use anyhow::Result;
 
 use crate::cli::{Cli, Command, LoadKind};
 use crate::commands::{
-    cleanup, compare, exec, explain, export, list, list_devices, matrix, report, reproduce, run as measure, runs,
-    shell, show, store_copy, suite, watch,
+    cleanup, compare, exec, explain, export, kernel, list, list_devices, matrix, report, reproduce, run as measure,
+    runs, shell, show, store_copy, suite, watch,
 };
 use crate::scenario::{load, probe};
 
@@ -14,6 +14,9 @@ pub fn run(cli: Cli) -> Result<i32> {
     if device_help_requested(&cli) {
         print!("{}", crate::testbed::device::profile::listing());
         return Ok(0);
+    }
+    if let Some(code) = on_another_kernel(&cli)? {
+        return Ok(code);
     }
     match cli.command {
         Command::Suite(args) => suite::run(&args),
@@ -55,4 +58,78 @@ fn device_help_requested(cli: &Cli) -> bool {
         _ => return false,
     };
     target.device.as_deref() == Some("help")
+}
+
+/// `--kernel K` (other than `host`) on a command that boots it: the command run inside a
+/// guest booting K ([`kernel`]), its exit status; `None` to run here.
+fn on_another_kernel(cli: &Cli) -> Result<Option<i32>> {
+    let (target, record, space_needed, writes) = match &cli.command {
+        Command::Run { scenario, common } => {
+            let planned = crate::run::engine::Planned::new(measure::find(scenario)?, &common.sets)?;
+            (
+                &common.target,
+                Some(&common.record),
+                planned.plan.space_needed(),
+                common.output.as_deref(),
+            )
+        }
+        Command::Load { kind, common } => {
+            let s: &'static dyn crate::scenario::Scenario = match kind {
+                LoadKind::Random => &load::RANDOM,
+                LoadKind::Stream => &load::STREAM,
+            };
+            let planned = crate::run::engine::Planned::new(s, &common.sets)?;
+            (
+                &common.target,
+                Some(&common.record),
+                planned.plan.space_needed(),
+                common.output.as_deref(),
+            )
+        }
+        Command::Probe { common } => {
+            let planned = crate::run::engine::Planned::new(&probe::Probe, &common.sets)?;
+            (
+                &common.target,
+                Some(&common.record),
+                planned.plan.space_needed(),
+                common.output.as_deref(),
+            )
+        }
+        Command::Exec(args) => {
+            if args.cut.is_some() && kernel::wanted(&args.target)?.is_some() {
+                return Err(crate::error::Usage(
+                    "--kernel and --cut: a power cut under another kernel is not supported yet".into(),
+                )
+                .into());
+            }
+            (
+                &args.target,
+                args.explain.explain.then_some(&args.record),
+                0,
+                args.output.as_deref(),
+            )
+        }
+        Command::Suite(args) => (
+            &args.target,
+            Some(&args.record),
+            suite::space_needed(args)?,
+            args.results.as_deref(),
+        ),
+        Command::Matrix(args) => {
+            kernel::refuse(&args.target, "matrix")?;
+            return Ok(None);
+        }
+        _ => return Ok(None),
+    };
+    match kernel::wanted(target)? {
+        Some(k) => kernel::run(kernel::GuestRun {
+            kernel: k,
+            target,
+            record,
+            space_needed,
+            writes,
+        })
+        .map(Some),
+        None => Ok(None),
+    }
 }

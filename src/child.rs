@@ -16,7 +16,7 @@
 //!   ([`crate::signals::end_with_us`]).
 
 use std::os::unix::process::CommandExt as _;
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -94,6 +94,26 @@ impl Bounded {
             stdout: collect(stdout),
             stderr: collect(stderr),
         })
+    }
+
+    /// As [`Bounded::run`], with what the program prints relayed to fsynclab's own stdout
+    /// and stderr as it comes, through pipes: a program that reopens `/proc/self/fd/1`, as
+    /// QEMU does, would truncate a file fsynclab's output is redirected to.
+    pub(crate) fn run_relayed(self, cmd: &mut Command) -> std::io::Result<Outcome> {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.process_group(0);
+        dies_with_us(cmd);
+        let mut child = cmd.spawn()?;
+        let group = Registered::new(child.id() as i32);
+        let out = child.stdout.take().map(|p| relay(p, std::io::stdout));
+        let err = child.stderr.take().map(|p| relay(p, std::io::stderr));
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let outcome = self.wait(&mut child, &group, &program)?;
+        // The group is gone with its leader: the pipes' write ends are closed.
+        for relay in [out, err].into_iter().flatten() {
+            let _ = relay.join();
+        }
+        Ok(outcome)
     }
 
     fn wait(&self, child: &mut Child, group: &Registered, program: &str) -> std::io::Result<Outcome> {
@@ -206,6 +226,28 @@ pub(crate) fn reap_if_exited(pid: u32) -> bool {
 /// `pid` as the system calls name a process.
 fn pid_of(pid: u32) -> Pid {
     Pid::from_raw(pid as i32)
+}
+
+/// Copies a pipe to `to()` (fsynclab's stdout or stderr) as it comes, on a thread of its own,
+/// to its end; a reader of ours that went away does not stop the draining.
+fn relay<W: std::io::Write + 'static>(
+    mut pipe: impl std::io::Read + Send + 'static,
+    to: fn() -> W,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut out = to();
+        let mut buf = [0u8; 8192];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let _ = out.write_all(&buf[..n]).and_then(|_| out.flush());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    })
 }
 
 /// Reads a pipe to its end on a thread of its own, so that a chatty program never blocks.

@@ -434,6 +434,9 @@ mod tests {
                     "timeline-interval",
                     "store",
                     "no-store",
+                    // The kernel is where the testbed runs, not a part of it (not yet an axis).
+                    "kernel",
+                    "kernel-timeout",
                 ]
                 .contains(l)
             })

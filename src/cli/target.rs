@@ -67,6 +67,14 @@ pub struct TargetArgs {
     /// vm.dirty_expire_centisecs for the run, as a duration like 30s (restored afterwards; root)
     #[arg(long, value_name = "DURATION", help_heading = "Writeback sysctls")]
     pub dirty_expire: Option<String>,
+    /// Run on this kernel, booted under QEMU with virtme-ng over the host's root: host (the
+    /// default, no VM), an installed release (/boot/vmlinuz-K, /lib/modules/K), or a bzImage
+    /// path; needs --scratch, whose disk the host serves to the guest
+    #[arg(long, value_name = "K", help_heading = "Kernel")]
+    pub kernel: Option<String>,
+    /// End a --kernel guest that has not finished after this long, boot included
+    #[arg(long, value_name = "DURATION", default_value = "30m", help_heading = "Kernel")]
+    pub kernel_timeout: String,
 }
 
 impl TargetArgs {

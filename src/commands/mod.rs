@@ -2,7 +2,8 @@
 //! says, from parsed arguments to output and exit status. `app` only dispatches to them.
 //!
 //! - measuring: [`run`] (`run`, `load`, `probe`), [`suite`], [`exec`], [`matrix`] (with
-//!   its farm schedulers), [`reproduce`]
+//!   its farm schedulers), [`reproduce`]; [`kernel`] runs any of the first and `exec` on
+//!   another kernel (`--kernel`)
 //! - describing: [`list`], [`list_devices`], [`shell`] (completions and man pages)
 //! - looking at results after the fact: [`runs`], [`show`], [`export`], [`compare`],
 //!   [`report`] (the HTML page), [`explain`]; [`select`] reads what names runs on the
@@ -15,6 +16,7 @@ pub(crate) mod compare;
 pub(crate) mod exec;
 pub(crate) mod explain;
 pub(crate) mod export;
+pub(crate) mod kernel;
 pub(crate) mod list;
 pub(crate) mod list_devices;
 pub(crate) mod matrix;

@@ -110,6 +110,18 @@ pub(crate) fn testbed(env: Option<&Fingerprint>) -> String {
     env.map_or_else(|| "?".into(), Fingerprint::testbed)
 }
 
+/// The kernel a run was made on: its release, and for a `--kernel` run the VM's
+/// accelerator (`6.1.0-56-amd64 vm/tcg`); `?` when the run's environment is not known.
+pub(crate) fn kernel(env: Option<&Fingerprint>) -> String {
+    match env {
+        None => "?".into(),
+        Some(env) => match &env.vm {
+            Some(vm) => format!("{} vm/{}", vm.release, vm.accelerator),
+            None => env.kernel.clone(),
+        },
+    }
+}
+
 /// The run's main figure as `fsync.p99 4.60 ms`.
 fn main_figure(r: &RunSummary) -> String {
     let Ok(figures) = r.figures() else {
@@ -128,6 +140,10 @@ fn table(runs: &[RunSummary]) -> String {
     hosts.sort_unstable();
     hosts.dedup();
     let with_host = hosts.len() > 1;
+    // The kernel column once a run of another kernel (`--kernel`) is among them.
+    let with_kernel = runs
+        .iter()
+        .any(|r| r.head.as_ref().is_ok_and(|h| h.environment.vm.is_some()));
     let mut header: Vec<String> = [
         "id",
         "started",
@@ -139,6 +155,9 @@ fn table(runs: &[RunSummary]) -> String {
     ]
     .map(String::from)
     .to_vec();
+    if with_kernel {
+        header.push("kernel".into());
+    }
     if with_host {
         header.push("host".into());
     }
@@ -157,6 +176,9 @@ fn table(runs: &[RunSummary]) -> String {
             main_figure(r),
             testbed(r.head.as_ref().ok().map(|h| &h.environment)),
         ];
+        if with_kernel {
+            row.push(kernel(r.head.as_ref().ok().map(|h| &h.environment)));
+        }
         if with_host {
             row.push(r.host.clone().unwrap_or_else(|| "?".into()));
         }
@@ -200,6 +222,8 @@ fn as_json(r: &RunSummary) -> Value {
         "params": r.params,
         "testbed": testbed(r.head.as_ref().ok().map(|h| &h.environment)),
         "host": r.host,
+        "kernel": kernel(r.head.as_ref().ok().map(|h| &h.environment)),
+        "vm": r.head.as_ref().ok().and_then(|h| h.environment.vm.as_ref()),
         "figures": r.figures().ok().map(|f| {
             f.values.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()
         }),

@@ -188,6 +188,15 @@ fn entry(
 /// Each scenario's parameters: its defaults, then the suite's scaled settings (or, with
 /// `full`, every seed value), then the user's `--set SCENARIO.KEY=VALUE` (or `KEY=VALUE`
 /// for every scenario that has KEY).
+/// The room the suite's largest scenario needs: the scratch image's default size.
+pub(crate) fn space_needed(args: &SuiteArgs) -> Result<u64> {
+    Ok(plan(&args.sets, args.full)?
+        .iter()
+        .map(|p| p.plan.space_needed())
+        .max()
+        .unwrap_or(0))
+}
+
 fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
     let scenarios = scenario::suite();
     let mut user: Vec<(Option<String>, String)> = Vec::new();

@@ -25,6 +25,7 @@ mod findings;
 mod host;
 pub(crate) mod journal;
 mod memory;
+mod vm;
 
 pub(crate) use device::device_numbers;
 pub use device::{device_info, DeviceActivity, DeviceInfo, DeviceProfileInfo, DiskModelInfo, PowerCut, ScratchInfo};
@@ -34,6 +35,7 @@ pub use host::{job_from, this_host, HostInfo, HOST_ENV, JOB_ENV};
 pub use memory::{
     check_buffers_fit, check_fits_in_memory, current_dirty_background_threshold, read_sysctls, DIRTY_SYSCTLS,
 };
+pub use vm::{VmInfo, VM_ENV};
 
 /// How far behind its model the emulated disk's daemon may fall before a run says that the
 /// daemon, not the profile, set the pace.
@@ -67,6 +69,9 @@ pub struct Fingerprint {
     /// The host that made the run (absent in results made before hosts were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostInfo>,
+    /// The virtual machine the run was made in (`--kernel`), absent on the host's own kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmInfo>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -118,6 +123,7 @@ pub fn fingerprint(target: &Path) -> Fingerprint {
         sysctls: read_sysctls(),
         journal,
         host: Some(this_host()),
+        vm: VmInfo::of_this_guest(),
         ..Fingerprint::default()
     }
 }
@@ -232,8 +238,12 @@ impl Fingerprint {
     /// One line for reports: kernel, CPUs, memory, dirty sysctls.
     pub fn machine_line(&self) -> String {
         let s = |k: &str| self.sysctls.get(k).map(u64::to_string).unwrap_or_else(|| "?".into());
+        let vm = match &self.vm {
+            Some(vm) => format!(" in a VM ({}, {}; {})", vm.accelerator, vm.boot, vm.version),
+            None => String::new(),
+        };
         format!(
-            "Linux {}, {} CPUs, {:.1} GiB; vm.dirty_ratio={} dirty_background_ratio={} dirty_expire_centisecs={}",
+            "Linux {}{vm}, {} CPUs, {:.1} GiB; vm.dirty_ratio={} dirty_background_ratio={} dirty_expire_centisecs={}",
             self.kernel,
             self.cpus,
             self.memory_bytes as f64 / (1u64 << 30) as f64,

@@ -40,6 +40,7 @@ pub mod state;
 pub mod sysctl;
 mod trace_setup;
 pub(crate) mod tracefs;
+pub mod vm;
 pub mod workdir;
 
 pub use workdir::WorkDir;
@@ -228,7 +229,11 @@ impl Prepared {
 /// `space_needed` bytes of files plus a margin.
 pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> {
     let image_size = |s: &request::ScratchOptions| s.size.unwrap_or_else(|| s.spec.default_size(space_needed));
-    if let Some(s) = request.scratch() {
+    // Inside a `--kernel` guest the host made the filesystem and serves its disk.
+    let in_guest = crate::environment::VmInfo::in_guest();
+    if in_guest && request.scratch().is_some() && !crate::sys::is_root() {
+        return Err(Usage("--scratch needs root in the guest".into()).into());
+    } else if let Some(s) = request.scratch().filter(|_| !in_guest) {
         scratch::check_prerequisites(s, image_size(s))?;
     } else if !request.sysctls.is_empty() && !crate::sys::is_root() {
         return Err(Usage(
@@ -256,6 +261,10 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
     let mut switch = None;
     let mut undo = Undo::new();
     let (dir, scratch) = match &request.place {
+        Place::Scratch(s) if in_guest => {
+            let made = vm::disk::mount_in_guest(s, &mut undo)?;
+            (made.mount_point, Some(made.info))
+        }
         Place::Scratch(s) => match scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch) {
             Ok(made) => (made.mount_point, Some(made.info)),
             Err(e) => {

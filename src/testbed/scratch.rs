@@ -158,6 +158,33 @@ pub(crate) fn bring_up(
     device: &mut Option<EmulatedDevice>,
     switch: &mut Option<super::deadman::Switch>,
 ) -> Result<Scratch> {
+    let loop_target = make_media(request, dir, image, undo, device, switch)?;
+    // Recorded by its image before losetup picks the device, then amended with its name.
+    let loop_device = undo.perform(
+        Step::Loop {
+            device: String::new(),
+            image: Some(loop_target.clone()),
+        },
+        || loopdev::attach(&loop_target, request.device.is_emulated()),
+    )?;
+    undo.amend_last(Step::Loop {
+        device: loop_device.clone(),
+        image: Some(loop_target.clone()),
+    })?;
+    mount_on(request, size, dir, image, &loop_target, loop_device, undo)
+}
+
+/// The scratch filesystem's media: the filesystem made on `image`, and the emulated device
+/// serving it (under `dir/dev`) when `request` names one. Returns the file that holds the
+/// media as a disk would: the device's FUSE file, or the image itself.
+pub(crate) fn make_media(
+    request: &ScratchOptions,
+    dir: &Path,
+    image: &Path,
+    undo: &mut Undo,
+    device: &mut Option<EmulatedDevice>,
+    switch: &mut Option<super::deadman::Switch>,
+) -> Result<PathBuf> {
     // With options of the user's, a failing mkfs is refused input (exit 2), as mount
     // options the kernel refuses are.
     mount::mkfs(&request.spec.fstype, image, &request.mkfs_options).map_err(|e| {
@@ -173,7 +200,7 @@ pub(crate) fn bring_up(
     })?;
 
     // The emulated device serving the image.
-    let loop_target = match &request.device {
+    Ok(match &request.device {
         DeviceProfile::Emulated(profile) => {
             let dev_dir = dir.join(names::DEVICE_DIR);
             std::fs::create_dir_all(&dev_dir)?;
@@ -187,21 +214,22 @@ pub(crate) fn bring_up(
             dev_dir.join(IMAGE_NAME)
         }
         _ => image.to_path_buf(),
-    };
+    })
+}
 
-    // Recorded by its image before losetup picks the device, then amended with its name.
-    let loop_device = undo.perform(
-        Step::Loop {
-            device: String::new(),
-            image: Some(loop_target.clone()),
-        },
-        || loopdev::attach(&loop_target, request.device.is_emulated()),
-    )?;
-    undo.amend_last(Step::Loop {
-        device: loop_device.clone(),
-        image: Some(loop_target.clone()),
-    })?;
-
+/// Mounts the scratch filesystem at `dir/mnt` from the block device `loop_device` (a loop
+/// device over `loop_target`, or a guest's virtio disk), its rotational flag, scheduler and
+/// dirty limits set as `request` says, each step recorded on `undo`.
+pub(crate) fn mount_on(
+    request: &ScratchOptions,
+    size: u64,
+    dir: &Path,
+    image: &Path,
+    loop_target: &Path,
+    loop_device: String,
+    undo: &mut Undo,
+) -> Result<Scratch> {
+    let loop_target = loop_target.to_path_buf();
     if let DeviceProfile::Emulated(profile) = &request.device {
         let previous = loopdev::rotational(&loop_device)?;
         if previous != profile.rotational() {

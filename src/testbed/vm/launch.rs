@@ -1,0 +1,209 @@
+//! Booting the guest with virtme-ng and running one command in it: the accelerator chosen
+//! (KVM where it works, TCG otherwise), the command line of `vng` built, the VM run as a
+//! bounded child in a process group and a PID namespace of its own ([`crate::child`]), so
+//! that a guest past its limit, a Ctrl-C, or fsynclab's death (SIGKILL included) ends QEMU
+//! and everything it started.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{Kernel, DISK_SERIAL, GUEST_RESULTS_ENV};
+use crate::child::{Bounded, OnSignal, Outcome};
+use crate::environment::{VmInfo, VM_ENV};
+use crate::error::Usage;
+use crate::testbed::command::find_tool;
+
+/// The QEMU binary virtme-ng runs.
+const QEMU: &str = "qemu-system-x86_64";
+
+/// How a guest's CPU is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accelerator {
+    /// Hardware virtualisation: the guest's CPU runs at the host's speed.
+    Kvm,
+    /// QEMU's translator: every guest instruction emulated, several times slower.
+    Tcg,
+}
+
+impl Accelerator {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accelerator::Kvm => "kvm",
+            Accelerator::Tcg => "tcg",
+        }
+    }
+}
+
+/// KVM when `/dev/kvm` opens and QEMU can start a virtual CPU on it, else TCG. The check
+/// starts QEMU paused (`-S`) on KVM: where KVM cannot run a guest (a nested VM whose
+/// hypervisor refuses an MSR, as on the project's CI machines) QEMU fails at once; a QEMU
+/// still paused after a second has a working KVM and is ended.
+pub fn accelerator() -> Accelerator {
+    if std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_err()
+    {
+        return Accelerator::Tcg;
+    }
+    let mut cmd = Command::new(QEMU);
+    cmd.args([
+        "-accel",
+        "kvm",
+        "-cpu",
+        "host",
+        "-display",
+        "none",
+        "-nodefaults",
+        "-S",
+        "-m",
+        "64",
+    ])
+    .args(["-monitor", "none", "-serial", "none"])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let limit = Bounded {
+        limit: Duration::from_secs(1),
+        on_signal: OnSignal::Stop,
+        say_after: None,
+    };
+    match limit.run(&mut cmd) {
+        // Still paused at its limit: KVM started its CPU.
+        Ok(f) if matches!(f.outcome, Outcome::TimedOut) => Accelerator::Kvm,
+        _ => Accelerator::Tcg,
+    }
+}
+
+/// The tools `--kernel` needs, or the one-line error saying how to get them.
+pub fn check_tools() -> Result<PathBuf, Usage> {
+    if find_tool(QEMU).is_none() {
+        return Err(Usage(format!(
+            "--kernel needs QEMU and {QEMU} is not installed: apt-get install qemu-system-x86 (scripts/setup.sh installs it)"
+        )));
+    }
+    find_tool("vng").ok_or_else(|| {
+        Usage("--kernel boots kernels with virtme-ng and vng is not installed: pip3 install virtme-ng (scripts/setup.sh installs it)".into())
+    })
+}
+
+/// One guest to boot: the kernel, the machine, the disk the host serves, the command.
+pub struct Launch<'a> {
+    pub kernel: &'a Kernel,
+    pub vm: &'a VmInfo,
+    pub accelerator: Accelerator,
+    /// The file served as the guest's virtio-blk disk (the scratch image or the emulated
+    /// disk's FUSE file), if the run has a scratch filesystem.
+    pub disk: Option<&'a Path>,
+    /// Directories the guest writes into on the host (the results directory, the current
+    /// directory); the rest of the host's root is read-only inside.
+    pub rw_dirs: Vec<PathBuf>,
+    /// Where the guest writes the results it would record.
+    pub results: &'a Path,
+    /// The command run inside, with its arguments.
+    pub argv: Vec<OsString>,
+    /// How long the guest may run, boot included.
+    pub limit: Duration,
+}
+
+/// How a guest ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// The command's exit status inside (virtme-ng passes it through).
+    Exited(i32),
+    /// Past its limit, the VM was ended.
+    TimedOut,
+    /// A signal to fsynclab ended the VM (its number).
+    Interrupted(i32),
+}
+
+/// Boots the guest and runs the command in it; stdout and stderr are the command's, live.
+pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
+    // In a PID namespace of its own whose first process is virtme-ng, itself killed when
+    // `unshare` is (`--kill-child`), which is killed when fsynclab dies (PDEATHSIG): the
+    // kernel then kills everything left in the namespace, QEMU included, however fsynclab
+    // ended (SIGKILL too). PDEATHSIG alone reaches only the first program started.
+    let mut cmd = match find_tool("unshare") {
+        Some(unshare) => {
+            let mut cmd = Command::new(unshare);
+            cmd.args(["--pid", "--fork", "--kill-child", "--"]).arg(vng);
+            cmd
+        }
+        None => Command::new(vng),
+    };
+    cmd.arg("-r").arg(&l.kernel.image);
+    cmd.args(["--cpus", &l.vm.cpus.to_string()]);
+    cmd.args(["--memory", &format!("{}M", l.vm.memory_bytes >> 20)]);
+    if l.accelerator == Accelerator::Tcg {
+        cmd.arg("--disable-kvm");
+    }
+    for dir in &l.rw_dirs {
+        cmd.arg("--rwdir").arg(dir);
+    }
+    cmd.arg("--exec").arg(guest_script(l));
+    if let Some(disk) = l.disk {
+        // Last: vng takes every word after --qemu-opts as QEMU's.
+        let mut opts = OsString::from("--qemu-opts=-drive if=none,id=fsynclab,format=raw,cache=none,aio=threads,file=");
+        opts.push(disk);
+        opts.push(format!(" -device virtio-blk-pci,drive=fsynclab,serial={DISK_SERIAL}"));
+        cmd.arg(opts);
+    }
+    cmd.stdin(Stdio::null());
+    let started = Instant::now();
+    let outcome = Bounded {
+        limit: l.limit,
+        on_signal: OnSignal::Stop,
+        say_after: None,
+    }
+    .run_relayed(&mut cmd)?;
+    let ended = match outcome {
+        Outcome::Exited(status) => Ended::Exited(status.code().unwrap_or(1)),
+        Outcome::TimedOut => Ended::TimedOut,
+        Outcome::Interrupted(sig) => Ended::Interrupted(sig),
+    };
+    Ok((ended, started.elapsed()))
+}
+
+/// The shell line the guest runs: the facts and the results directory in the environment,
+/// the host's `FSYNCLAB_*` variables passed on (but its state directory), then the command.
+fn guest_script(l: &Launch) -> String {
+    let mut words = vec!["exec".to_string(), "env".to_string()];
+    words.push(quote(format!("{VM_ENV}={}", l.vm.to_env()).as_bytes()));
+    let mut results = format!("{GUEST_RESULTS_ENV}=").into_bytes();
+    results.extend_from_slice(l.results.as_os_str().as_bytes());
+    words.push(quote(&results));
+    for (k, v) in std::env::vars_os() {
+        let name = k.to_string_lossy();
+        // Not the state directory: the guest's steps are undone with the guest, and the
+        // host's state files would be leftovers of dead runs to a guest that cannot see
+        // their processes.
+        if name.starts_with("FSYNCLAB_") && ![VM_ENV, GUEST_RESULTS_ENV, "FSYNCLAB_STATE_DIR"].contains(&&*name) {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            words.push(quote(&kv));
+        }
+    }
+    words.extend(l.argv.iter().map(|a| quote(a.as_bytes())));
+    words.join(" ")
+}
+
+/// `word` for a POSIX shell: in single quotes, each single quote closed, escaped, reopened.
+fn quote(word: &[u8]) -> String {
+    let text = String::from_utf8_lossy(word);
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_word_with_quotes_and_spaces_is_one_shell_word() {
+        assert_eq!(quote(b"it's a b"), r"'it'\''s a b'");
+    }
+}

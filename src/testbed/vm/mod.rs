@@ -1,0 +1,207 @@
+//! A kernel booted for the run (`--kernel K`): the same fsynclab command runs inside a
+//! virtual machine that boots K over the host's own root, and the result comes back to the
+//! host.
+//!
+//! K is `host` (no VM), an installed kernel's release (`/boot/vmlinuz-K` with
+//! `/lib/modules/K`), or the path of a bzImage (its release is read from the image's header,
+//! its modules from `/lib/modules/RELEASE` when they are there). [`resolve`] checks all of it,
+//! and that the kernel can make and mount what a run needs, before anything is made: a one-line
+//! error otherwise.
+//!
+//! The boot path is virtme-ng ([`launch`]): it shares the host's root read-only over 9p
+//! (writable where fsynclab asks, `--rwdir`), builds the initramfs a modular kernel needs,
+//! and returns the guest command's exit status. The scratch disk is not emulated inside the
+//! guest: the host serves it (its image, or the emulated disk's FUSE file) as a virtio-blk
+//! disk with `cache=none`, so the disk model runs at the host's speed and a guest's flush
+//! reaches it as an fsync. Inside, the guest fsynclab finds that disk by its serial
+//! ([`guest_disk`]) and mounts it instead of making a loop device.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Usage;
+
+pub mod disk;
+mod launch;
+
+pub use launch::{accelerator, check_tools, launch, Accelerator, Ended, Launch};
+
+/// Where a guest writes the results it would record; the host records them.
+pub const GUEST_RESULTS_ENV: &str = "FSYNCLAB_GUEST_RESULTS";
+/// The serial of the virtio-blk disk the host serves to the guest.
+pub const DISK_SERIAL: &str = "fsynclab";
+
+/// A kernel to boot, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    /// The kernel image QEMU boots.
+    pub image: PathBuf,
+    /// Its release (`uname -r` inside).
+    pub release: String,
+}
+
+/// What `--kernel K` names: `None` for `host` (no VM), else the kernel, checked: the image is
+/// there, its modules are, and its configuration has what a run needs.
+pub fn resolve(spec: &str) -> Result<Option<Kernel>, Usage> {
+    let spec = spec.trim();
+    if spec.is_empty() || spec == "host" {
+        return Ok(None);
+    }
+    let (image, release) = if spec.contains('/') || Path::new(spec).is_file() {
+        let image = PathBuf::from(spec);
+        if !image.is_file() {
+            return Err(Usage(format!("--kernel {spec}: no such kernel image")));
+        }
+        let release = bzimage_release(&image).ok_or_else(|| {
+            Usage(format!(
+                "--kernel {spec}: not an x86 bzImage (no kernel version in its header); give arch/x86/boot/bzImage or an installed release"
+            ))
+        })?;
+        (image, release)
+    } else {
+        let image = PathBuf::from(format!("/boot/vmlinuz-{spec}"));
+        if !image.is_file() {
+            return Err(Usage(format!(
+                "--kernel {spec}: no /boot/vmlinuz-{spec}; installed: {}; install one with apt-get install linux-image-{spec} (scripts/setup.sh installs a Debian 6.1 kernel), or give a bzImage path",
+                installed().join(", ").if_empty("none")
+            )));
+        }
+        if !Path::new("/lib/modules").join(spec).is_dir() {
+            return Err(Usage(format!(
+                "--kernel {spec}: no /lib/modules/{spec}: its modules are not installed (apt-get install linux-image-{spec})"
+            )));
+        }
+        (image, spec.to_string())
+    };
+    check_config(spec, &release)?;
+    Ok(Some(Kernel { image, release }))
+}
+
+/// The releases of the kernels installed in /boot.
+pub fn installed() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir("/boot")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("vmlinuz-").map(str::to_string))
+        .collect();
+    out.sort();
+    out
+}
+
+trait IfEmpty {
+    fn if_empty(self, empty: &str) -> String;
+}
+
+impl IfEmpty for String {
+    fn if_empty(self, empty: &str) -> String {
+        if self.is_empty() {
+            empty.to_string()
+        } else {
+            self
+        }
+    }
+}
+
+/// What a run needs of the kernel: the filesystems a scratch run makes (ext4 at least), the
+/// virtio disk it is served on, and a way to share the host's root (9p or virtiofs). Each
+/// built in (`=y`) or a module (`=m`, loaded from `/lib/modules/RELEASE`).
+const NEEDED: &[(&[&str], &str)] = &[
+    (&["CONFIG_EXT4_FS"], "ext4"),
+    (&["CONFIG_VIRTIO_BLK"], "virtio-blk disks"),
+    (&["CONFIG_VIRTIO_PCI"], "virtio PCI devices"),
+    (
+        &["CONFIG_9P_FS", "CONFIG_VIRTIO_FS"],
+        "9p or virtiofs, to share the host's root",
+    ),
+];
+
+/// Refuses a kernel whose configuration (`/boot/config-RELEASE`, or the `build/.config` of its
+/// modules) lacks what [`NEEDED`] lists; a kernel whose configuration cannot be found is
+/// booted as it is.
+fn check_config(spec: &str, release: &str) -> Result<(), Usage> {
+    let candidates = [
+        PathBuf::from(format!("/boot/config-{release}")),
+        Path::new("/lib/modules").join(release).join("build/.config"),
+    ];
+    let Some(config) = candidates.iter().find_map(|p| std::fs::read_to_string(p).ok()) else {
+        return Ok(());
+    };
+    let has_modules = Path::new("/lib/modules").join(release).is_dir();
+    for (options, what) in NEEDED {
+        let found = options.iter().any(|o| match config_value(&config, o) {
+            Some("y") => true,
+            Some("m") => has_modules,
+            _ => false,
+        });
+        if !found {
+            return Err(Usage(format!(
+                "--kernel {spec}: its configuration lacks {what} ({} =y, or =m with its modules in /lib/modules/{release})",
+                options.join(" or ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The value of `option` in a kernel `.config`.
+fn config_value<'a>(config: &'a str, option: &str) -> Option<&'a str> {
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix(option)?.strip_prefix('='))
+        .map(str::trim)
+}
+
+/// The release in an x86 bzImage's header: the setup header ("HdrS" at 0x202) points, at
+/// 0x20e, to the version string (`6.1.0-56-amd64 (debian-kernel@...) #1 SMP ...`) 0x200
+/// bytes further (Documentation/arch/x86/boot.rst, `kernel_version`).
+pub fn bzimage_release(image: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = vec![0u8; 64 * 1024];
+    let mut file = std::fs::File::open(image).ok()?;
+    let n = file.read(&mut head).ok()?;
+    head.truncate(n);
+    if head.get(0x202..0x206)? != b"HdrS" {
+        return None;
+    }
+    let offset = u16::from_le_bytes([*head.get(0x20e)?, *head.get(0x20f)?]) as usize + 0x200;
+    let text = head.get(offset..)?;
+    let end = text.iter().position(|&b| b == 0 || b == b' ')?;
+    let release = std::str::from_utf8(&text[..end]).ok()?;
+    (!release.is_empty()).then(|| release.to_string())
+}
+
+/// Inside a guest: the virtio-blk disk the host serves (`/dev/vdX` whose serial is
+/// [`DISK_SERIAL`]).
+pub fn guest_disk() -> Option<String> {
+    let entries = std::fs::read_dir("/sys/block").ok()?;
+    entries.flatten().find_map(|e| {
+        let name = e.file_name().to_str()?.to_string();
+        let serial = std::fs::read_to_string(e.path().join("serial")).ok()?;
+        (serial.trim() == DISK_SERIAL).then(|| format!("/dev/{name}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names_no_kernel_and_a_missing_release_is_refused_in_one_line() {
+        assert!(matches!(resolve("host"), Ok(None)));
+        let err = resolve("0.0.0-none").unwrap_err().0;
+        assert!(
+            err.starts_with("--kernel 0.0.0-none: no /boot/vmlinuz-0.0.0-none"),
+            "{err}"
+        );
+        assert!(!err.contains('\n'));
+        let err = resolve("/nonexistent/bzImage").unwrap_err().0;
+        assert!(err.contains("no such kernel image"), "{err}");
+    }
+
+    #[test]
+    fn a_config_value_is_read_by_its_exact_name() {
+        let config = "CONFIG_EXT4_FS=m\nCONFIG_EXT4_FS_POSIX_ACL=y\n# CONFIG_9P_FS is not set\n";
+        assert_eq!(config_value(config, "CONFIG_EXT4_FS"), Some("m"));
+        assert_eq!(config_value(config, "CONFIG_9P_FS"), None);
+    }
+}

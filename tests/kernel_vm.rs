@@ -1,0 +1,317 @@
+//! Issue 26: the same experiment on another kernel. `--kernel K` boots K under QEMU with
+//! virtme-ng, runs the same command inside on a disk the host serves, and records the result
+//! in the host's store with the kernel it ran on. Asserted: a short run comes back into the
+//! store with its kernel, accelerator, CPUs and memory; a kernel that is not there is a
+//! one-line refusal that makes nothing; a guest killed mid-run, a guest past its time limit
+//! and a Ctrl-C each leave nothing behind (no QEMU, no scratch directory, no state file),
+//! and a SIGKILL of fsynclab leaves no QEMU and nothing `fsynclab cleanup` does not undo.
+//! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
+//! their commands short.
+#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use common::Need::{Fuse, Root, That, Tool};
+use common::{fsynclab, leftovers, one_at_a_time, send, wait_at_most, PrivateState, ScratchRun, StderrLines, TINY};
+
+common::tests! {
+    a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing,
+    a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_guest_killed_mid_run_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_guest_past_its_time_limit_is_ended_and_leaves_nothing:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    ctrl_c_stops_the_guest_and_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+}
+
+const VM: &str = "QEMU (qemu-system-x86_64), virtme-ng (vng) and a Debian 6.1 kernel: scripts/setup.sh installs them";
+
+/// The newest Debian 6.1 kernel installed (`6.1.0-NN-amd64`).
+fn debian_kernel() -> Option<String> {
+    let mut releases: Vec<String> = std::fs::read_dir("/boot")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("vmlinuz-").map(str::to_string))
+        .filter(|r| r.starts_with("6.1.0-") && r.ends_with("-amd64"))
+        .filter(|r| Path::new("/lib/modules").join(r).is_dir())
+        .collect();
+    releases.sort_by_key(|r| r.split('-').nth(2).and_then(|n| n.parse::<u32>().ok()));
+    releases.pop()
+}
+
+fn vm_ready() -> bool {
+    let tool = fsynclab::testbed::command::find_tool;
+    tool("qemu-system-x86_64").is_some() && tool("vng").is_some() && debian_kernel().is_some()
+}
+
+/// QEMU processes serving a disk under `dir`: the guests of runs backed there.
+fn guests_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (cmdline.starts_with("/usr/bin/qemu-system") || cmdline.starts_with("qemu-system"))
+                .then_some(())
+                .filter(|_| cmdline.contains(&needle))
+                .map(|_| pid)
+        })
+        .collect()
+}
+
+/// Nothing of a run backed in `backing` is left: no QEMU serving its disk, no scratch
+/// directory, no state file.
+fn assert_nothing_left(backing: &Path, state: &PrivateState) {
+    // A QEMU that has just been killed may still be going away.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !guests_under(backing).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(guests_under(backing), Vec::<u32>::new(), "QEMU left running");
+    assert_eq!(
+        leftovers(backing),
+        Vec::<String>::new(),
+        "left in the backing directory"
+    );
+    assert_eq!(leftovers(state.path()), Vec::<String>::new(), "state files left");
+}
+
+/// `fsynclab exec --kernel K` on a scratch ext4 over hdd-7200 backed in `backing`, running
+/// `script` in the guest, as a process the test signals.
+fn guest_exec(backing: &Path, state: &PrivateState, limit: &str, script: &str) -> std::process::Command {
+    let mut cmd = ScratchRun::exec()
+        .arg("--kernel")
+        .arg(debian_kernel().unwrap())
+        .args(["--kernel-timeout", limit])
+        .fs("ext4")
+        .device("hdd-7200")
+        .backing(backing)
+        .args(["--", "sh", "-c", script])
+        .process();
+    let (k, v) = state.env();
+    cmd.env(k, v)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// A kernel release with no /boot/vmlinuz, and a bzImage path that is not there: exit 2, one
+/// line saying what to do, nothing made.
+fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
+    let backing = common::backing();
+    for (kernel, says) in [
+        ("0.0.0-none", "--kernel 0.0.0-none: no /boot/vmlinuz-0.0.0-none"),
+        (
+            "/nonexistent/bzImage",
+            "--kernel /nonexistent/bzImage: no such kernel image",
+        ),
+    ] {
+        let out = ScratchRun::run("overwrite-fsync")
+            .arg("--kernel")
+            .arg(kernel)
+            .fs("ext4")
+            .backing(backing.path())
+            .command()
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    // Another kernel's run needs a filesystem of that kernel's own: --dir is refused.
+    let out = fsynclab()
+        .args(["run", "overwrite-fsync", "--kernel", "0.0.0-none", "--dir"])
+        .arg(backing.path())
+        .args(TINY)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // `host` is the host's own kernel: an ordinary run, no VM.
+    let out = fsynclab()
+        .args(["run", "overwrite-fsync", "--kernel", "host", "--dir"])
+        .arg(backing.path())
+        .args(TINY)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(String::from_utf8(out.stdout).unwrap().contains("fsync"));
+    assert_eq!(leftovers(backing.path()), Vec::<String>::new());
+}
+
+/// A 1-second overwrite-fsync in a guest booting the Debian 6.1 kernel: stored in the host's
+/// store, which `runs` and `show` read with the kernel, the accelerator, CPUs and memory.
+fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
+    let _turn = one_at_a_time();
+    let kernel = debian_kernel().unwrap();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let store_dir = common::backing();
+    let store = store_dir.path().join("store.sqlite");
+    let started = Instant::now();
+    let out = ScratchRun::run("overwrite-fsync")
+        .arg("--kernel")
+        .arg(&kernel)
+        .args(["--kernel-timeout", "5m"])
+        .fs("ext4")
+        .device("hdd-7200")
+        .backing(backing.path())
+        .arg("--no-explain")
+        .args(TINY)
+        .arg("--store")
+        .arg(&store)
+        .command()
+        .env(state.env().0, state.env().1)
+        .timeout(Duration::from_secs(360))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("stored as run 1 in"), "{err}");
+    eprintln!("the guest's run took {:?}", started.elapsed());
+
+    let runs = fsynclab()
+        .args(["runs", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let run = &runs.as_array().unwrap()[0];
+    assert!(
+        run["kernel"].as_str().unwrap().starts_with(&format!("{kernel} vm/")),
+        "{run}"
+    );
+    let table = fsynclab().args(["runs", "--store"]).arg(&store).output().unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.lines().next().unwrap().contains("kernel"), "{table}");
+    assert!(table.contains(&kernel), "{table}");
+
+    let shown = fsynclab()
+        .args(["show", "1", "-f", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let result: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    common::assert_matches_schema(&result);
+    let env = &result["environment"];
+    assert_eq!(env["kernel"], kernel.as_str());
+    let vm = &env["vm"];
+    assert_eq!(vm["release"], kernel.as_str());
+    assert!(
+        vm["version"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Linux version {kernel}")),
+        "{vm}"
+    );
+    assert!(["kvm", "tcg"].contains(&vm["accelerator"].as_str().unwrap()), "{vm}");
+    assert!(
+        vm["cpus"].as_u64().unwrap() >= 1 && vm["memory_bytes"].as_u64().unwrap() > 0,
+        "{vm}"
+    );
+    assert_eq!(vm["disk"], "hdd-7200");
+    assert_eq!(env["device_profile"]["name"], "hdd-7200");
+    assert!(result["ops"]["fsync"]["count"].as_u64().unwrap() > 0, "{result}");
+    let text = fsynclab().args(["show", "1", "--store"]).arg(&store).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains(&format!("Linux {kernel} in a VM (")), "{text}");
+
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// QEMU killed while the command runs inside: fsynclab says the guest ended, undoes the
+/// disk it served, and exits non-zero.
+fn a_guest_killed_mid_run_leaves_nothing() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("started", &mut child, Duration::from_secs(300));
+    let guests = guests_under(backing.path());
+    assert_eq!(guests.len(), 1, "one QEMU: {guests:?}");
+    // SAFETY: kill has no memory preconditions; the pid is a QEMU this test's run started.
+    assert_eq!(unsafe { libc::kill(guests[0] as i32, libc::SIGKILL) }, 0);
+    let status = wait_at_most(&mut child, Duration::from_secs(60));
+    let err = lines.all();
+    assert!(!status.success(), "{err}");
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// A guest that does not finish within --kernel-timeout (here it is still booting) is
+/// ended: exit 1, one line saying so, nothing left.
+fn a_guest_past_its_time_limit_is_ended_and_leaves_nothing() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let mut child = guest_exec(backing.path(), &state, "3s", "sleep 600").spawn().unwrap();
+    let lines = StderrLines::of(&mut child);
+    let status = wait_at_most(&mut child, Duration::from_secs(60));
+    let err = lines.all();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("had not finished after 3s (--kernel-timeout); it was ended"),
+        "{err}"
+    );
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// Ctrl-C (SIGINT to fsynclab) while the command runs inside: the VM is ended at once, the
+/// disk undone, exit 130.
+fn ctrl_c_stops_the_guest_and_leaves_nothing() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("started", &mut child, Duration::from_secs(300));
+    send(&child, libc::SIGINT);
+    let status = wait_at_most(&mut child, Duration::from_secs(60));
+    let err = lines.all();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// SIGKILL to fsynclab while the command runs inside: QEMU goes with it (the guest runs in a
+/// PID namespace whose first process dies with fsynclab), and `fsynclab cleanup` undoes the
+/// disk the host served.
+fn sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("started", &mut child, Duration::from_secs(300));
+    send(&child, libc::SIGKILL);
+    wait_at_most(&mut child, Duration::from_secs(10));
+    let out = fsynclab()
+        .arg("cleanup")
+        .env(state.env().0, state.env().1)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_nothing_left(backing.path(), &state);
+}
