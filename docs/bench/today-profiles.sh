@@ -25,7 +25,7 @@ for round in $(seq "$rounds"); do
   # pg_test_fsync's write + flush (55.117/s with F_FULLFSYNC on an M1 under macOS).
   echo "== round $round apple-m1 ext4 fio randwrite fdatasync=1"
   "$fsynclab" exec --scratch ext4 --device apple-m1 -- fio --name=m1 --rw=randwrite --bs=4k \
-    --size=64m --ioengine=sync --fdatasync=1 --runtime=10 --time_based --output-format=terse \
+    --size=64m --fallocate=none --ioengine=sync --fdatasync=1 --runtime=10 --time_based --output-format=terse \
     --terse-version=3 2>&1 | awk -F';' 'NF > 50 {printf "  fio randwrite+fdatasync: %.1f IOPS\n", $49} /exec: device/'
   echo "== round $round apple-m1 ext4 pg_test_fsync"
   "$fsynclab" exec --scratch ext4 --device apple-m1 -- "$pg_test_fsync" -s 2 2>&1 \

@@ -112,6 +112,10 @@ pub(super) const TODAY: [NamedProfile; 3] = [
                 "Percona, \"Update on fsync Performance\" (2019-09-19): a write + fsync loop on the P4800X; 21200/s with O_DIRECT; checked in BENCHMARKS.md",
             ),
             (
+                "FLOOR: the emulation is slower than this drive",
+                "a 4 KiB write + fdatasync through the loop device and FUSE costs 170-250 us here even on a device that costs nothing (pg_test_fsync on ext4 over --device cache=0: 4063 fdatasyncs/s, median of 3 rounds, 2026-11-26), 4-5x the P4800X's 50 us: on this profile a sync call measures fsynclab's path, not the drive (BENCHMARKS.md)",
+            ),
+            (
                 "media rate 2000 MB/s (assumed)",
                 "Intel's rating of the 375 GB model's sequential write, not checked against a primary source",
             ),
