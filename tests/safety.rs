@@ -660,7 +660,7 @@ fn cleanup_removes_nothing_without_fsynclabs_shape() {
 struct Machine {
     /// Attached loop devices and their backing files.
     loops: BTreeMap<String, String>,
-    /// Every loop device's scheduler and rotational flag.
+    /// Every loop device's scheduler, bdi limits and (attached ones only) rotational flag.
     loop_settings: BTreeMap<String, String>,
     /// Every mount: mount point, type and source.
     mounts: BTreeSet<String>,
@@ -698,14 +698,23 @@ fn snapshot(backing: &Path, ours: &[u32]) -> Machine {
             if !backing_file.starts_with(&*backing.to_string_lossy()) {
                 continue; // another's
             }
-            loops.insert(name.clone(), backing_file);
+            loops.insert(name.clone(), backing_file.clone());
         }
+        // A free device's rotational flag is not the machine's state: the kernel sets it
+        // afresh at every attach from the backing file's disk (0 for a file on FUSE or
+        // tmpfs), so a run that restores what it found after attaching leaves a value that
+        // differs from a stale one seen before. Its scheduler and bdi limits do persist.
+        let rotational = if backing_file.is_empty() {
+            "(set at attach)".to_string()
+        } else {
+            read("queue/rotational")
+        };
         loop_settings.insert(
             name,
             format!(
                 "{} rotational={} bdi strict_limit={} max_ratio_fine={}",
                 read("queue/scheduler"),
-                read("queue/rotational"),
+                rotational,
                 read("bdi/strict_limit"),
                 read("bdi/max_ratio_fine")
             ),
