@@ -206,62 +206,18 @@ fn finish(mut child: std::process::Child) -> (String, String) {
     )
 }
 
-/// The text Chromium rendered for each element that `selector` matches on `page` (its
-/// `textContent` after layout: SVG `<text>` included), one string an element, read back
-/// from `--dump-dom` as [`rendered_sizes`] reads its sizes.
-fn rendered_texts(chromium: &Path, page: &Path, dir: &Path, selector: &str) -> Vec<String> {
+/// Runs `body` (JavaScript that pushes one string a line onto `out`) at the end of a copy of
+/// `page` in headless Chromium, in a window 1100 pixels wide, and returns the lines it
+/// pushed: the script writes them into an element of its own and Chromium's `--dump-dom`
+/// prints the document after it ran. `name` keeps each caller's copy and profile apart.
+fn rendered_lines(chromium: &Path, page: &Path, dir: &Path, name: &str, body: &str) -> Vec<String> {
     let html = std::fs::read_to_string(page).unwrap();
     let script = format!(
-        "<script>(function(){{var out=[];document.querySelectorAll({selector:?}).forEach(function(e){{out.push(e.textContent.replace(/\\s+/g,' '));}});var pre=document.createElement('pre');pre.id='fsynclab-rendered';pre.textContent=out.join(String.fromCharCode(10));document.body.appendChild(pre);}})();</script>"
+        "<script>(function(){{var out=[];{body}var pre=document.createElement('pre');pre.id='fsynclab-rendered';pre.textContent=out.join(String.fromCharCode(10));document.body.appendChild(pre);}})();</script>"
     );
     let at = html.rfind("</body>").unwrap_or(html.len());
-    let copy = dir.join("texts.html");
+    let copy = dir.join(format!("{name}.html"));
     std::fs::write(&copy, format!("{}{script}{}", &html[..at], &html[at..])).unwrap();
-    let child = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", dir.join("profile-texts").display()))
-        .arg(format!("file://{}", copy.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("chromium starts");
-    let (dom, log) = finish(child);
-    let texts = dom
-        .split("<pre id=\"fsynclab-rendered\">")
-        .nth(1)
-        .and_then(|rest| rest.split("</pre>").next())
-        .unwrap_or_else(|| panic!("the script left nothing in the rendered DOM; chromium said:\n{log}"));
-    texts.lines().map(str::to_string).collect()
-}
-
-/// What Chromium laid out: the size (width, height in CSS pixels) of each element that
-/// each of `selectors` matches on `page`, as rendered in a window 1100 pixels wide. A copy
-/// of the page gets a script at its end that measures them (`getBoundingClientRect`) into
-/// an element of its own, and Chromium's `--dump-dom` prints the document after it ran:
-/// an element hidden, collapsed or left out of the layout measures 0.
-fn rendered_sizes(chromium: &Path, page: &Path, dir: &Path, selectors: &[&str]) -> Vec<(String, f64, f64)> {
-    let html = std::fs::read_to_string(page).unwrap();
-    let list: Vec<String> = selectors.iter().map(|s| format!("{s:?}")).collect();
-    let script = format!(
-        "<script>(function(){{var out=[];[{}].forEach(function(s){{document.querySelectorAll(s).forEach(function(e){{var r=e.getBoundingClientRect();out.push(s+'|'+r.width.toFixed(1)+'|'+r.height.toFixed(1));}});}});var pre=document.createElement('pre');pre.id='fsynclab-rendered';pre.textContent=out.join(String.fromCharCode(10));document.body.appendChild(pre);}})();</script>",
-        list.join(",")
-    );
-    let measured = match html.rfind("</body>") {
-        Some(at) => format!("{}{script}{}", &html[..at], &html[at..]),
-        None => format!("{html}{script}"),
-    };
-    let copy = dir.join("measured.html");
-    std::fs::write(&copy, measured).unwrap();
     let child = Command::new(chromium)
         .args([
             "--headless",
@@ -275,7 +231,10 @@ fn rendered_sizes(chromium: &Path, page: &Path, dir: &Path, selectors: &[&str]) 
             "--window-size=1100,2400",
             "--dump-dom",
         ])
-        .arg(format!("--user-data-dir={}", dir.join("profile-dom").display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.join(format!("profile-{name}")).display()
+        ))
         .arg(format!("file://{}", copy.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -283,13 +242,34 @@ fn rendered_sizes(chromium: &Path, page: &Path, dir: &Path, selectors: &[&str]) 
         .spawn()
         .expect("chromium starts");
     let (dom, log) = finish(child);
-    let measured = dom
+    let lines = dom
         .split("<pre id=\"fsynclab-rendered\">")
         .nth(1)
         .and_then(|rest| rest.split("</pre>").next())
-        .unwrap_or_else(|| panic!("the measuring script left nothing in the rendered DOM; chromium said:\n{log}"));
-    measured
-        .lines()
+        .unwrap_or_else(|| panic!("the script left nothing in the rendered DOM; chromium said:\n{log}"));
+    lines.lines().map(str::to_string).collect()
+}
+
+/// The text Chromium rendered for each element that `selector` matches on `page` (its
+/// `textContent` after layout: SVG `<text>` included), one string an element.
+fn rendered_texts(chromium: &Path, page: &Path, dir: &Path, selector: &str) -> Vec<String> {
+    let body = format!(
+        "document.querySelectorAll({selector:?}).forEach(function(e){{out.push(e.textContent.replace(/\\s+/g,' '));}});"
+    );
+    rendered_lines(chromium, page, dir, "texts", &body)
+}
+
+/// What Chromium laid out: the size (width, height in CSS pixels) of each element that
+/// each of `selectors` matches on `page` (`getBoundingClientRect`): an element hidden,
+/// collapsed or left out of the layout measures 0.
+fn rendered_sizes(chromium: &Path, page: &Path, dir: &Path, selectors: &[&str]) -> Vec<(String, f64, f64)> {
+    let list: Vec<String> = selectors.iter().map(|s| format!("{s:?}")).collect();
+    let body = format!(
+        "[{}].forEach(function(s){{document.querySelectorAll(s).forEach(function(e){{var r=e.getBoundingClientRect();out.push(s+'|'+r.width.toFixed(1)+'|'+r.height.toFixed(1));}});}});",
+        list.join(",")
+    );
+    rendered_lines(chromium, page, dir, "measured", &body)
+        .iter()
         .map(|l| {
             let mut f = l.split('|');
             let (s, w, h) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
