@@ -13,6 +13,7 @@ common::tests! {
     help_teaches_with_examples,
     completion_scripts_offer_the_commands_and_scenario_names,
     manpages_writes_one_page_per_command,
+    manpages_into_a_file_is_refused_in_one_line,
     unknown_scenario_names_the_valid_ones,
     unknown_parameter_names_the_valid_ones,
     malformed_size_and_duration_say_what_they_expect,
@@ -131,6 +132,19 @@ fn manpages_writes_one_page_per_command() {
             "{page} is not a man page"
         );
     }
+}
+
+/// Issue 27: `manpages FILE` where FILE is a file, not a directory, is one line and exit 2,
+/// and the file is left as it was.
+fn manpages_into_a_file_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pages");
+    std::fs::write(&file, "mine").unwrap();
+    let assert = fsynclab().arg("manpages").arg(&file).assert().code(2);
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("name a directory"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
 }
 
 /// Runs fsynclab with `args` in an empty directory and checks: exit 2, one line on stderr

@@ -13,6 +13,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::Cli;
+use crate::error::Usage;
 
 /// Prints the completion script of `shell` on stdout.
 pub(crate) fn completions(shell: Shell) -> Result<i32> {
@@ -42,6 +43,13 @@ fn with_scenario_names(command: clap::Command) -> clap::Command {
 
 /// Writes one man page per command into `dir` (made if missing) and lists them.
 pub(crate) fn manpages(dir: &Path) -> Result<i32> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Usage(format!(
+            "manpages {}: that is a file; name a directory to write the pages into (it is made if missing)",
+            dir.display()
+        ))
+        .into());
+    }
     fs::create_dir_all(dir).with_context(|| format!("making {}", dir.display()))?;
     let mut command = Cli::command();
     command.build();
