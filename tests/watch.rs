@@ -1,7 +1,7 @@
 //! Issue 25: `fsynclab watch` follows the sync calls of processes already running with a BPF
 //! program in the kernel, prints each slow one with parts that add up to it, ends with the
-//! percentiles, leaves no BPF program behind however it ends, and refuses in one line where
-//! BPF cannot run. The privileged tests need root and a kernel with BPF and BTF; the one
+//! percentiles, is recorded as a run that `runs`, `explain` and `report` read, leaves no BPF
+//! program behind however it ends, and refuses in one line where BPF cannot run. The privileged tests need root and a kernel with BPF and BTF; the one
 //! with a slow disk also FUSE (the emulated 7200 rpm disk under a scratch ext4).
 
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
@@ -19,6 +19,7 @@ use common::{backing, bin, fsynclab, send, wait_at_most, ScratchRun};
 
 common::tests! {
     watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it: [Root, Fuse, BPF],
+    a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads: [Root, Fuse, BPF],
     a_watch_killed_with_sigkill_leaves_no_bpf_program: [Root, BPF, Tool("bpftool")],
     watch_refuses_in_one_line_where_bpf_is_missing,
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
@@ -126,6 +127,105 @@ fn watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it() {
         .unwrap_or_else(|| panic!("no summary row for {pid}:\n{stdout}"));
     let count: u64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert!(count >= calls.len() as u64, "{row}");
+}
+
+/// Issue 25: a watch of a program started before it, ended by --duration, is stored as a
+/// run: `runs` lists it as scenario watch, `explain ID` shows its slow calls each with parts
+/// that add up to it (within the rounding of the printed figures) and what the tracer cost,
+/// and `report ID` draws it.
+fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
+    let dir = backing();
+    let store = dir.path().join("results.sqlite");
+    let mut program = ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .args(["--no-explain", "--set", "duration=8s", "--set", "sleep=100ms"])
+        .args(["--set", "file_size=16M", "--set", "chunk=1M"])
+        .fs("ext4")
+        .device("hdd-7200")
+        .backing(dir.path())
+        .process()
+        .env("FSYNCLAB_STORE", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = program.id();
+    std::thread::sleep(Duration::from_millis(500));
+    let with_store = |args: &[&str]| {
+        let out = Command::new(bin())
+            .args(args)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?} failed: {stderr}");
+        (stdout, stderr)
+    };
+    let (_, said) = with_store(&[
+        "watch",
+        "--pid",
+        &pid.to_string(),
+        "--threshold",
+        "2ms",
+        "--duration",
+        "4s",
+    ]);
+    let status = wait_at_most(&mut program, Duration::from_secs(60));
+    assert!(status.success(), "the watched run failed: {status}");
+    let id = said
+        .lines()
+        .find_map(|l| l.strip_prefix("stored as run "))
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("the watch was not stored: {said}"))
+        .to_string();
+
+    let (runs, _) = with_store(&["runs"]);
+    let row = runs
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(id.as_str()))
+        .unwrap_or_else(|| panic!("run {id} not listed:\n{runs}"));
+    assert!(row.contains(" watch "), "{row}");
+
+    let (explained, _) = with_store(&["explain", &id]);
+    assert!(explained.starts_with("watch "), "{explained}");
+    assert!(
+        explained.contains("by the tracer in the kernel (BPF)") && explained.contains("its programs ran"),
+        "the tracer's cost is not shown:\n{explained}"
+    );
+    // `fsync (fsynclab 812) at 1.234s took 31.800ms; parts add up to 31.800ms`, then one
+    // line a part: `   27.161ms  85.4%  waiting for ...`.
+    let mut calls = 0;
+    let mut lines = explained.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some((head, total)) = line.split_once("; parts add up to ") else {
+            continue;
+        };
+        calls += 1;
+        assert!(head.starts_with("fsync (fsynclab"), "{line}");
+        let latency = ns_of(head.rsplit(' ').next().unwrap());
+        assert_eq!(ns_of(total), latency, "{line}");
+        assert!(latency >= 2e6, "a call under the threshold kept: {line}");
+        let mut sum = 0.0;
+        while let Some(part) = lines.peek().filter(|l| l.starts_with("   ") && l.contains('%')) {
+            sum += ns_of(part.split_whitespace().next().unwrap());
+            lines.next();
+        }
+        assert!(
+            (sum - latency).abs() <= latency * 0.005 + 1e3,
+            "parts add to {sum} of {latency}: {line}"
+        );
+    }
+    assert!(calls > 0, "no slow call explained:\n{explained}");
+
+    let page = dir.path().join("watch.html");
+    with_store(&["report", &id, "-o", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("watch") && html.contains("fsync"),
+        "the page lacks the run"
+    );
 }
 
 /// The ids of the BPF programs process `pid` holds (its link and program descriptors'

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::RecordArgs;
 use crate::error::Usage;
 use crate::units::parse_duration;
 
@@ -15,7 +16,12 @@ that add up to it: time on a CPU, waiting for a CPU, and its sleeps, each long o
 journal commit, a device cache flush, dirty throttling...) and the task that woke it; with
 the cache flushes, writes and jbd2 commits that completed on the machine meanwhile. Only the
 traced tasks' calls are followed, in the kernel; only slow calls cross to user space.
-Ctrl-C or --duration ends it with the percentiles of every call, per process and kind.
+Ctrl-C, SIGTERM or --duration ends it with the percentiles of every call, per process and
+kind, and records it in the results store as a run of scenario `watch` (`fsynclab runs`
+lists it, `fsynclab explain ID` shows its slow calls with their parts, `fsynclab report
+ID` draws it), with what the tracer cost. Memory stays bounded however long it watches:
+the percentiles come from histograms kept in the kernel, and only the 100 slowest calls
+over --threshold are kept with their parts (every one is printed as it comes).
 Killed however, it leaves no BPF program behind (nothing is pinned).
 
 Examples:
@@ -25,7 +31,7 @@ Examples:
 
 Set FSYNCLAB_NO_BPF=1 to make it refuse as where the kernel has no BPF.";
 
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug)]
 pub struct WatchArgs {
     /// Processes to watch (every thread of each), comma-separated or repeated; they may have
     /// started long before
@@ -44,6 +50,8 @@ pub struct WatchArgs {
     /// End after this long (default: at Ctrl-C)
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// The durations read, each refused in one line of fsynclab's own (clap's would add its

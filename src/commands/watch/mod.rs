@@ -3,21 +3,28 @@
 //! percentiles of every call at the end.
 //!
 //! Phases: read the options into the tracer's settings (the processes must exist); refuse
-//! in one line where BPF cannot run; load and attach; follow the slow calls until Ctrl-C or
-//! `--duration`; read the kernel's latency histograms and print the summary. Nothing is
-//! kept per call in user space, so memory stays bounded however long it watches; dropping
+//! in one line where BPF cannot run; open the results store; load and attach; follow the
+//! slow calls until Ctrl-C, SIGTERM or `--duration`; read the kernel's latency histograms,
+//! print the summary and record the watch as a run ([`record`]). Per call, user space keeps
+//! only the slowest calls' parts, so memory stays bounded however long it watches; dropping
 //! the tracer (or the process dying) detaches the program.
 
+use std::collections::BTreeMap;
 use std::fs;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 
 use crate::cli::WatchArgs;
 use crate::error::Usage;
+use crate::explain::bpf::attribute::attribution;
 use crate::explain::bpf::symbols::KernelSymbols;
 use crate::explain::bpf::{self, BpfTracer, Filter, Settings};
+use crate::measure::RunClock;
+use crate::recording::Recording;
 
+mod record;
 mod text;
 
 /// How often the loop looks at Ctrl-C and the deadline while no call comes.
@@ -29,20 +36,27 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     if let Some(why) = bpf::unavailable() {
         bail!(why);
     }
+    let mut recording = Recording::open(args.record.store.as_deref(), args.record.no_store)?;
     let symbols = KernelSymbols::load()?;
     let stop = crate::signals::watch().context("installing the signal handlers")?;
+    let cpu_before = record::process_cpu_ns();
     let tracer = BpfTracer::start(&settings, &symbols)?;
+    let clock = RunClock::start();
     let started = Instant::now();
+    let started_at = crate::result::now_rfc3339();
     note!("{}", text::watching(&settings, duration));
 
-    // Follow: each slow call printed as the kernel sends it.
+    // Follow: each slow call printed as the kernel sends it, the slowest kept.
     let mut printed = 0u64;
+    let mut slowest = record::Slowest::default();
     let deadline = duration.map(|d| started + d);
     let go_on = || !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d);
     tracer.follow(TICK, go_on, |call| {
         printed += 1;
         println!("{}", text::call_line(&call, &symbols, started));
+        slowest.offer(attribution(&call, &symbols, clock.origin_monotonic_ns(), stack_over));
     })?;
+    let interrupted = stop.is_set() && deadline.is_some_and(|d| Instant::now() < d);
 
     // Summary: every call, from the kernel's histograms.
     let latencies = tracer.latencies()?;
@@ -50,18 +64,15 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let lost = tracer.lost()?;
     let cost = tracer.run_time();
     drop(tracer);
-    print!(
-        "{}",
-        text::summary(&latencies, &names, printed, threshold, started.elapsed())
-    );
+    let elapsed = started.elapsed();
+    print!("{}", text::summary(&latencies, &names, printed, threshold, elapsed));
     if cost.runs > 0 {
-        let elapsed = started.elapsed().as_secs_f64();
         println!(
             "the BPF programs ran {} times for {} of CPU in all ({} a run, {:.3}% of one CPU)",
             cost.runs,
             crate::units::format_latency_ns(cost.ns),
             crate::units::format_latency_ns(cost.ns / cost.runs),
-            cost.ns as f64 / 1e9 / elapsed * 100.0
+            cost.ns as f64 / 1e9 / elapsed.as_secs_f64() * 100.0
         );
     }
     if lost.calls + lost.records + lost.histogram > 0 {
@@ -72,7 +83,59 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
             lost.histogram
         );
     }
+
+    // Recorded: a run of the results store.
+    let watched = record::Watched {
+        watched: text::whom(&settings.filter),
+        params: params(args, &settings),
+        threshold,
+        started_at,
+        duration_s: elapsed.as_secs_f64(),
+        interrupted,
+        latencies,
+        names,
+        slow_calls: printed,
+        slowest,
+        lost,
+        run_time: cost,
+        cpu_ns: record::process_cpu_ns().saturating_sub(cpu_before),
+        environment: crate::environment::fingerprint(&target_of(&settings.filter)),
+    };
+    recording.record_and_say(&mut watched.into_result())?;
     Ok(0)
+}
+
+/// The options as a run's parameters.
+fn params(args: &WatchArgs, settings: &Settings) -> BTreeMap<String, String> {
+    let mut params = BTreeMap::new();
+    let filter = match &settings.filter {
+        Filter::All => "all".to_string(),
+        Filter::Processes(pids) => {
+            let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+            format!("pid={}", list.join(","))
+        }
+        Filter::Comm(c) => format!("comm={c}"),
+    };
+    params.insert("watch".to_string(), filter);
+    params.insert("threshold".to_string(), args.threshold.clone());
+    params.insert("stack_over".to_string(), args.stack_over.clone());
+    if let Some(d) = &args.duration {
+        params.insert("duration".to_string(), d.clone());
+    }
+    params
+}
+
+/// The directory whose filesystem and device the result's environment describes: the
+/// working directory of the first process watched, else the root.
+fn target_of(filter: &Filter) -> std::path::PathBuf {
+    let root = Path::new("/").to_path_buf();
+    match filter {
+        Filter::Processes(pids) => pids
+            .first()
+            .and_then(|pid| fs::read_link(format!("/proc/{pid}/cwd")).ok())
+            .unwrap_or(root),
+        _ => root,
+    }
 }
 
 /// The options read into the tracer's settings; a process that does not exist is a usage

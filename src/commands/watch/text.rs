@@ -14,14 +14,7 @@ use crate::units::{format_duration, format_latency_ns, human_size};
 
 /// The line on stderr once the program is attached.
 pub(super) fn watching(settings: &Settings, duration: Option<Duration>) -> String {
-    let whom = match &settings.filter {
-        Filter::All => "every process".to_string(),
-        Filter::Processes(pids) => {
-            let list: Vec<String> = pids.iter().map(u32::to_string).collect();
-            format!("process {}", list.join(", "))
-        }
-        Filter::Comm(c) => format!("every task named {c}"),
-    };
+    let whom = whom(&settings.filter);
     let until = match duration {
         Some(d) => format!("for {}", format_duration(d)),
         None => "until Ctrl-C".to_string(),
@@ -31,6 +24,18 @@ pub(super) fn watching(settings: &Settings, duration: Option<Duration>) -> Strin
         format_duration(settings.report_threshold),
         format_duration(settings.stack_threshold)
     )
+}
+
+/// Whom a watch follows: `process 812, 813`, `every task named etcd`, `every process`.
+pub(super) fn whom(filter: &Filter) -> String {
+    match filter {
+        Filter::All => "every process".to_string(),
+        Filter::Processes(pids) => {
+            let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+            format!("process {}", list.join(", "))
+        }
+        Filter::Comm(c) => format!("every task named {c}"),
+    }
 }
 
 /// One part of a call: what, how long, and how many stretches it was made of.

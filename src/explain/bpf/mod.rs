@@ -14,7 +14,8 @@
 //!
 //! Why libbpf (libbpf-rs) and a C program: libbpf is maintained with the kernel's BPF tree
 //! and is the reference CO-RE loader; aya's BPF-side crates need a nightly toolchain, which
-//! this project cannot assume. The parts: `record` (the record of a slow call), `symbols`
+//! this project cannot assume. The parts: `record` (the record of a slow call), `attribute`
+//! (that record as the explanation results carry), `symbols`
 //! (kernel addresses to names), `histogram` (the latency histograms' buckets).
 
 use std::collections::HashMap;
@@ -26,6 +27,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context as _, Result};
 use libbpf_rs::{Link, MapCore as _, MapFlags, Object, ObjectBuilder, PrintLevel, RingBufferBuilder};
 
+pub(crate) mod attribute;
 pub(crate) mod histogram;
 pub(crate) mod record;
 pub(crate) mod symbols;
