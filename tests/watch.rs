@@ -9,17 +9,20 @@
 mod common;
 
 use std::io::{BufRead as _, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::harness::Need;
 use common::Need::{Fuse, Root, Tool};
 use common::{backing, bin, fsynclab, send, wait_at_most, ScratchRun};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 common::tests! {
     watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it: [Root, Fuse, BPF],
     a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads: [Root, Fuse, BPF],
+    watch_cgroup_reports_only_the_tasks_inside_it: [Root, BPF, CGROUP2],
     a_watch_killed_with_sigkill_leaves_no_bpf_program: [Root, BPF, Tool("bpftool")],
     watch_refuses_in_one_line_where_bpf_is_missing,
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
@@ -30,6 +33,53 @@ common::tests! {
 const BPF: Need = Need::That("BPF with BTF (/sys/kernel/btf/vmlinux)", || {
     Path::new("/sys/kernel/btf/vmlinux").exists()
 });
+
+/// A cgroup v2 hierarchy to make a test's cgroup in.
+const CGROUP2: Need = Need::That("cgroup v2 mounted (a cgroup2 line in /proc/self/mountinfo)", || {
+    cgroup2_mount().is_some()
+});
+
+/// Where cgroup v2 is mounted: /sys/fs/cgroup, or /sys/fs/cgroup/unified beside v1.
+fn cgroup2_mount() -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().rev().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let mount_point = left.split(' ').nth(4)?;
+        (right.split(' ').next()? == "cgroup2").then(|| PathBuf::from(mount_point))
+    })
+}
+
+/// A cgroup made for one test; dropped (the test passed or failed), it kills what is still
+/// in it and removes it.
+struct TestCgroup {
+    dir: PathBuf,
+}
+
+impl TestCgroup {
+    fn make() -> TestCgroup {
+        let dir = cgroup2_mount()
+            .unwrap()
+            .join(format!("fsynclab-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        TestCgroup { dir }
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!("could not remove the test cgroup {}", self.dir.display());
+    }
+}
 
 /// A latency as watch prints it (`31.800ms`, `120.4us`, `1.2s`, `640ns`), in ns.
 fn ns_of(text: &str) -> f64 {
@@ -228,6 +278,62 @@ fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
     );
 }
 
+/// Issue 25: `--cgroup` follows only the tasks of that cgroup: of two programs making the same
+/// fsyncs, one started in a cgroup made for the test and one outside, only the first's calls
+/// are printed and counted (the filter runs in the kernel, at each call's entry).
+fn watch_cgroup_reports_only_the_tasks_inside_it() {
+    let cgroup = TestCgroup::make();
+    let dir = backing();
+    // A prober fsyncing 1 MiB overwrites every 20ms, nothing in the background.
+    let syncing = |name: &str, in_cgroup: Option<&Path>| {
+        let work = dir.path().join(name);
+        std::fs::create_dir(&work).unwrap();
+        let mut cmd = Command::new("sh");
+        let procs = in_cgroup.map_or("/dev/null".into(), |c| c.join("cgroup.procs"));
+        cmd.arg("-c")
+            .arg(r#"echo $$ > "$0" && exec "$@""#)
+            .arg(procs)
+            .arg(bin())
+            .args(["run", "overwrite-fsync", "--no-explain", "--set", "background=none"])
+            .args(["--set", "duration=6s", "--set", "sleep=20ms", "--dir"])
+            .arg(&work)
+            .env("FSYNCLAB_STORE", "off")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd.spawn().unwrap()
+    };
+    let mut inside = syncing("inside", Some(&cgroup.dir));
+    let mut outside = syncing("outside", None);
+    std::thread::sleep(Duration::from_millis(500));
+    let out = fsynclab()
+        .args(["watch", "--cgroup"])
+        .arg(&cgroup.dir)
+        .args(["--threshold", "0s", "--duration", "3s"])
+        .output()
+        .unwrap();
+    let inside_status = wait_at_most(&mut inside, Duration::from_secs(60));
+    let outside_status = wait_at_most(&mut outside, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "watch failed: {stderr}");
+    assert!(
+        inside_status.success() && outside_status.success(),
+        "a syncing program failed"
+    );
+    assert!(stderr.contains("the tasks of cgroup"), "{stderr}");
+    let (inside, outside) = (inside.id(), outside.id());
+    let printed = |pid: u32| stdout.lines().filter(|l| l.contains(&format!("[{pid}/"))).count();
+    assert!(printed(inside) > 0, "no call of {inside} (inside) printed:\n{stdout}");
+    assert_eq!(printed(outside), 0, "a call of {outside} (outside) printed:\n{stdout}");
+    let row = |pid: u32| {
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("fsynclab[{pid}]")))
+    };
+    assert!(row(inside), "no summary row for {inside}:\n{stdout}");
+    assert!(!row(outside), "a summary row for {outside}:\n{stdout}");
+}
+
 /// The ids of the BPF programs process `pid` holds (its link and program descriptors'
 /// `prog_id`, Documentation/filesystems/proc.rst's fdinfo).
 fn bpf_programs_of(pid: u32) -> Vec<u32> {
@@ -336,6 +442,14 @@ fn bad_watch_flags_are_refused_in_one_line() {
         (&["--threshold", "soon"][..], "--threshold soon"),
         (&["--stack-over", "1x"][..], "--stack-over 1x"),
         (&["--pid", "1", "--comm", "x"][..], "give one of them"),
+        (
+            &["--comm", "x", "--cgroup", "/"][..],
+            "--comm and --cgroup: give one of them",
+        ),
+        (
+            &["--cgroup", "/no/such/cgroup"][..],
+            "--cgroup /no/such/cgroup: no such cgroup directory",
+        ),
     ] {
         let out = fsynclab().arg("watch").args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

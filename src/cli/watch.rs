@@ -27,6 +27,7 @@ Killed however, it leaves no BPF program behind (nothing is pinned).
 Examples:
   fsynclab watch --pid $(pidof postgres | tr ' ' ,)   PostgreSQL's slow WAL fdatasyncs
   fsynclab watch --comm etcd --threshold 50ms
+  fsynclab watch --cgroup system.slice/postgresql.service   a service and what it starts
   fsynclab watch --duration 30s                       every process of the machine
 
 Set FSYNCLAB_NO_BPF=1 to make it refuse as where the kernel has no BPF.";
@@ -40,6 +41,10 @@ pub struct WatchArgs {
     /// Watch every task with this command name (as in /proc/PID/comm, at most 15 bytes)
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
+    /// Watch every task of this cgroup v2 directory and of those below it (a path, or one
+    /// under the cgroup2 mount: system.slice/postgresql.service); filtered in the kernel
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<std::path::PathBuf>,
     /// Print the calls at least this slow
     #[arg(long, value_name = "DURATION", default_value = "10ms")]
     pub threshold: String,

@@ -2,28 +2,26 @@
 //! their parts, printed as they happen by the BPF tracer ([`crate::explain::bpf`]), and the
 //! percentiles of every call at the end.
 //!
-//! Phases: read the options into the tracer's settings (the processes must exist); refuse
-//! in one line where BPF cannot run; open the results store; load and attach; follow the
-//! slow calls until Ctrl-C, SIGTERM or `--duration`; read the kernel's latency histograms,
-//! print the summary and record the watch as a run ([`record`]). Per call, user space keeps
-//! only the slowest calls' parts, so memory stays bounded however long it watches; dropping
-//! the tracer (or the process dying) detaches the program.
+//! Phases: read the options into the tracer's settings ([`filter`]: the processes, the
+//! cgroup must exist); refuse in one line where BPF cannot run; open the results store; load
+//! and attach; follow the slow calls until Ctrl-C, SIGTERM or `--duration`; read the
+//! kernel's latency histograms, print the summary and record the watch as a run
+//! ([`record`]). Per call, user space keeps only the slowest calls' parts, so memory stays
+//! bounded however long it watches; dropping the tracer (or the process dying) detaches the
+//! program.
 
-use std::collections::BTreeMap;
-use std::fs;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 
 use crate::cli::WatchArgs;
-use crate::error::Usage;
 use crate::explain::bpf::attribute::attribution;
 use crate::explain::bpf::symbols::KernelSymbols;
-use crate::explain::bpf::{self, BpfTracer, Filter, Settings};
+use crate::explain::bpf::{self, BpfTracer};
 use crate::measure::RunClock;
 use crate::recording::Recording;
 
+mod filter;
 mod record;
 mod text;
 
@@ -32,7 +30,7 @@ const TICK: Duration = Duration::from_millis(100);
 
 pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let (threshold, stack_over, duration) = args.durations()?;
-    let settings = settings(args, threshold, stack_over)?;
+    let settings = filter::settings(args, threshold, stack_over)?;
     if let Some(why) = bpf::unavailable() {
         bail!(why);
     }
@@ -87,7 +85,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     // Recorded: a run of the results store.
     let watched = record::Watched {
         watched: text::whom(&settings.filter),
-        params: params(args, &settings),
+        params: filter::params(args, &settings),
         threshold,
         started_at,
         duration_s: elapsed.as_secs_f64(),
@@ -99,89 +97,8 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         lost,
         run_time: cost,
         cpu_ns: record::process_cpu_ns().saturating_sub(cpu_before),
-        environment: crate::environment::fingerprint(&target_of(&settings.filter)),
+        environment: crate::environment::fingerprint(&filter::target_of(&settings.filter)),
     };
     recording.record_and_say(&mut watched.into_result())?;
     Ok(0)
-}
-
-/// The options as a run's parameters.
-fn params(args: &WatchArgs, settings: &Settings) -> BTreeMap<String, String> {
-    let mut params = BTreeMap::new();
-    let filter = match &settings.filter {
-        Filter::All => "all".to_string(),
-        Filter::Processes(pids) => {
-            let list: Vec<String> = pids.iter().map(u32::to_string).collect();
-            format!("pid={}", list.join(","))
-        }
-        Filter::Comm(c) => format!("comm={c}"),
-    };
-    params.insert("watch".to_string(), filter);
-    params.insert("threshold".to_string(), args.threshold.clone());
-    params.insert("stack_over".to_string(), args.stack_over.clone());
-    if let Some(d) = &args.duration {
-        params.insert("duration".to_string(), d.clone());
-    }
-    params
-}
-
-/// The directory whose filesystem and device the result's environment describes: the
-/// working directory of the first process watched, else the root.
-fn target_of(filter: &Filter) -> std::path::PathBuf {
-    let root = Path::new("/").to_path_buf();
-    match filter {
-        Filter::Processes(pids) => pids
-            .first()
-            .and_then(|pid| fs::read_link(format!("/proc/{pid}/cwd")).ok())
-            .unwrap_or(root),
-        _ => root,
-    }
-}
-
-/// The options read into the tracer's settings; a process that does not exist is a usage
-/// error.
-fn settings(args: &WatchArgs, threshold: Duration, stack_over: Duration) -> Result<Settings> {
-    if !args.pid.is_empty() && args.comm.is_some() {
-        return Err(Usage("--pid and --comm: give one of them (neither watches every process)".into()).into());
-    }
-    let filter = if !args.pid.is_empty() {
-        let mut pids = Vec::new();
-        for text in &args.pid {
-            let pid = text
-                .trim()
-                .parse()
-                .map_err(|_| Usage(format!("--pid {text}: expected a process id, a number like 812")))?;
-            pids.push(thread_group(pid)?);
-        }
-        pids.sort_unstable();
-        pids.dedup();
-        Filter::Processes(pids)
-    } else if let Some(comm) = &args.comm {
-        if comm.is_empty() || comm.len() > 15 {
-            return Err(Usage(format!(
-                "--comm {comm}: a command name is 1 to 15 bytes, as in /proc/PID/comm"
-            ))
-            .into());
-        }
-        Filter::Comm(comm.clone())
-    } else {
-        Filter::All
-    };
-    Ok(Settings {
-        filter,
-        report_threshold: threshold,
-        stack_threshold: stack_over,
-    })
-}
-
-/// The process a thread id belongs to (`Tgid:` of /proc/PID/status, Documentation/
-/// filesystems/proc.rst): a thread's id given to --pid watches its whole process.
-fn thread_group(pid: u32) -> Result<u32> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status"))
-        .map_err(|_| Usage(format!("--pid {pid}: no such process")))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| Usage(format!("--pid {pid}: /proc/{pid}/status has no Tgid")).into())
 }

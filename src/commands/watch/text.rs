@@ -35,6 +35,7 @@ pub(super) fn whom(filter: &Filter) -> String {
             format!("process {}", list.join(", "))
         }
         Filter::Comm(c) => format!("every task named {c}"),
+        Filter::Cgroup(dir) => format!("the tasks of cgroup {}", dir.display()),
     }
 }
 

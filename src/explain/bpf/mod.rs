@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -52,6 +52,8 @@ pub(crate) enum Filter {
     Processes(Vec<u32>),
     /// Every task with this name (comm, at most 15 bytes).
     Comm(String),
+    /// Every task of this cgroup (v2) directory or of one below it.
+    Cgroup(PathBuf),
 }
 
 /// What the program reports, and when it takes a stack.
@@ -171,6 +173,7 @@ impl BpfTracer {
             Filter::All => (0u32, ""),
             Filter::Processes(_) => (1, ""),
             Filter::Comm(c) => (2, c.as_str()),
+            Filter::Cgroup(_) => (3, ""),
         };
         config.extend_from_slice(&filter.to_ne_bytes());
         config.extend_from_slice(&0u32.to_ne_bytes());
@@ -187,6 +190,14 @@ impl BpfTracer {
         self.map("config")?
             .update(&0u32.to_ne_bytes(), &config, MapFlags::ANY)
             .context("configuring the BPF program")?;
+        if let Filter::Cgroup(dir) = &settings.filter {
+            // The map takes a reference to the cgroup itself: the descriptor may close after.
+            let cgroup = std::fs::File::open(dir).with_context(|| format!("opening the cgroup {}", dir.display()))?;
+            let fd = u32::try_from(cgroup.as_raw_fd()).context("a cgroup descriptor")?;
+            self.map("cgroups")?
+                .update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+                .with_context(|| format!("adding the cgroup {} to the BPF filter", dir.display()))?;
+        }
         if let Filter::Processes(pids) = &settings.filter {
             let processes = self.map("processes")?;
             for pid in pids {
