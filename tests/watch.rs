@@ -258,7 +258,8 @@ fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
         assert_eq!(ns_of(total), latency, "{line}");
         assert!(latency >= 2e6, "a call under the threshold kept: {line}");
         let mut sum = 0.0;
-        while let Some(part) = lines.peek().filter(|l| l.starts_with("   ") && l.contains('%')) {
+        let is_part = |l: &&&str| l.starts_with("  ") && l.split_whitespace().nth(1).is_some_and(|w| w.ends_with('%'));
+        while let Some(part) = lines.peek().filter(is_part) {
             sum += ns_of(part.split_whitespace().next().unwrap());
             lines.next();
         }
@@ -431,8 +432,9 @@ fn watch_refuses_in_one_line_without_root() {
 }
 
 /// Issue 25: a process that does not exist, a command name too long to be one, a zero
-/// duration, a threshold that is no duration, or both --pid and --comm are usage errors
-/// (exit 2), said in one line.
+/// duration, a threshold that is no duration, two of --pid, --comm and --cgroup, or a cgroup
+/// that does not exist or is no cgroup v2 directory are usage errors (exit 2), said in one
+/// line.
 fn bad_watch_flags_are_refused_in_one_line() {
     for (args, says) in [
         (&["--pid", "999999999"][..], "no such process"),

@@ -204,6 +204,13 @@ mod tests {
 
     #[test]
     /// Issue 25.
+    fn the_help_says_how_many_calls_are_kept() {
+        let said = format!("only the {SLOWEST_KEPT} slowest calls");
+        assert!(crate::cli::WATCH_HELP.contains(&said), "--help must say {said:?}");
+    }
+
+    #[test]
+    /// Issue 25.
     fn only_the_slowest_calls_are_kept() {
         let mut kept = Slowest::default();
         for ns in 0..(SLOWEST_KEPT as u64 * 3) {
