@@ -51,8 +51,9 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let go_on = || !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d);
     tracer.follow(TICK, go_on, |call| {
         printed += 1;
-        println!("{}", text::call_line(&call, &symbols, started));
-        slowest.offer(attribution(&call, &symbols, clock.origin_monotonic_ns(), stack_over));
+        let explained = attribution(&call, &symbols, clock.origin_monotonic_ns(), stack_over);
+        println!("{}", text::call_line(&call, &explained, started));
+        slowest.offer(explained);
     })?;
     let interrupted = stop.is_set() && deadline.is_some_and(|d| Instant::now() < d);
 

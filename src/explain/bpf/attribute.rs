@@ -128,21 +128,21 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols) -> Cause {
     }
 }
 
-/// `meanwhile on the machine: 3 cache flushes completed (...), 1 jbd2 commit (...), 2.0 MiB
-/// written`, when anything completed.
-fn meanwhile(call: &SlowCall) -> Option<String> {
+/// `meanwhile on the machine: 3 cache flush(es) completed (...), 1 jbd2 commit(s) (...),
+/// 2.0 MiB written`, when anything completed.
+pub(crate) fn meanwhile(call: &SlowCall) -> Option<String> {
     let m = call.meanwhile;
     let mut what = Vec::new();
     if m.flushes > 0 {
         what.push(format!(
-            "{} cache flushes completed ({} each on average)",
+            "{} cache flush(es) completed ({} each on average)",
             m.flushes,
             format_latency_ns(m.flush_ns / m.flushes)
         ));
     }
     if m.commits > 0 {
         what.push(format!(
-            "{} jbd2 commits ({} each)",
+            "{} jbd2 commit(s) ({} each)",
             m.commits,
             format_latency_ns(m.commit_ns / m.commits)
         ));
