@@ -16,20 +16,15 @@
 //! prober's write sizes on the host directory, default both).
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+use common::{interleaved, median, CONDITIONS};
+
 /// fsyncs per run.
 const ITERATIONS: u32 = 400;
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v[v.len() / 2]
-}
 
 /// How a run traces.
 #[derive(Clone, Copy, PartialEq)]
@@ -117,47 +112,14 @@ impl Figures {
     }
 }
 
-/// Two processes that keep both CPUs of the VM busy until dropped.
-struct Burners(Vec<Child>);
-
-impl Burners {
-    fn start() -> Burners {
-        Burners(
-            (0..2)
-                .map(|_| {
-                    Command::new("sh")
-                        .args(["-c", "while :; do :; done"])
-                        .spawn()
-                        .expect("start a CPU burner")
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Drop for Burners {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 fn measure(name: &str, target: &[&str], write_size: &str, rounds: usize) {
     // Warm-up: the first run of a directory pays for allocating the file.
     run(target, write_size, Side::Off);
     let mut figures: Vec<[Figures; 3]> = vec![Default::default(), Default::default()];
-    for round in 0..rounds {
-        for (c, loaded) in [false, true].into_iter().enumerate() {
-            let _burners = loaded.then(Burners::start);
-            for k in 0..Side::ALL.len() {
-                let i = (round + k) % Side::ALL.len();
-                figures[c][i].add(&run(target, write_size, Side::ALL[i]));
-            }
-        }
-    }
-    for (c, condition) in ["quiet", "2 CPU burners"].iter().enumerate() {
+    interleaved(rounds, Side::ALL.len(), |c, i| {
+        figures[c][i].add(&run(target, write_size, Side::ALL[i]));
+    });
+    for (c, condition) in CONDITIONS.iter().enumerate() {
         let f = &mut figures[c];
         let off = median(&mut f[0].fsync_us.clone());
         for (side, figures) in Side::ALL.iter().zip(f.iter_mut()) {
@@ -196,10 +158,7 @@ fn main() {
         println!("skipped: explain_overhead needs root (tracefs, loop devices)");
         return;
     }
-    let rounds = std::env::var("FSYNCLAB_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(6);
+    let rounds = common::rounds(6);
     let sizes = std::env::var("FSYNCLAB_BENCH_WRITE_SIZES").unwrap_or_else(|_| "4k,1M".into());
     let base = std::env::var_os("FSYNCLAB_BENCH_DIR").unwrap_or_else(|| ".".into());
     let dir = tempfile::Builder::new()

@@ -18,13 +18,11 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
+mod common;
+use common::{interleaved, median, CONDITIONS};
+
 /// fsyncs per run.
 const ITERATIONS: u32 = 400;
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
 
 /// A watch of every task named fsynclab, attached when it returns, ended (SIGTERM) on drop.
 struct Watch(Child);
@@ -33,6 +31,7 @@ impl Watch {
     fn start() -> Watch {
         let args = std::env::var("FSYNCLAB_BENCH_WATCH").unwrap_or_else(|_| "--comm fsynclab".into());
         let mut child = Command::new(env!("CARGO_BIN_EXE_fsynclab"))
+            .env("FSYNCLAB_STORE", "off")
             .arg("watch")
             .args(args.split_whitespace())
             .args(["--threshold", "10ms"])
@@ -54,33 +53,6 @@ impl Drop for Watch {
         // SAFETY: kill has no memory preconditions; the pid is our child, not yet reaped.
         unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
         let _ = self.0.wait();
-    }
-}
-
-/// Two processes that keep both CPUs of the VM busy until dropped.
-struct Burners(Vec<Child>);
-
-impl Burners {
-    fn start() -> Burners {
-        Burners(
-            (0..2)
-                .map(|_| {
-                    Command::new("sh")
-                        .args(["-c", "while :; do :; done"])
-                        .spawn()
-                        .expect("start a CPU burner")
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Drop for Burners {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
@@ -112,10 +84,7 @@ fn run(backing: &str, write_size: &str, watched: bool) -> Vec<f64> {
 }
 
 fn main() {
-    let rounds: usize = std::env::var("FSYNCLAB_BENCH_ROUNDS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(5);
+    let rounds = common::rounds(5);
     let write_size = std::env::var("FSYNCLAB_BENCH_WRITE_SIZE").unwrap_or_else(|_| "4k".into());
     let backing = tempfile::Builder::new()
         .prefix("fsynclab-watch-bench-")
@@ -126,18 +95,12 @@ fn main() {
                                        // [condition][unwatched, watched]: all fsyncs, and each run's median.
     let mut all: [[Vec<f64>; 2]; 2] = Default::default();
     let mut run_medians: [[Vec<f64>; 2]; 2] = Default::default();
-    for round in 0..rounds {
-        for (c, loaded) in [false, true].into_iter().enumerate() {
-            let _burners = loaded.then(Burners::start);
-            for k in 0..2 {
-                let side = (round + k) % 2;
-                let mut f = run(&backing, &write_size, side == 1);
-                run_medians[c][side].push(median(&mut f));
-                all[c][side].extend(f);
-            }
-        }
-    }
-    for (c, condition) in ["quiet", "2 CPU burners"].iter().enumerate() {
+    interleaved(rounds, 2, |c, side| {
+        let mut f = run(&backing, &write_size, side == 1);
+        run_medians[c][side].push(median(&mut f));
+        all[c][side].extend(f);
+    });
+    for (c, condition) in CONDITIONS.iter().enumerate() {
         let off = median(&mut all[c][0]);
         let on = median(&mut all[c][1]);
         println!(

@@ -1,7 +1,7 @@
 //! Issue 25: `fsynclab watch` follows the sync calls of processes already running with a BPF
 //! program in the kernel, prints each slow one with parts that add up to it, ends with the
-//! percentiles, leaves no BPF program behind however it ends, and refuses in one line where
-//! BPF cannot run. The privileged tests need root and a kernel with BPF and BTF; the one
+//! percentiles, is recorded as a run that `runs`, `explain` and `report` read, leaves no BPF
+//! program behind however it ends, and refuses in one line where BPF cannot run. The privileged tests need root and a kernel with BPF and BTF; the one
 //! with a slow disk also FUSE (the emulated 7200 rpm disk under a scratch ext4).
 
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
@@ -9,16 +9,20 @@
 mod common;
 
 use std::io::{BufRead as _, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::harness::Need;
 use common::Need::{Fuse, Root, Tool};
 use common::{backing, bin, fsynclab, send, wait_at_most, ScratchRun};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 common::tests! {
     watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it: [Root, Fuse, BPF],
+    a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads: [Root, Fuse, BPF],
+    watch_cgroup_reports_only_the_tasks_inside_it: [Root, BPF, CGROUP2],
     a_watch_killed_with_sigkill_leaves_no_bpf_program: [Root, BPF, Tool("bpftool")],
     watch_refuses_in_one_line_where_bpf_is_missing,
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
@@ -29,6 +33,53 @@ common::tests! {
 const BPF: Need = Need::That("BPF with BTF (/sys/kernel/btf/vmlinux)", || {
     Path::new("/sys/kernel/btf/vmlinux").exists()
 });
+
+/// A cgroup v2 hierarchy to make a test's cgroup in.
+const CGROUP2: Need = Need::That("cgroup v2 mounted (a cgroup2 line in /proc/self/mountinfo)", || {
+    cgroup2_mount().is_some()
+});
+
+/// Where cgroup v2 is mounted: /sys/fs/cgroup, or /sys/fs/cgroup/unified beside v1.
+fn cgroup2_mount() -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().rev().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let mount_point = left.split(' ').nth(4)?;
+        (right.split(' ').next()? == "cgroup2").then(|| PathBuf::from(mount_point))
+    })
+}
+
+/// A cgroup made for one test; dropped (the test passed or failed), it kills what is still
+/// in it and removes it.
+struct TestCgroup {
+    dir: PathBuf,
+}
+
+impl TestCgroup {
+    fn make() -> TestCgroup {
+        let dir = cgroup2_mount()
+            .unwrap()
+            .join(format!("fsynclab-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        TestCgroup { dir }
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!("could not remove the test cgroup {}", self.dir.display());
+    }
+}
 
 /// A latency as watch prints it (`31.800ms`, `120.4us`, `1.2s`, `640ns`), in ns.
 fn ns_of(text: &str) -> f64 {
@@ -114,7 +165,7 @@ fn watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it() {
     let named = [
         "waiting for a journal commit",
         "waiting for data writeback",
-        "waiting for a device cache flush",
+        "device cache flush",
     ];
     assert!(
         calls.iter().any(|l| named.iter().any(|n| l.contains(n))),
@@ -126,6 +177,162 @@ fn watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it() {
         .unwrap_or_else(|| panic!("no summary row for {pid}:\n{stdout}"));
     let count: u64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert!(count >= calls.len() as u64, "{row}");
+}
+
+/// Issue 25: a watch of a program started before it, ended by --duration, is stored as a
+/// run: `runs` lists it as scenario watch, `explain ID` shows its slow calls each with parts
+/// that add up to it (within the rounding of the printed figures) and what the tracer cost,
+/// and `report ID` draws it.
+fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
+    let dir = backing();
+    let store = dir.path().join("results.sqlite");
+    let mut program = ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .args(["--no-explain", "--set", "duration=8s", "--set", "sleep=100ms"])
+        .args(["--set", "file_size=16M", "--set", "chunk=1M"])
+        .fs("ext4")
+        .device("hdd-7200")
+        .backing(dir.path())
+        .process()
+        .env("FSYNCLAB_STORE", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = program.id();
+    std::thread::sleep(Duration::from_millis(500));
+    let with_store = |args: &[&str]| {
+        let out = Command::new(bin())
+            .args(args)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?} failed: {stderr}");
+        (stdout, stderr)
+    };
+    let (_, said) = with_store(&[
+        "watch",
+        "--pid",
+        &pid.to_string(),
+        "--threshold",
+        "2ms",
+        "--duration",
+        "4s",
+    ]);
+    let status = wait_at_most(&mut program, Duration::from_secs(60));
+    assert!(status.success(), "the watched run failed: {status}");
+    let id = said
+        .lines()
+        .find_map(|l| l.strip_prefix("stored as run "))
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("the watch was not stored: {said}"))
+        .to_string();
+
+    let (runs, _) = with_store(&["runs"]);
+    let row = runs
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(id.as_str()))
+        .unwrap_or_else(|| panic!("run {id} not listed:\n{runs}"));
+    assert!(row.contains(" watch "), "{row}");
+
+    let (explained, _) = with_store(&["explain", &id]);
+    assert!(explained.starts_with("watch "), "{explained}");
+    assert!(
+        explained.contains("by the tracer in the kernel (BPF)") && explained.contains("its programs ran"),
+        "the tracer's cost is not shown:\n{explained}"
+    );
+    // `fsync (fsynclab 812) at 1.234s took 31.800ms; parts add up to 31.800ms`, then one
+    // line a part: `   27.161ms  85.4%  waiting for ...`.
+    let mut calls = 0;
+    let mut lines = explained.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some((head, total)) = line.split_once("; parts add up to ") else {
+            continue;
+        };
+        calls += 1;
+        assert!(head.starts_with("fsync (fsynclab"), "{line}");
+        let latency = ns_of(head.rsplit(' ').next().unwrap());
+        assert_eq!(ns_of(total), latency, "{line}");
+        assert!(latency >= 2e6, "a call under the threshold kept: {line}");
+        let mut sum = 0.0;
+        let is_part = |l: &&&str| l.starts_with("  ") && l.split_whitespace().nth(1).is_some_and(|w| w.ends_with('%'));
+        while let Some(part) = lines.peek().filter(is_part) {
+            sum += ns_of(part.split_whitespace().next().unwrap());
+            lines.next();
+        }
+        assert!(
+            (sum - latency).abs() <= latency * 0.005 + 1e3,
+            "parts add to {sum} of {latency}: {line}"
+        );
+    }
+    assert!(calls > 0, "no slow call explained:\n{explained}");
+
+    let page = dir.path().join("watch.html");
+    with_store(&["report", &id, "-o", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("watch") && html.contains("fsync"),
+        "the page lacks the run"
+    );
+}
+
+/// Issue 25: `--cgroup` follows only the tasks of that cgroup: of two programs making the same
+/// fsyncs, one started in a cgroup made for the test and one outside, only the first's calls
+/// are printed and counted (the filter runs in the kernel, at each call's entry).
+fn watch_cgroup_reports_only_the_tasks_inside_it() {
+    let cgroup = TestCgroup::make();
+    let dir = backing();
+    // A prober fsyncing 1 MiB overwrites every 20ms, nothing in the background.
+    let syncing = |name: &str, in_cgroup: Option<&Path>| {
+        let work = dir.path().join(name);
+        std::fs::create_dir(&work).unwrap();
+        let mut cmd = Command::new("sh");
+        let procs = in_cgroup.map_or("/dev/null".into(), |c| c.join("cgroup.procs"));
+        cmd.arg("-c")
+            .arg(r#"echo $$ > "$0" && exec "$@""#)
+            .arg(procs)
+            .arg(bin())
+            .args(["run", "overwrite-fsync", "--no-explain", "--set", "background=none"])
+            .args(["--set", "duration=6s", "--set", "sleep=20ms", "--dir"])
+            .arg(&work)
+            .env("FSYNCLAB_STORE", "off")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd.spawn().unwrap()
+    };
+    let mut inside = syncing("inside", Some(&cgroup.dir));
+    let mut outside = syncing("outside", None);
+    std::thread::sleep(Duration::from_millis(500));
+    let out = fsynclab()
+        .args(["watch", "--cgroup"])
+        .arg(&cgroup.dir)
+        .args(["--threshold", "0s", "--duration", "3s"])
+        .output()
+        .unwrap();
+    let inside_status = wait_at_most(&mut inside, Duration::from_secs(60));
+    let outside_status = wait_at_most(&mut outside, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "watch failed: {stderr}");
+    assert!(
+        inside_status.success() && outside_status.success(),
+        "a syncing program failed"
+    );
+    assert!(stderr.contains("the tasks of cgroup"), "{stderr}");
+    let (inside, outside) = (inside.id(), outside.id());
+    let printed = |pid: u32| stdout.lines().filter(|l| l.contains(&format!("[{pid}/"))).count();
+    assert!(printed(inside) > 0, "no call of {inside} (inside) printed:\n{stdout}");
+    assert_eq!(printed(outside), 0, "a call of {outside} (outside) printed:\n{stdout}");
+    let row = |pid: u32| {
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("fsynclab[{pid}]")))
+    };
+    assert!(row(inside), "no summary row for {inside}:\n{stdout}");
+    assert!(!row(outside), "a summary row for {outside}:\n{stdout}");
 }
 
 /// The ids of the BPF programs process `pid` holds (its link and program descriptors'
@@ -225,8 +432,9 @@ fn watch_refuses_in_one_line_without_root() {
 }
 
 /// Issue 25: a process that does not exist, a command name too long to be one, a zero
-/// duration, a threshold that is no duration, or both --pid and --comm are usage errors
-/// (exit 2), said in one line.
+/// duration, a threshold that is no duration, two of --pid, --comm and --cgroup, or a cgroup
+/// that does not exist or is no cgroup v2 directory are usage errors (exit 2), said in one
+/// line.
 fn bad_watch_flags_are_refused_in_one_line() {
     for (args, says) in [
         (&["--pid", "999999999"][..], "no such process"),
@@ -236,6 +444,14 @@ fn bad_watch_flags_are_refused_in_one_line() {
         (&["--threshold", "soon"][..], "--threshold soon"),
         (&["--stack-over", "1x"][..], "--stack-over 1x"),
         (&["--pid", "1", "--comm", "x"][..], "give one of them"),
+        (
+            &["--comm", "x", "--cgroup", "/"][..],
+            "--comm and --cgroup: give one of them",
+        ),
+        (
+            &["--cgroup", "/no/such/cgroup"][..],
+            "--cgroup /no/such/cgroup: no such cgroup directory",
+        ),
     ] {
         let out = fsynclab().arg("watch").args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -28,7 +28,7 @@ pub use store::{
 use store::{COMPARE_HELP, EXPORT_HELP, MATRIX_HELP, REPORT_HELP, RUNS_HELP, SHOW_HELP};
 pub use target::{ExplainArgs, TargetArgs};
 pub use watch::WatchArgs;
-use watch::WATCH_HELP;
+pub(crate) use watch::WATCH_HELP;
 
 const AFTER_HELP: &str = "\
 Examples:

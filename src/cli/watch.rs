@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::RecordArgs;
 use crate::error::Usage;
 use crate::units::parse_duration;
 
@@ -15,17 +16,23 @@ that add up to it: time on a CPU, waiting for a CPU, and its sleeps, each long o
 journal commit, a device cache flush, dirty throttling...) and the task that woke it; with
 the cache flushes, writes and jbd2 commits that completed on the machine meanwhile. Only the
 traced tasks' calls are followed, in the kernel; only slow calls cross to user space.
-Ctrl-C or --duration ends it with the percentiles of every call, per process and kind.
+Ctrl-C, SIGTERM or --duration ends it with the percentiles of every call, per process and
+kind, and records it in the results store as a run of scenario `watch` (`fsynclab runs`
+lists it, `fsynclab explain ID` shows its slow calls with their parts, `fsynclab report
+ID` draws it), with what the tracer cost. Memory stays bounded however long it watches:
+the percentiles come from histograms kept in the kernel, and only the 100 slowest calls
+over --threshold are kept with their parts (every one is printed as it comes).
 Killed however, it leaves no BPF program behind (nothing is pinned).
 
 Examples:
   fsynclab watch --pid $(pidof postgres | tr ' ' ,)   PostgreSQL's slow WAL fdatasyncs
   fsynclab watch --comm etcd --threshold 50ms
+  fsynclab watch --cgroup system.slice/postgresql.service   a service and what it starts
   fsynclab watch --duration 30s                       every process of the machine
 
 Set FSYNCLAB_NO_BPF=1 to make it refuse as where the kernel has no BPF.";
 
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug)]
 pub struct WatchArgs {
     /// Processes to watch (every thread of each), comma-separated or repeated; they may have
     /// started long before
@@ -34,6 +41,10 @@ pub struct WatchArgs {
     /// Watch every task with this command name (as in /proc/PID/comm, at most 15 bytes)
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
+    /// Watch every task of this cgroup v2 directory and of those below it (a path, or one
+    /// under the cgroup2 mount: system.slice/postgresql.service); filtered in the kernel
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<std::path::PathBuf>,
     /// Print the calls at least this slow
     #[arg(long, value_name = "DURATION", default_value = "10ms")]
     pub threshold: String,
@@ -44,6 +55,8 @@ pub struct WatchArgs {
     /// End after this long (default: at Ctrl-C)
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// The durations read, each refused in one line of fsynclab's own (clap's would add its

@@ -134,6 +134,15 @@ fn main_figure(r: &RunSummary) -> String {
     }
 }
 
+/// The run's calls: its samples, or for a run kept without them (a watch, whose calls are
+/// counted in the kernel), the calls its operation statistics count.
+fn calls(r: &RunSummary) -> u64 {
+    match (r.sample_count, &r.head) {
+        (0, Ok(head)) => head.ops.values().map(|o| o.count).sum(),
+        (n, _) => n,
+    }
+}
+
 fn table(runs: &[RunSummary]) -> String {
     // The host column only when it tells the runs apart: a farm's store, not a laptop's.
     let mut hosts: Vec<Option<&str>> = runs.iter().map(|r| r.host.as_deref()).collect();
@@ -172,7 +181,7 @@ fn table(runs: &[RunSummary]) -> String {
             r.started_at.replace('T', " ").trim_end_matches('Z').to_string(),
             format!("{}{}", r.scenario, if r.interrupted { " (interrupted)" } else { "" }),
             format!("{:.1} s", r.duration_s),
-            r.sample_count.to_string(),
+            calls(r).to_string(),
             main_figure(r),
             testbed(r.head.as_ref().ok().map(|h| &h.environment)),
         ];

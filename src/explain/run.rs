@@ -121,6 +121,28 @@ pub(crate) struct Explanation {
     /// Why some or all calls could not be explained.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) notes: Vec<String>,
+    /// Present when the tracer in the kernel (BPF, `fsynclab watch`) ran rather than the
+    /// tracefs one: what it kept and what it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) bpf: Option<BpfTracing>,
+}
+
+/// What the BPF tracer kept and cost. `events` of the explanation are then the slow calls
+/// the kernel sent, `lost_events` what it could not keep (the three counts below summed),
+/// `reader_cpu_ns` the CPU time of the process that read them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BpfTracing {
+    /// Only this many of the slowest calls over the threshold are kept with their parts.
+    pub(crate) slowest_kept: u32,
+    /// The BPF programs' runs and run time in all (`bpf_prog_info` with the kernel's
+    /// run-time statistics on; 0 where it could not count).
+    pub(crate) program_runs: u64,
+    pub(crate) program_run_ns: u64,
+    /// Calls not followed (the map of calls in progress full), slow calls not sent (the ring
+    /// buffer full), histogram entries not made (the histogram map full).
+    pub(crate) calls_not_followed: u64,
+    pub(crate) records_not_sent: u64,
+    pub(crate) histogram_entries_lost: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -245,6 +267,7 @@ impl Explanation {
             trace_cut_at_ns: None,
             calls: Vec::new(),
             notes: Vec::new(),
+            bpf: None,
         }
     }
 

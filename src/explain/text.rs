@@ -20,6 +20,14 @@ const REPORT_THREADS: usize = 16;
 /// Which calls were explained, in words: `the slowest 1% of each kind and every call over
 /// 100ms`.
 fn selection(e: &Explanation) -> String {
+    if let Some(b) = &e.bpf {
+        return format!(
+            "the {} slowest calls over {} (a watch keeps at most {})",
+            e.calls.len(),
+            format_duration(Duration::from_nanos(e.threshold.over_ns)),
+            b.slowest_kept
+        );
+    }
     format!(
         "the slowest {}% of each kind of call and every call over {}{} (at most {} of a kind per thread)",
         e.threshold.slowest_fraction * 100.0,
@@ -137,15 +145,28 @@ pub(crate) fn slowest_calls(e: &Explanation) -> String {
 /// The explanation in full: every call explained, every part.
 pub(crate) fn full(e: &Explanation) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "explained: {}; {} trace events ({} lost, {} of text), reader CPU {}",
-        selection(e),
-        e.events,
-        e.lost_events,
-        human_size(e.trace_bytes),
-        format_latency_ns(e.reader_cpu_ns)
-    );
+    if let Some(b) = &e.bpf {
+        let _ = writeln!(
+            out,
+            "explained: {}; by the tracer in the kernel (BPF): {} slow calls sent, {} lost; its programs ran {} times for {}, the reader's CPU {}",
+            selection(e),
+            e.events,
+            e.lost_events,
+            b.program_runs,
+            format_latency_ns(b.program_run_ns),
+            format_latency_ns(e.reader_cpu_ns)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "explained: {}; {} trace events ({} lost, {} of text), reader CPU {}",
+            selection(e),
+            e.events,
+            e.lost_events,
+            human_size(e.trace_bytes),
+            format_latency_ns(e.reader_cpu_ns)
+        );
+    }
     if !e.journal_threads.is_empty() {
         let names: Vec<String> = e
             .journal_threads
@@ -295,6 +316,7 @@ mod tests {
                 notes: Vec::new(),
             }],
             notes: Vec::new(),
+            bpf: None,
         }
     }
 

@@ -37,6 +37,7 @@ pub(crate) mod rndwr;
 pub(crate) mod small_files;
 pub(crate) mod table;
 pub(crate) mod traced_command;
+pub(crate) mod watched;
 
 pub(crate) use table::Table;
 
@@ -151,6 +152,8 @@ pub(crate) enum Details {
     /// A command traced by `exec --explain`.
     Exec(traced_command::Details),
     FsyncErrors(fsync_errors::Details),
+    /// The calls `fsynclab watch` followed.
+    Watch(watched::Details),
 }
 
 impl Details {
@@ -167,6 +170,7 @@ impl Details {
             Details::Powercut(d) => d,
             Details::Exec(d) => d,
             Details::FsyncErrors(d) => d,
+            Details::Watch(d) => d,
         }
     }
 }

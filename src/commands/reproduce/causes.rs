@@ -161,6 +161,7 @@ mod tests {
                 ),
             ],
             notes: Vec::new(),
+            bpf: None,
         });
         assert_eq!(
             summary(&r, "fsync").unwrap(),

@@ -5,23 +5,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use crate::explain::attribution::Attribution;
+use crate::explain::bpf::attribute::meanwhile;
 use crate::explain::bpf::histogram::Buckets;
-use crate::explain::bpf::record::{LongSleep, SlowCall, SyncKind};
-use crate::explain::bpf::symbols::KernelSymbols;
+use crate::explain::bpf::record::{SlowCall, SyncKind};
 use crate::explain::bpf::{Filter, Settings};
-use crate::explain::stacks::{classify, top_frames, WaitKind};
-use crate::units::{format_duration, format_latency_ns, human_size};
+use crate::units::{format_duration, format_latency_ns};
 
 /// The line on stderr once the program is attached.
 pub(super) fn watching(settings: &Settings, duration: Option<Duration>) -> String {
-    let whom = match &settings.filter {
-        Filter::All => "every process".to_string(),
-        Filter::Processes(pids) => {
-            let list: Vec<String> = pids.iter().map(u32::to_string).collect();
-            format!("process {}", list.join(", "))
-        }
-        Filter::Comm(c) => format!("every task named {c}"),
-    };
+    let whom = whom(&settings.filter);
     let until = match duration {
         Some(d) => format!("for {}", format_duration(d)),
         None => "until Ctrl-C".to_string(),
@@ -33,14 +26,24 @@ pub(super) fn watching(settings: &Settings, duration: Option<Duration>) -> Strin
     )
 }
 
-/// One part of a call: what, how long, and how many stretches it was made of.
-struct Part {
-    what: String,
-    ns: u64,
+/// Whom a watch follows: `process 812, 813`, `every task named etcd`, `every process`.
+pub(super) fn whom(filter: &Filter) -> String {
+    match filter {
+        Filter::All => "every process".to_string(),
+        Filter::Processes(pids) => {
+            let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+            format!("process {}", list.join(", "))
+        }
+        Filter::Comm(c) => format!("every task named {c}"),
+        Filter::Cgroup(dir) => format!("the tasks of cgroup {}", dir.display()),
+    }
 }
 
-/// `  1.234s postgres[812/815] fdatasync(fd 7 /var/lib/...) 48.210ms: 31.0ms waiting for ...`
-pub(super) fn call_line(call: &SlowCall, symbols: &KernelSymbols, started: Instant) -> String {
+/// `  1.234s postgres[812/815] fdatasync(fd 7 /var/lib/...) 48.210ms: 31.0ms waiting for ...;
+/// 120.4us on CPU | woken by jbd2/sda1-8[412] | meanwhile on the machine: ...`: the call and
+/// its parts as they are recorded (`explained`, [`crate::explain::bpf::attribute`]), largest
+/// first, then who ended its long sleeps and what completed on the machine meanwhile.
+pub(super) fn call_line(call: &SlowCall, explained: &Attribution, started: Instant) -> String {
     let kind = call.kind.map_or("sync call", SyncKind::name);
     let mut line = format!(
         "{:>8.3}s {}[{}/{}] {kind}{} {}",
@@ -58,36 +61,25 @@ pub(super) fn call_line(call: &SlowCall, symbols: &KernelSymbols, started: Insta
             std::io::Error::from_raw_os_error(-call.ret as i32)
         );
     }
-    line.push(':');
-    let mut parts = parts(call, symbols);
-    parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
-    let shown: Vec<String> = parts
+    let shown: Vec<String> = explained
+        .parts
         .iter()
         .filter(|p| p.ns > 0)
-        .map(|p| format!("{} {}", format_latency_ns(p.ns), p.what))
+        .map(|p| format!("{} {}", format_latency_ns(p.ns), p.cause))
         .collect();
-    let _ = write!(line, " {}", shown.join("; "));
-    let m = call.meanwhile;
-    let mut meanwhile = Vec::new();
-    if m.flushes > 0 {
-        meanwhile.push(format!(
-            "{} cache flush(es) completed ({} each on average)",
-            m.flushes,
-            format_latency_ns(m.flush_ns / m.flushes)
-        ));
+    let _ = write!(line, ": {}", shown.join("; "));
+    let mut wakers: Vec<String> = Vec::new();
+    for s in call.sleeps.iter().filter(|s| s.waker_tid != 0) {
+        let who = format!("{}[{}]", s.waker_comm, s.waker_tid);
+        if !wakers.contains(&who) {
+            wakers.push(who);
+        }
     }
-    if m.commits > 0 {
-        meanwhile.push(format!(
-            "{} jbd2 commit(s) ({} each)",
-            m.commits,
-            format_latency_ns(m.commit_ns / m.commits)
-        ));
+    if !wakers.is_empty() {
+        let _ = write!(line, " | woken by {}", wakers.join(", "));
     }
-    if m.write_bytes > 0 {
-        meanwhile.push(format!("{} written", human_size(m.write_bytes)));
-    }
-    if !meanwhile.is_empty() {
-        let _ = write!(line, " | meanwhile on the machine: {}", meanwhile.join(", "));
+    if let Some(meanwhile) = meanwhile(call) {
+        let _ = write!(line, " | {meanwhile}");
     }
     line
 }
@@ -100,64 +92,6 @@ fn argument(call: &SlowCall) -> String {
             Err(_) => format!("(fd {})", call.fd),
         },
         _ => String::new(),
-    }
-}
-
-/// The call's parts, adding up to its latency: the long sleeps merged by what they waited
-/// for, then the rest.
-fn parts(call: &SlowCall, symbols: &KernelSymbols) -> Vec<Part> {
-    let mut by_cause: BTreeMap<String, (u64, u32)> = BTreeMap::new();
-    for sleep in &call.sleeps {
-        let e = by_cause.entry(sleep_cause(sleep, symbols)).or_default();
-        e.0 += sleep.ns;
-        e.1 += 1;
-    }
-    let mut parts: Vec<Part> = by_cause
-        .into_iter()
-        .map(|(what, (ns, n))| Part {
-            what: if n > 1 { format!("{what} ({n} sleeps)") } else { what },
-            ns,
-        })
-        .collect();
-    parts.push(Part {
-        what: "on CPU".into(),
-        ns: call.on_cpu_ns(),
-    });
-    parts.push(Part {
-        what: "waiting for a CPU".into(),
-        ns: call.runqueue_ns,
-    });
-    parts.push(Part {
-        what: format!("in {} short sleeps (not named)", call.short_sleeps),
-        ns: call.short_sleep_ns,
-    });
-    let beyond = call.long_sleeps.saturating_sub(call.sleeps.len() as u32);
-    parts.push(Part {
-        what: format!("in {beyond} more long sleeps"),
-        ns: call.other_sleep_ns,
-    });
-    parts
-}
-
-/// What a long sleep waited for, from its stack, and who woke it.
-fn sleep_cause(sleep: &LongSleep, symbols: &KernelSymbols) -> String {
-    let frames = symbols.frames(&sleep.stack);
-    let what = match classify(&frames) {
-        WaitKind::DataWriteback => "waiting for data writeback".to_string(),
-        WaitKind::JournalCommit => "waiting for a journal commit".to_string(),
-        WaitKind::DeviceFlush => "waiting for a device cache flush".to_string(),
-        WaitKind::DirtyThrottle => "dirty throttling".to_string(),
-        WaitKind::JournalWrite | WaitKind::JournalHandles => "the journal's own work".to_string(),
-        WaitKind::UserLock => "a lock of the program (futex)".to_string(),
-        WaitKind::Other => match top_frames(&frames, 3) {
-            f if f.is_empty() => "asleep (no kernel stack)".to_string(),
-            f => format!("asleep in {}", f.join(" <- ")),
-        },
-    };
-    if sleep.waker_tid == 0 {
-        what
-    } else {
-        format!("{what}, woken by {}[{}]", sleep.waker_comm, sleep.waker_tid)
     }
 }
 

@@ -72,6 +72,31 @@ impl Buckets {
         self.counts.values().sum()
     }
 
+    /// The percentiles a result's operation statistics hold, each a bucket's middle (the
+    /// mean from the middles too); zeros when empty.
+    pub(crate) fn summary(&self) -> crate::measure::LatencySummary {
+        let q = |q: f64| self.quantile_ns(q).unwrap_or(0);
+        let total = self.count();
+        let sum: u128 = self
+            .counts
+            .iter()
+            .map(|(&b, &n)| u128::from(middle_ns(b)) * u128::from(n))
+            .sum();
+        crate::measure::LatencySummary {
+            min: self.counts.keys().next().map_or(0, |&b| middle_ns(b)),
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: q(1.0),
+            mean: if total == 0 {
+                0
+            } else {
+                (sum / u128::from(total)) as u64
+            },
+        }
+    }
+
     /// The latency below which `q` (0..=1) of the calls fall: the middle of the bucket that
     /// holds the call of rank ceil(q * count) (nearest rank).
     pub(crate) fn quantile_ns(&self, q: f64) -> Option<u64> {

@@ -14,18 +14,20 @@
 //!
 //! Why libbpf (libbpf-rs) and a C program: libbpf is maintained with the kernel's BPF tree
 //! and is the reference CO-RE loader; aya's BPF-side crates need a nightly toolchain, which
-//! this project cannot assume. The parts: `record` (the record of a slow call), `symbols`
+//! this project cannot assume. The parts: `record` (the record of a slow call), `attribute`
+//! (that record as the explanation results carry), `symbols`
 //! (kernel addresses to names), `histogram` (the latency histograms' buckets).
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use libbpf_rs::{Link, MapCore as _, MapFlags, Object, ObjectBuilder, PrintLevel, RingBufferBuilder};
 
+pub(crate) mod attribute;
 pub(crate) mod histogram;
 pub(crate) mod record;
 pub(crate) mod symbols;
@@ -50,6 +52,8 @@ pub(crate) enum Filter {
     Processes(Vec<u32>),
     /// Every task with this name (comm, at most 15 bytes).
     Comm(String),
+    /// Every task of this cgroup (v2) directory or of one below it.
+    Cgroup(PathBuf),
 }
 
 /// What the program reports, and when it takes a stack.
@@ -169,6 +173,7 @@ impl BpfTracer {
             Filter::All => (0u32, ""),
             Filter::Processes(_) => (1, ""),
             Filter::Comm(c) => (2, c.as_str()),
+            Filter::Cgroup(_) => (3, ""),
         };
         config.extend_from_slice(&filter.to_ne_bytes());
         config.extend_from_slice(&0u32.to_ne_bytes());
@@ -185,6 +190,14 @@ impl BpfTracer {
         self.map("config")?
             .update(&0u32.to_ne_bytes(), &config, MapFlags::ANY)
             .context("configuring the BPF program")?;
+        if let Filter::Cgroup(dir) = &settings.filter {
+            // The map takes a reference to the cgroup itself: the descriptor may close after.
+            let cgroup = std::fs::File::open(dir).with_context(|| format!("opening the cgroup {}", dir.display()))?;
+            let fd = u32::try_from(cgroup.as_raw_fd()).context("a cgroup descriptor")?;
+            self.map("cgroups")?
+                .update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+                .with_context(|| format!("adding the cgroup {} to the BPF filter", dir.display()))?;
+        }
         if let Filter::Processes(pids) = &settings.filter {
             let processes = self.map("processes")?;
             for pid in pids {

@@ -22,6 +22,12 @@ impl KernelSymbols {
         Ok(symbols)
     }
 
+    /// No symbol at all: every address reads as `?` (for tests).
+    #[cfg(test)]
+    pub(crate) fn empty() -> KernelSymbols {
+        KernelSymbols { symbols: Vec::new() }
+    }
+
     fn parse(text: &str) -> KernelSymbols {
         let mut symbols: Vec<(u64, String)> = text
             .lines()

@@ -6,8 +6,9 @@
  *
  * The cost stays with the traced calls: a task is followed by the scheduler hooks only while
  * it is inside a sync call (an entry in `calls`, made at the call's entry when the task
- * passes the filter in `config`: everything, a set of processes, or a command name). A sleep
- * is timed at switch-out and judged at switch-in; only a sleep longer than
+ * passes the filter in `config`: everything, a set of processes, a command name, or the
+ * tasks of a cgroup and its descendants). A sleep is timed at switch-out and judged at
+ * switch-in; only a sleep longer than
  * `stack_threshold_ns` has its kernel stack taken (bpf_get_task_stack of the task about to
  * run, which still holds the stack it slept in), as bcc's offcputime and perf's
  * --off-cpu-thresh do. Every call's latency goes into an in-kernel histogram per process and
@@ -48,6 +49,8 @@ static __always_inline bool traced(const struct config *cfg, u32 pid, const char
 		return true;
 	if (cfg->filter == FILTER_PROCESSES)
 		return bpf_map_lookup_elem(&processes, &pid) != NULL;
+	if (cfg->filter == FILTER_CGROUP)
+		return bpf_current_task_under_cgroup(&cgroups, 0) == 1;
 	return comm_matches(comm, cfg->comm);
 }
 

@@ -22,6 +22,7 @@
 #define FILTER_ALL 0
 #define FILTER_PROCESSES 1
 #define FILTER_COMM 2
+#define FILTER_CGROUP 3 /* the tasks of the cgroup (v2) in `cgroups`, and of its descendants */
 
 #define KINDS 6
 
@@ -91,6 +92,14 @@ struct {
 	__type(key, u32);
 	__type(value, u8);
 } processes SEC(".maps");
+
+/* FILTER_CGROUP's cgroup: user space stores the descriptor of its directory at 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} cgroups SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

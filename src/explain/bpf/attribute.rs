@@ -1,0 +1,192 @@
+//! A slow call the BPF program sent, as the explanation every result carries
+//! ([`Attribution`]): the same causes, read from the same kernel stacks with the same
+//! classifier ([`crate::explain::stacks::classify`]) as the tracefs tracer's, so that
+//! `fsynclab explain` and `report` read a watch's calls as they read a run's.
+//!
+//! The parts add up to the call exactly, as the program measured them: each long sleep (from
+//! leaving the CPU to running again) is one part named from its stack; the time on a CPU,
+//! the waits for one, the short sleeps (no stack taken) and the long sleeps beyond the
+//! [`super::record::TOP_SLEEPS`] the program keeps are the others. Who woke each long sleep,
+//! and what completed on the machine meanwhile, are the call's notes.
+
+use std::time::Duration;
+
+use super::record::{LongSleep, SlowCall, SyncKind};
+use super::symbols::KernelSymbols;
+use crate::explain::attribution::{Attribution, Cause, Part};
+use crate::explain::stacks::{classify, top_frames, WaitKind};
+use crate::units::{format_duration, format_latency_ns, human_size};
+
+/// `call` as an attribution, its start on the clock that began at `origin_ns`
+/// (CLOCK_MONOTONIC); `stack_over` is the program's stack threshold, named in the parts it
+/// left unnamed.
+pub(crate) fn attribution(
+    call: &SlowCall,
+    symbols: &KernelSymbols,
+    origin_ns: u64,
+    stack_over: Duration,
+) -> Attribution {
+    let mut parts: Vec<Part> = Vec::new();
+    let mut notes = Vec::new();
+    let mut add = |cause: Cause, ns: u64, waits: u32| {
+        if ns == 0 {
+            return;
+        }
+        let key = cause.key();
+        match parts.iter_mut().find(|p| p.cause.key() == key) {
+            Some(p) => {
+                p.ns += ns;
+                p.waits += waits;
+            }
+            None => parts.push(Part { cause, ns, waits }),
+        }
+    };
+    for sleep in &call.sleeps {
+        let cause = cause_of(sleep, symbols);
+        if sleep.waker_tid != 0 {
+            notes.push(format!(
+                "a sleep of {} ({cause}) ended by {} {}",
+                format_latency_ns(sleep.ns),
+                sleep.waker_comm,
+                sleep.waker_tid
+            ));
+        }
+        add(cause, sleep.ns, 1);
+    }
+    add(Cause::OnCpu, call.on_cpu_ns(), 0);
+    add(Cause::Runnable, call.runqueue_ns, 0);
+    add(
+        Cause::Unattributed {
+            reason: format!(
+                "{} sleeps under {} each, whose stacks are not taken",
+                call.short_sleeps,
+                format_duration(stack_over)
+            ),
+        },
+        call.short_sleep_ns,
+        call.short_sleeps,
+    );
+    let beyond = call.long_sleeps.saturating_sub(call.sleeps.len() as u32);
+    add(
+        Cause::Unattributed {
+            reason: format!("{beyond} more long sleeps, beyond the longest the kernel keeps per call"),
+        },
+        call.other_sleep_ns,
+        beyond,
+    );
+    parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
+    if let Some(line) = meanwhile(call) {
+        notes.push(line);
+    }
+    Attribution {
+        tid: call.tid,
+        // As `who` reads it before the thread id: `postgres 812` or `postgres of process
+        // 812, thread 815`.
+        process: Some(if call.pid == call.tid {
+            call.comm.clone()
+        } else {
+            format!("{} of process {}, thread", call.comm, call.pid)
+        }),
+        op: call.kind.map_or("sync call", SyncKind::name).to_string(),
+        start_ns: call.start_ns.saturating_sub(origin_ns),
+        latency_ns: call.latency_ns,
+        parts,
+        notes,
+    }
+}
+
+/// What a long sleep waited for, from its stack, as the tracefs tracer names it (without
+/// the commits and inodes that only a trace of the whole machine shows).
+fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols) -> Cause {
+    let frames = symbols.frames(&sleep.stack);
+    match classify(&frames) {
+        WaitKind::DataWriteback => Cause::DataWriteback {
+            inodes: Vec::new(),
+            device_write_bytes: 0,
+        },
+        WaitKind::JournalCommit => Cause::JournalCommit {
+            journal: "journal".into(),
+            commits: Vec::new(),
+        },
+        WaitKind::DeviceFlush => Cause::DeviceFlush { flushes: 1 },
+        WaitKind::DirtyThrottle => Cause::DirtyThrottle {
+            pauses: 1,
+            pause_ms: 0,
+            dirty_pages: None,
+            limit_pages: None,
+        },
+        WaitKind::UserLock if sleep.waker_tid != 0 => Cause::WaitedForThread {
+            thread: sleep.waker_tid,
+            call: None,
+        },
+        _ if frames.is_empty() => Cause::Unattributed {
+            reason: "a sleep whose kernel stack could not be taken".into(),
+        },
+        _ => Cause::OtherWait {
+            stack: top_frames(&frames, 3),
+        },
+    }
+}
+
+/// `meanwhile on the machine: 3 cache flush(es) completed (...), 1 jbd2 commit(s) (...),
+/// 2.0 MiB written`, when anything completed.
+pub(crate) fn meanwhile(call: &SlowCall) -> Option<String> {
+    let m = call.meanwhile;
+    let mut what = Vec::new();
+    if m.flushes > 0 {
+        what.push(format!(
+            "{} cache flush(es) completed ({} each on average)",
+            m.flushes,
+            format_latency_ns(m.flush_ns / m.flushes)
+        ));
+    }
+    if m.commits > 0 {
+        what.push(format!(
+            "{} jbd2 commit(s) ({} each)",
+            m.commits,
+            format_latency_ns(m.commit_ns / m.commits)
+        ));
+    }
+    if m.write_bytes > 0 {
+        what.push(format!("{} written", human_size(m.write_bytes)));
+    }
+    (!what.is_empty()).then(|| format!("meanwhile on the machine: {}", what.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_call_becomes_parts_that_add_up_to_it() {
+        let call = SlowCall {
+            start_ns: 5_000_000_000,
+            latency_ns: 50_000_000,
+            pid: 42,
+            tid: 43,
+            kind: Some(SyncKind::Fdatasync),
+            comm: "postgres".into(),
+            runqueue_ns: 1_000_000,
+            short_sleep_ns: 2_000_000,
+            other_sleep_ns: 3_000_000,
+            short_sleeps: 5,
+            long_sleeps: 2,
+            sleeps: vec![LongSleep {
+                ns: 40_000_000,
+                runnable_ns: 100_000,
+                waker_tid: 99,
+                waker_comm: "jbd2/sda1-8".into(),
+                stack: Vec::new(),
+            }],
+            ..SlowCall::default()
+        };
+        let a = attribution(&call, &KernelSymbols::empty(), 4_000_000_000, Duration::from_millis(1));
+        assert_eq!(a.start_ns, 1_000_000_000);
+        assert_eq!(a.op, "fdatasync");
+        assert_eq!(a.process.as_deref(), Some("postgres of process 42, thread"));
+        assert_eq!(a.total_ns(), a.latency_ns);
+        assert_eq!(a.parts[0].ns, 40_000_000);
+        assert!(a.notes[0].contains("jbd2/sda1-8 99"), "{:?}", a.notes);
+        assert!(a.parts.iter().any(|p| p.cause == Cause::OnCpu && p.ns == 4_000_000));
+    }
+}

@@ -1,0 +1,142 @@
+//! What `fsynclab watch` saw, typed: not a scenario of ours but the sync calls of running
+//! processes, followed in the kernel by the BPF tracer. A result of scenario `watch` holds
+//! whom it watched and its thresholds among its params, every call's latency percentiles per
+//! process and kind (from the kernel's histograms, within 6.25%) in these details and in its
+//! ops, no per-call sample (a watch may last for days), and the slowest calls with their
+//! parts in its explanation.
+
+use serde::{Deserialize, Serialize};
+
+use super::table::{Cell, Row};
+use super::{Measured, Table, Views};
+use crate::measure::{OpKind, OpStats};
+use crate::units::{format_duration, format_latency_ns, rounded, us};
+
+/// The scenario name results of `fsynclab watch` carry.
+pub(crate) const SCENARIO: &str = "watch";
+
+/// A watch's figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Details {
+    /// Whom it watched: `process 812`, `every task named etcd`, `the tasks of cgroup
+    /// /sys/fs/cgroup/db`, `every process`.
+    pub(crate) watched: String,
+    /// Calls at least this slow were printed and are the ones explained.
+    pub(crate) threshold_ns: u64,
+    /// How many calls were that slow.
+    pub(crate) slow_calls: u64,
+    /// Each kind of sync call of each process, by process then kind.
+    pub(crate) by_process: Vec<WatchedCalls>,
+}
+
+/// The calls of one kind made by one process (all its threads).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WatchedCalls {
+    /// `postgres 812`: its name and process id.
+    pub(crate) process: String,
+    pub(crate) op: OpKind,
+    /// Failed calls are counted with the rest (the histograms do not tell them apart).
+    pub(crate) stats: OpStats,
+}
+
+impl Row for WatchedCalls {
+    const COLUMNS: &'static [&'static str] = &["process", "op", "calls", "p50 us", "p90 us", "p99 us", "max us"];
+
+    fn cells(&self) -> Vec<Cell> {
+        let l = &self.stats.latency_ns;
+        let us2 = |ns: u64| Cell::from(rounded(us(ns), 1));
+        vec![
+            self.process.as_str().into(),
+            self.op.name().into(),
+            self.stats.count.into(),
+            us2(l.p50),
+            us2(l.p90),
+            us2(l.p99),
+            us2(l.max),
+        ]
+    }
+}
+
+impl Views for Details {
+    fn tables(&self) -> Vec<Table> {
+        vec![Table::of(
+            "sync calls by process (from the kernel's histograms, within 6.25%)".into(),
+            &self.by_process,
+        )]
+    }
+
+    fn findings(&self) -> Vec<String> {
+        let calls: u64 = self.by_process.iter().map(|p| p.stats.count).sum();
+        let mut processes: Vec<&str> = self.by_process.iter().map(|p| p.process.as_str()).collect();
+        processes.dedup();
+        let mut out = vec![format!(
+            "watched {}: {calls} sync calls by {} process{}, {} of them over {}",
+            self.watched,
+            processes.len(),
+            if processes.len() == 1 { "" } else { "es" },
+            self.slow_calls,
+            format_duration(std::time::Duration::from_nanos(self.threshold_ns))
+        )];
+        if let Some(worst) = self.by_process.iter().max_by_key(|p| p.stats.latency_ns.max) {
+            out.push(format!(
+                "slowest: a {} of {} took {} (p99 of its {} calls {})",
+                worst.op,
+                worst.process,
+                format_latency_ns(worst.stats.latency_ns.max),
+                worst.stats.count,
+                format_latency_ns(worst.stats.latency_ns.p99)
+            ));
+        }
+        out
+    }
+
+    fn headline(&self, run: &Measured<'_>) -> String {
+        format!("{} (watched {})", super::default_headline(run), self.watched)
+    }
+
+    /// A watch has no seed to print like.
+    fn seed_lines(&self, _: &Measured<'_>) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::LatencySummary;
+
+    #[test]
+    /// Issue 25.
+    fn a_watch_reads_as_its_calls_by_process() {
+        let row = |process: &str, count: u64, max: u64| WatchedCalls {
+            process: process.into(),
+            op: OpKind::Fdatasync,
+            stats: OpStats {
+                count,
+                errors: 0,
+                bytes: 0,
+                latency_ns: LatencySummary {
+                    p99: max / 2,
+                    max,
+                    ..LatencySummary::default()
+                },
+            },
+        };
+        let d = Details {
+            watched: "process 812".into(),
+            threshold_ns: 10_000_000,
+            slow_calls: 3,
+            by_process: vec![row("postgres 812", 100, 30_000_000), row("postgres 813", 5, 1_000_000)],
+        };
+        let findings = d.findings();
+        assert_eq!(
+            findings[0],
+            "watched process 812: 105 sync calls by 2 processes, 3 of them over 10ms"
+        );
+        assert!(
+            findings[1].contains("a fdatasync of postgres 812 took 30.000ms"),
+            "{findings:?}"
+        );
+        assert_eq!(d.tables()[0].rows.len(), 2);
+    }
+}
