@@ -380,6 +380,12 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub explain: ExplainArgs,
+    /// Make the exit status a verdict on a figure of the run, as `compare` names it:
+    /// 'fsync.p99<50ms', 'fsync.ops/s>=100', 'commit.tps>500' (repeatable, all must hold).
+    /// Exit status 0 met, 1 not met, 125 when the run could not be made or the --kernel
+    /// did not boot, as `git bisect run` reads it
+    #[arg(long, value_name = "EXPR", help_heading = "Verdict")]
+    pub expect: Vec<String>,
 }
 
 /// The forms of `fsynclab reproduce`'s table.

@@ -16,8 +16,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::cli::{RecordArgs, TargetArgs};
+use crate::compare::expect::Expectation;
 use crate::environment::VmInfo;
-use crate::error::Usage;
+use crate::error::{Usage, NOT_MADE};
 use crate::recording::Recording;
 use crate::result::RunResult;
 use crate::testbed::vm::{self, Ended, Kernel, Launch};
@@ -37,6 +38,9 @@ pub(crate) struct GuestRun<'a> {
     /// A file or directory the command writes outside the current directory (`--output`,
     /// `--results`): its directory is made writable in the guest too.
     pub writes: Option<&'a std::path::Path>,
+    /// `--expect`: judged here on the result the guest wrote, so that a guest that did not
+    /// boot or write one is told apart (125) from a run that missed (1).
+    pub expect: &'a [Expectation],
 }
 
 /// The kernel `--kernel` names, or `None` for the host's own (no VM).
@@ -144,20 +148,21 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
     let (ended, took) = vm::launch(&vng, &launch)?;
 
     // What the guest recorded, recorded here, in the order it was made.
-    let mut stored = 0;
-    if let Some(recording) = recording.as_mut() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&results)?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        for file in files {
-            let mut result = RunResult::load(&file)?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&results)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut came_back = Vec::new();
+    for file in files {
+        let mut result = RunResult::load(&file)?;
+        if let Some(recording) = recording.as_mut() {
             recording.record_and_say(&mut result)?;
-            stored += 1;
         }
+        came_back.push(result);
     }
+    let stored = came_back.len();
     drop(served);
     let code = match ended {
         Ended::Exited(code) => {
@@ -183,11 +188,28 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
             128 + sig
         }
     };
-    Ok(code)
+    if g.expect.is_empty() {
+        return Ok(code);
+    }
+    Ok(match (&ended, came_back.last()) {
+        (Ended::Interrupted(_), _) => code,
+        (Ended::Exited(_), Some(result)) => super::run::judge(g.expect, result, code),
+        _ => {
+            note!(
+                "fsynclab: --expect: no result came back from {} (it did not boot, or the run could not be made); exit status {NOT_MADE}",
+                g.kernel.release
+            );
+            NOT_MADE
+        }
+    })
 }
 
-/// The guest's command line: this binary, with the arguments given less `--kernel K` and
-/// `--kernel-timeout D` (before a `--`, after which they are the command's own).
+/// The options the host acts on and the guest does not see: the kernel it boots, how long
+/// it waits, and the expectations it judges the returned result by.
+const HOST_ONLY: [&str; 3] = ["--kernel", "--kernel-timeout", "--expect"];
+
+/// The guest's command line: this binary, with the arguments given less [`HOST_ONLY`]
+/// options (before a `--`, after which they are the command's own).
 fn guest_argv(exe: PathBuf, args: impl Iterator<Item = OsString>) -> Vec<OsString> {
     let mut out = vec![exe.into_os_string()];
     let mut args = args.peekable();
@@ -198,11 +220,11 @@ fn guest_argv(exe: PathBuf, args: impl Iterator<Item = OsString>) -> Vec<OsStrin
             break;
         }
         let text = arg.to_string_lossy();
-        if text == "--kernel" || text == "--kernel-timeout" {
+        if HOST_ONLY.contains(&text.as_ref()) {
             args.next();
             continue;
         }
-        if text.starts_with("--kernel=") || text.starts_with("--kernel-timeout=") {
+        if HOST_ONLY.iter().any(|o| text.starts_with(&format!("{o}="))) {
             continue;
         }
         out.push(arg);
@@ -223,6 +245,9 @@ mod tests {
             "--scratch",
             "ext4",
             "--kernel-timeout=5m",
+            "--expect",
+            "fsync.p99<1s",
+            "--expect=fsync.p50<1s",
             "--",
             "sh",
             "--kernel",
