@@ -4,7 +4,9 @@
 //! store with its kernel, accelerator, CPUs and memory; a kernel that is not there is a
 //! one-line refusal that makes nothing; a guest killed mid-run, a guest past its time limit
 //! and a Ctrl-C each leave nothing behind (no QEMU, no scratch directory, no state file),
-//! and a SIGKILL of fsynclab leaves no QEMU and nothing `fsynclab cleanup` does not undo.
+//! and a SIGKILL of fsynclab leaves no QEMU and nothing `fsynclab cleanup` does not undo;
+//! a matrix's `kernel=host,K` axis records a run of each cell on its kernel, and a kernel
+//! axis naming a kernel that is not there is refused before any cell runs.
 //! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
 //! their commands short.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
@@ -29,6 +31,9 @@ common::tests! {
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     ctrl_c_stops_the_guest_and_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_kernel_axis_with_a_kernel_that_is_not_there_is_refused_before_any_cell,
+    a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
 }
 
@@ -313,5 +318,86 @@ fn sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// `matrix --axis kernel=host,0.0.0-none`: one line, exit status 2, and no cell run (the
+/// store has no run, and no matrix was made in it).
+fn a_kernel_axis_with_a_kernel_that_is_not_there_is_refused_before_any_cell() {
+    let store_dir = common::backing();
+    let store = store_dir.path().join("store.sqlite");
+    let out = fsynclab()
+        .args([
+            "matrix",
+            "overwrite-fsync",
+            "--axis",
+            "kernel=host,0.0.0-none",
+            "--repeat",
+            "1",
+        ])
+        .args(TINY)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--axis kernel=0.0.0-none: no /boot/vmlinuz-0.0.0-none"),
+        "{err}"
+    );
+    assert!(!err.contains("run 1"), "no cell ran: {err}");
+}
+
+/// Issue 26: `matrix --axis kernel=host,K` with one tiny cell each on a scratch ext4 over
+/// hdd-7200: both runs recorded at their places, the host's without a VM and K's with the
+/// guest's release in `environment.vm`; the table has a column for each kernel.
+fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
+    let _turn = one_at_a_time();
+    let kernel = debian_kernel().unwrap();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let store_dir = common::backing();
+    let store = store_dir.path().join("store.sqlite");
+    let started = Instant::now();
+    let out = fsynclab()
+        .args(["matrix", "overwrite-fsync", "--repeat", "1", "--device", "hdd-7200"])
+        .arg("--axis")
+        .arg(format!("kernel=host,{kernel}"))
+        .arg("--backing")
+        .arg(backing.path())
+        .args(TINY)
+        .arg("--store")
+        .arg(&store)
+        .env(state.env().0, state.env().1)
+        .timeout(Duration::from_secs(360))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    eprintln!("the matrix took {:?}", started.elapsed());
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("kernel=host"), "{table}");
+    assert!(table.contains(&format!("kernel={kernel}")), "{table}");
+
+    let runs = fsynclab()
+        .args(["runs", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let cell_of = |r: &Value| r["matrix"]["cell"][0][1].as_str().unwrap().to_string();
+    let host = runs.iter().find(|r| cell_of(r) == "host").unwrap();
+    let guest = runs.iter().find(|r| cell_of(r) == kernel).unwrap();
+    assert!(host["vm"].is_null(), "{host}");
+    assert_eq!(guest["vm"]["release"], kernel.as_str(), "{guest}");
+    assert!(
+        guest["kernel"].as_str().unwrap().starts_with(&format!("{kernel} vm/")),
+        "{guest}"
+    );
+    assert!(host["calls"].as_u64().unwrap() > 0 && guest["calls"].as_u64().unwrap() > 0);
     assert_nothing_left(backing.path(), &state);
 }

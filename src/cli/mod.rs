@@ -440,7 +440,7 @@ mod tests {
                     "timeline-interval",
                     "store",
                     "no-store",
-                    // The kernel is where the testbed runs, not a part of it (not yet an axis).
+                    // The kernel is where the testbed runs, not a part of it (a matrix axis of its own).
                     "kernel",
                     "kernel-timeout",
                 ]

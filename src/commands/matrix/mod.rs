@@ -94,7 +94,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
         );
         if plan.implied_scratch {
             note!(
-                "fsynclab matrix {id}: the cells run on a scratch {} (what a device, scheduler or mkfs axis needs; --scratch FS chooses another)",
+                "fsynclab matrix {id}: the cells run on a scratch {} (what a device, scheduler, mkfs or kernel axis needs; --scratch FS chooses another)",
                 plan::IMPLIED_SCRATCH
             );
         }
@@ -350,7 +350,7 @@ fn dry_run(plan: &Plan, slots: &[(u32, usize)]) -> Result<String> {
     out.push_str(&format!("  shared    {}\n", settings_line(plan)));
     if plan.implied_scratch {
         out.push_str(&format!(
-            "            (scratch={} because a device, scheduler or mkfs axis needs a scratch filesystem; --scratch FS chooses another)\n",
+            "            (scratch={} because a device, scheduler, mkfs or kernel axis needs a scratch filesystem; --scratch FS chooses another)\n",
             plan::IMPLIED_SCRATCH
         ));
     }

@@ -70,6 +70,11 @@ pub(crate) fn make_run(
     progress.starting(&label);
     let planned = plan.planned_for(cell)?;
     let request = plan.target_for(cell)?;
+    let kernel = plan.kernel_for(cell)?.map(|(kernel, args)| run::cell::OnKernel {
+        kernel,
+        args,
+        limit: run::guest::CELL_LIMIT,
+    });
     let made = run::cell::make(
         &run::cell::Cell {
             planned: &planned,
@@ -78,6 +83,7 @@ pub(crate) fn make_run(
             place: Some(&place),
             claim: true,
             who: &format!("fsynclab: matrix {matrix_id}"),
+            kernel: kernel.as_ref(),
         },
         recording,
     )?;
