@@ -88,7 +88,8 @@ fn a_malformed_expectation_is_refused_before_anything_runs() {
 fn a_kernel_that_is_not_there_exits_125_with_an_expectation() {
     let backing = common::backing();
     let out = ScratchRun::run("overwrite-fsync")
-        .args(["--kernel", "0.0.0-none", "--expect", "fsync.p99<50ms"])
+        .kernel("0.0.0-none")
+        .args(["--expect", "fsync.p99<50ms"])
         .fs("ext4")
         .backing(backing.path())
         .command()

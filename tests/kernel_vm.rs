@@ -96,9 +96,8 @@ fn assert_nothing_left(backing: &Path, state: &PrivateState) {
 /// `script` in the guest, as a process the test signals.
 fn guest_exec(backing: &Path, state: &PrivateState, limit: &str, script: &str) -> std::process::Command {
     let mut cmd = ScratchRun::exec()
-        .arg("--kernel")
-        .arg(debian_kernel().unwrap())
-        .args(["--kernel-timeout", limit])
+        .kernel(debian_kernel().unwrap())
+        .kernel_timeout(limit)
         .fs("ext4")
         .device("hdd-7200")
         .backing(backing)
@@ -124,8 +123,7 @@ fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
         ),
     ] {
         let out = ScratchRun::run("overwrite-fsync")
-            .arg("--kernel")
-            .arg(kernel)
+            .kernel(kernel)
             .fs("ext4")
             .backing(backing.path())
             .command()
@@ -138,10 +136,12 @@ fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
         assert!(err.contains(says), "{err}");
     }
     // Another kernel's run needs a filesystem of that kernel's own: --dir is refused.
-    let out = fsynclab()
-        .args(["run", "overwrite-fsync", "--kernel", "0.0.0-none", "--dir"])
+    let out = ScratchRun::run("overwrite-fsync")
+        .kernel("0.0.0-none")
+        .arg("--dir")
         .arg(backing.path())
         .args(TINY)
+        .command()
         .assert()
         .code(2)
         .get_output()
@@ -149,10 +149,12 @@ fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     // `host` is the host's own kernel: an ordinary run, no VM.
-    let out = fsynclab()
-        .args(["run", "overwrite-fsync", "--kernel", "host", "--dir"])
+    let out = ScratchRun::run("overwrite-fsync")
+        .kernel("host")
+        .arg("--dir")
         .arg(backing.path())
         .args(TINY)
+        .command()
         .assert()
         .success()
         .get_output()
@@ -172,9 +174,8 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     let store = store_dir.path().join("store.sqlite");
     let started = Instant::now();
     let out = ScratchRun::run("overwrite-fsync")
-        .arg("--kernel")
-        .arg(&kernel)
-        .args(["--kernel-timeout", "5m"])
+        .kernel(&kernel)
+        .kernel_timeout("5m")
         .fs("ext4")
         .device("hdd-7200")
         .backing(backing.path())
