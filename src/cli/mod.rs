@@ -26,7 +26,7 @@ pub use store::{
     StoreCommand,
 };
 use store::{COMPARE_HELP, EXPORT_HELP, MATRIX_HELP, REPORT_HELP, RUNS_HELP, SHOW_HELP};
-pub use target::{ExplainArgs, TargetArgs};
+pub use target::{ExplainArgs, TargetArgs, VerdictArgs};
 pub use watch::WatchArgs;
 use watch::WATCH_HELP;
 
@@ -380,12 +380,8 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub explain: ExplainArgs,
-    /// Make the exit status a verdict on a figure of the run, as `compare` names it:
-    /// 'fsync.p99<50ms', 'fsync.ops/s>=100', 'commit.tps>500' (repeatable, all must hold).
-    /// Exit status 0 met, 1 not met, 125 when the run could not be made or the --kernel
-    /// did not boot, as `git bisect run` reads it
-    #[arg(long, value_name = "EXPR", help_heading = "Verdict")]
-    pub expect: Vec<String>,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
 }
 
 /// The forms of `fsynclab reproduce`'s table.

@@ -23,7 +23,8 @@ pub(crate) fn find(name: &str) -> Result<&'static dyn Scenario> {
 
 /// The `--expect` expressions, read; a malformed one is a usage error.
 pub(crate) fn expectations(args: &RunArgs) -> Result<Vec<Expectation>, Usage> {
-    args.expect
+    args.verdict
+        .expect
         .iter()
         .map(|e| Expectation::parse(e).map_err(Usage))
         .collect()
