@@ -35,6 +35,8 @@ common::tests! {
     a_kernel_axis_with_a_kernel_that_is_not_there_is_refused_before_any_cell,
     a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
 }
 
 const VM: &str = "QEMU (qemu-system-x86_64), virtme-ng (vng) and a Debian 6.1 kernel: scripts/setup.sh installs them";
@@ -400,5 +402,32 @@ fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
         "{guest}"
     );
     assert!(host["calls"].as_u64().unwrap() > 0 && guest["calls"].as_u64().unwrap() > 0);
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// A kernel axis's guest past `--kernel-timeout`: ended, the matrix stopped with exit 1
+/// saying so, no run recorded, nothing left.
+fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let store_dir = common::backing();
+    let out = fsynclab()
+        .args(["matrix", "overwrite-fsync", "--repeat", "1", "--kernel-timeout", "2s"])
+        .arg("--axis")
+        .arg(format!("kernel={}", debian_kernel().unwrap()))
+        .arg("--backing")
+        .arg(backing.path())
+        .args(TINY)
+        .arg("--store")
+        .arg(store_dir.path().join("store.sqlite"))
+        .env(state.env().0, state.env().1)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("had not finished after 2s; it was ended"), "{err}");
+    assert!(!err.contains(": run 1"), "no run recorded: {err}");
     assert_nothing_left(backing.path(), &state);
 }

@@ -147,7 +147,8 @@ with their value; repeat --axis KEY=VALUE to add a value with other commas. A de
 scheduler or mkfs axis runs on a scratch ext4 unless --scratch says otherwise (root).
 `kernel=host,6.1.0-56-amd64` runs each cell on its kernel: host is this one, any other (an
 installed release or a bzImage path, as --kernel takes them) is booted under QEMU for each
-of its runs, on a scratch filesystem (ext4 unless --scratch says otherwise).
+of its runs, on a scratch filesystem (ext4 unless --scratch says otherwise), and ended
+after --kernel-timeout.
 
 Every repetition runs on a freshly made testbed; repetitions go round-robin over the cells
 (cell 1, 2, ..., then again) so that drift of the machine hits every cell alike. Each run is

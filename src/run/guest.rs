@@ -25,9 +25,6 @@ use crate::units::format_duration;
 /// host has (the emulated disk's media stay on the host).
 const GUEST_MEMORY_BYTES: u64 = 2 << 30;
 
-/// How long a matrix cell's guest may take, boot included (`--kernel-timeout`'s default).
-pub(crate) const CELL_LIMIT: Duration = Duration::from_secs(30 * 60);
-
 /// One command to run on another kernel.
 pub(crate) struct Boot<'a> {
     pub(crate) kernel: &'a Kernel,

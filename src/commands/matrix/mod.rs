@@ -314,6 +314,10 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
     if !args.figure.is_empty() {
         figures = args.figure.clone();
     }
+    let kernel_timeout = axes
+        .iter()
+        .any(|a| a.key == plan::KERNEL_AXIS)
+        .then(|| args.target.kernel_timeout.clone());
     Ok(Plan {
         scenario,
         sets,
@@ -324,6 +328,7 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
         columns: args.columns.clone().or(from_file.columns),
         implied_scratch: false,
         placement: None,
+        kernel_timeout,
         origin: None,
     })
 }

@@ -70,11 +70,9 @@ pub(crate) fn make_run(
     progress.starting(&label);
     let planned = plan.planned_for(cell)?;
     let request = plan.target_for(cell)?;
-    let kernel = plan.kernel_for(cell)?.map(|(kernel, args)| run::cell::OnKernel {
-        kernel,
-        args,
-        limit: run::guest::CELL_LIMIT,
-    });
+    let kernel = plan
+        .kernel_for(cell)?
+        .map(|(kernel, args, limit)| run::cell::OnKernel { kernel, args, limit });
     let made = run::cell::make(
         &run::cell::Cell {
             planned: &planned,

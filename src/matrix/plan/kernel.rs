@@ -5,12 +5,18 @@
 //! image, its modules, its configuration, QEMU and virtme-ng) when the plan is, before any
 //! cell runs.
 
+use std::time::Duration;
+
 use anyhow::Result;
 
 use super::{Cell, Plan, KERNEL_AXIS};
 use crate::error::Usage;
 use crate::testbed::vm::{self, Kernel};
 use crate::testbed::Key;
+use crate::units::parse_duration;
+
+/// How long a cell's guest may take, boot included, unless `--kernel-timeout` says.
+pub(crate) const DEFAULT_GUEST_LIMIT: Duration = Duration::from_secs(30 * 60);
 
 impl Plan {
     /// The kernel axis's values, if the plan has one.
@@ -27,6 +33,7 @@ impl Plan {
         let Some(values) = self.kernels() else {
             return Ok(());
         };
+        self.guest_limit()?;
         let mut guests = 0;
         for v in values {
             if vm::resolve(v)
@@ -52,9 +59,17 @@ impl Plan {
             .is_some_and(|vs| vs.iter().any(|v| !matches!(v.trim(), "host" | "")))
     }
 
+    /// How long a guest may take, boot included.
+    fn guest_limit(&self) -> Result<Duration, Usage> {
+        match &self.kernel_timeout {
+            None => Ok(DEFAULT_GUEST_LIMIT),
+            Some(t) => parse_duration(t).map_err(|e| Usage(format!("--kernel-timeout {t}: {e}"))),
+        }
+    }
+
     /// The kernel `cell` runs on, with the run's arguments inside (`run SCENARIO --set ...
-    /// --scratch ...`); `None` for this host's.
-    pub(crate) fn kernel_for(&self, cell: &Cell) -> Result<Option<(Kernel, Vec<String>)>> {
+    /// --scratch ...`) and how long its guest may take; `None` for this host's.
+    pub(crate) fn kernel_for(&self, cell: &Cell) -> Result<Option<(Kernel, Vec<String>, Duration)>> {
         let Some((_, spec)) = cell.iter().find(|(k, _)| k == KERNEL_AXIS) else {
             return Ok(None);
         };
@@ -71,7 +86,7 @@ impl Plan {
                 args.extend([format!("--{}", key.name()), v.clone()]);
             }
         }
-        Ok(Some((kernel, args)))
+        Ok(Some((kernel, args, self.guest_limit()?)))
     }
 }
 
@@ -100,6 +115,7 @@ mod tests {
             columns: None,
             implied_scratch: false,
             placement: None,
+            kernel_timeout: None,
             origin: None,
         }
     }
@@ -112,6 +128,16 @@ mod tests {
         assert!(p.kernel_for(cell).unwrap().is_none(), "host boots nothing");
         assert!(!p.boots_kernels());
         assert!(plan(&["host", "6.1.0-56-amd64"]).boots_kernels());
+    }
+
+    #[test]
+    fn the_guests_time_limit_is_kernel_timeouts() {
+        let mut p = plan(&["host"]);
+        assert_eq!(p.guest_limit().unwrap(), DEFAULT_GUEST_LIMIT);
+        p.kernel_timeout = Some("90s".into());
+        assert_eq!(p.guest_limit().unwrap(), Duration::from_secs(90));
+        p.kernel_timeout = Some("soon".into());
+        assert!(p.check_kernels().unwrap_err().0.starts_with("--kernel-timeout soon:"));
     }
 
     #[test]

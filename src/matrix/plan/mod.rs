@@ -62,6 +62,10 @@ pub(crate) struct Plan {
     /// Where the cells run (none: this host, one after another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) placement: Option<Placement>,
+    /// How long a guest of the kernel axis may take, boot included (`--kernel-timeout`;
+    /// none: [`kernel::DEFAULT_GUEST_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kernel_timeout: Option<String>,
     /// What made the matrix when `fsynclab matrix` did not: `fsynclab reproduce --quick`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) origin: Option<String>,
