@@ -388,10 +388,11 @@ fn dry_run(plan: &Plan, slots: &[(u32, usize)]) -> Result<String> {
         } else {
             String::new()
         },
-        if image > 0 {
-            ", and making and removing a scratch filesystem"
-        } else {
-            ""
+        match (image > 0, plan.boots_kernels()) {
+            (true, true) =>
+                ", making and removing a scratch filesystem, and booting a VM for each run of another kernel",
+            (true, false) => ", and making and removing a scratch filesystem",
+            _ => "",
         }
     ));
     let space = if image > 0 {

@@ -54,7 +54,7 @@ impl Plan {
 
     /// Whether a kernel axis boots another kernel, which needs a scratch filesystem (the
     /// guest's own, on the disk the host serves it).
-    pub(super) fn boots_kernels(&self) -> bool {
+    pub(crate) fn boots_kernels(&self) -> bool {
         self.kernels()
             .is_some_and(|vs| vs.iter().any(|v| !matches!(v.trim(), "host" | "")))
     }
