@@ -5,9 +5,8 @@
 //! made here; each caller says the line its progress shows. A cell of another kernel is
 //! made in a guest booting it ([`guest`]), its result read back and recorded the same way.
 
-use std::time::{Duration, Instant};
-
 use std::ffi::OsString;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
