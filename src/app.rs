@@ -7,6 +7,7 @@ use crate::commands::{
     cleanup, compare, exec, explain, export, kernel, list, list_devices, matrix, report, reproduce, run as measure,
     runs, shell, show, store_copy, suite, watch,
 };
+use crate::compare::expect::Expectation;
 use crate::scenario::{load, probe};
 
 /// Runs the command and returns the process exit status.
@@ -15,21 +16,39 @@ pub fn run(cli: Cli) -> Result<i32> {
         print!("{}", crate::testbed::device::profile::listing());
         return Ok(0);
     }
-    if let Some(code) = on_another_kernel(&cli)? {
+    // A malformed --expect is bad input (exit status 2) before anything runs; with one,
+    // whatever stops the run afterwards is "could not be made" (125) for `git bisect run`.
+    let expect = match &cli.command {
+        Command::Run { common, .. } | Command::Load { common, .. } | Command::Probe { common } => {
+            measure::expectations(common)?
+        }
+        _ => Vec::new(),
+    };
+    let judged = !expect.is_empty();
+    dispatch(cli, expect).map_err(|e| match judged {
+        true => e.context(crate::error::NotMade),
+        false => e,
+    })
+}
+
+/// Runs the command the command line names.
+fn dispatch(cli: Cli, expect: Vec<Expectation>) -> Result<i32> {
+    if let Some(code) = on_another_kernel(&cli, &expect)? {
         return Ok(code);
     }
     match cli.command {
         Command::Suite(args) => suite::run(&args),
         Command::List { scenario, format } => list::list(scenario.as_deref(), format),
-        Command::Run { scenario: name, common } => measure::measure(measure::find(&name)?, &common),
+        Command::Run { scenario: name, common } => measure::measure(measure::find(&name)?, &common, &expect),
         Command::Load { kind, common } => measure::measure(
             match kind {
                 LoadKind::Random => &load::RANDOM,
                 LoadKind::Stream => &load::STREAM,
             },
             &common,
+            &expect,
         ),
-        Command::Probe { common } => measure::measure(&probe::Probe, &common),
+        Command::Probe { common } => measure::measure(&probe::Probe, &common, &expect),
         Command::Show { result, format, store } => show::show(&result, format, store.store.as_deref()),
         Command::Explain { result, store } => explain::explain(&result, store.store.as_deref()),
         Command::Exec(args) => exec::command(&args),
@@ -62,7 +81,7 @@ fn device_help_requested(cli: &Cli) -> bool {
 
 /// `--kernel K` (other than `host`) on a command that boots it: the command run inside a
 /// guest booting K ([`kernel`]), its exit status; `None` to run here.
-fn on_another_kernel(cli: &Cli) -> Result<Option<i32>> {
+fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
     let (target, record, space_needed, writes) = match &cli.command {
         Command::Run { scenario, common } => {
             let planned = crate::run::engine::Planned::new(measure::find(scenario)?, &common.sets)?;
@@ -128,6 +147,7 @@ fn on_another_kernel(cli: &Cli) -> Result<Option<i32>> {
             record,
             space_needed,
             writes,
+            expect,
         })
         .map(Some),
         None => Ok(None),

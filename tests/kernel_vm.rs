@@ -4,7 +4,9 @@
 //! store with its kernel, accelerator, CPUs and memory; a kernel that is not there is a
 //! one-line refusal that makes nothing; a guest killed mid-run, a guest past its time limit
 //! and a Ctrl-C each leave nothing behind (no QEMU, no scratch directory, no state file),
-//! and a SIGKILL of fsynclab leaves no QEMU and nothing `fsynclab cleanup` does not undo.
+//! and a SIGKILL of fsynclab leaves no QEMU and nothing `fsynclab cleanup` does not undo;
+//! a matrix's `kernel=host,K` axis records a run of each cell on its kernel, and a kernel
+//! axis naming a kernel that is not there is refused before any cell runs.
 //! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
 //! their commands short.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
@@ -29,6 +31,11 @@ common::tests! {
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     ctrl_c_stops_the_guest_and_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_kernel_axis_with_a_kernel_that_is_not_there_is_refused_before_any_cell,
+    a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
 }
 
@@ -91,9 +98,8 @@ fn assert_nothing_left(backing: &Path, state: &PrivateState) {
 /// `script` in the guest, as a process the test signals.
 fn guest_exec(backing: &Path, state: &PrivateState, limit: &str, script: &str) -> std::process::Command {
     let mut cmd = ScratchRun::exec()
-        .arg("--kernel")
-        .arg(debian_kernel().unwrap())
-        .args(["--kernel-timeout", limit])
+        .kernel(debian_kernel().unwrap())
+        .kernel_timeout(limit)
         .fs("ext4")
         .device("hdd-7200")
         .backing(backing)
@@ -119,8 +125,7 @@ fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
         ),
     ] {
         let out = ScratchRun::run("overwrite-fsync")
-            .arg("--kernel")
-            .arg(kernel)
+            .kernel(kernel)
             .fs("ext4")
             .backing(backing.path())
             .command()
@@ -133,10 +138,12 @@ fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
         assert!(err.contains(says), "{err}");
     }
     // Another kernel's run needs a filesystem of that kernel's own: --dir is refused.
-    let out = fsynclab()
-        .args(["run", "overwrite-fsync", "--kernel", "0.0.0-none", "--dir"])
+    let out = ScratchRun::run("overwrite-fsync")
+        .kernel("0.0.0-none")
+        .arg("--dir")
         .arg(backing.path())
         .args(TINY)
+        .command()
         .assert()
         .code(2)
         .get_output()
@@ -144,10 +151,12 @@ fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     // `host` is the host's own kernel: an ordinary run, no VM.
-    let out = fsynclab()
-        .args(["run", "overwrite-fsync", "--kernel", "host", "--dir"])
+    let out = ScratchRun::run("overwrite-fsync")
+        .kernel("host")
+        .arg("--dir")
         .arg(backing.path())
         .args(TINY)
+        .command()
         .assert()
         .success()
         .get_output()
@@ -167,9 +176,8 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     let store = store_dir.path().join("store.sqlite");
     let started = Instant::now();
     let out = ScratchRun::run("overwrite-fsync")
-        .arg("--kernel")
-        .arg(&kernel)
-        .args(["--kernel-timeout", "5m"])
+        .kernel(&kernel)
+        .kernel_timeout("5m")
         .fs("ext4")
         .device("hdd-7200")
         .backing(backing.path())
@@ -313,5 +321,113 @@ fn sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// `matrix --axis kernel=host,0.0.0-none`: one line, exit status 2, and no cell run (the
+/// store has no run, and no matrix was made in it).
+fn a_kernel_axis_with_a_kernel_that_is_not_there_is_refused_before_any_cell() {
+    let store_dir = common::backing();
+    let store = store_dir.path().join("store.sqlite");
+    let out = fsynclab()
+        .args([
+            "matrix",
+            "overwrite-fsync",
+            "--axis",
+            "kernel=host,0.0.0-none",
+            "--repeat",
+            "1",
+        ])
+        .args(TINY)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--axis kernel=0.0.0-none: no /boot/vmlinuz-0.0.0-none"),
+        "{err}"
+    );
+    assert!(!err.contains("run 1"), "no cell ran: {err}");
+}
+
+/// Issue 26: `matrix --axis kernel=host,K` with one tiny cell each on a scratch ext4 over
+/// hdd-7200: both runs recorded at their places, the host's without a VM and K's with the
+/// guest's release in `environment.vm`; the table has a column for each kernel.
+fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
+    let _turn = one_at_a_time();
+    let kernel = debian_kernel().unwrap();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let store_dir = common::backing();
+    let store = store_dir.path().join("store.sqlite");
+    let started = Instant::now();
+    let out = fsynclab()
+        .args(["matrix", "overwrite-fsync", "--repeat", "1", "--device", "hdd-7200"])
+        .arg("--axis")
+        .arg(format!("kernel=host,{kernel}"))
+        .arg("--backing")
+        .arg(backing.path())
+        .args(TINY)
+        .arg("--store")
+        .arg(&store)
+        .env(state.env().0, state.env().1)
+        .timeout(Duration::from_secs(360))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    eprintln!("the matrix took {:?}", started.elapsed());
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("kernel=host"), "{table}");
+    assert!(table.contains(&format!("kernel={kernel}")), "{table}");
+
+    let runs = fsynclab()
+        .args(["runs", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let cell_of = |r: &Value| r["matrix"]["cell"][0][1].as_str().unwrap().to_string();
+    let host = runs.iter().find(|r| cell_of(r) == "host").unwrap();
+    let guest = runs.iter().find(|r| cell_of(r) == kernel).unwrap();
+    assert!(host["vm"].is_null(), "{host}");
+    assert_eq!(guest["vm"]["release"], kernel.as_str(), "{guest}");
+    assert!(
+        guest["kernel"].as_str().unwrap().starts_with(&format!("{kernel} vm/")),
+        "{guest}"
+    );
+    assert!(host["calls"].as_u64().unwrap() > 0 && guest["calls"].as_u64().unwrap() > 0);
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// A kernel axis's guest past `--kernel-timeout`: ended, the matrix stopped with exit 1
+/// saying so, no run recorded, nothing left.
+fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let store_dir = common::backing();
+    let out = fsynclab()
+        .args(["matrix", "overwrite-fsync", "--repeat", "1", "--kernel-timeout", "2s"])
+        .arg("--axis")
+        .arg(format!("kernel={}", debian_kernel().unwrap()))
+        .arg("--backing")
+        .arg(backing.path())
+        .args(TINY)
+        .arg("--store")
+        .arg(store_dir.path().join("store.sqlite"))
+        .env(state.env().0, state.env().1)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("had not finished after 2s; it was ended"), "{err}");
+    assert!(!err.contains(": run 1"), "no run recorded: {err}");
     assert_nothing_left(backing.path(), &state);
 }

@@ -26,7 +26,7 @@ pub use store::{
     StoreCommand,
 };
 use store::{COMPARE_HELP, EXPORT_HELP, MATRIX_HELP, REPORT_HELP, RUNS_HELP, SHOW_HELP};
-pub use target::{ExplainArgs, TargetArgs};
+pub use target::{ExplainArgs, TargetArgs, VerdictArgs};
 pub use watch::WatchArgs;
 pub(crate) use watch::WATCH_HELP;
 
@@ -380,6 +380,8 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub explain: ExplainArgs,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
 }
 
 /// The forms of `fsynclab reproduce`'s table.
@@ -434,7 +436,7 @@ mod tests {
                     "timeline-interval",
                     "store",
                     "no-store",
-                    // The kernel is where the testbed runs, not a part of it (not yet an axis).
+                    // The kernel is where the testbed runs, not a part of it (a matrix axis of its own).
                     "kernel",
                     "kernel-timeout",
                 ]

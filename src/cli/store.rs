@@ -145,6 +145,10 @@ dirty-background-ratio, dirty-expire) and any parameter of the scenario. Values 
 commas, except that a device's `write=RATE` and a scratch filesystem's mount options stay
 with their value; repeat --axis KEY=VALUE to add a value with other commas. A device,
 scheduler or mkfs axis runs on a scratch ext4 unless --scratch says otherwise (root).
+`kernel=host,6.1.0-56-amd64` runs each cell on its kernel: host is this one, any other (an
+installed release or a bzImage path, as --kernel takes them) is booted under QEMU for each
+of its runs, on a scratch filesystem (ext4 unless --scratch says otherwise), and ended
+after --kernel-timeout.
 
 Every repetition runs on a freshly made testbed; repetitions go round-robin over the cells
 (cell 1, 2, ..., then again) so that drift of the machine hits every cell alike. Each run is
@@ -169,6 +173,7 @@ Examples:
   fsynclab matrix fsync-tps --axis device=ram,hdd-7200 --axis coordination=none,wal --dry-run
   fsynclab matrix fsync-tps --axis device=ram,hdd-7200 --axis coordination=none,wal
   fsynclab matrix overwrite-fsync --scratch ext4 --axis scheduler=mq-deadline,bfq --repeat 7
+  fsynclab matrix overwrite-fsync --device hdd-7200 --axis kernel=host,6.1.0-56-amd64 --axis scratch=ext4,xfs
   fsynclab matrix --file seed002.toml
   fsynclab matrix --resume m3
 

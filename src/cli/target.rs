@@ -1,5 +1,6 @@
 //! The options every measuring command shares: where the I/O goes ([`TargetArgs`], read
-//! into a typed [`TestbedRequest`]) and whether to explain the slow calls ([`ExplainArgs`]).
+//! into a typed [`TestbedRequest`]), whether to explain the slow calls ([`ExplainArgs`]),
+//! and what the run is expected to measure ([`VerdictArgs`]).
 
 use std::path::PathBuf;
 
@@ -111,6 +112,17 @@ impl TargetArgs {
     pub fn request(&self) -> Result<TestbedRequest, Usage> {
         TestbedRequest::from_options(&self.options(), Spelling::Flag)
     }
+}
+
+/// `--expect`: the exit status as a verdict on the run's figures.
+#[derive(Debug, Default, Args)]
+pub struct VerdictArgs {
+    /// Make the exit status a verdict on a figure of the run, as `compare` names it:
+    /// 'fsync.p99<50ms', 'fsync.ops/s>=100', 'commit.tps>500' (repeatable, all must hold).
+    /// Exit status 0 met, 1 not met, 125 when the run could not be made or the --kernel
+    /// did not boot, as `git bisect run` reads it
+    #[arg(long, value_name = "EXPR", help_heading = "Verdict")]
+    pub expect: Vec<String>,
 }
 
 /// `--explain` and the timeline: what a run records to explain its slow calls.

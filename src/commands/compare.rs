@@ -140,7 +140,8 @@ fn labels(set: &[Picked]) -> Vec<String> {
     set.iter().map(Picked::label).collect()
 }
 
-/// The parameters whose values differ between the sets, as `device: flush=5ms vs flush=10ms`.
+/// The parameters whose values differ between the sets, as `device: flush=5ms vs flush=10ms`,
+/// the testbed and the kernel among them (`kernel: 6.1.0-56-amd64 vm/tcg vs 6.12.48+deb13-amd64`).
 fn differences(a: &[Picked], b: &[Picked]) -> Result<Vec<String>> {
     let values = |set: &[Picked]| -> Result<BTreeMap<String, Vec<String>>> {
         let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -149,6 +150,11 @@ fn differences(a: &[Picked], b: &[Picked]) -> Result<Vec<String>> {
             let t = p.testbed()?;
             if !bed.contains(&t) {
                 bed.push(t);
+            }
+            let kernels = m.entry("kernel".to_string()).or_default();
+            let k = p.kernel()?;
+            if !kernels.contains(&k) {
+                kernels.push(k);
             }
             for (k, v) in p.params()? {
                 let e = m.entry(k).or_default();

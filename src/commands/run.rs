@@ -1,15 +1,17 @@
 //! `fsynclab run`, `load` and `probe`: one scenario measured as the command line says,
 //! printed, recorded in the results store, written to `--output`, with the exit status the
-//! run came to.
+//! run came to, or with `--expect` the verdict on its figures.
 
 use std::io;
 
 use anyhow::Result;
 
 use crate::cli::RunArgs;
-use crate::error::Usage;
+use crate::compare::expect::{self, Expectation};
+use crate::error::{Usage, NOT_MADE};
 use crate::recording::Recording;
 use crate::report;
+use crate::result::RunResult;
 use crate::run::engine::{self, Planned};
 use crate::run::session::{Opened, Session};
 use crate::scenario::{self, Scenario};
@@ -19,8 +21,47 @@ pub(crate) fn find(name: &str) -> Result<&'static dyn Scenario> {
     scenario::find(name).ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())).into())
 }
 
-/// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit status.
-pub(crate) fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
+/// The `--expect` expressions, read; a malformed one is a usage error.
+pub(crate) fn expectations(args: &RunArgs) -> Result<Vec<Expectation>, Usage> {
+    args.verdict
+        .expect
+        .iter()
+        .map(|e| Expectation::parse(e).map_err(Usage))
+        .collect()
+}
+
+/// The exit status `--expect` gives a run that ended with `code` (0 clean, 1 with failed
+/// calls, 128 + N stopped by signal N): each expectation's line on stderr, then 0 when all
+/// are met, 1 when one is not or calls failed, 125 when a figure is missing.
+pub(crate) fn judge(expect: &[Expectation], result: &RunResult, code: i32) -> i32 {
+    if code >= 128 {
+        return code;
+    }
+    let figures = match crate::compare::run_figures("the run", result) {
+        Ok(f) => f,
+        Err(e) => {
+            note!("fsynclab: --expect: {e}");
+            return NOT_MADE;
+        }
+    };
+    let (lines, all_met) = expect::verdict(expect, &figures);
+    for line in lines {
+        note!("{line}");
+    }
+    match (code, all_met) {
+        (_, None) => NOT_MADE,
+        (0, Some(true)) => 0,
+        (0, Some(false)) => 1,
+        _ => {
+            note!("fsynclab: --expect: calls failed in the run, so it does not meet what was expected");
+            1
+        }
+    }
+}
+
+/// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit
+/// status: the run's own, or with `expect` the verdict on its figures ([`judge`]).
+pub(crate) fn measure(s: &'static dyn Scenario, args: &RunArgs, expect: &[Expectation]) -> Result<i32> {
     // Everything that can be refused is refused before anything is made or measured.
     let mut planned = Planned::new(s, &args.sets)?;
     let (explain, explain_note) = args.explain.options()?;
@@ -91,11 +132,15 @@ pub(crate) fn measure(s: &'static dyn Scenario, args: &RunArgs) -> Result<i32> {
     }
     // A signal after the measurement (while printing, recording or undoing the testbed)
     // still ends the command as a signal does; the result above is whole.
-    match session.close() {
+    let code = match session.close() {
         Some(sig) if finished.status.exit_code() < 128 => {
             note!("fsynclab: interrupted by signal {sig} after the run; its result is whole and kept");
-            Ok(128 + sig)
+            128 + sig
         }
-        _ => Ok(finished.status.exit_code()),
-    }
+        _ => finished.status.exit_code(),
+    };
+    Ok(match expect.is_empty() {
+        true => code,
+        false => judge(expect, &finished.result, code),
+    })
 }

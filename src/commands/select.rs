@@ -50,6 +50,15 @@ impl Picked {
         }
     }
 
+    /// The kernel the run was made on, as `runs` shows it: `6.1.0-56-amd64 vm/tcg` for a
+    /// run in a guest.
+    pub(crate) fn kernel(&self) -> Result<String> {
+        match self {
+            Picked::Stored(r) => Ok(super::runs::kernel(r.head.as_ref().ok().map(|h| &h.environment))),
+            Picked::File(p) => Ok(super::runs::kernel(Some(&RunResult::load_head(p)?.environment))),
+        }
+    }
+
     /// The scenario the run was made by.
     pub(crate) fn scenario(&self) -> Result<String> {
         match self {

@@ -2,6 +2,7 @@
 //! act on — faster, slower, no difference within ±5%, or why no verdict is possible.
 //!
 //! - [`figures`]: the run-level figures of a result (ops/s, p50, p99, max, background MB/s)
+//! - [`expect`]: `--expect 'fsync.p99<50ms'`, a bound on one figure, met or not
 //! - [`stats`]: medians, the bootstrap interval of a ratio, Mann–Whitney U, Benjamini–Hochberg
 //! - [`table`]: a matrix of configurations as seed 002 showed it, best per row in bold
 //!
@@ -18,6 +19,7 @@
 //!
 //! [`verdict`] holds that rule; [`render`] prints a comparison for a reader.
 
+pub mod expect;
 pub mod figures;
 mod render;
 pub mod stats;

@@ -2,18 +2,22 @@
 //! [`Session`], the testbed undone, a signal checked for, and the result recorded in the
 //! store (at its matrix place when it has one; kept in a file elsewhere when the store
 //! cannot take it). A matrix's runs, a farm task's run and a reproduction's runs are all
-//! made here; each caller says the line its progress shows.
+//! made here; each caller says the line its progress shows. A cell of another kernel is
+//! made in a guest booting it ([`guest`]), its result read back and recorded the same way.
 
+use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
 use super::engine::{Finished, Planned, Status};
+use super::guest::{self, Booted};
 use super::session::{Opened, Session};
 use crate::matrix::claim;
 use crate::recording::{self, Recording};
 use crate::report::{self, Format};
 use crate::store::{MatrixPlace, RunId};
+use crate::testbed::vm::{Ended, Kernel};
 use crate::testbed::TestbedRequest;
 
 /// One run to make.
@@ -29,6 +33,17 @@ pub(crate) struct Cell<'a> {
     pub(crate) claim: bool,
     /// What a line about an interruption starts with: `fsynclab: matrix m3`.
     pub(crate) who: &'a str,
+    /// Another kernel to make the run on (a matrix's `kernel=` axis); none: this one.
+    pub(crate) kernel: Option<&'a OnKernel>,
+}
+
+/// A run made in a guest booting another kernel ([`guest`]): the kernel, the run's
+/// arguments inside (`run SCENARIO --set ... --scratch ...`), and how long the guest may
+/// take, boot included.
+pub(crate) struct OnKernel {
+    pub(crate) kernel: Kernel,
+    pub(crate) args: Vec<String>,
+    pub(crate) limit: Duration,
 }
 
 /// A run made and recorded.
@@ -86,21 +101,13 @@ pub(crate) fn make(cell: &Cell<'_>, recording: &mut Recording) -> Result<Made> {
         }
     }
     let t0 = Instant::now();
-    // A freshly made testbed for every run: mkfs, loop device, emulated disk, sysctls,
-    // all undone when the session closes at the end of the run.
-    let session = match Session::open(cell.request, cell.planned.plan.space_needed(), "that run was not made") {
-        Ok(Opened::Ready(s)) => s,
-        Ok(Opened::Interrupted(sig)) => return Ok(Made::Interrupted(sig)),
-        Err(e) => return Ok(Made::Failed(Failure::Prepare(e))),
+    let measured = match cell.kernel {
+        None => measure_here(cell),
+        Some(on) => measure_in_guest(cell, on),
     };
-    let mut exporter = report::exporter(Format::Text, true);
-    let finished = session
-        .measure_shown(cell.planned, false, exporter.as_mut(), true, false)
-        .finished;
-    let late_signal = session.close();
-    let mut finished = match finished {
-        Ok(f) => f,
-        Err(e) => return Ok(Made::Failed(Failure::Measure(e))),
+    let (mut finished, late_signal) = match measured {
+        Ok(m) => m,
+        Err(made) => return Ok(made),
     };
     if let Status::Interrupted(sig) = finished.status {
         note!("{}: interrupted during {}; that run was not kept", cell.who, cell.label);
@@ -115,4 +122,66 @@ pub(crate) fn make(cell: &Cell<'_>, recording: &mut Recording) -> Result<Made> {
         took: t0.elapsed(),
         late_signal,
     })))
+}
+
+/// The run measured on this kernel, on a freshly made testbed (mkfs, loop device, emulated
+/// disk, sysctls, all undone when the session closes at the end of the run), and a signal
+/// that came after it; or what the cell came to when it could not be measured.
+fn measure_here(cell: &Cell<'_>) -> Result<(Finished, Option<i32>), Made> {
+    let session = match Session::open(cell.request, cell.planned.plan.space_needed(), "that run was not made") {
+        Ok(Opened::Ready(s)) => s,
+        Ok(Opened::Interrupted(sig)) => return Err(Made::Interrupted(sig)),
+        Err(e) => return Err(Made::Failed(Failure::Prepare(e))),
+    };
+    let mut exporter = report::exporter(Format::Text, true);
+    let finished = session
+        .measure_shown(cell.planned, false, exporter.as_mut(), true, false)
+        .finished;
+    let late_signal = session.close();
+    match finished {
+        Ok(f) => Ok((f, late_signal)),
+        Err(e) => Err(Made::Failed(Failure::Measure(e))),
+    }
+}
+
+/// The run measured in a guest booting `on.kernel`, on a disk the host serves, and read
+/// back from the result the guest wrote ([`guest::boot`]).
+fn measure_in_guest(cell: &Cell<'_>, on: &OnKernel) -> Result<(Finished, Option<i32>), Made> {
+    let exe = std::env::current_exe().map_err(|e| Made::Failed(Failure::Prepare(e.into())))?;
+    let argv = std::iter::once(exe.into_os_string())
+        .chain(on.args.iter().map(OsString::from))
+        .collect();
+    let booted = guest::boot(&guest::Boot {
+        kernel: &on.kernel,
+        request: cell.request,
+        space_needed: cell.planned.plan.space_needed(),
+        argv,
+        rw_dirs: Vec::new(),
+        limit: on.limit,
+        quiet: true,
+    });
+    let release = &on.kernel.release;
+    match booted {
+        Err(e) => Err(Made::Failed(Failure::Prepare(e))),
+        Ok(Booted::Interrupted(sig)) => Err(Made::Interrupted(sig)),
+        Ok(Booted::Ran {
+            ended, mut results, ..
+        }) => match (ended, results.pop()) {
+            (Ended::Interrupted(sig), _) => {
+                note!("{}: interrupted during {}; the guest was ended and that run not kept", cell.who, cell.label);
+                Err(Made::Interrupted(sig))
+            }
+            (Ended::Exited(_), Some(result)) => {
+                let status = Status::of_result(&result);
+                Ok((Finished { result, status }, None))
+            }
+            (Ended::Exited(code), None) => Err(Made::Failed(Failure::Measure(anyhow!(
+                "the guest booting {release} brought no result back (exit status {code}): it did not boot, or the run failed inside"
+            )))),
+            (Ended::TimedOut, _) => Err(Made::Failed(Failure::Measure(anyhow!(
+                "the guest booting {release} had not finished after {}; it was ended, and its disk undone",
+                crate::units::format_duration(on.limit)
+            )))),
+        },
+    }
 }

@@ -41,9 +41,15 @@ pub(crate) enum Status {
 
 impl Status {
     fn of(result: &RunResult, stop: &Stop) -> Status {
-        if let Some(sig) = stop.signal() {
-            return Status::Interrupted(sig);
+        match stop.signal() {
+            Some(sig) => Status::Interrupted(sig),
+            None => Status::of_result(result),
         }
+    }
+
+    /// How a whole run ended by its result alone: a run made in a guest, which the host
+    /// reads back.
+    pub(crate) fn of_result(result: &RunResult) -> Status {
         let views = result.details.as_ref().map(|d| d.views());
         if let Some(why) = views.and_then(|v| v.failure()) {
             return Status::Failed(why);

@@ -116,14 +116,20 @@ pub fn provision(
     device: &mut Option<EmulatedDevice>,
     switch: &mut Option<super::deadman::Switch>,
 ) -> Result<Scratch> {
-    // The private directory: everything of the run lives in it.
+    let (dir, image) = make_image(request, size, undo)?;
+    bring_up(request, size, &dir, &image, undo, device, switch)
+}
+
+/// The scratch directory of a run (under `--backing`: everything of the run lives in it)
+/// and an image of `size` bytes in it, on a private tmpfs for `ram` and for the emulated
+/// disks' media; each step recorded on `undo`. Returns the directory and the image. A
+/// scratch run and a `--kernel` run's served disk ([`super::vm::disk`]) both start here.
+pub(crate) fn make_image(request: &ScratchOptions, size: u64, undo: &mut Undo) -> Result<(PathBuf, PathBuf)> {
     let backing = std::fs::canonicalize(&request.backing)?;
     let dir = backing.join(names::scratch_dir_name());
     undo.perform(Step::Directory { path: dir.clone() }, || {
         std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
     })?;
-
-    // The image, on a private tmpfs for `ram` and for the emulated disks' media.
     let image_dir = if request.device == DeviceProfile::Ram || request.device.is_emulated() {
         let ram = dir.join(names::RAM_DIR);
         std::fs::create_dir(&ram)?;
@@ -142,7 +148,7 @@ pub fn provision(
     std::fs::File::create(&image)
         .and_then(|f| f.set_len(size))
         .map_err(|e| anyhow::anyhow!("cannot create the image {}: {e}", image.display()))?;
-    bring_up(request, size, &dir, &image, undo, device, switch)
+    Ok((dir, image))
 }
 
 /// Makes the filesystem on `image` (in the scratch directory `dir`) and mounts it at

@@ -188,6 +188,16 @@ impl ScratchRun {
         self.arg("--backing").arg(dir)
     }
 
+    /// `--kernel K`: the run made in a guest booting K (`host`: no VM).
+    pub fn kernel(self, kernel: impl AsRef<std::ffi::OsStr>) -> ScratchRun {
+        self.arg("--kernel").arg(kernel)
+    }
+
+    /// `--kernel-timeout LIMIT`: how long the guest may take, boot included.
+    pub fn kernel_timeout(self, limit: &str) -> ScratchRun {
+        self.args(["--kernel-timeout", limit])
+    }
+
     /// One more argument, as given.
     pub fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> ScratchRun {
         self.args.push(arg.as_ref().to_os_string());

@@ -94,7 +94,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
         );
         if plan.implied_scratch {
             note!(
-                "fsynclab matrix {id}: the cells run on a scratch {} (what a device, scheduler or mkfs axis needs; --scratch FS chooses another)",
+                "fsynclab matrix {id}: the cells run on a scratch {} (what a device, scheduler, mkfs or kernel axis needs; --scratch FS chooses another)",
                 plan::IMPLIED_SCRATCH
             );
         }
@@ -314,6 +314,10 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
     if !args.figure.is_empty() {
         figures = args.figure.clone();
     }
+    let kernel_timeout = axes
+        .iter()
+        .any(|a| a.key == plan::KERNEL_AXIS)
+        .then(|| args.target.kernel_timeout.clone());
     Ok(Plan {
         scenario,
         sets,
@@ -324,6 +328,7 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
         columns: args.columns.clone().or(from_file.columns),
         implied_scratch: false,
         placement: None,
+        kernel_timeout,
         origin: None,
     })
 }
@@ -350,7 +355,7 @@ fn dry_run(plan: &Plan, slots: &[(u32, usize)]) -> Result<String> {
     out.push_str(&format!("  shared    {}\n", settings_line(plan)));
     if plan.implied_scratch {
         out.push_str(&format!(
-            "            (scratch={} because a device, scheduler or mkfs axis needs a scratch filesystem; --scratch FS chooses another)\n",
+            "            (scratch={} because a device, scheduler, mkfs or kernel axis needs a scratch filesystem; --scratch FS chooses another)\n",
             plan::IMPLIED_SCRATCH
         ));
     }
@@ -383,10 +388,11 @@ fn dry_run(plan: &Plan, slots: &[(u32, usize)]) -> Result<String> {
         } else {
             String::new()
         },
-        if image > 0 {
-            ", and making and removing a scratch filesystem"
-        } else {
-            ""
+        match (image > 0, plan.boots_kernels()) {
+            (true, true) =>
+                ", making and removing a scratch filesystem, and booting a VM for each run of another kernel",
+            (true, false) => ", and making and removing a scratch filesystem",
+            _ => "",
         }
     ));
     let space = if image > 0 {

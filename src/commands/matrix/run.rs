@@ -70,6 +70,9 @@ pub(crate) fn make_run(
     progress.starting(&label);
     let planned = plan.planned_for(cell)?;
     let request = plan.target_for(cell)?;
+    let kernel = plan
+        .kernel_for(cell)?
+        .map(|(kernel, args, limit)| run::cell::OnKernel { kernel, args, limit });
     let made = run::cell::make(
         &run::cell::Cell {
             planned: &planned,
@@ -78,6 +81,7 @@ pub(crate) fn make_run(
             place: Some(&place),
             claim: true,
             who: &format!("fsynclab: matrix {matrix_id}"),
+            kernel: kernel.as_ref(),
         },
         recording,
     )?;

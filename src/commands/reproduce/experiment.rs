@@ -176,6 +176,7 @@ impl Group {
                 })
                 .collect(),
             repeat: self.repeat(size),
+            kernel_timeout: None,
             figures: self.figures.iter().map(|f| f.to_string()).collect(),
             columns: None,
             implied_scratch: false,

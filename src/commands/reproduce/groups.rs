@@ -133,6 +133,7 @@ pub(super) fn run_one(
             place: Some(&place),
             claim: false,
             who: "fsynclab reproduce",
+            kernel: None,
         },
         recording,
     )

@@ -4,6 +4,7 @@
 //! cell's parameters and testbed options — and stored with the matrix (as JSON) so that
 //! `--resume` and a scheduler's tasks (`fsynclab cell`) run the same thing.
 //!
+//! `kernel` is an axis too: each cell on its kernel, another one booted for it ([`kernel`]).
 //! `host` is an axis like the others: a cell with `host=n2` runs on the host of that name
 //! only (as [`crate::environment::HostInfo::name`] names it), so that one configuration on
 //! two hosts is two cells; `--per-host` makes the axis of every node.
@@ -61,6 +62,10 @@ pub(crate) struct Plan {
     /// Where the cells run (none: this host, one after another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) placement: Option<Placement>,
+    /// How long a guest of the kernel axis may take, boot included (`--kernel-timeout`;
+    /// none: [`kernel::DEFAULT_GUEST_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kernel_timeout: Option<String>,
     /// What made the matrix when `fsynclab matrix` did not: `fsynclab reproduce --quick`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) origin: Option<String>,
@@ -71,6 +76,9 @@ pub(crate) type Cell = Vec<(String, String)>;
 
 /// The axis of hosts: neither a testbed option nor a parameter, but where the cell runs.
 pub(crate) const HOST_AXIS: &str = "host";
+
+/// The axis of kernels: the kernel a cell runs on ([`kernel`]).
+pub(crate) const KERNEL_AXIS: &str = "kernel";
 
 /// Where a matrix's cells run, as its plan keeps it for `--resume`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -242,7 +250,7 @@ impl Plan {
         let mut sets = self.sets.clone();
         sets.extend(
             cell.iter()
-                .filter(|(k, _)| !Plan::is_testbed(k) && k != HOST_AXIS)
+                .filter(|(k, _)| !Plan::is_testbed(k) && k != HOST_AXIS && k != KERNEL_AXIS)
                 .map(|(k, v)| format!("{k}={v}")),
         );
         sets
@@ -276,9 +284,10 @@ impl Plan {
         }
         let params: Vec<&'static str> = s.params().iter().map(|p| p.name).collect();
         for (i, axis) in self.axes.iter().enumerate() {
-            if !Plan::is_testbed(&axis.key) && !params.contains(&axis.key.as_str()) && axis.key != HOST_AXIS {
+            let place = [HOST_AXIS, KERNEL_AXIS].contains(&axis.key.as_str());
+            if !Plan::is_testbed(&axis.key) && !params.contains(&axis.key.as_str()) && !place {
                 return Err(Usage(format!(
-                    "--axis {}: not a testbed option ({}), a parameter of {} ({}), nor host",
+                    "--axis {}: not a testbed option ({}), a parameter of {} ({}), host nor kernel",
                     axis.key,
                     Key::names(),
                     s.name(),
@@ -310,12 +319,16 @@ impl Plan {
             .chain(self.axes.iter().map(|a| a.key.as_str()))
             .collect();
         let has = |k: &str| keys.contains(&k);
-        let scratch_only = Key::ALL.into_iter().find(|k| k.scratch_only() && has(k.name()));
+        self.check_kernels()?;
+        let scratch_only = Key::ALL
+            .into_iter()
+            .find(|k| k.scratch_only() && has(k.name()))
+            .map(Key::name)
+            .or(self.boots_kernels().then_some(KERNEL_AXIS));
         if let (false, Some(key)) = (has("scratch"), scratch_only) {
             if has("dir") {
                 return Err(Usage(format!(
-                    "{} needs a scratch filesystem, and dir names a directory: give --scratch FS instead of --dir",
-                    key.name()
+                    "{key} needs a scratch filesystem, and dir names a directory: give --scratch FS instead of --dir"
                 ))
                 .into());
             }
@@ -350,7 +363,7 @@ impl Plan {
     pub(crate) fn implying_axis(&self) -> Option<&str> {
         self.axes
             .iter()
-            .find(|a| Key::from_name(&a.key).is_some_and(Key::scratch_only))
+            .find(|a| Key::from_name(&a.key).is_some_and(Key::scratch_only) || a.key == KERNEL_AXIS)
             .map(|a| a.key.as_str())
     }
 }
@@ -399,5 +412,6 @@ fn same_value_twice(key: &str, values: &[String], params: &[crate::params::Param
     Ok(())
 }
 
+mod kernel;
 #[cfg(test)]
 mod tests;

@@ -19,6 +19,7 @@ fn plan(axes: &[(&str, &[&str])]) -> Plan {
         columns: None,
         implied_scratch: false,
         placement: None,
+        kernel_timeout: None,
         origin: None,
     }
 }

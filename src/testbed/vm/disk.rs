@@ -12,13 +12,11 @@ use std::sync::Mutex;
 use anyhow::Result;
 
 use super::super::device::fuse::EmulatedDevice;
-use super::super::device::DeviceProfile;
 use super::super::request::ScratchOptions;
 use super::super::scratch::{self, Scratch};
 use super::super::state::{Step, Undo};
-use super::super::{deadman, mount, names, Live, Prepared, TestbedRequest};
+use super::super::{deadman, names, Live, Prepared, TestbedRequest};
 use crate::error::Usage;
-use crate::units::Bytes;
 
 /// On the host: the scratch directory (under `--backing`), the image (on a private tmpfs
 /// for `ram` and the emulated disks, as a scratch run keeps it), its filesystem, and the
@@ -30,29 +28,7 @@ pub fn serve(
     device: &mut Option<EmulatedDevice>,
     switch: &mut Option<deadman::Switch>,
 ) -> Result<(PathBuf, PathBuf)> {
-    let backing = std::fs::canonicalize(&request.backing)?;
-    let dir = backing.join(names::scratch_dir_name());
-    undo.perform(Step::Directory { path: dir.clone() }, || {
-        std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
-    })?;
-    let image_dir = if request.device == DeviceProfile::Ram || request.device.is_emulated() {
-        let ram = dir.join(names::RAM_DIR);
-        std::fs::create_dir(&ram)?;
-        let size = format!("size={}", size + 16 * Bytes::MIB);
-        undo.perform(
-            Step::Tmpfs {
-                mount_point: ram.clone(),
-            },
-            || mount::mount("tmpfs", "fsynclab-ram", &ram, &size),
-        )?;
-        ram
-    } else {
-        dir.clone()
-    };
-    let image = image_dir.join(names::IMAGE_FILE);
-    std::fs::File::create(&image)
-        .and_then(|f| f.set_len(size))
-        .map_err(|e| anyhow::anyhow!("cannot create the image {}: {e}", image.display()))?;
+    let (dir, image) = scratch::make_image(request, size, undo)?;
     let served = scratch::make_media(request, &dir, &image, undo, device, switch)?;
     Ok((dir, served))
 }

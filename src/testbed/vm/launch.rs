@@ -108,6 +108,8 @@ pub struct Launch<'a> {
     pub argv: Vec<OsString>,
     /// How long the guest may run, boot included.
     pub limit: Duration,
+    /// Whether the command's stdout is shown (a matrix cell's is not: its table is).
+    pub stdout_shown: bool,
 }
 
 /// How a guest ended.
@@ -189,6 +191,9 @@ fn guest_script(l: &Launch) -> String {
         }
     }
     words.extend(l.argv.iter().map(|a| quote(a.as_bytes())));
+    if !l.stdout_shown {
+        words.push(">/dev/null".into());
+    }
     words.join(" ")
 }
 

@@ -277,6 +277,7 @@ mod tests {
                 engine: "k8s".into(),
                 ..Placement::default()
             }),
+            kernel_timeout: None,
             origin: None,
         };
         let all: Vec<usize> = (0..8).collect();

@@ -1,0 +1,249 @@
+//! `--expect 'fsync.p99<50ms'`: a condition on one run-level figure ([`super::figures`],
+//! named as `compare --figure` names them), checked against a run's result. Several make
+//! the run's exit status a verdict: 0 when all are met, 1 when one is not, so that `git
+//! bisect run` and a CI job can act on a measurement.
+//!
+//! The bound is read in the figure's own terms: a latency (`p50`, `p99`, `max`) takes a
+//! duration with its unit (`50ms`, `250us`, `1s`: a bare number would leave ms and s to a
+//! guess); a rate, a count or a share takes a plain number (`fsync.ops/s>=100`,
+//! `acked.rate<=0`, `acked.rate<1%`).
+
+use std::fmt;
+
+use super::figures::{Figure, Metric, RunFigures};
+use crate::units::parse_duration;
+
+/// How a measured figure must stand to its bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relation {
+    Below,
+    AtMost,
+    Above,
+    AtLeast,
+}
+
+impl Relation {
+    fn holds(self, value: f64, bound: f64) -> bool {
+        match self {
+            Relation::Below => value < bound,
+            Relation::AtMost => value <= bound,
+            Relation::Above => value > bound,
+            Relation::AtLeast => value >= bound,
+        }
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            Relation::Below => "<",
+            Relation::AtMost => "<=",
+            Relation::Above => ">",
+            Relation::AtLeast => ">=",
+        }
+    }
+}
+
+/// One `--expect`: a figure, a relation and a bound in the figure's stored unit (ns for
+/// latencies), with the bound as the user wrote it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expectation {
+    pub figure: Figure,
+    pub relation: Relation,
+    /// In the unit the figures are stored in ([`RunFigures::values`]): ns for latencies.
+    pub bound: f64,
+    written: String,
+}
+
+/// What checking an expectation against a run found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Met(f64),
+    NotMet(f64),
+    /// The run has no such figure (no call of that kind was made).
+    Missing,
+}
+
+/// The help every malformed expression repeats.
+const FORM: &str = "expected FIGURE<VALUE (or <=, >, >=), e.g. 'fsync.p99<50ms', 'fsync.ops/s>=100', 'commit.tps>500'";
+
+impl Expectation {
+    /// Parses `fsync.p99<50ms`; the error is one line saying what is valid.
+    pub fn parse(text: &str) -> Result<Expectation, String> {
+        let t = text.trim();
+        let at = t
+            .find(['<', '>'])
+            .ok_or_else(|| format!("--expect {text}: no comparison; {FORM}"))?;
+        let (name, rest) = t.split_at(at);
+        let (relation, value) = match rest {
+            r if r.starts_with("<=") => (Relation::AtMost, &r[2..]),
+            r if r.starts_with(">=") => (Relation::AtLeast, &r[2..]),
+            r if r.starts_with('<') => (Relation::Below, &r[1..]),
+            r => (Relation::Above, &r[1..]),
+        };
+        let (name, value) = (name.trim(), value.trim());
+        let figure = Figure::parse(name).ok_or_else(|| {
+            format!("--expect {text}: '{name}' is not a figure: KIND.METRIC with METRIC one of p50, p99, max, ops/s, mb/s, tps, lost, torn, rate, as `fsynclab compare` shows them; {FORM}")
+        })?;
+        let bound = Self::bound(&figure, value).map_err(|why| format!("--expect {text}: {why}"))?;
+        Ok(Expectation {
+            written: format!("{figure}{}{value}", relation.symbol()),
+            figure,
+            relation,
+            bound,
+        })
+    }
+
+    /// The bound `value` in the figure's stored unit.
+    fn bound(figure: &Figure, value: &str) -> Result<f64, String> {
+        if value.is_empty() {
+            return Err(format!("no value after the comparison; {FORM}"));
+        }
+        match figure.metric {
+            Metric::P50 | Metric::P99 | Metric::Max => {
+                if value.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                    return Err(format!(
+                        "'{value}' needs a unit: {figure} is a latency, e.g. {value}ms or {value}us"
+                    ));
+                }
+                parse_duration(value)
+                    .map(|d| d.as_nanos() as f64)
+                    .map_err(|_| format!("'{value}' is not a duration like 50ms, 250us or 1s"))
+            }
+            _ => {
+                let (number, scale) = match value.strip_suffix('%') {
+                    Some(n) if figure.metric == Metric::Rate => (n, 0.01),
+                    _ => (value, 1.0),
+                };
+                number
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .map(|v| v * scale)
+                    .ok_or_else(|| format!("'{value}' is not a number ({} is in {})", figure, figure.unit()))
+            }
+        }
+    }
+
+    /// Checks the expectation against a run's figures.
+    pub fn check(&self, run: &RunFigures) -> Outcome {
+        match run.values.get(&self.figure) {
+            None => Outcome::Missing,
+            Some(&v) if self.relation.holds(v, self.bound) => Outcome::Met(v),
+            Some(&v) => Outcome::NotMet(v),
+        }
+    }
+
+    /// The line a user reads: `expect fsync.p99<50ms: measured 12.3 ms, met`.
+    pub fn line(&self, outcome: &Outcome, run: &RunFigures) -> String {
+        let measured = |v: f64| format!("{} {}", self.figure.format(v), self.figure.unit());
+        match outcome {
+            Outcome::Met(v) => format!("expect {self}: measured {}, met", measured(*v)),
+            Outcome::NotMet(v) => format!("expect {self}: measured {}, not met", measured(*v)),
+            Outcome::Missing => {
+                let has: Vec<String> = run.values.keys().map(Figure::to_string).collect();
+                format!(
+                    "expect {self}: the run has no {} (it has {}), cannot decide",
+                    self.figure,
+                    if has.is_empty() {
+                        "no figures".into()
+                    } else {
+                        has.join(", ")
+                    }
+                )
+            }
+        }
+    }
+}
+
+impl fmt::Display for Expectation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.written)
+    }
+}
+
+/// The verdict of every expectation on a run: its lines, and whether all were met
+/// (`Some(true)`), one was not (`Some(false)`), or one could not be decided (`None`, the
+/// run lacks a figure; a figure missed outweighs one not met, since a misspelt kind must
+/// not read as a regression).
+pub fn verdict(expectations: &[Expectation], run: &RunFigures) -> (Vec<String>, Option<bool>) {
+    let mut lines = Vec::new();
+    let mut all = Some(true);
+    for e in expectations {
+        let outcome = e.check(run);
+        lines.push(e.line(&outcome, run));
+        all = match (all, &outcome) {
+            (None, _) | (_, Outcome::Missing) => None,
+            (Some(ok), Outcome::Met(_)) => Some(ok),
+            (Some(_), Outcome::NotMet(_)) => Some(false),
+        };
+    }
+    (lines, all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> RunFigures {
+        RunFigures {
+            run: "r".into(),
+            values: [
+                (Figure::new("fsync", Metric::P99), 12_000_000.0),
+                (Figure::new("fsync", Metric::OpsPerSec), 180.0),
+            ]
+            .into(),
+        }
+    }
+
+    #[test]
+    fn a_latency_bound_reads_its_unit() {
+        let e = Expectation::parse("fsync.p99<50ms").unwrap();
+        assert_eq!(e.figure, Figure::new("fsync", Metric::P99));
+        assert_eq!(e.relation, Relation::Below);
+        assert_eq!(e.bound, 50e6);
+        assert_eq!(e.check(&run()), Outcome::Met(12e6));
+        assert_eq!(
+            e.line(&e.check(&run()), &run()),
+            "expect fsync.p99<50ms: measured 12.0 ms, met"
+        );
+        let e = Expectation::parse(" fsync.p99 >= 1h ").unwrap();
+        assert_eq!(e.check(&run()), Outcome::NotMet(12e6));
+    }
+
+    #[test]
+    fn rates_and_shares_take_plain_numbers() {
+        let e = Expectation::parse("fsync.ops/s>=100").unwrap();
+        assert_eq!(e.check(&run()), Outcome::Met(180.0));
+        assert_eq!(Expectation::parse("acked.rate<1%").unwrap().bound, 0.01);
+        assert!(Expectation::parse("fsync.ops/s>1%").is_err());
+    }
+
+    #[test]
+    fn malformed_expressions_say_what_is_valid() {
+        for bad in [
+            "fsync.p99",
+            "fsync.p99<",
+            "fsync.p42<5ms",
+            "p99<5ms",
+            "fsync.p99<50",
+            "fsync.p99<fast",
+            "fsync.ops/s>many",
+        ] {
+            let e = Expectation::parse(bad).unwrap_err();
+            assert!(e.starts_with(&format!("--expect {bad}:")) && !e.contains('\n'), "{e}");
+        }
+        assert!(Expectation::parse("fsync.p99<50").unwrap_err().contains("needs a unit"));
+    }
+
+    #[test]
+    fn every_expectation_must_hold_and_a_missing_figure_cannot_decide() {
+        let met = Expectation::parse("fsync.p99<1s").unwrap();
+        let not_met = Expectation::parse("fsync.p99<1ns").unwrap();
+        let missing = Expectation::parse("fdatasync.p99<1s").unwrap();
+        assert_eq!(verdict(std::slice::from_ref(&met), &run()).1, Some(true));
+        assert_eq!(verdict(&[met.clone(), not_met.clone()], &run()).1, Some(false));
+        let (lines, v) = verdict(&[not_met, missing], &run());
+        assert_eq!(v, None);
+        assert!(lines[1].contains("has no fdatasync.p99"), "{}", lines[1]);
+    }
+}

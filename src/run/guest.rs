@@ -1,0 +1,143 @@
+//! A command run inside a guest booting another kernel, with the results it brings back:
+//! the host serves the scratch disk ([`crate::testbed::vm::disk`]), the guest boots and runs
+//! the command with the same binary over the host's root (read-only but for the results
+//! directory and the directories the command writes to), and what the guest would have
+//! recorded comes back as results, in the order it was made. `--kernel K` on a command
+//! ([`crate::commands::kernel`]) and a matrix's `kernel=` cell ([`super::cell`]) both boot
+//! through here. A guest past its limit is ended; a signal ends the VM at once; either way
+//! the served disk is undone and nothing is left.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::environment::VmInfo;
+use crate::error::Usage;
+use crate::result::RunResult;
+use crate::testbed::device::DeviceProfile;
+use crate::testbed::vm::{self, Ended, Kernel, Launch};
+use crate::testbed::TestbedRequest;
+use crate::units::format_duration;
+
+/// The guest's memory: room for the page cache a run's writeback builds up, whatever the
+/// host has (the emulated disk's media stay on the host).
+const GUEST_MEMORY_BYTES: u64 = 2 << 30;
+
+/// One command to run on another kernel.
+pub(crate) struct Boot<'a> {
+    pub(crate) kernel: &'a Kernel,
+    pub(crate) request: &'a TestbedRequest,
+    /// The room the run's files need on the scratch filesystem (the image's default size).
+    pub(crate) space_needed: u64,
+    /// The command inside: this binary and its arguments.
+    pub(crate) argv: Vec<OsString>,
+    /// Host directories the command writes to besides the results directory.
+    pub(crate) rw_dirs: Vec<PathBuf>,
+    /// How long the guest may run, boot included.
+    pub(crate) limit: Duration,
+    /// A matrix cell's guest: its stdout is not shown, nor the boot line (the cell's
+    /// progress line says what runs).
+    pub(crate) quiet: bool,
+}
+
+/// What booting came to.
+pub(crate) enum Booted {
+    /// A signal came while the disk was prepared: nothing ran, what was set up is undone.
+    Interrupted(i32),
+    /// The guest ran and ended as `ended` after `took`, bringing back `results`.
+    Ran {
+        ended: Ended,
+        took: Duration,
+        results: Vec<RunResult>,
+    },
+}
+
+/// Boots `b.kernel` and runs `b.argv` inside on the disk the host serves.
+pub(crate) fn boot(b: &Boot) -> Result<Booted> {
+    // Refused before anything is made.
+    let vng = vm::check_tools()?;
+    if b.request.scratch().is_none() {
+        return Err(Usage(
+            "--kernel needs --scratch FS: the run's filesystem must be the guest kernel's own, on the disk the host serves it"
+                .into(),
+        )
+        .into());
+    }
+    let stop = crate::signals::watch()?;
+    let served = match vm::disk::serve_disk(b.request, b.space_needed) {
+        Ok(served) => served,
+        // Ctrl-C reaches the mkfs we were waiting for: say so rather than its error.
+        Err(_) if stop.signal().is_some() => {
+            let sig = stop.signal().unwrap_or(libc::SIGINT);
+            note!("fsynclab: interrupted by signal {sig} while preparing the guest's disk; what was set up is undone");
+            return Ok(Booted::Interrupted(sig));
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(sig) = stop.signal() {
+        note!("fsynclab: interrupted by signal {sig} while preparing the guest's disk; nothing was run");
+        return Ok(Booted::Interrupted(sig));
+    }
+    let results = served.prepared.dir().join("results");
+    std::fs::create_dir(&results)?;
+
+    let accelerator = vm::accelerator();
+    let profile = match b.request.scratch().map(|s| &s.device) {
+        Some(DeviceProfile::Emulated(p)) => p.name.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    let info = VmInfo {
+        accelerator: accelerator.name().into(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        memory_bytes: GUEST_MEMORY_BYTES,
+        boot: "virtme-ng".into(),
+        disk: profile,
+        ..VmInfo::default()
+    };
+    let mut rw_dirs = vec![results.clone()];
+    for dir in &b.rw_dirs {
+        if dir != std::path::Path::new("/") && !rw_dirs.contains(dir) {
+            rw_dirs.push(dir.clone());
+        }
+    }
+    if !b.quiet {
+        note!(
+            "fsynclab: booting {} ({}) under QEMU/{}, {} CPUs, {}; the guest is ended after {}",
+            b.kernel.release,
+            b.kernel.image.display(),
+            accelerator.name(),
+            info.cpus,
+            crate::units::human_size(info.memory_bytes),
+            format_duration(b.limit)
+        );
+    }
+    let launch = Launch {
+        kernel: b.kernel,
+        vm: &info,
+        accelerator,
+        disk: Some(&served.file),
+        rw_dirs,
+        results: &results,
+        argv: b.argv.clone(),
+        limit: b.limit,
+        stdout_shown: !b.quiet,
+    };
+    let (ended, took) = vm::launch(&vng, &launch)?;
+
+    // What the guest would have recorded, in the order it was made.
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&results)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let results = files
+        .iter()
+        .map(|f| RunResult::load(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    drop(served);
+    Ok(Booted::Ran { ended, took, results })
+}
