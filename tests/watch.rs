@@ -177,12 +177,17 @@ fn watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it() {
         .unwrap_or_else(|| panic!("no summary row for {pid}:\n{stdout}"));
     let count: u64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert!(count >= calls.len() as u64, "{row}");
+    assert!(
+        stdout.contains("run time was not counted (--bpf-stats counts it)"),
+        "without --bpf-stats the summary must say the programs' run time was not counted:\n{stdout}"
+    );
 }
 
 /// Issue 25: a watch of a program started before it, ended by --duration, is stored as a
 /// run: `runs` lists it as scenario watch, `explain ID` shows its slow calls each with parts
-/// that add up to it (within the rounding of the printed figures) and what the tracer cost,
-/// and `report ID` draws it.
+/// that add up to it (within the rounding of the printed figures) and what the tracer cost
+/// (its programs' run time, asked for with --bpf-stats, which the stored run says), and
+/// `report ID` draws it.
 fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
     let dir = backing();
     let store = dir.path().join("results.sqlite");
@@ -221,6 +226,7 @@ fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
         "2ms",
         "--duration",
         "4s",
+        "--bpf-stats",
     ]);
     let status = wait_at_most(&mut program, Duration::from_secs(60));
     assert!(status.success(), "the watched run failed: {status}");
@@ -244,6 +250,14 @@ fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
         explained.contains("by the tracer in the kernel (BPF)") && explained.contains("its programs ran"),
         "the tracer's cost is not shown:\n{explained}"
     );
+    let (json, _) = with_store(&["show", &id, "--format", "json"]);
+    let stored: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        stored["explain"]["bpf"]["program_stats"],
+        serde_json::Value::Bool(true),
+        "the stored run does not say the run-time statistics were on"
+    );
+    assert_eq!(stored["params"]["bpf_stats"], "on", "{}", stored["params"]);
     // `fsync (fsynclab 812) at 1.234s took 31.800ms; parts add up to 31.800ms`, then one
     // line a part: `   27.161ms  85.4%  waiting for ...`.
     let mut calls = 0;

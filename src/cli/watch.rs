@@ -19,7 +19,9 @@ traced tasks' calls are followed, in the kernel; only slow calls cross to user s
 Ctrl-C, SIGTERM or --duration ends it with the percentiles of every call, per process and
 kind, and records it in the results store as a run of scenario `watch` (`fsynclab runs`
 lists it, `fsynclab explain ID` shows its slow calls with their parts, `fsynclab report
-ID` draws it), with what the tracer cost. Memory stays bounded however long it watches:
+ID` draws it), with what the tracer cost (the BPF programs' own run time only with
+--bpf-stats: counting it times every run of the programs, which the watched calls pay for).
+Memory stays bounded however long it watches:
 the percentiles come from histograms kept in the kernel, and only the 100 slowest calls
 over --threshold are kept with their parts (every one is printed as it comes).
 Killed however, it leaves no BPF program behind (nothing is pinned).
@@ -55,6 +57,11 @@ pub struct WatchArgs {
     /// End after this long (default: at Ctrl-C)
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
+    /// Count the BPF programs' runs and run time (the kernel's run-time statistics), printed
+    /// at the end and recorded; off by default, as the kernel then reads the clock around
+    /// every run of the programs, a cost to every call watched
+    #[arg(long)]
+    pub bpf_stats: bool,
     #[command(flatten)]
     pub record: RecordArgs,
 }

@@ -134,12 +134,16 @@ pub(crate) struct Explanation {
 pub(crate) struct BpfTracing {
     /// Only this many of the slowest calls over the threshold are kept with their parts.
     pub(crate) slowest_kept: u32,
+    /// The kernel's run-time statistics were asked for (`watch --bpf-stats`; before they
+    /// were optional, always: a run stored then has no such field and figures above 0).
+    #[serde(default)]
+    pub(crate) program_stats: bool,
     /// The BPF programs' runs and run time in all (`bpf_prog_info` with the kernel's
-    /// run-time statistics on; 0 where it could not count).
+    /// run-time statistics on; 0 where they were not asked for or could not be counted).
     pub(crate) program_runs: u64,
     pub(crate) program_run_ns: u64,
-    /// Calls not followed (the map of calls in progress full), slow calls not sent (the ring
-    /// buffer full), histogram entries not made (the histogram map full).
+    /// Calls not followed (no task-local storage could be made for the task), slow calls not
+    /// sent (the ring buffer full), histogram entries not made (the histogram map full).
     pub(crate) calls_not_followed: u64,
     pub(crate) records_not_sent: u64,
     pub(crate) histogram_entries_lost: u64,

@@ -146,14 +146,23 @@ pub(crate) fn slowest_calls(e: &Explanation) -> String {
 pub(crate) fn full(e: &Explanation) -> String {
     let mut out = String::new();
     if let Some(b) = &e.bpf {
+        let programs = if b.program_runs > 0 {
+            format!(
+                "its programs ran {} times for {}",
+                b.program_runs,
+                format_latency_ns(b.program_run_ns)
+            )
+        } else if b.program_stats {
+            "its programs' run time could not be counted".to_string()
+        } else {
+            "its programs' run time not counted (watch --bpf-stats counts it)".to_string()
+        };
         let _ = writeln!(
             out,
-            "explained: {}; by the tracer in the kernel (BPF): {} slow calls sent, {} lost; its programs ran {} times for {}, the reader's CPU {}",
+            "explained: {}; by the tracer in the kernel (BPF): {} slow calls sent, {} lost; {programs}, the reader's CPU {}",
             selection(e),
             e.events,
             e.lost_events,
-            b.program_runs,
-            format_latency_ns(b.program_run_ns),
             format_latency_ns(e.reader_cpu_ns)
         );
     } else {

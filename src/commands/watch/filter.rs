@@ -33,6 +33,8 @@ pub(super) fn params(args: &WatchArgs, settings: &Settings) -> BTreeMap<String, 
     if let Some(d) = &args.duration {
         params.insert("duration".to_string(), d.clone());
     }
+    let stats = if settings.run_time_stats { "on" } else { "off" };
+    params.insert("bpf_stats".to_string(), stats.to_string());
     params
 }
 
@@ -96,6 +98,7 @@ pub(super) fn settings(args: &WatchArgs, threshold: Duration, stack_over: Durati
         filter,
         report_threshold: threshold,
         stack_threshold: stack_over,
+        run_time_stats: args.bpf_stats,
     })
 }
 

@@ -73,6 +73,10 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
             crate::units::format_latency_ns(cost.ns / cost.runs),
             cost.ns as f64 / 1e9 / elapsed.as_secs_f64() * 100.0
         );
+    } else if cost.asked {
+        println!("the BPF programs' run time could not be counted (this kernel refused bpf_enable_stats)");
+    } else {
+        println!("the BPF programs' run time was not counted (--bpf-stats counts it)");
     }
     if lost.calls + lost.records + lost.histogram > 0 {
         note!(

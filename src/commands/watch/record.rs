@@ -139,6 +139,7 @@ impl Watched {
         explanation.calls = calls;
         explanation.bpf = Some(BpfTracing {
             slowest_kept: SLOWEST_KEPT as u32,
+            program_stats: self.run_time.asked,
             program_runs: self.run_time.runs,
             program_run_ns: self.run_time.ns,
             calls_not_followed: lost.calls,

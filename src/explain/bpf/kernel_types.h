@@ -43,11 +43,22 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_CGROUP_ARRAY = 8,
 	BPF_MAP_TYPE_RINGBUF = 27,
+	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 
 enum {
 	BPF_ANY = 0,
 	BPF_NOEXIST = 1,
+};
+
+/* include/uapi/linux/bpf.h: a map allocated as it fills (task storage must be), and the
+ * flag that makes bpf_task_storage_get create a task's entry. */
+enum {
+	BPF_F_NO_PREALLOC = 1,
+};
+
+enum {
+	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
 };
 
 /* include/linux/sched.h */

@@ -10,7 +10,9 @@
 //! however it ends (SIGKILL included), the kernel closes them and detaches the program.
 //! [`BpfTracer::follow`] hands each slow call to the caller as it comes
 //! ([`record::SlowCall`]); [`BpfTracer::latencies`] reads the in-kernel histograms of every
-//! call's latency, per process and kind.
+//! call's latency, per process and kind; [`BpfTracer::run_time`] what the programs cost the
+//! kernel, counted only when [`Settings::run_time_stats`] asks for it (the kernel then times
+//! every run of every program, which the traced calls pay for).
 //!
 //! Why libbpf (libbpf-rs) and a C program: libbpf is maintained with the kernel's BPF tree
 //! and is the reference CO-RE loader; aya's BPF-side crates need a nightly toolchain, which
@@ -64,6 +66,9 @@ pub(crate) struct Settings {
     pub(crate) report_threshold: Duration,
     /// A sleep at least this long has its kernel stack taken (at switch-in).
     pub(crate) stack_threshold: Duration,
+    /// Count the programs' runs and run time (the kernel's run-time statistics, which read
+    /// the clock around every run of every program: off unless asked, `watch --bpf-stats`).
+    pub(crate) run_time_stats: bool,
 }
 
 /// The program loaded and attached; dropping it detaches everything.
@@ -73,18 +78,22 @@ pub(crate) struct BpfTracer {
     /// While held, the kernel counts the programs' runs and run time (`bpf_enable_stats`,
     /// reference-counted by the kernel: no sysctl is written, and it ends with the process).
     _stats: Option<OwnedFd>,
+    /// The settings asked for the run-time statistics.
+    stats_asked: bool,
 }
 
 /// What the programs cost the kernel: how often they ran and for how long in all (0 where
-/// the kernel could not count, `_stats` being None).
+/// they were not asked for, or the kernel could not count).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct RunTime {
+    /// The run-time statistics were asked for ([`Settings::run_time_stats`]).
+    pub(crate) asked: bool,
     pub(crate) runs: u64,
     pub(crate) ns: u64,
 }
 
-/// What the kernel side could not keep: calls not followed, records not sent, histogram
-/// entries not made (maps full or ring buffer full).
+/// What the kernel side could not keep: calls not followed (no task storage for the task),
+/// records not sent (ring buffer full), histogram entries not made (histogram map full).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Lost {
     pub(crate) calls: u64,
@@ -161,7 +170,8 @@ impl BpfTracer {
         let tracer = BpfTracer {
             object,
             _links: Vec::new(),
-            _stats: enable_stats(),
+            _stats: settings.run_time_stats.then(enable_stats).flatten(),
+            stats_asked: settings.run_time_stats,
         };
         tracer.configure(settings)?;
         tracer.attach()
@@ -339,9 +349,16 @@ fn enable_stats() -> Option<OwnedFd> {
 }
 
 impl BpfTracer {
-    /// The programs' runs and run time so far, summed.
+    /// The programs' runs and run time so far, summed; nothing read unless asked for (the
+    /// kernel may count them for another holder, but then not over the whole watch).
     pub(crate) fn run_time(&self) -> RunTime {
-        let mut total = RunTime::default();
+        let mut total = RunTime {
+            asked: self.stats_asked,
+            ..RunTime::default()
+        };
+        if !self.stats_asked {
+            return total;
+        }
         for prog in self.object.progs() {
             let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
             let mut len = std::mem::size_of_val(&info) as u32;

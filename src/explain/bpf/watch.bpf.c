@@ -5,10 +5,11 @@
  * journal commits that completed meanwhile.
  *
  * The cost stays with the traced calls: a task is followed by the scheduler hooks only while
- * it is inside a sync call (an entry in `calls`, made at the call's entry when the task
- * passes the filter in `config`: everything, a set of processes, a command name, or the
- * tasks of a cgroup and its descendants). A sleep is timed at switch-out and judged at
- * switch-in; only a sleep longer than
+ * it is inside a sync call (its entry in `calls`, task-local storage, marked at the call's
+ * entry when the task passes the filter in `config`: everything, a set of processes, a
+ * command name, or the tasks of a cgroup and its descendants); for every other task a
+ * scheduler hook costs one pointer read (the task's storage, absent or not in a call).
+ * A sleep is timed at switch-out and judged at switch-in; only a sleep longer than
  * `stack_threshold_ns` has its kernel stack taken (bpf_get_task_stack of the task about to
  * run, which still holds the stack it slept in), as bcc's offcputime and perf's
  * --off-cpu-thresh do. Every call's latency goes into an in-kernel histogram per process and
@@ -63,10 +64,15 @@ static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd
 	bpf_get_current_comm(comm, sizeof(comm));
 	if (!traced(cfg, pid, comm))
 		return 0;
-	struct call *c = bpf_map_lookup_elem(&scratch, &zero);
 	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
-	if (!c || !t)
+	if (!t)
 		return 0;
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
+					      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c) {
+		count_lost(0);
+		return 0;
+	}
 	__builtin_memset(c, 0, sizeof(*c));
 	c->pid = pid;
 	c->tid = tid;
@@ -76,8 +82,6 @@ static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd
 	c->at_entry = *t;
 	bpf_map_update_elem(&process_names, &pid, comm, BPF_NOEXIST);
 	c->start_ns = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&calls, &tid, c, BPF_ANY))
-		count_lost(0);
 	return 0;
 }
 
@@ -106,9 +110,9 @@ static __always_inline u16 bucket_of(u64 ns)
 static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 {
 	u64 now = bpf_ktime_get_ns();
-	u32 tid = (u32)bpf_get_current_pid_tgid(), zero = 0;
-	struct call *c = bpf_map_lookup_elem(&calls, &tid);
-	if (!c)
+	u32 zero = 0;
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (!c || !c->start_ns)
 		return 0;
 	u64 took = now - c->start_ns;
 	struct latency_key key = { .pid = c->pid, .kind = c->kind, .bucket = bucket_of(took) };
@@ -129,7 +133,9 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		if (bpf_ringbuf_output(&events, c, sizeof(*c), 0))
 			count_lost(1);
 	}
-	bpf_map_delete_elem(&calls, &tid);
+	/* Out of the call; the entry stays with the task for its next one. */
+	c->start_ns = 0;
+	c->off_ns = 0;
 	return 0;
 }
 
@@ -206,17 +212,17 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	/* The clock is read only for a task inside a sync call: every switch of the machine
-	 * comes here, and on a VM the clock costs more than the lookups. */
-	u32 prev_tid = prev->pid, next_tid = next->pid;
-	struct call *c = bpf_map_lookup_elem(&calls, &prev_tid);
-	if (c) {
+	/* Every switch of the machine comes here: a task's entry is one pointer read away
+	 * (none for a task that never made a traced call), and the clock is read only for a
+	 * task inside a sync call. */
+	struct call *c = bpf_task_storage_get(&calls, prev, 0, 0);
+	if (c && c->start_ns) {
 		c->off_ns = bpf_ktime_get_ns();
 		c->woken_ns = 0;
 		c->waker_pid = 0;
 		c->off_state = preempt ? 0 : prev_state;
 	}
-	c = bpf_map_lookup_elem(&calls, &next_tid);
+	c = bpf_task_storage_get(&calls, next, 0, 0);
 	if (!c || !c->off_ns)
 		return 0;
 	u64 now = bpf_ktime_get_ns();
@@ -245,8 +251,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_wakeup, struct task_struct *p)
 {
-	u32 tid = p->pid;
-	struct call *c = bpf_map_lookup_elem(&calls, &tid);
+	struct call *c = bpf_task_storage_get(&calls, p, 0, 0);
 	if (!c || !c->off_ns || c->woken_ns)
 		return 0;
 	c->woken_ns = bpf_ktime_get_ns();

@@ -54,7 +54,8 @@ struct sleep {
 	u64 stack[STACK_DEPTH];
 };
 
-/* One sync call in progress, then its record for user space (the same layout). */
+/* One sync call in progress (start_ns not 0), then its record for user space (the same
+ * layout). */
 struct call {
 	u64 start_ns;
 	u64 latency_ns;
@@ -101,19 +102,17 @@ struct {
 	__type(value, u32);
 } cgroups SEC(".maps");
 
+/* The sync call a task is in, in the task itself (task-local storage, hung on its
+ * task_struct): the scheduler hooks, which every switch and wakeup of the machine passes,
+ * find a task's entry with one pointer read, and a task that never made a traced call has
+ * none. An entry is made at a task's first traced call and kept (start_ns 0 between calls)
+ * until the task ends or the program is unloaded, so a call costs no allocation. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct call);
 } calls SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct call);
-} scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -161,8 +160,8 @@ struct {
 	__type(value, char[TASK_COMM_LEN]);
 } process_names SEC(".maps");
 
-/* What was lost: [0] calls not followed (calls full), [1] records not sent (ring full),
- * [2] histogram entries not made (latency full). */
+/* What was lost: [0] calls not followed (no task storage could be made for the task),
+ * [1] records not sent (ring full), [2] histogram entries not made (latency full). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 3);
