@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use super::{EventKind, Jbd2Phase};
+use super::{EventKind, Jbd2Phase, Word};
 
 /// The names a system-call event's line is given here (its own line names the call).
 pub(super) const SYSCALL_ENTER: &str = "syscall enter";
@@ -30,7 +30,7 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             EventKind::SchedSwitch {
                 prev_comm: p[0].into(),
                 prev_pid: p[1].parse().ok()?,
-                prev_state: p[3].to_string(),
+                prev_state: p[3].into(),
                 next_comm: n[0].into(),
                 next_pid: n[1].parse().ok()?,
             }
@@ -138,7 +138,7 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
                 done: name == "writeback_written",
                 bdi,
                 nr_pages: kv.num("nr_pages")?,
-                reason: kv.get("reason")?.to_string(),
+                reason: kv.get("reason")?.into(),
             }
         }
         "global_dirty_state" => {
@@ -155,7 +155,7 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             let (head, rest) = body.split_once(" (")?;
             let mut h = head.split_whitespace();
             let dev = h.next()?.parse().ok()?;
-            let rwbs = h.next()?.to_string();
+            let rwbs = h.next()?.into();
             let bytes = h.next()?.parse().ok()?;
             let (sector, sectors) = sector_range(rest)?;
             EventKind::BlockRqIssue {
@@ -171,7 +171,7 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             let (head, rest) = body.split_once(" (")?;
             let mut h = head.split_whitespace();
             let dev = h.next()?.parse().ok()?;
-            let rwbs = h.next()?.to_string();
+            let rwbs = h.next()?.into();
             let (sector, sectors) = sector_range(rest)?;
             let error = rest.rsplit_once('[')?.1.trim_end().strip_suffix(']')?.parse().ok()?;
             EventKind::BlockRqComplete {
@@ -195,7 +195,10 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             EventKind::XfsLogForce {
                 dev: w.get("dev")?.parse().ok()?,
                 lsn: parse_hex(w.get("lsn")?)?,
-                caller: body.split_once(" caller ").map(|(_, c)| symbol(c)).unwrap_or_default(),
+                caller: body
+                    .split_once(" caller ")
+                    .map(|(_, c)| symbol(c).to_string())
+                    .unwrap_or_default(),
             }
         }
         "xfs_file_fsync" => {
@@ -233,17 +236,17 @@ fn parse_hex(s: &str) -> Option<u64> {
 
 /// A kernel symbol as a stack or `%pS` prints it (`ext4_sync_file+0x1b3/0x2a0 [ext4]`),
 /// without offset and module.
-pub(super) fn symbol(s: &str) -> String {
+pub(super) fn symbol(s: &str) -> &str {
     let s = s.trim();
     let end = s.find(['+', ' ']).unwrap_or(s.len());
-    s[..end].to_string()
+    &s[..end]
 }
 
 /// `bdi 7:0: rest` → (`7:0`, `rest`).
-fn bdi_prefix(body: &str) -> Option<(String, &str)> {
+fn bdi_prefix(body: &str) -> Option<(Word, &str)> {
     let rest = body.strip_prefix("bdi ")?;
     let (bdi, rest) = rest.split_once(": ")?;
-    Some((bdi.to_string(), rest))
+    Some((bdi.into(), rest))
 }
 
 /// `) 1048576 + 8 ...` after a block event's command → (sector, sectors).

@@ -28,10 +28,17 @@ mod body;
 mod lines;
 #[cfg(test)]
 mod tests;
+mod word;
 
 #[cfg(test)]
 pub(crate) use lines::parse_trace;
 pub(crate) use lines::{ParsedTrace, TraceParser};
+pub(crate) use word::Word;
+
+/// A kernel stack, innermost frame first: shared by every event (and off-CPU interval) that
+/// took the same stack, since a trace holds a few hundred distinct stacks and a hundred
+/// thousand sleeps.
+pub(crate) type Frames = std::sync::Arc<[String]>;
 
 /// A block device number, as the kernel prints it in events (`7,0` or `7:0`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -105,7 +112,7 @@ pub(crate) enum EventKind {
     SchedSwitch {
         prev_comm: TaskName,
         prev_pid: u32,
-        prev_state: String,
+        prev_state: Word,
         next_comm: TaskName,
         next_pid: u32,
     },
@@ -125,7 +132,7 @@ pub(crate) enum EventKind {
     SyscallExit { name: String, ret: i64 },
     /// The kernel stack a `stacktrace` trigger printed, innermost frame first, offsets and
     /// module names removed.
-    Stack { frames: Vec<String> },
+    Stack { frames: Frames },
     /// `jbd2:jbd2_{start_commit,commit_locking,commit_flushing,commit_logging,end_commit}`.
     Jbd2Commit {
         phase: Jbd2Phase,
@@ -150,7 +157,7 @@ pub(crate) enum EventKind {
     /// `writeback:balance_dirty_pages`: the task dirtied pages and is throttled; `pause_ms`
     /// is the sleep now starting, `paused_ms` what it slept already in this call. Page counts.
     BalanceDirtyPages {
-        bdi: String,
+        bdi: Word,
         limit_pages: u64,
         setpoint_pages: u64,
         dirty_pages: u64,
@@ -159,13 +166,13 @@ pub(crate) enum EventKind {
     },
     /// `writeback:folio_wait_writeback`: the task waits for page `index` of inode `ino` to
     /// finish writeback.
-    FolioWaitWriteback { bdi: String, ino: u64, index: u64 },
+    FolioWaitWriteback { bdi: Word, ino: u64, index: u64 },
     /// `writeback:writeback_start` / `writeback_written`: a flusher work item on `bdi`.
     Writeback {
         done: bool,
-        bdi: String,
+        bdi: Word,
         nr_pages: i64,
-        reason: String,
+        reason: Word,
     },
     /// `writeback:global_dirty_state`, page counts.
     GlobalDirtyState {
@@ -177,7 +184,7 @@ pub(crate) enum EventKind {
     /// `block:block_rq_issue`: a request goes to the driver.
     BlockRqIssue {
         dev: Dev,
-        rwbs: String,
+        rwbs: Word,
         bytes: u64,
         sector: u64,
         sectors: u32,
@@ -185,7 +192,7 @@ pub(crate) enum EventKind {
     /// `block:block_rq_complete`: a request is done (`error` is a negative errno or 0).
     BlockRqComplete {
         dev: Dev,
-        rwbs: String,
+        rwbs: Word,
         sector: u64,
         sectors: u32,
         error: i32,

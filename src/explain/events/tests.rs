@@ -45,10 +45,11 @@ fn stack_frames_follow_their_header() {
         p.events[0].kind,
         EventKind::Stack {
             frames: vec![
-                "trace_event_raw_event_sched_switch".into(),
+                "trace_event_raw_event_sched_switch".to_string(),
                 "jbd2_journal_commit_transaction".into(),
                 "kjournald2".into()
             ]
+            .into()
         }
     );
     assert_eq!(
@@ -96,7 +97,7 @@ fn block_events_and_their_flags() {
         panic!("{e:?}")
     };
     assert_eq!((rwbs.as_str(), *bytes), ("FF", 0));
-    assert!(Rwbs::parse(rwbs).is_flush());
+    assert!(Rwbs::parse(rwbs.as_str()).is_flush());
     let e = one(
         "     ksoftirqd/1-22      [001] ..s..  1635.709086: block_rq_complete: 7,0 WS () 1048584 + 56 none,0,0 [0]",
     );
@@ -253,4 +254,46 @@ fn a_trace_fed_in_pieces_reads_as_a_whole() {
         assert_eq!(p.finish(), whole, "cut at {cut}");
     }
     assert_eq!(whole.events.len(), 3);
+}
+
+/// Issue 25: a trace holds a hundred thousand sleeps and a few hundred distinct stacks.
+#[test]
+fn identical_stacks_are_kept_once() {
+    let stack = |t: &str| {
+        format!("    dd-10020   [001] d..2.  {t}: <stack trace>\n => __schedule+0x1/0x2\n => jbd2_log_wait_commit+0x3/0x4 [jbd2]\n => ext4_sync_file\n")
+    };
+    let text = [stack("10.000001"), stack("10.000002")].concat();
+    let p = parse_trace(&text);
+    let frames: Vec<_> = p
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Stack { frames } => Some(frames.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(&frames[0][..], ["__schedule", "jbd2_log_wait_commit", "ext4_sync_file"]);
+    assert!(std::sync::Arc::ptr_eq(&frames[0], &frames[1]));
+}
+
+/// trace_pipe can give an event after a later one from another CPU; the parser puts it in
+/// time order as it comes, after the events of the same time it came after.
+#[test]
+fn late_events_go_in_time_order_as_they_come() {
+    let line = |pid: u32, t: &str| format!("            dd-{pid}   [001] .....  {t}: tracing_mark_write: {pid}\n");
+    let text = [
+        line(1, "10.000001"),
+        line(2, "10.000003"),
+        line(3, "10.000005"),
+        line(4, "10.000003"),
+        line(5, "10.000002"),
+    ]
+    .concat();
+    let mut parser = TraceParser::default();
+    for piece in text.as_bytes().chunks(7) {
+        parser.feed(piece);
+    }
+    let pids: Vec<u32> = parser.finish().events.iter().map(|e| e.pid).collect();
+    assert_eq!(pids, [1, 5, 2, 4, 3]);
 }
