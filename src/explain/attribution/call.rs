@@ -152,12 +152,7 @@ impl Index<'_> {
             },
             WaitKind::DirtyThrottle => {
                 let last = self.last_event_of(call.tid, call_start, iv.start, |k| match k {
-                    EventKind::BalanceDirtyPages {
-                        pause_ms,
-                        dirty_pages,
-                        limit_pages,
-                        ..
-                    } => Some((*pause_ms, *dirty_pages, *limit_pages)),
+                    EventKind::BalanceDirtyPages(b) => Some((b.pause_ms, b.dirty_pages, b.limit_pages)),
                     _ => None,
                 });
                 Cause::DirtyThrottle {

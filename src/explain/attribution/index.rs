@@ -146,13 +146,9 @@ impl<'a> Index<'a> {
                         }
                     }
                 }
-                EventKind::Jbd2RunStats {
-                    transaction,
-                    blocks_logged,
-                    ..
-                } => {
-                    if let Some(c) = commits.iter_mut().rev().find(|c| c.transaction == *transaction) {
-                        c.blocks_logged = Some(*blocks_logged);
+                EventKind::Jbd2RunStats(stats) => {
+                    if let Some(c) = commits.iter_mut().rev().find(|c| c.transaction == stats.transaction) {
+                        c.blocks_logged = Some(stats.blocks_logged);
                     }
                 }
                 _ => {}

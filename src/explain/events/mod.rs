@@ -126,10 +126,10 @@ pub(crate) enum EventKind {
     },
     /// `syscalls:sys_enter_NAME`: the event's task enters system call `name` (without the
     /// `sys_` prefix) with these arguments, by name.
-    SyscallEnter { name: String, args: Vec<(String, u64)> },
+    SyscallEnter { name: Word, args: Box<[(Word, u64)]> },
     /// `syscalls:sys_exit_NAME`: system call `name` returns `ret` (a negative errno when it
     /// failed).
-    SyscallExit { name: String, ret: i64 },
+    SyscallExit { name: Word, ret: i64 },
     /// The kernel stack a `stacktrace` trigger printed, innermost frame first, offsets and
     /// module names removed.
     Stack { frames: Frames },
@@ -139,31 +139,11 @@ pub(crate) enum EventKind {
         dev: Dev,
         transaction: u32,
     },
-    /// `jbd2:jbd2_run_stats`, at the end of a commit: how long each phase took, in ms
-    /// (jiffies converted by the kernel, so one jiffy is the resolution).
-    Jbd2RunStats {
-        dev: Dev,
-        transaction: u32,
-        wait_ms: u32,
-        request_delay_ms: u32,
-        running_ms: u32,
-        locked_ms: u32,
-        flushing_ms: u32,
-        logging_ms: u32,
-        handle_count: u32,
-        blocks: u32,
-        blocks_logged: u32,
-    },
-    /// `writeback:balance_dirty_pages`: the task dirtied pages and is throttled; `pause_ms`
-    /// is the sleep now starting, `paused_ms` what it slept already in this call. Page counts.
-    BalanceDirtyPages {
-        bdi: Word,
-        limit_pages: u64,
-        setpoint_pages: u64,
-        dirty_pages: u64,
-        paused_ms: u64,
-        pause_ms: i64,
-    },
+    /// `jbd2:jbd2_run_stats`, at the end of a commit (boxed, as the other large and rare
+    /// events are: every event is as large as the largest kind).
+    Jbd2RunStats(Box<Jbd2RunStats>),
+    /// `writeback:balance_dirty_pages`.
+    BalanceDirtyPages(Box<BalanceDirtyPages>),
     /// `writeback:folio_wait_writeback`: the task waits for page `index` of inode `ino` to
     /// finish writeback.
     FolioWaitWriteback { bdi: Word, ino: u64, index: u64 },
@@ -174,13 +154,8 @@ pub(crate) enum EventKind {
         nr_pages: i64,
         reason: Word,
     },
-    /// `writeback:global_dirty_state`, page counts.
-    GlobalDirtyState {
-        dirty_pages: u64,
-        writeback_pages: u64,
-        background_thresh_pages: u64,
-        thresh_pages: u64,
-    },
+    /// `writeback:global_dirty_state`.
+    GlobalDirtyState(Box<GlobalDirtyState>),
     /// `block:block_rq_issue`: a request goes to the driver.
     BlockRqIssue {
         dev: Dev,
@@ -200,7 +175,7 @@ pub(crate) enum EventKind {
     /// `ext4:ext4_sync_file_enter` / `ext4_sync_file_exit`.
     Ext4SyncFile { exit: bool, dev: Dev, ino: u64 },
     /// `xfs:xfs_log_force`: a log force up to `lsn` (0: everything), asked by `caller`.
-    XfsLogForce { dev: Dev, lsn: u64, caller: String },
+    XfsLogForce { dev: Dev, lsn: u64, caller: Word },
     /// `xfs:xfs_file_fsync`.
     XfsFileFsync { dev: Dev, ino: u64 },
     /// `btrfs:btrfs_transaction_commit`: the commit of transaction `generation`.
@@ -210,7 +185,45 @@ pub(crate) enum EventKind {
     /// A line written to `trace_marker`.
     Marker { text: String },
     /// Any other event, unparsed.
-    Other { name: String, body: String },
+    Other { name: Word, body: Box<str> },
+}
+
+/// `jbd2:jbd2_run_stats`, at the end of a commit: how long each phase took, in ms
+/// (jiffies converted by the kernel, so one jiffy is the resolution).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Jbd2RunStats {
+    pub(crate) dev: Dev,
+    pub(crate) transaction: u32,
+    pub(crate) wait_ms: u32,
+    pub(crate) request_delay_ms: u32,
+    pub(crate) running_ms: u32,
+    pub(crate) locked_ms: u32,
+    pub(crate) flushing_ms: u32,
+    pub(crate) logging_ms: u32,
+    pub(crate) handle_count: u32,
+    pub(crate) blocks: u32,
+    pub(crate) blocks_logged: u32,
+}
+
+/// `writeback:balance_dirty_pages`: the task dirtied pages and is throttled; `pause_ms` is
+/// the sleep now starting, `paused_ms` what it slept already in this call. Page counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BalanceDirtyPages {
+    pub(crate) bdi: Word,
+    pub(crate) limit_pages: u64,
+    pub(crate) setpoint_pages: u64,
+    pub(crate) dirty_pages: u64,
+    pub(crate) paused_ms: u64,
+    pub(crate) pause_ms: i64,
+}
+
+/// `writeback:global_dirty_state`, page counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct GlobalDirtyState {
+    pub(crate) dirty_pages: u64,
+    pub(crate) writeback_pages: u64,
+    pub(crate) background_thresh_pages: u64,
+    pub(crate) thresh_pages: u64,
 }
 
 /// The request flags of a block event (`rwbs`, block/blk-core.c `blk_fill_rwbs`): an

@@ -65,17 +65,13 @@ fn stack_frames_follow_their_header() {
 #[test]
 fn jbd2_events() {
     let e = one("    jbd2/loop0-8-9997    [000] ...1.  1635.710242: jbd2_run_stats: dev 7,0 tid 2 wait 0 request_delay 0 running 1048 locked 0 flushing 0 logging 20 handle_count 150 blocks 6 blocks_logged 8");
-    let EventKind::Jbd2RunStats {
-        transaction,
-        running_ms,
-        logging_ms,
-        blocks_logged,
-        ..
-    } = e.kind
-    else {
+    let EventKind::Jbd2RunStats(s) = &e.kind else {
         panic!("{e:?}")
     };
-    assert_eq!((transaction, running_ms, logging_ms, blocks_logged), (2, 1048, 20, 8));
+    assert_eq!(
+        (s.transaction, s.running_ms, s.logging_ms, s.blocks_logged),
+        (2, 1048, 20, 8)
+    );
     let e =
         one("    jbd2/loop0-8-9997    [000] .....  1635.710246: jbd2_end_commit: dev 7,0 transaction 2 sync 0 head 2");
     assert_eq!(
@@ -153,13 +149,10 @@ fn writeback_events() {
         }
     );
     let e = one("           <...>-31      [000] .....   100.000001: balance_dirty_pages: bdi 7:0: limit=1169243 setpoint=1000 dirty=1200 wb_setpoint=900 wb_dirty=1100 dirty_ratelimit=4 task_ratelimit=0 dirtied=32 dirtied_pause=32 paused=0 pause=200 period=200 think=0 cgroup_ino=1");
-    let EventKind::BalanceDirtyPages {
-        pause_ms, dirty_pages, ..
-    } = e.kind
-    else {
+    let EventKind::BalanceDirtyPages(b) = &e.kind else {
         panic!("{e:?}")
     };
-    assert_eq!((pause_ms, dirty_pages), (200, 1200));
+    assert_eq!((b.pause_ms, b.dirty_pages), (200, 1200));
 }
 
 #[test]
@@ -204,7 +197,7 @@ fn tgid_column_syscalls_and_forks() {
         e.kind,
         EventKind::SyscallEnter {
             name: "fsync".into(),
-            args: vec![("fd".into(), 1)]
+            args: vec![("fd".into(), 1)].into()
         }
     );
     let e = one("              sh-28118   (  28118) [001] .....  6772.871783: sys_openat -> 0xfffffffffffffffe");
@@ -296,4 +289,16 @@ fn late_events_go_in_time_order_as_they_come() {
     }
     let pids: Vec<u32> = parser.finish().events.iter().map(|e| e.pid).collect();
     assert_eq!(pids, [1, 5, 2, 4, 3]);
+}
+
+/// Issue 25: a trace holds a million events, each as large as the largest kind; the large
+/// and rare kinds are boxed and short texts interned to keep every event small.
+#[test]
+fn events_stay_small() {
+    assert!(
+        std::mem::size_of::<EventKind>() <= 32,
+        "{}",
+        std::mem::size_of::<EventKind>()
+    );
+    assert!(std::mem::size_of::<Event>() <= 64, "{}", std::mem::size_of::<Event>());
 }
