@@ -166,6 +166,8 @@ pub(crate) struct TraceParser {
     stack: Option<(Event, String)>,
     /// Every distinct stack read so far, by its frames one per line.
     stacks: HashMap<String, Frames>,
+    /// What the events read so far hold in memory, stacks counted once.
+    held_bytes: u64,
     /// The start of a line whose end has not come yet (bytes: a piece may end inside a
     /// character, never inside a newline).
     partial: Vec<u8>,
@@ -197,11 +199,18 @@ impl TraceParser {
         self.out
     }
 
+    /// What the events read so far hold in memory (their own size, what their kind keeps
+    /// on the heap, each distinct stack once): what the trace's budget counts.
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.held_bytes
+    }
+
     /// Adds `ev` in time order. trace_pipe merges the per-CPU buffers while they are being
     /// written, so an event can come out after a later one from another CPU; it goes in
     /// after every event not later than itself (as a stable sort would put it), which is
     /// near the end: no sort of the whole trace, and no second buffer for one.
     fn push(&mut self, ev: Event) {
+        self.held_bytes += ev.held_bytes();
         let events = &mut self.out.events;
         match events.last() {
             Some(last) if last.ts_ns > ev.ts_ns => {
@@ -218,6 +227,10 @@ impl TraceParser {
                 Some(frames) => Frames::clone(frames),
                 None => {
                     let frames: Frames = key.lines().map(str::to_string).collect();
+                    self.held_bytes += frames
+                        .iter()
+                        .map(|f| (f.len() + std::mem::size_of::<String>()) as u64)
+                        .sum::<u64>();
                     self.stacks.insert(key, Frames::clone(&frames));
                     frames
                 }

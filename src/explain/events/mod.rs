@@ -93,6 +93,23 @@ pub(crate) struct Event {
     pub(crate) kind: EventKind,
 }
 
+impl Event {
+    /// The bytes this event holds: itself and what its kind keeps on the heap (a stack's
+    /// frames are shared, and counted once by the parser that read them).
+    pub(crate) fn held_bytes(&self) -> u64 {
+        let heap = match &self.kind {
+            EventKind::Jbd2RunStats(_) => std::mem::size_of::<Jbd2RunStats>(),
+            EventKind::BalanceDirtyPages(_) => std::mem::size_of::<BalanceDirtyPages>(),
+            EventKind::GlobalDirtyState(_) => std::mem::size_of::<GlobalDirtyState>(),
+            EventKind::SyscallEnter { args, .. } => std::mem::size_of_val::<[(Word, u64)]>(args),
+            EventKind::Marker { text } => text.capacity(),
+            EventKind::Other { body, .. } => body.len(),
+            _ => 0,
+        };
+        (std::mem::size_of::<Event>() + heap) as u64
+    }
+}
+
 /// A jbd2 commit phase event: `jbd2_start_commit` ... `jbd2_end_commit`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

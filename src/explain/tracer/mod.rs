@@ -39,8 +39,8 @@
 //! The trace is read into events as it comes: the reader hands each drain's text to a
 //! parser thread, which reads it into events and drops it (the text is kept only when
 //! [`TraceConfig::keep_text`] asks), each distinct kernel stack kept once and shared. Tracing
-//! stops (and says so) once [`TraceConfig::budget_bytes`] of text were read, so that the
-//! events' memory is bounded.
+//! stops (and says so) once the events hold [`TraceConfig::budget_bytes`] of memory, so that
+//! the trace's memory is bounded however long the run.
 //!
 //! The parts: `config` (what to trace: the threads, the filesystem, the settings), `trace`
 //! (a finished trace, and its saved form), `filters` (which events, for which threads),

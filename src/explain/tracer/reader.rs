@@ -5,7 +5,7 @@
 
 use std::io::Read as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use anyhow::Result;
 
@@ -89,16 +89,21 @@ pub(super) struct Read {
 /// end, after tracing is off. Each drain's text goes to a second thread, the parser, that
 /// reads it into events and drops it: the text is never kept (unless `keep_text`), and
 /// the drains are not held up by the parsing (a reader that parsed between drains could
-/// fall behind a busy run and the kernel would drop events). Once `budget_bytes` of text
-/// have been read, tracing is turned off: what was traced until then is kept and the rest
-/// of the run is not explained, so that a run of a million calls cannot fill the memory
-/// with its events. The CPU time returned is both threads'.
+/// fall behind a busy run and the kernel would drop events). Once the events read hold
+/// `budget_bytes` of memory ([`TraceParser::held_bytes`]), tracing is turned off: what was
+/// traced until then is kept and the rest of the run is not explained, so that a run of a
+/// million calls cannot fill the memory with its events. The budget counts the events, not
+/// the text read, since the text is not kept: an event holds 64 bytes (and its stack
+/// shared with the others that took it) for about 170 bytes of text. The CPU time returned
+/// is both threads'.
 pub(super) fn read_pipes(sources: Vec<Source>, budget_bytes: u64, keep_text: bool, stop: &AtomicBool) -> Result<Read> {
     let (to_parser, pieces) = std::sync::mpsc::channel::<(usize, Vec<u8>)>();
     let count = sources.len();
+    let held = std::sync::Arc::new(AtomicU64::new(0));
+    let held_by_parser = std::sync::Arc::clone(&held);
     let parser = std::thread::Builder::new()
         .name("trace-parser".into())
-        .spawn(move || parse_pieces(count, &pieces, keep_text))
+        .spawn(move || parse_pieces(count, &pieces, keep_text, &held_by_parser))
         .map_err(|e| anyhow::anyhow!("cannot start the trace parser thread: {e}"))?;
     let mut sources = sources;
     let mut buf = vec![0u8; 1 << 16];
@@ -122,7 +127,7 @@ pub(super) fn read_pipes(sources: Vec<Source>, budget_bytes: u64, keep_text: boo
                 let _ = to_parser.send((i, piece));
             }
         }
-        if bytes >= budget_bytes && cut_at_ns.is_none() {
+        if held.load(Ordering::Relaxed) >= budget_bytes && cut_at_ns.is_none() {
             cut_at_ns = Some(monotonic_ns());
             for source in &sources {
                 let _ = std::fs::write(&source.tracing_on, "0");
@@ -151,12 +156,13 @@ pub(super) fn read_pipes(sources: Vec<Source>, budget_bytes: u64, keep_text: boo
 const PIECE_BYTES: usize = 1 << 20;
 
 /// The parser thread: reads the pieces of each of `count` sources into events as they
-/// come, until the reader hangs up; returns the events of all sources in time order, the
-/// text when asked for, and its own CPU time.
+/// come, keeping `held` up to date with what they hold, until the reader hangs up; returns
+/// the events of all sources in time order, the text when asked for, and its own CPU time.
 fn parse_pieces(
     count: usize,
     pieces: &std::sync::mpsc::Receiver<(usize, Vec<u8>)>,
     keep_text: bool,
+    held: &AtomicU64,
 ) -> (ParsedTrace, Option<String>, u64) {
     let mut parsers: Vec<TraceParser> = (0..count).map(|_| TraceParser::default()).collect();
     let mut texts: Vec<String> = vec![String::new(); if keep_text { count } else { 0 }];
@@ -167,6 +173,7 @@ fn parse_pieces(
         if let Some(text) = texts.get_mut(i) {
             text.push_str(&String::from_utf8_lossy(&piece));
         }
+        held.store(parsers.iter().map(TraceParser::held_bytes).sum(), Ordering::Relaxed);
     }
     let mut parsed = ParsedTrace::default();
     for part in parsers.into_iter().map(TraceParser::finish) {
