@@ -90,7 +90,8 @@ pub(super) struct Read {
 /// reads it into events and drops it: the text is never kept (unless `keep_text`), and
 /// the drains are not held up by the parsing (a reader that parsed between drains could
 /// fall behind a busy run and the kernel would drop events). Once the events read hold
-/// `budget_bytes` of memory ([`TraceParser::held_bytes`]), tracing is turned off: what was
+/// `budget_bytes` of memory ([`TraceParser::held_bytes`], plus the text the parser has not
+/// read yet), tracing is turned off: what was
 /// traced until then is kept and the rest of the run is not explained, so that a run of a
 /// million calls cannot fill the memory with its events. The budget counts the events, not
 /// the text read, since the text is not kept: an event holds 64 bytes (and its stack
@@ -99,7 +100,8 @@ pub(super) struct Read {
 pub(super) fn read_pipes(sources: Vec<Source>, budget_bytes: u64, keep_text: bool, stop: &AtomicBool) -> Result<Read> {
     let (to_parser, pieces) = std::sync::mpsc::channel::<(usize, Vec<u8>)>();
     let count = sources.len();
-    let held = std::sync::Arc::new(AtomicU64::new(0));
+    // What the parsed events hold, and the text parsed so far (the rest waits in memory).
+    let held = std::sync::Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
     let held_by_parser = std::sync::Arc::clone(&held);
     let parser = std::thread::Builder::new()
         .name("trace-parser".into())
@@ -127,7 +129,8 @@ pub(super) fn read_pipes(sources: Vec<Source>, budget_bytes: u64, keep_text: boo
                 let _ = to_parser.send((i, piece));
             }
         }
-        if held.load(Ordering::Relaxed) >= budget_bytes && cut_at_ns.is_none() {
+        let waiting = bytes.saturating_sub(held[1].load(Ordering::Relaxed));
+        if held[0].load(Ordering::Relaxed) + waiting >= budget_bytes && cut_at_ns.is_none() {
             cut_at_ns = Some(monotonic_ns());
             for source in &sources {
                 let _ = std::fs::write(&source.tracing_on, "0");
@@ -162,8 +165,14 @@ fn parse_pieces(
     count: usize,
     pieces: &std::sync::mpsc::Receiver<(usize, Vec<u8>)>,
     keep_text: bool,
-    held: &AtomicU64,
+    held: &[AtomicU64; 2],
 ) -> (ParsedTrace, Option<String>, u64) {
+    // The parser gives way to the measured threads: it runs at the lowest priority (nice
+    // 19, setpriority(2) on Linux sets the calling thread's), and catches up when they
+    // sleep or once tracing is over; the text it has not read yet counts in the budget.
+    // SAFETY: setpriority reads only its integer arguments; who = 0 is the calling thread.
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+    let mut parsed_bytes = 0u64;
     let mut parsers: Vec<TraceParser> = (0..count).map(|_| TraceParser::default()).collect();
     let mut texts: Vec<String> = vec![String::new(); if keep_text { count } else { 0 }];
     for (i, piece) in pieces {
@@ -173,7 +182,9 @@ fn parse_pieces(
         if let Some(text) = texts.get_mut(i) {
             text.push_str(&String::from_utf8_lossy(&piece));
         }
-        held.store(parsers.iter().map(TraceParser::held_bytes).sum(), Ordering::Relaxed);
+        parsed_bytes += piece.len() as u64;
+        held[0].store(parsers.iter().map(TraceParser::held_bytes).sum(), Ordering::Relaxed);
+        held[1].store(parsed_bytes, Ordering::Relaxed);
     }
     let mut parsed = ParsedTrace::default();
     for part in parsers.into_iter().map(TraceParser::finish) {
