@@ -111,7 +111,7 @@ pub(crate) struct Explanation {
     /// CPU time of the thread that read the trace, ns.
     pub(crate) reader_cpu_ns: u64,
     /// Bytes of trace text read, and when (on the run clock) tracing stopped because the
-    /// trace reached its budget: calls after that are not explained.
+    /// trace's events reached their budget of memory: calls after that are not explained.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) trace_bytes: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -286,7 +286,7 @@ impl Explanation {
         }
         if let Some(cut) = trace.cut_at_ns {
             self.notes.push(format!(
-                "tracing stopped at {:.3}s, when the trace reached its budget of {} MiB: later calls are not explained",
+                "tracing stopped at {:.3}s, when the trace's events reached their budget of {} MiB: later calls are not explained",
                 cut.saturating_sub(trace.origin_ns) as f64 / 1e9,
                 super::tracer::TRACE_BUDGET_BYTES >> 20
             ));

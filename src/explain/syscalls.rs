@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use super::events::{Event, EventKind};
+use super::events::{Event, EventKind, Word};
 use super::tracer::{F_DUPFD, F_DUPFD_CLOEXEC, MS_SYNC, O_DSYNC, O_SYNC_ONLY};
 use crate::measure::{OpKind, Sample};
 use crate::sys::Errno;
@@ -44,7 +44,7 @@ fn is_write(call: &str) -> bool {
 
 /// The descriptor a call copies, when it is a copy (`dup`, `dup2`, `dup3`, `fcntl` with
 /// F_DUPFD or F_DUPFD_CLOEXEC); the copy is what it returns.
-fn copied_fd(call: &str, args: &[(String, u64)]) -> Option<u64> {
+fn copied_fd(call: &str, args: &[(Word, u64)]) -> Option<u64> {
     match call {
         "dup" => arg(args, "fildes"),
         "dup2" | "dup3" => arg(args, "oldfd"),
@@ -53,8 +53,8 @@ fn copied_fd(call: &str, args: &[(String, u64)]) -> Option<u64> {
     }
 }
 
-fn arg(args: &[(String, u64)], name: &str) -> Option<u64> {
-    args.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+fn arg(args: &[(Word, u64)], name: &str) -> Option<u64> {
+    args.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
 }
 
 /// The sync calls in `events` (in time order) as samples on the run clock, whose zero is
@@ -83,7 +83,7 @@ pub(crate) fn sync_calls(events: &[Event], origin_ns: u64, root: u32) -> Vec<Sam
                 let copy = sync_fds.get(&tgid).cloned().unwrap_or_default();
                 forked.insert(*child_pid, (tgid, copy));
             }
-            EventKind::SyscallEnter { name, args } if name == "close" => {
+            EventKind::SyscallEnter { name, args } if *name == "close" => {
                 if let (Some(fd), Some(fds)) = (arg(args, "fd"), sync_fds.get_mut(&tgid)) {
                     fds.remove(&fd);
                 }
@@ -92,13 +92,14 @@ pub(crate) fn sync_calls(events: &[Event], origin_ns: u64, root: u32) -> Vec<Sam
                 entered.insert(e.pid, e);
             }
             EventKind::SyscallExit { name, ret } => {
+                let name = name.as_str();
                 let Some(enter) = entered.remove(&e.pid) else {
                     continue;
                 };
                 let EventKind::SyscallEnter { name: enter_name, args } = &enter.kind else {
                     continue;
                 };
-                if enter_name != name {
+                if enter_name.as_str() != name {
                     continue;
                 }
                 if let Some(old) = copied_fd(name, args) {
@@ -113,7 +114,7 @@ pub(crate) fn sync_calls(events: &[Event], origin_ns: u64, root: u32) -> Vec<Sam
                     }
                     continue;
                 }
-                if matches!(name.as_str(), "open" | "openat") {
+                if matches!(name, "open" | "openat") {
                     let flags = arg(args, "flags").unwrap_or(0);
                     if *ret >= 0 && flags & O_DSYNC != 0 {
                         let kind = if flags & O_SYNC_ONLY != 0 {

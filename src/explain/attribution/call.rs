@@ -101,7 +101,7 @@ impl Index<'_> {
 
     /// The cause of the off-CPU interval `iv` of the call's thread, clipped to [a, b].
     pub(super) fn cause_of(&self, iv: &OffCpu, call: &Call, a: u64, b: u64, follow: bool) -> Cause {
-        if iv.state.starts_with('R') {
+        if iv.state.as_str().starts_with('R') {
             return Cause::Runnable;
         }
         if iv.state == UNSEEN_SWITCH {
@@ -115,7 +115,7 @@ impl Index<'_> {
             .map(|(w, _)| *w);
         let Some(frames) = &iv.stack else {
             // Interruptible sleeps get no stack (tracer::filters::STACK_STATES).
-            return match (iv.state.starts_with('S'), waker, &iv.woken_by) {
+            return match (iv.state.as_str().starts_with('S'), waker, &iv.woken_by) {
                 (true, Some(waker), _) => Cause::WaitedForThread {
                     thread: waker,
                     call: self.sync_waited_for(waker, a, iv.woken_ns.unwrap_or(b), follow),
@@ -152,12 +152,7 @@ impl Index<'_> {
             },
             WaitKind::DirtyThrottle => {
                 let last = self.last_event_of(call.tid, call_start, iv.start, |k| match k {
-                    EventKind::BalanceDirtyPages {
-                        pause_ms,
-                        dirty_pages,
-                        limit_pages,
-                        ..
-                    } => Some((*pause_ms, *dirty_pages, *limit_pages)),
+                    EventKind::BalanceDirtyPages(b) => Some((b.pause_ms, b.dirty_pages, b.limit_pages)),
                     _ => None,
                 });
                 Cause::DirtyThrottle {

@@ -159,7 +159,7 @@ impl Index<'_> {
                 continue;
             }
             off += b - a;
-            if iv.state.starts_with('R') {
+            if iv.state.as_str().starts_with('R') {
                 add("waiting for a CPU", b - a);
                 continue;
             }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::super::events::{EventKind, Jbd2Phase, Rwbs};
+use super::super::events::{EventKind, Frames, Jbd2Phase, Rwbs, Word};
 use super::super::tracer::Trace;
 use super::Span;
 
@@ -18,8 +18,8 @@ pub(super) struct OffCpu {
     pub(super) start: u64,
     /// None: still off CPU when the trace stopped.
     pub(super) end: Option<u64>,
-    pub(super) state: String,
-    pub(super) stack: Option<Vec<String>>,
+    pub(super) state: Word,
+    pub(super) stack: Option<Frames>,
     /// When it was woken (made runnable), if the trace saw it, and by which task.
     pub(super) woken_ns: Option<u64>,
     pub(super) woken_by: Option<(u32, crate::measure::TaskName)>,
@@ -89,7 +89,7 @@ impl<'a> Index<'a> {
                     intervals.push(OffCpu {
                         start: ev.ts_ns,
                         end: None,
-                        state: prev_state.clone(),
+                        state: *prev_state,
                         stack: None,
                         woken_ns: None,
                         woken_by: None,
@@ -98,7 +98,7 @@ impl<'a> Index<'a> {
                 EventKind::Stack { frames } => {
                     if let Some(iv) = off_cpu.get_mut(&ev.pid).and_then(|v| v.last_mut()) {
                         if iv.stack.is_none() && iv.end.is_none() {
-                            iv.stack = Some(frames.clone());
+                            iv.stack = Some(Frames::clone(frames));
                         }
                     }
                 }
@@ -111,11 +111,11 @@ impl<'a> Index<'a> {
                         }
                     }
                 }
-                EventKind::BlockRqIssue { rwbs, .. } if Rwbs::parse(rwbs).is_flush() => {
+                EventKind::BlockRqIssue { rwbs, .. } if Rwbs::parse(rwbs.as_str()).is_flush() => {
                     flush_issues.push_back(ev.ts_ns);
                 }
                 EventKind::BlockRqComplete { rwbs, sectors, .. } => {
-                    let r = Rwbs::parse(rwbs);
+                    let r = Rwbs::parse(rwbs.as_str());
                     if r.is_flush() {
                         // Flush requests carry no sector to match by; the device completes
                         // them in order, so the oldest issue is this one's.
@@ -146,13 +146,9 @@ impl<'a> Index<'a> {
                         }
                     }
                 }
-                EventKind::Jbd2RunStats {
-                    transaction,
-                    blocks_logged,
-                    ..
-                } => {
-                    if let Some(c) = commits.iter_mut().rev().find(|c| c.transaction == *transaction) {
-                        c.blocks_logged = Some(*blocks_logged);
+                EventKind::Jbd2RunStats(stats) => {
+                    if let Some(c) = commits.iter_mut().rev().find(|c| c.transaction == stats.transaction) {
+                        c.blocks_logged = Some(stats.blocks_logged);
                     }
                 }
                 _ => {}

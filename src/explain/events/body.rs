@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use super::{EventKind, Jbd2Phase};
+use super::{BalanceDirtyPages, EventKind, GlobalDirtyState, Jbd2Phase, Jbd2RunStats, Word};
 
 /// The names a system-call event's line is given here (its own line names the call).
 pub(super) const SYSCALL_ENTER: &str = "syscall enter";
@@ -15,8 +15,8 @@ impl EventKind {
     /// do not match the expected format become [`EventKind::Other`].
     pub(crate) fn parse(name: &str, body: &str) -> EventKind {
         parse_known(name, body).unwrap_or_else(|| EventKind::Other {
-            name: name.to_string(),
-            body: body.to_string(),
+            name: name.into(),
+            body: body.into(),
         })
     }
 }
@@ -30,7 +30,7 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             EventKind::SchedSwitch {
                 prev_comm: p[0].into(),
                 prev_pid: p[1].parse().ok()?,
-                prev_state: p[3].to_string(),
+                prev_state: p[3].into(),
                 next_comm: n[0].into(),
                 next_pid: n[1].parse().ok()?,
             }
@@ -58,11 +58,11 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
                 .filter(|a| !a.is_empty())
                 .map(|a| {
                     let (k, v) = a.split_once(": ")?;
-                    Some((k.to_string(), parse_hex(v)?))
+                    Some((k.into(), parse_hex(v)?))
                 })
-                .collect::<Option<Vec<_>>>()?;
+                .collect::<Option<Box<[_]>>>()?;
             EventKind::SyscallEnter {
-                name: call.to_string(),
+                name: call.into(),
                 args,
             }
         }
@@ -70,7 +70,7 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             // `fsync -> 0x0`, `openat -> 0xfffffffffffffffe` (-ENOENT).
             let (call, ret) = body.split_once(" -> ")?;
             EventKind::SyscallExit {
-                name: call.to_string(),
+                name: call.into(),
                 ret: parse_hex(ret.trim())? as i64,
             }
         }
@@ -96,7 +96,7 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
         "jbd2_run_stats" => {
             let w = Words::new(body);
             let n = |k: &str| w.get(k)?.parse::<u32>().ok();
-            EventKind::Jbd2RunStats {
+            EventKind::Jbd2RunStats(Box::new(Jbd2RunStats {
                 dev: w.get("dev")?.parse().ok()?,
                 transaction: n("tid")?,
                 wait_ms: n("wait")?,
@@ -108,19 +108,19 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
                 handle_count: n("handle_count")?,
                 blocks: n("blocks")?,
                 blocks_logged: n("blocks_logged")?,
-            }
+            }))
         }
         "balance_dirty_pages" => {
             let (bdi, rest) = bdi_prefix(body)?;
             let kv = KeyValues::new(rest);
-            EventKind::BalanceDirtyPages {
+            EventKind::BalanceDirtyPages(Box::new(BalanceDirtyPages {
                 bdi,
                 limit_pages: kv.num("limit")?,
                 setpoint_pages: kv.num("setpoint")?,
                 dirty_pages: kv.num("dirty")?,
                 paused_ms: kv.num("paused")?,
                 pause_ms: kv.num("pause")?,
-            }
+            }))
         }
         "folio_wait_writeback" => {
             let (bdi, rest) = bdi_prefix(body)?;
@@ -138,24 +138,24 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
                 done: name == "writeback_written",
                 bdi,
                 nr_pages: kv.num("nr_pages")?,
-                reason: kv.get("reason")?.to_string(),
+                reason: kv.get("reason")?.into(),
             }
         }
         "global_dirty_state" => {
             let kv = KeyValues::new(body);
-            EventKind::GlobalDirtyState {
+            EventKind::GlobalDirtyState(Box::new(GlobalDirtyState {
                 dirty_pages: kv.num("dirty")?,
                 writeback_pages: kv.num("writeback")?,
                 background_thresh_pages: kv.num("bg_thresh")?,
                 thresh_pages: kv.num("thresh")?,
-            }
+            }))
         }
         "block_rq_issue" => {
             // `7,0 WS 4096 () 1048576 + 8 be,0,3 [jbd2/loop0-8]`
             let (head, rest) = body.split_once(" (")?;
             let mut h = head.split_whitespace();
             let dev = h.next()?.parse().ok()?;
-            let rwbs = h.next()?.to_string();
+            let rwbs = h.next()?.into();
             let bytes = h.next()?.parse().ok()?;
             let (sector, sectors) = sector_range(rest)?;
             EventKind::BlockRqIssue {
@@ -171,7 +171,7 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             let (head, rest) = body.split_once(" (")?;
             let mut h = head.split_whitespace();
             let dev = h.next()?.parse().ok()?;
-            let rwbs = h.next()?.to_string();
+            let rwbs = h.next()?.into();
             let (sector, sectors) = sector_range(rest)?;
             let error = rest.rsplit_once('[')?.1.trim_end().strip_suffix(']')?.parse().ok()?;
             EventKind::BlockRqComplete {
@@ -195,7 +195,9 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             EventKind::XfsLogForce {
                 dev: w.get("dev")?.parse().ok()?,
                 lsn: parse_hex(w.get("lsn")?)?,
-                caller: body.split_once(" caller ").map(|(_, c)| symbol(c)).unwrap_or_default(),
+                caller: body
+                    .split_once(" caller ")
+                    .map_or_else(|| "".into(), |(_, c)| symbol(c).into()),
             }
         }
         "xfs_file_fsync" => {
@@ -233,17 +235,17 @@ fn parse_hex(s: &str) -> Option<u64> {
 
 /// A kernel symbol as a stack or `%pS` prints it (`ext4_sync_file+0x1b3/0x2a0 [ext4]`),
 /// without offset and module.
-pub(super) fn symbol(s: &str) -> String {
+pub(super) fn symbol(s: &str) -> &str {
     let s = s.trim();
     let end = s.find(['+', ' ']).unwrap_or(s.len());
-    s[..end].to_string()
+    &s[..end]
 }
 
 /// `bdi 7:0: rest` → (`7:0`, `rest`).
-fn bdi_prefix(body: &str) -> Option<(String, &str)> {
+fn bdi_prefix(body: &str) -> Option<(Word, &str)> {
     let rest = body.strip_prefix("bdi ")?;
     let (bdi, rest) = rest.split_once(": ")?;
-    Some((bdi.to_string(), rest))
+    Some((bdi.into(), rest))
 }
 
 /// `) 1048576 + 8 ...` after a block event's command → (sector, sectors).

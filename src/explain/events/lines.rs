@@ -1,8 +1,10 @@
 //! A trace's lines: `TASK-PID [CPU] FLAGS SECONDS.MICROS: EVENT: BODY`, the ` => function`
 //! frames of a stack, and `CPU:N [LOST M EVENTS]`, gathered into events in time order.
 
+use std::collections::HashMap;
+
 use super::body::{symbol, SYSCALL_ENTER, SYSCALL_EXIT};
-use super::{Event, EventKind};
+use super::{Event, EventKind, Frames};
 
 /// What a whole trace text held.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -155,12 +157,17 @@ pub(crate) fn parse_trace(text: &str) -> ParsedTrace {
 
 /// Reads a trace as it comes, in pieces cut anywhere (what `trace_pipe` gives each read),
 /// so that the text need not be kept: a line is read once it is whole, and a stack once
-/// the line after its last frame has come.
+/// the line after its last frame has come. Each distinct stack is kept once, shared by
+/// every event that took it.
 #[derive(Default)]
 pub(crate) struct TraceParser {
     out: ParsedTrace,
-    /// The stack being read: its event and the frames so far.
-    stack: Option<(Event, Vec<String>)>,
+    /// The stack being read: its event, and its frames so far, one per line.
+    stack: Option<(Event, String)>,
+    /// Every distinct stack read so far, by its frames one per line.
+    stacks: HashMap<String, Frames>,
+    /// What the events read so far hold in memory, stacks counted once.
+    held_bytes: u64,
     /// The start of a line whose end has not come yet (bytes: a piece may end inside a
     /// character, never inside a newline).
     partial: Vec<u8>,
@@ -189,17 +196,47 @@ impl TraceParser {
         let partial = std::mem::take(&mut self.partial);
         self.lines(&String::from_utf8_lossy(&partial));
         self.end_stack();
-        // trace_pipe merges the per-CPU buffers while they are being written, so an event
-        // can come out after a later one from another CPU; the attribution reads them in
-        // time order. The sort is stable: a stack stays after the switch it belongs to.
-        self.out.events.sort_by_key(|e| e.ts_ns);
         self.out
     }
 
+    /// What the events read so far hold in memory (their own size, what their kind keeps
+    /// on the heap, each distinct stack once): what the trace's budget counts.
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.held_bytes
+    }
+
+    /// Adds `ev` in time order. trace_pipe merges the per-CPU buffers while they are being
+    /// written, so an event can come out after a later one from another CPU; it goes in
+    /// after every event not later than itself (as a stable sort would put it), which is
+    /// near the end: no sort of the whole trace, and no second buffer for one.
+    fn push(&mut self, ev: Event) {
+        self.held_bytes += ev.held_bytes();
+        let events = &mut self.out.events;
+        match events.last() {
+            Some(last) if last.ts_ns > ev.ts_ns => {
+                let at = events.partition_point(|e| e.ts_ns <= ev.ts_ns);
+                events.insert(at, ev);
+            }
+            _ => events.push(ev),
+        }
+    }
+
     fn end_stack(&mut self) {
-        if let Some((mut ev, frames)) = self.stack.take() {
+        if let Some((mut ev, key)) = self.stack.take() {
+            let frames = match self.stacks.get(&key) {
+                Some(frames) => Frames::clone(frames),
+                None => {
+                    let frames: Frames = key.lines().map(str::to_string).collect();
+                    self.held_bytes += frames
+                        .iter()
+                        .map(|f| (f.len() + std::mem::size_of::<String>()) as u64)
+                        .sum::<u64>();
+                    self.stacks.insert(key, Frames::clone(&frames));
+                    frames
+                }
+            };
             ev.kind = EventKind::Stack { frames };
-            self.out.events.push(ev);
+            self.push(ev);
         }
     }
 
@@ -207,7 +244,10 @@ impl TraceParser {
         for line in text.lines() {
             match parse_line(line) {
                 Some(Line::Frame(f)) => match &mut self.stack {
-                    Some((_, frames)) => frames.push(symbol(f)),
+                    Some((_, frames)) => {
+                        frames.push_str(symbol(f));
+                        frames.push('\n');
+                    }
                     None => self.out.unparsed_lines += 1,
                 },
                 Some(Line::StackStart {
@@ -225,9 +265,11 @@ impl TraceParser {
                             pid,
                             tgid,
                             comm: comm.into(),
-                            kind: EventKind::Stack { frames: Vec::new() },
+                            // Its frames once they have all come (end_stack); a kind that
+                            // allocates nothing meanwhile.
+                            kind: EventKind::Marker { text: String::new() },
                         },
-                        Vec::new(),
+                        String::new(),
                     ));
                 }
                 Some(Line::Event {
@@ -240,7 +282,7 @@ impl TraceParser {
                     body,
                 }) => {
                     self.end_stack();
-                    self.out.events.push(Event {
+                    self.push(Event {
                         ts_ns,
                         cpu,
                         pid,

@@ -28,10 +28,17 @@ mod body;
 mod lines;
 #[cfg(test)]
 mod tests;
+mod word;
 
 #[cfg(test)]
 pub(crate) use lines::parse_trace;
 pub(crate) use lines::{ParsedTrace, TraceParser};
+pub(crate) use word::Word;
+
+/// A kernel stack, innermost frame first: shared by every event (and off-CPU interval) that
+/// took the same stack, since a trace holds a few hundred distinct stacks and a hundred
+/// thousand sleeps.
+pub(crate) type Frames = std::sync::Arc<[String]>;
 
 /// A block device number, as the kernel prints it in events (`7,0` or `7:0`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -86,6 +93,23 @@ pub(crate) struct Event {
     pub(crate) kind: EventKind,
 }
 
+impl Event {
+    /// The bytes this event holds: itself and what its kind keeps on the heap (a stack's
+    /// frames are shared, and counted once by the parser that read them).
+    pub(crate) fn held_bytes(&self) -> u64 {
+        let heap = match &self.kind {
+            EventKind::Jbd2RunStats(_) => std::mem::size_of::<Jbd2RunStats>(),
+            EventKind::BalanceDirtyPages(_) => std::mem::size_of::<BalanceDirtyPages>(),
+            EventKind::GlobalDirtyState(_) => std::mem::size_of::<GlobalDirtyState>(),
+            EventKind::SyscallEnter { args, .. } => std::mem::size_of_val::<[(Word, u64)]>(args),
+            EventKind::Marker { text } => text.capacity(),
+            EventKind::Other { body, .. } => body.len(),
+            _ => 0,
+        };
+        (std::mem::size_of::<Event>() + heap) as u64
+    }
+}
+
 /// A jbd2 commit phase event: `jbd2_start_commit` ... `jbd2_end_commit`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,7 +129,7 @@ pub(crate) enum EventKind {
     SchedSwitch {
         prev_comm: TaskName,
         prev_pid: u32,
-        prev_state: String,
+        prev_state: Word,
         next_comm: TaskName,
         next_pid: u32,
     },
@@ -119,65 +143,40 @@ pub(crate) enum EventKind {
     },
     /// `syscalls:sys_enter_NAME`: the event's task enters system call `name` (without the
     /// `sys_` prefix) with these arguments, by name.
-    SyscallEnter { name: String, args: Vec<(String, u64)> },
+    SyscallEnter { name: Word, args: Box<[(Word, u64)]> },
     /// `syscalls:sys_exit_NAME`: system call `name` returns `ret` (a negative errno when it
     /// failed).
-    SyscallExit { name: String, ret: i64 },
+    SyscallExit { name: Word, ret: i64 },
     /// The kernel stack a `stacktrace` trigger printed, innermost frame first, offsets and
     /// module names removed.
-    Stack { frames: Vec<String> },
+    Stack { frames: Frames },
     /// `jbd2:jbd2_{start_commit,commit_locking,commit_flushing,commit_logging,end_commit}`.
     Jbd2Commit {
         phase: Jbd2Phase,
         dev: Dev,
         transaction: u32,
     },
-    /// `jbd2:jbd2_run_stats`, at the end of a commit: how long each phase took, in ms
-    /// (jiffies converted by the kernel, so one jiffy is the resolution).
-    Jbd2RunStats {
-        dev: Dev,
-        transaction: u32,
-        wait_ms: u32,
-        request_delay_ms: u32,
-        running_ms: u32,
-        locked_ms: u32,
-        flushing_ms: u32,
-        logging_ms: u32,
-        handle_count: u32,
-        blocks: u32,
-        blocks_logged: u32,
-    },
-    /// `writeback:balance_dirty_pages`: the task dirtied pages and is throttled; `pause_ms`
-    /// is the sleep now starting, `paused_ms` what it slept already in this call. Page counts.
-    BalanceDirtyPages {
-        bdi: String,
-        limit_pages: u64,
-        setpoint_pages: u64,
-        dirty_pages: u64,
-        paused_ms: u64,
-        pause_ms: i64,
-    },
+    /// `jbd2:jbd2_run_stats`, at the end of a commit (boxed, as the other large and rare
+    /// events are: every event is as large as the largest kind).
+    Jbd2RunStats(Box<Jbd2RunStats>),
+    /// `writeback:balance_dirty_pages`.
+    BalanceDirtyPages(Box<BalanceDirtyPages>),
     /// `writeback:folio_wait_writeback`: the task waits for page `index` of inode `ino` to
     /// finish writeback.
-    FolioWaitWriteback { bdi: String, ino: u64, index: u64 },
+    FolioWaitWriteback { bdi: Word, ino: u64, index: u64 },
     /// `writeback:writeback_start` / `writeback_written`: a flusher work item on `bdi`.
     Writeback {
         done: bool,
-        bdi: String,
+        bdi: Word,
         nr_pages: i64,
-        reason: String,
+        reason: Word,
     },
-    /// `writeback:global_dirty_state`, page counts.
-    GlobalDirtyState {
-        dirty_pages: u64,
-        writeback_pages: u64,
-        background_thresh_pages: u64,
-        thresh_pages: u64,
-    },
+    /// `writeback:global_dirty_state`.
+    GlobalDirtyState(Box<GlobalDirtyState>),
     /// `block:block_rq_issue`: a request goes to the driver.
     BlockRqIssue {
         dev: Dev,
-        rwbs: String,
+        rwbs: Word,
         bytes: u64,
         sector: u64,
         sectors: u32,
@@ -185,7 +184,7 @@ pub(crate) enum EventKind {
     /// `block:block_rq_complete`: a request is done (`error` is a negative errno or 0).
     BlockRqComplete {
         dev: Dev,
-        rwbs: String,
+        rwbs: Word,
         sector: u64,
         sectors: u32,
         error: i32,
@@ -193,7 +192,7 @@ pub(crate) enum EventKind {
     /// `ext4:ext4_sync_file_enter` / `ext4_sync_file_exit`.
     Ext4SyncFile { exit: bool, dev: Dev, ino: u64 },
     /// `xfs:xfs_log_force`: a log force up to `lsn` (0: everything), asked by `caller`.
-    XfsLogForce { dev: Dev, lsn: u64, caller: String },
+    XfsLogForce { dev: Dev, lsn: u64, caller: Word },
     /// `xfs:xfs_file_fsync`.
     XfsFileFsync { dev: Dev, ino: u64 },
     /// `btrfs:btrfs_transaction_commit`: the commit of transaction `generation`.
@@ -203,7 +202,45 @@ pub(crate) enum EventKind {
     /// A line written to `trace_marker`.
     Marker { text: String },
     /// Any other event, unparsed.
-    Other { name: String, body: String },
+    Other { name: Word, body: Box<str> },
+}
+
+/// `jbd2:jbd2_run_stats`, at the end of a commit: how long each phase took, in ms
+/// (jiffies converted by the kernel, so one jiffy is the resolution).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Jbd2RunStats {
+    pub(crate) dev: Dev,
+    pub(crate) transaction: u32,
+    pub(crate) wait_ms: u32,
+    pub(crate) request_delay_ms: u32,
+    pub(crate) running_ms: u32,
+    pub(crate) locked_ms: u32,
+    pub(crate) flushing_ms: u32,
+    pub(crate) logging_ms: u32,
+    pub(crate) handle_count: u32,
+    pub(crate) blocks: u32,
+    pub(crate) blocks_logged: u32,
+}
+
+/// `writeback:balance_dirty_pages`: the task dirtied pages and is throttled; `pause_ms` is
+/// the sleep now starting, `paused_ms` what it slept already in this call. Page counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BalanceDirtyPages {
+    pub(crate) bdi: Word,
+    pub(crate) limit_pages: u64,
+    pub(crate) setpoint_pages: u64,
+    pub(crate) dirty_pages: u64,
+    pub(crate) paused_ms: u64,
+    pub(crate) pause_ms: i64,
+}
+
+/// `writeback:global_dirty_state`, page counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct GlobalDirtyState {
+    pub(crate) dirty_pages: u64,
+    pub(crate) writeback_pages: u64,
+    pub(crate) background_thresh_pages: u64,
+    pub(crate) thresh_pages: u64,
 }
 
 /// The request flags of a block event (`rwbs`, block/blk-core.c `blk_fill_rwbs`): an

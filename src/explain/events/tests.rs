@@ -45,10 +45,11 @@ fn stack_frames_follow_their_header() {
         p.events[0].kind,
         EventKind::Stack {
             frames: vec![
-                "trace_event_raw_event_sched_switch".into(),
+                "trace_event_raw_event_sched_switch".to_string(),
                 "jbd2_journal_commit_transaction".into(),
                 "kjournald2".into()
             ]
+            .into()
         }
     );
     assert_eq!(
@@ -64,17 +65,13 @@ fn stack_frames_follow_their_header() {
 #[test]
 fn jbd2_events() {
     let e = one("    jbd2/loop0-8-9997    [000] ...1.  1635.710242: jbd2_run_stats: dev 7,0 tid 2 wait 0 request_delay 0 running 1048 locked 0 flushing 0 logging 20 handle_count 150 blocks 6 blocks_logged 8");
-    let EventKind::Jbd2RunStats {
-        transaction,
-        running_ms,
-        logging_ms,
-        blocks_logged,
-        ..
-    } = e.kind
-    else {
+    let EventKind::Jbd2RunStats(s) = &e.kind else {
         panic!("{e:?}")
     };
-    assert_eq!((transaction, running_ms, logging_ms, blocks_logged), (2, 1048, 20, 8));
+    assert_eq!(
+        (s.transaction, s.running_ms, s.logging_ms, s.blocks_logged),
+        (2, 1048, 20, 8)
+    );
     let e =
         one("    jbd2/loop0-8-9997    [000] .....  1635.710246: jbd2_end_commit: dev 7,0 transaction 2 sync 0 head 2");
     assert_eq!(
@@ -96,7 +93,7 @@ fn block_events_and_their_flags() {
         panic!("{e:?}")
     };
     assert_eq!((rwbs.as_str(), *bytes), ("FF", 0));
-    assert!(Rwbs::parse(rwbs).is_flush());
+    assert!(Rwbs::parse(rwbs.as_str()).is_flush());
     let e = one(
         "     ksoftirqd/1-22      [001] ..s..  1635.709086: block_rq_complete: 7,0 WS () 1048584 + 56 none,0,0 [0]",
     );
@@ -152,13 +149,10 @@ fn writeback_events() {
         }
     );
     let e = one("           <...>-31      [000] .....   100.000001: balance_dirty_pages: bdi 7:0: limit=1169243 setpoint=1000 dirty=1200 wb_setpoint=900 wb_dirty=1100 dirty_ratelimit=4 task_ratelimit=0 dirtied=32 dirtied_pause=32 paused=0 pause=200 period=200 think=0 cgroup_ino=1");
-    let EventKind::BalanceDirtyPages {
-        pause_ms, dirty_pages, ..
-    } = e.kind
-    else {
+    let EventKind::BalanceDirtyPages(b) = &e.kind else {
         panic!("{e:?}")
     };
-    assert_eq!((pause_ms, dirty_pages), (200, 1200));
+    assert_eq!((b.pause_ms, b.dirty_pages), (200, 1200));
 }
 
 #[test]
@@ -203,7 +197,7 @@ fn tgid_column_syscalls_and_forks() {
         e.kind,
         EventKind::SyscallEnter {
             name: "fsync".into(),
-            args: vec![("fd".into(), 1)]
+            args: vec![("fd".into(), 1)].into()
         }
     );
     let e = one("              sh-28118   (  28118) [001] .....  6772.871783: sys_openat -> 0xfffffffffffffffe");
@@ -253,4 +247,58 @@ fn a_trace_fed_in_pieces_reads_as_a_whole() {
         assert_eq!(p.finish(), whole, "cut at {cut}");
     }
     assert_eq!(whole.events.len(), 3);
+}
+
+/// Issue 25: a trace holds a hundred thousand sleeps and a few hundred distinct stacks.
+#[test]
+fn identical_stacks_are_kept_once() {
+    let stack = |t: &str| {
+        format!("    dd-10020   [001] d..2.  {t}: <stack trace>\n => __schedule+0x1/0x2\n => jbd2_log_wait_commit+0x3/0x4 [jbd2]\n => ext4_sync_file\n")
+    };
+    let text = [stack("10.000001"), stack("10.000002")].concat();
+    let p = parse_trace(&text);
+    let frames: Vec<_> = p
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Stack { frames } => Some(frames.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(&frames[0][..], ["__schedule", "jbd2_log_wait_commit", "ext4_sync_file"]);
+    assert!(std::sync::Arc::ptr_eq(&frames[0], &frames[1]));
+}
+
+/// trace_pipe can give an event after a later one from another CPU; the parser puts it in
+/// time order as it comes, after the events of the same time it came after.
+#[test]
+fn late_events_go_in_time_order_as_they_come() {
+    let line = |pid: u32, t: &str| format!("            dd-{pid}   [001] .....  {t}: tracing_mark_write: {pid}\n");
+    let text = [
+        line(1, "10.000001"),
+        line(2, "10.000003"),
+        line(3, "10.000005"),
+        line(4, "10.000003"),
+        line(5, "10.000002"),
+    ]
+    .concat();
+    let mut parser = TraceParser::default();
+    for piece in text.as_bytes().chunks(7) {
+        parser.feed(piece);
+    }
+    let pids: Vec<u32> = parser.finish().events.iter().map(|e| e.pid).collect();
+    assert_eq!(pids, [1, 5, 2, 4, 3]);
+}
+
+/// Issue 25: a trace holds a million events, each as large as the largest kind; the large
+/// and rare kinds are boxed and short texts interned to keep every event small.
+#[test]
+fn events_stay_small() {
+    assert!(
+        std::mem::size_of::<EventKind>() <= 32,
+        "{}",
+        std::mem::size_of::<EventKind>()
+    );
+    assert!(std::mem::size_of::<Event>() <= 64, "{}", std::mem::size_of::<Event>());
 }

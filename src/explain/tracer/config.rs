@@ -120,13 +120,13 @@ pub(crate) struct TraceConfig {
     /// Record the kernel stack at each sleep of a watched thread: what tells the causes of
     /// a wait apart, and most of the tracing's cost (`cargo bench --bench explain_overhead`).
     pub(crate) stacks: bool,
-    /// Bytes of trace text read after which tracing stops (see the module's comment).
+    /// Bytes of memory the events read may hold, after which tracing stops (see the
+    /// module's comment).
     pub(crate) budget_bytes: u64,
 }
 
-/// The default [`TraceConfig::budget_bytes`]: about a million events, and a few hundred MB
-/// of memory once read.
-pub(crate) const TRACE_BUDGET_BYTES: u64 = 128 << 20;
+/// The default [`TraceConfig::budget_bytes`]: about a million events.
+pub(crate) const TRACE_BUDGET_BYTES: u64 = 64 << 20;
 
 impl TraceConfig {
     pub(crate) fn new(watch: Watch, fs: TracedFs, origin_ns: u64) -> TraceConfig {

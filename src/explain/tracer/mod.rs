@@ -21,7 +21,7 @@
 //!
 //! The trace clock is `mono`, CLOCK_MONOTONIC, the clock of Rust's `Instant` and so of the
 //! run clock. A thread of its own watches how full the buffer is during the run and drains
-//! `trace_pipe` before it overflows (see `read_pipe` for why not more often); events the
+//! `trace_pipe` before it overflows (see `reader::read_pipes` for why not more often); events the
 //! kernel still had to drop are counted from the `[LOST N EVENTS]` notes and the per-CPU
 //! `overrun`/`dropped events` statistics.
 //!
@@ -36,12 +36,15 @@
 //! event (`record-tgid`). The disk's and the journal's events stay in the first instance,
 //! since they fire in other tasks' context (interrupts, kworkers, the journal thread).
 //!
-//! The trace is read into events as it comes and not kept as text; it stops (and says so)
-//! once [`TraceConfig::budget_bytes`] of text were read, so that its memory is bounded.
+//! The trace is read into events as it comes: the reader hands each drain's text to a
+//! parser thread, which reads it into events and drops it (the text is kept only when
+//! [`TraceConfig::keep_text`] asks), each distinct kernel stack kept once and shared. Tracing
+//! stops (and says so) once the events hold [`TraceConfig::budget_bytes`] of memory, so that
+//! the trace's memory is bounded however long the run.
 //!
 //! The parts: `config` (what to trace: the threads, the filesystem, the settings), `trace`
 //! (a finished trace, and its saved form), `filters` (which events, for which threads),
-//! `reader` (the thread that drains the trace buffer as it fills); this file starts and
+//! `reader` (the threads that drain the trace buffer as it fills and parse it); this file starts and
 //! stops the tracefs instances.
 
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -67,6 +70,8 @@ mod trace;
 pub(crate) use config::{current_tid, Task, TraceConfig, TracedFs, Watch, TRACE_BUDGET_BYTES};
 use filters::{events_for, filters, journal_threads, tree_events, tree_syscalls, Filter, STACK_STATES};
 pub(crate) use filters::{F_DUPFD, F_DUPFD_CLOEXEC, MS_SYNC, O_DSYNC, O_SYNC_ONLY};
+#[cfg(test)]
+use reader::merge_by_time;
 pub(crate) use reader::thread_cpu_ns;
 use reader::{parse_cpu_stats_lost, read_pipes, Fill, Read, Source};
 pub(crate) use trace::Trace;

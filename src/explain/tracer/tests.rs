@@ -1,4 +1,4 @@
-//! The filters and the lost-event count.
+//! The filters, the lost-event count and the merge of two instances' events.
 
 use super::*;
 
@@ -49,4 +49,23 @@ fn per_filesystem_events() {
 #[test]
 fn watched_names_are_cut_as_the_kernel_keeps_them() {
     assert_eq!(Watch::comm("a-very-long-thread-name").comms[0].len(), 15);
+}
+
+/// The process tree's instance and the first one are merged in time order; at equal times
+/// the first instance's events come first, as a stable sort of the two put them.
+#[test]
+fn instances_merge_in_time_order() {
+    use super::super::events::{Event, EventKind};
+    let ev = |ts_ns: u64, pid: u32| Event {
+        ts_ns,
+        cpu: 0,
+        pid,
+        tgid: None,
+        comm: "t".into(),
+        kind: EventKind::Marker { text: String::new() },
+    };
+    let merged = merge_by_time(vec![ev(1, 1), ev(3, 1), ev(5, 1)], vec![ev(2, 2), ev(3, 2), ev(9, 2)]);
+    let order: Vec<(u64, u32)> = merged.iter().map(|e| (e.ts_ns, e.pid)).collect();
+    assert_eq!(order, [(1, 1), (2, 2), (3, 1), (3, 2), (5, 1), (9, 2)]);
+    assert_eq!(merge_by_time(Vec::new(), vec![ev(1, 2)]).len(), 1);
 }
