@@ -16,7 +16,18 @@
 # machine's configured pip; its initramfs for a modular kernel needs busybox-static);
 # qemu-utils with them, so that qemu-img stays (apt replaces a newer one from elsewhere by
 # the one that matches qemu-system-x86).
+# `scripts/setup.sh --second-kernel` also installs Debian's newest 6.12 kernel
+# (linux-image-6.12.NN+deb12-amd64), so that two kernels can be compared booted the same
+# way, under the same accelerator (docs/kernels.md); no test needs it.
 set -euo pipefail
+second_kernel=0
+for arg in "$@"; do
+  case "$arg" in
+    --second-kernel) second_kernel=1 ;;
+    -h|--help) echo "usage: scripts/setup.sh [--second-kernel]   (as root: installs what fsynclab and its tests need)"; exit 0 ;;
+    *) echo "scripts/setup.sh: unknown argument $arg (try --help)" >&2; exit 2 ;;
+  esac
+done
 need=()
 for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount bash-completion man-db chromium slurm-wlm munge postgresql python3-yaml \
   clang libbpf-dev libelf-dev zlib1g-dev pkg-config bpftool qemu-system-x86 qemu-utils busybox-static; do
@@ -39,9 +50,20 @@ if [ "$(id -u)" -eq 0 ]; then
       echo "no linux-image-6.1.0-NN-amd64 in the configured apt sources: --kernel's tests will skip" >&2
     fi
   fi
+  if [ "$second_kernel" -eq 1 ] && ! compgen -G '/boot/vmlinuz-6.12.*-amd64' >/dev/null; then
+    apt-get update -qq
+    kernel=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb[0-9]+-amd64$' | cut -d' ' -f1 | sort -V | tail -n 1)
+    if [ -n "$kernel" ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$kernel"
+    else
+      echo "no linux-image-6.12.NN+debNN-amd64 in the configured apt sources (bookworm's or bookworm-backports')" >&2
+      exit 1
+    fi
+  fi
 else
   compgen -G '/boot/vmlinuz-6.1.0-*-amd64' >/dev/null ||
     echo "no Debian 6.1 kernel in /boot (run as root: scripts/setup.sh)" >&2
+  [ "$second_kernel" -eq 0 ] || { echo "--second-kernel installs a kernel: run as root" >&2; exit 1; }
 fi
 if ! command -v vng >/dev/null 2>&1; then
   if command -v pip3 >/dev/null 2>&1; then

@@ -355,7 +355,8 @@ fn a_kernel_axis_with_a_kernel_that_is_not_there_is_refused_before_any_cell() {
 
 /// Issue 26: `matrix --axis kernel=host,K` with one tiny cell each on a scratch ext4 over
 /// hdd-7200: both runs recorded at their places, the host's without a VM and K's with the
-/// guest's release in `environment.vm`; the table has a column for each kernel.
+/// guest's release in `environment.vm`; the table has a column for each kernel; the matrix
+/// says the host's cells and the guest's differ by how they were booted, and so does compare.
 fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
     let _turn = one_at_a_time();
     let kernel = debian_kernel().unwrap();
@@ -380,6 +381,10 @@ fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     eprintln!("the matrix took {:?}", started.elapsed());
+    assert!(
+        err.contains("kernel=host runs on this machine, the other kernels in a VM under "),
+        "{err}"
+    );
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.contains("kernel=host"), "{table}");
     assert!(table.contains(&format!("kernel={kernel}")), "{table}");
@@ -402,6 +407,13 @@ fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
         "{guest}"
     );
     assert!(host["calls"].as_u64().unwrap() > 0 && guest["calls"].as_u64().unwrap() > 0);
+    let compared = fsynclab()
+        .args(["compare", "m1:kernel=host", &format!("m1:kernel={kernel}"), "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let compared = String::from_utf8_lossy(&compared.stdout);
+    assert!(compared.contains("caution: A ran on the host, B ran in a VM under "), "{compared}");
     assert_nothing_left(backing.path(), &state);
 }
 

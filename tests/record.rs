@@ -15,6 +15,7 @@ common::tests! {
     a_run_is_stored_and_shown_exported_and_listed_by_its_id,
     a_store_that_cannot_be_written_stops_the_run_before_it_starts,
     runs_filter_and_compare_sets_of_stored_runs,
+    compare_warns_when_one_set_ran_in_a_vm_under_tcg_and_the_other_on_the_host,
     a_suite_leaves_the_samples_to_the_store,
 }
 
@@ -183,6 +184,35 @@ fn runs_filter_and_compare_sets_of_stored_runs() {
     with_store(&store, &["report", "1", "4", "-o", page.to_str().unwrap()]);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("run 1") && html.contains("run 4") && html.contains("class=\"cdf\""));
+}
+
+/// Issue 26: runs a guest under TCG recorded and runs of the host differ by how they were
+/// booted as well as by their kernel; compare says so, and says nothing when both ran alike.
+/// (A guest's run is recorded as one here: the host's part of `environment.vm` comes in
+/// FSYNCLAB_GUEST, as `--kernel` passes it.)
+fn compare_warns_when_one_set_ran_in_a_vm_under_tcg_and_the_other_on_the_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s.sqlite");
+    tiny_run(&store, tmp.path(), "text", &[]);
+    let mut args = vec!["run", "overwrite-fsync", "--dir", tmp.path().to_str().unwrap()];
+    args.extend(TINY);
+    fsynclab()
+        .env("FSYNCLAB_STORE", &store)
+        .env("FSYNCLAB_GUEST", "accel=tcg,cpus=2,memory=2147483648,boot=virtme-ng,disk=host")
+        .args(&args)
+        .assert()
+        .success();
+    tiny_run(&store, tmp.path(), "text", &[]);
+    let (text, _) = with_store(&store, &["compare", "1", "2"]);
+    assert!(
+        text.contains("caution: A ran on the host, B ran in a VM under tcg: "),
+        "{text}"
+    );
+    let (json, _) = with_store(&store, &["compare", "1", "2", "--format", "json"]);
+    let json: Value = serde_json::from_str(&json).unwrap();
+    assert!(json["caution"].as_str().is_some_and(|c| c.contains("under tcg")), "{json:#}");
+    let (text, _) = with_store(&store, &["compare", "1", "3"]);
+    assert!(!text.contains("caution"), "{text}");
 }
 
 /// Issue 11: a suite's results directory holds compact, schema-valid results without their samples,

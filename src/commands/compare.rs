@@ -62,6 +62,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
         .into());
     }
     let differ = differences(&a, &b)?;
+    let caution = booted_differently(&a, &b)?;
     let out = match args.format {
         ListFormat::Text => {
             let mut out = String::new();
@@ -86,6 +87,9 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
             if !differ.is_empty() {
                 out.push_str(&format!("differ in: {}\n", differ.join("; ")));
             }
+            if let Some(c) = &caution {
+                out.push_str(&format!("caution: {c}\n"));
+            }
             out.push('\n');
             out.push_str(&render_comparison(&args.a, &args.b, &comparisons));
             out.push_str(&conclusion(&comparisons));
@@ -98,6 +102,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32> {
                 "scenarios_differ": scenarios,
                 "in_both": in_both,
                 "differ_in": differ,
+                "caution": caution,
                 "figures": comparisons.iter().map(comparison_json).collect::<Vec<_>>(),
             }))? + "\n"
         }
@@ -179,6 +184,38 @@ fn differences(a: &[Picked], b: &[Picked]) -> Result<Vec<String>> {
         .collect())
 }
 
+/// How a set's runs ran: `on the host` or `in a VM under tcg` (from the kernel as `runs`
+/// shows it, `6.1.0-56-amd64 vm/tcg`).
+fn ran_how(set: &[Picked]) -> Result<Vec<String>> {
+    let mut how = Vec::new();
+    for p in set {
+        let k = p.kernel()?;
+        let h = match k.rsplit_once(" vm/") {
+            Some((_, accel)) => format!("in a VM under {accel}"),
+            None => "on the host".to_string(),
+        };
+        if !how.contains(&h) {
+            how.push(h);
+        }
+    }
+    Ok(how)
+}
+
+/// A warning when the sets ran differently (on the host against in a VM, or under two
+/// accelerators): their figures then differ by how they ran as well as by their kernel,
+/// since under TCG every guest instruction is emulated (issue 26).
+fn booted_differently(a: &[Picked], b: &[Picked]) -> Result<Option<String>> {
+    let (ha, hb) = (ran_how(a)?, ran_how(b)?);
+    if ha == hb && ha.len() == 1 {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "A ran {}, B ran {}: the figures differ by how the runs were booted as well as by anything else (a guest under tcg emulates every instruction, several times slower); to compare kernels, boot both the same way (docs/kernels.md)",
+        ha.join(" and "),
+        hb.join(" and ")
+    )))
+}
+
 /// One line: how many figures went which way, the significant ones by name.
 pub(crate) fn conclusion(c: &[FigureComparison]) -> String {
     let named = |want: &Verdict| -> Vec<String> {
@@ -241,6 +278,9 @@ fn comparison_json(c: &FigureComparison) -> Value {
         "runs_b": c.runs_b,
         "median_a": c.median_a.map(|v| c.figure.in_unit(v)),
         "median_b": c.median_b.map(|v| c.figure.in_unit(v)),
+        "stddev_a": c.spread_a,
+        "stddev_b": c.spread_b,
+        "change_percent": c.change_percent(),
         "ratio": c.ratio.map(|r| json!({"ratio": r.ratio, "low": r.low, "high": r.high})),
         "p": c.test.map(|t| t.p_value),
         "p_adjusted": c.p_adjusted,

@@ -23,6 +23,13 @@ pub enum Verdict {
     NoVerdict(String),
 }
 
+impl FigureComparison {
+    /// The change of B's median from A's in percent (LKP's `%change`), when A's is positive.
+    pub fn change_percent(&self) -> Option<f64> {
+        self.ratio.map(|r| (r.ratio - 1.0) * 100.0)
+    }
+}
+
 impl Verdict {
     /// Faster or slower: a difference the statistics support.
     pub fn is_significant(&self) -> bool {
@@ -51,6 +58,10 @@ pub struct FigureComparison {
     /// Medians in the figure's stored unit (ns for latencies); `None` without runs.
     pub median_a: Option<f64>,
     pub median_b: Option<f64>,
+    /// Each side's runs' standard deviation relative to their mean (LKP's `%stddev`), as a
+    /// fraction; `None` with fewer than two runs.
+    pub spread_a: Option<f64>,
+    pub spread_b: Option<f64>,
     /// median(B) / median(A) with its bootstrap interval, when both sides have runs.
     pub ratio: Option<RatioEstimate>,
     pub test: Option<RankTest>,
@@ -68,6 +79,8 @@ pub(crate) fn estimate(figure: &Figure, a: &[f64], b: &[f64], settings: &Setting
         runs_b: b.len(),
         median_a: stats::median(a),
         median_b: stats::median(b),
+        spread_a: stats::relative_stddev(a),
+        spread_b: stats::relative_stddev(b),
         ratio: stats::ratio_of_medians(a, b, &settings.bootstrap),
         test: if enough { stats::mann_whitney_u(a, b) } else { None },
         p_adjusted: None,

@@ -30,6 +30,22 @@ pub fn median(values: &[f64]) -> Option<f64> {
     Some(median_of_sorted(&v))
 }
 
+/// The sample standard deviation relative to the mean (LKP's `%stddev`, as a fraction): how
+/// far runs of one configuration spread. `None` for fewer than two values or a mean that is
+/// not positive.
+pub fn relative_stddev(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if !(mean > 0.0) {
+        return None;
+    }
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some(var.sqrt() / mean)
+}
+
 pub(crate) fn median_of_sorted(v: &[f64]) -> f64 {
     let n = v.len();
     if n % 2 == 1 {
@@ -66,5 +82,14 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[1.0, f64::NAN]), None);
+    }
+
+    #[test]
+    fn relative_stddev_of_runs() {
+        // [2, 4, 6]: mean 4, sample variance 4, stddev 2: 50%.
+        assert_eq!(relative_stddev(&[2.0, 4.0, 6.0]), Some(0.5));
+        assert_eq!(relative_stddev(&[5.0, 5.0]), Some(0.0));
+        assert_eq!(relative_stddev(&[5.0]), None);
+        assert_eq!(relative_stddev(&[0.0, 0.0]), None);
     }
 }

@@ -52,6 +52,12 @@ impl Plan {
         Ok(())
     }
 
+    /// Whether a kernel axis puts `host` (this machine, no VM) beside kernels booted in a VM:
+    /// their cells then differ by how they ran as well as by kernel.
+    pub(crate) fn mixes_host_and_guests(&self) -> bool {
+        self.boots_kernels() && self.kernels().is_some_and(|vs| vs.iter().any(|v| v.trim() == "host"))
+    }
+
     /// Whether a kernel axis boots another kernel, which needs a scratch filesystem (the
     /// guest's own, on the disk the host serves it).
     pub(crate) fn boots_kernels(&self) -> bool {
