@@ -413,7 +413,10 @@ fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
         .output()
         .unwrap();
     let compared = String::from_utf8_lossy(&compared.stdout);
-    assert!(compared.contains("caution: A ran on the host, B ran in a VM under "), "{compared}");
+    assert!(
+        compared.contains("caution: A ran on the host, B ran in a VM under "),
+        "{compared}"
+    );
     assert_nothing_left(backing.path(), &state);
 }
 

@@ -198,7 +198,10 @@ fn compare_warns_when_one_set_ran_in_a_vm_under_tcg_and_the_other_on_the_host() 
     args.extend(TINY);
     fsynclab()
         .env("FSYNCLAB_STORE", &store)
-        .env("FSYNCLAB_GUEST", "accel=tcg,cpus=2,memory=2147483648,boot=virtme-ng,disk=host")
+        .env(
+            "FSYNCLAB_GUEST",
+            "accel=tcg,cpus=2,memory=2147483648,boot=virtme-ng,disk=host",
+        )
         .args(&args)
         .assert()
         .success();
@@ -210,7 +213,10 @@ fn compare_warns_when_one_set_ran_in_a_vm_under_tcg_and_the_other_on_the_host() 
     );
     let (json, _) = with_store(&store, &["compare", "1", "2", "--format", "json"]);
     let json: Value = serde_json::from_str(&json).unwrap();
-    assert!(json["caution"].as_str().is_some_and(|c| c.contains("under tcg")), "{json:#}");
+    assert!(
+        json["caution"].as_str().is_some_and(|c| c.contains("under tcg")),
+        "{json:#}"
+    );
     let (text, _) = with_store(&store, &["compare", "1", "3"]);
     assert!(!text.contains("caution"), "{text}");
 }

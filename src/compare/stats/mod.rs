@@ -39,7 +39,7 @@ pub fn relative_stddev(values: &[f64]) -> Option<f64> {
     }
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
-    if !(mean > 0.0) {
+    if mean.is_nan() || mean <= 0.0 {
         return None;
     }
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
