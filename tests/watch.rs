@@ -23,6 +23,7 @@ common::tests! {
     watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it: [Root, Fuse, BPF],
     a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads: [Root, Fuse, BPF],
     watch_cgroup_reports_only_the_tasks_inside_it: [Root, BPF, CGROUP2],
+    a_watch_counts_the_failed_sync_calls_apart: [Root, BPF, Tool("python3")],
     a_watch_killed_with_sigkill_leaves_no_bpf_program: [Root, BPF, Tool("bpftool")],
     watch_refuses_in_one_line_where_bpf_is_missing,
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
@@ -347,6 +348,66 @@ fn watch_cgroup_reports_only_the_tasks_inside_it() {
     };
     assert!(row(inside), "no summary row for {inside}:\n{stdout}");
     assert!(!row(outside), "a summary row for {outside}:\n{stdout}");
+}
+
+/// Issue 25: a watched program's failed sync calls are counted apart from the rest: a program
+/// that fsyncs a file and then a pipe (which has no fsync: EINVAL) each round has about half
+/// its fsyncs failed, which the summary's `failed` column and the stored run's errors say.
+fn a_watch_counts_the_failed_sync_calls_apart() {
+    let dir = backing();
+    let store = dir.path().join("results.sqlite");
+    let script = r#"
+import os, sys, time
+r, w = os.pipe()
+f = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+end = time.time() + 8
+while time.time() < end:
+    os.write(f, b"x" * 4096)
+    os.fsync(f)
+    try:
+        os.fsync(w)
+    except OSError:
+        pass
+    time.sleep(0.005)
+"#;
+    let mut program = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path().join("data"))
+        .spawn()
+        .unwrap();
+    let pid = program.id();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = fsynclab()
+        .args(["watch", "--pid", &pid.to_string(), "--threshold", "1h", "--duration", "3s", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let status = wait_at_most(&mut program, Duration::from_secs(30));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(status.success(), "the syncing program failed");
+    // `  python3[PID]  fsync  CALLS  FAILED  p50 ...`
+    let row: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("python3[{pid}]")))
+        .unwrap_or_else(|| panic!("no summary row for {pid}:\n{stdout}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1], "fsync", "{stdout}");
+    let (calls, failed): (u64, u64) = (row[2].parse().unwrap(), row[3].parse().unwrap());
+    assert!(calls >= 20, "{stdout}");
+    // One fsync of the pipe after each of the file: half fail, give or take the round the
+    // watch began or ended in.
+    assert!(failed.abs_diff(calls / 2) <= 1, "{failed} of {calls} failed:\n{stdout}");
+    let shown = Command::new(bin())
+        .args(["show", "1", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["ops"]["fsync"]["count"], calls, "{shown}");
+    assert_eq!(shown["ops"]["fsync"]["errors"], failed, "{shown}");
 }
 
 /// The ids of the BPF programs process `pid` holds (its link and program descriptors'

@@ -32,6 +32,7 @@ pub(crate) mod overwrite_fsync;
 pub(crate) mod planned;
 pub(crate) mod powercut;
 pub(crate) mod probe;
+pub(crate) mod process_calls;
 pub(crate) mod random_writeback;
 pub(crate) mod rndwr;
 pub(crate) mod small_files;

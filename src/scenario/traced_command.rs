@@ -9,10 +9,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::table::{Cell, Row};
+pub(crate) use super::process_calls::{self, ProcessCalls};
 use super::{Measured, Table, Views};
 use crate::measure::{LatencyHistogram, OpKind, OpStats, Sample};
-use crate::units::{format_latency_ns, rounded, us};
 
 /// The scenario name results of `exec --explain` carry.
 pub(crate) const SCENARIO: &str = "exec";
@@ -26,14 +25,6 @@ pub(crate) struct Details {
     pub(crate) exit_status: i32,
     /// Each kind of sync call of each process name, by name then kind.
     pub(crate) by_process: Vec<ProcessCalls>,
-}
-
-/// The calls of one kind made by the processes (and threads) of one name.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ProcessCalls {
-    pub(crate) process: String,
-    pub(crate) op: OpKind,
-    pub(crate) stats: OpStats,
 }
 
 impl Details {
@@ -76,27 +67,6 @@ impl Details {
     }
 }
 
-impl Row for ProcessCalls {
-    const COLUMNS: &'static [&'static str] = &[
-        "process", "op", "calls", "errors", "p50 us", "p90 us", "p99 us", "max us",
-    ];
-
-    fn cells(&self) -> Vec<Cell> {
-        let l = &self.stats.latency_ns;
-        let us2 = |ns: u64| Cell::from(rounded(us(ns), 1));
-        vec![
-            self.process.as_str().into(),
-            self.op.name().into(),
-            self.stats.count.into(),
-            self.stats.errors.into(),
-            us2(l.p50),
-            us2(l.p90),
-            us2(l.p99),
-            us2(l.max),
-        ]
-    }
-}
-
 impl Views for Details {
     fn tables(&self) -> Vec<Table> {
         vec![Table::of("sync calls by process".into(), &self.by_process)]
@@ -113,16 +83,7 @@ impl Views for Details {
             names.len(),
             if names.len() == 1 { "" } else { "s" }
         )];
-        if let Some(worst) = self.by_process.iter().max_by_key(|p| p.stats.latency_ns.max) {
-            out.push(format!(
-                "slowest: a {} of {} took {} (p99 of its {} calls {})",
-                worst.op,
-                worst.process,
-                format_latency_ns(worst.stats.latency_ns.max),
-                worst.stats.count,
-                format_latency_ns(worst.stats.latency_ns.p99)
-            ));
-        }
+        out.extend(process_calls::slowest(&self.by_process));
         out
     }
 

@@ -7,10 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::table::{Cell, Row};
+use super::process_calls::{self, ProcessCalls};
 use super::{Measured, Table, Views};
-use crate::measure::{OpKind, OpStats};
-use crate::units::{format_duration, format_latency_ns, rounded, us};
+use crate::units::format_duration;
 
 /// The scenario name results of `fsynclab watch` carry.
 pub(crate) const SCENARIO: &str = "watch";
@@ -26,35 +25,7 @@ pub(crate) struct Details {
     /// How many calls were that slow.
     pub(crate) slow_calls: u64,
     /// Each kind of sync call of each process, by process then kind.
-    pub(crate) by_process: Vec<WatchedCalls>,
-}
-
-/// The calls of one kind made by one process (all its threads).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct WatchedCalls {
-    /// `postgres 812`: its name and process id.
-    pub(crate) process: String,
-    pub(crate) op: OpKind,
-    /// Failed calls are counted with the rest (the histograms do not tell them apart).
-    pub(crate) stats: OpStats,
-}
-
-impl Row for WatchedCalls {
-    const COLUMNS: &'static [&'static str] = &["process", "op", "calls", "p50 us", "p90 us", "p99 us", "max us"];
-
-    fn cells(&self) -> Vec<Cell> {
-        let l = &self.stats.latency_ns;
-        let us2 = |ns: u64| Cell::from(rounded(us(ns), 1));
-        vec![
-            self.process.as_str().into(),
-            self.op.name().into(),
-            self.stats.count.into(),
-            us2(l.p50),
-            us2(l.p90),
-            us2(l.p99),
-            us2(l.max),
-        ]
-    }
+    pub(crate) by_process: Vec<ProcessCalls>,
 }
 
 impl Views for Details {
@@ -77,16 +48,7 @@ impl Views for Details {
             self.slow_calls,
             format_duration(std::time::Duration::from_nanos(self.threshold_ns))
         )];
-        if let Some(worst) = self.by_process.iter().max_by_key(|p| p.stats.latency_ns.max) {
-            out.push(format!(
-                "slowest: a {} of {} took {} (p99 of its {} calls {})",
-                worst.op,
-                worst.process,
-                format_latency_ns(worst.stats.latency_ns.max),
-                worst.stats.count,
-                format_latency_ns(worst.stats.latency_ns.p99)
-            ));
-        }
+        out.extend(process_calls::slowest(&self.by_process));
         out
     }
 
@@ -103,12 +65,12 @@ impl Views for Details {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::LatencySummary;
+    use crate::measure::{LatencySummary, OpKind, OpStats};
 
     #[test]
     /// Issue 25.
     fn a_watch_reads_as_its_calls_by_process() {
-        let row = |process: &str, count: u64, max: u64| WatchedCalls {
+        let row = |process: &str, count: u64, max: u64| ProcessCalls {
             process: process.into(),
             op: OpKind::Fdatasync,
             stats: OpStats {

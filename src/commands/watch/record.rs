@@ -18,7 +18,8 @@ use crate::explain::bpf::{Lost, RunTime};
 use crate::explain::run::{BpfTracing, Explanation};
 use crate::measure::{OpKind, OpStats};
 use crate::result::{RunResult, SCHEMA_VERSION};
-use crate::scenario::watched::{Details, WatchedCalls, SCENARIO};
+use crate::scenario::process_calls::ProcessCalls;
+use crate::scenario::watched::{Details, SCENARIO};
 
 /// The slow calls kept with their parts: the slowest this many.
 pub(crate) const SLOWEST_KEPT: usize = 100;
@@ -86,7 +87,7 @@ fn op_of(kind: SyncKind) -> OpKind {
 fn stats_of(b: &Buckets) -> OpStats {
     OpStats {
         count: b.count(),
-        errors: 0,
+        errors: b.failed(),
         bytes: 0,
         latency_ns: b.summary(),
     }
@@ -103,7 +104,7 @@ impl Watched {
             let b = &self.latencies[key];
             per_kind.entry(op_of(key.1)).or_default().merge(b);
             let name = self.names.get(&key.0).map_or("?", String::as_str);
-            by_process.push(WatchedCalls {
+            by_process.push(ProcessCalls {
                 process: format!("{name} {}", key.0),
                 op: op_of(key.1),
                 stats: stats_of(b),

@@ -114,8 +114,8 @@ pub(super) fn summary(
     }
     let _ = writeln!(
         out,
-        "  {:<24} {:<16} {:>9} {:>10} {:>10} {:>10} {:>10}",
-        "process", "call", "calls", "p50", "p90", "p99", "max"
+        "  {:<24} {:<16} {:>9} {:>7} {:>10} {:>10} {:>10} {:>10}",
+        "process", "call", "calls", "failed", "p50", "p90", "p99", "max"
     );
     let mut keys: Vec<&(u32, SyncKind)> = latencies.keys().collect();
     keys.sort();
@@ -138,9 +138,10 @@ fn row(out: &mut String, who: &str, kind: SyncKind, b: &Buckets) {
     let q = |q: f64| b.quantile_ns(q).map_or("-".into(), format_latency_ns);
     let _ = writeln!(
         out,
-        "  {who:<24} {:<16} {:>9} {:>10} {:>10} {:>10} {:>10}",
+        "  {who:<24} {:<16} {:>9} {:>7} {:>10} {:>10} {:>10} {:>10}",
         kind.name(),
         b.count(),
+        b.failed(),
         q(0.5),
         q(0.9),
         q(0.99),

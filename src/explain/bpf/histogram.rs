@@ -9,6 +9,10 @@
 //! percentile is reported as its bucket's middle, within 1/16 (6.25%) of the true value, the
 //! error bound of HDR histograms with one significant binary digit beyond three bits.
 
+/// The `latency` map's bucket that counts the calls that returned an error (`FAILED_BUCKET`
+/// in watch_maps.h); they are counted in their latency's bucket too.
+pub(crate) const FAILED_BUCKET: u16 = u16::MAX;
+
 /// The key of the `latency` map (`struct latency_key`).
 pub(crate) struct LatencyKey {
     pub(crate) pid: u32,
@@ -51,21 +55,33 @@ pub(crate) fn middle_ns(bucket: u16) -> u64 {
     (8 + sub) * width + width / 2
 }
 
-/// Counts per bucket of one process's calls of one kind.
+/// Counts per bucket of one process's calls of one kind, and how many of them failed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Buckets {
     counts: std::collections::BTreeMap<u16, u64>,
+    failed: u64,
 }
 
 impl Buckets {
+    /// `count` calls in `bucket`, or `count` failed calls when it is [`FAILED_BUCKET`].
     pub(crate) fn add(&mut self, bucket: u16, count: u64) {
-        *self.counts.entry(bucket).or_default() += count;
+        if bucket == FAILED_BUCKET {
+            self.failed += count;
+        } else {
+            *self.counts.entry(bucket).or_default() += count;
+        }
     }
 
     pub(crate) fn merge(&mut self, other: &Buckets) {
         for (&b, &n) in &other.counts {
             self.add(b, n);
         }
+        self.failed += other.failed;
+    }
+
+    /// How many of the calls returned an error.
+    pub(crate) fn failed(&self) -> u64 {
+        self.failed
     }
 
     pub(crate) fn count(&self) -> u64 {
@@ -127,6 +143,19 @@ mod tests {
             let err = (m as f64 - ns as f64).abs() / ns as f64;
             assert!(err <= 1.0 / 16.0, "{ns} -> {m}");
         }
+    }
+
+    #[test]
+    fn failed_calls_are_counted_apart_from_the_latency_buckets() {
+        let mut a = Buckets::default();
+        a.add(bucket_of(1_000_000), 3);
+        a.add(FAILED_BUCKET, 1);
+        let mut b = Buckets::default();
+        b.add(bucket_of(2_000_000), 1);
+        b.add(FAILED_BUCKET, 1);
+        a.merge(&b);
+        assert_eq!((a.count(), a.failed()), (4, 2));
+        assert!(a.quantile_ns(1.0).unwrap() < 2_200_000, "no latency bucket for the failures");
     }
 
     #[test]

@@ -107,6 +107,16 @@ static __always_inline u16 bucket_of(u64 ns)
 	return (log - 2) * 8 + ((ns >> (log - 3)) & 7);
 }
 
+/* One more call in the histogram entry `key`. */
+static __always_inline void count_call(struct latency_key *key)
+{
+	u64 one = 1, *n = bpf_map_lookup_elem(&latency, key);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else if (bpf_map_update_elem(&latency, key, &one, BPF_NOEXIST))
+		count_lost(2);
+}
+
 static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -116,11 +126,11 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		return 0;
 	u64 took = now - c->start_ns;
 	struct latency_key key = { .pid = c->pid, .kind = c->kind, .bucket = bucket_of(took) };
-	u64 one = 1, *n = bpf_map_lookup_elem(&latency, &key);
-	if (n)
-		__sync_fetch_and_add(n, 1);
-	else if (bpf_map_update_elem(&latency, &key, &one, BPF_NOEXIST))
-		count_lost(2);
+	count_call(&key);
+	if (ret < 0) {
+		key.bucket = FAILED_BUCKET;
+		count_call(&key);
+	}
 	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
 	if (t && took >= cfg->report_threshold_ns) {
 		c->latency_ns = took;

@@ -138,7 +138,11 @@ struct {
 } commits_in_flight SEC(".maps");
 
 /* Latency histogram: log-linear buckets, 8 per power of two (a bucket's upper bound is at
- * most 12.5% above its lower bound). */
+ * most 12.5% above its lower bound). The bucket FAILED_BUCKET (no latency reaches it: it
+ * would be over 2^64 ns) counts the calls that returned an error, which are also counted in
+ * their latency's bucket. */
+#define FAILED_BUCKET 0xffff
+
 struct latency_key {
 	u32 pid;
 	u16 kind;
