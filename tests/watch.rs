@@ -379,7 +379,16 @@ while time.time() < end:
     let pid = program.id();
     std::thread::sleep(Duration::from_millis(500));
     let out = fsynclab()
-        .args(["watch", "--pid", &pid.to_string(), "--threshold", "1h", "--duration", "3s", "--store"])
+        .args([
+            "watch",
+            "--pid",
+            &pid.to_string(),
+            "--threshold",
+            "1h",
+            "--duration",
+            "3s",
+            "--store",
+        ])
         .arg(&store)
         .output()
         .unwrap();

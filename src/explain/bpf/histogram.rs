@@ -155,7 +155,10 @@ mod tests {
         b.add(FAILED_BUCKET, 1);
         a.merge(&b);
         assert_eq!((a.count(), a.failed()), (4, 2));
-        assert!(a.quantile_ns(1.0).unwrap() < 2_200_000, "no latency bucket for the failures");
+        assert!(
+            a.quantile_ns(1.0).unwrap() < 2_200_000,
+            "no latency bucket for the failures"
+        );
     }
 
     #[test]
