@@ -109,25 +109,38 @@ fn latency_and_parts(line: &str) -> (f64, Vec<f64>) {
     (latency, parts)
 }
 
+/// A program making slow fsyncs for `duration`, started now: seed 000's run (1 MiB write +
+/// fsync every 100 ms behind a streaming writer) on a scratch ext4 over the emulated 7200
+/// rpm disk made under `backing`, storing nothing.
+fn fsyncing_on_a_slow_disk(backing: &Path, duration: &str) -> std::process::Child {
+    ScratchRun::run("overwrite-fsync")
+        .quiet()
+        .args([
+            "--no-explain",
+            "--set",
+            &format!("duration={duration}"),
+            "--set",
+            "sleep=100ms",
+        ])
+        .args(["--set", "file_size=16M", "--set", "chunk=1M"])
+        .fs("ext4")
+        .device("hdd-7200")
+        .backing(backing)
+        .process()
+        .env("FSYNCLAB_STORE", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// Issue 25: a program that was already making fsyncs on a slow disk when the watch began
 /// (a run of seed 000 over the emulated 7200 rpm disk) has its slow fsyncs printed, each
 /// split into parts that add up to it (within the rounding of the printed figures) and at
 /// least one naming a cause read from the kernel stack; the summary has its percentiles.
 fn watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it() {
     let dir = backing();
-    let mut program = ScratchRun::run("overwrite-fsync")
-        .quiet()
-        .args(["--no-explain", "--set", "duration=10s", "--set", "sleep=100ms"])
-        .args(["--set", "file_size=16M", "--set", "chunk=1M"])
-        .fs("ext4")
-        .device("hdd-7200")
-        .backing(dir.path())
-        .process()
-        .env("FSYNCLAB_STORE", "off")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut program = fsyncing_on_a_slow_disk(dir.path(), "10s");
     let pid = program.id();
     std::thread::sleep(Duration::from_millis(500));
     let out = fsynclab()
@@ -192,19 +205,7 @@ fn watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it() {
 fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
     let dir = backing();
     let store = dir.path().join("results.sqlite");
-    let mut program = ScratchRun::run("overwrite-fsync")
-        .quiet()
-        .args(["--no-explain", "--set", "duration=8s", "--set", "sleep=100ms"])
-        .args(["--set", "file_size=16M", "--set", "chunk=1M"])
-        .fs("ext4")
-        .device("hdd-7200")
-        .backing(dir.path())
-        .process()
-        .env("FSYNCLAB_STORE", "off")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut program = fsyncing_on_a_slow_disk(dir.path(), "8s");
     let pid = program.id();
     std::thread::sleep(Duration::from_millis(500));
     let with_store = |args: &[&str]| {

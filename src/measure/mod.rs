@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod histogram;
+pub(crate) mod interner;
 pub mod op;
 pub mod samples;
 pub mod stats;

@@ -2,20 +2,19 @@
 //! (`comm`, at most 15 bytes): what a traced command's calls are grouped by
 //! (`fsynclab exec --explain`).
 //!
-//! A sample carries it as two bytes: names are interned once each in a table for the life
-//! of the process (a run sees a few dozen distinct names; the table holds at most 65,535
-//! and a later name shares the last slot's, never panics), so that a sample stays 40 bytes
-//! with or without one.
+//! A sample carries it as two bytes: names are interned once each for the life of the
+//! process ([`super::interner`]), so that a sample stays 40 bytes with or without one.
 
 use std::fmt;
 use std::num::NonZeroU16;
-use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Every name interned so far; slot `i` is `TaskName(i + 1)`. Names are leaked: each one
-/// once, and they live as long as the samples that name them.
-static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+use super::interner::Interner;
+
+/// Every name interned so far. Names are leaked: each one once, and they live as long as
+/// the samples that name them.
+static NAMES: Interner = Interner::new();
 
 /// An interned task name.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,23 +27,11 @@ impl TaskName {
         while !name.is_char_boundary(end) {
             end -= 1;
         }
-        let name = &name[..end];
-        let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
-        let slot = match names.iter().position(|n| *n == name) {
-            Some(i) => i,
-            None if names.len() < usize::from(u16::MAX) => {
-                names.push(Box::leak(name.to_string().into_boxed_str()));
-                names.len() - 1
-            }
-            None => names.len() - 1,
-        };
-        // `slot` is below u16::MAX, so slot + 1 fits and is not zero.
-        TaskName(NonZeroU16::new(slot as u16 + 1).unwrap_or(NonZeroU16::MIN))
+        TaskName(NAMES.intern(&name[..end]))
     }
 
     pub fn as_str(self) -> &'static str {
-        let names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
-        names.get(usize::from(self.0.get()) - 1).copied().unwrap_or("?")
+        NAMES.text(self.0)
     }
 }
 

@@ -3,24 +3,18 @@
 //! call's name — interned: an event carries it as two bytes instead of a heap string (a
 //! trace holds a million events and a few dozen such words).
 //!
-//! Words are interned once each in a table for the life of the process and leaked, as task
-//! names are ([`crate::measure::TaskName`]); the table holds at most 65,535 and a later word
-//! shares the last slot's, never panics.
+//! Words are interned once each for the life of the process, in a table of their own made
+//! as task names' is ([`crate::measure::interner`]).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::num::NonZeroU16;
-use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Every word interned so far: slot `i` is `Word(i + 1)`, and each word's slot.
-struct Table {
-    words: Vec<&'static str>,
-    slots: HashMap<&'static str, u16>,
-}
+use crate::measure::interner::Interner;
 
-static TABLE: Mutex<Option<Table>> = Mutex::new(None);
+/// Every word interned so far.
+static WORDS: Interner = Interner::new();
 
 /// An interned word.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,33 +22,11 @@ pub(crate) struct Word(NonZeroU16);
 
 impl Word {
     pub(crate) fn new(word: &str) -> Word {
-        let mut guard = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
-        let table = guard.get_or_insert_with(|| Table {
-            words: Vec::new(),
-            slots: HashMap::new(),
-        });
-        let slot = match table.slots.get(word) {
-            Some(&slot) => slot,
-            None if table.words.len() < usize::from(u16::MAX) => {
-                let leaked: &'static str = Box::leak(word.to_string().into_boxed_str());
-                table.words.push(leaked);
-                let slot = (table.words.len() - 1) as u16;
-                table.slots.insert(leaked, slot);
-                slot
-            }
-            None => u16::MAX - 1,
-        };
-        // `slot` is below u16::MAX, so slot + 1 fits and is not zero.
-        Word(NonZeroU16::new(slot + 1).unwrap_or(NonZeroU16::MIN))
+        Word(WORDS.intern(word))
     }
 
     pub(crate) fn as_str(self) -> &'static str {
-        let guard = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
-        guard
-            .as_ref()
-            .and_then(|t| t.words.get(usize::from(self.0.get()) - 1))
-            .copied()
-            .unwrap_or("?")
+        WORDS.text(self.0)
     }
 }
 

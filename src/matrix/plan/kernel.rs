@@ -98,7 +98,6 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Axis;
     use super::*;
 
     fn plan(kernels: &[&str]) -> Plan {
@@ -106,23 +105,8 @@ mod tests {
             scenario: "overwrite-fsync".into(),
             sets: vec!["duration=1s".into()],
             target: vec![("device".into(), "hdd-7200".into())],
-            axes: vec![
-                Axis {
-                    key: KERNEL_AXIS.into(),
-                    values: kernels.iter().map(|k| k.to_string()).collect(),
-                },
-                Axis {
-                    key: "sleep".into(),
-                    values: vec!["100ms".into()],
-                },
-            ],
             repeat: 1,
-            figures: Vec::new(),
-            columns: None,
-            implied_scratch: false,
-            placement: None,
-            kernel_timeout: None,
-            origin: None,
+            ..super::super::tests::plan(&[(KERNEL_AXIS, kernels), ("sleep", &["100ms"])])
         }
     }
 

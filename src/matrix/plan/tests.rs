@@ -2,7 +2,8 @@
 
 use super::*;
 
-fn plan(axes: &[(&str, &[&str])]) -> Plan {
+/// A plan of fsync-tps over `axes`, two runs a cell (the other tests of plans start from it).
+pub(super) fn plan(axes: &[(&str, &[&str])]) -> Plan {
     Plan {
         scenario: "fsync-tps".into(),
         sets: vec!["threads=2".into()],
