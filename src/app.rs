@@ -20,8 +20,9 @@ pub fn run(cli: Cli) -> Result<i32> {
     // whatever stops the run afterwards is "could not be made" (125) for `git bisect run`.
     let expect = match &cli.command {
         Command::Run { common, .. } | Command::Load { common, .. } | Command::Probe { common } => {
-            measure::expectations(common)?
+            measure::expectations(&common.verdict)?
         }
+        Command::Exec(args) => exec::expectations(args)?,
         _ => Vec::new(),
     };
     let judged = !expect.is_empty();
@@ -51,7 +52,7 @@ fn dispatch(cli: Cli, expect: Vec<Expectation>) -> Result<i32> {
         Command::Probe { common } => measure::measure(&probe::Probe, &common, &expect),
         Command::Show { result, format, store } => show::show(&result, format, store.store.as_deref()),
         Command::Explain { result, store } => explain::explain(&result, store.store.as_deref()),
-        Command::Exec(args) => exec::command(&args),
+        Command::Exec(args) => exec::command(&args, &expect),
         Command::ListDevices => list_devices::list_devices(),
         Command::Runs(args) => runs::runs(&args),
         Command::Export(args) => export::export(&args),

@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::Need::{Root, Tracefs};
 use common::{fsynclab, leftovers, ScratchRun, TINY};
 
 common::tests! {
@@ -15,6 +16,8 @@ common::tests! {
     a_run_that_misses_one_expectation_exits_1_and_says_which,
     a_malformed_expectation_is_refused_before_anything_runs,
     a_kernel_that_is_not_there_exits_125_with_an_expectation,
+    exec_expect_judges_the_commands_traced_calls: [Root, Tracefs],
+    exec_expect_without_explain_is_refused_in_one_line,
 }
 
 /// `run overwrite-fsync --dir DIR` with the tiny settings and `expect` expressions: its exit
@@ -104,4 +107,65 @@ fn a_kernel_that_is_not_there_exits_125_with_an_expectation() {
         "{err}"
     );
     assert_eq!(leftovers(backing.path()), Vec::<String>::new());
+}
+
+/// `exec --explain --expect ... -- COMMAND` in DIR with the store in STORE: its exit status
+/// and stderr. The command makes 20 fsyncs of a 4 KiB write unless `script` says otherwise.
+fn exec_expecting(dir: &std::path::Path, expect: &[&str], script: &str) -> (Option<i32>, String) {
+    let mut cmd = fsynclab();
+    cmd.args(["exec", "--explain", "--no-store", "--dir"]).arg(dir);
+    for e in expect {
+        cmd.args(["--expect", e]);
+    }
+    let out = cmd.args(["--", "sh", "-c", script]).output().unwrap();
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+const FSYNCS: &str = "for i in $(seq 20); do dd if=/dev/zero of=f bs=4k count=1 conv=fsync 2>/dev/null; done";
+
+/// Issue 26 item 5, a database team's CI: `exec --explain --expect` judges the figures of
+/// the command's own traced sync calls: met (0), not met (1), a figure the command never
+/// made (125, naming the figures it has), and a command that fails (1, saying so).
+fn exec_expect_judges_the_commands_traced_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = exec_expecting(dir.path(), &["fsync.p99<1h"], FSYNCS);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("expect fsync.p99<1h: measured ") && l.ends_with(", met")),
+        "{err}"
+    );
+    let (code, err) = exec_expecting(dir.path(), &["fsync.p99<1h", "fsync.p50<1ns"], FSYNCS);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("expect fsync.p50<1ns: measured ") && l.ends_with(", not met")),
+        "{err}"
+    );
+    let (code, err) = exec_expecting(dir.path(), &["fdatasync.p99<1h"], FSYNCS);
+    assert_eq!(code, Some(125), "{err}");
+    assert!(err.contains("fdatasync.p99"), "{err}");
+    let (code, err) = exec_expecting(dir.path(), &["fsync.p99<1h"], &format!("{FSYNCS}; exit 3"));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("the command exited with status 3"), "{err}");
+    assert_eq!(leftovers(dir.path()), vec!["f".to_string()]);
+}
+
+/// `exec --expect` without `--explain` has no figures to judge: one line, exit status 2,
+/// the command not run.
+fn exec_expect_without_explain_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let out = fsynclab()
+        .args(["exec", "--dir"])
+        .arg(dir.path())
+        .args(["--expect", "fsync.p99<10ms", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("add --explain"), "{err}");
+    assert!(!marker.exists(), "the command ran");
 }

@@ -277,6 +277,10 @@ pub struct ExecArgs {
     pub explain: ExecExplainArgs,
     #[command(flatten)]
     pub record: RecordArgs,
+    /// With --explain: the exit status is the verdict on the figures of the command's traced
+    /// sync calls, e.g. 'fdatasync.p99<10ms' (etcd's rule for its WAL)
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
     /// The command and its arguments, after `--`; it runs in the scratch filesystem with
     /// FSYNCLAB_DIR and FSYNCLAB_LOOP_DEVICE set
     // Required, but checked by `exec::run`, which says so in one line (clap would print

@@ -22,9 +22,8 @@ pub(crate) fn find(name: &str) -> Result<&'static dyn Scenario> {
 }
 
 /// The `--expect` expressions, read; a malformed one is a usage error.
-pub(crate) fn expectations(args: &RunArgs) -> Result<Vec<Expectation>, Usage> {
-    args.verdict
-        .expect
+pub(crate) fn expectations(args: &crate::cli::VerdictArgs) -> Result<Vec<Expectation>, Usage> {
+    args.expect
         .iter()
         .map(|e| Expectation::parse(e).map_err(Usage))
         .collect()

@@ -65,7 +65,8 @@ impl Explained {
         })
     }
 
-    /// Makes the result of the traced run, prints its report on stderr and records it.
+    /// Makes the result of the traced run, prints its report on stderr, records it, and
+    /// returns it.
     pub(crate) fn finish(
         mut self,
         running: Running,
@@ -73,7 +74,7 @@ impl Explained {
         exit_status: i32,
         interrupted: bool,
         environment: Fingerprint,
-    ) -> Result<()> {
+    ) -> Result<RunResult> {
         let duration_s = running.clock.elapsed().as_secs_f64();
         let traced = running.trace.finish();
         let mut result = result_of(
@@ -90,7 +91,7 @@ impl Explained {
         let text = crate::report::exporter(crate::cli::Format::Text, false).render(&result);
         let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
         self.recording.record_and_say(&mut result)?;
-        Ok(())
+        Ok(result)
     }
 }
 

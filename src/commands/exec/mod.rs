@@ -32,6 +32,7 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use crate::child::reap_if_exited;
+use crate::compare::expect::Expectation;
 use crate::environment::Fingerprint;
 use crate::error::Usage;
 use crate::kernel::process;
@@ -61,6 +62,7 @@ pub(crate) fn run(
     output: Option<&PathBuf>,
     cut: Option<&CutOptions>,
     explain: Option<ExplainRequest>,
+    expect: &[Expectation],
 ) -> Result<i32> {
     let program = program_of(command)?;
     if let Some(path) = output {
@@ -141,9 +143,10 @@ pub(crate) fn run(
     if let Some(line) = summary(&environment) {
         note!("fsynclab exec: {line}");
     }
-    if let (Some(e), Some(running)) = (explained, tracing) {
-        e.finish(running, &command_line, status, answered, environment.clone())?;
-    }
+    let traced = match (explained, tracing) {
+        (Some(e), Some(running)) => Some(e.finish(running, &command_line, status, answered, environment.clone())?),
+        _ => None,
+    };
     let (cut_record, status) = match cut_outcome {
         Some((record, verdict)) => (Some(record), verdict),
         None => (None, status),
@@ -159,14 +162,33 @@ pub(crate) fn run(
         crate::result::write_json_atomically(&record, path)?;
     }
     // A signal after the command ended (while undoing the testbed) ends fsynclab as a
-    // signal does; otherwise the command's status is passed through.
+    // signal does; otherwise the command's status is passed through, or with --expect the
+    // verdict on its calls.
     match session.close() {
         Some(sig) if !answered => {
             note!("fsynclab: interrupted by signal {sig} after the command ended (status {status}); what was set up is undone");
             Ok(128 + sig)
         }
-        _ => Ok(status),
+        _ => Ok(match traced {
+            Some(result) if !expect.is_empty() => judged(expect, &result, status),
+            _ => status,
+        }),
     }
+}
+
+/// `--expect`'s exit status for a command that exited with `status`: the verdict on its
+/// traced calls when it exited 0; 1 when it failed (a benchmark that fails does not meet
+/// what was expected); its own status when a signal ended it.
+fn judged(expect: &[Expectation], result: &crate::result::RunResult, status: i32) -> i32 {
+    if status >= 128 {
+        return status;
+    }
+    let verdict = super::run::judge(expect, result, 0);
+    if status != 0 && verdict != crate::error::NOT_MADE {
+        note!("fsynclab: --expect: the command exited with status {status}, so it does not meet what was expected");
+        return 1;
+    }
+    verdict
 }
 
 /// The program to run: the first word after `--`, which exec cannot do without.
@@ -295,7 +317,19 @@ fn summary(env: &Fingerprint) -> Option<String> {
 const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// `fsynclab exec`: everything that can be refused is refused before the testbed is made.
-pub(crate) fn command(args: &crate::cli::ExecArgs) -> Result<i32> {
+/// `--expect` of exec, read: it judges the traced calls, so it needs `--explain`.
+pub(crate) fn expectations(args: &crate::cli::ExecArgs) -> Result<Vec<Expectation>, Usage> {
+    let expect = super::run::expectations(&args.verdict)?;
+    if !expect.is_empty() && !args.explain.explain {
+        return Err(Usage(
+            "exec --expect judges the figures of the command's sync calls, which only --explain traces: add --explain"
+                .into(),
+        ));
+    }
+    Ok(expect)
+}
+
+pub(crate) fn command(args: &crate::cli::ExecArgs, expect: &[Expectation]) -> Result<i32> {
     // What the command line asks for that cannot be done, whatever the machine.
     program_of(&args.command)?;
     if !args.explain.explain && (args.record.store.is_some() || args.record.no_store) {
@@ -336,5 +370,12 @@ pub(crate) fn command(args: &crate::cli::ExecArgs) -> Result<i32> {
         store: args.record.store.clone(),
         no_store: args.record.no_store,
     });
-    run(&request, &args.command, args.output.as_ref(), cut.as_ref(), explain)
+    run(
+        &request,
+        &args.command,
+        args.output.as_ref(),
+        cut.as_ref(),
+        explain,
+        expect,
+    )
 }
