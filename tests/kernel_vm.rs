@@ -166,7 +166,8 @@ fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
 }
 
 /// A 1-second overwrite-fsync in a guest booting the Debian 6.1 kernel: stored in the host's
-/// store, which `runs` and `show` read with the kernel, the accelerator, CPUs and memory.
+/// store, which `runs` and `show` read with the kernel, the accelerator, CPUs and memory,
+/// and the host's name.
 fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     let _turn = one_at_a_time();
     let kernel = debian_kernel().unwrap();
@@ -236,6 +237,11 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     );
     assert_eq!(vm["disk"], "hdd-7200");
     assert_eq!(env["device_profile"]["name"], "hdd-7200");
+    assert_eq!(
+        env["host"]["name"],
+        fsynclab::environment::this_host().name.as_str(),
+        "a guest's run is the host's, by name (not virtme-ng's hostname)"
+    );
     assert!(result["ops"]["fsync"]["count"].as_u64().unwrap() > 0, "{result}");
     let text = fsynclab().args(["show", "1", "--store"]).arg(&store).output().unwrap();
     let text = String::from_utf8(text.stdout).unwrap();

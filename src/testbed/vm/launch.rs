@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::{Kernel, DISK_SERIAL, GUEST_RESULTS_ENV};
 use crate::child::{Bounded, OnSignal, Outcome};
-use crate::environment::{VmInfo, VM_ENV};
+use crate::environment::{VmInfo, HOST_ENV, VM_ENV};
 use crate::error::Usage;
 use crate::testbed::command::find_tool;
 
@@ -178,6 +178,11 @@ fn guest_script(l: &Launch) -> String {
     let mut results = format!("{GUEST_RESULTS_ENV}=").into_bytes();
     results.extend_from_slice(l.results.as_os_str().as_bytes());
     words.push(quote(&results));
+    // The run is this machine's, made in a VM: named as the host's runs are (the guest's
+    // hostname is virtme-ng's), unless the farm names the host already (passed on below).
+    if std::env::var_os(HOST_ENV).is_none() {
+        words.push(quote(format!("{HOST_ENV}={}", crate::environment::this_host().name).as_bytes()));
+    }
     for (k, v) in std::env::vars_os() {
         let name = k.to_string_lossy();
         // Not the state directory: the guest's steps are undone with the guest, and the
