@@ -41,7 +41,7 @@ mod index;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use causes::{Attribution, Cause, Part};
+pub(crate) use causes::{Attribution, Cause, Commit, Part};
 use index::Index;
 
 use super::tracer::Trace;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::record::{LongSleep, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
-use crate::explain::attribution::{Attribution, Cause, Part};
+use crate::explain::attribution::{Attribution, Cause, Commit, Part};
 use crate::explain::stacks::{classify, top_frames, WaitKind};
 use crate::units::{format_duration, format_latency_ns, human_size};
 
@@ -42,7 +42,7 @@ pub(crate) fn attribution(
         }
     };
     for sleep in &call.sleeps {
-        let cause = cause_of(sleep, symbols);
+        let cause = with_commit(cause_of(sleep, symbols), call, origin_ns);
         if sleep.waker_tid != 0 {
             notes.push(format!(
                 "a sleep of {} ({cause}) ended by {} {}",
@@ -92,6 +92,32 @@ pub(crate) fn attribution(
         latency_ns: call.latency_ns,
         parts,
         notes,
+    }
+}
+
+/// A wait for the journal named by the commit that ended last during the call (the one the
+/// kernel recorded), with when it started, how long it took and how much of the call it
+/// covered; any other cause as it is.
+fn with_commit(cause: Cause, call: &SlowCall, origin_ns: u64) -> Cause {
+    match (cause, &call.last_commit) {
+        (Cause::JournalCommit { journal, .. }, Some(c)) => {
+            let call_end = call.start_ns + call.latency_ns;
+            let overlap = c.end_ns.min(call_end).saturating_sub(c.start_ns.max(call.start_ns));
+            Cause::JournalCommit {
+                journal,
+                commits: vec![Commit {
+                    name: c.name(),
+                    start_ns: Some(c.start_ns as i64 - origin_ns as i64),
+                    duration_ns: Some(c.end_ns.saturating_sub(c.start_ns)),
+                    overlap_ns: overlap,
+                    waited_for: Vec::new(),
+                    flushes: 0,
+                    device_write_bytes: 0,
+                    blocks_logged: None,
+                }],
+            }
+        }
+        (cause, _) => cause,
     }
 }
 

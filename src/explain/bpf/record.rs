@@ -12,8 +12,8 @@ use std::fmt;
 const STACK_DEPTH: usize = 20;
 /// Long sleeps kept per call (TOP_SLEEPS).
 pub(crate) const TOP_SLEEPS: usize = 4;
-/// sizeof(struct call).
-pub(crate) const RECORD_BYTES: usize = 168 + TOP_SLEEPS * SLEEP_BYTES;
+/// sizeof(struct call): its fixed fields, the sleeps, the last commit.
+pub(crate) const RECORD_BYTES: usize = 168 + TOP_SLEEPS * SLEEP_BYTES + 24;
 /// sizeof(struct sleep).
 const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8;
 
@@ -125,6 +125,31 @@ pub(crate) struct SlowCall {
     pub(crate) long_sleeps: u32,
     pub(crate) meanwhile: Meanwhile,
     pub(crate) sleeps: Vec<LongSleep>,
+    /// The journal commit that ended last during the call, if one did.
+    pub(crate) last_commit: Option<EndedCommit>,
+}
+
+/// A jbd2 commit: its journal's device, its transaction, when it started and ended
+/// (CLOCK_MONOTONIC).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct EndedCommit {
+    /// The kernel's device number (`MAJOR << 20 | MINOR`).
+    pub(crate) dev: u32,
+    pub(crate) tid: u32,
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+}
+
+impl EndedCommit {
+    /// `jbd2 transaction 1234 on 7:0`.
+    pub(crate) fn name(&self) -> String {
+        format!(
+            "jbd2 transaction {} on {}:{}",
+            self.tid,
+            self.dev >> 20,
+            self.dev & 0xfffff
+        )
+    }
 }
 
 impl SlowCall {
@@ -168,6 +193,7 @@ impl SlowCall {
                 commit_ns: r.u64(),
             },
             sleeps: Vec::new(),
+            last_commit: None,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
         r.at += 8 + 8 + 4 + 4 + 16;
@@ -191,6 +217,15 @@ impl SlowCall {
             });
         }
         call.sleeps.sort_by_key(|s| std::cmp::Reverse(s.ns));
+        let (dev_tid, start_ns, end_ns) = (r.u64(), r.u64(), r.u64());
+        if end_ns != 0 {
+            call.last_commit = Some(EndedCommit {
+                dev: (dev_tid >> 32) as u32,
+                tid: dev_tid as u32,
+                start_ns,
+                end_ns,
+            });
+        }
         Ok(call)
     }
 }
@@ -255,7 +290,14 @@ mod tests {
         put(&mut b, sleep + 20, &16u32.to_ne_bytes());
         put(&mut b, sleep + 24, b"jbd2/sda1-8\0");
         put(&mut b, sleep + 40, &0xffff_ffff_8100_0000u64.to_ne_bytes());
+        let commit = 168 + TOP_SLEEPS * SLEEP_BYTES;
+        put(&mut b, commit, &((7u64 << 20 | 3) << 32 | 1234).to_ne_bytes());
+        put(&mut b, commit + 8, &5_000u64.to_ne_bytes());
+        put(&mut b, commit + 16, &45_000u64.to_ne_bytes());
         let call = SlowCall::parse(&b).unwrap();
+        let last = call.last_commit.as_ref().unwrap();
+        assert_eq!((last.tid, last.end_ns - last.start_ns), (1234, 40_000));
+        assert_eq!(last.name(), "jbd2 transaction 1234 on 7:3");
         assert_eq!(call.kind, Some(SyncKind::Fdatasync));
         assert_eq!(
             (call.pid, call.tid, call.fd, call.comm.as_str()),

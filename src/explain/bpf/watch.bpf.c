@@ -140,6 +140,9 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		c->at_entry.write_bytes = t->write_bytes - c->at_entry.write_bytes;
 		c->at_entry.commits = t->commits - c->at_entry.commits;
 		c->at_entry.commit_ns = t->commit_ns - c->at_entry.commit_ns;
+		struct commit *last = bpf_map_lookup_elem(&last_commit, &zero);
+		if (c->at_entry.commits && last && last->end_ns >= c->start_ns)
+			c->last_commit = *last;
 		if (bpf_ringbuf_output(&events, c, sizeof(*c), 0))
 			count_lost(1);
 	}
@@ -331,8 +334,15 @@ int BPF_PROG(on_commit_end, struct journal_s *journal, struct transaction_s *tr)
 	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
 	if (!started || !t)
 		return 0;
+	u64 now = bpf_ktime_get_ns();
+	struct commit *last = bpf_map_lookup_elem(&last_commit, &zero);
+	if (last) {
+		last->dev_tid = key;
+		last->start_ns = *started;
+		last->end_ns = now;
+	}
 	__sync_fetch_and_add(&t->commits, 1);
-	__sync_fetch_and_add(&t->commit_ns, bpf_ktime_get_ns() - *started);
+	__sync_fetch_and_add(&t->commit_ns, now - *started);
 	bpf_map_delete_elem(&commits_in_flight, &key);
 	return 0;
 }

@@ -54,6 +54,13 @@ struct sleep {
 	u64 stack[STACK_DEPTH];
 };
 
+/* A journal commit: which (device << 32 | transaction), when it started and ended. */
+struct commit {
+	u64 dev_tid;
+	u64 start_ns;
+	u64 end_ns;
+};
+
 /* One sync call in progress (start_ns not 0), then its record for user space (the same
  * layout). */
 struct call {
@@ -78,6 +85,9 @@ struct call {
 	u32 waker_pid;
 	char waker_comm[TASK_COMM_LEN];
 	struct sleep sleeps[TOP_SLEEPS];
+	/* In the record: the journal commit that ended last during the call, if one did (the
+	 * one a wait for the journal most likely ended with); zeros otherwise. */
+	struct commit last_commit;
 };
 
 struct {
@@ -128,6 +138,14 @@ struct {
 	__type(key, u64);
 	__type(value, u64);
 } flushes_in_flight SEC(".maps");
+
+/* The journal commit that ended last on the machine. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct commit);
+} last_commit SEC(".maps");
 
 /* Journal commits in progress: (device << 32 | transaction) -> start time. */
 struct {

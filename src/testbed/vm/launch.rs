@@ -181,7 +181,9 @@ fn guest_script(l: &Launch) -> String {
     // The run is this machine's, made in a VM: named as the host's runs are (the guest's
     // hostname is virtme-ng's), unless the farm names the host already (passed on below).
     if std::env::var_os(HOST_ENV).is_none() {
-        words.push(quote(format!("{HOST_ENV}={}", crate::environment::this_host().name).as_bytes()));
+        words.push(quote(
+            format!("{HOST_ENV}={}", crate::environment::this_host().name).as_bytes(),
+        ));
     }
     for (k, v) in std::env::vars_os() {
         let name = k.to_string_lossy();
