@@ -242,6 +242,15 @@ pub struct ReproduceArgs {
     /// Directory that holds the scratch directories [default: .]
     #[arg(long, value_name = "DIR")]
     pub backing: Option<PathBuf>,
+    /// Make every run on each of these kernels, cell by cell in turn, and print each finding
+    /// side by side with what changed: host (this one, no VM), an installed release or a
+    /// bzImage path, as run's --kernel takes them (host,6.1.0-56-amd64); one value runs the
+    /// whole reproduction on it
+    #[arg(long, value_name = "K1,K2", conflicts_with = "show", help_heading = "Kernel")]
+    pub kernel: Option<String>,
+    /// End a --kernel guest that has not finished after this long, boot included
+    #[arg(long, value_name = "DURATION", default_value = "30m", help_heading = "Kernel")]
+    pub kernel_timeout: String,
     /// No progress lines on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -21,12 +21,14 @@
 mod causes;
 mod experiment;
 mod groups;
+mod kernels;
 mod render;
 mod seed000;
 mod seed001;
 mod seed002;
 mod seed003;
 mod seed004;
+mod sidebyside;
 mod verdict;
 
 use std::path::PathBuf;
@@ -103,7 +105,14 @@ pub(crate) struct SeedReport {
     pub(crate) era: String,
     /// The store's matrices holding its runs.
     pub(crate) matrices: Vec<String>,
+    /// Its findings (on the one kernel given, if any; empty with several kernels).
     pub(crate) rows: Vec<Row>,
+    /// With several kernels: its findings judged on each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) by_kernel: Vec<kernels::KernelRows>,
+    /// With several kernels: what changed for each finding, from the first to each other.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) changes: Vec<kernels::Change>,
 }
 
 /// The whole reproduction.
@@ -119,6 +128,9 @@ pub(crate) struct Reproduction {
     pub(crate) duration_s: Option<f64>,
     pub(crate) runs: usize,
     pub(crate) interrupted: bool,
+    /// `--kernel`'s kernels, the first the reference (none: this one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) kernels: Vec<String>,
     pub(crate) seeds: Vec<SeedReport>,
 }
 
@@ -133,6 +145,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         (false, true) => Size::Smoke,
         (false, false) => Size::Quick,
     };
+    let kernels = kernels::check(args.kernel.as_deref(), &args.kernel_timeout, &experiments, size)?;
     if !crate::sys::is_root() {
         return Err(Usage(
             "fsynclab reproduce: its runs make scratch filesystems on emulated disks and set vm sysctls, which needs root: run it as root".into(),
@@ -158,7 +171,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     let (explain, explain_note) = ExplainOptions::decide(TraceWish::Default, Threshold::default(), DEFAULT_INTERVAL)?;
     let mut store = recording::open_for_writing(&path)?;
     let id = store.next_prefixed_id(ID_PREFIX)?;
-    let groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;
+    let mut groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;
+    kernels::apply(&mut groups, &kernels, &args.kernel_timeout);
     let total: usize = groups.iter().map(|g| g.plan.order().len()).sum();
     if args.full {
         say_full_plan(&groups, total)?;
@@ -180,6 +194,9 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         );
         if let Some(n) = explain_note {
             note!("{n}");
+        }
+        if !kernels.is_empty() {
+            note!("fsynclab reproduce {id}: every run on kernel {}, in turn cell by cell; a guest is booted for each run of a kernel other than host (under TCG about a minute each), and ended after {}", kernels.join(", then "), args.kernel_timeout);
         }
     }
     for g in &groups {
@@ -262,7 +279,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     let reproduction = Reproduction {
         id: id.clone(),
         size,
-        machine: machine.machine_line(),
+        machine: kernels::machine_line(&kernels, machine.machine_line()),
         store: recording::shown_store(&path),
         started_at,
         duration_s: Some(clock.elapsed().as_secs_f64()),
@@ -270,18 +287,12 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         interrupted: ended_by.is_some(),
         seeds: measured
             .iter()
-            .map(|(e, m)| SeedReport {
-                seed: e.seed(),
-                title: e.title(),
-                era: e.era(size),
-                matrices: groups
-                    .iter()
-                    .filter(|g| g.experiment.seed() == e.seed())
-                    .map(|g| g.matrix_id.clone())
-                    .collect(),
-                rows: e.rows(m).into_iter().map(|row| with_disturbances(row, m)).collect(),
+            .map(|(e, m)| {
+                let matrices = groups.iter().filter(|g| g.experiment.seed() == e.seed());
+                kernels::seed_report(*e, size, m, matrices.map(|g| g.matrix_id.clone()).collect(), &kernels)
             })
             .collect(),
+        kernels,
     };
     crate::report::print(&render::render(&reproduction, args.format)?)?;
     if !args.quiet {
@@ -317,6 +328,7 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
     let mut seeds: Vec<SeedReport> = Vec::new();
     let mut runs = 0;
     let mut machine = String::new();
+    let mut kernels: Vec<String> = Vec::new();
     for e in experiments {
         let mut m = Measured::default();
         let mut ids = Vec::new();
@@ -327,6 +339,16 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
             let plan: Plan = serde_json::from_value(record.plan.clone())
                 .map_err(|err| anyhow::anyhow!("matrix {}: a plan this fsynclab cannot read ({err})", record.id))?;
             size = plan.origin.as_deref().and_then(Size::of_origin).unwrap_or(size);
+            for k in plan
+                .axes
+                .iter()
+                .filter(|a| a.key == crate::matrix::plan::KERNEL_AXIS)
+                .flat_map(|a| &a.values)
+            {
+                if !kernels.contains(k) {
+                    kernels.push(k.clone());
+                }
+            }
             let name = rest.trim_start_matches('-');
             let Some(group) = e.groups(size).into_iter().find(|g| g.name == name) else {
                 continue;
@@ -365,13 +387,7 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
         if ids.is_empty() {
             continue;
         }
-        seeds.push(SeedReport {
-            seed: e.seed(),
-            title: e.title(),
-            era: e.era(size),
-            matrices: ids,
-            rows: e.rows(&m).into_iter().map(|row| with_disturbances(row, &m)).collect(),
-        });
+        seeds.push(kernels::seed_report(*e, size, &m, ids, &kernels));
     }
     let reproduction = Reproduction {
         id: id.to_string(),
@@ -382,6 +398,7 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
         duration_s: None,
         runs,
         interrupted: false,
+        kernels,
         seeds,
     };
     crate::report::print(&render::render(&reproduction, args.format)?)
