@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use super::experiment::{Experiment, Measured, Row, Run, Size};
+use super::experiment::{CellRuns, Experiment, Measured, Row, Run, Size};
 use super::groups::PlannedGroup;
 use super::verdict::Verdict;
 use super::SeedReport;
@@ -187,7 +187,7 @@ pub(super) fn seed_report(
     let judged = |m: &Measured| -> Vec<Row> {
         e.rows(m)
             .into_iter()
-            .map(|row| super::with_disturbances(row, m))
+            .map(|row| super::disturbances::with_disturbances(row, m))
             .collect()
     };
     let mut report = SeedReport {
@@ -230,14 +230,11 @@ pub(super) fn seed_report(
     report
 }
 
-/// The cell (group and axes) of the run `id` of `m`.
-fn cell_of(m: &Measured, id: i64) -> Option<(&'static str, Vec<(String, String)>, &Run)> {
-    m.cells.iter().find_map(|c| {
-        c.runs
-            .iter()
-            .find(|r| r.id == Some(id))
-            .map(|r| (c.group, c.axes.clone(), r))
-    })
+/// The cell (group and axes) of the run `id` of `m`, and the run.
+fn cell_of(m: &Measured, id: i64) -> Option<(&CellRuns, &Run)> {
+    m.cells
+        .iter()
+        .find_map(|c| c.runs.iter().find(|r| r.id == Some(id)).map(|r| (c, r)))
 }
 
 /// The values of `figure` over the runs of cell (`group`, `axes`) of `m`.
@@ -279,9 +276,10 @@ fn change(e: &dyn Experiment, size: Size, a: (&str, &Row, &Measured), b: (&str, 
         .first()
         .and_then(|id| cell_of(ma, *id))
         .or_else(|| rb.runs.first().and_then(|id| cell_of(mb, *id)));
-    let Some((group, axes, run)) = found else {
+    let Some((cell, run)) = found else {
         return out;
     };
+    let (group, axes) = (cell.group, cell.axes.clone());
     let named = e
         .groups(size)
         .into_iter()

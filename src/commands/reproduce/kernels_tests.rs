@@ -2,7 +2,7 @@
 //! kernel, what changed between them and its rendering, on a small experiment of the
 //! tests' own (issue 26, item 4).
 
-use super::super::experiment::{worst_s, CellRuns, Group};
+use super::super::experiment::{worst_s, Group};
 use super::super::verdict::Judgement;
 use super::super::{render, Reproduction};
 use super::*;

@@ -19,6 +19,7 @@
 //! still prints the rows of what was measured; the exit status is then 128 + the signal.
 
 mod causes;
+mod disturbances;
 mod experiment;
 mod groups;
 mod kernels;
@@ -402,32 +403,6 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
         seeds,
     };
     crate::report::print(&render::render(&reproduction, args.format)?)
-}
-
-/// `row` with a warning in its reason for every run behind it whose writeback sysctls
-/// another process changed while it ran: its figures are not those of the configuration the
-/// row states (the result's own finding says which and how).
-fn with_disturbances(mut row: Row, m: &Measured) -> Row {
-    for run in m.cells.iter().flat_map(|c| &c.runs) {
-        let Some(id) = run.id.filter(|id| row.runs.contains(id)) else {
-            continue;
-        };
-        for finding in &run.result.findings {
-            if let crate::result::Finding::SysctlsChanged(changed) = finding {
-                let what: Vec<String> = changed
-                    .0
-                    .iter()
-                    .map(|c| format!("vm.{} {} -> {}", c.name, c.was, c.now))
-                    .collect();
-                row.judgement.why = format!(
-                    "{}; CAUTION: another process changed run {id}'s sysctls while it ran ({}): its figures are not this configuration's",
-                    row.judgement.why,
-                    what.join(", ")
-                );
-            }
-        }
-    }
-    row
 }
 
 #[cfg(test)]
