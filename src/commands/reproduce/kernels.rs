@@ -14,7 +14,6 @@
 use serde::Serialize;
 
 use super::experiment::{CellRuns, Experiment, Measured, Row, Run, Size};
-use super::groups::PlannedGroup;
 use super::verdict::Verdict;
 use super::SeedReport;
 use crate::compare::figures::{run_figures, Figure, Metric};
@@ -22,7 +21,7 @@ use crate::compare::stats;
 use crate::compare::{Settings, MIN_RUNS};
 use crate::error::Usage;
 use crate::explain::run::ExplainOptions;
-use crate::matrix::plan::{Axis, KERNEL_AXIS};
+use crate::matrix::plan::{Axis, Plan, KERNEL_AXIS};
 use crate::testbed::Key;
 
 /// `--kernel host,6.1.0-56-amd64`'s kernels, checked before anything is made: an empty or
@@ -78,7 +77,7 @@ pub(super) fn check(
     Ok(kernels)
 }
 
-fn with_axis(plan: &mut crate::matrix::plan::Plan, kernels: &[String], timeout: &str) {
+fn with_axis(plan: &mut Plan, kernels: &[String], timeout: &str) {
     plan.axes.push(Axis {
         key: KERNEL_AXIS.into(),
         values: kernels.to_vec(),
@@ -96,12 +95,12 @@ pub(super) fn machine_line(kernels: &[String], host: String) -> String {
 }
 
 /// Adds the kernel axis, last, to every group's plan.
-pub(super) fn apply(groups: &mut [PlannedGroup], kernels: &[String], timeout: &str) {
+pub(super) fn apply<'a>(plans: impl Iterator<Item = &'a mut Plan>, kernels: &[String], timeout: &str) {
     if kernels.is_empty() {
         return;
     }
-    for g in groups {
-        with_axis(&mut g.plan, kernels, timeout);
+    for plan in plans {
+        with_axis(plan, kernels, timeout);
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::super::experiment::{worst_s, Group};
 use super::super::verdict::Judgement;
-use super::super::{render, Reproduction};
+use super::super::{sidebyside, Reproduction};
 use super::*;
 use crate::cli::ReproduceFormat;
 use crate::measure::{OpKind, OpStats};
@@ -176,7 +176,7 @@ fn one_kernel_alone_gives_the_plain_rows_of_its_runs() {
 #[test]
 fn the_findings_are_shown_side_by_side_with_what_changed() {
     let r = reproduction(&measured(&[2000, 2100, 1900], &[300, 320, 310]));
-    let t = render::render(&r, ReproduceFormat::Text).unwrap();
+    let t = sidebyside::render(&r, ReproduceFormat::Text).unwrap();
     assert!(
         t.contains("\nkernels: host, 6.1 (the first is the reference A)\n"),
         "{t}"
@@ -198,7 +198,7 @@ fn the_findings_are_shown_side_by_side_with_what_changed() {
         "{t}"
     );
 
-    let md = render::render(&r, ReproduceFormat::Markdown).unwrap();
+    let md = sidebyside::render(&r, ReproduceFormat::Markdown).unwrap();
     assert!(
         md.contains("| seed | claim | published | host | 6.1 | what changed |\n|---|---|---|---|---|---|\n"),
         "{md}"
@@ -208,7 +208,8 @@ fn the_findings_are_shown_side_by_side_with_what_changed() {
     assert!(rows[0].contains("| **reproduced**: worst fsync 2.00 s | **not reproduced**: worst fsync 0.31 s | reproduced on host, not reproduced on 6.1; fsync.max"), "{md}");
     assert_eq!(rows[0].matches('|').count(), 7, "six columns: {}", rows[0]);
 
-    let json: serde_json::Value = serde_json::from_str(&render::render(&r, ReproduceFormat::Json).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&sidebyside::render(&r, ReproduceFormat::Json).unwrap()).unwrap();
     assert_eq!(json["kernels"], serde_json::json!(["host", "6.1"]));
     let seed = &json["seeds"][0];
     assert_eq!(seed["by_kernel"][1]["kernel"], "6.1");

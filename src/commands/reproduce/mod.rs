@@ -13,7 +13,8 @@
 //!    `reproduceN-SEED[-GROUP]` (so `fsynclab runs --grep reproduceN` lists them, `report
 //!    --matrix` draws them, `compare` and `explain` read them);
 //! 3. rows: each seed's findings judged on its runs ([`experiment::Experiment::rows`]);
-//! 4. the table ([`render`]).
+//! 4. the table ([`render`]; side by side on several kernels, [`sidebyside`], with what
+//!    changed between them: [`kernels`]).
 //!
 //! A signal stops the run under way (the session undoes its testbed), skips the rest, and
 //! still prints the rows of what was measured; the exit status is then 128 + the signal.
@@ -173,7 +174,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     let mut store = recording::open_for_writing(&path)?;
     let id = store.next_prefixed_id(ID_PREFIX)?;
     let mut groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;
-    kernels::apply(&mut groups, &kernels, &args.kernel_timeout);
+    kernels::apply(groups.iter_mut().map(|g| &mut g.plan), &kernels, &args.kernel_timeout);
     let total: usize = groups.iter().map(|g| g.plan.order().len()).sum();
     if args.full {
         say_full_plan(&groups, total)?;
@@ -295,7 +296,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             .collect(),
         kernels,
     };
-    crate::report::print(&render::render(&reproduction, args.format)?)?;
+    crate::report::print(&sidebyside::render(&reproduction, args.format)?)?;
     if !args.quiet {
         note!(
             "fsynclab reproduce {id}: `fsynclab runs --grep {id}` lists its runs; `fsynclab report --matrix {id}-000 -o {id}.html` draws a seed's; `fsynclab explain RUN` shows where a stall's time went"
@@ -402,7 +403,7 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
         kernels,
         seeds,
     };
-    crate::report::print(&render::render(&reproduction, args.format)?)
+    crate::report::print(&sidebyside::render(&reproduction, args.format)?)
 }
 
 #[cfg(test)]

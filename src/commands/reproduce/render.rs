@@ -12,9 +12,6 @@ use crate::cli::ReproduceFormat;
 use crate::units::clock;
 
 pub(crate) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String> {
-    if r.kernels.len() > 1 {
-        return super::sidebyside::render(r, format);
-    }
     Ok(match format {
         ReproduceFormat::Text => text(r),
         ReproduceFormat::Markdown => markdown(r),

@@ -14,7 +14,12 @@ use super::{Reproduction, SeedReport};
 use crate::cli::ReproduceFormat;
 use crate::compare::figures::format_significant;
 
+/// The reproduction in `format`: side by side with several kernels, else as [`super::render`]
+/// renders it.
 pub(super) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String> {
+    if r.kernels.len() < 2 {
+        return super::render::render(r, format);
+    }
     Ok(match format {
         ReproduceFormat::Text => text(r),
         ReproduceFormat::Markdown => markdown(r),
