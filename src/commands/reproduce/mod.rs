@@ -331,6 +331,7 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
     let mut runs = 0;
     let mut machine = String::new();
     let mut kernels: Vec<String> = Vec::new();
+    let mut guest_line = false;
     for e in experiments {
         let mut m = Measured::default();
         let mut ids = Vec::new();
@@ -365,7 +366,9 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
                     continue;
                 };
                 runs += 1;
-                if machine.is_empty() {
+                // The host's machine line: a guest's run only when every run is a guest's.
+                if machine.is_empty() || (guest_line && result.environment.vm.is_none()) {
+                    guest_line = result.environment.vm.is_some();
                     machine = result.environment.machine_line();
                 }
                 let run = Run {

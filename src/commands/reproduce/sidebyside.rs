@@ -90,8 +90,9 @@ fn tallies(r: &Reproduction) -> String {
         .flat_map(|s| &s.changes)
         .filter(|c| c.significant)
         .count();
+    let findings = r.seeds.iter().map(|s| s.changes.len()).sum::<usize>();
     format!(
-        "{}; {changed} verdicts differ between kernels, {significant} figures differ significantly",
+        "{}; judged differently: {changed} of {findings} findings; a significant change of the main figure: {significant}",
         out.join("; ")
     )
 }
