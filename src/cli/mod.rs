@@ -209,12 +209,19 @@ reproduceN-000 -o r.html` draws one, `fsynclab explain RUN` shows where a stall'
 --quick (the default) takes about ten minutes and one run a configuration; --full uses the
 posts' sizes and durations where the machine allows, three runs a configuration, and says
 first how long it takes and how much memory its emulated disks need.
+--kernel A,B makes every run on each kernel in turn (host is this one; any other is booted
+under QEMU for each run, about a minute under TCG) and prints each finding's verdict and
+figure on each side by side, with what changed: the verdicts, the main figure's ratio B/A,
+and whether the runs can tell that from noise (Mann-Whitney, at least 3 runs a side). The
+runs are stored with kernel= in their axes: `fsynclab compare
+reproduceN-004-datasync:kernel=host reproduceN-004-datasync:kernel=6.1.0-56-amd64`.
 
 Examples:
   fsynclab reproduce                          all five seeds, quick
   fsynclab reproduce 003 --format markdown    seed 003, as a table for a mailing list
   fsynclab reproduce --full --format json > reproduce.json
-  fsynclab reproduce --show reproduce3 --format markdown   a stored one again, as a table";
+  fsynclab reproduce --show reproduce3 --format markdown   a stored one again, as a table
+  fsynclab reproduce 000 004 --kernel 6.1.0-56-amd64,host   the findings on 6.1 and on this kernel";
 
 /// `fsynclab reproduce [SEED...] [--quick|--full] [--format text|markdown|json]`
 #[derive(Debug, Args)]
@@ -242,6 +249,15 @@ pub struct ReproduceArgs {
     /// Directory that holds the scratch directories [default: .]
     #[arg(long, value_name = "DIR")]
     pub backing: Option<PathBuf>,
+    /// Make every run on each of these kernels, cell by cell in turn, and print each finding
+    /// side by side with what changed: host (this one, no VM), an installed release or a
+    /// bzImage path, as run's --kernel takes them (host,6.1.0-56-amd64); one value runs the
+    /// whole reproduction on it
+    #[arg(long, value_name = "K1,K2", conflicts_with = "show", help_heading = "Kernel")]
+    pub kernel: Option<String>,
+    /// End a --kernel guest that has not finished after this long, boot included
+    #[arg(long, value_name = "DURATION", default_value = "30m", help_heading = "Kernel")]
+    pub kernel_timeout: String,
     /// No progress lines on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,

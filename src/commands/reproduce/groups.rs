@@ -118,6 +118,11 @@ pub(super) fn run_one(
     if let Some(ms) = g.explain_over_ms {
         explain.threshold.over_ns = ms * 1_000_000;
     }
+    let on = g.plan.kernel_for(cell)?.map(|(kernel, args, limit)| cell::OnKernel {
+        kernel,
+        args: super::kernels::guest_args(args, &explain),
+        limit,
+    });
     planned.explain = explain;
     let request = g.plan.target_for(cell)?;
     let place = MatrixPlace {
@@ -133,7 +138,7 @@ pub(super) fn run_one(
             place: Some(&place),
             claim: false,
             who: "fsynclab reproduce",
-            kernel: None,
+            kernel: on.as_ref(),
         },
         recording,
     )

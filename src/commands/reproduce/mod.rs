@@ -13,20 +13,24 @@
 //!    `reproduceN-SEED[-GROUP]` (so `fsynclab runs --grep reproduceN` lists them, `report
 //!    --matrix` draws them, `compare` and `explain` read them);
 //! 3. rows: each seed's findings judged on its runs ([`experiment::Experiment::rows`]);
-//! 4. the table ([`render`]).
+//! 4. the table ([`render`]; side by side on several kernels, [`sidebyside`], with what
+//!    changed between them: [`kernels`]).
 //!
 //! A signal stops the run under way (the session undoes its testbed), skips the rest, and
 //! still prints the rows of what was measured; the exit status is then 128 + the signal.
 
 mod causes;
+mod disturbances;
 mod experiment;
 mod groups;
+mod kernels;
 mod render;
 mod seed000;
 mod seed001;
 mod seed002;
 mod seed003;
 mod seed004;
+mod sidebyside;
 mod verdict;
 
 use std::path::PathBuf;
@@ -103,7 +107,14 @@ pub(crate) struct SeedReport {
     pub(crate) era: String,
     /// The store's matrices holding its runs.
     pub(crate) matrices: Vec<String>,
+    /// Its findings (on the one kernel given, if any; empty with several kernels).
     pub(crate) rows: Vec<Row>,
+    /// With several kernels: its findings judged on each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) by_kernel: Vec<kernels::KernelRows>,
+    /// With several kernels: what changed for each finding, from the first to each other.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) changes: Vec<kernels::Change>,
 }
 
 /// The whole reproduction.
@@ -119,6 +130,9 @@ pub(crate) struct Reproduction {
     pub(crate) duration_s: Option<f64>,
     pub(crate) runs: usize,
     pub(crate) interrupted: bool,
+    /// `--kernel`'s kernels, the first the reference (none: this one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) kernels: Vec<String>,
     pub(crate) seeds: Vec<SeedReport>,
 }
 
@@ -133,6 +147,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         (false, true) => Size::Smoke,
         (false, false) => Size::Quick,
     };
+    let kernels = kernels::check(args.kernel.as_deref(), &args.kernel_timeout, &experiments, size)?;
     if !crate::sys::is_root() {
         return Err(Usage(
             "fsynclab reproduce: its runs make scratch filesystems on emulated disks and set vm sysctls, which needs root: run it as root".into(),
@@ -158,7 +173,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     let (explain, explain_note) = ExplainOptions::decide(TraceWish::Default, Threshold::default(), DEFAULT_INTERVAL)?;
     let mut store = recording::open_for_writing(&path)?;
     let id = store.next_prefixed_id(ID_PREFIX)?;
-    let groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;
+    let mut groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;
+    kernels::apply(groups.iter_mut().map(|g| &mut g.plan), &kernels, &args.kernel_timeout);
     let total: usize = groups.iter().map(|g| g.plan.order().len()).sum();
     if args.full {
         say_full_plan(&groups, total)?;
@@ -180,6 +196,9 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         );
         if let Some(n) = explain_note {
             note!("{n}");
+        }
+        if !kernels.is_empty() {
+            note!("fsynclab reproduce {id}: every run on kernel {}, in turn cell by cell; a guest is booted for each run of a kernel other than host (under TCG about a minute each), and ended after {}", kernels.join(", then "), args.kernel_timeout);
         }
     }
     for g in &groups {
@@ -262,7 +281,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     let reproduction = Reproduction {
         id: id.clone(),
         size,
-        machine: machine.machine_line(),
+        machine: kernels::machine_line(&kernels, machine.machine_line()),
         store: recording::shown_store(&path),
         started_at,
         duration_s: Some(clock.elapsed().as_secs_f64()),
@@ -270,20 +289,14 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         interrupted: ended_by.is_some(),
         seeds: measured
             .iter()
-            .map(|(e, m)| SeedReport {
-                seed: e.seed(),
-                title: e.title(),
-                era: e.era(size),
-                matrices: groups
-                    .iter()
-                    .filter(|g| g.experiment.seed() == e.seed())
-                    .map(|g| g.matrix_id.clone())
-                    .collect(),
-                rows: e.rows(m).into_iter().map(|row| with_disturbances(row, m)).collect(),
+            .map(|(e, m)| {
+                let matrices = groups.iter().filter(|g| g.experiment.seed() == e.seed());
+                kernels::seed_report(*e, size, m, matrices.map(|g| g.matrix_id.clone()).collect(), &kernels)
             })
             .collect(),
+        kernels,
     };
-    crate::report::print(&render::render(&reproduction, args.format)?)?;
+    crate::report::print(&sidebyside::render(&reproduction, args.format)?)?;
     if !args.quiet {
         note!(
             "fsynclab reproduce {id}: `fsynclab runs --grep {id}` lists its runs; `fsynclab report --matrix {id}-000 -o {id}.html` draws a seed's; `fsynclab explain RUN` shows where a stall's time went"
@@ -317,6 +330,8 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
     let mut seeds: Vec<SeedReport> = Vec::new();
     let mut runs = 0;
     let mut machine = String::new();
+    let mut kernels: Vec<String> = Vec::new();
+    let mut guest_line = false;
     for e in experiments {
         let mut m = Measured::default();
         let mut ids = Vec::new();
@@ -327,6 +342,16 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
             let plan: Plan = serde_json::from_value(record.plan.clone())
                 .map_err(|err| anyhow::anyhow!("matrix {}: a plan this fsynclab cannot read ({err})", record.id))?;
             size = plan.origin.as_deref().and_then(Size::of_origin).unwrap_or(size);
+            for k in plan
+                .axes
+                .iter()
+                .filter(|a| a.key == crate::matrix::plan::KERNEL_AXIS)
+                .flat_map(|a| &a.values)
+            {
+                if !kernels.contains(k) {
+                    kernels.push(k.clone());
+                }
+            }
             let name = rest.trim_start_matches('-');
             let Some(group) = e.groups(size).into_iter().find(|g| g.name == name) else {
                 continue;
@@ -341,7 +366,9 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
                     continue;
                 };
                 runs += 1;
-                if machine.is_empty() {
+                // The host's machine line: a guest's run only when every run is a guest's.
+                if machine.is_empty() || (guest_line && result.environment.vm.is_none()) {
+                    guest_line = result.environment.vm.is_some();
                     machine = result.environment.machine_line();
                 }
                 let run = Run {
@@ -365,13 +392,7 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
         if ids.is_empty() {
             continue;
         }
-        seeds.push(SeedReport {
-            seed: e.seed(),
-            title: e.title(),
-            era: e.era(size),
-            matrices: ids,
-            rows: e.rows(&m).into_iter().map(|row| with_disturbances(row, &m)).collect(),
-        });
+        seeds.push(kernels::seed_report(*e, size, &m, ids, &kernels));
     }
     let reproduction = Reproduction {
         id: id.to_string(),
@@ -382,35 +403,10 @@ fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs)
         duration_s: None,
         runs,
         interrupted: false,
+        kernels,
         seeds,
     };
-    crate::report::print(&render::render(&reproduction, args.format)?)
-}
-
-/// `row` with a warning in its reason for every run behind it whose writeback sysctls
-/// another process changed while it ran: its figures are not those of the configuration the
-/// row states (the result's own finding says which and how).
-fn with_disturbances(mut row: Row, m: &Measured) -> Row {
-    for run in m.cells.iter().flat_map(|c| &c.runs) {
-        let Some(id) = run.id.filter(|id| row.runs.contains(id)) else {
-            continue;
-        };
-        for finding in &run.result.findings {
-            if let crate::result::Finding::SysctlsChanged(changed) = finding {
-                let what: Vec<String> = changed
-                    .0
-                    .iter()
-                    .map(|c| format!("vm.{} {} -> {}", c.name, c.was, c.now))
-                    .collect();
-                row.judgement.why = format!(
-                    "{}; CAUTION: another process changed run {id}'s sysctls while it ran ({}): its figures are not this configuration's",
-                    row.judgement.why,
-                    what.join(", ")
-                );
-            }
-        }
-    }
-    row
+    crate::report::print(&sidebyside::render(&reproduction, args.format)?)
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ fn tally(r: &Reproduction) -> String {
         }
 }
 
-fn heading(r: &Reproduction) -> String {
+pub(super) fn heading(r: &Reproduction) -> String {
     let took = match r.duration_s {
         Some(s) => format!(" in {}", clock(std::time::Duration::from_secs_f64(s.max(0.0)))),
         None => format!(" (stored, made from {})", r.started_at),
@@ -94,7 +94,7 @@ fn text(r: &Reproduction) -> String {
     out
 }
 
-fn or_dash(text: &str) -> &str {
+pub(super) fn or_dash(text: &str) -> &str {
     if text.is_empty() {
         "-"
     } else {
@@ -103,7 +103,7 @@ fn or_dash(text: &str) -> &str {
 }
 
 /// A markdown cell: pipes escaped, line breaks flattened.
-fn cell(text: &str) -> String {
+pub(super) fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
@@ -178,7 +178,10 @@ mod tests {
                 era: "hdd-5400".into(),
                 matrices: vec!["reproduce1-000".into()],
                 rows: vec![row, Row::new("000", "unmeasured")],
+                by_kernel: Vec::new(),
+                changes: Vec::new(),
             }],
+            kernels: Vec::new(),
         }
     }
 

@@ -29,7 +29,7 @@ impl Plan {
 
     /// Refuses a kernel axis whose values are not all bootable here, before any cell runs:
     /// a kernel that is not installed, lacks what a run needs, or no QEMU or virtme-ng.
-    pub(super) fn check_kernels(&self) -> Result<(), Usage> {
+    pub(crate) fn check_kernels(&self) -> Result<(), Usage> {
         let Some(values) = self.kernels() else {
             return Ok(());
         };
