@@ -459,6 +459,8 @@ mod tests {
                     // The kernel is where the testbed runs, not a part of it (a matrix axis of its own).
                     "kernel",
                     "kernel-timeout",
+                    // A verdict on the run, not a part of its testbed.
+                    "expect",
                 ]
                 .contains(l)
             })
