@@ -17,11 +17,14 @@
 //!
 //! Thresholds ("a stall of seconds") are judged with [`at_least`]. Every rule returns the
 //! verdict with the sentence that says why, so that the table never shows a verdict without
-//! its reason.
+//! its reason. The rules here judge one figure; [`super::confidence`] applies them to the
+//! spread of the runs and says *inconclusive* when the runs cannot decide.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use super::confidence::Confidence;
 
 /// What became of a published finding on this kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +38,10 @@ pub(crate) enum Verdict {
     NotReproduced,
     /// The opposite of the claim, beyond the noise.
     Reversed,
+    /// Measured, but the runs cannot decide: their spread covers more than one verdict, or
+    /// a difference is not significant ([`super::confidence`]). Not counted as any of the
+    /// verdicts above.
+    Inconclusive,
     /// Nothing to judge: the figure is missing (a run failed or was interrupted).
     NotMeasured,
 }
@@ -53,6 +60,7 @@ impl fmt::Display for Verdict {
             Verdict::Partly => "partly",
             Verdict::NotReproduced => "not reproduced",
             Verdict::Reversed => "reversed",
+            Verdict::Inconclusive => "inconclusive",
             Verdict::NotMeasured => "not measured",
         })
     }
@@ -63,6 +71,9 @@ impl fmt::Display for Verdict {
 pub(crate) struct Judgement {
     pub(crate) verdict: Verdict,
     pub(crate) why: String,
+    /// What the verdict rests on (runs, interval, p); absent when nothing was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) confidence: Option<Confidence>,
 }
 
 impl Judgement {
@@ -70,7 +81,14 @@ impl Judgement {
         Judgement {
             verdict,
             why: why.into(),
+            confidence: None,
         }
+    }
+
+    /// The same judgement with what it rests on.
+    pub(crate) fn with_confidence(mut self, confidence: Confidence) -> Judgement {
+        self.confidence = Some(confidence);
+        self
     }
 
     /// Nothing was measured (a run failed, was interrupted, or its figure is missing).
