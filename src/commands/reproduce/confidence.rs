@@ -138,7 +138,7 @@ pub(crate) fn adjust(family: &mut [Estimate]) {
 pub(crate) fn undecided(e: &Estimate, rule: impl Fn(f64) -> Judgement, noise: f64) -> Option<String> {
     if e.runs_a < 2 || e.runs_b < 2 {
         return Some(format!(
-            "{}: a ratio of {:.2}x cannot be told from run-to-run noise (an interval needs 2 runs a side, a p below {ALPHA} 4)",
+            "{}: a ratio of {:.2}x cannot be told from run-to-run noise (an interval needs 2 runs a side, and p < {ALPHA} needs 4)",
             e.runs_words(),
             e.ratio
         ));

@@ -17,7 +17,7 @@ use crate::testbed::Key;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Size {
-    /// Scaled down to finish in about ten minutes, 2 to 4 runs a configuration (each
+    /// Scaled down to finish in about 12 minutes, 2 to 4 runs a configuration (each
     /// group's `quick_repeat`).
     Quick,
     /// The posts' sizes and durations where the machine allows, three runs a configuration.
