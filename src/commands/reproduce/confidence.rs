@@ -20,34 +20,11 @@
 //! would have said. Every judgement carries its [`Confidence`]: the runs it rests on, the
 //! interval, p.
 
-use serde::{Deserialize, Serialize};
-
-use super::verdict::{Judgement, Verdict};
+use super::verdict::{Confidence, Judgement, Verdict};
 use crate::compare::stats::{self, Bootstrap};
 
 /// Significance level of a difference, as `fsynclab compare` uses.
 pub(crate) const ALPHA: f64 = 0.05;
-
-/// What a verdict rests on, as the table shows it beside the verdict.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Confidence {
-    /// Runs behind each side: the reference then the other for a ratio, one entry for a
-    /// threshold.
-    pub(crate) runs: Vec<usize>,
-    /// The ratio of the medians, for a comparison.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) ratio: Option<f64>,
-    /// Its bootstrap 95% interval.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) interval: Option<[f64; 2]>,
-    /// The Mann–Whitney p-value (adjusted over `family` comparisons when above 1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) p: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) family: Option<usize>,
-    /// The words shown beside the verdict: `4 runs a side, 2.41x [2.3, 2.5], p=0.029`.
-    pub(crate) shown: String,
-}
 
 /// `median(b) / median(a)` of two sets of runs, with its interval and p.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,13 +82,19 @@ impl Estimate {
         }
         Confidence {
             runs: vec![self.runs_a, self.runs_b],
-            ratio: Some(self.ratio),
-            interval: has_interval.then_some([self.low, self.high]),
-            p: self.p,
+            ratio: Some(rounded(self.ratio)),
+            interval: has_interval.then_some([rounded(self.low), rounded(self.high)]),
+            p: self.p.map(rounded),
             family: (self.family > 1).then_some(self.family),
             shown,
         }
     }
+}
+
+/// To 4 decimals, as the JSON rows carry it: a figure read back from the store may differ
+/// from the one measured in its last bits, and `--show` must print the same rows.
+fn rounded(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
 }
 
 fn p_text(p: f64) -> String {

@@ -297,7 +297,7 @@ mod tests {
     /// runs would take.
     #[test]
     fn verdicts_show_their_confidence_and_inconclusive_ones_are_named() {
-        use super::super::confidence::Confidence;
+        use super::super::verdict::Confidence;
         let mut r = reproduction();
         let sure = Confidence {
             shown: "4 runs a side, 2.41x [2.30, 2.52], p=0.029".into(),

@@ -13,9 +13,9 @@
 //! writer (by more than 5%).
 
 use super::causes;
-use super::confidence::{adjust, inconclusive, threshold, undecided, Confidence, Estimate};
+use super::confidence::{adjust, inconclusive, threshold, undecided, Estimate};
 use super::experiment::{ids_text, worst_s, writer_mb_s, Experiment, Group, Measured, Row, Size, Source};
-use super::verdict::{at_least, Judgement, Verdict};
+use super::verdict::{at_least, Confidence, Judgement, Verdict};
 use crate::measure::OpKind;
 use crate::testbed::Key;
 

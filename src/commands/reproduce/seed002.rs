@@ -16,9 +16,9 @@
 //! losses at short flushes fading to even at long ones: partly; wins below and losses
 //! above: reversed; otherwise not reproduced.
 
-use super::confidence::{adjust, inconclusive, undecided, Confidence, Estimate};
+use super::confidence::{adjust, inconclusive, undecided, Estimate};
 use super::experiment::{ids_text, Experiment, Group, Measured, Row, Size, Source};
-use super::verdict::{Judgement, Verdict};
+use super::verdict::{Confidence, Judgement, Verdict};
 use crate::result::RunResult;
 use crate::scenario::fsync_tps::Coordination;
 use crate::scenario::Details;

@@ -17,14 +17,12 @@
 //!
 //! Thresholds ("a stall of seconds") are judged with [`at_least`]. Every rule returns the
 //! verdict with the sentence that says why, so that the table never shows a verdict without
-//! its reason. The rules here judge one figure; [`super::confidence`] applies them to the
+//! its reason. The rules here judge one figure; confidence.rs applies them to the
 //! spread of the runs and says *inconclusive* when the runs cannot decide.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-
-use super::confidence::Confidence;
 
 /// What became of a published finding on this kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,7 +37,7 @@ pub(crate) enum Verdict {
     /// The opposite of the claim, beyond the noise.
     Reversed,
     /// Measured, but the runs cannot decide: their spread covers more than one verdict, or
-    /// a difference is not significant ([`super::confidence`]). Not counted as any of the
+    /// a difference is not significant (confidence.rs). Not counted as any of the
     /// verdicts above.
     Inconclusive,
     /// Nothing to judge: the figure is missing (a run failed or was interrupted).
@@ -64,6 +62,27 @@ impl fmt::Display for Verdict {
             Verdict::NotMeasured => "not measured",
         })
     }
+}
+
+/// What a verdict rests on, as the table shows it beside the verdict.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Confidence {
+    /// Runs behind each side: the reference then the other for a ratio, one entry for a
+    /// threshold.
+    pub(crate) runs: Vec<usize>,
+    /// The ratio of the medians, for a comparison.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ratio: Option<f64>,
+    /// Its bootstrap 95% interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) interval: Option<[f64; 2]>,
+    /// The Mann–Whitney p-value (adjusted over `family` comparisons when above 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) family: Option<usize>,
+    /// The words shown beside the verdict: `4 runs a side, 2.41x [2.3, 2.5], p=0.029`.
+    pub(crate) shown: String,
 }
 
 /// A verdict and why.
