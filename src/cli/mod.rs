@@ -206,9 +206,11 @@ const REPRODUCE_HELP: &str = "\
 Each seed's runs are stored as matrices of the results store named reproduceN-SEED (every
 run of one reproduction: `fsynclab runs --grep reproduceN`); `fsynclab report --matrix
 reproduceN-000 -o r.html` draws one, `fsynclab explain RUN` shows where a stall's time went.
---quick (the default) takes about ten minutes and one run a configuration; --full uses the
-posts' sizes and durations where the machine allows, three runs a configuration, and says
-first how long it takes and how much memory its emulated disks need.
+--quick (the default) takes about 12 minutes and 2 to 4 runs a configuration; --full uses
+the posts' sizes and durations where the machine allows, three runs a configuration, and
+says first how long it takes and how much memory its emulated disks need. Every verdict
+shows what it rests on (runs a side, the ratio's 95% interval, p) and is \"inconclusive\"
+when the runs cannot decide it; the tally names those.
 --kernel A,B makes every run on each kernel in turn (host is this one; any other is booted
 under QEMU for each run, about a minute under TCG) and prints each finding's verdict and
 figure on each side by side, with what changed: the verdicts, the main figure's ratio B/A,
@@ -229,8 +231,8 @@ pub struct ReproduceArgs {
     /// The seeds to reproduce: 000 001 002 003 004 (or 0-4) [default: all]
     #[arg(value_name = "SEED")]
     pub seeds: Vec<String>,
-    /// Scaled down to minutes (about six on a 2-core VM): one run a configuration, three for
-    /// seeds 001 and 002 (the default)
+    /// Scaled down to minutes (about 12 on a 2-core VM): 2 to 4 runs a configuration, as
+    /// many as its verdicts need where runs are short (the default)
     #[arg(long, conflicts_with = "full")]
     pub quick: bool,
     /// The posts' sizes and durations where the machine allows, three runs a configuration

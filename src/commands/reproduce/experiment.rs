@@ -17,7 +17,8 @@ use crate::testbed::Key;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Size {
-    /// Scaled down to finish in about ten minutes, one run a configuration.
+    /// Scaled down to finish in about 12 minutes, 2 to 4 runs a configuration (each
+    /// group's `quick_repeat`).
     Quick,
     /// The posts' sizes and durations where the machine allows, three runs a configuration.
     Full,
@@ -299,26 +300,32 @@ impl Measured {
             .collect()
     }
 
-    /// The median of `figure` over those runs (the lower middle of an even count), with the
-    /// ids of the runs it was taken over; None when no run has the figure.
+    /// Every run's `figure` over those runs (the runs without it left out).
+    pub(crate) fn values(
+        &self,
+        group: &str,
+        pick: &[(&str, &str)],
+        figure: impl Fn(&RunResult) -> Option<f64>,
+    ) -> Vec<f64> {
+        self.runs(group, pick)
+            .iter()
+            .filter_map(|r| figure(&r.result))
+            .filter(|v| v.is_finite())
+            .collect()
+    }
+
+    /// The median of `figure` over those runs (the mean of the two middle ones of an even
+    /// count, as `compare` takes it), with the ids of the runs it was taken over; None when
+    /// no run has the figure.
     pub(crate) fn median(
         &self,
         group: &str,
         pick: &[(&str, &str)],
         figure: impl Fn(&RunResult) -> Option<f64>,
     ) -> Option<(f64, Vec<i64>)> {
-        let runs = self.runs(group, pick);
-        let mut values: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| figure(&r.result))
-            .filter(|v| v.is_finite())
-            .collect();
-        if values.is_empty() {
-            return None;
-        }
-        values.sort_by(f64::total_cmp);
-        let ids = runs.iter().filter_map(|r| r.id).collect();
-        Some((values[(values.len() - 1) / 2], ids))
+        let median = crate::compare::stats::median(&self.values(group, pick, figure))?;
+        let ids = self.runs(group, pick).iter().filter_map(|r| r.id).collect();
+        Some((median, ids))
     }
 
     /// Why a figure is missing: the failures, or that nothing ran.

@@ -20,6 +20,7 @@
 //! still prints the rows of what was measured; the exit status is then 128 + the signal.
 
 mod causes;
+mod confidence;
 mod disturbances;
 mod experiment;
 mod groups;
@@ -190,7 +191,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             },
             match size {
                 Size::Full => format!("{} runs", size.repeat()),
-                _ => "1 run, 3 where runs are short,".to_string(),
+                Size::Quick => "2 to 4 runs".to_string(),
+                Size::Smoke => "1 run".to_string(),
             },
             recording::shown_store(&path)
         );

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::experiment::Size;
+use super::experiment::{Row, Size};
 use super::verdict::Verdict;
 use super::Reproduction;
 use crate::cli::ReproduceFormat;
@@ -19,17 +19,22 @@ pub(crate) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String
     })
 }
 
-/// `quick, 1 run a configuration`.
+/// What `--quick` runs (each seed's `quick_repeat`).
+pub(crate) const QUICK_RUNS: &str =
+    "quick, 2 to 4 runs a configuration (2 for seeds 000 and 003, 4 for 001, 002 and 004's datasync, 3 for 004's rndwr)";
+
+/// `quick, 2 to 4 runs a configuration ...`.
 fn size_words(size: Size) -> String {
     match size {
-        Size::Quick => "quick, 1 run a configuration (3 for seeds 001 and 002)".into(),
+        Size::Quick => QUICK_RUNS.into(),
         Size::Full => format!("full, {} runs a configuration", size.repeat()),
         Size::Smoke => "smoke, 1 short run a configuration (its figures mean little)".into(),
     }
 }
 
-/// `4 reproduced, 3 partly, 2 not reproduced, 1 reversed`, then `; 6 not measured` when
-/// findings were left without a figure (those are no result, and counted apart).
+/// `4 reproduced, 3 partly, 2 not reproduced, 1 reversed, 2 inconclusive`, then `; 6 not
+/// measured` when findings were left without a figure (those are no result, and counted
+/// apart).
 fn tally(r: &Reproduction) -> String {
     let rows: Vec<Verdict> = r
         .seeds
@@ -42,6 +47,7 @@ fn tally(r: &Reproduction) -> String {
         Verdict::Partly,
         Verdict::NotReproduced,
         Verdict::Reversed,
+        Verdict::Inconclusive,
     ]
     .iter()
     .map(|v| format!("{} {v}", rows.iter().filter(|x| *x == v).count()))
@@ -51,6 +57,43 @@ fn tally(r: &Reproduction) -> String {
             0 => String::new(),
             n => format!("; {n} {}", Verdict::NotMeasured),
         }
+}
+
+/// The findings the runs could not decide (`000 #2`, the seed and the row's place), and
+/// what more runs would take; None when every measured finding is decided.
+fn undecided(r: &Reproduction) -> Option<String> {
+    let open: Vec<String> = r
+        .seeds
+        .iter()
+        .flat_map(|s| {
+            s.rows
+                .iter()
+                .enumerate()
+                .filter(|(_, row)| row.judgement.verdict == Verdict::Inconclusive)
+                .map(move |(i, _)| format!("{} #{}", s.seed, i + 1))
+        })
+        .collect();
+    if open.is_empty() {
+        return None;
+    }
+    let more = match r.size {
+        Size::Smoke => "`--quick` makes 2 to 4 runs a configuration, `--full` 3",
+        Size::Quick => "`--full` makes 3 runs of every configuration at the posts' sizes (a difference needs 4 a side to reach p < 0.05)",
+        Size::Full => "a difference needs 4 runs a side to reach p < 0.05",
+    };
+    Some(format!(
+        "inconclusive: {} (the runs cannot decide them: each row says why); {more}",
+        open.join(", ")
+    ))
+}
+
+/// `REPRODUCED (4 runs a side, 2.41x [2.30, 2.52], p=0.029)`: the verdict with what it
+/// rests on.
+fn verdict_with_confidence(row: &Row, verdict: String) -> String {
+    match &row.judgement.confidence {
+        Some(c) => format!("{verdict} ({})", c.shown),
+        None => verdict,
+    }
 }
 
 pub(super) fn heading(r: &Reproduction) -> String {
@@ -85,12 +128,15 @@ fn text(r: &Reproduction) -> String {
             let _ = writeln!(
                 out,
                 "  verdict    {}: {}",
-                row.judgement.verdict.to_string().to_uppercase(),
+                verdict_with_confidence(row, row.judgement.verdict.to_string().to_uppercase()),
                 row.judgement.why
             );
         }
     }
     let _ = writeln!(out, "\nverdicts: {}", tally(r));
+    if let Some(open) = undecided(r) {
+        let _ = writeln!(out, "{open}");
+    }
     out
 }
 
@@ -115,13 +161,13 @@ fn markdown(r: &Reproduction) -> String {
         for row in &s.rows {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} ({}) | {} | **{}** | {} |",
+                "| {} | {} | {} ({}) | {} | {} | {} |",
                 s.seed,
                 cell(&row.claim),
                 cell(&row.published),
                 cell(&row.sources.join("; ")),
                 cell(or_dash(&row.measured)),
-                row.judgement.verdict,
+                cell(&verdict_with_confidence(row, format!("**{}**", row.judgement.verdict))),
                 cell(&row.judgement.why)
             );
         }
@@ -138,6 +184,9 @@ fn markdown(r: &Reproduction) -> String {
         );
     }
     let _ = writeln!(out, "\nVerdicts: {}.", tally(r));
+    if let Some(open) = undecided(r) {
+        let _ = writeln!(out, "\n{}{}.", open[..1].to_uppercase(), &open[1..]);
+    }
     out
 }
 
@@ -190,9 +239,9 @@ mod tests {
     fn text_shows_every_row_with_its_source_and_verdict() {
         let t = render(&reproduction(), ReproduceFormat::Text).unwrap();
         assert!(
-            t.starts_with(
-                "fsynclab reproduce reproduce1: quick, 1 run a configuration (3 for seeds 001 and 002); Linux 6.18, 2 CPUs; 3 runs in 2m05s\n"
-            ),
+            t.starts_with(&format!(
+                "fsynclab reproduce reproduce1: {QUICK_RUNS}; Linux 6.18, 2 CPUs; 3 runs in 2m05s\n"
+            )),
             "{t}"
         );
         assert!(t.contains("  published  6.2 s [seeds/000_x.txt:72]"), "{t}");
@@ -202,7 +251,9 @@ mod tests {
         );
         assert!(t.contains("  verdict    NOT MEASURED: no run"), "{t}");
         assert!(
-            t.ends_with("verdicts: 1 reproduced, 0 partly, 0 not reproduced, 0 reversed; 1 not measured\n"),
+            t.ends_with(
+                "verdicts: 1 reproduced, 0 partly, 0 not reproduced, 0 reversed, 0 inconclusive; 1 not measured\n"
+            ),
             "{t}"
         );
     }
@@ -220,13 +271,17 @@ mod tests {
         assert!(!t.contains("NOT REPRODUCED: not measured"), "{t}");
         assert!(t.contains("  verdict    NOT REPRODUCED: 1.02x"), "{t}");
         assert!(
-            t.ends_with("verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed; 1 not measured\n"),
+            t.ends_with(
+                "verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed, 0 inconclusive; 1 not measured\n"
+            ),
             "{t}"
         );
         let md = render(&r, ReproduceFormat::Markdown).unwrap();
         assert!(md.contains("| **not measured** | no run |"), "{md}");
         assert!(
-            md.ends_with("Verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed; 1 not measured.\n"),
+            md.ends_with(
+                "Verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed, 0 inconclusive; 1 not measured.\n"
+            ),
             "{md}"
         );
         let json: serde_json::Value = serde_json::from_str(&render(&r, ReproduceFormat::Json).unwrap()).unwrap();
@@ -235,9 +290,55 @@ mod tests {
         r.seeds[0].rows.remove(1);
         let t = render(&r, ReproduceFormat::Text).unwrap();
         assert!(
-            t.ends_with("verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed\n"),
+            t.ends_with("verdicts: 1 reproduced, 0 partly, 1 not reproduced, 0 reversed, 0 inconclusive\n"),
             "{t}"
         );
+    }
+
+    /// Issue 26, item 4: every verdict shows what it rests on beside it, inconclusive is
+    /// counted apart, and the findings the runs could not decide are named with what more
+    /// runs would take.
+    #[test]
+    fn verdicts_show_their_confidence_and_inconclusive_ones_are_named() {
+        use super::super::verdict::Confidence;
+        let mut r = reproduction();
+        let sure = Confidence {
+            shown: "4 runs a side, 2.41x [2.30, 2.52], p=0.029".into(),
+            ..Default::default()
+        };
+        r.seeds[0].rows[0].judgement = Judgement::new(Verdict::Reproduced, "2.41x").with_confidence(sure);
+        let open = Judgement::new(
+            Verdict::Inconclusive,
+            "the interval [0.80, 1.90] spans reversed and reproduced",
+        )
+        .with_confidence(Confidence {
+            shown: "2 runs a side, 1.30x [0.80, 1.90]".into(),
+            ..Default::default()
+        });
+        r.seeds[0].rows.push(Row::new("000", "open").judged(open));
+        let t = render(&r, ReproduceFormat::Text).unwrap();
+        assert!(
+            t.contains("  verdict    REPRODUCED (4 runs a side, 2.41x [2.30, 2.52], p=0.029): 2.41x\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("  verdict    INCONCLUSIVE (2 runs a side, 1.30x [0.80, 1.90]): the interval"),
+            "{t}"
+        );
+        assert!(
+            t.contains("verdicts: 1 reproduced, 0 partly, 0 not reproduced, 0 reversed, 1 inconclusive; 1 not measured\ninconclusive: 000 #3 (the runs cannot decide them: each row says why); `--full` makes 3 runs"),
+            "{t}"
+        );
+        let md = render(&r, ReproduceFormat::Markdown).unwrap();
+        assert!(
+            md.contains("| **reproduced** (4 runs a side, 2.41x [2.30, 2.52], p=0.029) | 2.41x |"),
+            "{md}"
+        );
+        assert!(md.contains("\nInconclusive: 000 #3 (the runs"), "{md}");
+        let json: serde_json::Value = serde_json::from_str(&render(&r, ReproduceFormat::Json).unwrap()).unwrap();
+        let row = &json["seeds"][0]["rows"][2];
+        assert_eq!(row["verdict"], "inconclusive", "{row}");
+        assert_eq!(row["confidence"]["shown"], "2 runs a side, 1.30x [0.80, 1.90]", "{row}");
     }
 
     #[test]

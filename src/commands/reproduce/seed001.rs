@@ -14,6 +14,7 @@
 //! up as deadline did.
 
 use super::causes;
+use super::confidence::{adjust, decide, Estimate};
 use super::experiment::{ids_text, Experiment, Group, Measured, Row, Size, Source};
 use super::verdict::{effect, Judgement, Verdict, NOISE};
 use crate::measure::stats::mean;
@@ -62,7 +63,7 @@ impl Experiment for Seed001 {
             .set("sizes=64k,8M")
             .set(format!("runs={}", size.pick(3, 5)))
             .set("record=4k")
-            .quick_repeat(3)
+            .quick_repeat(4)
             .axis("device", &["hdd-7200", "san"])
             .axis("scheduler", &[DEADLINE, BFQ, BFQ_NO_IDLE, "none"])]
     }
@@ -139,7 +140,15 @@ fn versus(m: &Measured, device: &str, size: u64, claim: &str, published: &str, r
         .and_then(|r| causes::summary(&r.result, "fsync"))
         .map(|s| format!("under bfq {s}"))
         .unwrap_or_default();
-    let mut judgement = effect(ratio, d / b.max(1e-9), NOISE).and(&why);
+    let estimate = Estimate::of(
+        &m.values("", &[("device", device), ("scheduler", BFQ)], &kbs),
+        &m.values("", &[("device", device), ("scheduler", DEADLINE)], &kbs),
+    );
+    let mut judgement = match estimate {
+        Some(e) => decide(&e, |r| effect(ratio, r, NOISE), NOISE),
+        None => effect(ratio, d / b.max(1e-9), NOISE),
+    }
+    .and(&why);
     if judgement.verdict != Verdict::Reproduced && judgement.verdict.is_result() {
         judgement = judgement.and(HISTORY);
     }
@@ -164,23 +173,26 @@ fn idling(m: &Measured) -> Row {
     let kbs = write_kbs(64 * Bytes::KIB);
     let mut parts = Vec::new();
     let mut ids = Vec::new();
-    let mut ratios = Vec::new();
+    let mut estimates = Vec::new();
     for device in ["san", "hdd-7200"] {
         if let (Some((off, i1)), Some((on, i2))) = (
             m.median("", &[("device", device), ("scheduler", BFQ_NO_IDLE)], &kbs),
             m.median("", &[("device", device), ("scheduler", BFQ)], &kbs),
         ) {
             parts.push(format!("{device}: idling off {off:.0} KB/s, on {on:.0} KB/s"));
-            ratios.push(off / on.max(1e-9));
+            let values = |scheduler: &str| m.values("", &[("device", device), ("scheduler", scheduler)], &kbs);
+            estimates.extend(Estimate::of(&values(BFQ), &values(BFQ_NO_IDLE)));
             ids.extend(i1);
             ids.extend(i2);
         }
     }
-    let Some(largest) = ratios.iter().copied().reduce(f64::max) else {
+    // The two disks' comparisons are made together: their p-values adjusted as one family.
+    adjust(&mut estimates);
+    let Some(largest) = estimates.iter().max_by(|a, b| a.ratio.total_cmp(&b.ratio)) else {
         return row.judged(Judgement::unmeasured(&m.missing()));
     };
     // The published effect of yielding the slice on the SAN: patched CFQ against CFQ.
-    let mut judgement = effect(35555.0 / 6725.0, largest, NOISE);
+    let mut judgement = decide(largest, |r| effect(35555.0 / 6725.0, r, NOISE), NOISE);
     judgement.why = format!("turning idling off: {}", judgement.why);
     if judgement.verdict != Verdict::Reproduced && judgement.verdict.is_result() {
         judgement = judgement.and(HISTORY);

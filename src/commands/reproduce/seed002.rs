@@ -16,8 +16,9 @@
 //! losses at short flushes fading to even at long ones: partly; wins below and losses
 //! above: reversed; otherwise not reproduced.
 
+use super::confidence::{adjust, inconclusive, undecided, Estimate};
 use super::experiment::{ids_text, Experiment, Group, Measured, Row, Size, Source};
-use super::verdict::{Judgement, Verdict};
+use super::verdict::{Confidence, Judgement, Verdict};
 use crate::result::RunResult;
 use crate::scenario::fsync_tps::Coordination;
 use crate::scenario::Details;
@@ -58,8 +59,13 @@ impl Experiment for Seed002 {
 
     fn era(&self, size: Size) -> String {
         format!(
-            "fsync-tps on ext4, 8 threads each overwriting 4 KiB and calling fsync, {} each, none vs wal with delay=avg-flush (the seed's 'use avg sync time') and with delay=0, on a disk whose every flush costs 0.5, 1, 2, 4, 8 or 16 ms; 3 runs a configuration",
-            size.pick("1 s", "5 s")
+            "fsync-tps on ext4, 8 threads each overwriting 4 KiB and calling fsync, {} each, none vs wal with delay=avg-flush (the seed's 'use avg sync time') and with delay=0, on a disk whose every flush costs 0.5, 1, 2, 4, 8 or 16 ms; {} runs a configuration",
+            size.pick("1 s", "5 s"),
+            match size {
+                Size::Quick => 4,
+                Size::Full => 3,
+                Size::Smoke => 1,
+            }
         )
     }
 
@@ -71,7 +77,7 @@ impl Experiment for Seed002 {
             .set("coordination=none,wal")
             .set("sync=fsync")
             .set(format!("duration={}", size.pick("1s", "5s")))
-            .quick_repeat(3)
+            .quick_repeat(4)
             .axis("device", &devices)
             .axis("delay", &[SEED_DELAY, "0"])
             .figure("commit.tps")]
@@ -102,6 +108,7 @@ fn crossover(m: &Measured, delay: &str, claim: &str) -> Row {
         )
         .configuration(format!("fsync-tps, 8 threads, none vs wal with delay={delay}, flush 0.5-16 ms"));
     let mut points = Vec::new();
+    let mut estimates = Vec::new();
     let mut ids = Vec::new();
     for (device, ms) in FLUSH_MS {
         let pick = [("device", device), ("delay", delay)];
@@ -109,27 +116,147 @@ fn crossover(m: &Measured, delay: &str, claim: &str) -> Row {
             m.median("", &pick, tps(Coordination::None)),
             m.median("", &pick, tps(Coordination::Wal)),
         ) {
-            points.push((ms, none, wal));
-            ids.extend(i);
+            let values = |c: Coordination| m.values("", &pick, tps(c));
+            if let Some(e) = Estimate::of(&values(Coordination::None), &values(Coordination::Wal)) {
+                points.push((ms, none, wal));
+                estimates.push(e);
+                ids.extend(i);
+            }
         }
     }
     if points.is_empty() {
         return row.judged(Judgement::unmeasured(&m.missing()));
     }
+    // The flush times' comparisons are made together: one family of p-values.
+    adjust(&mut estimates);
     let shown: Vec<String> = points
         .iter()
-        .map(|(ms, none, wal)| format!("{ms} ms: {:.2}x ({wal:.0}/{none:.0} tps)", wal / none.max(1e-9)))
+        .zip(&estimates)
+        .map(|((ms, none, wal), e)| {
+            format!(
+                "{ms} ms: {:.2}x [{:.2}, {:.2}] ({wal:.0}/{none:.0} tps)",
+                e.ratio, e.low, e.high
+            )
+        })
         .collect();
-    let ratios: Vec<(f64, f64)> = points
-        .iter()
-        .map(|(ms, none, wal)| (*ms, wal / none.max(1e-9)))
-        .collect();
-    let mut judgement = judge_crossover(&ratios);
+    let ms: Vec<f64> = points.iter().map(|p| p.0).collect();
+    let mut judgement = crossover_of_runs(&ms, &estimates);
     if judgement.verdict != Verdict::Reproduced && judgement.verdict.is_result() {
         judgement = judgement.and(HISTORY);
     }
     row.measured(format!("wal/none {} ({})", shown.join(", "), ids_text(&ids)), ids)
         .judged(judgement)
+}
+
+/// Where coordination wins, loses or neither, as [`judge_crossover`] reads a ratio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Side {
+    Loses,
+    Neither,
+    Wins,
+}
+
+impl Side {
+    fn of(ratio: f64) -> Side {
+        if ratio > 1.0 + CROSSOVER_BAND {
+            Side::Wins
+        } else if ratio < 1.0 - CROSSOVER_BAND {
+            Side::Loses
+        } else {
+            Side::Neither
+        }
+    }
+
+    /// A ratio [`judge_crossover`] reads as this side.
+    fn ratio(self) -> f64 {
+        match self {
+            Side::Loses => 0.8,
+            Side::Neither => 1.0,
+            Side::Wins => 1.2,
+        }
+    }
+}
+
+/// The crossover rule on the runs: each flush time's wal/none ratio (`estimates`, at
+/// `ms`) is on a side when its interval and p decide it ([`super::confidence`]), else on
+/// any side its interval reaches (or neither, when only p is lacking). The verdict is
+/// decided when every combination of the sides left open gives the same one.
+fn crossover_of_runs(ms: &[f64], estimates: &[Estimate]) -> Judgement {
+    let at_median = judge_crossover(&ms.iter().zip(estimates).map(|(m, e)| (*m, e.ratio)).collect::<Vec<_>>());
+    let rule = |r: f64| {
+        Judgement::new(
+            match Side::of(r) {
+                Side::Wins => Verdict::Reproduced,
+                Side::Neither => Verdict::NotReproduced,
+                Side::Loses => Verdict::Reversed,
+            },
+            "",
+        )
+    };
+    let mut open = Vec::new();
+    let sides: Vec<Vec<Side>> = ms
+        .iter()
+        .zip(estimates)
+        .map(|(at, e)| match undecided(e, rule, CROSSOVER_BAND) {
+            None => vec![Side::of(e.ratio)],
+            Some(_) => {
+                open.push(format!("{at} ms"));
+                let (lo, hi) = if e.runs_a < 2 || e.runs_b < 2 {
+                    (Side::Loses, Side::Wins)
+                } else {
+                    (Side::of(e.low).min(Side::Neither), Side::of(e.high).max(Side::Neither))
+                };
+                [Side::Loses, Side::Neither, Side::Wins]
+                    .into_iter()
+                    .filter(|s| (lo..=hi).contains(s))
+                    .collect()
+            }
+        })
+        .collect();
+    let mut verdicts = Vec::new();
+    let combinations: usize = sides.iter().map(Vec::len).product();
+    for mut k in 0..combinations {
+        let points: Vec<(f64, f64)> = ms
+            .iter()
+            .zip(&sides)
+            .map(|(at, s)| {
+                let side = s[k % s.len()];
+                k /= s.len();
+                (*at, side.ratio())
+            })
+            .collect();
+        let v = judge_crossover(&points).verdict;
+        if !verdicts.contains(&v) {
+            verdicts.push(v);
+        }
+    }
+    let runs = estimates.iter().map(|e| e.runs_a.min(e.runs_b)).min().unwrap_or(0);
+    let family = estimates.iter().map(|e| e.family).max().unwrap_or(1);
+    let mut shown = format!("{runs} runs a side at each of {} flush times", ms.len());
+    if family > 1 {
+        shown += &format!(", p adjusted over {family}");
+    }
+    if !open.is_empty() {
+        shown += &format!("; undecided at {}", open.join(", "));
+    }
+    let judgement = if verdicts.len() > 1 {
+        let could: Vec<String> = verdicts.iter().map(Verdict::to_string).collect();
+        inconclusive(
+            format!(
+                "the runs cannot tell which side coordination is on at {}, and the verdict could be {}",
+                open.join(", "),
+                could.join(" or ")
+            ),
+            &at_median,
+        )
+    } else {
+        at_median
+    };
+    judgement.with_confidence(Confidence {
+        runs: vec![runs],
+        shown,
+        ..Default::default()
+    })
 }
 
 /// The best tps of `coordination` in an fsync-tps run.
@@ -145,9 +272,12 @@ fn tps(coordination: Coordination) -> impl Fn(&RunResult) -> Option<f64> {
     }
 }
 
+/// How far from 1 a wal/none ratio must be to count as a win or a loss.
+const CROSSOVER_BAND: f64 = 0.05;
+
 /// The crossover rule over (flush ms, coordinated tps / uncoordinated tps), in flush order.
 pub(crate) fn judge_crossover(points: &[(f64, f64)]) -> Judgement {
-    const BAND: f64 = 0.05;
+    const BAND: f64 = CROSSOVER_BAND;
     let wins = |r: f64| r > 1.0 + BAND;
     let loses = |r: f64| r < 1.0 - BAND;
     // The smallest flush time from which coordination wins at every larger one.
@@ -192,6 +322,36 @@ pub(crate) fn judge_crossover(points: &[(f64, f64)]) -> Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 26, item 4: the crossover is decided when every flush time's side is, or when
+    /// the sides left open could not change it; else inconclusive, naming where.
+    #[test]
+    fn the_crossover_on_runs_is_decided_only_where_the_runs_tell_the_sides() {
+        let ms = [0.5, 2.0, 8.0, 16.0];
+        let runs = |ratio: f64, n: usize| {
+            let none: Vec<f64> = (0..n).map(|i| 1000.0 + i as f64).collect();
+            let wal: Vec<f64> = none.iter().map(|v| v * ratio).collect();
+            Estimate::of(&none, &wal).unwrap()
+        };
+        let mut four: Vec<Estimate> = [0.8, 0.85, 1.3, 1.9].iter().map(|r| runs(*r, 4)).collect();
+        adjust(&mut four);
+        let decided = crossover_of_runs(&ms, &four);
+        assert_eq!(decided.verdict, Verdict::Reproduced, "{}", decided.why);
+        assert_eq!(
+            decided.confidence.unwrap().shown,
+            "4 runs a side at each of 4 flush times, p adjusted over 4"
+        );
+        let one: Vec<Estimate> = [0.8, 0.85, 1.3, 1.9].iter().map(|r| runs(*r, 1)).collect();
+        let open = crossover_of_runs(&ms, &one);
+        assert_eq!(open.verdict, Verdict::Inconclusive, "{}", open.why);
+        assert!(
+            open.why
+                .starts_with("the runs cannot tell which side coordination is on at 0.5 ms, 2 ms, 8 ms, 16 ms"),
+            "{}",
+            open.why
+        );
+        assert!(open.why.contains("the median alone gives reproduced"), "{}", open.why);
+    }
 
     #[test]
     /// Issue 20.

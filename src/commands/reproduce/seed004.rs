@@ -13,6 +13,7 @@
 //! Verdict rules: the overwrite and sysbench gains by [`effect`] against the published
 //! ratios; the append case holds when fdatasync gains nothing there (within 15% of fsync).
 
+use super::confidence::{decide, Estimate};
 use super::experiment::{ids_text, Experiment, Group, Measured, Row, Size, Source};
 use super::verdict::{effect, Judgement, Verdict, NOISE};
 use crate::result::RunResult;
@@ -71,6 +72,7 @@ impl Experiment for Seed004 {
             .set(format!("file_size={}", size.pick("8M", "64M")))
             .set(format!("rounds={}", size.pick(2, 5)))
             .set(format!("duration={}", size.pick("1s", "3s")))
+            .quick_repeat(4)
             .figure("fdatasync.ops/s");
         let rndwr = Group::new("rndwr")
             .named("rndwr")
@@ -81,6 +83,7 @@ impl Experiment for Seed004 {
             .set(format!("threads={}", size.pick(16, 128)))
             .set("fsync_freq=100")
             .set(format!("duration={}", size.pick("10s", "60s")))
+            .quick_repeat(3)
             .axis("fsync_mode", &["fsync", "fdatasync"]);
         vec![datasync, rndwr]
     }
@@ -103,10 +106,16 @@ fn rate(case: Case, method: SyncMethod) -> impl Fn(&RunResult) -> Option<f64> {
 }
 
 /// fdatasync's rate over fsync's on `case`, with the two rates and the runs.
-fn gain(m: &Measured, case: Case) -> Option<(f64, f64, Vec<i64>)> {
+/// fdatasync's and fsync's median rates of `case`, the runs', and fdatasync against fsync
+/// with its interval and p.
+fn gain(m: &Measured, case: Case) -> Option<(f64, f64, Vec<i64>, Estimate)> {
     let (fdatasync, ids) = m.median("datasync", &[], rate(case, SyncMethod::Fdatasync))?;
     let (fsync, _) = m.median("datasync", &[], rate(case, SyncMethod::Fsync))?;
-    Some((fdatasync, fsync, ids))
+    let estimate = Estimate::of(
+        &m.values("datasync", &[], rate(case, SyncMethod::Fsync)),
+        &m.values("datasync", &[], rate(case, SyncMethod::Fdatasync)),
+    )?;
+    Some((fdatasync, fsync, ids, estimate))
 }
 
 fn overwrite(m: &Measured) -> Row {
@@ -119,10 +128,10 @@ fn overwrite(m: &Measured) -> Row {
         &[LOOP],
     )
     .configuration("datasync overwrite on ext3, hdd-7200");
-    let Some((fdatasync, fsync, ids)) = gain(m, Case::Overwrite) else {
+    let Some((fdatasync, fsync, ids, estimate)) = gain(m, Case::Overwrite) else {
         return row.judged(Judgement::unmeasured(&m.missing()));
     };
-    let judgement = effect(264.0 / 253.0, fdatasync / fsync.max(1e-9), NOISE).and(HISTORY);
+    let judgement = decide(&estimate, |r| effect(264.0 / 253.0, r, NOISE), NOISE).and(HISTORY);
     row.measured(
         format!(
             "fdatasync {fdatasync:.0} ops/s, fsync {fsync:.0} ops/s ({})",
@@ -143,10 +152,11 @@ fn append(m: &Measured) -> Row {
         &[METADATA],
     )
     .configuration("datasync append on ext3, hdd-7200");
-    let Some((fdatasync, fsync, ids)) = gain(m, Case::Append) else {
+    let Some((fdatasync, fsync, ids, estimate)) = gain(m, Case::Append) else {
         return row.judged(Judgement::unmeasured(&m.missing()));
     };
-    let judgement = judge_no_gain(fdatasync / fsync.max(1e-9));
+    // No gain is a claim of no difference (within 15%): a rate beyond that needs p.
+    let judgement = decide(&estimate, judge_no_gain, NO_GAIN_BAND);
     row.measured(
         format!(
             "fdatasync {fdatasync:.0} ops/s, fsync {fsync:.0} ops/s ({})",
@@ -157,18 +167,21 @@ fn append(m: &Measured) -> Row {
     .judged(judgement)
 }
 
+/// How close to fsync's rate fdatasync's must be on append to cost what fsync does.
+const NO_GAIN_BAND: f64 = 0.15;
+
 /// Whether fdatasync gains nothing over fsync (`ratio` = fdatasync / fsync): it must sync
 /// the same metadata.
 pub(crate) fn judge_no_gain(ratio: f64) -> Judgement {
     if !ratio.is_finite() {
         return Judgement::unmeasured("the ratio is not a number");
     }
-    if (0.85..=1.15).contains(&ratio) {
+    if (1.0 - NO_GAIN_BAND..=1.0 + NO_GAIN_BAND).contains(&ratio) {
         Judgement::new(
             Verdict::Reproduced,
             format!("fdatasync at {ratio:.2}x fsync's rate: it syncs the size and the new blocks as fsync does"),
         )
-    } else if ratio > 1.15 {
+    } else if ratio > 1.0 + NO_GAIN_BAND {
         Judgement::new(
             Verdict::NotReproduced,
             format!(
@@ -213,7 +226,14 @@ fn sysbench(m: &Measured) -> Row {
         (Some(f), Some(d)) => format!("; a sweep's sync call took {f} (fsync) and {d} (fdatasync) at the median"),
         _ => String::new(),
     };
-    let judgement = effect(1050.83 / 775.45, with_fdatasync / with_fsync.max(1e-9), NOISE).and(HISTORY);
+    let judgement = match Estimate::of(
+        &m.values("rndwr", &[("fsync_mode", "fsync")], rps),
+        &m.values("rndwr", &[("fsync_mode", "fdatasync")], rps),
+    ) {
+        Some(e) => decide(&e, |r| effect(1050.83 / 775.45, r, NOISE), NOISE),
+        None => effect(1050.83 / 775.45, with_fdatasync / with_fsync.max(1e-9), NOISE),
+    }
+    .and(HISTORY);
     row.measured(
         format!(
             "fdatasync sweeps {with_fdatasync:.0} requests/s, fsync sweeps {with_fsync:.0}{calls} ({})",

@@ -17,7 +17,8 @@
 //!
 //! Thresholds ("a stall of seconds") are judged with [`at_least`]. Every rule returns the
 //! verdict with the sentence that says why, so that the table never shows a verdict without
-//! its reason.
+//! its reason. The rules here judge one figure; confidence.rs applies them to the
+//! spread of the runs and says *inconclusive* when the runs cannot decide.
 
 use std::fmt;
 
@@ -35,6 +36,10 @@ pub(crate) enum Verdict {
     NotReproduced,
     /// The opposite of the claim, beyond the noise.
     Reversed,
+    /// Measured, but the runs cannot decide: their spread covers more than one verdict, or
+    /// a difference is not significant (confidence.rs). Not counted as any of the
+    /// verdicts above.
+    Inconclusive,
     /// Nothing to judge: the figure is missing (a run failed or was interrupted).
     NotMeasured,
 }
@@ -53,9 +58,31 @@ impl fmt::Display for Verdict {
             Verdict::Partly => "partly",
             Verdict::NotReproduced => "not reproduced",
             Verdict::Reversed => "reversed",
+            Verdict::Inconclusive => "inconclusive",
             Verdict::NotMeasured => "not measured",
         })
     }
+}
+
+/// What a verdict rests on, as the table shows it beside the verdict.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Confidence {
+    /// Runs behind each side: the reference then the other for a ratio, one entry for a
+    /// threshold.
+    pub(crate) runs: Vec<usize>,
+    /// The ratio of the medians, for a comparison.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ratio: Option<f64>,
+    /// Its bootstrap 95% interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) interval: Option<[f64; 2]>,
+    /// The Mann–Whitney p-value (adjusted over `family` comparisons when above 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) family: Option<usize>,
+    /// The words shown beside the verdict: `4 runs a side, 2.41x [2.3, 2.5], p=0.029`.
+    pub(crate) shown: String,
 }
 
 /// A verdict and why.
@@ -63,6 +90,9 @@ impl fmt::Display for Verdict {
 pub(crate) struct Judgement {
     pub(crate) verdict: Verdict,
     pub(crate) why: String,
+    /// What the verdict rests on (runs, interval, p); absent when nothing was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) confidence: Option<Confidence>,
 }
 
 impl Judgement {
@@ -70,7 +100,14 @@ impl Judgement {
         Judgement {
             verdict,
             why: why.into(),
+            confidence: None,
         }
+    }
+
+    /// The same judgement with what it rests on.
+    pub(crate) fn with_confidence(mut self, confidence: Confidence) -> Judgement {
+        self.confidence = Some(confidence);
+        self
     }
 
     /// Nothing was measured (a run failed, was interrupted, or its figure is missing).
