@@ -4,15 +4,14 @@
 //!
 //! `mod.rs` holds the command list and the options every measuring command shares (the
 //! target, the run, the explanation); `store.rs` those of the results store's commands
-//! (runs, show, export, compare, matrix, report).
+//! (runs, show, export, compare, matrix, report); `exec.rs` and `watch.rs` those of `exec`
+//! and `watch`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::error::Usage;
-use crate::explain::run::ExplainOptions;
-
+mod exec;
 mod store;
 mod target;
 mod watch;
@@ -21,6 +20,7 @@ mod watch;
 /// command line names them.
 pub use crate::matrix::table::TableFormat;
 pub use crate::report::Format;
+pub use exec::{ExecArgs, ExecExplainArgs};
 pub use store::{
     CellArgs, CompareArgs, Engine, ExportArgs, ExportFormat, MatrixArgs, RecordArgs, ReportArgs, RunsArgs, StoreArg,
     StoreCommand,
@@ -265,96 +265,6 @@ pub struct ReproduceArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub store: StoreArg,
-}
-
-/// `fsynclab exec [TARGET OPTIONS] -- COMMAND ARGS...`
-#[derive(Debug, Args)]
-pub struct ExecArgs {
-    #[command(flatten)]
-    pub target: TargetArgs,
-    /// Also write the command's exit status and the environment, with what the emulated
-    /// disk did, as JSON to FILE
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Cut the emulated disk's power while the command runs: after=DURATION, flushes=N,
-    /// writes=N, random=DURATION or now; then keep=none|prefix|any|torn and seed=N (e.g.
-    /// after=5s,keep=prefix). The command is stopped, the filesystem recovers from what the
-    /// drive kept, and --check runs on it
-    #[arg(long, value_name = "PLAN", help_heading = "Power cut")]
-    pub cut: Option<String>,
-    /// After the cut, run this shell command on the recovered filesystem (its working
-    /// directory): its exit status is fsynclab's, its verdict on what survived
-    // Needs --cut: said by `exec` in one line (clap would print its usage block).
-    #[arg(long, value_name = "COMMAND", help_heading = "Power cut")]
-    pub check: Option<String>,
-    /// How long --check may run (default 10m): past it, it and what it started are stopped
-    /// and fsynclab exits 124, as timeout(1) does
-    #[arg(long, value_name = "DURATION", help_heading = "Power cut")]
-    pub check_timeout: Option<String>,
-    #[command(flatten)]
-    pub explain: ExecExplainArgs,
-    #[command(flatten)]
-    pub record: RecordArgs,
-    /// With --explain: the exit status is the verdict on the figures of the command's traced
-    /// sync calls, e.g. 'fdatasync.p99<10ms' (etcd's rule for its WAL)
-    #[command(flatten)]
-    pub verdict: VerdictArgs,
-    /// The command and its arguments, after `--`; it runs in the scratch filesystem with
-    /// FSYNCLAB_DIR and FSYNCLAB_LOOP_DEVICE set
-    // Required, but checked by `exec::run`, which says so in one line (clap would print
-    // its usage block).
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<std::ffi::OsString>,
-}
-
-/// `exec --explain`: the command's sync calls traced and explained, the run recorded.
-#[derive(Debug, Default, Args)]
-pub struct ExecExplainArgs {
-    /// Trace the sync calls of the command and of every process and thread it starts (root,
-    /// tracefs), explain the slowest once it exits (report on stderr), and record the run
-    /// in the results store as scenario `exec`
-    #[arg(long, help_heading = "Explain")]
-    pub explain: bool,
-    /// With --explain: explain every call at least this slow [default: 100ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Explain")]
-    pub explain_over: Option<String>,
-    /// ...and the slowest PERCENT of each kind of call of each thread [default: 1%]
-    #[arg(long, value_name = "PERCENT", help_heading = "Explain")]
-    pub explain_slowest: Option<String>,
-    /// With --explain: sample the writeback timeline this often [default: 100ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Explain")]
-    pub timeline_interval: Option<String>,
-}
-
-impl ExecExplainArgs {
-    /// The explanation asked for, checked (an --explain that cannot work here, and an
-    /// explain option without --explain, are refused in one line); `None` without --explain.
-    pub(crate) fn options(&self) -> Result<Option<ExplainOptions>, Usage> {
-        if !self.explain {
-            let given = [
-                ("--explain-over", &self.explain_over),
-                ("--explain-slowest", &self.explain_slowest),
-                ("--timeline-interval", &self.timeline_interval),
-            ]
-            .into_iter()
-            .find(|(_, value)| value.is_some());
-            return match given {
-                Some((flag, _)) => Err(Usage(format!(
-                    "exec {flag}: only with --explain, which traces the command's sync calls; add --explain"
-                ))),
-                None => Ok(None),
-            };
-        }
-        let or = |value: &Option<String>, default: &str| value.clone().unwrap_or_else(|| default.to_string());
-        let args = ExplainArgs {
-            explain: true,
-            no_explain: false,
-            explain_over: or(&self.explain_over, "100ms"),
-            explain_slowest: or(&self.explain_slowest, "1%"),
-            timeline_interval: or(&self.timeline_interval, "100ms"),
-        };
-        args.options().map(|(options, _)| Some(options))
-    }
 }
 
 #[derive(Debug, Args)]
