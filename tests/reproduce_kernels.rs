@@ -104,11 +104,13 @@ fn each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_ker
         let rows = side["rows"].as_array().unwrap();
         assert_eq!(rows.len(), 3, "{side}");
         for row in rows {
-            let verdict = row["verdict"].as_str().unwrap();
-            assert!(
-                ["reproduced", "partly", "not-reproduced", "reversed"].contains(&verdict),
+            // Measured (a figure and its runs), and with one smoke run a configuration
+            // undecided: a verdict needs runs enough to tell it from noise.
+            assert_eq!(
+                row["verdict"], "inconclusive",
                 "every finding is measured on {k}: {row}"
             );
+            assert!(!row["measured"].as_str().unwrap().is_empty(), "{row}");
             ids.extend(
                 row["runs"]
                     .as_array()

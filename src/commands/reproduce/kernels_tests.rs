@@ -194,7 +194,7 @@ fn the_findings_are_shown_side_by_side_with_what_changed() {
         "{t}"
     );
     assert!(
-        t.ends_with("verdicts: host: 1 reproduced, 0 partly, 0 not reproduced, 0 reversed; 6.1: 0 reproduced, 0 partly, 1 not reproduced, 0 reversed; judged differently: 1 of 1 findings; a significant change of the main figure: 0\n"),
+        t.ends_with("verdicts: host: 1 reproduced, 0 partly, 0 not reproduced, 0 reversed, 0 inconclusive; 6.1: 0 reproduced, 0 partly, 1 not reproduced, 0 reversed, 0 inconclusive; judged differently: 1 of 1 findings; a significant change of the main figure: 0\n"),
         "{t}"
     );
 

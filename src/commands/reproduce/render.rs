@@ -42,6 +42,11 @@ fn tally(r: &Reproduction) -> String {
         .flat_map(|s| &s.rows)
         .map(|row| row.judgement.verdict)
         .collect();
+    tally_of(&rows)
+}
+
+/// The tally of `verdicts`, as [`tally`] words it (and each kernel's in a side-by-side table).
+pub(super) fn tally_of(verdicts: &[Verdict]) -> String {
     [
         Verdict::Reproduced,
         Verdict::Partly,
@@ -50,10 +55,10 @@ fn tally(r: &Reproduction) -> String {
         Verdict::Inconclusive,
     ]
     .iter()
-    .map(|v| format!("{} {v}", rows.iter().filter(|x| *x == v).count()))
+    .map(|v| format!("{} {v}", verdicts.iter().filter(|x| *x == v).count()))
     .collect::<Vec<_>>()
     .join(", ")
-        + &match rows.iter().filter(|v| !v.is_result()).count() {
+        + &match verdicts.iter().filter(|v| !v.is_result()).count() {
             0 => String::new(),
             n => format!("; {n} {}", Verdict::NotMeasured),
         }

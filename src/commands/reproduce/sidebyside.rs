@@ -65,17 +65,7 @@ fn tallies(r: &Reproduction) -> String {
             .flat_map(|k| &k.rows)
             .map(|row| row.judgement.verdict)
             .collect();
-        let n = |v: Verdict| verdicts.iter().filter(|x| **x == v).count();
-        let mut t = format!(
-            "{k}: {} reproduced, {} partly, {} not reproduced, {} reversed",
-            n(Verdict::Reproduced),
-            n(Verdict::Partly),
-            n(Verdict::NotReproduced),
-            n(Verdict::Reversed)
-        );
-        if n(Verdict::NotMeasured) > 0 {
-            let _ = write!(t, ", {} not measured", n(Verdict::NotMeasured));
-        }
+        let t = format!("{k}: {}", super::render::tally_of(&verdicts));
         out.push(t);
     }
     let changed: usize = r
