@@ -98,12 +98,13 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
                 plan::IMPLIED_SCRATCH
             );
         }
-        if plan.mixes_host_and_guests() {
-            note!(
-                "fsynclab matrix {id}: kernel=host runs on this machine, the other kernels in a VM under {}: their cells differ by how they were booted as well as by kernel; to compare kernels alone, put only installed releases or images on the axis (docs/kernels.md)",
-                crate::testbed::vm::accelerator().name()
-            );
-        }
+    }
+    // A warning, not progress: said with --quiet too.
+    if plan.mixes_host_and_guests() {
+        note!(
+            "fsynclab matrix {id}: kernel=host runs on this machine, the other kernels in a VM under {}: their cells differ by how they were booted as well as by kernel; to compare kernels alone, put only installed releases or images on the axis (docs/kernels.md)",
+            crate::testbed::vm::accelerator().name()
+        );
     }
     run_on(farm.as_deref(), plan, id, &slots, store, path, &options)
 }
