@@ -89,8 +89,20 @@ impl Replayed {
 
 impl Drop for Replayed {
     fn drop(&mut self) {
+        // A mount just read can be busy for a moment (umount: target is busy, with no process
+        // holding it): tried again for up to 5 s, as a user would, before giving up.
         if self.mounted {
-            let _ = Command::new("umount").arg(&self.mount_point).status();
+            for _ in 0..50 {
+                let done = Command::new("umount")
+                    .arg(&self.mount_point)
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if done {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
         }
         let _ = Command::new("losetup").args(["-d", &self.loop_device]).status();
         let _ = std::fs::remove_dir(&self.mount_point);
