@@ -38,12 +38,18 @@ chmod 711 "$dir"
 env_file="$dir/farm.env"
 : >"$env_file"
 
-# A TCP port on 127.0.0.1 that nothing listens on.
+# A TCP port on 127.0.0.1 that no socket holds, below the kernel's ephemeral range: a port in
+# that range can be taken at any moment as the local end of an outgoing connection (by the
+# database's clients, or the controller's pings), and a daemon told to listen there then fails
+# with "Address already in use".
 free_port() {
-  local p
+  local p low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$low" -gt 11000 ] || low=32768
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! grep -qs ":$p\b" "$env_file"; then
+    p=$((10000 + RANDOM % (low - 10000)))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! grep -qs ":$p\b" "$env_file" \
+      && ! { command -v ss >/dev/null && [ -n "$(ss -Htan "sport = :$p")" ]; }; then
       echo "$p"; return 0
     fi
   done
