@@ -149,6 +149,10 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             space_needed,
             writes,
             expect,
+            judge: match cli.command {
+                Command::Exec(_) => exec::judged,
+                _ => measure::judge,
+            },
         })
         .map(Some),
         None => Ok(None),

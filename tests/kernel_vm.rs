@@ -19,12 +19,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use common::guest::{debian_kernel, vm_ready, VM};
 use common::Need::{Fuse, Root, That, Tool};
 use common::{fsynclab, leftovers, one_at_a_time, send, wait_at_most, PrivateState, ScratchRun, StderrLines, TINY};
 
 common::tests! {
     a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing,
     a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_guest_killed_mid_run_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_guest_past_its_time_limit_is_ended_and_leaves_nothing:
@@ -37,26 +40,6 @@ common::tests! {
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
-}
-
-const VM: &str = "QEMU (qemu-system-x86_64), virtme-ng (vng) and a Debian 6.1 kernel: scripts/setup.sh installs them";
-
-/// The newest Debian 6.1 kernel installed (`6.1.0-NN-amd64`).
-fn debian_kernel() -> Option<String> {
-    let mut releases: Vec<String> = std::fs::read_dir("/boot")
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix("vmlinuz-").map(str::to_string))
-        .filter(|r| r.starts_with("6.1.0-") && r.ends_with("-amd64"))
-        .filter(|r| Path::new("/lib/modules").join(r).is_dir())
-        .collect();
-    releases.sort_by_key(|r| r.split('-').nth(2).and_then(|n| n.parse::<u32>().ok()));
-    releases.pop()
-}
-
-fn vm_ready() -> bool {
-    let tool = fsynclab::testbed::command::find_tool;
-    tool("qemu-system-x86_64").is_some() && tool("vng").is_some() && debian_kernel().is_some()
 }
 
 /// QEMU processes serving a disk under `dir`: the guests of runs backed there.
@@ -247,6 +230,43 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains(&format!("Linux {kernel} in a VM (")), "{text}");
 
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// Issue 26 item 5: `exec --kernel K --explain --expect` of a command that fsyncs and then
+/// exits 3 is judged on the host as exec judges it: the expectation's line with its figure
+/// from the guest's traced calls, then exit 1 because the command failed, saying so (not
+/// that calls failed: none did).
+fn a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let out = ScratchRun::exec()
+        .kernel(debian_kernel().unwrap())
+        .kernel_timeout("5m")
+        .fs("ext4")
+        .device("hdd-7200")
+        .backing(backing.path())
+        .args(["--explain", "--no-store", "--expect", "fsync.p99<1h", "--"])
+        .args([
+            "sh",
+            "-c",
+            "for i in 1 2 3; do dd if=/dev/zero of=f bs=4k count=1 conv=fsync 2>/dev/null; done; exit 3",
+        ])
+        .command()
+        .env(state.env().0, state.env().1)
+        .timeout(Duration::from_secs(360))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("expect fsync.p99<1h: measured ") && l.ends_with(", met")),
+        "{err}"
+    );
+    assert!(err.contains("the command exited with status 3"), "{err}");
+    assert!(!err.contains("calls failed"), "{err}");
     assert_nothing_left(backing.path(), &state);
 }
 

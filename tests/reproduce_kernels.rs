@@ -8,11 +8,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use common::guest::{debian_kernel, vm_ready, VM};
 use common::Need::{Fuse, Root, That, Tool};
 use common::{backing, fsynclab, one_at_a_time, traces_under};
 
@@ -20,27 +20,6 @@ common::tests! {
     a_kernel_that_is_not_there_is_refused_before_anything_is_made,
     each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_kernel:
         [Root, Fuse, Tool("mkfs.ext3"), That(VM, vm_ready)],
-}
-
-const VM: &str = "QEMU (qemu-system-x86_64), virtme-ng (vng) and a Debian 6.1 kernel: scripts/setup.sh installs them";
-
-/// The newest Debian 6.1 kernel installed (`6.1.0-NN-amd64`), found as tests/kernel_vm.rs
-/// finds it.
-fn debian_kernel() -> Option<String> {
-    let mut releases: Vec<String> = std::fs::read_dir("/boot")
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix("vmlinuz-").map(str::to_string))
-        .filter(|r| r.starts_with("6.1.0-") && r.ends_with("-amd64"))
-        .filter(|r| Path::new("/lib/modules").join(r).is_dir())
-        .collect();
-    releases.sort_by_key(|r| r.split('-').nth(2).and_then(|n| n.parse::<u32>().ok()));
-    releases.pop()
-}
-
-fn vm_ready() -> bool {
-    let tool = fsynclab::testbed::command::find_tool;
-    tool("qemu-system-x86_64").is_some() && tool("vng").is_some() && debian_kernel().is_some()
 }
 
 /// A kernel that is not installed: one line, exit 2, no store made (before the root check,

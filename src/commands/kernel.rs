@@ -37,6 +37,9 @@ pub(crate) struct GuestRun<'a> {
     /// `--expect`: judged here on the result the guest wrote, so that a guest that did not
     /// boot or write one is told apart (125) from a run that missed (1).
     pub expect: &'a [Expectation],
+    /// The verdict on the result and the guest's exit status: a run's status says whether
+    /// calls failed, a command's (exec) whether the command did.
+    pub judge: fn(&[Expectation], &crate::result::RunResult, i32) -> i32,
 }
 
 /// The kernel `--kernel` names, or `None` for the host's own (no VM).
@@ -126,7 +129,7 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
     }
     Ok(match (&ended, came_back.last()) {
         (Ended::Interrupted(_), _) => code,
-        (Ended::Exited(_), Some(result)) => super::run::judge(g.expect, result, code),
+        (Ended::Exited(_), Some(result)) => (g.judge)(g.expect, result, code),
         _ => {
             note!(
                 "fsynclab: --expect: no result came back from {} (it did not boot, or the run could not be made); exit status {NOT_MADE}",

@@ -179,7 +179,7 @@ pub(crate) fn run(
 /// `--expect`'s exit status for a command that exited with `status`: the verdict on its
 /// traced calls when it exited 0; 1 when it failed (a benchmark that fails does not meet
 /// what was expected); its own status when a signal ended it.
-fn judged(expect: &[Expectation], result: &crate::result::RunResult, status: i32) -> i32 {
+pub(crate) fn judged(expect: &[Expectation], result: &crate::result::RunResult, status: i32) -> i32 {
     if status >= 128 {
         return status;
     }
