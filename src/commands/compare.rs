@@ -210,10 +210,19 @@ fn booted_differently(a: &[Picked], b: &[Picked]) -> Result<Option<String>> {
         return Ok(None);
     }
     Ok(Some(format!(
-        "A ran {}, B ran {}: the figures differ by how the runs were booted as well as by anything else (a guest under tcg emulates every instruction, several times slower); to compare kernels, boot both the same way (docs/kernels.md)",
-        ha.join(" and "),
-        hb.join(" and ")
+        "{}, {}: the figures differ by how the runs were booted as well as by anything else (a guest under tcg emulates every instruction, several times slower); to compare kernels, boot both the same way (docs/kernels.md)",
+        how_set_ran("A", &ha),
+        how_set_ran("B", &hb)
     )))
+}
+
+/// "A ran on the host", or for a set whose runs ran in several ways, "A mixes runs on the
+/// host with runs in a VM under tcg".
+fn how_set_ran(set: &str, how: &[String]) -> String {
+    match how {
+        [one] => format!("{set} ran {one}"),
+        many => format!("{set} mixes runs {}", many.join(" with runs ")),
+    }
 }
 
 /// One line: how many figures went which way, the significant ones by name.
@@ -287,4 +296,20 @@ fn comparison_json(c: &FigureComparison) -> Value {
         "verdict": verdict,
         "reason": reason,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::how_set_ran;
+
+    #[test]
+    fn a_set_that_ran_one_way_says_it_and_a_mixed_set_says_it_mixes() {
+        let host = "on the host".to_string();
+        let tcg = "in a VM under tcg".to_string();
+        assert_eq!(how_set_ran("A", std::slice::from_ref(&host)), "A ran on the host");
+        assert_eq!(
+            how_set_ran("B", &[host, tcg]),
+            "B mixes runs on the host with runs in a VM under tcg"
+        );
+    }
 }
