@@ -89,6 +89,7 @@ fn reproduction(m: &Measured) -> Reproduction {
         started_at: "2026-11-27T00:00:00Z".into(),
         duration_s: Some(60.0),
         runs: 4,
+        stored_runs_a_configuration: None,
         interrupted: false,
         kernels: kernels(),
         seeds: vec![seed_report(

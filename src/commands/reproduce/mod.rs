@@ -32,6 +32,7 @@ mod seed002;
 mod seed003;
 mod seed004;
 mod sidebyside;
+mod stored;
 mod verdict;
 
 use std::path::PathBuf;
@@ -45,7 +46,6 @@ use crate::error::Usage;
 use crate::explain::attribution::Threshold;
 use crate::explain::run::{ExplainOptions, TraceWish};
 use crate::explain::timeline::DEFAULT_INTERVAL;
-use crate::matrix::plan::Plan;
 use crate::recording::{self, Recording};
 use crate::run::cell::{Failure, Made, Recorded};
 use crate::run::Progress;
@@ -130,6 +130,10 @@ pub(crate) struct Reproduction {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) duration_s: Option<f64>,
     pub(crate) runs: usize,
+    /// Shown again from the store: the fewest and most runs a configuration has there (what
+    /// `--quick` makes has changed over versions; the heading says what this one made).
+    #[serde(skip)]
+    pub(crate) stored_runs_a_configuration: Option<(usize, usize)>,
     pub(crate) interrupted: bool,
     /// `--kernel`'s kernels, the first the reference (none: this one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -141,7 +145,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     // Plan: bad input is refused before anything is made.
     let experiments = select(&args.seeds)?;
     if let Some(id) = &args.show {
-        return show(id, &experiments, args);
+        return stored::show(id, &experiments, args);
     }
     let size = match (args.full, args.smoke) {
         (true, _) => Size::Full,
@@ -281,6 +285,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
 
     // Rows and the table.
     let reproduction = Reproduction {
+        stored_runs_a_configuration: None,
         id: id.clone(),
         size,
         machine: kernels::machine_line(&kernels, machine.machine_line()),
@@ -314,101 +319,6 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         (None, 0) => 0,
         (None, _) => 1,
     })
-}
-
-/// `--show ID`: a stored reproduction's rows, judged again on its stored runs (the seeds
-/// `experiments` names, of those it has).
-fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs) -> Result<i32> {
-    let (store, path) = recording::open_for_reading(args.store.store.as_deref())?;
-    let matrices = store.matrices_with_prefix(&format!("{id}-"))?;
-    if matrices.is_empty() {
-        return Err(Usage(format!(
-            "--show {id}: no reproduction {id} in {} (`fsynclab runs --grep {ID_PREFIX}` lists the stored runs of every one)",
-            recording::shown_store(&path)
-        ))
-        .into());
-    }
-    let mut size = Size::Quick;
-    let mut seeds: Vec<SeedReport> = Vec::new();
-    let mut runs = 0;
-    let mut machine = String::new();
-    let mut kernels: Vec<String> = Vec::new();
-    let mut guest_line = false;
-    for e in experiments {
-        let mut m = Measured::default();
-        let mut ids = Vec::new();
-        for record in &matrices {
-            let Some(rest) = record.id.strip_prefix(&format!("{id}-{}", e.seed())) else {
-                continue;
-            };
-            let plan: Plan = serde_json::from_value(record.plan.clone())
-                .map_err(|err| anyhow::anyhow!("matrix {}: a plan this fsynclab cannot read ({err})", record.id))?;
-            size = plan.origin.as_deref().and_then(Size::of_origin).unwrap_or(size);
-            for k in plan
-                .axes
-                .iter()
-                .filter(|a| a.key == crate::matrix::plan::KERNEL_AXIS)
-                .flat_map(|a| &a.values)
-            {
-                if !kernels.contains(k) {
-                    kernels.push(k.clone());
-                }
-            }
-            let name = rest.trim_start_matches('-');
-            let Some(group) = e.groups(size).into_iter().find(|g| g.name == name) else {
-                continue;
-            };
-            ids.push(record.id.clone());
-            let filter = crate::store::RunFilter {
-                matrix_id: Some(record.id.clone()),
-                ..Default::default()
-            };
-            for summary in store.runs(&filter)?.into_iter().filter(|r| !r.interrupted) {
-                let (Some(place), Ok(result)) = (summary.matrix.clone(), summary.head.clone()) else {
-                    continue;
-                };
-                runs += 1;
-                // The host's machine line: a guest's run only when every run is a guest's.
-                if machine.is_empty() || (guest_line && result.environment.vm.is_none()) {
-                    guest_line = result.environment.vm.is_some();
-                    machine = result.environment.machine_line();
-                }
-                let run = Run {
-                    id: Some(summary.id.0),
-                    result,
-                };
-                match m
-                    .cells
-                    .iter_mut()
-                    .find(|c| c.group == group.name && c.axes == place.axes)
-                {
-                    Some(c) => c.runs.push(run),
-                    None => m.cells.push(CellRuns {
-                        group: group.name,
-                        axes: place.axes,
-                        runs: vec![run],
-                    }),
-                }
-            }
-        }
-        if ids.is_empty() {
-            continue;
-        }
-        seeds.push(kernels::seed_report(*e, size, &m, ids, &kernels));
-    }
-    let reproduction = Reproduction {
-        id: id.to_string(),
-        size,
-        machine,
-        store: recording::shown_store(&path),
-        started_at: matrices.iter().map(|m| m.created_at.clone()).min().unwrap_or_default(),
-        duration_s: None,
-        runs,
-        interrupted: false,
-        kernels,
-        seeds,
-    };
-    crate::report::print(&sidebyside::render(&reproduction, args.format)?)
 }
 
 #[cfg(test)]

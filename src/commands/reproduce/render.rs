@@ -23,8 +23,22 @@ pub(crate) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String
 pub(crate) const QUICK_RUNS: &str =
     "quick, 2 to 4 runs a configuration (2 for seeds 000 and 003, 4 for 001, 002 and 004's datasync, 3 for 004's rndwr)";
 
-/// `quick, 2 to 4 runs a configuration ...`.
-fn size_words(size: Size) -> String {
+/// `quick, 2 to 4 runs a configuration ...`; of a reproduction shown from the store, the
+/// runs it has.
+fn size_words(size: Size, stored: Option<(usize, usize)>) -> String {
+    let runs = |n: usize| {
+        if n == 1 {
+            "1 run".to_string()
+        } else {
+            format!("{n} runs")
+        }
+    };
+    match (size, stored) {
+        (Size::Smoke, Some(_)) => {}
+        (_, Some((lo, hi))) if lo == hi => return format!("{}, {} a configuration", size.name(), runs(hi)),
+        (_, Some((lo, hi))) => return format!("{}, {lo} to {hi} runs a configuration", size.name()),
+        _ => {}
+    }
     match size {
         Size::Quick => QUICK_RUNS.into(),
         Size::Full => format!("full, {} runs a configuration", size.repeat()),
@@ -109,7 +123,7 @@ pub(super) fn heading(r: &Reproduction) -> String {
     format!(
         "fsynclab reproduce {}: {}; {}; {} runs{took}{}",
         r.id,
-        size_words(r.size),
+        size_words(r.size, r.stored_runs_a_configuration),
         r.machine,
         r.runs,
         if r.interrupted { " (interrupted)" } else { "" }
@@ -225,6 +239,7 @@ mod tests {
             started_at: "2026-11-23T00:00:00Z".into(),
             duration_s: Some(125.0),
             runs: 3,
+            stored_runs_a_configuration: None,
             interrupted: false,
             seeds: vec![SeedReport {
                 seed: "000",
@@ -237,6 +252,21 @@ mod tests {
             }],
             kernels: Vec::new(),
         }
+    }
+
+    #[test]
+    /// A reproduction shown from the store says the runs a configuration it has, not what
+    /// `--quick` makes today.
+    fn a_stored_reproductions_heading_gives_the_runs_it_has() {
+        let mut r = reproduction();
+        assert!(heading(&r).contains(QUICK_RUNS), "{}", heading(&r));
+        r.duration_s = None;
+        r.stored_runs_a_configuration = Some((1, 1));
+        let h = heading(&r);
+        assert!(h.contains("quick, 1 run a configuration;"), "{h}");
+        assert!(!h.contains(QUICK_RUNS), "{h}");
+        r.stored_runs_a_configuration = Some((2, 4));
+        assert!(heading(&r).contains("quick, 2 to 4 runs a configuration;"));
     }
 
     #[test]
