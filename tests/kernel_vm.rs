@@ -96,6 +96,25 @@ fn guest_exec(backing: &Path, state: &PrivateState, limit: &str, script: &str) -
     cmd
 }
 
+/// `command` (`fsynclab run SCENARIO`, `exec`) in a guest booting the Debian 6.1 kernel, on
+/// a scratch ext4 over hdd-7200 backed in `backing`, then `tail` (exec's `-- COMMAND` last),
+/// run to its end (at most 6 minutes): its exit status and stderr.
+fn in_guest(command: ScratchRun, tail: &[&str], backing: &Path, state: &PrivateState) -> (Option<i32>, String) {
+    let out = command
+        .kernel(debian_kernel().unwrap())
+        .kernel_timeout("5m")
+        .fs("ext4")
+        .device("hdd-7200")
+        .backing(backing)
+        .args(tail)
+        .command()
+        .env(state.env().0, state.env().1)
+        .timeout(Duration::from_secs(360))
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// A kernel release with no /boot/vmlinuz, and a bzImage path that is not there: exit 2, one
 /// line saying what to do, nothing made.
 fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
@@ -159,23 +178,9 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     let store_dir = common::backing();
     let store = store_dir.path().join("store.sqlite");
     let started = Instant::now();
-    let out = ScratchRun::run("overwrite-fsync")
-        .kernel(&kernel)
-        .kernel_timeout("5m")
-        .fs("ext4")
-        .device("hdd-7200")
-        .backing(backing.path())
-        .arg("--no-explain")
-        .args(TINY)
-        .arg("--store")
-        .arg(&store)
-        .command()
-        .env(state.env().0, state.env().1)
-        .timeout(Duration::from_secs(360))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let tail = [&["--no-explain", "--store", store.to_str().unwrap()], TINY].concat();
+    let (code, err) = in_guest(ScratchRun::run("overwrite-fsync"), &tail, backing.path(), &state);
+    assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("stored as run 1 in"), "{err}");
     eprintln!("the guest's run took {:?}", started.elapsed());
 
@@ -241,25 +246,19 @@ fn a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status() {
     let _turn = one_at_a_time();
     let backing = common::backing();
     let state = PrivateState::new();
-    let out = ScratchRun::exec()
-        .kernel(debian_kernel().unwrap())
-        .kernel_timeout("5m")
-        .fs("ext4")
-        .device("hdd-7200")
-        .backing(backing.path())
-        .args(["--explain", "--no-store", "--expect", "fsync.p99<1h", "--"])
-        .args([
-            "sh",
-            "-c",
-            "for i in 1 2 3; do dd if=/dev/zero of=f bs=4k count=1 conv=fsync 2>/dev/null; done; exit 3",
-        ])
-        .command()
-        .env(state.env().0, state.env().1)
-        .timeout(Duration::from_secs(360))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let script = "for i in 1 2 3; do dd if=/dev/zero of=f bs=4k count=1 conv=fsync 2>/dev/null; done; exit 3";
+    let tail = [
+        "--explain",
+        "--no-store",
+        "--expect",
+        "fsync.p99<1h",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ];
+    let (code, err) = in_guest(ScratchRun::exec(), &tail, backing.path(), &state);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.lines()
             .any(|l| l.starts_with("expect fsync.p99<1h: measured ") && l.ends_with(", met")),

@@ -134,6 +134,21 @@ fn fsyncing_on_a_slow_disk(backing: &Path, duration: &str) -> std::process::Chil
         .unwrap()
 }
 
+/// `fsynclab watch --pid PID --threshold T --duration D`.
+fn watch_pid(pid: u32, threshold: &str, duration: &str) -> assert_cmd::Command {
+    let mut cmd = fsynclab();
+    cmd.args([
+        "watch",
+        "--pid",
+        &pid.to_string(),
+        "--threshold",
+        threshold,
+        "--duration",
+        duration,
+    ]);
+    cmd
+}
+
 /// Issue 25: a program that was already making fsyncs on a slow disk when the watch began
 /// (a run of seed 000 over the emulated 7200 rpm disk) has its slow fsyncs printed, each
 /// split into parts that add up to it (within the rounding of the printed figures) and at
@@ -144,18 +159,7 @@ fn watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it() {
     let mut program = fsyncing_on_a_slow_disk(dir.path(), "10s");
     let pid = program.id();
     std::thread::sleep(Duration::from_millis(500));
-    let out = fsynclab()
-        .args([
-            "watch",
-            "--pid",
-            &pid.to_string(),
-            "--threshold",
-            "2ms",
-            "--duration",
-            "6s",
-        ])
-        .output()
-        .unwrap();
+    let out = watch_pid(pid, "2ms", "6s").output().unwrap();
     let status = wait_at_most(&mut program, Duration::from_secs(60));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -388,20 +392,7 @@ while time.time() < end:
         .unwrap();
     let pid = program.id();
     std::thread::sleep(Duration::from_millis(500));
-    let out = fsynclab()
-        .args([
-            "watch",
-            "--pid",
-            &pid.to_string(),
-            "--threshold",
-            "1h",
-            "--duration",
-            "3s",
-            "--store",
-        ])
-        .arg(&store)
-        .output()
-        .unwrap();
+    let out = watch_pid(pid, "1h", "3s").arg("--store").arg(&store).output().unwrap();
     let status = wait_at_most(&mut program, Duration::from_secs(30));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

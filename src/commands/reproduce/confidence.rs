@@ -208,6 +208,15 @@ pub(crate) fn threshold(values: &[f64], rule: impl Fn(f64) -> Judgement, format:
     })
 }
 
+/// Asserts that `j` is inconclusive, its reason starting with `why` and giving what the
+/// median alone would have judged (`median`, e.g. "reproduced: 1.30x").
+#[cfg(test)]
+pub(super) fn assert_undecided(j: &Judgement, why: &str, median: &str) {
+    assert_eq!(j.verdict, Verdict::Inconclusive, "{}", j.why);
+    assert!(j.why.starts_with(why), "{}", j.why);
+    assert!(j.why.contains(&format!("the median alone gives {median}")), "{}", j.why);
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::verdict::{at_least, effect, NOISE};
@@ -222,14 +231,11 @@ mod tests {
     fn one_run_a_side_cannot_tell_a_ratio_from_noise() {
         let e = Estimate::of(&[775.0], &[1007.5]).unwrap();
         let j = decide(&e, hifumi, NOISE);
-        assert_eq!(j.verdict, Verdict::Inconclusive, "{}", j.why);
-        assert!(
-            j.why
-                .starts_with("1 run a side: a ratio of 1.30x cannot be told from run-to-run noise"),
-            "{}",
-            j.why
+        assert_undecided(
+            &j,
+            "1 run a side: a ratio of 1.30x cannot be told from run-to-run noise",
+            "reproduced: 1.30x",
         );
-        assert!(j.why.contains("the median alone gives reproduced: 1.30x"), "{}", j.why);
         let c = j.confidence.unwrap();
         assert_eq!(c.shown, "1 run a side, 1.30x");
         assert_eq!((c.runs, c.interval, c.p), (vec![1, 1], None, None));

@@ -115,6 +115,22 @@ fn verdict_with_confidence(row: &Row, verdict: String) -> String {
     }
 }
 
+/// The markdown table's footer: a line for each seed, its era and the matrices its runs are
+/// stored in.
+pub(super) fn seeds_footer(out: &mut String, r: &Reproduction) {
+    out.push('\n');
+    for s in &r.seeds {
+        let _ = writeln!(
+            out,
+            "- seed {} ({}): {}; runs in {}",
+            s.seed,
+            cell(s.title),
+            cell(&s.era),
+            s.matrices.join(", ")
+        );
+    }
+}
+
 pub(super) fn heading(r: &Reproduction) -> String {
     let took = match r.duration_s {
         Some(s) => format!(" in {}", clock(std::time::Duration::from_secs_f64(s.max(0.0)))),
@@ -191,17 +207,7 @@ fn markdown(r: &Reproduction) -> String {
             );
         }
     }
-    out.push('\n');
-    for s in &r.seeds {
-        let _ = writeln!(
-            out,
-            "- seed {} ({}): {}; runs in {}",
-            s.seed,
-            cell(s.title),
-            cell(&s.era),
-            s.matrices.join(", ")
-        );
-    }
+    seeds_footer(&mut out, r);
     let _ = writeln!(out, "\nVerdicts: {}.", tally(r));
     if let Some(open) = undecided(r) {
         let _ = writeln!(out, "\n{}{}.", open[..1].to_uppercase(), &open[1..]);

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::kernels::Change;
-use super::render::{cell, heading, or_dash};
+use super::render::{cell, heading, or_dash, seeds_footer};
 use super::verdict::Verdict;
 use super::{Reproduction, SeedReport};
 use crate::cli::ReproduceFormat;
@@ -166,17 +166,7 @@ fn markdown(r: &Reproduction) -> String {
             );
         }
     }
-    out.push('\n');
-    for s in &r.seeds {
-        let _ = writeln!(
-            out,
-            "- seed {} ({}): {}; runs in {}",
-            s.seed,
-            cell(s.title),
-            cell(&s.era),
-            s.matrices.join(", ")
-        );
-    }
+    seeds_footer(&mut out, r);
     let _ = writeln!(out, "\nVerdicts: {}.", tallies(r));
     out
 }
