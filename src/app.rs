@@ -23,6 +23,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             measure::expectations(&common.verdict)?
         }
         Command::Exec(args) => exec::expectations(args)?,
+        Command::Suite(args) => suite::verdict::expectations(args)?,
         _ => Vec::new(),
     };
     let judged = !expect.is_empty();
@@ -38,7 +39,7 @@ fn dispatch(cli: Cli, expect: Vec<Expectation>) -> Result<i32> {
         return Ok(code);
     }
     match cli.command {
-        Command::Suite(args) => suite::run(&args),
+        Command::Suite(args) => suite::run(&args, &expect),
         Command::List { scenario, format } => list::list(scenario.as_deref(), format),
         Command::Run { scenario: name, common } => measure::measure(measure::find(&name)?, &common, &expect),
         Command::Load { kind, common } => measure::measure(
@@ -150,8 +151,9 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             writes,
             expect,
             judge: match cli.command {
-                Command::Exec(_) => exec::judged,
-                _ => measure::judge,
+                Command::Exec(_) => kernel::Judge::Last(exec::judged),
+                Command::Suite(_) => kernel::Judge::All(suite::verdict::judged_in_guest),
+                _ => kernel::Judge::Last(measure::judge),
             },
         })
         .map(Some),

@@ -16,6 +16,7 @@ common::tests! {
     ctrl_c_stops_the_suite_and_still_writes_the_summary,
     full_refuses_with_numbers_when_it_does_not_fit,
     bad_sets_are_one_line_errors_with_status_2,
+    suite_expect_judges_the_scenario_it_names_or_every_one_with_the_figure,
 }
 
 fn scenario_names() -> Vec<String> {
@@ -194,6 +195,56 @@ fn full_refuses_with_numbers_when_it_does_not_fit() {
     assert!(err.contains("random-writeback"), "names the scenario: {err}");
     assert!(leftovers(results.path()).is_empty());
     assert!(leftovers(dir.path()).is_empty());
+}
+
+/// `suite --expect`'s exit status and stderr, the tiny suite run in a new directory.
+fn suite_expecting(expect: &[&str]) -> (Option<i32>, String) {
+    let (dir, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let extra: Vec<&str> = expect.iter().flat_map(|e| ["--expect", e]).collect();
+    let out = suite(dir.path(), cwd.path(), &extra).get_output().clone();
+    assert!(leftovers(dir.path()).is_empty());
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+/// Issue 26 item 5: `suite --expect` judges an expectation that names a scenario
+/// (`datasync.fdatasync.p99<1h`) on that scenario, and one that names none (`fsync.p99<1h`)
+/// on every scenario that has the figure, a line each: 0 when all are met, 1 when one is
+/// not, 125 when no scenario has the figure; a word that is no scenario is refused (2).
+fn suite_expect_judges_the_scenario_it_names_or_every_one_with_the_figure() {
+    let (code, err) = suite_expecting(&["fsync.p99<1h", "datasync.fdatasync.p99<1h"]);
+    assert_eq!(code, Some(0), "{err}");
+    for name in ["overwrite-fsync", "datasync"] {
+        let line = format!("{name}: expect fsync.p99<1h: measured ");
+        assert!(
+            err.lines().any(|l| l.starts_with(&line) && l.ends_with(", met")),
+            "{err}"
+        );
+    }
+    assert!(err.contains("datasync: expect fdatasync.p99<1h: measured "), "{err}");
+    assert!(!err.contains("overwrite-fsync: expect fdatasync"), "{err}");
+
+    let (code, err) = suite_expecting(&["fsync.p99<1h", "overwrite-fsync.fsync.p50<1ns"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("overwrite-fsync: expect fsync.p50<1ns: measured ") && l.ends_with(", not met")),
+        "{err}"
+    );
+    let (code, err) = suite_expecting(&["fsync.p99<1h", "nosync.p99<1h"]);
+    assert_eq!(code, Some(125), "{err}");
+    assert!(err.contains("expect nosync.p99<1h: no run has nosync.p99"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = fsynclab()
+        .args(["suite", "--quiet", "--expect", "overwrte-fsync.fsync.p99<1h", "--dir"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("'overwrte-fsync' is not a scenario of the suite"), "{err}");
 }
 
 fn bad_sets_are_one_line_errors_with_status_2() {

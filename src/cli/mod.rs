@@ -287,6 +287,13 @@ pub struct SuiteArgs {
     /// No progress display on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Make the exit status a verdict on the scenarios' figures, as `compare` names them:
+    /// 'overwrite-fsync.fsync.p99<50ms' judges one scenario, 'fsync.p99<50ms' every
+    /// scenario that has the figure (repeatable, all must hold). Exit status 0 met, 1 not
+    /// met or a scenario did not end clean, 125 when a figure is missing or the --kernel did
+    /// not boot, as `git bisect run` reads it
+    #[arg(long, value_name = "[SCENARIO.]EXPR", help_heading = "Verdict")]
+    pub expect: Vec<String>,
 }
 
 #[derive(Debug, Args)]

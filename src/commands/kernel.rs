@@ -20,6 +20,7 @@ use crate::compare::expect::Expectation;
 use crate::environment::VmInfo;
 use crate::error::{Usage, NOT_MADE};
 use crate::recording::Recording;
+use crate::result::RunResult;
 use crate::run::guest::{self, Booted};
 use crate::testbed::vm::{self, Ended, Kernel};
 use crate::units::{format_duration, parse_duration};
@@ -37,9 +38,17 @@ pub(crate) struct GuestRun<'a> {
     /// `--expect`: judged here on the result the guest wrote, so that a guest that did not
     /// boot or write one is told apart (125) from a run that missed (1).
     pub expect: &'a [Expectation],
-    /// The verdict on the result and the guest's exit status: a run's status says whether
-    /// calls failed, a command's (exec) whether the command did.
-    pub judge: fn(&[Expectation], &crate::result::RunResult, i32) -> i32,
+    /// The verdict on what came back and the guest's exit status: a run's status says
+    /// whether calls failed, a command's (exec) whether the command did.
+    pub judge: Judge,
+}
+
+/// How `--expect` judges what a guest brought back.
+pub(crate) enum Judge {
+    /// On the last result (a run, or exec's command), with the guest's exit status.
+    Last(fn(&[Expectation], &RunResult, i32) -> i32),
+    /// On every result (a suite's scenarios), with the guest's exit status.
+    All(fn(&[Expectation], &[RunResult], i32) -> i32),
 }
 
 /// The kernel `--kernel` names, or `None` for the host's own (no VM).
@@ -127,9 +136,10 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
     if g.expect.is_empty() {
         return Ok(code);
     }
-    Ok(match (&ended, came_back.last()) {
-        (Ended::Interrupted(_), _) => code,
-        (Ended::Exited(_), Some(result)) => (g.judge)(g.expect, result, code),
+    Ok(match (&ended, came_back.last(), &g.judge) {
+        (Ended::Interrupted(_), ..) => code,
+        (Ended::Exited(_), Some(last), Judge::Last(judge)) => judge(g.expect, last, code),
+        (Ended::Exited(_), Some(_), Judge::All(judge)) => judge(g.expect, &came_back, code),
         _ => {
             note!(
                 "fsynclab: --expect: no result came back from {} (it did not boot, or the run could not be made); exit status {NOT_MADE}",

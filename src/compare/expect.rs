@@ -171,11 +171,91 @@ pub fn verdict(expectations: &[Expectation], run: &RunFigures) -> (Vec<String>, 
     for e in expectations {
         let outcome = e.check(run);
         lines.push(e.line(&outcome, run));
-        all = match (all, &outcome) {
-            (None, _) | (_, Outcome::Missing) => None,
-            (Some(ok), Outcome::Met(_)) => Some(ok),
-            (Some(_), Outcome::NotMet(_)) => Some(false),
+        all = combined(all, &outcome);
+    }
+    (lines, all)
+}
+
+/// The verdict so far with one more outcome: a figure missing outweighs one not met.
+fn combined(all: Option<bool>, outcome: &Outcome) -> Option<bool> {
+    match (all, outcome) {
+        (None, _) | (_, Outcome::Missing) => None,
+        (Some(ok), Outcome::Met(_)) => Some(ok),
+        (Some(_), Outcome::NotMet(_)) => Some(false),
+    }
+}
+
+/// One run of a set (a suite's scenario), by name, with its figures, or why it has none (it
+/// failed, or was skipped).
+pub struct NamedRun {
+    pub name: String,
+    pub figures: Result<RunFigures, String>,
+}
+
+impl Expectation {
+    /// The run of `runs` this expectation names by its figure's first word
+    /// (`overwrite-fsync.fsync.p99<50ms`), and the expectation without that word.
+    fn named<'r>(&self, runs: &'r [NamedRun]) -> Option<(&'r NamedRun, Expectation)> {
+        let run = runs.iter().find(|r| {
+            self.figure.subject.len() > r.name.len() + 1
+                && self.figure.subject.starts_with(&r.name)
+                && self.figure.subject.as_bytes()[r.name.len()] == b'.'
+        })?;
+        let skip = run.name.len() + 1;
+        let own = Expectation {
+            figure: Figure::new(&self.figure.subject[skip..], self.figure.metric),
+            relation: self.relation,
+            bound: self.bound,
+            written: self.written[skip..].to_string(),
         };
+        Some((run, own))
+    }
+}
+
+/// The verdict of every expectation on a set of named runs, as [`verdict`] gives it on one:
+/// an expectation whose figure begins with a run's name (`overwrite-fsync.fsync.p99<50ms`)
+/// is judged on that run alone, and cannot be decided when that run has no figures; one
+/// without a name is judged on every run that has its figure, and cannot be decided when
+/// none has. Each line begins with the run's name.
+pub fn verdict_over(expectations: &[Expectation], runs: &[NamedRun]) -> (Vec<String>, Option<bool>) {
+    let mut lines = Vec::new();
+    let mut all = Some(true);
+    let mut fold = |outcome: &Outcome| all = combined(all, outcome);
+    for e in expectations {
+        if let Some((run, own)) = e.named(runs) {
+            match &run.figures {
+                Ok(figures) => {
+                    let outcome = own.check(figures);
+                    lines.push(format!("{}: {}", run.name, own.line(&outcome, figures)));
+                    fold(&outcome);
+                }
+                Err(why) => {
+                    lines.push(format!("{}: expect {own}: {why}, cannot decide", run.name));
+                    fold(&Outcome::Missing);
+                }
+            }
+            continue;
+        }
+        let having: Vec<(&NamedRun, &RunFigures)> = runs
+            .iter()
+            .filter_map(|r| r.figures.as_ref().ok().map(|f| (r, f)))
+            .filter(|(_, f)| f.values.contains_key(&e.figure))
+            .collect();
+        if having.is_empty() {
+            let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+            lines.push(format!(
+                "expect {e}: no run has {} (name one of {} before it, e.g. '{}.{e}'), cannot decide",
+                e.figure,
+                names.join(", "),
+                names.first().copied().unwrap_or("SCENARIO")
+            ));
+            fold(&Outcome::Missing);
+        }
+        for (run, figures) in having {
+            let outcome = e.check(figures);
+            lines.push(format!("{}: {}", run.name, e.line(&outcome, figures)));
+            fold(&outcome);
+        }
     }
     (lines, all)
 }
@@ -245,5 +325,42 @@ mod tests {
         let (lines, v) = verdict(&[not_met, missing], &run());
         assert_eq!(v, None);
         assert!(lines[1].contains("has no fdatasync.p99"), "{}", lines[1]);
+    }
+
+    fn named(name: &str, figures: Result<RunFigures, String>) -> NamedRun {
+        NamedRun {
+            name: name.into(),
+            figures,
+        }
+    }
+
+    /// Issue 26 item 5: a suite's expectations name a scenario, or hold for every one that
+    /// has the figure.
+    #[test]
+    fn a_set_judges_a_named_runs_figure_on_it_and_an_unnamed_one_on_every_run_that_has_it() {
+        let mut fast = run();
+        fast.values.insert(Figure::new("fsync", Metric::P99), 1_000_000.0);
+        let runs = [named("overwrite-fsync", Ok(run())), named("fsync-tps", Ok(fast))];
+        let e = |t: &str| Expectation::parse(t).unwrap();
+        let (lines, v) = verdict_over(&[e("fsync-tps.fsync.p99<5ms")], &runs);
+        assert_eq!(v, Some(true));
+        assert_eq!(lines, ["fsync-tps: expect fsync.p99<5ms: measured 1.00 ms, met"]);
+        let (lines, v) = verdict_over(&[e("fsync.p99<5ms")], &runs);
+        assert_eq!(v, Some(false), "{lines:?}");
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].starts_with("overwrite-fsync: ") && lines[0].ends_with("not met"),
+            "{lines:?}"
+        );
+        let (lines, v) = verdict_over(&[e("fdatasync.p99<5ms")], &runs);
+        assert_eq!(v, None);
+        assert!(lines[0].contains("no run has fdatasync.p99"), "{lines:?}");
+        let failed = [named("overwrite-fsync", Err("it failed".into()))];
+        let (lines, v) = verdict_over(&[e("overwrite-fsync.fsync.p99<5ms")], &failed);
+        assert_eq!(v, None);
+        assert_eq!(
+            lines,
+            ["overwrite-fsync: expect fsync.p99<5ms: it failed, cannot decide"]
+        );
     }
 }

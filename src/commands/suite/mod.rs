@@ -22,6 +22,7 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::SuiteArgs;
+use crate::compare::expect::{Expectation, NamedRun};
 use crate::environment::{self, Fingerprint};
 use crate::error::Usage;
 use crate::params::split_assignment;
@@ -33,6 +34,8 @@ use crate::run::session::{Opened, Session};
 use crate::scenario::{self, Scenario};
 use crate::testbed::workdir;
 use crate::units::{format_duration, human_size};
+
+pub(crate) mod verdict;
 
 /// The longest a suite run lets any scenario's `duration` be, so that six scenarios fit in
 /// three minutes on a small VM with room for their setup phases.
@@ -80,7 +83,7 @@ pub(crate) struct Entry {
     pub(crate) params: BTreeMap<String, String>,
 }
 
-pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
+pub(crate) fn run(args: &SuiteArgs, expect: &[Expectation]) -> Result<i32> {
     // Plan: parameters of every scenario, checked before anything runs.
     let planned = plan(&args.sets, args.full)?;
     let results = results_dir(args.results.as_deref())?;
@@ -106,11 +109,14 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
 
     // Runs, one after another, each result on disk as soon as it exists.
     let mut entries = Vec::new();
+    // Each scenario's figures, for --expect.
+    let mut judged: Vec<NamedRun> = Vec::new();
     let n = planned.len();
     for (i, p) in planned.iter().enumerate() {
         let name = p.scenario.name();
         if stop.is_set() {
             entries.push(entry(p, "skipped", None, 0.0, String::new(), None));
+            judged.push(verdict::named(name, Err("it was skipped".into())));
             continue;
         }
         if !args.quiet {
@@ -124,6 +130,9 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
         let secs = t0.elapsed().as_secs_f64();
         let e = match outcome {
             Ok(mut finished) => {
+                if !expect.is_empty() {
+                    judged.push(verdict::named(name, Ok(&finished.result)));
+                }
                 let file = format!("{name}.json");
                 let run = keep(&mut recording, &mut finished.result, &results.join(&file))?;
                 let headline = finished.result.headline();
@@ -131,7 +140,10 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
                 e.run = run;
                 e
             }
-            Err(err) => entry(p, "failed", None, secs, String::new(), Some(format!("{err:#}"))),
+            Err(err) => {
+                judged.push(verdict::named(name, Err("it failed, with no result".into())));
+                entry(p, "failed", None, secs, String::new(), Some(format!("{err:#}")))
+            }
         };
         if !args.quiet {
             note!(
@@ -161,8 +173,17 @@ pub(crate) fn run(args: &SuiteArgs) -> Result<i32> {
         note!("fsynclab: interrupted by signal {sig}; the summary covers what ran until then");
         return Ok(128 + sig);
     }
-    let bad = summary.scenarios.iter().filter(|e| e.status != "ok").count();
-    Ok(if bad > 0 { 1 } else { 0 })
+    let bad: Vec<&str> = summary
+        .scenarios
+        .iter()
+        .filter(|e| e.status != "ok")
+        .map(|e| e.scenario.as_str())
+        .collect();
+    if !expect.is_empty() {
+        let trouble = (!bad.is_empty()).then(|| format!("{} did not end clean", bad.join(", ")));
+        return Ok(verdict::judge(expect, &judged, trouble));
+    }
+    Ok(if bad.is_empty() { 0 } else { 1 })
 }
 
 fn entry(
