@@ -207,7 +207,7 @@ Each seed's runs are stored as matrices of the results store named reproduceN-SE
 run of one reproduction: `fsynclab runs --grep reproduceN`); `fsynclab report --matrix
 reproduceN-000 -o r.html` draws one, `fsynclab explain RUN` shows where a stall's time went.
 --quick (the default) takes about 12 minutes and 2 to 4 runs a configuration; --full uses
-the posts' sizes and durations where the machine allows, three runs a configuration, and
+the posts' sizes and durations where the machine allows, four runs a configuration, and
 says first how long it takes and how much memory its emulated disks need. Every verdict
 shows what it rests on (runs a side, the ratio's 95% interval, p) and is \"inconclusive\"
 when the runs cannot decide it; the tally names those.
@@ -235,7 +235,7 @@ pub struct ReproduceArgs {
     /// many as its verdicts need where runs are short (the default)
     #[arg(long, conflicts_with = "full")]
     pub quick: bool,
-    /// The posts' sizes and durations where the machine allows, three runs a configuration
+    /// The posts' sizes and durations where the machine allows, four runs a configuration
     #[arg(long)]
     pub full: bool,
     /// Seconds a configuration, every row produced: the tests' short configuration

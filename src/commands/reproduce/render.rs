@@ -96,9 +96,9 @@ fn undecided(r: &Reproduction) -> Option<String> {
         return None;
     }
     let more = match r.size {
-        Size::Smoke => "`--quick` makes 2 to 4 runs a configuration, `--full` 3",
-        Size::Quick => "`--full` makes 3 runs of every configuration at the posts' sizes (a difference needs 4 a side to reach p < 0.05)",
-        Size::Full => "a difference needs 4 runs a side to reach p < 0.05",
+        Size::Smoke => "`--quick` makes 2 to 4 runs a configuration, `--full` 4",
+        Size::Quick => "`--full` makes 4 runs of every configuration at the posts' sizes (enough for p < 0.05 where the runs agree)",
+        Size::Full => "4 runs a side did not decide them: `fsynclab matrix` with more --repeat can",
     };
     Some(format!(
         "inconclusive: {} (the runs cannot decide them: each row says why); {more}",
@@ -367,7 +367,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("verdicts: 1 reproduced, 0 partly, 0 not reproduced, 0 reversed, 1 inconclusive; 1 not measured\ninconclusive: 000 #3 (the runs cannot decide them: each row says why); `--full` makes 3 runs"),
+            t.contains("verdicts: 1 reproduced, 0 partly, 0 not reproduced, 0 reversed, 1 inconclusive; 1 not measured\ninconclusive: 000 #3 (the runs cannot decide them: each row says why); `--full` makes 4 runs"),
             "{t}"
         );
         let md = render(&r, ReproduceFormat::Markdown).unwrap();
