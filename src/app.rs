@@ -117,6 +117,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             )
         }
         Command::Exec(args) => {
+            exec::refuse_the_impossible(args)?;
             if args.cut.is_some() && kernel::wanted(&args.target)?.is_some() {
                 return Err(crate::error::Usage(
                     "--kernel and --cut: a power cut under another kernel is not supported yet".into(),

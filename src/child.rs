@@ -96,17 +96,29 @@ impl Bounded {
         })
     }
 
-    /// As [`Bounded::run`], with what the program prints relayed to fsynclab's own stdout
-    /// and stderr as it comes, through pipes: a program that reopens `/proc/self/fd/1`, as
-    /// QEMU does, would truncate a file fsynclab's output is redirected to.
-    pub(crate) fn run_relayed(self, cmd: &mut Command) -> std::io::Result<Outcome> {
+    /// As [`Bounded::run`], with what the program prints to stdout relayed to fsynclab's own
+    /// as it comes, through a pipe (a program that reopens `/proc/self/fd/1`, as QEMU does,
+    /// would truncate a file fsynclab's output is redirected to), and each line of its stderr
+    /// (without its newline) given to `line`, which says where it goes.
+    pub(crate) fn run_relayed_lines(
+        self,
+        cmd: &mut Command,
+        mut line: impl FnMut(&[u8]) + Send + 'static,
+    ) -> std::io::Result<Outcome> {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd.process_group(0);
         dies_with_us(cmd);
         let mut child = cmd.spawn()?;
         let group = Registered::new(child.id() as i32);
         let out = child.stdout.take().map(|p| relay(p, std::io::stdout));
-        let err = child.stderr.take().map(|p| relay(p, std::io::stderr));
+        let err = child.stderr.take().map(|pipe| {
+            std::thread::spawn(move || {
+                use std::io::BufRead as _;
+                for l in std::io::BufReader::new(pipe).split(b'\n').map_while(Result::ok) {
+                    line(&l);
+                }
+            })
+        });
         let program = cmd.get_program().to_string_lossy().into_owned();
         let outcome = self.wait(&mut child, &group, &program)?;
         // The group is gone with its leader: the pipes' write ends are closed.

@@ -99,9 +99,14 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
         limit,
         quiet: false,
     })?;
-    let (ended, took, mut came_back) = match booted {
+    let (ended, took, mut came_back, last_words) = match booted {
         Booted::Interrupted(sig) => return Ok(128 + sig),
-        Booted::Ran { ended, took, results } => (ended, took, results),
+        Booted::Ran {
+            ended,
+            took,
+            results,
+            last_words,
+        } => (ended, took, results, last_words),
     };
     // What the guest recorded, recorded here, in the order it was made.
     if let Some(recording) = recording.as_mut() {
@@ -112,10 +117,19 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
     let code = match ended {
         Ended::Exited(code) => {
             if code != 0 && came_back.is_empty() {
+                // The command's own error was shown as it came; a crash has none but the
+                // console's.
+                let why = match (code, &last_words) {
+                    (vm::GUEST_CRASHED, Some(w)) => {
+                        format!(": {}; the console's last words: {w}", vm::why_no_result(code))
+                    }
+                    (vm::GUEST_CRASHED, None) => format!(": {}", vm::why_no_result(code)),
+                    _ => String::new(),
+                };
                 note!(
-                    "fsynclab: the guest ({}) exited with status {code} after {}",
+                    "fsynclab: the guest ({}) exited with status {code} after {}{why}",
                     g.kernel.release,
-                    format_duration(took)
+                    crate::units::clock(took)
                 );
             }
             code

@@ -165,10 +165,17 @@ fn measure_in_guest(cell: &Cell<'_>, on: &OnKernel) -> Result<(Finished, Option<
         Err(e) => Err(Made::Failed(Failure::Prepare(e))),
         Ok(Booted::Interrupted(sig)) => Err(Made::Interrupted(sig)),
         Ok(Booted::Ran {
-            ended, mut results, ..
+            ended,
+            mut results,
+            last_words,
+            ..
         }) => match (ended, results.pop()) {
             (Ended::Interrupted(sig), _) => {
-                note!("{}: interrupted during {}; the guest was ended and that run not kept", cell.who, cell.label);
+                note!(
+                    "{}: interrupted during {}; the guest was ended and that run not kept",
+                    cell.who,
+                    cell.label
+                );
                 Err(Made::Interrupted(sig))
             }
             (Ended::Exited(_), Some(result)) => {
@@ -176,7 +183,9 @@ fn measure_in_guest(cell: &Cell<'_>, on: &OnKernel) -> Result<(Finished, Option<
                 Ok((Finished { result, status }, None))
             }
             (Ended::Exited(code), None) => Err(Made::Failed(Failure::Measure(anyhow!(
-                "the guest booting {release} brought no result back (exit status {code}): it did not boot, or the run failed inside"
+                "the guest booting {release} brought no result back (exit status {code}): {}{}",
+                crate::testbed::vm::why_no_result(code),
+                last_words.map_or(String::new(), |w| format!("; the console's last words: {w}"))
             )))),
             (Ended::TimedOut, _) => Err(Made::Failed(Failure::Measure(anyhow!(
                 "the guest booting {release} had not finished after {}; it was ended, and its disk undone",

@@ -46,11 +46,13 @@ pub(crate) struct Boot<'a> {
 pub(crate) enum Booted {
     /// A signal came while the disk was prepared: nothing ran, what was set up is undone.
     Interrupted(i32),
-    /// The guest ran and ended as `ended` after `took`, bringing back `results`.
+    /// The guest ran and ended as `ended` after `took`, bringing back `results`; one that
+    /// brought none back has its console's last words (a kernel panic's line).
     Ran {
         ended: Ended,
         took: Duration,
         results: Vec<RunResult>,
+        last_words: Option<String>,
     },
 }
 
@@ -124,6 +126,7 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         argv: b.argv.clone(),
         limit: b.limit,
         stdout_shown: !b.quiet,
+        console: &served.prepared.dir().join("console.log"),
     };
     let (ended, took) = vm::launch(&vng, &launch)?;
 
@@ -138,6 +141,15 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         .iter()
         .map(|f| RunResult::load(f))
         .collect::<Result<Vec<_>, _>>()?;
+    let last_words = match results.is_empty() {
+        true => vm::console_last_words(&served.prepared.dir().join("console.log")),
+        false => None,
+    };
     drop(served);
-    Ok(Booted::Ran { ended, took, results })
+    Ok(Booted::Ran {
+        ended,
+        took,
+        results,
+        last_words,
+    })
 }

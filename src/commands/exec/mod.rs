@@ -329,15 +329,15 @@ pub(crate) fn expectations(args: &crate::cli::ExecArgs) -> Result<Vec<Expectatio
     Ok(expect)
 }
 
-pub(crate) fn command(args: &crate::cli::ExecArgs, expect: &[Expectation]) -> Result<i32> {
-    // What the command line asks for that cannot be done, whatever the machine.
+/// What the command line asks for that cannot be done, whatever the machine (or kernel):
+/// refused here, and on the host before a guest boots for `--kernel`.
+pub(crate) fn refuse_the_impossible(args: &crate::cli::ExecArgs) -> Result<(), Usage> {
     program_of(&args.command)?;
     if !args.explain.explain && (args.record.store.is_some() || args.record.no_store) {
         let flag = if args.record.no_store { "--no-store" } else { "--store" };
         return Err(Usage(format!(
             "exec {flag}: exec records a run only with --explain; add --explain, or leave {flag} out"
-        ))
-        .into());
+        )));
     }
     if args.explain.explain && args.cut.is_some() {
         // The cut's watcher, the recovery and the check run beside the command and would be
@@ -345,9 +345,13 @@ pub(crate) fn command(args: &crate::cli::ExecArgs, expect: &[Expectation]) -> Re
         return Err(Usage(
             "exec: --explain and --cut do not go together yet: run the power cut without --explain, or explain the command without --cut"
                 .into(),
-        )
-        .into());
+        ));
     }
+    Ok(())
+}
+
+pub(crate) fn command(args: &crate::cli::ExecArgs, expect: &[Expectation]) -> Result<i32> {
+    refuse_the_impossible(args)?;
     let request = args.target.request()?;
     if args.check.is_some() && args.cut.is_none() {
         return Err(Usage(

@@ -110,6 +110,24 @@ pub struct Launch<'a> {
     pub limit: Duration,
     /// Whether the command's stdout is shown (a matrix cell's is not: its table is).
     pub stdout_shown: bool,
+    /// Where the guest kernel's console is written (`vng --verbose`), kept apart from the
+    /// command's stderr, so that a guest that crashed can say how ([`console_last_words`]).
+    pub console: &'a Path,
+}
+
+/// The status virtme-ng exits with when the guest ended without its command's status: the
+/// guest's kernel panicked (it boots with `panic=-1`, and QEMU with `-no-reboot`), or QEMU
+/// itself failed.
+pub const GUEST_CRASHED: i32 = 255;
+
+/// Why a guest that brought no result back ended so, from its exit status: the words that
+/// follow "exited with status N".
+pub fn why_no_result(code: i32) -> &'static str {
+    if code == GUEST_CRASHED {
+        "virtme-ng's status for a guest that ended without its command's: its kernel panicked or QEMU failed (`vng -v` shows the console)"
+    } else {
+        "it did not boot, or the run failed inside"
+    }
 }
 
 /// How a guest ended.
@@ -143,6 +161,8 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
     if l.accelerator == Accelerator::Tcg {
         cmd.arg("--disable-kvm");
     }
+    // The console on stderr, sorted from the command's own lines below.
+    cmd.arg("--verbose");
     for dir in &l.rw_dirs {
         cmd.arg("--rwdir").arg(dir);
     }
@@ -161,13 +181,59 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
         on_signal: OnSignal::Stop,
         say_after: None,
     }
-    .run_relayed(&mut cmd)?;
+    .run_relayed_lines(&mut cmd, console_sorter(std::fs::File::create(l.console)?))?;
     let ended = match outcome {
         Outcome::Exited(status) => Ended::Exited(status.code().unwrap_or(1)),
         Outcome::TimedOut => Ended::TimedOut,
         Outcome::Interrupted(sig) => Ended::Interrupted(sig),
     };
     Ok((ended, started.elapsed()))
+}
+
+/// Whether `line` is the kernel's console: stamped with the time since boot, `[   12.345678]`.
+fn is_console(line: &[u8]) -> bool {
+    let Some(rest) = line.strip_prefix(b"[") else {
+        return false;
+    };
+    let stamp: Vec<u8> = rest.iter().copied().take_while(|&b| b != b']').collect();
+    let digits = String::from_utf8_lossy(&stamp);
+    let digits = digits.trim_start();
+    stamp.len() < rest.len() && !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+}
+
+/// Sorts the lines of virtme-ng's stderr under `--verbose`: the kernel's console (and the
+/// boot loader's words before it), which comes through the serial port with its lines ended
+/// by `\r\n`, and virtme-ng's own chatter (`virtme: waiting for virtiofsd to start`, and
+/// the `fuse:` complaint of the virtiofsd it tries) to `log`; the rest, the command's own
+/// stderr, to fsynclab's, as it comes. (They are not in order with each other: QEMU writes
+/// the console, virtme-ng the command's.)
+fn console_sorter(mut log: std::fs::File) -> impl FnMut(&[u8]) + Send + 'static {
+    use std::io::Write as _;
+    move |line| {
+        let chatter = line.starts_with(b"virtme") || line.starts_with(b"fuse: ");
+        if line.ends_with(b"\r") || is_console(line) || chatter {
+            let _ = log.write_all(line).and_then(|_| log.write_all(b"\n"));
+        } else {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(line).and_then(|_| err.write_all(b"\n"));
+        }
+    }
+}
+
+/// What a guest's console said last that tells how it ended: its kernel's panic line (or a
+/// BUG or Oops) when there is one, else its last line, without the time stamp.
+pub fn console_last_words(log: &Path) -> Option<String> {
+    let text = std::fs::read(log).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().filter(|l| is_console(l.as_bytes())).collect();
+    let telling = ["Kernel panic", "BUG:", "Oops", "general protection fault"];
+    let line = lines
+        .iter()
+        .rev()
+        .find(|l| telling.iter().any(|t| l.contains(t)))
+        .or(lines.last())?;
+    let words = line.split_once(']').map_or(*line, |(_, w)| w).trim();
+    Some(words.chars().take(200).collect())
 }
 
 /// The shell line the guest runs: the facts and the results directory in the environment,
@@ -213,6 +279,47 @@ fn quote(word: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_console_is_told_from_the_commands_stderr_and_its_panic_is_its_last_word() {
+        assert!(is_console(b"[   19.874069] kvm: exiting hardware virtualization"));
+        assert!(is_console(b"[12345.1] x"));
+        assert!(!is_console(b"ERR"));
+        assert!(!is_console(b"[1/20] reproduce1-004 #1: run 1"));
+        assert!(!is_console(b"[ ] nothing"));
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("console.log");
+        let mut sort = console_sorter(std::fs::File::create(&log).unwrap());
+        for line in [
+            &b"Poking KASLR using RDRAND RDTSC...\r"[..],
+            b"virtme: waiting for virtiofsd to start",
+            b"fuse: invalid argument `/tmp/virtmem2tc5q86'",
+            b"[    1.0] Linux version 6.12\r",
+            b"[    9.5] Kernel panic - not syncing: Attempted to kill init!\r",
+            b"[    9.6] Kernel Offset: disabled\r",
+        ] {
+            sort(line);
+        }
+        drop(sort);
+        let written = std::fs::read_to_string(&log).unwrap();
+        assert!(written.starts_with("Poking KASLR"), "{written}");
+        assert!(
+            written.contains("virtme: waiting") && written.contains("fuse: invalid"),
+            "{written}"
+        );
+        assert_eq!(
+            console_last_words(&log).as_deref(),
+            Some("Kernel panic - not syncing: Attempted to kill init!")
+        );
+        std::fs::write(&log, "[    1.0] Linux version 6.12\n[    2.0] reboot: Power down\n").unwrap();
+        assert_eq!(console_last_words(&log).as_deref(), Some("reboot: Power down"));
+    }
+
+    #[test]
+    fn a_guest_that_crashed_is_told_apart_from_one_whose_run_failed() {
+        assert!(why_no_result(GUEST_CRASHED).contains("kernel panicked"));
+        assert!(why_no_result(1).contains("the run failed inside"));
+    }
 
     #[test]
     fn a_word_with_quotes_and_spaces_is_one_shell_word() {

@@ -23,7 +23,9 @@ use crate::error::Usage;
 pub mod disk;
 mod launch;
 
-pub use launch::{accelerator, check_tools, launch, Accelerator, Ended, Launch};
+pub use launch::{
+    accelerator, check_tools, console_last_words, launch, why_no_result, Accelerator, Ended, Launch, GUEST_CRASHED,
+};
 
 /// Where a guest writes the results it would record; the host records them.
 pub const GUEST_RESULTS_ENV: &str = "FSYNCLAB_GUEST_RESULTS";
