@@ -13,7 +13,10 @@
 //! `flock /tmp/fsynclab-machine.lock cargo bench --bench explain_overhead`
 //! (`FSYNCLAB_BENCH_DIR=DIR` chooses the host directory, default the current one;
 //! `FSYNCLAB_BENCH_ROUNDS=N` the rounds, default 6; `FSYNCLAB_BENCH_WRITE_SIZES=4k,1M` the
-//! prober's write sizes on the host directory, default both).
+//! prober's write sizes on the host directory, default both; `FSYNCLAB_BENCH_TARGETS` which
+//! targets, default `host,scratch`: `scratch-sizes` is the scratch ext4 at each write size,
+//! which with `FSYNCLAB_BENCH_DIR=/dev/shm/...` is the "scratch ext4 on ram").
+//! The fourth side, `--explain --tracer bpf`, is the tracer in the kernel.
 
 use std::path::Path;
 use std::process::Command;
@@ -32,16 +35,18 @@ enum Side {
     Off,
     On,
     NoStacks,
+    Bpf,
 }
 
 impl Side {
-    const ALL: [Side; 3] = [Side::Off, Side::On, Side::NoStacks];
+    const ALL: [Side; 4] = [Side::Off, Side::On, Side::NoStacks, Side::Bpf];
 
     fn name(self) -> &'static str {
         match self {
             Side::Off => "--no-explain",
             Side::On => "--explain",
             Side::NoStacks => "--explain, no stacks",
+            Side::Bpf => "--explain --tracer bpf",
         }
     }
 }
@@ -56,6 +61,9 @@ fn run(target: &[&str], write_size: &str, side: Side) -> Value {
         .args(["--set", "background=none", "--set", "sleep=0", "--set", "duration=0"])
         .args(["--set", &format!("write_size={write_size}")])
         .args(["--set", &format!("iterations={ITERATIONS}")]);
+    if side == Side::Bpf {
+        cmd.args(["--tracer", "bpf"]);
+    }
     if side == Side::NoStacks {
         cmd.env("FSYNCLAB_TRACE_STACKS", "0");
     }
@@ -115,7 +123,7 @@ impl Figures {
 fn measure(name: &str, target: &[&str], write_size: &str, rounds: usize) {
     // Warm-up: the first run of a directory pays for allocating the file.
     run(target, write_size, Side::Off);
-    let mut figures: Vec<[Figures; 3]> = vec![Default::default(), Default::default()];
+    let mut figures: Vec<[Figures; 4]> = vec![Default::default(), Default::default()];
     interleaved(rounds, Side::ALL.len(), |c, i| {
         figures[c][i].add(&run(target, write_size, Side::ALL[i]));
     });
@@ -149,6 +157,13 @@ fn measure(name: &str, target: &[&str], write_size: &str, rounds: usize) {
             f[1].cut_runs,
             f[2].cut_runs,
         );
+        println!(
+            "{name}, write {write_size}, {condition}: BPF tracer: reader {:.2} ms CPU/s, {:.1} records/s, {} lost of {}",
+            median(&mut f[3].reader_ms_per_s),
+            median(&mut f[3].events_per_s),
+            f[3].lost_events,
+            f[3].events,
+        );
     }
 }
 
@@ -166,13 +181,22 @@ fn main() {
         .tempdir_in(Path::new(&base))
         .expect("bench directory");
     let d = dir.path().to_str().expect("a UTF-8 path");
-    for size in sizes.split(',') {
-        measure(&format!("host directory ({d})"), &["--dir", d], size, rounds);
+    let targets = std::env::var("FSYNCLAB_BENCH_TARGETS").unwrap_or_else(|_| "host,scratch".into());
+    let scratch = ["--scratch", "ext4", "--scratch-size", "1G", "--backing", d];
+    for target in targets.split(',') {
+        match target {
+            "host" => {
+                for size in sizes.split(',') {
+                    measure(&format!("host directory ({d})"), &["--dir", d], size, rounds);
+                }
+            }
+            "scratch" => measure("scratch ext4 (device host)", &scratch, "4k", rounds),
+            "scratch-sizes" => {
+                for size in sizes.split(',') {
+                    measure(&format!("scratch ext4 backed in {d}"), &scratch, size, rounds);
+                }
+            }
+            other => panic!("FSYNCLAB_BENCH_TARGETS: {other}: expected host, scratch or scratch-sizes"),
+        }
     }
-    measure(
-        "scratch ext4 (device host)",
-        &["--scratch", "ext4", "--scratch-size", "1G", "--backing", d],
-        "4k",
-        rounds,
-    );
 }

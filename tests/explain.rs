@@ -13,13 +13,15 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::Need::{Fuse, Root, Tool, Tracefs};
+use common::Need::{Bpf, Fuse, Root, Tool, Tracefs};
 use common::{fsynclab, one_at_a_time, PrivateState, ScratchRun};
 use serde_json::Value;
 
 common::tests! {
     slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback: [Root, Fuse, Tracefs],
     slow_fsyncs_on_xfs_name_the_log_force: [Root, Fuse, Tracefs, Tool("mkfs.xfs")],
+    the_bpf_tracer_explains_a_runs_slow_fsyncs_with_parts_that_add_up: [Root, Fuse, Bpf],
+    tracer_bpf_is_refused_in_one_line_where_bpf_is_missing: [Root],
     slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
     cleanup_removes_the_trace_instance_of_a_sigkilled_run: [Root, Tracefs],
     every_run_records_a_timeline_and_explain_reprints_a_saved_result,
@@ -261,18 +263,96 @@ fn commits(call: &Value) -> Vec<&Value> {
 /// the inode's mtime, which the fsync commits) for 6 s against a stream that overwrites
 /// 512 MiB, on ext4 or xfs over the emulated 5400 rpm laptop disk.
 fn seed000(fs: &str) -> (Value, String, u32) {
+    seed000_with(fs, &[])
+}
+
+/// [`seed000`] with more flags.
+fn seed000_with(fs: &str, flags: &[&str]) -> (Value, String, u32) {
     let backing = temp();
-    run_json(
-        "overwrite-fsync",
-        &ScratchRun::flags()
-            .fs(fs)
-            .device("hdd-5400")
-            .backing(backing.path())
-            .size("1G")
-            .set("file_size", "512M")
-            .set("duration", "6s")
-            .into_args(),
-    )
+    let mut run = ScratchRun::flags()
+        .fs(fs)
+        .device("hdd-5400")
+        .backing(backing.path())
+        .size("1G")
+        .set("file_size", "512M")
+        .set("duration", "6s");
+    for flag in flags {
+        run = run.arg(flag);
+    }
+    run_json("overwrite-fsync", &run.into_args())
+}
+
+/// Issue 25: `--tracer bpf` explains a run's slow fsyncs from the BPF program, with no
+/// tracefs instance: parts that add up to what the run measured, the worst one's wait for
+/// a named jbd2 commit, and the result saying the tracer in the kernel ran.
+fn the_bpf_tracer_explains_a_runs_slow_fsyncs_with_parts_that_add_up() {
+    let _one = one_at_a_time();
+    let (result, text, pid) = seed000_with("ext4", &["--explain", "--tracer", "bpf"]);
+    let bpf = &result["explain"]["bpf"];
+    // It keeps at least as many of each thread's slowest as a run explains (50).
+    assert!(bpf["slowest_kept"].as_u64().unwrap() >= 50, "{:#}", result["explain"]);
+    assert_eq!(bpf["records_not_sent"], 0, "{bpf}");
+    let fsyncs = explained(&result, "fsync");
+    let worst = fsyncs.first().expect("an fsync explained");
+    assert!(
+        worst["latency_ns"].as_u64().unwrap() > 100_000_000,
+        "the stream should slow an fsync past 100 ms: {worst:#}"
+    );
+    for call in &fsyncs {
+        assert_parts_add_up(call);
+    }
+    let journal_ns = ns_of(worst, "journal_commit");
+    assert!(
+        journal_ns > 0
+            && commits(worst)
+                .iter()
+                .any(|c| c["name"].as_str().unwrap().starts_with("jbd2 transaction ")),
+        "{worst:#}"
+    );
+    let latency = worst["latency_ns"].as_u64().unwrap() as f64;
+    assert!(
+        (journal_ns + ns_of(worst, "data_writeback")) as f64 >= 0.5 * latency,
+        "{worst:#}"
+    );
+    // The writes the run chose are said not to be explained, not silently dropped.
+    let notes = result["explain"]["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("having no sync call of their own inside")),
+        "{notes:?}"
+    );
+    let section = text.split("slowest calls").nth(1).expect("a slowest calls section");
+    assert!(
+        section.contains("waiting for a journal commit: jbd2 transaction"),
+        "{text}"
+    );
+    assert_no_instance_of(&[pid]);
+}
+
+/// Issue 25: `--explain --tracer bpf` where BPF cannot run (simulated with FSYNCLAB_NO_BPF)
+/// is refused in one line before anything runs.
+fn tracer_bpf_is_refused_in_one_line_where_bpf_is_missing() {
+    let dir = temp();
+    let out = fsynclab()
+        .args([
+            "run",
+            "overwrite-fsync",
+            "--quiet",
+            "--explain",
+            "--tracer",
+            "bpf",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .env("FSYNCLAB_NO_BPF", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--explain") && err.contains("BPF"), "{err}");
+    assert_eq!(common::leftovers(dir.path()), Vec::<String>::new());
 }
 
 /// Issue 10: slow fsyncs on ext4 name the journal commit and the data writeback.
@@ -546,6 +626,7 @@ fn bad_explain_flags_are_refused_in_one_line() {
         ("--explain-over", "soon", "--explain-over soon"),
         ("--explain-slowest", "150%", "percentage from 0 to 100"),
         ("--timeline-interval", "0", "at least 1ms"),
+        ("--tracer", "perf", "--tracer perf: expected tracefs or bpf"),
     ] {
         let out = fsynclab()
             .args(["run", "overwrite-fsync", "--quiet", flag, value, "--dir"])

@@ -14,26 +14,21 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::harness::Need;
-use common::Need::{Fuse, Root, Tool};
+use common::Need::{Bpf, Fuse, Root, Tool};
 use common::{backing, bin, fsynclab, send, wait_at_most, ScratchRun};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 common::tests! {
-    watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it: [Root, Fuse, BPF],
-    a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads: [Root, Fuse, BPF],
-    watch_cgroup_reports_only_the_tasks_inside_it: [Root, BPF, CGROUP2],
-    a_watch_counts_the_failed_sync_calls_apart: [Root, BPF, Tool("python3")],
-    a_watch_killed_with_sigkill_leaves_no_bpf_program: [Root, BPF, Tool("bpftool")],
+    watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it: [Root, Fuse, Bpf],
+    a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads: [Root, Fuse, Bpf],
+    watch_cgroup_reports_only_the_tasks_inside_it: [Root, Bpf, CGROUP2],
+    a_watch_counts_the_failed_sync_calls_apart: [Root, Bpf, Tool("python3")],
+    a_watch_killed_with_sigkill_leaves_no_bpf_program: [Root, Bpf, Tool("bpftool")],
     watch_refuses_in_one_line_where_bpf_is_missing,
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
     bad_watch_flags_are_refused_in_one_line,
 }
-
-/// A kernel the BPF tracer can load into: BTF, which it is compiled against (CO-RE).
-const BPF: Need = Need::That("BPF with BTF (/sys/kernel/btf/vmlinux)", || {
-    Path::new("/sys/kernel/btf/vmlinux").exists()
-});
 
 /// A cgroup v2 hierarchy to make a test's cgroup in.
 const CGROUP2: Need = Need::That("cgroup v2 mounted (a cgroup2 line in /proc/self/mountinfo)", || {

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::error::Usage;
 use crate::explain::attribution::Threshold;
-use crate::explain::run::{ExplainOptions, TraceWish};
+use crate::explain::run::{ExplainOptions, TraceWish, TracerKind};
 use crate::testbed::{Key, Spelling, TestbedRequest};
 use crate::units::parse_duration;
 
@@ -144,6 +144,11 @@ pub struct ExplainArgs {
     /// Sample the writeback timeline (dirty memory, PSI, the device's queue) this often
     #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
     pub timeline_interval: String,
+    /// What traces the kernel: tracefs (every kind of call, with the commits and flushes each
+    /// wait was tied to), or bpf (sync calls only, split in the kernel as `fsynclab watch`
+    /// does: far fewer events cross to user space)
+    #[arg(long, value_name = "TRACER", default_value = "tracefs", help_heading = "Explain")]
+    pub tracer: String,
 }
 
 impl ExplainArgs {
@@ -182,6 +187,11 @@ impl ExplainArgs {
             slowest_fraction: percent / 100.0,
             over_ns: over.as_nanos() as u64,
         };
-        ExplainOptions::decide(wish, threshold, interval)
+        let tracer = match self.tracer.as_str() {
+            "tracefs" => TracerKind::Tracefs,
+            "bpf" => TracerKind::Bpf,
+            other => return Err(Usage(format!("--tracer {other}: expected tracefs or bpf"))),
+        };
+        ExplainOptions::decide(wish, threshold, interval, tracer)
     }
 }

@@ -19,6 +19,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::attribution::{explain, select_in_groups, Attribution, Call, Span, Threshold};
+use super::bpf::run::{Followed, RunTracer};
 use super::timeline::{Timeline, TimelineRecord, DEFAULT_INTERVAL};
 use super::tracer::{current_tid, Task, TraceConfig, TracedFs, Tracer, Watch};
 use crate::error::Usage;
@@ -32,6 +33,20 @@ pub(crate) struct ExplainOptions {
     pub(crate) trace: bool,
     pub(crate) threshold: Threshold,
     pub(crate) timeline_interval: Duration,
+    /// Which tracer explains the calls.
+    pub(crate) tracer: TracerKind,
+}
+
+/// The tracer behind `--explain` (`--tracer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum TracerKind {
+    /// tracefs's events, read and attributed in user space: every kind of call, the
+    /// commits and flushes a wait was tied to, the kernel timeline.
+    #[default]
+    Tracefs,
+    /// The BPF program of `fsynclab watch`, on fsynclab's own process: the sync calls
+    /// only, split in the kernel ([`super::bpf::run`]).
+    Bpf,
 }
 
 impl Default for ExplainOptions {
@@ -41,16 +56,23 @@ impl Default for ExplainOptions {
             trace: false,
             threshold: Threshold::default(),
             timeline_interval: DEFAULT_INTERVAL,
+            tracer: TracerKind::Tracefs,
         }
     }
 }
 
-/// Why tracing cannot work here, if it cannot: no root, or no tracefs in the kernel.
-pub(crate) fn unavailable() -> Option<&'static str> {
+/// Why tracing cannot work here, if it cannot: no root, or no tracefs in the kernel (no
+/// BPF, for `--tracer bpf`).
+pub(crate) fn unavailable(tracer: TracerKind) -> Option<String> {
     if !crate::sys::is_root() {
-        return Some("tracing the kernel needs root");
+        return Some("tracing the kernel needs root".into());
     }
-    (!crate::testbed::tracefs::in_kernel()).then_some("this kernel has no tracefs (CONFIG_TRACING)")
+    match tracer {
+        TracerKind::Tracefs => {
+            (!crate::testbed::tracefs::in_kernel()).then(|| "this kernel has no tracefs (CONFIG_TRACING)".into())
+        }
+        TracerKind::Bpf => super::bpf::unavailable(),
+    }
 }
 
 /// Whether the kernel is to be traced, as the command line said.
@@ -72,15 +94,17 @@ impl ExplainOptions {
         wish: TraceWish,
         threshold: Threshold,
         timeline_interval: Duration,
+        tracer: TracerKind,
     ) -> Result<(ExplainOptions, Option<String>), Usage> {
         let mut options = ExplainOptions {
             trace: wish != TraceWish::Declined,
             threshold,
             timeline_interval,
+            tracer,
         };
         let mut note = None;
         if options.trace {
-            if let Some(why) = unavailable() {
+            if let Some(why) = unavailable(tracer) {
                 if wish == TraceWish::Asked {
                     return Err(Usage(format!("--explain: {why}; run as root, or leave --explain out")));
                 }
@@ -162,6 +186,9 @@ const TRACE_STACKS: &str = "FSYNCLAB_TRACE_STACKS";
 pub(crate) struct Explaining {
     timeline: Option<Timeline>,
     tracer: Option<Tracer>,
+    bpf: Option<RunTracer>,
+    /// CLOCK_MONOTONIC at the run clock's start.
+    origin_ns: u64,
     tid: u32,
     threshold: Threshold,
     /// What kept tracing from starting.
@@ -183,10 +210,19 @@ impl Explaining {
         let timeline = Timeline::start(clock, options.timeline_interval, fs.dev_name.as_deref())?;
         let tid = current_tid();
         let mut notes = Vec::new();
+        let mut bpf = None;
         let tracer = match (options.trace, untraceable) {
             (false, _) => None,
             (true, Some(why)) => {
                 notes.push(format!("slow calls are not explained: {why}"));
+                None
+            }
+            (true, None) if options.tracer == TracerKind::Bpf => {
+                crate::measure::samples::forget_first_measured();
+                match RunTracer::start(clock.origin_monotonic_ns()) {
+                    Ok(t) => bpf = Some(t),
+                    Err(e) => notes.push(format!("tracing could not start: {e:#}")),
+                }
                 None
             }
             (true, None) => {
@@ -210,6 +246,8 @@ impl Explaining {
         Ok(Explaining {
             timeline: Some(timeline),
             tracer,
+            bpf,
+            origin_ns: clock.origin_monotonic_ns(),
             tid,
             threshold: options.threshold,
             notes,
@@ -221,6 +259,18 @@ impl Explaining {
         let timeline = self.timeline.take().map(Timeline::stop);
         let main = self.tid;
         let tid_of = move |s: &Sample| if s.tid == 0 { main } else { s.tid };
+        if let Some(bpf) = self.bpf.take() {
+            let mut explanation = Explanation::new(self.threshold, self.tid);
+            explanation.notes = std::mem::take(&mut self.notes);
+            match bpf.stop() {
+                Ok(followed) => {
+                    let (calls, _) = slow_calls(samples, &self.threshold, tid_of);
+                    explanation.take_bpf(&followed, &calls, self.origin_ns);
+                }
+                Err(e) => explanation.notes.push(format!("tracing failed: {e:#}")),
+            }
+            return (timeline, Some(explanation));
+        }
         let traced = match self.tracer.take() {
             Some(tracer) => {
                 let save = std::env::var_os(SAVE_TRACE);
@@ -273,6 +323,33 @@ impl Explanation {
             notes: Vec::new(),
             bpf: None,
         }
+    }
+
+    /// What the BPF tracer kept and cost, and the chosen `calls` it explains.
+    fn take_bpf(&mut self, followed: &Followed, calls: &[Call], origin_ns: u64) {
+        let (mut explained, notes) = super::bpf::run::explain(followed, calls, origin_ns);
+        explained.sort_by_key(|a| std::cmp::Reverse(a.latency_ns));
+        let lost = followed.lost;
+        if lost.calls + lost.records + lost.histogram > 0 {
+            self.notes.push(format!(
+                "lost in the kernel: {} calls not followed, {} slow calls not sent, {} histogram entries",
+                lost.calls, lost.records, lost.histogram
+            ));
+        }
+        self.notes.extend(notes);
+        self.events = followed.sent;
+        self.lost_events = lost.calls + lost.records + lost.histogram;
+        self.reader_cpu_ns = followed.reader_cpu_ns;
+        self.calls = explained;
+        self.bpf = Some(BpfTracing {
+            slowest_kept: super::bpf::run::KEPT as u32,
+            program_stats: followed.cost.asked,
+            program_runs: followed.cost.runs,
+            program_run_ns: followed.cost.ns,
+            calls_not_followed: lost.calls,
+            records_not_sent: lost.records,
+            histogram_entries_lost: lost.histogram,
+        });
     }
 
     /// What the trace cost and held, and the calls it explained; the notes say what was

@@ -20,7 +20,8 @@ const REPORT_THREADS: usize = 16;
 /// Which calls were explained, in words: `the slowest 1% of each kind and every call over
 /// 100ms`.
 fn selection(e: &Explanation) -> String {
-    if let Some(b) = &e.bpf {
+    // A watch (no thread of a run traced) keeps the slowest calls over its threshold.
+    if let (Some(b), 0) = (&e.bpf, e.traced_tid) {
         return format!(
             "the {} slowest calls over {} (a watch keeps at most {})",
             e.calls.len(),

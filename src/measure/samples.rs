@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +89,21 @@ impl Accumulator {
     }
 }
 
+/// When (on the run clock, + 1 so that 0 means none) the first call of the process's run
+/// that was measured started: a run's BPF tracer leaves out the sync calls made before it,
+/// the run's preparation ([`crate::explain::bpf::run`]).
+static FIRST_MEASURED: AtomicU64 = AtomicU64::new(0);
+
+/// Forgets the first measured call (a run begins).
+pub(crate) fn forget_first_measured() {
+    FIRST_MEASURED.store(0, Ordering::Relaxed);
+}
+
+/// When the first measured call of this run started, on the run clock, if one was recorded.
+pub(crate) fn first_measured_ns() -> Option<u64> {
+    FIRST_MEASURED.load(Ordering::Relaxed).checked_sub(1)
+}
+
 /// Collects samples and a histogram per operation kind. Each sample is marked with the
 /// thread that made the recorder ([`Recorder::new`] in each worker thread).
 #[derive(Debug, Default)]
@@ -126,6 +142,13 @@ impl Recorder {
     /// Records a call as `sample` has it: one made elsewhere (a traced command's), with its
     /// own thread and task.
     pub fn record_sample(&mut self, sample: Sample) {
+        if self.samples.is_empty() {
+            // The earliest start of any recorder's first call.
+            let start = sample.t_ns + 1;
+            let _ = FIRST_MEASURED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |first| {
+                (first == 0 || start < first).then_some(start)
+            });
+        }
         let acc = self.kinds[sample.op.index()].get_or_insert_with(Box::default);
         acc.latency.record(sample.latency_ns);
         match sample.error {

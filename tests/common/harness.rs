@@ -17,6 +17,8 @@ pub enum Need {
     Fuse,
     /// tracefs in the kernel (CONFIG_TRACING), for `--explain`.
     Tracefs,
+    /// A kernel the BPF tracer can load into: BTF, which it is compiled against (CO-RE).
+    Bpf,
     /// A program on the PATH, found the way fsynclab finds the tools it runs (`mkfs.xfs`).
     Tool(&'static str),
     /// Anything else: what is needed, in words, and how to tell whether it is here.
@@ -29,6 +31,7 @@ impl Need {
             Need::Root => fsynclab::sys::is_root(),
             Need::Fuse => Path::new("/dev/fuse").exists(),
             Need::Tracefs => Path::new("/sys/kernel/tracing").is_dir(),
+            Need::Bpf => Path::new("/sys/kernel/btf/vmlinux").exists(),
             Need::Tool(name) => fsynclab::testbed::command::find_tool(name).is_some(),
             Need::That(_, check) => check(),
         }
@@ -41,6 +44,7 @@ impl fmt::Display for Need {
             Need::Root => f.write_str("root"),
             Need::Fuse => f.write_str("/dev/fuse"),
             Need::Tracefs => f.write_str("tracefs (CONFIG_TRACING)"),
+            Need::Bpf => f.write_str("BPF with BTF (/sys/kernel/btf/vmlinux)"),
             Need::Tool(name) => f.write_str(name),
             Need::That(what, _) => f.write_str(what),
         }

@@ -44,7 +44,7 @@ use serde::Serialize;
 use crate::cli::ReproduceArgs;
 use crate::error::Usage;
 use crate::explain::attribution::Threshold;
-use crate::explain::run::{ExplainOptions, TraceWish};
+use crate::explain::run::{ExplainOptions, TraceWish, TracerKind};
 use crate::explain::timeline::DEFAULT_INTERVAL;
 use crate::recording::{self, Recording};
 use crate::run::cell::{Failure, Made, Recorded};
@@ -175,7 +175,12 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             .into());
         }
     }
-    let (explain, explain_note) = ExplainOptions::decide(TraceWish::Default, Threshold::default(), DEFAULT_INTERVAL)?;
+    let (explain, explain_note) = ExplainOptions::decide(
+        TraceWish::Default,
+        Threshold::default(),
+        DEFAULT_INTERVAL,
+        TracerKind::Tracefs,
+    )?;
     let mut store = recording::open_for_writing(&path)?;
     let id = store.next_prefixed_id(ID_PREFIX)?;
     let mut groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;

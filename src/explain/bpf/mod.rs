@@ -32,6 +32,7 @@ use libbpf_rs::{Link, MapCore as _, MapFlags, Object, ObjectBuilder, PrintLevel,
 pub(crate) mod attribute;
 pub(crate) mod histogram;
 pub(crate) mod record;
+pub(crate) mod run;
 pub(crate) mod symbols;
 
 use histogram::LatencyKey;
@@ -178,6 +179,36 @@ impl BpfTracer {
     }
 
     fn configure(&self, settings: &Settings) -> Result<()> {
+        self.write_config(settings)?;
+        if let Filter::Cgroup(dir) = &settings.filter {
+            // The map takes a reference to the cgroup itself: the descriptor may close after.
+            let cgroup = std::fs::File::open(dir).with_context(|| format!("opening the cgroup {}", dir.display()))?;
+            let fd = u32::try_from(cgroup.as_raw_fd()).context("a cgroup descriptor")?;
+            self.map("cgroups")?
+                .update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+                .with_context(|| format!("adding the cgroup {} to the BPF filter", dir.display()))?;
+        }
+        if let Filter::Processes(pids) = &settings.filter {
+            let processes = self.map("processes")?;
+            for pid in pids {
+                processes
+                    .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
+                    .with_context(|| format!("adding process {pid} to the BPF filter"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the calls of thread `tid` only when at least `over` slow (or over the threshold
+    /// of every thread, if higher): how a run's tracer raises a thread's once it holds
+    /// enough of its slowest calls.
+    pub(crate) fn set_thread_threshold(&self, tid: u32, over: Duration) -> Result<()> {
+        self.map("thread_thresholds")?
+            .update(&tid.to_ne_bytes(), &nanos(over).to_ne_bytes(), MapFlags::ANY)
+            .with_context(|| format!("setting thread {tid}'s report threshold"))
+    }
+
+    fn write_config(&self, settings: &Settings) -> Result<()> {
         let mut config = Vec::with_capacity(88);
         let (filter, comm) = match &settings.filter {
             Filter::All => (0u32, ""),
@@ -199,24 +230,7 @@ impl BpfTracer {
         config.extend_from_slice(&name);
         self.map("config")?
             .update(&0u32.to_ne_bytes(), &config, MapFlags::ANY)
-            .context("configuring the BPF program")?;
-        if let Filter::Cgroup(dir) = &settings.filter {
-            // The map takes a reference to the cgroup itself: the descriptor may close after.
-            let cgroup = std::fs::File::open(dir).with_context(|| format!("opening the cgroup {}", dir.display()))?;
-            let fd = u32::try_from(cgroup.as_raw_fd()).context("a cgroup descriptor")?;
-            self.map("cgroups")?
-                .update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
-                .with_context(|| format!("adding the cgroup {} to the BPF filter", dir.display()))?;
-        }
-        if let Filter::Processes(pids) = &settings.filter {
-            let processes = self.map("processes")?;
-            for pid in pids {
-                processes
-                    .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
-                    .with_context(|| format!("adding process {pid} to the BPF filter"))?;
-            }
-        }
-        Ok(())
+            .context("configuring the BPF program")
     }
 
     fn attach(mut self) -> Result<BpfTracer> {
@@ -264,12 +278,15 @@ impl BpfTracer {
             .context("reading the BPF ring buffer")?;
         let ring = builder.build().context("reading the BPF ring buffer")?;
         while go_on() {
-            // An interrupted poll (EINTR, a signal) only means: look at go_on again.
+            // An interrupted poll (EINTR, a signal) only means: look at go_on again. The
+            // program wakes this poll only when its ring is half full; the records of a
+            // quieter tick are taken when the poll times out.
             if let Err(e) = ring.poll(tick) {
                 if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                     return Err(anyhow!("reading the BPF ring buffer: {e}"));
                 }
             }
+            ring.consume().context("reading the BPF ring buffer")?;
         }
         ring.consume().context("reading the BPF ring buffer")?;
         drop(ring);

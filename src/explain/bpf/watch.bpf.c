@@ -107,14 +107,34 @@ static __always_inline u16 bucket_of(u64 ns)
 	return (log - 2) * 8 + ((ns >> (log - 3)) & 7);
 }
 
-/* One more call in the histogram entry `key`. */
+/* One more call in the histogram entry `key`. Two CPUs may both find it missing: the one
+ * whose insert loses (EEXIST) adds to the entry the other made. */
 static __always_inline void count_call(struct latency_key *key)
 {
 	u64 one = 1, *n = bpf_map_lookup_elem(&latency, key);
-	if (n)
+	if (n) {
 		__sync_fetch_and_add(n, 1);
-	else if (bpf_map_update_elem(&latency, key, &one, BPF_NOEXIST))
-		count_lost(2);
+	} else if (bpf_map_update_elem(&latency, key, &one, BPF_NOEXIST)) {
+		n = bpf_map_lookup_elem(&latency, key);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			count_lost(2);
+	}
+}
+
+/* Whether a record wakes the reader: only once the ring is half full. Otherwise the reader
+ * takes the records on its own tick (user space consumes every 50-100 ms): a wakeup per
+ * record would put a task switch, on a CPU the traced program may need, after every slow
+ * call. (BPF_RB_* from the kernel's uapi bpf.h.) */
+#define RB_NO_WAKEUP 1
+#define RB_FORCE_WAKEUP 2
+#define RB_AVAIL_DATA 0
+static __always_inline u64 wakeup_flags(void)
+{
+	u64 size = sizeof(struct call);
+	return bpf_ringbuf_query(&events, RB_AVAIL_DATA) + size > (RING_BYTES / 2) ? RB_FORCE_WAKEUP
+									    : RB_NO_WAKEUP;
 }
 
 static __always_inline int sync_exit(const struct config *cfg, s64 ret)
@@ -132,7 +152,11 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		count_call(&key);
 	}
 	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
-	if (t && took >= cfg->report_threshold_ns) {
+	u64 report_over = cfg->report_threshold_ns;
+	u64 *own = bpf_map_lookup_elem(&thread_thresholds, &c->tid);
+	if (own && *own > report_over)
+		report_over = *own;
+	if (t && took >= report_over) {
 		c->latency_ns = took;
 		c->ret = ret;
 		c->at_entry.flushes = t->flushes - c->at_entry.flushes;
@@ -143,7 +167,7 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		struct commit *last = bpf_map_lookup_elem(&last_commit, &zero);
 		if (c->at_entry.commits && last && last->end_ns >= c->start_ns)
 			c->last_commit = *last;
-		if (bpf_ringbuf_output(&events, c, sizeof(*c), 0))
+		if (bpf_ringbuf_output(&events, c, sizeof(*c), wakeup_flags()))
 			count_lost(1);
 	}
 	/* Out of the call; the entry stays with the task for its next one. */

@@ -191,9 +191,19 @@ struct {
 	__type(value, u64);
 } lost SEC(".maps");
 
+/* A thread's own report threshold, over config's: set by a run's tracer once it holds
+ * enough of that thread's slowest calls (a watch sets none). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u64);
+} thread_thresholds SEC(".maps");
+
+#define RING_BYTES (1 << 20)
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, RING_BYTES);
 } events SEC(".maps");
 
 #endif
