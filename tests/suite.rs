@@ -15,7 +15,7 @@ common::tests! {
     suite_runs_every_scenario_and_writes_each_result_and_a_summary,
     ctrl_c_stops_the_suite_and_still_writes_the_summary,
     full_refuses_with_numbers_when_it_does_not_fit,
-    bad_sets_are_one_line_errors_with_status_2,
+    bad_sets_and_expectations_are_one_line_errors_with_status_2,
     suite_expect_judges_the_scenario_it_names_or_every_one_with_the_figure,
 }
 
@@ -233,30 +233,24 @@ fn suite_expect_judges_the_scenario_it_names_or_every_one_with_the_figure() {
     let (code, err) = suite_expecting(&["fsync.p99<1h", "nosync.p99<1h"]);
     assert_eq!(code, Some(125), "{err}");
     assert!(err.contains("expect nosync.p99<1h: no run has nosync.p99"), "{err}");
-
-    let dir = tempfile::tempdir().unwrap();
-    let out = fsynclab()
-        .args(["suite", "--quiet", "--expect", "overwrte-fsync.fsync.p99<1h", "--dir"])
-        .arg(dir.path())
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains("'overwrte-fsync' is not a scenario of the suite"), "{err}");
+    // An expectation naming no scenario of the suite: bad_sets_and_expectations_are_one_line_errors_with_status_2.
 }
 
-fn bad_sets_are_one_line_errors_with_status_2() {
+fn bad_sets_and_expectations_are_one_line_errors_with_status_2() {
     let dir = tempfile::tempdir().unwrap();
-    for (set, says) in [
-        ("nosuch.duration=1s", "unknown scenario 'nosuch'"),
-        ("nosuchkey=1", "no scenario has a parameter 'nosuchkey'"),
-        ("datasync.methods=fastsync", "expected a comma-separated list"),
-        ("small-files.runs=0", "runs=0"),
+    for (flag, set, says) in [
+        ("--set", "nosuch.duration=1s", "unknown scenario 'nosuch'"),
+        ("--set", "nosuchkey=1", "no scenario has a parameter 'nosuchkey'"),
+        ("--set", "datasync.methods=fastsync", "expected a comma-separated list"),
+        ("--set", "small-files.runs=0", "runs=0"),
+        (
+            "--expect",
+            "overwrte-fsync.fsync.p99<1h",
+            "'overwrte-fsync' is not a scenario of the suite",
+        ),
     ] {
         let out = fsynclab()
-            .args(["suite", "--quiet", "--set", set, "--dir"])
+            .args(["suite", "--quiet", flag, set, "--dir"])
             .arg(dir.path())
             .assert()
             .code(2)

@@ -43,8 +43,10 @@ use crate::explain::attribution::{Attribution, Call, Cause, Part, Threshold};
 /// one may swap places in the other.
 pub(crate) const KEPT: usize = 2 * Threshold::MAX_PER_GROUP;
 
-/// A sleep at least this long inside a traced call has its kernel stack taken.
-pub(crate) const STACK_OVER: Duration = Duration::from_micros(100);
+/// A sleep at least this long inside a traced call has its kernel stack taken (as `watch`'s
+/// default): a stack costs microseconds to take, and rndwr's 16 threads sleep for a
+/// fraction of a millisecond tens of thousands of times a second.
+pub(crate) const STACK_OVER: Duration = Duration::from_millis(1);
 
 /// How often the reader looks whether the run has ended while no call comes.
 const TICK: Duration = Duration::from_millis(50);
@@ -343,7 +345,7 @@ pub(crate) fn explain(followed: &Followed, calls: &[Call], origin_ns: u64) -> (V
     }
     if not_recorded > 0 {
         notes.push(format!(
-            "sync calls chosen but not explained, having no record from the kernel (faster than the threshold it held when they were made): {not_recorded}"
+            "sync calls chosen but not explained, the kernel having sent no record of them (their time inside the system call was under the threshold it held then; the run ranks calls by all of their latency): {not_recorded}"
         ));
     }
     (explained, notes)

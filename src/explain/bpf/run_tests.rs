@@ -94,5 +94,8 @@ fn a_chosen_call_takes_the_record_inside_it_and_its_parts_add_up_to_what_the_run
         .any(|p| p.ns == 10_000 && p.cause.to_string().contains("outside")));
     assert_eq!(notes.len(), 2, "{notes:?}");
     assert!(notes[0].starts_with("calls chosen but not explained, having no sync call") && notes[0].ends_with(": 1"));
-    assert!(notes[1].starts_with("sync calls chosen but not explained, having no record") && notes[1].ends_with(": 1"));
+    assert!(
+        notes[1].starts_with("sync calls chosen but not explained, the kernel having sent no record")
+            && notes[1].ends_with(": 1")
+    );
 }
