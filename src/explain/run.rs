@@ -106,7 +106,11 @@ impl ExplainOptions {
         if options.trace {
             if let Some(why) = unavailable(tracer) {
                 if wish == TraceWish::Asked {
-                    return Err(Usage(format!("--explain: {why}; run as root, or leave --explain out")));
+                    let instead = match tracer {
+                        TracerKind::Bpf if crate::sys::is_root() => "or use --tracer tracefs",
+                        _ => "run as root, or leave --explain out",
+                    };
+                    return Err(Usage(format!("--explain: {why}; {instead}")));
                 }
                 options.trace = false;
                 note = Some(format!(
