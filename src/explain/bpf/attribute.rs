@@ -4,9 +4,10 @@
 //! `fsynclab explain` and `report` read a watch's calls as they read a run's.
 //!
 //! The parts add up to the call exactly, as the program measured them: each long sleep (from
-//! leaving the CPU to running again) is one part named from its stack; the time on a CPU,
-//! the waits for one, the short sleeps (no stack taken) and the long sleeps beyond the
-//! [`super::record::TOP_SLEEPS`] the program keeps are the others. Who woke each long sleep,
+//! leaving the CPU to running again) is one part named from its stack, the program having
+//! joined the sleeps of one stack; the time on a CPU, the waits for one, the short sleeps (no
+//! stack taken) and the long sleeps beyond the [`super::record::TOP_SLEEPS`] stacks the
+//! program keeps are the others. Who woke each long sleep,
 //! and what completed on the machine meanwhile, are the call's notes.
 
 use std::time::Duration;
@@ -44,14 +45,17 @@ pub(crate) fn attribution(
     for sleep in &call.sleeps {
         let cause = with_commit(cause_of(sleep, symbols), call, origin_ns);
         if sleep.waker_tid != 0 {
+            let what = match sleep.sleeps {
+                1 => format!("a sleep of {}", format_latency_ns(sleep.ns)),
+                n => format!("{n} sleeps of {} in all", format_latency_ns(sleep.ns)),
+            };
+            let first = if sleep.sleeps > 1 { " (the first)" } else { "" };
             notes.push(format!(
-                "a sleep of {} ({cause}) ended by {} {}",
-                format_latency_ns(sleep.ns),
-                sleep.waker_comm,
-                sleep.waker_tid
+                "{what} ({cause}) ended by {} {}{first}",
+                sleep.waker_comm, sleep.waker_tid
             ));
         }
-        add(cause, sleep.ns, 1);
+        add(cause, sleep.ns, sleep.sleeps);
     }
     add(Cause::OnCpu, call.on_cpu_ns(), 0);
     add(Cause::Runnable, call.runqueue_ns, 0);
@@ -66,7 +70,8 @@ pub(crate) fn attribution(
         call.short_sleep_ns,
         call.short_sleeps,
     );
-    let beyond = call.long_sleeps.saturating_sub(call.sleeps.len() as u32);
+    let kept: u32 = call.sleeps.iter().map(|s| s.sleeps).sum();
+    let beyond = call.long_sleeps.saturating_sub(kept);
     add(
         Cause::Unattributed {
             reason: format!("{beyond} more long sleeps, beyond the longest the kernel keeps per call"),
@@ -184,7 +189,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slow_call_becomes_parts_that_add_up_to_it() {
+    fn a_slow_call_becomes_parts_that_add_up_to_it_with_sleeps_of_one_stack_joined() {
         let call = SlowCall {
             start_ns: 5_000_000_000,
             latency_ns: 50_000_000,
@@ -196,13 +201,15 @@ mod tests {
             short_sleep_ns: 2_000_000,
             other_sleep_ns: 3_000_000,
             short_sleeps: 5,
-            long_sleeps: 2,
+            // Three joined in the kept one (the same stack), one beyond it.
+            long_sleeps: 4,
             sleeps: vec![LongSleep {
                 ns: 40_000_000,
                 runnable_ns: 100_000,
                 waker_tid: 99,
                 waker_comm: "jbd2/sda1-8".into(),
                 stack: Vec::new(),
+                sleeps: 3,
             }],
             ..SlowCall::default()
         };
@@ -211,8 +218,19 @@ mod tests {
         assert_eq!(a.op, "fdatasync");
         assert_eq!(a.process.as_deref(), Some("postgres of process 42, thread"));
         assert_eq!(a.total_ns(), a.latency_ns);
-        assert_eq!(a.parts[0].ns, 40_000_000);
-        assert!(a.notes[0].contains("jbd2/sda1-8 99"), "{:?}", a.notes);
+        assert_eq!((a.parts[0].ns, a.parts[0].waits), (40_000_000, 3));
+        assert!(
+            a.notes[0].contains("3 sleeps of") && a.notes[0].contains("jbd2/sda1-8 99"),
+            "{:?}",
+            a.notes
+        );
+        let beyond = a.parts.iter().find(|p| p.ns == 3_000_000).expect("the sleep beyond");
+        assert_eq!(beyond.waits, 1);
+        assert!(
+            beyond.cause.to_string().contains("(1 more long sleeps"),
+            "{}",
+            beyond.cause
+        );
         assert!(a.parts.iter().any(|p| p.cause == Cause::OnCpu && p.ns == 4_000_000));
     }
 }

@@ -15,7 +15,7 @@ pub(crate) const TOP_SLEEPS: usize = 4;
 /// sizeof(struct call): its fixed fields, the sleeps, the last commit.
 pub(crate) const RECORD_BYTES: usize = 168 + TOP_SLEEPS * SLEEP_BYTES + 24;
 /// sizeof(struct sleep).
-const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8;
+const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8 + 8;
 
 /// The sync calls traced, in the program's numbering (KIND_FSYNC...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -81,7 +81,8 @@ impl fmt::Display for SyncKind {
     }
 }
 
-/// A sleep of the call longer than the stack threshold, among its [`TOP_SLEEPS`] longest.
+/// A sleep of the call longer than the stack threshold, among its [`TOP_SLEEPS`] longest (with
+/// those of the same stack).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct LongSleep {
     /// From leaving the CPU to running again: asleep, then `runnable_ns` waiting for a CPU.
@@ -92,6 +93,9 @@ pub(crate) struct LongSleep {
     pub(crate) waker_comm: String,
     /// Kernel return addresses, innermost first.
     pub(crate) stack: Vec<u64>,
+    /// How many sleeps: the program joins a long sleep to a kept one with the same stack (the
+    /// same wait, made again); `ns` is their sum, the waker the first one's.
+    pub(crate) sleeps: u32,
 }
 
 /// What completed on the machine during the call: cache flushes (with the time each took
@@ -204,6 +208,8 @@ impl SlowCall {
             let stack_bytes = r.u32() as usize;
             let waker_comm = r.comm();
             let frames: Vec<u64> = (0..STACK_DEPTH).map(|_| r.u64()).collect();
+            let sleeps = r.u32().max(1);
+            r.at += 4;
             if ns == 0 {
                 continue;
             }
@@ -214,6 +220,7 @@ impl SlowCall {
                 waker_tid,
                 waker_comm,
                 stack: frames[..depth].to_vec(),
+                sleeps,
             });
         }
         call.sleeps.sort_by_key(|s| std::cmp::Reverse(s.ns));
@@ -290,6 +297,7 @@ mod tests {
         put(&mut b, sleep + 20, &16u32.to_ne_bytes());
         put(&mut b, sleep + 24, b"jbd2/sda1-8\0");
         put(&mut b, sleep + 40, &0xffff_ffff_8100_0000u64.to_ne_bytes());
+        put(&mut b, sleep + 40 + STACK_DEPTH * 8, &2u32.to_ne_bytes()); // two sleeps joined
         let commit = 168 + TOP_SLEEPS * SLEEP_BYTES;
         put(&mut b, commit, &((7u64 << 20 | 3) << 32 | 1234).to_ne_bytes());
         put(&mut b, commit + 8, &5_000u64.to_ne_bytes());
@@ -307,6 +315,7 @@ mod tests {
         assert_eq!(call.sleeps.len(), 1);
         assert_eq!(call.sleeps[0].waker_comm, "jbd2/sda1-8");
         assert_eq!(call.sleeps[0].stack.len(), 2);
+        assert_eq!(call.sleeps[0].sleeps, 2);
         assert_eq!(call.on_cpu_ns(), 50_000_000 - 1_000_000 - 2_000_000 - 40_000_000);
     }
 

@@ -85,6 +85,7 @@ static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd
 		c->sleeps[i].runnable_ns = 0;
 		c->sleeps[i].waker_pid = 0;
 		c->sleeps[i].stack_bytes = 0;
+		c->sleeps[i].sleeps = 0;
 	}
 	__builtin_memset(&c->last_commit, 0, sizeof(c->last_commit));
 	c->pid = pid;
@@ -225,11 +226,49 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	return sync_exit(cfg, ret);
 }
 
-/* Keeps the TOP_SLEEPS longest sleeps of a call; a sleep that does not make it, or one it
- * pushes out, is added to other_sleep_ns. */
+/* Whether a kept sleep has the stack `ips` (`bytes` of it). */
+static __always_inline bool same_stack(const struct sleep *s, const u64 *ips, u32 bytes)
+{
+	if (!s->ns || s->stack_bytes != bytes)
+		return false;
+	for (u32 j = 0; j < STACK_DEPTH; j++) {
+		if (j * 8 >= bytes)
+			break;
+		if (s->stack[j] != ips[j])
+			return false;
+	}
+	return true;
+}
+
+/* Keeps the TOP_SLEEPS longest sleeps of a call, a sleep with the stack of a kept one joining
+ * it (the same wait made again: without that, a call that waits for the journal in five
+ * turns would leave the fifth unnamed); a sleep that does not make it, or one it pushes out,
+ * is added to other_sleep_ns. Every long sleep's stack is taken: at most one a millisecond
+ * of sleep, by the threshold (--stack-over). */
 static __always_inline void keep_sleep(struct call *c, struct task_struct *task, u64 sleep_ns,
 				       u64 runnable_ns)
 {
+	u32 zero = 0;
+	u64 total = sleep_ns + runnable_ns;
+	struct stack_scratch *scratch = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!scratch) {
+		c->other_sleep_ns += sleep_ns;
+		c->runqueue_ns += runnable_ns;
+		return;
+	}
+	long got = bpf_get_task_stack(task, scratch->ips, sizeof(scratch->ips), 0);
+	u32 bytes = got > 0 ? got : 0;
+	if (bytes) {
+		for (u32 i = 0; i < TOP_SLEEPS; i++) {
+			struct sleep *s = &c->sleeps[i];
+			if (same_stack(s, scratch->ips, bytes)) {
+				s->ns += total;
+				s->runnable_ns += runnable_ns;
+				s->sleeps++;
+				return;
+			}
+		}
+	}
 	u32 slot = 0;
 	u64 shortest = c->sleeps[0].ns;
 	for (u32 i = 1; i < TOP_SLEEPS; i++) {
@@ -238,7 +277,6 @@ static __always_inline void keep_sleep(struct call *c, struct task_struct *task,
 			slot = i;
 		}
 	}
-	u64 total = sleep_ns + runnable_ns;
 	if (shortest >= total) {
 		c->other_sleep_ns += sleep_ns;
 		c->runqueue_ns += runnable_ns;
@@ -252,9 +290,10 @@ static __always_inline void keep_sleep(struct call *c, struct task_struct *task,
 	s->ns = total;
 	s->runnable_ns = runnable_ns;
 	s->waker_pid = c->waker_pid;
+	s->sleeps = 1;
 	__builtin_memcpy(s->waker_comm, c->waker_comm, TASK_COMM_LEN);
-	long got = bpf_get_task_stack(task, s->stack, sizeof(s->stack), 0);
-	s->stack_bytes = got > 0 ? got : 0;
+	__builtin_memcpy(s->stack, scratch->ips, sizeof(s->stack));
+	s->stack_bytes = bytes;
 }
 
 SEC("tp_btf/sched_switch")

@@ -45,6 +45,9 @@ struct totals {
 	u64 commit_ns;
 };
 
+/* A long sleep of a call, or several with the same stack (the same wait, made again: a
+ * journal commit waited for in turns): `ns` and `runnable_ns` are their sums, the waker the
+ * first one's. */
 struct sleep {
 	u64 ns;
 	u64 runnable_ns; /* of `ns`, the wait for a CPU after the wakeup */
@@ -52,6 +55,13 @@ struct sleep {
 	u32 stack_bytes;
 	char waker_comm[TASK_COMM_LEN];
 	u64 stack[STACK_DEPTH];
+	u32 sleeps; /* how many */
+	u32 pad;
+};
+
+/* A long sleep's stack, taken before it is known where the sleep goes. */
+struct stack_scratch {
+	u64 ips[STACK_DEPTH];
 };
 
 /* A journal commit: which (device << 32 | transaction), when it started and ended. */
@@ -199,6 +209,13 @@ struct {
 	__type(key, u32);
 	__type(value, u64);
 } thread_thresholds SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct stack_scratch);
+} stack_scratch SEC(".maps");
 
 #define RING_BYTES (1 << 20)
 struct {
