@@ -24,6 +24,7 @@ common::tests! {
     tracer_bpf_is_refused_in_one_line_where_bpf_is_missing: [Root],
     slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
     cleanup_removes_the_trace_instance_of_a_sigkilled_run: [Root, Tracefs],
+    a_bpf_traced_run_killed_with_sigkill_leaves_no_bpf_program: [Root, Bpf],
     every_run_records_a_timeline_and_explain_reprints_a_saved_result,
     explain_prints_every_part_of_a_traced_run: [Root, Tracefs],
     bad_explain_flags_are_refused_in_one_line,
@@ -505,16 +506,24 @@ fn slow_writes_under_low_dirty_limits_are_dirty_throttling() {
     assert_no_instance_of(&[pid]);
 }
 
-/// Issue 10: cleanup removes the trace instance of a SIGKILLed run.
-fn cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
-    let _one = one_at_a_time();
-    let state = PrivateState::new();
-    let dir = temp();
+/// A minute-long explained run of the prober in `dir` (`extra`: its further flags), returned
+/// once it has printed its first fsync, when its tracer is running; with the rest of its
+/// output, to hold until it is killed (a closed pipe would end it first).
+fn prober_tracing(
+    state: &PrivateState,
+    dir: &Path,
+    extra: &[&str],
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
     let mut child = std::process::Command::new(common::bin())
         .env(state.env().0, state.env().1)
         .env("FSYNCLAB_STORE", "off")
-        .args(["run", "overwrite-fsync", "--explain", "--format", "seed", "--dir"])
-        .arg(dir.path())
+        .args(["run", "overwrite-fsync", "--explain", "--format", "seed"])
+        .args(extra)
+        .arg("--dir")
+        .arg(dir)
         .args([
             "--set",
             "background=none",
@@ -527,14 +536,22 @@ fn cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The seed format prints a line per fsync: once one is out, the tracer is running.
-    let stdout = child.stdout.take().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut lines = std::io::BufReader::new(stdout).lines();
+    // The seed format prints a line per fsync.
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     assert!(
         lines.any(|l| l.is_ok_and(|l| l.starts_with("fsync time"))),
         "the run never printed an fsync"
     );
+    (child, lines)
+}
+
+/// Issue 10: cleanup removes the trace instance of a SIGKILLed run.
+fn cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
+    let _one = one_at_a_time();
+    let state = PrivateState::new();
+    let dir = temp();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut child, _output) = prober_tracing(&state, dir.path(), &[]);
     let name = instance_of(child.id());
     assert!(trace_instances().contains(&name), "{name} not traced in");
     assert!(Instant::now() < deadline);
@@ -557,6 +574,33 @@ fn cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
         "{said}"
     );
     assert_no_instance_of(&[child.id()]);
+    assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
+    assert_eq!(
+        common::leftovers(dir.path()),
+        Vec::<String>::new(),
+        "work directory left"
+    );
+}
+
+/// Issue 25: a `--tracer bpf` run killed with SIGKILL (no chance to clean up) leaves none of
+/// its BPF programs loaded (attached through links its descriptors owned, never pinned), and
+/// `cleanup` removes what else it left.
+fn a_bpf_traced_run_killed_with_sigkill_leaves_no_bpf_program() {
+    let state = PrivateState::new();
+    let dir = temp();
+    let (mut child, _output) = prober_tracing(&state, dir.path(), &["--tracer", "bpf"]);
+    let programs = common::bpf::programs_of(child.id());
+    assert!(programs.len() >= 4, "the run holds programs {programs:?}");
+    assert!(programs.iter().all(|&id| common::bpf::loaded(id)), "{programs:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    common::bpf::assert_freed(&programs, "the run");
+    let out = fsynclab()
+        .env(state.env().0, state.env().1)
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
     assert_eq!(
         common::leftovers(dir.path()),
@@ -644,18 +688,22 @@ fn explain_prints_every_part_of_a_traced_run() {
 /// Issue 10: bad explain flags are refused in one line.
 fn bad_explain_flags_are_refused_in_one_line() {
     let dir = temp();
-    for (flag, value, says) in [
-        ("--explain-over", "soon", "--explain-over soon"),
-        ("--explain-slowest", "150%", "percentage from 0 to 100"),
-        ("--timeline-interval", "0", "at least 1ms"),
-        ("--tracer", "perf", "--tracer perf: expected tracefs or bpf"),
+    for (flags, says) in [
+        (&["--explain-over", "soon"][..], "--explain-over soon"),
+        (&["--explain-slowest", "150%"], "percentage from 0 to 100"),
+        (&["--timeline-interval", "0"], "at least 1ms"),
+        (&["--tracer", "perf"], "--tracer perf: expected tracefs or bpf"),
+        // A tracer named for a run that traces nothing is a mistake, not a no-op.
+        (&["--tracer", "bpf", "--no-explain"], "--tracer bpf with --no-explain"),
     ] {
         let out = fsynclab()
-            .args(["run", "overwrite-fsync", "--quiet", flag, value, "--dir"])
+            .args(["run", "overwrite-fsync", "--quiet"])
+            .args(flags)
+            .arg("--dir")
             .arg(dir.path())
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(err.contains(says), "{err}");

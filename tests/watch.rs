@@ -11,7 +11,7 @@ mod common;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::harness::Need;
 use common::Need::{Bpf, Fuse, Root, Tool};
@@ -415,24 +415,6 @@ while time.time() < end:
     assert_eq!(shown["ops"]["fsync"]["errors"], failed, "{shown}");
 }
 
-/// The ids of the BPF programs process `pid` holds (its link and program descriptors'
-/// `prog_id`, Documentation/filesystems/proc.rst's fdinfo).
-fn bpf_programs_of(pid: u32) -> Vec<u32> {
-    let mut ids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-        .filter_map(|info| {
-            info.lines()
-                .find_map(|l| l.strip_prefix("prog_id:"))
-                .map(|v| v.trim().parse().unwrap())
-        })
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
-}
-
 /// Issue 25: a watch killed with SIGKILL (no chance to clean up) leaves none of its BPF
 /// programs loaded: they were attached through links its descriptors owned, never pinned.
 fn a_watch_killed_with_sigkill_leaves_no_bpf_program() {
@@ -448,38 +430,17 @@ fn a_watch_killed_with_sigkill_leaves_no_bpf_program() {
         .read_line(&mut said)
         .unwrap();
     assert!(said.starts_with("watching the sync calls"), "{said}");
-    let programs = bpf_programs_of(watch.id());
+    let programs = common::bpf::programs_of(watch.id());
     assert!(programs.len() >= 4, "the watch holds programs {programs:?}");
-    for id in &programs {
-        let shown = Command::new("bpftool")
-            .args(["prog", "show", "id", &id.to_string()])
-            .output()
-            .unwrap();
+    for &id in &programs {
         assert!(
-            shown.status.success(),
+            common::bpf::loaded(id),
             "bpftool does not see program {id} while the watch runs"
         );
     }
     send(&watch, libc::SIGKILL);
     wait_at_most(&mut watch, Duration::from_secs(10));
-    // The kernel frees a program once its last reference is gone, which may take a moment.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for id in &programs {
-        loop {
-            let shown = Command::new("bpftool")
-                .args(["prog", "show", "id", &id.to_string()])
-                .output()
-                .unwrap();
-            if !shown.status.success() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "program {id} still loaded after the watch was killed"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
+    common::bpf::assert_freed(&programs, "the watch");
 }
 
 /// Issue 25: where BPF cannot run (simulated with FSYNCLAB_NO_BPF, which the tracer treats as

@@ -94,7 +94,7 @@ impl ExecExplainArgs {
             explain_over: or(&self.explain_over, "100ms"),
             explain_slowest: or(&self.explain_slowest, "1%"),
             timeline_interval: or(&self.timeline_interval, "100ms"),
-            tracer: "tracefs".into(),
+            tracer: None,
         };
         args.options().map(|(options, _)| Some(options))
     }

@@ -146,9 +146,9 @@ pub struct ExplainArgs {
     pub timeline_interval: String,
     /// What traces the kernel: tracefs (every kind of call, with the commits and flushes each
     /// wait was tied to), or bpf (sync calls only, split in the kernel as `fsynclab watch`
-    /// does: far fewer events cross to user space)
-    #[arg(long, value_name = "TRACER", default_value = "tracefs", help_heading = "Explain")]
-    pub tracer: String,
+    /// does: far fewer events cross to user space) [default: tracefs]
+    #[arg(long, value_name = "TRACER", help_heading = "Explain")]
+    pub tracer: Option<String>,
 }
 
 impl ExplainArgs {
@@ -187,11 +187,16 @@ impl ExplainArgs {
             slowest_fraction: percent / 100.0,
             over_ns: over.as_nanos() as u64,
         };
-        let tracer = match self.tracer.as_str() {
-            "tracefs" => TracerKind::Tracefs,
-            "bpf" => TracerKind::Bpf,
-            other => return Err(Usage(format!("--tracer {other}: expected tracefs or bpf"))),
+        let tracer = match self.tracer.as_deref() {
+            None | Some("tracefs") => TracerKind::Tracefs,
+            Some("bpf") => TracerKind::Bpf,
+            Some(other) => return Err(Usage(format!("--tracer {other}: expected tracefs or bpf"))),
         };
+        if let (Some(named), TraceWish::Declined) = (&self.tracer, wish) {
+            return Err(Usage(format!(
+                "--tracer {named} with --no-explain: nothing is traced; leave one of them out"
+            )));
+        }
         ExplainOptions::decide(wish, threshold, interval, tracer)
     }
 }

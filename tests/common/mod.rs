@@ -52,6 +52,7 @@
 //! ([`one_at_a_time`]); the command line of a run on a scratch filesystem ([`ScratchRun`]).
 #![allow(dead_code, unused_imports, unused_macros)] // each file uses what it needs of them
 
+pub mod bpf;
 pub mod guest;
 pub mod harness;
 mod scratch_run;
