@@ -5,6 +5,7 @@
 //! one-line refusal that makes nothing; a guest killed mid-run, a guest past its time limit
 //! and a Ctrl-C each leave nothing behind (no QEMU, no scratch directory, no state file),
 //! and a SIGKILL of fsynclab leaves no QEMU and nothing `fsynclab cleanup` does not undo;
+//! a guest whose kernel panics is said to have, with the console's panic line;
 //! a matrix's `kernel=host,K` axis records a run of each cell on its kernel, and a kernel
 //! axis naming a kernel that is not there is refused before any cell runs.
 //! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
@@ -30,6 +31,8 @@ common::tests! {
     a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_guest_killed_mid_run_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_guest_whose_kernel_panics_says_its_panic_line_and_leaves_nothing:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_guest_past_its_time_limit_is_ended_and_leaves_nothing:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     ctrl_c_stops_the_guest_and_leaves_nothing: [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
@@ -287,6 +290,27 @@ fn a_guest_killed_mid_run_leaves_nothing() {
     let status = wait_at_most(&mut child, Duration::from_secs(60));
     let err = lines.all();
     assert!(!status.success(), "{err}");
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// The guest's kernel crashing while the command runs inside (sysrq's crash, as root in the
+/// guest): fsynclab says the guest ended without its command's status and quotes the
+/// console's panic line, exits non-zero, and leaves nothing.
+fn a_guest_whose_kernel_panics_says_its_panic_line_and_leaves_nothing() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let mut child = guest_exec(backing.path(), &state, "5m", "echo c > /proc/sysrq-trigger")
+        .spawn()
+        .unwrap();
+    let lines = StderrLines::of(&mut child);
+    let status = wait_at_most(&mut child, Duration::from_secs(360));
+    let err = lines.all();
+    assert!(!status.success(), "{err}");
+    assert!(
+        err.contains("the console's last words: Kernel panic - not syncing: sysrq triggered crash"),
+        "{err}"
+    );
     assert_nothing_left(backing.path(), &state);
 }
 
