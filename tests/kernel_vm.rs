@@ -300,9 +300,15 @@ fn a_guest_whose_kernel_panics_says_its_panic_line_and_leaves_nothing() {
     let _turn = one_at_a_time();
     let backing = common::backing();
     let state = PrivateState::new();
-    let mut child = guest_exec(backing.path(), &state, "5m", "echo c > /proc/sysrq-trigger")
-        .spawn()
-        .unwrap();
+    // Started in /tmp, which the guest then shares read-write with the host: the guest's
+    // mount point, never undone when its kernel dies, must not be there.
+    let mut cmd = guest_exec(
+        backing.path(),
+        &state,
+        "5m",
+        "echo \"mounted at $FSYNCLAB_DIR\" >&2; echo c > /proc/sysrq-trigger",
+    );
+    let mut child = cmd.current_dir("/tmp").spawn().unwrap();
     let lines = StderrLines::of(&mut child);
     let status = wait_at_most(&mut child, Duration::from_secs(360));
     let err = lines.all();
@@ -310,6 +316,19 @@ fn a_guest_whose_kernel_panics_says_its_panic_line_and_leaves_nothing() {
     assert!(
         err.contains("the console's last words: Kernel panic - not syncing: sysrq triggered crash"),
         "{err}"
+    );
+    let mounted = err
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("mounted at "))
+        .unwrap_or_else(|| panic!("the guest's command did not run: {err}"));
+    let scratch_dir = Path::new(mounted).parent().unwrap();
+    assert!(
+        scratch_dir.starts_with("/") && scratch_dir.components().count() > 1,
+        "{mounted}"
+    );
+    assert!(
+        !scratch_dir.exists(),
+        "the guest's mount point is left on the host: {mounted}"
     );
     assert_nothing_left(backing.path(), &state);
 }

@@ -17,6 +17,7 @@ use super::super::scratch::{self, Scratch};
 use super::super::state::{Step, Undo};
 use super::super::{deadman, names, Live, Prepared, TestbedRequest};
 use crate::error::Usage;
+use crate::kernel::mountinfo::{self, MountInfo};
 
 /// On the host: the scratch directory (under `--backing`), the image (on a private tmpfs
 /// for `ram` and the emulated disks, as a scratch run keeps it), its filesystem, and the
@@ -34,8 +35,8 @@ pub fn serve(
 }
 
 /// In the guest: the filesystem the host made, mounted from the virtio-blk disk it serves,
-/// at `/tmp/fsynclab-scratch-.../mnt` (the guest's own memory: nothing of it is on the host
-/// when the guest ends, however it ends).
+/// at `fsynclab-scratch-.../mnt` in a directory of the guest's own memory (see
+/// [`guest_own_dir`]): nothing of it is on the host when the guest ends, however it ends.
 pub fn mount_in_guest(request: &ScratchOptions, undo: &mut Undo) -> Result<Scratch> {
     let disk = super::guest_disk().ok_or_else(|| {
         anyhow::anyhow!(Usage(
@@ -47,7 +48,13 @@ pub fn mount_in_guest(request: &ScratchOptions, undo: &mut Undo) -> Result<Scrat
     let size = crate::kernel::read_trimmed(format!("/sys/block/{name}/size"))
         .and_then(|s| s.parse::<u64>().ok())
         .map_or(0, |sectors| sectors * 512);
-    let dir = std::env::temp_dir().join(names::scratch_dir_name());
+    let parents = [PathBuf::from("/run"), std::env::temp_dir()];
+    let parent = guest_own_dir(&mountinfo::mounts(), &parents).ok_or_else(|| {
+        anyhow::anyhow!(Usage(
+            "--kernel: neither the guest's /run nor its /tmp is a tmpfs of its own (one is shared with the host); run fsynclab from another directory".into()
+        ))
+    })?;
+    let dir = parent.join(names::scratch_dir_name());
     undo.perform(Step::Directory { path: dir.clone() }, || {
         std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
     })?;
@@ -55,6 +62,17 @@ pub fn mount_in_guest(request: &ScratchOptions, undo: &mut Undo) -> Result<Scrat
     let mut made = scratch::mount_on(request, size, &dir, disk_path, disk_path, disk.clone(), undo)?;
     made.info.image = format!("{disk} (virtio-blk, served by the host)");
     Ok(made)
+}
+
+/// The first of `candidates` on a tmpfs: virtme-ng mounts one on the guest's /run and /tmp,
+/// but a directory it shares with the host (the current directory, read-write, when that is
+/// /tmp) is the host's, and a mount point left there by a guest whose kernel died would
+/// stay on the host.
+fn guest_own_dir(mounts: &[MountInfo], candidates: &[PathBuf]) -> Option<PathBuf> {
+    candidates
+        .iter()
+        .find(|dir| mountinfo::mount_of(mounts, dir).is_some_and(|m| m.fstype == "tmpfs"))
+        .cloned()
 }
 
 /// The host's half of a `--kernel` run's scratch filesystem: the filesystem made and its
@@ -106,4 +124,28 @@ pub fn serve_disk(request: &TestbedRequest, space_needed: u64) -> Result<ServedD
         device_mark: Mutex::new(None),
     };
     Ok(ServedDisk { prepared, file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guest's mounts when fsynclab was started in /tmp: virtme-ng's tmpfs on /tmp is
+    /// covered by the host's /tmp, shared over virtiofs.
+    const SHARED_TMP: &str = "\
+20 1 0:20 / / ro,relatime - virtiofs ROOTFS ro
+21 20 0:21 / /run rw,relatime - tmpfs run rw,mode=755
+22 20 0:22 / /tmp rw,relatime - tmpfs tmpfs rw
+23 22 0:23 /tmp /tmp rw,relatime - virtiofs virtme_rw_0 rw
+";
+
+    #[test]
+    fn the_guest_mount_point_avoids_a_directory_shared_with_the_host() {
+        let mounts = mountinfo::parse_mountinfo(SHARED_TMP);
+        let tmp_first = [PathBuf::from("/tmp"), PathBuf::from("/run")];
+        assert_eq!(guest_own_dir(&mounts, &tmp_first), Some(PathBuf::from("/run")));
+        let private = mountinfo::parse_mountinfo(&SHARED_TMP.replace("23 22 0:23 /tmp /tmp", "23 22 0:23 /home /home"));
+        assert_eq!(guest_own_dir(&private, &tmp_first), Some(PathBuf::from("/tmp")));
+        assert_eq!(guest_own_dir(&mounts, &[PathBuf::from("/tmp")]), None);
+    }
 }
