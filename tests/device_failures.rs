@@ -572,12 +572,7 @@ fn sigterm(child: &mut std::process::Child) -> (Duration, std::process::ExitStat
 
 /// What `fsynclab cleanup` says over `private`: nothing left to clean.
 fn assert_cleanup_finds_nothing(private: &common::PrivateState, backing: &Path) {
-    let out = fsynclab()
-        .arg("cleanup")
-        .env(private.env().0, private.path())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let said = private.cleanup();
     assert!(said.contains("nothing to clean up"), "{said}");
     assert_eq!(traces_under(backing), Vec::<String>::new(), "left behind");
 }

@@ -561,13 +561,7 @@ fn cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
         trace_instances().contains(&name),
         "a SIGKILLed run cannot remove its instance"
     );
-    let out = fsynclab()
-        .env(state.env().0, state.env().1)
-        .arg("cleanup")
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    let said = state.cleanup();
     assert!(
         said.lines()
             .any(|l| l.starts_with("undone: ") && l.ends_with(&format!("trace instance {name}"))),
@@ -595,12 +589,7 @@ fn a_bpf_traced_run_killed_with_sigkill_leaves_no_bpf_program() {
     child.kill().unwrap();
     child.wait().unwrap();
     common::bpf::assert_freed(&programs, "the run");
-    let out = fsynclab()
-        .env(state.env().0, state.env().1)
-        .arg("cleanup")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    state.cleanup();
     assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
     assert_eq!(
         common::leftovers(dir.path()),
@@ -1196,11 +1185,6 @@ fn cleanup_removes_both_trace_instances_of_a_sigkilled_exec() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(ours().len(), 2, "a SIGKILLed run cannot remove its instances");
-    let out = fsynclab()
-        .env(state.env().0, state.env().1)
-        .arg("cleanup")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    state.cleanup();
     assert_no_instance_of(&[pid]);
 }

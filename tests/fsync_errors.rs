@@ -51,12 +51,7 @@ fn fsync_errors(dir: &Path, sets: &[&str]) -> Value {
     // The rest is the kernel's: printed, for the reader of the test's output.
     let _ = writeln!(std::io::stderr(), "fsync-errors {}:\n{stdout}", sets.join(" "));
 
-    let cleanup = fsynclab()
-        .arg("cleanup")
-        .env(private.env().0, private.path())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&cleanup.stderr).to_string() + &String::from_utf8_lossy(&cleanup.stdout);
+    let said = private.cleanup();
     assert!(said.contains("nothing to clean up"), "{said}");
     assert_eq!(traces_under(dir), Vec::<String>::new(), "left behind");
     let result = serde_json::from_str(&std::fs::read_to_string(report.path()).unwrap()).unwrap();
@@ -228,11 +223,6 @@ fn mount_options_the_kernel_refuses_are_refused_as_scratch_refuses_them() {
         assert!(said.starts_with("Error: --set fs=ext4:data=bogus: "), "{said}");
         assert_eq!(why(&said), why(&scratch), "{said}\n{scratch}");
     }
-    let cleanup = fsynclab()
-        .arg("cleanup")
-        .env(private.env().0, private.path())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&cleanup.stderr).to_string() + &String::from_utf8_lossy(&cleanup.stdout);
+    let said = private.cleanup();
     assert!(said.contains("nothing to clean up"), "{said}");
 }

@@ -383,12 +383,7 @@ fn sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing() {
     lines.wait_for("started", &mut child, Duration::from_secs(300));
     send(&child, libc::SIGKILL);
     wait_at_most(&mut child, Duration::from_secs(10));
-    let out = fsynclab()
-        .arg("cleanup")
-        .env(state.env().0, state.env().1)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    state.cleanup();
     assert_nothing_left(backing.path(), &state);
 }
 

@@ -266,13 +266,7 @@ fn cleanup_removes_what_a_sigkilled_run_left() {
         hint.contains(&format!("{}", child.id())) && hint.contains("`fsynclab cleanup` removes them"),
         "{hint}"
     );
-    let out = fsynclab()
-        .arg("cleanup")
-        .env(private.env().0, private.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = private.cleanup();
     assert!(stdout.contains("loop device /dev/loop"), "{stdout}");
     assert!(!state.exists());
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");

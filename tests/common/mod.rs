@@ -207,6 +207,19 @@ impl PrivateState {
     pub fn file_of(&self, pid: u32) -> std::path::PathBuf {
         self.0.path().join(format!("{pid}.json"))
     }
+
+    /// `fsynclab cleanup` over this state directory, which must succeed: what it said, its
+    /// stdout then its stderr.
+    pub fn cleanup(&self) -> String {
+        let out = fsynclab()
+            .arg("cleanup")
+            .env(STATE_DIR_ENV, self.0.path())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "fsynclab cleanup: {said}");
+        said
+    }
 }
 
 impl Drop for PrivateState {
