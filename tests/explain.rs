@@ -33,6 +33,7 @@ common::tests! {
     fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush: [Root, Fuse, Tracefs],
     exec_explain_traces_the_sync_calls_of_the_whole_process_tree: [Root, Fuse, Tracefs],
     exec_explain_works_on_the_hosts_own_filesystem: [Root, Tracefs],
+    exec_explain_with_the_bpf_tracer_counts_the_calls_tracefs_counts: [Root, Fuse, Tracefs, Bpf],
     bad_exec_explain_flags_are_refused_in_one_line,
     cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
 }
@@ -1080,12 +1081,84 @@ fn exec_explain_works_on_the_hosts_own_filesystem() {
     assert_no_instance_of(&[pid]);
 }
 
+/// Issue 25: `exec --explain --tracer bpf` follows the command's process tree in the kernel
+/// (each process from its fork on) and counts the same sync calls, process by process, as
+/// the tracefs tracer does on the same script; only writes to O_SYNC/O_DSYNC files, which
+/// are no sync system call, are left out, and a note says so. Its slow calls are explained
+/// with parts that add up (under 1 ms, sleeps are unnamed: their stacks are not taken).
+fn exec_explain_with_the_bpf_tracer_counts_the_calls_tracefs_counts() {
+    let _one = one_at_a_time();
+    let script = "dd if=/dev/zero of=odsync bs=4k count=5 oflag=dsync 2>/dev/null; \
+                  dd if=/dev/zero of=a bs=64k count=4 conv=fsync 2>/dev/null; \
+                  (dd if=/dev/zero of=data bs=64k count=64 conv=fdatasync 2>/dev/null &); \
+                  sleep 0.5; sync -f data; echo the command speaks; exit 3";
+    let counted = |tracer: &str| {
+        let backing = temp();
+        let store = temp();
+        let db = store.path().join("runs.sqlite");
+        let mut target = ScratchRun::flags()
+            .fs("ext4")
+            .device("hdd-7200")
+            .backing(backing.path())
+            .into_args();
+        target.extend(["--tracer".into(), tracer.into()]);
+        let Run { pid, out } = exec_explained(&db, &target, script);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{tracer}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "the command speaks\n", "{stderr}");
+        let result = exported(&db, "1");
+        let mut counts = std::collections::BTreeMap::new();
+        for s in result["samples"].as_array().unwrap() {
+            let key = (
+                s["op"].as_str().unwrap().to_string(),
+                s["process"].as_str().unwrap_or("").to_string(),
+            );
+            *counts.entry(key).or_insert(0) += 1;
+        }
+        assert_no_instance_of(&[pid]);
+        assert_eq!(common::leftovers(backing.path()), Vec::<String>::new());
+        (counts, result)
+    };
+    let (mut by_tracefs, _) = counted("tracefs");
+    let (by_bpf, result) = counted("bpf");
+    assert_eq!(
+        by_tracefs.remove(&("write_odsync".into(), "dd".into())),
+        Some(5),
+        "{by_tracefs:?}"
+    );
+    let key = |op: &str, process: &str| (op.to_string(), process.to_string());
+    let expected = std::collections::BTreeMap::from([
+        (key("fdatasync", "dd"), 1),
+        (key("fsync", "dd"), 1),
+        (key("syncfs", "sync"), 1),
+    ]);
+    assert_eq!(by_tracefs, expected, "tracefs");
+    assert_eq!(by_bpf, expected, "bpf");
+    let explanation = &result["explain"];
+    assert!(explanation["bpf"].is_object(), "{explanation:#}");
+    let notes = explanation["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().contains("O_SYNC or O_DSYNC")),
+        "{notes:#?}"
+    );
+    let calls = explanation["calls"].as_array().unwrap();
+    for op in ["fsync", "fdatasync", "syncfs"] {
+        assert!(calls.iter().any(|c| c["op"] == op), "{op} not explained: {calls:#?}");
+    }
+    for call in calls {
+        assert!(call["process"].is_string(), "{call:#}");
+        // Most of it named: on this disk a sync call waits for the journal or writeback.
+        assert_parts_add_up_leaving(call, 0.5);
+    }
+}
+
 /// Issue 16: bad exec explain flags are refused in one line.
 fn bad_exec_explain_flags_are_refused_in_one_line() {
     for (flag, value) in [
         ("--explain-slowest", "200%"),
         ("--explain-over", "soon"),
         ("--timeline-interval", "0ms"),
+        ("--tracer", "perf"),
     ] {
         let out = fsynclab()
             .args(["exec", "--explain", flag, value, "--", "true"])
@@ -1110,6 +1183,7 @@ fn bad_exec_explain_flags_are_refused_in_one_line() {
             vec!["--timeline-interval", "1s", "--", "sh", "-c", &touch],
             "add --explain",
         ),
+        (vec!["--tracer", "bpf", "--", "sh", "-c", &touch], "add --explain"),
         (
             vec!["--store", "s.sqlite", "--", "sh", "-c", &touch],
             "only with --explain",

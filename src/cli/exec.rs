@@ -52,9 +52,9 @@ pub struct ExecArgs {
 /// `exec --explain`: the command's sync calls traced and explained, the run recorded.
 #[derive(Debug, Default, Args)]
 pub struct ExecExplainArgs {
-    /// Trace the sync calls of the command and of every process and thread it starts (root,
-    /// tracefs), explain the slowest once it exits (report on stderr), and record the run
-    /// in the results store as scenario `exec`
+    /// Trace the sync calls of the command and of every process and thread it starts (root;
+    /// tracefs, or BPF with --tracer bpf), explain the slowest once it exits (report on
+    /// stderr), and record the run in the results store as scenario `exec`
     #[arg(long, help_heading = "Explain")]
     pub explain: bool,
     /// With --explain: explain every call at least this slow [default: 100ms]
@@ -66,6 +66,11 @@ pub struct ExecExplainArgs {
     /// With --explain: sample the writeback timeline this often [default: 100ms]
     #[arg(long, value_name = "DURATION", help_heading = "Explain")]
     pub timeline_interval: Option<String>,
+    /// With --explain: what traces the command: tracefs (every system call of its processes
+    /// read in user space: also writes to O_SYNC files), or bpf (sync calls only, timed and
+    /// split in the kernel, at a fraction of the cost) [default: tracefs]
+    #[arg(long, value_name = "TRACER", help_heading = "Explain")]
+    pub tracer: Option<String>,
 }
 
 impl ExecExplainArgs {
@@ -77,6 +82,7 @@ impl ExecExplainArgs {
                 ("--explain-over", &self.explain_over),
                 ("--explain-slowest", &self.explain_slowest),
                 ("--timeline-interval", &self.timeline_interval),
+                ("--tracer", &self.tracer),
             ]
             .into_iter()
             .find(|(_, value)| value.is_some());
@@ -94,7 +100,7 @@ impl ExecExplainArgs {
             explain_over: or(&self.explain_over, "100ms"),
             explain_slowest: or(&self.explain_slowest, "1%"),
             timeline_interval: or(&self.timeline_interval, "100ms"),
-            tracer: None,
+            tracer: self.tracer.clone(),
         };
         args.options().map(|(options, _)| Some(options))
     }

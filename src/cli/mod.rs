@@ -373,6 +373,7 @@ mod tests {
                     "explain-over",
                     "explain-slowest",
                     "timeline-interval",
+                    "tracer",
                     "store",
                     "no-store",
                     // The kernel is where the testbed runs, not a part of it (a matrix axis of its own).

@@ -19,7 +19,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::attribution::{explain, select_in_groups, Attribution, Call, Span, Threshold};
-use super::bpf::run::{Followed, RunTracer};
+use super::bpf::run::{Followed, RunTracer, Traced};
 use super::timeline::{Timeline, TimelineRecord, DEFAULT_INTERVAL};
 use super::tracer::{current_tid, Task, TraceConfig, TracedFs, Tracer, Watch};
 use crate::error::Usage;
@@ -223,7 +223,7 @@ impl Explaining {
             }
             (true, None) if options.tracer == TracerKind::Bpf => {
                 crate::measure::samples::forget_first_measured();
-                match RunTracer::start(clock.origin_monotonic_ns()) {
+                match RunTracer::start(Traced::ThisProcess, clock.origin_monotonic_ns()) {
                     Ok(t) => bpf = Some(t),
                     Err(e) => notes.push(format!("tracing could not start: {e:#}")),
                 }
@@ -330,19 +330,19 @@ impl Explanation {
     }
 
     /// What the BPF tracer kept and cost, and the chosen `calls` it explains.
-    fn take_bpf(&mut self, followed: &Followed, calls: &[Call], origin_ns: u64) {
+    pub(crate) fn take_bpf(&mut self, followed: &Followed, calls: &[Call], origin_ns: u64) {
         let (mut explained, notes) = super::bpf::run::explain(followed, calls, origin_ns);
         explained.sort_by_key(|a| std::cmp::Reverse(a.latency_ns));
         let lost = followed.lost;
-        if lost.calls + lost.records + lost.histogram > 0 {
+        if lost.total() > 0 {
             self.notes.push(format!(
-                "lost in the kernel: {} calls not followed, {} slow calls not sent, {} histogram entries",
-                lost.calls, lost.records, lost.histogram
+                "lost in the kernel: {} calls not followed, {} slow calls not sent, {} histogram entries, {} latencies not sent, {} processes not followed",
+                lost.calls, lost.records, lost.histogram, lost.latencies, lost.processes
             ));
         }
         self.notes.extend(notes);
         self.events = followed.sent;
-        self.lost_events = lost.calls + lost.records + lost.histogram;
+        self.lost_events = lost.total();
         self.reader_cpu_ns = followed.reader_cpu_ns;
         self.calls = explained;
         self.bpf = Some(BpfTracing {

@@ -99,6 +99,8 @@ pub(super) fn settings(args: &WatchArgs, threshold: Duration, stack_over: Durati
         report_threshold: threshold,
         stack_threshold: stack_over,
         run_time_stats: args.bpf_stats,
+        follow_forks_of: None,
+        every_call: false,
     })
 }
 

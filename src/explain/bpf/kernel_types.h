@@ -61,11 +61,22 @@ enum {
 	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
 };
 
+/* include/linux/types.h */
+typedef struct {
+	int counter;
+} atomic_t;
+
+/* include/linux/sched/signal.h: `live`, the process's threads not yet exiting. */
+struct signal_struct {
+	atomic_t live;
+} __attribute__((preserve_access_index));
+
 /* include/linux/sched.h */
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	char comm[16];
+	struct signal_struct *signal;
 } __attribute__((preserve_access_index));
 
 /* include/linux/blk_types.h: the operation in the low bits of cmd_flags, flags above. */

@@ -36,7 +36,7 @@ pub(crate) mod run;
 pub(crate) mod symbols;
 
 use histogram::LatencyKey;
-use record::{SlowCall, SyncKind};
+use record::{CallLatency, SlowCall, SyncKind};
 use symbols::KernelSymbols;
 
 /// The BPF object build.rs compiled (empty when clang was missing at build time).
@@ -70,6 +70,11 @@ pub(crate) struct Settings {
     /// Count the programs' runs and run time (the kernel's run-time statistics, which read
     /// the clock around every run of every program: off unless asked, `watch --bpf-stats`).
     pub(crate) run_time_stats: bool,
+    /// With [`Filter::Processes`]: the processes this thread starts from now on, and those
+    /// they start, are followed too (`exec --explain --tracer bpf`'s command).
+    pub(crate) follow_forks_of: Option<u32>,
+    /// Every call's latency is sent ([`BpfTracer::follow_every`]), not only the slow calls.
+    pub(crate) every_call: bool,
 }
 
 /// The program loaded and attached; dropping it detaches everything.
@@ -81,6 +86,8 @@ pub(crate) struct BpfTracer {
     _stats: Option<OwnedFd>,
     /// The settings asked for the run-time statistics.
     stats_asked: bool,
+    /// The settings asked for every call's latency.
+    every_call: bool,
 }
 
 /// What the programs cost the kernel: how often they ran and for how long in all (0 where
@@ -94,12 +101,23 @@ pub(crate) struct RunTime {
 }
 
 /// What the kernel side could not keep: calls not followed (no task storage for the task),
-/// records not sent (ring buffer full), histogram entries not made (histogram map full).
+/// records not sent (ring buffer full), histogram entries not made (histogram map full),
+/// latencies not sent (their ring full), processes of a command not followed (the map of
+/// processes full).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Lost {
     pub(crate) calls: u64,
     pub(crate) records: u64,
     pub(crate) histogram: u64,
+    pub(crate) latencies: u64,
+    pub(crate) processes: u64,
+}
+
+impl Lost {
+    /// Everything lost, summed.
+    pub(crate) fn total(&self) -> u64 {
+        self.calls + self.records + self.histogram + self.latencies + self.processes
+    }
 }
 
 /// Why the tracer cannot run here, in one line saying what to do; `None` when it can try.
@@ -161,6 +179,10 @@ impl BpfTracer {
             if name.starts_with("on_commit") && !symbols.contains("__traceiter_jbd2_start_commit") {
                 prog.set_autoload(false);
             }
+            // Every fork and exit of the machine would pass them: only for a command.
+            if (name == "on_fork" || name == "on_process_exit") && settings.follow_forks_of.is_none() {
+                prog.set_autoload(false);
+            }
         }
         let object = open.load().map_err(|e| {
             anyhow!(
@@ -173,6 +195,7 @@ impl BpfTracer {
             _links: Vec::new(),
             _stats: settings.run_time_stats.then(enable_stats).flatten(),
             stats_asked: settings.run_time_stats,
+            every_call: settings.every_call,
         };
         tracer.configure(settings)?;
         tracer.attach()
@@ -209,7 +232,7 @@ impl BpfTracer {
     }
 
     fn write_config(&self, settings: &Settings) -> Result<()> {
-        let mut config = Vec::with_capacity(88);
+        let mut config = Vec::with_capacity(96);
         let (filter, comm) = match &settings.filter {
             Filter::All => (0u32, ""),
             Filter::Processes(_) => (1, ""),
@@ -217,7 +240,7 @@ impl BpfTracer {
             Filter::Cgroup(_) => (3, ""),
         };
         config.extend_from_slice(&filter.to_ne_bytes());
-        config.extend_from_slice(&0u32.to_ne_bytes());
+        config.extend_from_slice(&settings.follow_forks_of.unwrap_or(0).to_ne_bytes());
         for kind in SyncKind::ALL {
             config.extend_from_slice(&kind.syscall_number().to_ne_bytes());
         }
@@ -228,6 +251,8 @@ impl BpfTracer {
         let n = bytes.len().min(15);
         name[..n].copy_from_slice(&bytes[..n]);
         config.extend_from_slice(&name);
+        config.extend_from_slice(&u32::from(settings.every_call).to_ne_bytes());
+        config.extend_from_slice(&0u32.to_ne_bytes());
         self.map("config")?
             .update(&0u32.to_ne_bytes(), &config, MapFlags::ANY)
             .context("configuring the BPF program")
@@ -258,11 +283,24 @@ impl BpfTracer {
     pub(crate) fn follow(
         &self,
         tick: Duration,
+        go_on: impl FnMut() -> bool,
+        on_call: impl FnMut(SlowCall),
+    ) -> Result<()> {
+        self.follow_every(tick, go_on, on_call, |_| {})
+    }
+
+    /// [`BpfTracer::follow`], and each call's latency to `on_latency` as well when the
+    /// settings asked for every call ([`Settings::every_call`]).
+    pub(crate) fn follow_every(
+        &self,
+        tick: Duration,
         mut go_on: impl FnMut() -> bool,
         mut on_call: impl FnMut(SlowCall),
+        mut on_latency: impl FnMut(CallLatency),
     ) -> Result<()> {
         let events = self.map("events")?;
-        let mut bad: Option<String> = None;
+        let every = self.map("every")?;
+        let bad: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
         let mut builder = RingBufferBuilder::new();
         builder
             .add(&events, |bytes: &[u8]| match SlowCall::parse(bytes) {
@@ -271,11 +309,25 @@ impl BpfTracer {
                     0
                 }
                 Err(e) => {
-                    bad = Some(e);
+                    *bad.borrow_mut() = Some(e);
                     -1
                 }
             })
             .context("reading the BPF ring buffer")?;
+        if self.every_call {
+            builder
+                .add(&every, |bytes: &[u8]| match CallLatency::parse(bytes) {
+                    Ok(call) => {
+                        on_latency(call);
+                        0
+                    }
+                    Err(e) => {
+                        *bad.borrow_mut() = Some(e);
+                        -1
+                    }
+                })
+                .context("reading the BPF ring buffer of latencies")?;
+        }
         let ring = builder.build().context("reading the BPF ring buffer")?;
         while go_on() {
             // An interrupted poll (EINTR, a signal) only means: look at go_on again. The
@@ -290,7 +342,7 @@ impl BpfTracer {
         }
         ring.consume().context("reading the BPF ring buffer")?;
         drop(ring);
-        match bad {
+        match bad.into_inner() {
             Some(e) => bail!(e),
             None => Ok(()),
         }
@@ -351,6 +403,8 @@ impl BpfTracer {
             calls: read(0)?,
             records: read(1)?,
             histogram: read(2)?,
+            latencies: read(3)?,
+            processes: read(4)?,
         })
     }
 }

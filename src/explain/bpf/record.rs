@@ -237,6 +237,44 @@ impl SlowCall {
     }
 }
 
+/// sizeof(struct latency_record).
+pub(crate) const LATENCY_BYTES: usize = 32;
+
+/// One call of a traced command as the ring `every` carries it (struct latency_record):
+/// every sync call's time, whatever its latency, where nothing else measures them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct CallLatency {
+    /// CLOCK_MONOTONIC at entry.
+    pub(crate) start_ns: u64,
+    pub(crate) latency_ns: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) kind: Option<SyncKind>,
+    /// 0, or the call's -errno.
+    pub(crate) ret: i32,
+}
+
+impl CallLatency {
+    /// Reads one record; an error says what did not fit.
+    pub(crate) fn parse(bytes: &[u8]) -> Result<CallLatency, String> {
+        if bytes.len() < LATENCY_BYTES {
+            return Err(format!(
+                "a latency record of {} bytes, expected {LATENCY_BYTES}: the BPF program and fsynclab disagree",
+                bytes.len()
+            ));
+        }
+        let mut r = Cursor { bytes, at: 0 };
+        Ok(CallLatency {
+            start_ns: r.u64(),
+            latency_ns: r.u64(),
+            pid: r.u32(),
+            tid: r.u32(),
+            kind: SyncKind::from_number(r.u32()),
+            ret: r.u32() as i32,
+        })
+    }
+}
+
 /// Reads native-endian fields one after the other, each at its alignment.
 struct Cursor<'a> {
     bytes: &'a [u8],
@@ -276,6 +314,21 @@ mod tests {
 
     fn put(buf: &mut [u8], at: usize, v: &[u8]) {
         buf[at..at + v.len()].copy_from_slice(v);
+    }
+
+    #[test]
+    fn a_latency_record_reads_back_field_by_field() {
+        let mut b = vec![0u8; LATENCY_BYTES];
+        put(&mut b, 0, &7_000u64.to_ne_bytes());
+        put(&mut b, 8, &12_345_678u64.to_ne_bytes());
+        put(&mut b, 16, &42u32.to_ne_bytes());
+        put(&mut b, 20, &43u32.to_ne_bytes());
+        put(&mut b, 24, &4u32.to_ne_bytes()); // syncfs
+        put(&mut b, 28, &(-5i32).to_ne_bytes()); // EIO
+        let r = CallLatency::parse(&b).unwrap();
+        assert_eq!((r.start_ns, r.latency_ns, r.pid, r.tid), (7_000, 12_345_678, 42, 43));
+        assert_eq!((r.kind, r.ret), (Some(SyncKind::Syncfs), -5));
+        assert!(CallLatency::parse(&b[..31]).unwrap_err().contains("disagree"));
     }
 
     #[test]

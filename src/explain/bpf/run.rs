@@ -32,7 +32,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context as _, Result};
 
 use super::attribute::attribution;
-use super::record::{SlowCall, SyncKind};
+use super::record::{CallLatency, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
 use super::{BpfTracer, Filter, Lost, RunTime, Settings};
 use crate::explain::attribution::{Attribution, Call, Cause, Part, Threshold};
@@ -55,11 +55,26 @@ const TICK: Duration = Duration::from_millis(50);
 /// the map is written a few dozen times a thread in a run, not at every call.
 const RAISE_BY: f64 = 1.05;
 
+/// Whose sync calls a [`RunTracer`] follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Traced {
+    /// fsynclab's own process: a scenario's run, whose calls it measures itself.
+    ThisProcess,
+    /// The processes thread `tid` starts from now on, and those they start: `exec`'s
+    /// command, whose every call's latency the kernel sends as well, nothing else
+    /// measuring them.
+    StartedBy(u32),
+}
+
 /// What the tracer brought back when the run ended.
 pub(crate) struct Followed {
     pub(crate) symbols: KernelSymbols,
     /// The slowest calls of each thread and kind, in no order.
     pub(crate) calls: Vec<SlowCall>,
+    /// Every call's latency, in the order the kernel sent them ([`Traced::StartedBy`] only).
+    pub(crate) every: Vec<CallLatency>,
+    /// The name of each process seen making a sync call.
+    pub(crate) process_names: HashMap<u32, String>,
     /// Records the kernel sent in all.
     pub(crate) sent: u64,
     pub(crate) lost: Lost,
@@ -75,17 +90,16 @@ pub(crate) struct RunTracer {
 }
 
 impl RunTracer {
-    /// Loads and attaches the program on this process's threads; returns once it is
-    /// attached (or why it could not be). `origin_ns` is the run clock's start
-    /// (CLOCK_MONOTONIC).
-    pub(crate) fn start(origin_ns: u64) -> Result<RunTracer> {
+    /// Loads and attaches the program on the `traced` tasks; returns once it is attached (or
+    /// why it could not be). `origin_ns` is the run clock's start (CLOCK_MONOTONIC).
+    pub(crate) fn start(traced: Traced, origin_ns: u64) -> Result<RunTracer> {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready, attached) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("fsynclab-bpf".into())
             .spawn({
                 let stop = Arc::clone(&stop);
-                move || follow(&stop, &ready, origin_ns)
+                move || follow(traced, &stop, &ready, origin_ns)
             })
             .context("starting the BPF tracer's thread")?;
         let mut tracer = RunTracer {
@@ -183,12 +197,18 @@ impl Kept {
 const PREPARATION_SLACK_NS: u64 = 1_000_000;
 
 /// The reader thread: attach, say so, keep the slowest calls until told to stop.
-fn follow(stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, origin_ns: u64) -> Result<Followed> {
+fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, origin_ns: u64) -> Result<Followed> {
+    let (pids, follow_forks_of) = match traced {
+        Traced::ThisProcess => (vec![std::process::id()], None),
+        Traced::StartedBy(tid) => (Vec::new(), Some(tid)),
+    };
     let settings = Settings {
-        filter: Filter::Processes(vec![std::process::id()]),
+        filter: Filter::Processes(pids),
         report_threshold: Duration::ZERO,
         stack_threshold: STACK_OVER,
         run_time_stats: false,
+        follow_forks_of,
+        every_call: follow_forks_of.is_some(),
     };
     let started = KernelSymbols::load().and_then(|symbols| Ok((BpfTracer::start(&settings, &symbols)?, symbols)));
     let (tracer, symbols) = match started {
@@ -204,24 +224,31 @@ fn follow(stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, origin_ns: u64) -
     let cpu_before = crate::explain::tracer::thread_cpu_ns();
     let kept = RefCell::new(Kept::default());
     let mut sent = 0u64;
-    tracer.follow(
+    let mut every = Vec::new();
+    tracer.follow_every(
         TICK,
         || {
-            kept.borrow_mut().begin_measuring(&tracer, origin_ns);
+            if traced == Traced::ThisProcess {
+                kept.borrow_mut().begin_measuring(&tracer, origin_ns);
+            }
             !stop.load(Ordering::Relaxed)
         },
         |call| {
             sent += 1;
             kept.borrow_mut().offer(&tracer, call);
         },
+        |latency| every.push(latency),
     )?;
     let slowest = kept.into_inner().slowest;
     let lost = tracer.lost()?;
+    let process_names = tracer.process_names()?;
     let cost = tracer.run_time();
     drop(tracer);
     Ok(Followed {
         symbols,
         calls: slowest.into_calls(),
+        every,
+        process_names,
         sent,
         lost,
         cost,

@@ -143,11 +143,10 @@ static __always_inline void count_call(struct latency_key *key)
 #define RB_NO_WAKEUP 1
 #define RB_FORCE_WAKEUP 2
 #define RB_AVAIL_DATA 0
-static __always_inline u64 wakeup_flags(void)
+static __always_inline u64 wakeup_flags(void *ring, u64 size)
 {
-	u64 size = sizeof(struct call);
-	return bpf_ringbuf_query(&events, RB_AVAIL_DATA) + size > (RING_BYTES / 2) ? RB_FORCE_WAKEUP
-									    : RB_NO_WAKEUP;
+	return bpf_ringbuf_query(ring, RB_AVAIL_DATA) + size > (RING_BYTES / 2) ? RB_FORCE_WAKEUP
+									  : RB_NO_WAKEUP;
 }
 
 static __always_inline int sync_exit(const struct config *cfg, s64 ret)
@@ -163,6 +162,18 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 	if (ret < 0) {
 		key.bucket = FAILED_BUCKET;
 		count_call(&key);
+	}
+	if (cfg->every_call) {
+		struct latency_record r = {
+			.start_ns = c->start_ns,
+			.latency_ns = took,
+			.pid = c->pid,
+			.tid = c->tid,
+			.kind = c->kind,
+			.ret = ret < 0 ? (s32)ret : 0,
+		};
+		if (bpf_ringbuf_output(&every, &r, sizeof(r), wakeup_flags(&every, sizeof(r))))
+			count_lost(3);
 	}
 	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
 	u64 report_over = cfg->report_threshold_ns;
@@ -180,7 +191,7 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		struct commit *last = bpf_map_lookup_elem(&last_commit, &zero);
 		if (c->at_entry.commits && last && last->end_ns >= c->start_ns)
 			c->last_commit = *last;
-		if (bpf_ringbuf_output(&events, c, sizeof(*c), wakeup_flags()))
+		if (bpf_ringbuf_output(&events, c, sizeof(*c), wakeup_flags(&events, sizeof(*c))))
 			count_lost(1);
 	}
 	/* Out of the call; the entry stays with the task for its next one. */
@@ -345,6 +356,42 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 	c->woken_ns = bpf_ktime_get_ns();
 	c->waker_pid = bpf_get_current_pid_tgid();
 	bpf_get_current_comm(c->waker_comm, sizeof(c->waker_comm));
+	return 0;
+}
+
+/* A traced command's new processes (config.follow_tid): a process started by the thread
+ * that starts the command, or by a process already followed, is followed from its first
+ * instruction, before it can make a call; a new thread is its process's already. Attached
+ * only for a command (user space leaves these two programs unloaded otherwise). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg || !cfg->follow_tid)
+		return 0;
+	u32 pid = child->tgid;
+	u32 parent_pid = parent->tgid;
+	if (child->pid != child->tgid)
+		return 0;
+	if (parent->pid != cfg->follow_tid && !bpf_map_lookup_elem(&processes, &parent_pid))
+		return 0;
+	u8 one = 1;
+	if (bpf_map_update_elem(&processes, &pid, &one, BPF_ANY))
+		count_lost(4);
+	return 0;
+}
+
+/* A followed process whose last thread ends leaves `processes` (its id may be reused). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_process_exit, struct task_struct *task)
+{
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg || !cfg->follow_tid || BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	u32 pid = task->tgid;
+	bpf_map_delete_elem(&processes, &pid);
 	return 0;
 }
 

@@ -28,11 +28,27 @@
 
 struct config {
 	u32 filter;
-	u32 pad;
+	/* Not 0 (FILTER_PROCESSES, `exec --explain --tracer bpf`): a process this thread
+	 * starts, or one a followed process starts, is followed too (added to `processes`). */
+	u32 follow_tid;
 	s64 nr[KINDS]; /* the system call numbers of KIND_FSYNC... */
 	u64 report_threshold_ns;
 	u64 stack_threshold_ns;
 	char comm[TASK_COMM_LEN];
+	/* Not 0: every call's latency is sent in `every` (a traced command's calls, which
+	 * nothing else measures). */
+	u32 every_call;
+	u32 pad;
+};
+
+/* One sync call in `every`: when, how long, whose, and whether it failed. */
+struct latency_record {
+	u64 start_ns;
+	u64 latency_ns;
+	u32 pid;
+	u32 tid;
+	u32 kind;
+	s32 ret; /* 0, or -errno */
 };
 
 /* Machine-wide counts of what the devices and journals finished; a call's share is the
@@ -193,10 +209,12 @@ struct {
 } process_names SEC(".maps");
 
 /* What was lost: [0] calls not followed (no task storage could be made for the task),
- * [1] records not sent (ring full), [2] histogram entries not made (latency full). */
+ * [1] records not sent (ring full), [2] histogram entries not made (latency full),
+ * [3] latencies not sent (`every` full), [4] processes not followed (`processes` full). */
+#define LOSSES 5
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 3);
+	__uint(max_entries, LOSSES);
 	__type(key, u32);
 	__type(value, u64);
 } lost SEC(".maps");
@@ -222,5 +240,11 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, RING_BYTES);
 } events SEC(".maps");
+
+/* Every call's latency_record, when config.every_call asks for them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RING_BYTES);
+} every SEC(".maps");
 
 #endif
