@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use super::record::{LongSleep, SlowCall, SyncKind};
+use super::record::{LongSleep, ShortSleeps, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
 use crate::explain::attribution::{Attribution, Cause, Commit, Part};
 use crate::explain::stacks::{classify, top_frames, WaitKind};
@@ -56,6 +56,10 @@ pub(crate) fn attribution(
             ));
         }
         add(cause, sleep.ns, sleep.sleeps);
+    }
+    for short in &call.short_wakers {
+        let cause = with_commit(short_cause(short, stack_over), call, origin_ns);
+        add(cause, short.ns, short.sleeps);
     }
     add(Cause::OnCpu, call.on_cpu_ns(), 0);
     add(Cause::Runnable, call.runqueue_ns, 0);
@@ -123,6 +127,28 @@ fn with_commit(cause: Cause, call: &SlowCall, origin_ns: u64) -> Cause {
             }
         }
         (cause, _) => cause,
+    }
+}
+
+/// What short sleeps (no stack taken) waited for, from the task that ended them: the
+/// journal thread (`jbd2/...`) ends the waits for its commits; any other waker is named,
+/// the wait itself left unattributed. (A wakeup from an interrupt names the task it
+/// interrupted, as the long sleeps' wakers do.)
+fn short_cause(short: &ShortSleeps, stack_over: Duration) -> Cause {
+    if short.waker_comm.starts_with("jbd2/") {
+        return Cause::JournalCommit {
+            journal: short.waker_comm.clone(),
+            commits: Vec::new(),
+        };
+    }
+    Cause::Unattributed {
+        reason: format!(
+            "{} sleeps under {} each ended by {} {}, whose stacks are not taken",
+            short.sleeps,
+            format_duration(stack_over),
+            short.waker_comm,
+            short.waker_tid
+        ),
     }
 }
 
@@ -232,5 +258,42 @@ mod tests {
             beyond.cause
         );
         assert!(a.parts.iter().any(|p| p.cause == Cause::OnCpu && p.ns == 4_000_000));
+    }
+
+    #[test]
+    fn short_sleeps_are_named_by_the_task_that_ended_them() {
+        let short = |ns, sleeps, comm: &str| ShortSleeps {
+            ns,
+            sleeps,
+            waker_tid: 99,
+            waker_comm: comm.into(),
+        };
+        let call = SlowCall {
+            start_ns: 1_000_000,
+            latency_ns: 1_000_000,
+            kind: Some(SyncKind::Fsync),
+            short_sleep_ns: 50_000,
+            short_sleeps: 1,
+            short_wakers: vec![short(600_000, 2, "jbd2/loop0-8"), short(200_000, 1, "kworker/u8:2")],
+            last_commit: Some(super::super::record::EndedCommit {
+                dev: 7 << 20,
+                tid: 12,
+                start_ns: 1_100_000,
+                end_ns: 1_700_000,
+            }),
+            ..SlowCall::default()
+        };
+        let a = attribution(&call, &KernelSymbols::empty(), 0, Duration::from_millis(1));
+        assert_eq!(a.total_ns(), a.latency_ns);
+        assert_eq!(a.parts[0].ns, 600_000);
+        assert_eq!(a.parts[0].waits, 2);
+        let journal = a.parts[0].cause.to_string();
+        assert!(
+            journal.contains("journal commit") && journal.contains("jbd2 transaction 12 on 7:0"),
+            "{journal}"
+        );
+        let woken = a.parts.iter().find(|p| p.ns == 200_000).unwrap().cause.to_string();
+        assert!(woken.contains("ended by kworker/u8:2 99"), "{woken}");
+        assert!(a.parts.iter().any(|p| p.cause == Cause::OnCpu && p.ns == 150_000));
     }
 }

@@ -12,8 +12,13 @@ use std::fmt;
 const STACK_DEPTH: usize = 20;
 /// Long sleeps kept per call (TOP_SLEEPS).
 pub(crate) const TOP_SLEEPS: usize = 4;
-/// sizeof(struct call): its fixed fields, the sleeps, the last commit.
-pub(crate) const RECORD_BYTES: usize = 168 + TOP_SLEEPS * SLEEP_BYTES + 24;
+/// Tasks whose short sleeps are kept apart per call (SHORT_WAKERS).
+const SHORT_WAKERS: usize = 4;
+/// sizeof(struct short_wake).
+const SHORT_WAKE_BYTES: usize = 32;
+/// sizeof(struct call): its fixed fields, the short sleeps per waker, the sleeps, the last
+/// commit.
+pub(crate) const RECORD_BYTES: usize = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24;
 /// sizeof(struct sleep).
 const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8 + 8;
 
@@ -98,6 +103,17 @@ pub(crate) struct LongSleep {
     pub(crate) sleeps: u32,
 }
 
+/// The short sleeps of a call (under the stack threshold: no stack taken) that one task
+/// ended, summed: who woke them is what names them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ShortSleeps {
+    pub(crate) ns: u64,
+    pub(crate) sleeps: u32,
+    /// The task that woke them (0: an interrupt, or the idle task).
+    pub(crate) waker_tid: u32,
+    pub(crate) waker_comm: String,
+}
+
 /// What completed on the machine during the call: cache flushes (with the time each took
 /// from issue to completion), bytes written, jbd2 commits (with their durations).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -110,7 +126,8 @@ pub(crate) struct Meanwhile {
 }
 
 /// One slow sync call as the program measured it. Its latency is, exactly, on CPU +
-/// `runqueue_ns` + `short_sleep_ns` + `other_sleep_ns` + the sleeps' `ns`.
+/// `runqueue_ns` + `short_sleep_ns` + `other_sleep_ns` + the short sleeps' and the sleeps'
+/// `ns`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct SlowCall {
     /// CLOCK_MONOTONIC at entry.
@@ -128,6 +145,9 @@ pub(crate) struct SlowCall {
     pub(crate) short_sleeps: u32,
     pub(crate) long_sleeps: u32,
     pub(crate) meanwhile: Meanwhile,
+    /// The short sleeps, per task that ended them (the first few tasks; the others' are in
+    /// `short_sleep_ns`).
+    pub(crate) short_wakers: Vec<ShortSleeps>,
     pub(crate) sleeps: Vec<LongSleep>,
     /// The journal commit that ended last during the call, if one did.
     pub(crate) last_commit: Option<EndedCommit>,
@@ -162,6 +182,7 @@ impl SlowCall {
         let off: u64 = self.runqueue_ns
             + self.short_sleep_ns
             + self.other_sleep_ns
+            + self.short_wakers.iter().map(|s| s.ns).sum::<u64>()
             + self.sleeps.iter().map(|s| s.ns).sum::<u64>();
         self.latency_ns.saturating_sub(off)
     }
@@ -196,11 +217,23 @@ impl SlowCall {
                 commits: r.u64(),
                 commit_ns: r.u64(),
             },
+            short_wakers: Vec::new(),
             sleeps: Vec::new(),
             last_commit: None,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
         r.at += 8 + 8 + 4 + 4 + 16;
+        for _ in 0..SHORT_WAKERS {
+            let (ns, sleeps, waker_tid, waker_comm) = (r.u64(), r.u32(), r.u32(), r.comm());
+            if sleeps > 0 {
+                call.short_wakers.push(ShortSleeps {
+                    ns,
+                    sleeps,
+                    waker_tid,
+                    waker_comm,
+                });
+            }
+        }
         for _ in 0..TOP_SLEEPS {
             let ns = r.u64();
             let runnable_ns = r.u64();
@@ -343,7 +376,13 @@ mod tests {
         put(&mut b, 56, &1_000_000u64.to_ne_bytes()); // runqueue
         put(&mut b, 64, &2_000_000u64.to_ne_bytes()); // short sleeps
         put(&mut b, 88, &3u64.to_ne_bytes()); // flushes meanwhile
-        let sleep = 168 + SLEEP_BYTES; // the second slot: empty slots are skipped
+                                              // The second slot of the short sleeps per waker: empty slots are skipped.
+        let short = 168 + SHORT_WAKE_BYTES;
+        put(&mut b, short, &300_000u64.to_ne_bytes());
+        put(&mut b, short + 8, &3u32.to_ne_bytes());
+        put(&mut b, short + 12, &77u32.to_ne_bytes());
+        put(&mut b, short + 16, b"kworker/u8:2\0");
+        let sleep = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + SLEEP_BYTES; // the second slot
         put(&mut b, sleep, &40_000_000u64.to_ne_bytes());
         put(&mut b, sleep + 8, &500_000u64.to_ne_bytes());
         put(&mut b, sleep + 16, &99u32.to_ne_bytes());
@@ -351,7 +390,7 @@ mod tests {
         put(&mut b, sleep + 24, b"jbd2/sda1-8\0");
         put(&mut b, sleep + 40, &0xffff_ffff_8100_0000u64.to_ne_bytes());
         put(&mut b, sleep + 40 + STACK_DEPTH * 8, &2u32.to_ne_bytes()); // two sleeps joined
-        let commit = 168 + TOP_SLEEPS * SLEEP_BYTES;
+        let commit = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES;
         put(&mut b, commit, &((7u64 << 20 | 3) << 32 | 1234).to_ne_bytes());
         put(&mut b, commit + 8, &5_000u64.to_ne_bytes());
         put(&mut b, commit + 16, &45_000u64.to_ne_bytes());
@@ -369,7 +408,19 @@ mod tests {
         assert_eq!(call.sleeps[0].waker_comm, "jbd2/sda1-8");
         assert_eq!(call.sleeps[0].stack.len(), 2);
         assert_eq!(call.sleeps[0].sleeps, 2);
-        assert_eq!(call.on_cpu_ns(), 50_000_000 - 1_000_000 - 2_000_000 - 40_000_000);
+        assert_eq!(
+            call.short_wakers,
+            vec![ShortSleeps {
+                ns: 300_000,
+                sleeps: 3,
+                waker_tid: 77,
+                waker_comm: "kworker/u8:2".into()
+            }]
+        );
+        assert_eq!(
+            call.on_cpu_ns(),
+            50_000_000 - 1_000_000 - 2_000_000 - 300_000 - 40_000_000
+        );
     }
 
     #[test]

@@ -307,6 +307,27 @@ static __always_inline void keep_sleep(struct call *c, struct task_struct *task,
 	s->stack_bytes = bytes;
 }
 
+/* A short sleep (no stack taken) joins the sleeps the same task ended, in one of the
+ * call's SHORT_WAKERS slots (the first tasks to end one), or else short_sleep_ns. Who ends
+ * a sleep names it cheaply: the journal thread ends a wait for its commit. */
+static __always_inline void keep_short_sleep(struct call *c, u64 asleep)
+{
+	for (u32 i = 0; i < SHORT_WAKERS; i++) {
+		struct short_wake *w = &c->short_wakers[i];
+		if (!w->sleeps) {
+			w->waker_pid = c->waker_pid;
+			__builtin_memcpy(w->waker_comm, c->waker_comm, TASK_COMM_LEN);
+		} else if (w->waker_pid != c->waker_pid) {
+			continue;
+		}
+		w->ns += asleep;
+		w->sleeps++;
+		return;
+	}
+	c->short_sleep_ns += asleep;
+	c->short_sleeps++;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -337,8 +358,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	u32 zero = 0;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg || asleep < cfg->stack_threshold_ns) {
-		c->short_sleep_ns += asleep;
-		c->short_sleeps++;
+		keep_short_sleep(c, asleep);
 		c->runqueue_ns += runnable;
 		return 0;
 	}

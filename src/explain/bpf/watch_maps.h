@@ -8,6 +8,7 @@
 #define FSYNCLAB_WATCH_MAPS_H
 
 #define TOP_SLEEPS 4
+#define SHORT_WAKERS 4
 #define STACK_DEPTH 20
 #define TASK_COMM_LEN 16
 
@@ -75,6 +76,14 @@ struct sleep {
 	u32 pad;
 };
 
+/* A call's short sleeps (no stack taken) ended by one task: what names them. */
+struct short_wake {
+	u64 ns;
+	u32 sleeps;
+	u32 waker_pid;
+	char waker_comm[TASK_COMM_LEN];
+};
+
 /* A long sleep's stack, taken before it is known where the sleep goes. */
 struct stack_scratch {
 	u64 ips[STACK_DEPTH];
@@ -99,7 +108,7 @@ struct call {
 	s64 ret;
 	char comm[TASK_COMM_LEN];
 	u64 runqueue_ns;      /* preempted, or woken and waiting for a CPU */
-	u64 short_sleep_ns;   /* sleeps under the stack threshold */
+	u64 short_sleep_ns;   /* sleeps under the stack threshold, beyond short_wakers' */
 	u64 other_sleep_ns;   /* long sleeps beyond the TOP_SLEEPS longest */
 	u32 short_sleeps;
 	u32 long_sleeps;
@@ -110,6 +119,8 @@ struct call {
 	u32 off_state;
 	u32 waker_pid;
 	char waker_comm[TASK_COMM_LEN];
+	/* The short sleeps of the first SHORT_WAKERS tasks that ended them, per task. */
+	struct short_wake short_wakers[SHORT_WAKERS];
 	struct sleep sleeps[TOP_SLEEPS];
 	/* In the record: the journal commit that ended last during the call, if one did (the
 	 * one a wait for the journal most likely ended with); zeros otherwise. */
