@@ -309,6 +309,13 @@ fn the_bpf_tracer_explains_a_runs_slow_fsyncs_with_parts_that_add_up() {
         let latency = call["latency_ns"].as_u64().unwrap();
         let total: u64 = parts(call).iter().map(|p| p["ns"].as_u64().unwrap()).sum();
         assert_eq!(total, latency, "the parts add up exactly: {call:#}");
+        // A wait for data writeback is for the synced file's pages: named by its inode.
+        for p in parts(call).iter().filter(|p| p["cause"] == "data_writeback") {
+            assert!(
+                p["inodes"].as_array().is_some_and(|i| i.len() == 1),
+                "the synced file's inode: {call:#}"
+            );
+        }
         let unexplained: u64 = parts(call)
             .iter()
             .filter(|p| p["cause"] == "unattributed")

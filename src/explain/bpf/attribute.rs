@@ -43,7 +43,7 @@ pub(crate) fn attribution(
         }
     };
     for sleep in &call.sleeps {
-        let cause = with_commit(cause_of(sleep, symbols), call, origin_ns);
+        let cause = with_commit(cause_of(sleep, symbols, call.ino), call, origin_ns);
         if sleep.waker_tid != 0 {
             let what = match sleep.sleeps {
                 1 => format!("a sleep of {}", format_latency_ns(sleep.ns)),
@@ -153,12 +153,13 @@ fn short_cause(short: &ShortSleeps, stack_over: Duration) -> Cause {
 }
 
 /// What a long sleep waited for, from its stack, as the tracefs tracer names it (without
-/// the commits and inodes that only a trace of the whole machine shows).
-fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols) -> Cause {
+/// the commits that only a trace of the whole machine shows); a wait for data writeback is
+/// for the synced file's own pages, inode `ino` (0: not known).
+fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, ino: u64) -> Cause {
     let frames = symbols.frames(&sleep.stack);
     match classify(&frames) {
         WaitKind::DataWriteback => Cause::DataWriteback {
-            inodes: Vec::new(),
+            inodes: (ino != 0).then_some(ino).into_iter().collect(),
             device_write_bytes: 0,
         },
         WaitKind::JournalCommit => Cause::JournalCommit {

@@ -71,12 +71,32 @@ struct signal_struct {
 	atomic_t live;
 } __attribute__((preserve_access_index));
 
+/* include/linux/fs.h: a file's inode and its number. */
+struct inode {
+	unsigned long i_ino;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+/* include/linux/fdtable.h: a process's open files. */
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
 /* include/linux/sched.h */
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	char comm[16];
 	struct signal_struct *signal;
+	struct files_struct *files;
 } __attribute__((preserve_access_index));
 
 /* include/linux/blk_types.h: the operation in the low bits of cmd_flags, flags above. */

@@ -18,7 +18,7 @@ const SHORT_WAKERS: usize = 4;
 const SHORT_WAKE_BYTES: usize = 32;
 /// sizeof(struct call): its fixed fields, the short sleeps per waker, the sleeps, the last
 /// commit.
-pub(crate) const RECORD_BYTES: usize = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24;
+pub(crate) const RECORD_BYTES: usize = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24 + 8;
 /// sizeof(struct sleep).
 const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8 + 8;
 
@@ -151,6 +151,8 @@ pub(crate) struct SlowCall {
     pub(crate) sleeps: Vec<LongSleep>,
     /// The journal commit that ended last during the call, if one did.
     pub(crate) last_commit: Option<EndedCommit>,
+    /// The inode number of the file synced (fsync, fdatasync, sync_file_range), 0 otherwise.
+    pub(crate) ino: u64,
 }
 
 /// A jbd2 commit: its journal's device, its transaction, when it started and ended
@@ -220,6 +222,7 @@ impl SlowCall {
             short_wakers: Vec::new(),
             sleeps: Vec::new(),
             last_commit: None,
+            ino: 0,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
         r.at += 8 + 8 + 4 + 4 + 16;
@@ -266,6 +269,7 @@ impl SlowCall {
                 end_ns,
             });
         }
+        call.ino = r.u64();
         Ok(call)
     }
 }
@@ -394,6 +398,7 @@ mod tests {
         put(&mut b, commit, &((7u64 << 20 | 3) << 32 | 1234).to_ne_bytes());
         put(&mut b, commit + 8, &5_000u64.to_ne_bytes());
         put(&mut b, commit + 16, &45_000u64.to_ne_bytes());
+        put(&mut b, commit + 24, &131_330u64.to_ne_bytes()); // the inode synced
         let call = SlowCall::parse(&b).unwrap();
         let last = call.last_commit.as_ref().unwrap();
         assert_eq!((last.tid, last.end_ns - last.start_ns), (1234, 40_000));
@@ -404,6 +409,7 @@ mod tests {
             (42, 43, 7, "postgres")
         );
         assert_eq!(call.meanwhile.flushes, 3);
+        assert_eq!(call.ino, 131_330);
         assert_eq!(call.sleeps.len(), 1);
         assert_eq!(call.sleeps[0].waker_comm, "jbd2/sda1-8");
         assert_eq!(call.sleeps[0].stack.len(), 2);

@@ -55,6 +55,23 @@ static __always_inline bool traced(const struct config *cfg, u32 pid, const char
 	return comm_matches(comm, cfg->comm);
 }
 
+/* The inode number of the current task's descriptor `fd`: what names the file whose data
+ * writeback a call waits for. 0 where there is none. */
+static __always_inline u64 inode_of(s32 fd)
+{
+	if (fd < 0)
+		return 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || (u32)fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *file = NULL;
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return 0;
+	return BPF_CORE_READ(file, f_inode, i_ino);
+}
+
 static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd)
 {
 	u32 zero = 0;
@@ -92,6 +109,7 @@ static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd
 	c->tid = tid;
 	c->kind = kind;
 	c->fd = fd;
+	c->ino = kind <= KIND_SYNC_FILE_RANGE ? inode_of(fd) : 0;
 	__builtin_memcpy(c->comm, comm, sizeof(comm));
 	c->at_entry = *t;
 	c->start_ns = bpf_ktime_get_ns();

@@ -125,6 +125,9 @@ struct call {
 	/* In the record: the journal commit that ended last during the call, if one did (the
 	 * one a wait for the journal most likely ended with); zeros otherwise. */
 	struct commit last_commit;
+	/* The inode number of the file synced (fsync, fdatasync, sync_file_range); 0 for the
+	 * others, or where it could not be read. */
+	u64 ino;
 };
 
 struct {
