@@ -18,10 +18,11 @@
 //! and is the reference CO-RE loader; aya's BPF-side crates need a nightly toolchain, which
 //! this project cannot assume. The parts: `record` (the record of a slow call), `attribute`
 //! (that record as the explanation results carry), `symbols`
-//! (kernel addresses to names), `histogram` (the latency histograms' buckets).
+//! (kernel addresses to names), `histogram` (the latency histograms' buckets), `cost` (the
+//! programs' own run time), `run` (the tracer behind a run's and a command's `--explain`).
 
 use std::collections::HashMap;
-use std::os::fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -30,6 +31,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use libbpf_rs::{Link, MapCore as _, MapFlags, Object, ObjectBuilder, PrintLevel, RingBufferBuilder};
 
 pub(crate) mod attribute;
+mod cost;
 pub(crate) mod histogram;
 pub(crate) mod record;
 pub(crate) mod run;
@@ -193,7 +195,7 @@ impl BpfTracer {
         let tracer = BpfTracer {
             object,
             _links: Vec::new(),
-            _stats: settings.run_time_stats.then(enable_stats).flatten(),
+            _stats: settings.run_time_stats.then(cost::enable_stats).flatten(),
             stats_asked: settings.run_time_stats,
             every_call: settings.every_call,
         };
@@ -406,48 +408,6 @@ impl BpfTracer {
             latencies: read(3)?,
             processes: read(4)?,
         })
-    }
-}
-
-/// Turns on the kernel's run-time statistics of BPF programs for as long as the returned
-/// descriptor lives (the BPF_ENABLE_STATS command of bpf(2); `kernel.bpf_stats_enabled` is the
-/// machine-wide switch, this the per-holder one).
-fn enable_stats() -> Option<OwnedFd> {
-    // SAFETY: bpf_enable_stats takes a plain enum and returns a new descriptor or -errno.
-    let fd = unsafe { libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME) };
-    // SAFETY: a non-negative return is a descriptor just made for us, owned by no one else.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-impl BpfTracer {
-    /// The programs' runs and run time so far, summed; nothing read unless asked for (the
-    /// kernel may count them for another holder, but then not over the whole watch).
-    pub(crate) fn run_time(&self) -> RunTime {
-        let mut total = RunTime {
-            asked: self.stats_asked,
-            ..RunTime::default()
-        };
-        if !self.stats_asked {
-            return total;
-        }
-        for prog in self.object.progs() {
-            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-            let mut len = std::mem::size_of_val(&info) as u32;
-            // SAFETY: info is a bpf_prog_info of `len` bytes that the call fills; the
-            // descriptor is the loaded program's, alive as long as `self`.
-            let ret = unsafe {
-                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(
-                    prog.as_fd().as_raw_fd(),
-                    std::ptr::from_mut(&mut info),
-                    &mut len,
-                )
-            };
-            if ret == 0 {
-                total.runs += info.run_cnt;
-                total.ns += info.run_time_ns;
-            }
-        }
-        total
     }
 }
 
