@@ -34,6 +34,7 @@ common::tests! {
     exec_explain_traces_the_sync_calls_of_the_whole_process_tree: [Root, Fuse, Tracefs],
     exec_explain_works_on_the_hosts_own_filesystem: [Root, Tracefs],
     exec_explain_with_the_bpf_tracer_counts_the_calls_tracefs_counts: [Root, Fuse, Tracefs, Bpf],
+    every_scenario_explained_by_each_tracer_has_parts_that_add_up: [Root, Tracefs, Bpf],
     bad_exec_explain_flags_are_refused_in_one_line,
     cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
 }
@@ -1088,11 +1089,63 @@ fn exec_explain_works_on_the_hosts_own_filesystem() {
     assert_no_instance_of(&[pid]);
 }
 
+/// Issue 25: on every scenario with measured calls, each tracer's explained calls have parts
+/// that add up to them within 5% (scaled down, on a scratch ext4 on ram); each scenario has
+/// calls explained by each tracer.
+fn every_scenario_explained_by_each_tracer_has_parts_that_add_up() {
+    let _one = one_at_a_time();
+    let scenarios: [(&str, &[&str]); 6] = [
+        (
+            "overwrite-fsync",
+            &["duration=1s", "sleep=100ms", "file_size=16M", "chunk=1M"],
+        ),
+        (
+            "random-writeback",
+            &["iterations=3", "sleep=100ms", "random_file_size=8M", "duration=2s"],
+        ),
+        ("small-files", &["sizes=4k,64k", "runs=1", "files=20"]),
+        ("fsync-tps", &["threads=1,2", "duration=500ms", "file_size=1M"]),
+        ("datasync", &["rounds=1", "duration=50ms", "file_size=256k"]),
+        ("rndwr", &["files=8", "total_size=8M", "threads=4", "duration=1s"]),
+    ];
+    for (scenario, sets) in scenarios {
+        for tracer in ["tracefs", "bpf"] {
+            let backing = temp();
+            let mut args: Vec<std::ffi::OsString> =
+                ["--scratch", "ext4", "--device", "ram", "--explain", "--tracer", tracer]
+                    .into_iter()
+                    .map(Into::into)
+                    .collect();
+            args.extend(["--backing".into(), backing.path().into()]);
+            for set in sets {
+                args.extend(["--set".into(), (*set).into()]);
+            }
+            let (result, _, _) = run_json(scenario, &args);
+            let calls = result["explain"]["calls"].as_array().unwrap();
+            assert!(
+                !calls.is_empty(),
+                "{scenario} by {tracer}: nothing explained: {:#}",
+                result["explain"]
+            );
+            for call in calls {
+                let latency = call["latency_ns"].as_u64().unwrap() as f64;
+                let total: u64 = parts(call).iter().map(|p| p["ns"].as_u64().unwrap()).sum();
+                assert!(
+                    (total as f64 - latency).abs() <= 0.05 * latency,
+                    "{scenario} by {tracer}: parts {total} ns vs call {latency} ns: {call:#}"
+                );
+            }
+            assert_eq!(common::leftovers(backing.path()), Vec::<String>::new());
+        }
+    }
+}
+
 /// Issue 25: `exec --explain --tracer bpf` follows the command's process tree in the kernel
 /// (each process from its fork on) and counts the same sync calls, process by process, as
 /// the tracefs tracer does on the same script; only writes to O_SYNC/O_DSYNC files, which
 /// are no sync system call, are left out, and a note says so. Its slow calls are explained
-/// with parts that add up (under 1 ms, sleeps are unnamed: their stacks are not taken).
+/// with parts that add up (sleeps under 1 ms, whose stacks are not taken, are named only by
+/// the task that ended them).
 fn exec_explain_with_the_bpf_tracer_counts_the_calls_tracefs_counts() {
     let _one = one_at_a_time();
     let script = "dd if=/dev/zero of=odsync bs=4k count=5 oflag=dsync 2>/dev/null; \
