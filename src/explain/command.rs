@@ -131,19 +131,14 @@ fn process_of(samples: &[Sample], tid: u32, start_ns: u64) -> Option<String> {
 }
 
 /// The command's sync calls as the kernel timed them, as samples on the run clock (whose
-/// zero is CLOCK_MONOTONIC `origin_ns`) in order of their start, each with its process's
-/// name.
+/// zero is CLOCK_MONOTONIC `origin_ns`) in order of their start, each with its task's name.
 fn samples_of(followed: &Followed, origin_ns: u64) -> Vec<Sample> {
-    let mut samples: Vec<Sample> = followed
-        .every
-        .iter()
-        .filter_map(|c| sample_of(c, origin_ns, followed.process_names.get(&c.pid).map(String::as_str)))
-        .collect();
+    let mut samples: Vec<Sample> = followed.every.iter().filter_map(|c| sample_of(c, origin_ns)).collect();
     samples.sort_by_key(|s| s.t_ns);
     samples
 }
 
-fn sample_of(call: &CallLatency, origin_ns: u64, process: Option<&str>) -> Option<Sample> {
+fn sample_of(call: &CallLatency, origin_ns: u64) -> Option<Sample> {
     let op = OpKind::from_name(call.kind?.name())?;
     Some(Sample {
         t_ns: call.start_ns.saturating_sub(origin_ns),
@@ -151,7 +146,7 @@ fn sample_of(call: &CallLatency, origin_ns: u64, process: Option<&str>) -> Optio
         latency_ns: call.latency_ns,
         bytes: 0,
         error: (call.ret < 0).then(|| Errno(-call.ret)),
-        process: process.map(Into::into),
+        process: (!call.comm.is_empty()).then(|| call.comm.as_str().into()),
         tid: call.tid,
     })
 }
@@ -161,7 +156,7 @@ mod tests {
     use super::*;
     use crate::explain::bpf::record::SyncKind;
 
-    fn latency(start_ns: u64, pid: u32, kind: Option<SyncKind>, ret: i32) -> CallLatency {
+    fn latency(start_ns: u64, pid: u32, kind: Option<SyncKind>, ret: i32, comm: &str) -> CallLatency {
         CallLatency {
             start_ns,
             latency_ns: 5_000,
@@ -169,6 +164,7 @@ mod tests {
             tid: pid + 1,
             kind,
             ret,
+            comm: comm.into(),
         }
     }
 
@@ -179,11 +175,10 @@ mod tests {
             symbols: crate::explain::bpf::symbols::KernelSymbols::empty(),
             calls: Vec::new(),
             every: vec![
-                latency(origin + 900, 20, Some(SyncKind::Fdatasync), -5),
-                latency(origin + 100, 10, Some(SyncKind::Fsync), 0),
-                latency(origin + 500, 10, None, 0),
+                latency(origin + 900, 20, Some(SyncKind::Fdatasync), -5, ""),
+                latency(origin + 100, 10, Some(SyncKind::Fsync), 0, "postgres"),
+                latency(origin + 500, 10, None, 0, "postgres"),
             ],
-            process_names: [(10, "postgres".to_string())].into_iter().collect(),
             sent: 0,
             lost: Default::default(),
             cost: Default::default(),
@@ -199,6 +194,6 @@ mod tests {
         assert_eq!(samples[0].error, None);
         assert_eq!((samples[1].t_ns, samples[1].op), (900, OpKind::Fdatasync));
         assert_eq!(samples[1].error, Some(Errno(5)));
-        assert_eq!(samples[1].process, None, "a process whose name the kernel did not keep");
+        assert_eq!(samples[1].process, None, "a task whose name was not read");
     }
 }

@@ -275,11 +275,11 @@ impl SlowCall {
 }
 
 /// sizeof(struct latency_record).
-pub(crate) const LATENCY_BYTES: usize = 32;
+pub(crate) const LATENCY_BYTES: usize = 48;
 
 /// One call of a traced command as the ring `every` carries it (struct latency_record):
 /// every sync call's time, whatever its latency, where nothing else measures them.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct CallLatency {
     /// CLOCK_MONOTONIC at entry.
     pub(crate) start_ns: u64,
@@ -289,6 +289,8 @@ pub(crate) struct CallLatency {
     pub(crate) kind: Option<SyncKind>,
     /// 0, or the call's -errno.
     pub(crate) ret: i32,
+    /// The calling task's name.
+    pub(crate) comm: String,
 }
 
 impl CallLatency {
@@ -308,6 +310,7 @@ impl CallLatency {
             tid: r.u32(),
             kind: SyncKind::from_number(r.u32()),
             ret: r.u32() as i32,
+            comm: r.comm(),
         })
     }
 }
@@ -362,10 +365,12 @@ mod tests {
         put(&mut b, 20, &43u32.to_ne_bytes());
         put(&mut b, 24, &4u32.to_ne_bytes()); // syncfs
         put(&mut b, 28, &(-5i32).to_ne_bytes()); // EIO
+        put(&mut b, 32, b"postgres\0");
         let r = CallLatency::parse(&b).unwrap();
+        assert_eq!(r.comm, "postgres");
         assert_eq!((r.start_ns, r.latency_ns, r.pid, r.tid), (7_000, 12_345_678, 42, 43));
         assert_eq!((r.kind, r.ret), (Some(SyncKind::Syncfs), -5));
-        assert!(CallLatency::parse(&b[..31]).unwrap_err().contains("disagree"));
+        assert!(CallLatency::parse(&b[..47]).unwrap_err().contains("disagree"));
     }
 
     #[test]

@@ -73,8 +73,6 @@ pub(crate) struct Followed {
     pub(crate) calls: Vec<SlowCall>,
     /// Every call's latency, in the order the kernel sent them ([`Traced::StartedBy`] only).
     pub(crate) every: Vec<CallLatency>,
-    /// The name of each process seen making a sync call.
-    pub(crate) process_names: HashMap<u32, String>,
     /// Records the kernel sent in all.
     pub(crate) sent: u64,
     pub(crate) lost: Lost,
@@ -241,14 +239,12 @@ fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, o
     )?;
     let slowest = kept.into_inner().slowest;
     let lost = tracer.lost()?;
-    let process_names = tracer.process_names()?;
     let cost = tracer.run_time();
     drop(tracer);
     Ok(Followed {
         symbols,
         calls: slowest.into_calls(),
         every,
-        process_names,
         sent,
         lost,
         cost,

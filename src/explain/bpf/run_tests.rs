@@ -62,7 +62,6 @@ fn a_chosen_call_takes_the_record_inside_it_and_its_parts_add_up_to_what_the_run
         symbols: KernelSymbols::empty(),
         calls: vec![call(7, origin + 5_000, 90_000), call(7, origin + 500_000, 80_000)],
         every: Vec::new(),
-        process_names: HashMap::new(),
         sent: 2,
         lost: Lost::default(),
         cost: RunTime::default(),

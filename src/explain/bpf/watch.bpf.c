@@ -190,6 +190,7 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 			.kind = c->kind,
 			.ret = ret < 0 ? (s32)ret : 0,
 		};
+		__builtin_memcpy(r.comm, c->comm, TASK_COMM_LEN);
 		if (bpf_ringbuf_output(&every, &r, sizeof(r), wakeup_flags(&every, sizeof(r))))
 			count_lost(3);
 	}

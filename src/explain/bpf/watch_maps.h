@@ -42,7 +42,8 @@ struct config {
 	u32 pad;
 };
 
-/* One sync call in `every`: when, how long, whose, and whether it failed. */
+/* One sync call in `every`: when, how long, whose (with its task's name: a command may
+ * start more processes than a map of names would hold), and whether it failed. */
 struct latency_record {
 	u64 start_ns;
 	u64 latency_ns;
@@ -50,6 +51,7 @@ struct latency_record {
 	u32 tid;
 	u32 kind;
 	s32 ret; /* 0, or -errno */
+	char comm[TASK_COMM_LEN];
 };
 
 /* Machine-wide counts of what the devices and journals finished; a call's share is the
