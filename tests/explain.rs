@@ -37,6 +37,7 @@ common::tests! {
     every_scenario_explained_by_each_tracer_has_parts_that_add_up: [Root, Tracefs, Bpf],
     bad_exec_explain_flags_are_refused_in_one_line,
     cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
+    a_bpf_traced_exec_killed_with_sigkill_leaves_no_bpf_program: [Root, Bpf],
 }
 
 fn temp() -> tempfile::TempDir {
@@ -1321,4 +1322,38 @@ fn cleanup_removes_both_trace_instances_of_a_sigkilled_exec() {
     assert_eq!(ours().len(), 2, "a SIGKILLed run cannot remove its instances");
     state.cleanup();
     assert_no_instance_of(&[pid]);
+}
+
+/// Issue 25: an `exec --explain --tracer bpf` killed with SIGKILL while its command runs
+/// leaves none of its BPF programs loaded (the fork and exit hooks of a command included),
+/// and `cleanup` leaves no state file.
+fn a_bpf_traced_exec_killed_with_sigkill_leaves_no_bpf_program() {
+    let state = PrivateState::new();
+    let dir = temp();
+    let mut child = std::process::Command::new(common::bin())
+        .env(state.env().0, state.env().1)
+        .env("FSYNCLAB_STORE", "off")
+        .args(["exec", "--explain", "--tracer", "bpf", "--dir"])
+        .arg(dir.path())
+        .args(["--", "sh", "-c", "echo started; exec sleep 60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l == "started")),
+        "the command never started"
+    );
+    let programs = common::bpf::programs_of(child.id());
+    assert!(
+        programs.len() >= 6,
+        "the exec holds its programs and the fork hooks: {programs:?}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    common::bpf::assert_freed(&programs, "the exec");
+    state.cleanup();
+    assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
 }
