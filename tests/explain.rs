@@ -342,6 +342,15 @@ fn the_bpf_tracer_explains_a_runs_slow_fsyncs_with_parts_that_add_up() {
                 .any(|c| c["name"].as_str().unwrap().starts_with("jbd2 transaction ")),
         "{worst:#}"
     );
+    // The commit's own time, from the journal thread followed through it.
+    assert!(
+        commits(worst)
+            .iter()
+            .any(|c| c["waited_for"].as_array().is_some_and(|w| w
+                .iter()
+                .any(|s| s["what"] == "cache flushes" || s["what"] == "journal writes"))),
+        "{worst:#}"
+    );
     let latency = worst["latency_ns"].as_u64().unwrap() as f64;
     assert!(
         (journal_ns + ns_of(worst, "data_writeback")) as f64 >= 0.5 * latency,

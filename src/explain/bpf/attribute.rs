@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::record::{LongSleep, ShortSleeps, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
-use crate::explain::attribution::{Attribution, Cause, Commit, Part};
+use crate::explain::attribution::{Attribution, Cause, Commit, Part, Share};
 use crate::explain::stacks::{classify, top_frames, WaitKind};
 use crate::units::{format_duration, format_latency_ns, human_size};
 
@@ -43,7 +43,7 @@ pub(crate) fn attribution(
         }
     };
     for sleep in &call.sleeps {
-        let cause = with_commit(cause_of(sleep, symbols, call.ino), call, origin_ns);
+        let cause = with_commit(cause_of(sleep, symbols, call.ino), call, origin_ns, symbols);
         if sleep.waker_tid != 0 {
             let what = match sleep.sleeps {
                 1 => format!("a sleep of {}", format_latency_ns(sleep.ns)),
@@ -58,7 +58,7 @@ pub(crate) fn attribution(
         add(cause, sleep.ns, sleep.sleeps);
     }
     for short in &call.short_wakers {
-        let cause = with_commit(short_cause(short, stack_over), call, origin_ns);
+        let cause = with_commit(short_cause(short, stack_over), call, origin_ns, symbols);
         add(cause, short.ns, short.sleeps);
     }
     add(Cause::OnCpu, call.on_cpu_ns(), 0);
@@ -105,9 +105,10 @@ pub(crate) fn attribution(
 }
 
 /// A wait for the journal named by the commit that ended last during the call (the one the
-/// kernel recorded), with when it started, how long it took and how much of the call it
-/// covered; any other cause as it is.
-fn with_commit(cause: Cause, call: &SlowCall, origin_ns: u64) -> Cause {
+/// kernel recorded), with when it started, how long it took, how much of the call it
+/// covered and, where the kernel kept it, where its own time went; any other cause as it
+/// is.
+fn with_commit(cause: Cause, call: &SlowCall, origin_ns: u64, symbols: &KernelSymbols) -> Cause {
     match (cause, &call.last_commit) {
         (Cause::JournalCommit { journal, .. }, Some(c)) => {
             let call_end = call.start_ns + call.latency_ns;
@@ -119,15 +120,62 @@ fn with_commit(cause: Cause, call: &SlowCall, origin_ns: u64) -> Cause {
                     start_ns: Some(c.start_ns as i64 - origin_ns as i64),
                     duration_ns: Some(c.end_ns.saturating_sub(c.start_ns)),
                     overlap_ns: overlap,
-                    waited_for: Vec::new(),
-                    flushes: 0,
-                    device_write_bytes: 0,
+                    waited_for: call
+                        .commit
+                        .as_deref()
+                        .map(|d| commit_shares(d, symbols))
+                        .unwrap_or_default(),
+                    flushes: call.commit.as_deref().map_or(0, |d| d.meanwhile.flushes as u32),
+                    device_write_bytes: call.commit.as_deref().map_or(0, |d| d.meanwhile.write_bytes),
                     blocks_logged: None,
                 }],
             }
         }
         (cause, _) => cause,
     }
+}
+
+/// Where a journal commit's time went, from the journal thread followed through it: its
+/// sleeps by stack as the tracefs tracer names the journal thread's (the journal writes and
+/// a flush are one wait for the commit record's write with its flush: the flushes completed
+/// meanwhile are counted as cache flushes, up to that wait, the rest as journal writes),
+/// the time on a CPU and waiting for one, largest first.
+fn commit_shares(commit: &SlowCall, symbols: &KernelSymbols) -> Vec<Share> {
+    let mut by: Vec<(String, u64)> = Vec::new();
+    let mut add = |what: &str, ns: u64| match by.iter_mut().find(|(w, _)| w == what) {
+        Some(x) => x.1 += ns,
+        None => by.push((what.to_string(), ns)),
+    };
+    let mut writing = 0;
+    for sleep in &commit.sleeps {
+        let frames = symbols.frames(&sleep.stack);
+        match classify(&frames) {
+            WaitKind::JournalWrite | WaitKind::DeviceFlush => writing += sleep.ns,
+            WaitKind::DataWriteback => add("ordered data writeback", sleep.ns),
+            WaitKind::JournalHandles => add("open handles", sleep.ns),
+            WaitKind::DirtyThrottle => add("dirty throttling", sleep.ns),
+            WaitKind::JournalCommit => add("an earlier commit", sleep.ns),
+            _ if frames.is_empty() => add("unattributed (no stack)", sleep.ns),
+            _ => add(&top_frames(&frames, 1).join(""), sleep.ns),
+        }
+    }
+    let flushing = commit.meanwhile.flush_ns.min(writing);
+    add("cache flushes", flushing);
+    add("journal writes", writing - flushing);
+    for short in &commit.short_wakers {
+        add(&format!("short sleeps ended by {}", short.waker_comm), short.ns);
+    }
+    add("unattributed (short sleeps)", commit.short_sleep_ns);
+    add("unattributed (more long sleeps)", commit.other_sleep_ns);
+    add("waiting for a CPU", commit.runqueue_ns);
+    add("on CPU", commit.on_cpu_ns());
+    let mut out: Vec<Share> = by
+        .into_iter()
+        .filter(|(_, ns)| *ns > 0)
+        .map(|(what, ns)| Share { what, ns })
+        .collect();
+    out.sort_by_key(|s| std::cmp::Reverse(s.ns));
+    out
 }
 
 /// What short sleeps (no stack taken) waited for, from the task that ended them: the
@@ -259,6 +307,72 @@ mod tests {
             beyond.cause
         );
         assert!(a.parts.iter().any(|p| p.cause == Cause::OnCpu && p.ns == 4_000_000));
+    }
+
+    #[test]
+    fn the_commit_a_call_waited_for_says_where_its_own_time_went() {
+        let symbols = KernelSymbols::from_kallsyms(
+            "ffffffff81000000 T jbd2_log_wait_commit\nffffffff81000100 T jbd2_journal_commit_transaction\n",
+        );
+        let commit = SlowCall {
+            latency_ns: 12_000_000,
+            runqueue_ns: 200_000,
+            short_wakers: vec![ShortSleeps {
+                ns: 100_000,
+                sleeps: 2,
+                waker_tid: 15,
+                waker_comm: "ksoftirqd/0".into(),
+            }],
+            sleeps: vec![LongSleep {
+                ns: 10_000_000,
+                stack: vec![0xffff_ffff_8100_0150],
+                sleeps: 1,
+                ..LongSleep::default()
+            }],
+            meanwhile: super::super::record::Meanwhile {
+                flushes: 1,
+                flush_ns: 7_000_000,
+                write_bytes: 32 << 10,
+                ..Default::default()
+            },
+            ..SlowCall::default()
+        };
+        let call = SlowCall {
+            start_ns: 1_000_000,
+            latency_ns: 15_000_000,
+            kind: Some(SyncKind::Fsync),
+            sleeps: vec![LongSleep {
+                ns: 14_000_000,
+                stack: vec![0xffff_ffff_8100_0010],
+                sleeps: 1,
+                ..LongSleep::default()
+            }],
+            last_commit: Some(super::super::record::EndedCommit {
+                dev: 7 << 20,
+                tid: 12,
+                start_ns: 2_000_000,
+                end_ns: 14_000_000,
+            }),
+            commit: Some(Box::new(commit)),
+            ..SlowCall::default()
+        };
+        let a = attribution(&call, &symbols, 0, Duration::from_millis(1));
+        assert_eq!(a.total_ns(), a.latency_ns);
+        let Cause::JournalCommit { commits, .. } = &a.parts[0].cause else {
+            panic!("{:?}", a.parts)
+        };
+        let shares: Vec<(&str, u64)> = commits[0].waited_for.iter().map(|s| (s.what.as_str(), s.ns)).collect();
+        assert_eq!(
+            shares,
+            [
+                ("cache flushes", 7_000_000),
+                ("journal writes", 3_000_000),
+                ("on CPU", 1_700_000),
+                ("waiting for a CPU", 200_000),
+                ("short sleeps ended by ksoftirqd/0", 100_000),
+            ]
+        );
+        assert_eq!((commits[0].flushes, commits[0].device_write_bytes), (1, 32 << 10));
     }
 
     #[test]

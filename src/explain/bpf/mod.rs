@@ -306,7 +306,12 @@ impl BpfTracer {
         let mut builder = RingBufferBuilder::new();
         builder
             .add(&events, |bytes: &[u8]| match SlowCall::parse(bytes) {
-                Ok(call) => {
+                Ok(mut call) => {
+                    if let Some(c) = &call.last_commit {
+                        call.commit = self
+                            .commit_detail(u64::from(c.dev) << 32 | u64::from(c.tid))
+                            .map(Box::new);
+                    }
                     on_call(call);
                     0
                 }
@@ -368,6 +373,17 @@ impl BpfTracer {
             }
         }
         Ok(out)
+    }
+
+    /// Where the time of journal commit `dev_tid` (device << 32 | transaction) went, if the
+    /// kernel still keeps it (the latest 256 commits of the machine).
+    pub(crate) fn commit_detail(&self, dev_tid: u64) -> Option<SlowCall> {
+        let value = self
+            .map("commit_detail")
+            .ok()?
+            .lookup(&dev_tid.to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        SlowCall::parse(&value).ok()
     }
 
     /// The name of each process seen making a sync call.

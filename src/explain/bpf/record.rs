@@ -153,6 +153,10 @@ pub(crate) struct SlowCall {
     pub(crate) last_commit: Option<EndedCommit>,
     /// The inode number of the file synced (fsync, fdatasync, sync_file_range), 0 otherwise.
     pub(crate) ino: u64,
+    /// Where `last_commit`'s own time went: the journal thread followed through it as a
+    /// call is (its record, kept by the kernel for the latest commits), when it was still
+    /// there when the call was read.
+    pub(crate) commit: Option<Box<SlowCall>>,
 }
 
 /// A jbd2 commit: its journal's device, its transaction, when it started and ended
@@ -223,6 +227,7 @@ impl SlowCall {
             sleeps: Vec::new(),
             last_commit: None,
             ino: 0,
+            commit: None,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
         r.at += 8 + 8 + 4 + 4 + 16;

@@ -28,6 +28,12 @@ impl KernelSymbols {
         KernelSymbols { symbols: Vec::new() }
     }
 
+    /// The symbols of a /proc/kallsyms text (for tests).
+    #[cfg(test)]
+    pub(crate) fn from_kallsyms(text: &str) -> KernelSymbols {
+        KernelSymbols::parse(text)
+    }
+
     fn parse(text: &str) -> KernelSymbols {
         let mut symbols: Vec<(u64, String)> = text
             .lines()

@@ -72,6 +72,26 @@ static __always_inline u64 inode_of(s32 fd)
 	return BPF_CORE_READ(file, f_inode, i_ino);
 }
 
+/* Cleared for a new call: its counts, and of the kept sleeps and the last commit what says
+ * they are empty (a sleep with ns 0 is read as none, and its stack only up to stack_bytes),
+ * not the 1.3 KiB of stacks, which every call would otherwise pay for; then the machine's
+ * totals at its start. */
+static __always_inline void begin_call(struct call *c, const struct totals *t, u32 kind)
+{
+	__builtin_memset(c, 0, __builtin_offsetof(struct call, sleeps));
+	for (u32 i = 0; i < TOP_SLEEPS; i++) {
+		c->sleeps[i].ns = 0;
+		c->sleeps[i].runnable_ns = 0;
+		c->sleeps[i].waker_pid = 0;
+		c->sleeps[i].stack_bytes = 0;
+		c->sleeps[i].sleeps = 0;
+	}
+	__builtin_memset(&c->last_commit, 0, sizeof(c->last_commit));
+	c->ino = 0;
+	c->kind = kind;
+	c->at_entry = *t;
+}
+
 static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd)
 {
 	u32 zero = 0;
@@ -93,25 +113,13 @@ static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd
 	/* A process's name, once: a task's storage is new (zeroed) or was another process's. */
 	if (c->pid != pid)
 		bpf_map_update_elem(&process_names, &pid, comm, BPF_NOEXIST);
-	/* Cleared for the new call: its counts, and of the kept sleeps and the last commit what
-	 * says they are empty (a sleep with ns 0 is read as none, and its stack only up to
-	 * stack_bytes), not the 1.3 KiB of stacks, which every call would otherwise pay for. */
-	__builtin_memset(c, 0, __builtin_offsetof(struct call, sleeps));
-	for (u32 i = 0; i < TOP_SLEEPS; i++) {
-		c->sleeps[i].ns = 0;
-		c->sleeps[i].runnable_ns = 0;
-		c->sleeps[i].waker_pid = 0;
-		c->sleeps[i].stack_bytes = 0;
-		c->sleeps[i].sleeps = 0;
-	}
-	__builtin_memset(&c->last_commit, 0, sizeof(c->last_commit));
+	begin_call(c, t, kind);
 	c->pid = pid;
 	c->tid = tid;
-	c->kind = kind;
 	c->fd = fd;
-	c->ino = kind <= KIND_SYNC_FILE_RANGE ? inode_of(fd) : 0;
+	if (kind <= KIND_SYNC_FILE_RANGE)
+		c->ino = inode_of(fd);
 	__builtin_memcpy(c->comm, comm, sizeof(comm));
-	c->at_entry = *t;
 	c->start_ns = bpf_ktime_get_ns();
 	return 0;
 }
@@ -167,6 +175,18 @@ static __always_inline u64 wakeup_flags(void *ring, u64 size)
 									  : RB_NO_WAKEUP;
 }
 
+/* A call's latency, and what completed on the machine during it (at_entry becomes the
+ * difference). */
+static __always_inline void end_call(struct call *c, const struct totals *t, u64 took)
+{
+	c->latency_ns = took;
+	c->at_entry.flushes = t->flushes - c->at_entry.flushes;
+	c->at_entry.flush_ns = t->flush_ns - c->at_entry.flush_ns;
+	c->at_entry.write_bytes = t->write_bytes - c->at_entry.write_bytes;
+	c->at_entry.commits = t->commits - c->at_entry.commits;
+	c->at_entry.commit_ns = t->commit_ns - c->at_entry.commit_ns;
+}
+
 static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -200,13 +220,8 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 	if (own && *own > report_over)
 		report_over = *own;
 	if (t && took >= report_over) {
-		c->latency_ns = took;
+		end_call(c, t, took);
 		c->ret = ret;
-		c->at_entry.flushes = t->flushes - c->at_entry.flushes;
-		c->at_entry.flush_ns = t->flush_ns - c->at_entry.flush_ns;
-		c->at_entry.write_bytes = t->write_bytes - c->at_entry.write_bytes;
-		c->at_entry.commits = t->commits - c->at_entry.commits;
-		c->at_entry.commit_ns = t->commit_ns - c->at_entry.commit_ns;
 		struct commit *last = bpf_map_lookup_elem(&last_commit, &zero);
 		if (c->at_entry.commits && last && last->end_ns >= c->start_ns)
 			c->last_commit = *last;
@@ -483,6 +498,24 @@ int BPF_PROG(on_commit_start, struct journal_s *journal, struct transaction_s *t
 {
 	u64 key = commit_key(journal, tr), now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&commits_in_flight, &key, &now, BPF_ANY);
+	/* The journal thread (the current task) is followed through the commit as a traced
+	 * task is through a call: the scheduler hooks see it while start_ns is set. */
+	u32 zero = 0;
+	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
+	if (!t)
+		return 0;
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
+					      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c || (c->start_ns && c->kind != KIND_COMMIT))
+		return 0;
+	begin_call(c, t, KIND_COMMIT);
+	u64 id = bpf_get_current_pid_tgid();
+	c->pid = id >> 32;
+	c->tid = (u32)id;
+	c->fd = -1;
+	bpf_get_current_comm(c->comm, sizeof(c->comm));
+	c->last_commit.dev_tid = key;
+	c->start_ns = now;
 	return 0;
 }
 
@@ -505,5 +538,15 @@ int BPF_PROG(on_commit_end, struct journal_s *journal, struct transaction_s *tr)
 	__sync_fetch_and_add(&t->commits, 1);
 	__sync_fetch_and_add(&t->commit_ns, now - *started);
 	bpf_map_delete_elem(&commits_in_flight, &key);
+	/* Where the commit's time went, kept for the calls that waited for it. */
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (c && c->start_ns && c->kind == KIND_COMMIT && c->last_commit.dev_tid == key) {
+		end_call(c, t, now - c->start_ns);
+		c->last_commit.start_ns = c->start_ns;
+		c->last_commit.end_ns = now;
+		bpf_map_update_elem(&commit_detail, &key, c, BPF_ANY);
+		c->start_ns = 0;
+		c->off_ns = 0;
+	}
 	return 0;
 }

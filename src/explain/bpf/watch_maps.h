@@ -26,6 +26,8 @@
 #define FILTER_CGROUP 3 /* the tasks of the cgroup (v2) in `cgroups`, and of its descendants */
 
 #define KINDS 6
+/* Not a system call: a journal commit, followed in the journal thread as a call is. */
+#define KIND_COMMIT 6
 
 struct config {
 	u32 filter;
@@ -196,6 +198,16 @@ struct {
 	__type(key, u64);
 	__type(value, u64);
 } commits_in_flight SEC(".maps");
+
+/* The latest journal commits, each followed in the journal thread from its start to its
+ * end as a call is (where its time went: on CPU, waiting for one, its sleeps with their
+ * stacks), by (device << 32 | transaction). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, u64);
+	__type(value, struct call);
+} commit_detail SEC(".maps");
 
 /* Latency histogram: log-linear buckets, 8 per power of two (a bucket's upper bound is at
  * most 12.5% above its lower bound). The bucket FAILED_BUCKET (no latency reaches it: it
