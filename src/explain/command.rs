@@ -99,8 +99,8 @@ impl CommandTrace {
             CommandTracer::Bpf(tracer) => match tracer.stop() {
                 Ok(followed) => {
                     let samples = samples_of(&followed, self.origin_ns);
-                    let (calls, _) = slow_calls(&samples, &self.options.threshold, |s| s.tid);
-                    explanation.take_bpf(&followed, &calls, self.origin_ns);
+                    let (calls, syncs) = slow_calls(&samples, &self.options.threshold, |s| s.tid);
+                    explanation.take_bpf(&followed, &calls, &syncs, self.origin_ns);
                     for a in &mut explanation.calls {
                         a.process = process_of(&samples, a.tid, a.start_ns);
                     }

@@ -268,8 +268,8 @@ impl Explaining {
             explanation.notes = std::mem::take(&mut self.notes);
             match bpf.stop() {
                 Ok(followed) => {
-                    let (calls, _) = slow_calls(samples, &self.threshold, tid_of);
-                    explanation.take_bpf(&followed, &calls, self.origin_ns);
+                    let (calls, syncs) = slow_calls(samples, &self.threshold, tid_of);
+                    explanation.take_bpf(&followed, &calls, &syncs, self.origin_ns);
                 }
                 Err(e) => explanation.notes.push(format!("tracing failed: {e:#}")),
             }
@@ -330,8 +330,8 @@ impl Explanation {
     }
 
     /// What the BPF tracer kept and cost, and the chosen `calls` it explains.
-    pub(crate) fn take_bpf(&mut self, followed: &Followed, calls: &[Call], origin_ns: u64) {
-        let (mut explained, notes) = super::bpf::run::explain(followed, calls, origin_ns);
+    pub(crate) fn take_bpf(&mut self, followed: &Followed, calls: &[Call], syncs: &[Span], origin_ns: u64) {
+        let (mut explained, notes) = super::bpf::run::explain(followed, calls, syncs, origin_ns);
         explained.sort_by_key(|a| std::cmp::Reverse(a.latency_ns));
         let lost = followed.lost;
         if lost.total() > 0 {

@@ -41,7 +41,7 @@ mod index;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use causes::{Attribution, Cause, Commit, Part, Share};
+pub(crate) use causes::{Attribution, Cause, Commit, Part, Share, ThreadCall};
 use index::Index;
 
 use super::tracer::Trace;
