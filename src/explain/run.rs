@@ -331,7 +331,7 @@ impl Explanation {
 
     /// What the BPF tracer kept and cost, and the chosen `calls` it explains.
     pub(crate) fn take_bpf(&mut self, followed: &Followed, calls: &[Call], syncs: &[Span], origin_ns: u64) {
-        let (mut explained, notes) = super::bpf::run::explain(followed, calls, syncs, origin_ns);
+        let (mut explained, notes) = super::bpf::tie::explain(followed, calls, syncs, origin_ns);
         explained.sort_by_key(|a| std::cmp::Reverse(a.latency_ns));
         let lost = followed.lost;
         if lost.total() > 0 {

@@ -19,7 +19,7 @@
 //! this project cannot assume. The parts: `record` (the record of a slow call), `attribute`
 //! (that record as the explanation results carry), `symbols`
 //! (kernel addresses to names), `histogram` (the latency histograms' buckets), `cost` (the
-//! programs' own run time), `run` (the tracer behind a run's and a command's `--explain`).
+//! programs' own run time), `run` (the tracer behind a run's and a command's `--explain`), `tie` (their chosen calls tied to its records).
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd as _, OwnedFd};
@@ -36,6 +36,7 @@ pub(crate) mod histogram;
 pub(crate) mod record;
 pub(crate) mod run;
 pub(crate) mod symbols;
+pub(crate) mod tie;
 
 use histogram::LatencyKey;
 use record::{CallLatency, SlowCall, SyncKind};
