@@ -190,7 +190,7 @@ impl Index<'_> {
 }
 
 /// Shares, zero ones dropped, largest first.
-fn shares(v: Vec<(String, u64)>) -> Vec<Share> {
+pub(crate) fn shares(v: Vec<(String, u64)>) -> Vec<Share> {
     let mut out: Vec<Share> = v
         .into_iter()
         .filter(|(_, ns)| *ns > 0)

@@ -42,6 +42,7 @@ mod index;
 mod tests;
 
 pub(crate) use causes::{Attribution, Cause, Commit, Part, Share, ThreadCall};
+pub(crate) use commits::shares;
 use index::Index;
 
 use super::tracer::Trace;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::record::{LongSleep, ShortSleeps, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
-use crate::explain::attribution::{Attribution, Cause, Commit, Part, Share};
+use crate::explain::attribution::{shares, Attribution, Cause, Commit, Part, Share};
 use crate::explain::stacks::{classify, top_frames, WaitKind};
 use crate::units::{format_duration, format_latency_ns, human_size};
 
@@ -169,13 +169,7 @@ fn commit_shares(commit: &SlowCall, symbols: &KernelSymbols) -> Vec<Share> {
     add("unattributed (more long sleeps)", commit.other_sleep_ns);
     add("waiting for a CPU", commit.runqueue_ns);
     add("on CPU", commit.on_cpu_ns());
-    let mut out: Vec<Share> = by
-        .into_iter()
-        .filter(|(_, ns)| *ns > 0)
-        .map(|(what, ns)| Share { what, ns })
-        .collect();
-    out.sort_by_key(|s| std::cmp::Reverse(s.ns));
-    out
+    shares(by)
 }
 
 /// What short sleeps (no stack taken) waited for, from the task that ended them: the

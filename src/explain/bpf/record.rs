@@ -183,6 +183,20 @@ impl EndedCommit {
 }
 
 impl SlowCall {
+    /// An fsync of thread `tid` of fsynclab (process 1), with nothing else in it (for tests).
+    #[cfg(test)]
+    pub(crate) fn fsync_for_test(tid: u32, start_ns: u64, latency_ns: u64) -> SlowCall {
+        SlowCall {
+            start_ns,
+            latency_ns,
+            pid: 1,
+            tid,
+            kind: Some(SyncKind::Fsync),
+            comm: "fsynclab".into(),
+            ..SlowCall::default()
+        }
+    }
+
     /// Time on a CPU: what is left of the latency after every stretch off it.
     pub(crate) fn on_cpu_ns(&self) -> u64 {
         let off: u64 = self.runqueue_ns

@@ -4,15 +4,7 @@
 use super::*;
 
 fn call(tid: u32, start_ns: u64, latency_ns: u64) -> SlowCall {
-    SlowCall {
-        start_ns,
-        latency_ns,
-        pid: 1,
-        tid,
-        kind: Some(SyncKind::Fsync),
-        comm: "fsynclab".into(),
-        ..SlowCall::default()
-    }
+    SlowCall::fsync_for_test(tid, start_ns, latency_ns)
 }
 
 #[test]

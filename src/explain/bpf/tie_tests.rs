@@ -6,15 +6,7 @@ use crate::explain::attribution::Call;
 use crate::explain::bpf::{Lost, RunTime};
 
 fn call(tid: u32, start_ns: u64, latency_ns: u64) -> SlowCall {
-    SlowCall {
-        start_ns,
-        latency_ns,
-        pid: 1,
-        tid,
-        kind: Some(SyncKind::Fsync),
-        comm: "fsynclab".into(),
-        ..SlowCall::default()
-    }
+    SlowCall::fsync_for_test(tid, start_ns, latency_ns)
 }
 #[test]
 fn a_chosen_call_takes_the_record_inside_it_and_its_parts_add_up_to_what_the_run_measured() {
