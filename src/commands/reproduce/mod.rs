@@ -311,7 +311,9 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     crate::report::print(&sidebyside::render(&reproduction, args.format)?)?;
     if !args.quiet {
         // A matrix this reproduction made (the first seed's), not one it may not have.
-        let first = groups.first().map_or_else(|| format!("{id}-000"), |g| g.matrix_id.clone());
+        let first = groups
+            .first()
+            .map_or_else(|| format!("{id}-000"), |g| g.matrix_id.clone());
         note!(
             "fsynclab reproduce {id}: `fsynclab runs --grep {id}` lists its runs; `fsynclab report --matrix {first} -o {id}.html` draws a seed's; `fsynclab explain RUN` shows where a stall's time went"
         );
