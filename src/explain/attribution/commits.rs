@@ -22,8 +22,7 @@ impl Index<'_> {
         self.commits
             .iter()
             .filter_map(|c| {
-                let start = c.start.unwrap_or(self.trace.started_ns);
-                let end = c.end.unwrap_or(self.trace.stopped_ns);
+                let (start, end) = c.bounds;
                 let overlap = end.min(b).saturating_sub(start.max(a));
                 (overlap > 0).then(|| Commit {
                     name: format!("jbd2 transaction {}", c.transaction),
@@ -152,7 +151,10 @@ impl Index<'_> {
             None => by.push((what.to_string(), ns)),
         };
         let mut off = 0;
-        for iv in &self.off_cpu[&thread.pid] {
+        // One thread's intervals are disjoint and in order: from the first not ended by `from`.
+        let intervals = &self.off_cpu[&thread.pid];
+        let first = intervals.partition_point(|iv| iv.end.is_some_and(|end| end <= from));
+        for iv in intervals[first..].iter().take_while(|iv| iv.start < to) {
             let a = iv.start.max(from);
             let b = iv.end.unwrap_or(self.trace.stopped_ns).min(to);
             if b <= a {

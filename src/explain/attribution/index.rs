@@ -32,6 +32,9 @@ pub(super) struct Jbd2Commit {
     pub(super) start: Option<u64>,
     pub(super) end: Option<u64>,
     pub(super) blocks_logged: Option<u32>,
+    /// Where the commit ran: from its start to its end, or, where the kernel dropped one of
+    /// those events, to the neighbouring commit's (one journal commits one at a time).
+    pub(super) bounds: (u64, u64),
 }
 
 /// The trace rearranged for queries.
@@ -155,6 +158,7 @@ impl<'a> Index<'a> {
             }
         }
         extend_commit_starts(trace, &off_cpu, &mut commits);
+        bound_commits(trace.started_ns, trace.stopped_ns, &mut commits);
         let mut spans = flushes.clone();
         spans.sort();
         let mut flush_busy: Vec<(u64, u64)> = Vec::new();
@@ -184,15 +188,21 @@ impl<'a> Index<'a> {
 
     /// Time within [a, b] during which a cache flush was in flight.
     pub(super) fn flush_ns(&self, a: u64, b: u64) -> u64 {
-        self.flush_busy
+        // Disjoint and in order: skip those that ended before `a`.
+        let first = self.flush_busy.partition_point(|&(_, y)| y <= a);
+        self.flush_busy[first..]
             .iter()
+            .take_while(|&&(x, _)| x < b)
             .map(|&(x, y)| y.min(b).saturating_sub(x.max(a)))
             .sum()
     }
 
     /// Flushes completed within [a, b].
     pub(super) fn flushes_completed(&self, a: u64, b: u64) -> u32 {
-        self.flushes.iter().filter(|&&(_, done)| done >= a && done <= b).count() as u32
+        // In order of completion.
+        let from = self.flushes.partition_point(|&(_, done)| done < a);
+        let to = self.flushes.partition_point(|&(_, done)| done <= b);
+        to.saturating_sub(from) as u32
     }
 
     /// Bytes of writes the device completed within [a, b].
@@ -261,11 +271,9 @@ pub(super) fn extend_commit_starts(trace: &Trace, off_cpu: &HashMap<u32, Vec<Off
     for c in commits.iter_mut() {
         if let Some(start) = c.start {
             let mut earliest = start;
-            for iv in intervals.iter().rev() {
-                let end = iv.end.unwrap_or(u64::MAX);
-                if end > start {
-                    continue;
-                }
+            // One thread's intervals are disjoint and in order: those ended by `start`.
+            let ended = intervals.partition_point(|iv| iv.end.is_some_and(|end| end <= start));
+            for iv in intervals[..ended].iter().rev() {
                 let in_commit = iv
                     .stack
                     .as_ref()
@@ -280,6 +288,25 @@ pub(super) fn extend_commit_starts(trace: &Trace, off_cpu: &HashMap<u32, Vec<Off
             c.start = Some(earliest);
         }
         previous_end = c.end.unwrap_or(previous_end);
+    }
+}
+
+/// Sets each commit's bounds. A commit whose start or end event the kernel dropped (a busy
+/// trace loses events) is bounded by its neighbours' instead of by the whole trace: the
+/// journal thread commits one transaction at a time, in the order the events first name
+/// them.
+pub(super) fn bound_commits(started_ns: u64, stopped_ns: u64, commits: &mut [Jbd2Commit]) {
+    let edge = |c: &Jbd2Commit, late: bool| if late { c.end.or(c.start) } else { c.start.or(c.end) };
+    for i in 0..commits.len() {
+        let from = commits[i]
+            .start
+            .or_else(|| i.checked_sub(1).and_then(|p| edge(&commits[p], true)))
+            .unwrap_or(started_ns);
+        let to = commits[i]
+            .end
+            .or_else(|| commits.get(i + 1).and_then(|n| edge(n, false)))
+            .unwrap_or(stopped_ns);
+        commits[i].bounds = (from, to.max(from));
     }
 }
 

@@ -351,3 +351,34 @@ fn a_followers_wait_names_the_leaders_flush() {
         "{a:#?}"
     );
 }
+
+/// The commits each call's journal wait names, by transaction name.
+fn commit_names(all: &[Attribution]) -> Vec<Vec<String>> {
+    all.iter()
+        .map(|a| journal_commits(a).iter().map(|c| c.name.clone()).collect())
+        .collect()
+}
+
+/// A busy trace loses events. A commit whose end event was dropped ends where the next
+/// commit starts (one journal commits one transaction at a time), not when the trace
+/// stopped: calls that waited only for later commits do not name it.
+#[test]
+fn a_commit_whose_end_event_was_dropped_is_bounded_by_the_next_commit() {
+    let full = commit_names(&explain(EXT4_STREAM, "fsync"));
+    let lossy: String = EXT4_STREAM
+        .lines()
+        .filter(|l| !(l.contains("jbd2_end_commit") && l.contains("transaction 2 ")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let lost = commit_names(&explain(&lossy, "fsync"));
+    assert_eq!(full.len(), lost.len());
+    let named = |names: &[String], t: &str| names.iter().any(|n| n == &format!("jbd2 transaction {t}"));
+    for (f, l) in full.iter().zip(&lost) {
+        assert!(f.iter().all(|n| l.contains(n)), "{f:?} {l:?}");
+        // Transaction 2 may now reach to where transaction 3 began, no further.
+        if named(l, "2") {
+            assert!(named(f, "2") || named(f, "3"), "{f:?} {l:?}");
+        }
+    }
+    assert!(full.iter().any(|f| named(f, "4")), "{full:?}");
+}
