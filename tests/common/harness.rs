@@ -65,6 +65,14 @@ pub fn privileged_required() -> bool {
 
 /// Runs the tests the command line selects, as `cargo test` would, and returns the exit code.
 pub fn run(tests: Vec<Test>) -> ExitCode {
+    // A shell starts a background job with SIGINT and SIGQUIT ignored, and the binary under
+    // test inherits that; it then keeps them ignored on purpose (src/signals.rs), and the
+    // tests that stop it with Ctrl-C would wait for it in vain. The tests signal their
+    // child's pid only, so the default action here does not reach this process from them.
+    for signal in [libc::SIGINT, libc::SIGQUIT] {
+        // SAFETY: setting a signal's action to its default touches no Rust state.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
     let mut args = Arguments::from_args();
     // libtest reads the thread count from the environment too.
     if args.test_threads.is_none() {
