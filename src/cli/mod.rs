@@ -257,9 +257,10 @@ pub struct ReproduceArgs {
     /// whole reproduction on it
     #[arg(long, value_name = "K1,K2", conflicts_with = "show", help_heading = "Kernel")]
     pub kernel: Option<String>,
-    /// End a --kernel guest that has not finished after this long, boot included
-    #[arg(long, value_name = "DURATION", default_value = "30m", help_heading = "Kernel")]
-    pub kernel_timeout: String,
+    /// End a --kernel guest that has not finished after this long, boot included [default:
+    /// 5m plus 4 times its run's expected length, at most 30m]
+    #[arg(long, value_name = "DURATION", help_heading = "Kernel")]
+    pub kernel_timeout: Option<String>,
     /// No progress lines on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -77,8 +77,10 @@ pub(crate) fn refuse(target: &TargetArgs, command: &str) -> Result<(), Usage> {
 /// the verdict on the result it brought back.
 pub(crate) fn run(g: GuestRun) -> Result<i32> {
     // Refused before anything is made.
-    let limit = parse_duration(&g.target.kernel_timeout)
-        .map_err(|e| Usage(format!("--kernel-timeout {}: {e}", g.target.kernel_timeout)))?;
+    let limit = match &g.target.kernel_timeout {
+        None => crate::matrix::plan::DEFAULT_GUEST_LIMIT,
+        Some(t) => parse_duration(t).map_err(|e| Usage(format!("--kernel-timeout {t}: {e}")))?,
+    };
     let request = g.target.request()?;
     let mut recording = match g.record {
         Some(r) => Some(Recording::open(r.store.as_deref(), r.no_store)?),

@@ -324,7 +324,8 @@ fn plan_of(args: &MatrixArgs) -> Result<Plan> {
     let kernel_timeout = axes
         .iter()
         .any(|a| a.key == plan::KERNEL_AXIS)
-        .then(|| args.target.kernel_timeout.clone());
+        .then(|| args.target.kernel_timeout.clone())
+        .flatten();
     Ok(Plan {
         scenario,
         sets,

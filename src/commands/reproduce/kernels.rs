@@ -30,7 +30,7 @@ use crate::testbed::Key;
 /// line. None (or `host` alone): the reproduction runs on this kernel, as without the flag.
 pub(super) fn check(
     spec: Option<&str>,
-    timeout: &str,
+    timeout: Option<&str>,
     experiments: &[&'static dyn Experiment],
     size: Size,
 ) -> Result<Vec<String>, Usage> {
@@ -77,12 +77,12 @@ pub(super) fn check(
     Ok(kernels)
 }
 
-fn with_axis(plan: &mut Plan, kernels: &[String], timeout: &str) {
+fn with_axis(plan: &mut Plan, kernels: &[String], timeout: Option<&str>) {
     plan.axes.push(Axis {
         key: KERNEL_AXIS.into(),
         values: kernels.to_vec(),
     });
-    plan.kernel_timeout = Some(timeout.to_string());
+    plan.kernel_timeout = timeout.map(str::to_string);
 }
 
 /// The heading's machine: this host's, and the kernel the runs were made on when one other
@@ -95,7 +95,7 @@ pub(super) fn machine_line(kernels: &[String], host: String) -> String {
 }
 
 /// Adds the kernel axis, last, to every group's plan.
-pub(super) fn apply<'a>(plans: impl Iterator<Item = &'a mut Plan>, kernels: &[String], timeout: &str) {
+pub(super) fn apply<'a>(plans: impl Iterator<Item = &'a mut Plan>, kernels: &[String], timeout: Option<&str>) {
     if kernels.is_empty() {
         return;
     }

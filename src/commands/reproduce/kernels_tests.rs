@@ -222,7 +222,7 @@ fn the_findings_are_shown_side_by_side_with_what_changed() {
 
 #[test]
 fn kernels_are_checked_before_anything_runs() {
-    let check = |spec: &str, e: &'static dyn Experiment| check(Some(spec), "30m", &[e], Size::Quick);
+    let check = |spec: &str, e: &'static dyn Experiment| check(Some(spec), Some("30m"), &[e], Size::Quick);
     assert_eq!(
         check("host", &STALL).unwrap(),
         Vec::<String>::new(),

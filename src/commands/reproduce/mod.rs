@@ -152,7 +152,12 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         (false, true) => Size::Smoke,
         (false, false) => Size::Quick,
     };
-    let kernels = kernels::check(args.kernel.as_deref(), &args.kernel_timeout, &experiments, size)?;
+    let kernels = kernels::check(
+        args.kernel.as_deref(),
+        args.kernel_timeout.as_deref(),
+        &experiments,
+        size,
+    )?;
     if !crate::sys::is_root() {
         return Err(Usage(
             "fsynclab reproduce: its runs make scratch filesystems on emulated disks and set vm sysctls, which needs root: run it as root".into(),
@@ -184,7 +189,11 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     let mut store = recording::open_for_writing(&path)?;
     let id = store.next_prefixed_id(ID_PREFIX)?;
     let mut groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;
-    kernels::apply(groups.iter_mut().map(|g| &mut g.plan), &kernels, &args.kernel_timeout);
+    kernels::apply(
+        groups.iter_mut().map(|g| &mut g.plan),
+        &kernels,
+        args.kernel_timeout.as_deref(),
+    );
     let total: usize = groups.iter().map(|g| g.plan.order().len()).sum();
     if args.full {
         say_full_plan(&groups, total)?;
@@ -209,7 +218,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             note!("{n}");
         }
         if !kernels.is_empty() {
-            note!("fsynclab reproduce {id}: every run on kernel {}, in turn cell by cell; a guest is booted for each run of a kernel other than host (under TCG about a minute each), and ended after {}", kernels.join(", then "), args.kernel_timeout);
+            note!("fsynclab reproduce {id}: every run on kernel {}, in turn cell by cell; a guest is booted for each run of a kernel other than host (under TCG about a minute each), and ended after {}", kernels.join(", then "), args.kernel_timeout.as_deref().unwrap_or(crate::matrix::plan::DERIVED_LIMIT_TEXT));
         }
     }
     for g in &groups {

@@ -15,8 +15,26 @@ use crate::testbed::vm::{self, Kernel};
 use crate::testbed::Key;
 use crate::units::parse_duration;
 
-/// How long a cell's guest may take, boot included, unless `--kernel-timeout` says.
+/// The most a cell's guest may take, boot included, unless `--kernel-timeout` says.
 pub(crate) const DEFAULT_GUEST_LIMIT: Duration = Duration::from_secs(30 * 60);
+
+/// Below that, a cell whose run's length is known: a boot and the scenario's set-up (under
+/// TCG a boot takes about a minute)...
+const GUEST_ALLOWANCE: Duration = Duration::from_secs(5 * 60);
+/// ...and the run this many times over (a TCG guest's CPU is several times slower).
+const GUEST_SLOWDOWN: u32 = 4;
+
+/// How long a guest whose run is expected to take `expected` may take when
+/// `--kernel-timeout` is not given: a guest that hangs is ended minutes after it should have
+/// finished, not half an hour.
+pub(crate) fn derived_guest_limit(expected: Option<Duration>) -> Duration {
+    expected.map_or(DEFAULT_GUEST_LIMIT, |e| {
+        (GUEST_ALLOWANCE + e * GUEST_SLOWDOWN).min(DEFAULT_GUEST_LIMIT)
+    })
+}
+
+/// `--kernel-timeout`'s default, said.
+pub(crate) const DERIVED_LIMIT_TEXT: &str = "5m plus 4 times its run's expected length, at most 30m (--kernel-timeout)";
 
 impl Plan {
     /// The kernel axis's values, if the plan has one.
@@ -33,7 +51,7 @@ impl Plan {
         let Some(values) = self.kernels() else {
             return Ok(());
         };
-        self.guest_limit()?;
+        self.guest_limit(None)?;
         let mut guests = 0;
         for v in values {
             if vm::resolve(v)
@@ -65,10 +83,10 @@ impl Plan {
             .is_some_and(|vs| vs.iter().any(|v| !matches!(v.trim(), "host" | "")))
     }
 
-    /// How long a guest may take, boot included.
-    fn guest_limit(&self) -> Result<Duration, Usage> {
+    /// How long a guest whose run is expected to take `expected` may take, boot included.
+    fn guest_limit(&self, expected: Option<Duration>) -> Result<Duration, Usage> {
         match &self.kernel_timeout {
-            None => Ok(DEFAULT_GUEST_LIMIT),
+            None => Ok(derived_guest_limit(expected)),
             Some(t) => parse_duration(t).map_err(|e| Usage(format!("--kernel-timeout {t}: {e}"))),
         }
     }
@@ -92,7 +110,8 @@ impl Plan {
                 args.extend([format!("--{}", key.name()), v.clone()]);
             }
         }
-        Ok(Some((kernel, args, self.guest_limit()?)))
+        let expected = self.planned_for(cell)?.plan.expected_duration();
+        Ok(Some((kernel, args, self.guest_limit(expected)?)))
     }
 }
 
@@ -123,9 +142,12 @@ mod tests {
     #[test]
     fn the_guests_time_limit_is_kernel_timeouts() {
         let mut p = plan(&["host"]);
-        assert_eq!(p.guest_limit().unwrap(), DEFAULT_GUEST_LIMIT);
+        let minute = Duration::from_secs(60);
+        assert_eq!(p.guest_limit(None).unwrap(), DEFAULT_GUEST_LIMIT);
+        assert_eq!(p.guest_limit(Some(minute)).unwrap(), 9 * minute);
+        assert_eq!(p.guest_limit(Some(10 * minute)).unwrap(), DEFAULT_GUEST_LIMIT);
         p.kernel_timeout = Some("90s".into());
-        assert_eq!(p.guest_limit().unwrap(), Duration::from_secs(90));
+        assert_eq!(p.guest_limit(Some(minute)).unwrap(), Duration::from_secs(90));
         p.kernel_timeout = Some("soon".into());
         assert!(p.check_kernels().unwrap_err().0.starts_with("--kernel-timeout soon:"));
     }

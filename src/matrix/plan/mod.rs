@@ -63,7 +63,7 @@ pub(crate) struct Plan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) placement: Option<Placement>,
     /// How long a guest of the kernel axis may take, boot included (`--kernel-timeout`;
-    /// none: [`kernel::DEFAULT_GUEST_LIMIT`]).
+    /// none: [`kernel::derived_guest_limit`] of the cell's run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) kernel_timeout: Option<String>,
     /// What made the matrix when `fsynclab matrix` did not: `fsynclab reproduce --quick`.
@@ -413,5 +413,6 @@ fn same_value_twice(key: &str, values: &[String], params: &[crate::params::Param
 }
 
 mod kernel;
+pub(crate) use kernel::{DEFAULT_GUEST_LIMIT, DERIVED_LIMIT_TEXT};
 #[cfg(test)]
 mod tests;
