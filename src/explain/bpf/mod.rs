@@ -42,6 +42,10 @@ use histogram::LatencyKey;
 use record::{CallLatency, SlowCall, SyncKind};
 use symbols::KernelSymbols;
 
+/// The commits' own records kept for the calls that follow them in the ring (a call's
+/// commit record comes just before it; the whole set is dropped when it reaches this).
+const COMMITS_KEPT: usize = 1024;
+
 /// The BPF object build.rs compiled (empty when clang was missing at build time).
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/watch.bpf.o"));
 
@@ -304,13 +308,26 @@ impl BpfTracer {
         let events = self.map("events")?;
         let every = self.map("every")?;
         let bad: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
+        // The commits' records the kernel sent ahead of the calls that waited for them.
+        let mut commits: HashMap<u64, SlowCall> = HashMap::new();
         let mut builder = RingBufferBuilder::new();
         builder
             .add(&events, |bytes: &[u8]| match SlowCall::parse(bytes) {
+                Ok(commit) if commit.is_commit() => {
+                    if commits.len() >= COMMITS_KEPT {
+                        commits.clear();
+                    }
+                    let c = commit.last_commit.as_ref().expect("a commit's record names it");
+                    commits.insert(u64::from(c.dev) << 32 | u64::from(c.tid), commit);
+                    0
+                }
                 Ok(mut call) => {
                     if let Some(c) = &call.last_commit {
-                        call.commit = self
-                            .commit_detail(u64::from(c.dev) << 32 | u64::from(c.tid))
+                        let dev_tid = u64::from(c.dev) << 32 | u64::from(c.tid);
+                        call.commit = commits
+                            .get(&dev_tid)
+                            .cloned()
+                            .or_else(|| self.commit_detail(dev_tid))
                             .map(Box::new);
                     }
                     on_call(call);

@@ -170,6 +170,14 @@ pub(crate) struct EndedCommit {
     pub(crate) end_ns: u64,
 }
 
+impl SlowCall {
+    /// Whether this is a journal commit's own record (KIND_COMMIT: the journal thread
+    /// followed through a commit), not a sync call's.
+    pub(crate) fn is_commit(&self) -> bool {
+        self.kind.is_none() && self.last_commit.is_some()
+    }
+}
+
 impl EndedCommit {
     /// `jbd2 transaction 1234 on 7:0`.
     pub(crate) fn name(&self) -> String {

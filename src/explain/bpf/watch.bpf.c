@@ -223,8 +223,17 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		end_call(c, t, took);
 		c->ret = ret;
 		struct commit *last = bpf_map_lookup_elem(&last_commit, &zero);
-		if (c->at_entry.commits && last && last->end_ns >= c->start_ns)
+		if (c->at_entry.commits && last && last->end_ns >= c->start_ns) {
 			c->last_commit = *last;
+			/* The commit's own record goes first, while commit_detail still holds
+			 * it: at thousands of commits a second its entries last milliseconds,
+			 * less than user space may take to read this call. */
+			u64 dev_tid = last->dev_tid;
+			struct call *detail = bpf_map_lookup_elem(&commit_detail, &dev_tid);
+			if (detail && bpf_ringbuf_output(&events, detail, sizeof(*detail),
+							 wakeup_flags(&events, sizeof(*detail))))
+				count_lost(1);
+		}
 		if (bpf_ringbuf_output(&events, c, sizeof(*c), wakeup_flags(&events, sizeof(*c))))
 			count_lost(1);
 	}
