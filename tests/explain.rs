@@ -39,6 +39,7 @@ common::tests! {
     cleanup_removes_both_trace_instances_of_a_sigkilled_exec: [Root, Tracefs],
     a_bpf_traced_exec_killed_with_sigkill_leaves_no_bpf_program: [Root, Bpf],
     a_bpf_explained_fsync_loop_names_each_commits_own_parts: [Root, Bpf, Tool("python3")],
+    a_bpf_explained_call_names_only_its_own_filesystems_commits: [Root, Bpf, Tool("python3")],
 }
 
 fn temp() -> tempfile::TempDir {
@@ -1382,6 +1383,71 @@ for _ in range(20000):
         bare.len(),
         named.len()
     );
+}
+
+/// Issue 25: a call is tied to the journal commits of the filesystem it syncs, not to
+/// whichever commit ended last on the machine. The command appends and fsyncs on the
+/// scratch ext4 (thousands of commits a second) while a process of its own fsyncs a file on
+/// the host's filesystem, where the backing directory is: the host's calls must not be said
+/// to wait for the scratch's commits (before the fix they named hundreds of them).
+fn a_bpf_explained_call_names_only_its_own_filesystems_commits() {
+    let _one = one_at_a_time();
+    let backing = temp();
+    let store = temp();
+    let db = store.path().join("runs.sqlite");
+    let mut target = ScratchRun::flags()
+        .fs("ext4")
+        .device("ram")
+        .backing(backing.path())
+        .into_args();
+    target.extend(["--tracer".into(), "bpf".into()]);
+    let host_file = backing.path().join("host-fsyncs");
+    let stop = backing.path().join("stop");
+    let script = format!(
+        "(while [ ! -e {stop} ]; do dd if=/dev/zero of={host} bs=4k count=1 conv=fsync 2>/dev/null; done) &
+python3 -c \"import os
+fd = os.open('f', os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+for _ in range(20000):
+    os.write(fd, b'x' * 4096)
+    os.fsync(fd)\"
+touch {stop}; wait; rm -f {host} {stop}",
+        stop = stop.display(),
+        host = host_file.display()
+    );
+    let Run { pid, out } = exec_explained(&db, &target, &script);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_no_instance_of(&[pid]);
+    assert_eq!(common::leftovers(backing.path()), Vec::<String>::new());
+    // The scratch filesystem is on a loop device (major 7); the host's is not.
+    let on_scratch = |name: &str| name.contains(" on 7:");
+    let mut by = std::collections::BTreeMap::<(String, bool), usize>::new();
+    let mut host_calls = 0;
+    for call in result_calls(&exported(&db, "1")) {
+        let process = call["process"].as_str().unwrap_or("").to_string();
+        host_calls += usize::from(process == "dd");
+        for part in call["parts"].as_array().unwrap() {
+            for commit in part["commits"].as_array().into_iter().flatten() {
+                let name = commit["name"].as_str().unwrap();
+                *by.entry((process.clone(), on_scratch(name))).or_default() += 1;
+            }
+        }
+    }
+    assert!(
+        host_calls > 0,
+        "no call on the host's filesystem explained: {by:?}\n{stderr}"
+    );
+    assert!(
+        by.get(&("python3".into(), true)).is_some_and(|&n| n >= 5),
+        "{by:?}\n{stderr}"
+    );
+    assert_eq!(by.get(&("python3".into(), false)), None, "{by:?}");
+    assert_eq!(by.get(&("dd".into(), true)), None, "{by:?}");
+}
+
+/// The calls a stored run explains, from its exported result.
+fn result_calls(result: &Value) -> Vec<Value> {
+    result["explain"]["calls"].as_array().cloned().unwrap_or_default()
 }
 
 /// Issue 25: an `exec --explain --tracer bpf` killed with SIGKILL while its command runs

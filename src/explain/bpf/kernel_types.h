@@ -73,8 +73,13 @@ struct signal_struct {
 } __attribute__((preserve_access_index));
 
 /* include/linux/fs.h: a file's inode and its number. */
+struct super_block {
+	dev_t s_dev;
+} __attribute__((preserve_access_index));
+
 struct inode {
 	unsigned long i_ino;
+	struct super_block *i_sb;
 } __attribute__((preserve_access_index));
 
 struct file {

@@ -149,13 +149,14 @@ pub(crate) struct SlowCall {
     /// `short_sleep_ns`).
     pub(crate) short_wakers: Vec<ShortSleeps>,
     pub(crate) sleeps: Vec<LongSleep>,
-    /// The journal commit that ended last during the call, if one did.
+    /// The journal commit of the synced file's filesystem that ended last during the call, if
+    /// one did (for sync and msync, which name no file: the machine's last).
     pub(crate) last_commit: Option<EndedCommit>,
     /// The inode number of the file synced (fsync, fdatasync, sync_file_range), 0 otherwise.
     pub(crate) ino: u64,
     /// Where `last_commit`'s own time went: the journal thread followed through it as a
-    /// call is (its record, kept by the kernel for the latest commits), when it was still
-    /// there when the call was read.
+    /// call is (its record, sent just ahead of the call's, or else the kernel's record of
+    /// the latest commits, if it still held it).
     pub(crate) commit: Option<Box<SlowCall>>,
 }
 

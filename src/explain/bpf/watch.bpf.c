@@ -55,21 +55,38 @@ static __always_inline bool traced(const struct config *cfg, u32 pid, const char
 	return comm_matches(comm, cfg->comm);
 }
 
+/* The current task's open file `fd`, or NULL. */
+static __always_inline struct file *file_of(s32 fd)
+{
+	if (fd < 0)
+		return NULL;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || (u32)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *file = NULL;
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]))
+		return NULL;
+	return file;
+}
+
 /* The inode number of the current task's descriptor `fd`: what names the file whose data
  * writeback a call waits for. 0 where there is none. */
 static __always_inline u64 inode_of(s32 fd)
 {
-	if (fd < 0)
+	struct file *file = file_of(fd);
+	return file ? BPF_CORE_READ(file, f_inode, i_ino) : 0;
+}
+
+/* The device of the filesystem a call syncs (MAJOR << 20 | MINOR, as a journal's), read
+ * again at its end: 0 for the calls that name no file (sync; msync names memory). */
+static __always_inline u32 dev_of(const struct call *c)
+{
+	if (c->kind == KIND_MSYNC || c->kind == KIND_SYNC)
 		return 0;
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || (u32)fd >= BPF_CORE_READ(fdt, max_fds))
-		return 0;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *file = NULL;
-	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
-		return 0;
-	return BPF_CORE_READ(file, f_inode, i_ino);
+	struct file *file = file_of(c->fd);
+	return file ? BPF_CORE_READ(file, f_inode, i_sb, s_dev) : 0;
 }
 
 /* Cleared for a new call: its counts, and of the kept sleeps and the last commit what says
@@ -222,7 +239,10 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 	if (t && took >= report_over) {
 		end_call(c, t, took);
 		c->ret = ret;
-		struct commit *last = bpf_map_lookup_elem(&last_commit, &zero);
+		/* The latest commit of the call's own filesystem: a commit of another one (the
+		 * root filesystem's, say) may have ended later. */
+		u32 dev = dev_of(c);
+		struct commit *last = bpf_map_lookup_elem(&last_commit, &dev);
 		if (c->at_entry.commits && last && last->end_ns >= c->start_ns) {
 			c->last_commit = *last;
 			/* The commit's own record goes first, while commit_detail still holds
@@ -538,12 +558,10 @@ int BPF_PROG(on_commit_end, struct journal_s *journal, struct transaction_s *tr)
 	if (!started || !t)
 		return 0;
 	u64 now = bpf_ktime_get_ns();
-	struct commit *last = bpf_map_lookup_elem(&last_commit, &zero);
-	if (last) {
-		last->dev_tid = key;
-		last->start_ns = *started;
-		last->end_ns = now;
-	}
+	struct commit ended = { .dev_tid = key, .start_ns = *started, .end_ns = now };
+	u32 dev = key >> 32;
+	bpf_map_update_elem(&last_commit, &dev, &ended, BPF_ANY);
+	bpf_map_update_elem(&last_commit, &zero, &ended, BPF_ANY);
 	__sync_fetch_and_add(&t->commits, 1);
 	__sync_fetch_and_add(&t->commit_ns, now - *started);
 	bpf_map_delete_elem(&commits_in_flight, &key);

@@ -183,10 +183,11 @@ struct {
 	__type(value, u64);
 } flushes_in_flight SEC(".maps");
 
-/* The journal commit that ended last on the machine. */
+/* The journal commit that ended last on each filesystem's device (MAJOR << 20 | MINOR),
+ * and under 0 the one that ended last on the machine. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
 	__type(key, u32);
 	__type(value, struct commit);
 } last_commit SEC(".maps");
