@@ -57,8 +57,14 @@ pub(crate) fn attribution(
         }
         add(cause, sleep.ns, sleep.sleeps);
     }
+    let disk = device_name(call.dev);
     for short in &call.short_wakers {
-        let cause = with_commit(short_cause(short, stack_over), call, origin_ns, symbols);
+        let cause = with_commit(
+            short_cause(short, stack_over, disk.as_deref()),
+            call,
+            origin_ns,
+            symbols,
+        );
         add(cause, short.ns, short.sleeps);
     }
     add(Cause::OnCpu, call.on_cpu_ns(), 0);
@@ -172,12 +178,37 @@ fn commit_shares(commit: &SlowCall, symbols: &KernelSymbols) -> Vec<Share> {
     shares(by)
 }
 
+/// The kernel's name of block device `dev` (`MAJOR << 20 | MINOR`): `loop0`, `sda1`.
+fn device_name(dev: u32) -> Option<String> {
+    if dev == 0 {
+        return None;
+    }
+    let link = std::fs::read_link(format!("/sys/dev/block/{}:{}", dev >> 20, dev & 0xfffff)).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
+/// Whether `comm` is the journal thread of another disk than `disk` (the synced file's):
+/// `jbd2/<device>-<inode>`, its name cut at 15 characters as the kernel keeps it.
+fn another_disks_journal(comm: &str, disk: &str) -> bool {
+    let Some(rest) = comm.strip_prefix("jbd2/") else {
+        return false;
+    };
+    let device = match rest.rsplit_once('-') {
+        Some((d, inode)) if inode.bytes().all(|b| b.is_ascii_digit()) => d,
+        _ => rest,
+    };
+    let cut = comm.len() >= 15;
+    !(device == disk || (cut && disk.starts_with(device)))
+}
+
 /// What short sleeps (no stack taken) waited for, from the task that ended them: the
-/// journal thread (`jbd2/...`) ends the waits for its commits; any other waker is named,
-/// the wait itself left unattributed. (A wakeup from an interrupt names the task it
-/// interrupted, as the long sleeps' wakers do.)
-fn short_cause(short: &ShortSleeps, stack_over: Duration) -> Cause {
-    if short.waker_comm.starts_with("jbd2/") {
+/// journal thread (`jbd2/...`) of the synced file's disk (`disk`, where known) ends the
+/// waits for its commits; any other waker is named, the wait itself left unattributed. (A
+/// wakeup from an interrupt names the task it interrupted, as the long sleeps' wakers do:
+/// another disk's journal thread is such a task, busy when a request completed.)
+fn short_cause(short: &ShortSleeps, stack_over: Duration, disk: Option<&str>) -> Cause {
+    let other = disk.is_some_and(|d| another_disks_journal(&short.waker_comm, d));
+    if short.waker_comm.starts_with("jbd2/") && !other {
         return Cause::JournalCommit {
             journal: short.waker_comm.clone(),
             commits: Vec::new(),
@@ -367,6 +398,20 @@ mod tests {
             ]
         );
         assert_eq!((commits[0].flushes, commits[0].device_write_bytes), (1, 32 << 10));
+    }
+
+    #[test]
+    fn a_journal_thread_is_the_synced_disks_own_or_another_disks() {
+        assert!(!another_disks_journal("jbd2/loop0-8", "loop0"));
+        assert!(another_disks_journal("jbd2/loop0-8", "loop1"));
+        assert!(another_disks_journal("jbd2/loop1-8", "loop10"));
+        assert!(!another_disks_journal("jbd2/dm-0-8", "dm-0"));
+        // Cut at 15 characters: `jbd2/nvme0n1p12-8` is kept as `jbd2/nvme0n1p12`.
+        assert!(!another_disks_journal("jbd2/nvme0n1p12", "nvme0n1p12"));
+        assert!(!another_disks_journal("jbd2/nvme10n1p1", "nvme10n1p12"));
+        assert!(another_disks_journal("jbd2/nvme0n1p1-", "nvme1n1p1"));
+        assert!(!another_disks_journal("kworker/u8:2", "loop0"));
+        assert!(device_name(0).is_none());
     }
 
     #[test]

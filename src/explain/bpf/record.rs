@@ -17,8 +17,8 @@ const SHORT_WAKERS: usize = 4;
 /// sizeof(struct short_wake).
 const SHORT_WAKE_BYTES: usize = 32;
 /// sizeof(struct call): its fixed fields, the short sleeps per waker, the sleeps, the last
-/// commit.
-pub(crate) const RECORD_BYTES: usize = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24 + 8;
+/// commit, the inode and the device synced.
+pub(crate) const RECORD_BYTES: usize = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24 + 8 + 8;
 /// sizeof(struct sleep).
 const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8 + 8;
 
@@ -154,6 +154,9 @@ pub(crate) struct SlowCall {
     pub(crate) last_commit: Option<EndedCommit>,
     /// The inode number of the file synced (fsync, fdatasync, sync_file_range), 0 otherwise.
     pub(crate) ino: u64,
+    /// The device of the synced file's filesystem (`MAJOR << 20 | MINOR`), 0 for sync and
+    /// msync or where it could not be read.
+    pub(crate) dev: u32,
     /// Where `last_commit`'s own time went: the journal thread followed through it as a
     /// call is (its record, sent just ahead of the call's, or else the kernel's record of
     /// the latest commits, if it still held it).
@@ -250,6 +253,7 @@ impl SlowCall {
             sleeps: Vec::new(),
             last_commit: None,
             ino: 0,
+            dev: 0,
             commit: None,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
@@ -298,6 +302,7 @@ impl SlowCall {
             });
         }
         call.ino = r.u64();
+        call.dev = r.u32();
         Ok(call)
     }
 }

@@ -242,6 +242,7 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		/* The latest commit of the call's own filesystem: a commit of another one (the
 		 * root filesystem's, say) may have ended later. */
 		u32 dev = dev_of(c);
+		c->dev = dev;
 		struct commit *last = bpf_map_lookup_elem(&last_commit, &dev);
 		if (c->at_entry.commits && last && last->end_ns >= c->start_ns) {
 			c->last_commit = *last;

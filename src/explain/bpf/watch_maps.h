@@ -132,6 +132,10 @@ struct call {
 	/* The inode number of the file synced (fsync, fdatasync, sync_file_range); 0 for the
 	 * others, or where it could not be read. */
 	u64 ino;
+	/* In the record: the device of the synced file's filesystem (MAJOR << 20 | MINOR), 0
+	 * for sync and msync or where it could not be read. */
+	u32 dev;
+	u32 dev_pad;
 };
 
 struct {
