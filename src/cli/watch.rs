@@ -10,7 +10,8 @@ use crate::units::parse_duration;
 
 pub(crate) const WATCH_HELP: &str = "\
 Attaches a BPF program to the kernel (as root) and prints each sync call (fsync, fdatasync,
-sync_file_range, msync, syncfs, sync) slower than --threshold as it ends, split into parts
+sync_file_range, msync, syncfs, sync, and the durable writes: to a file opened O_SYNC or
+O_DSYNC, or with pwritev2's RWF_DSYNC) slower than --threshold as it ends, split into parts
 that add up to it: time on a CPU, waiting for a CPU, and its sleeps, each long one (over
 --stack-over) named from the kernel stack it slept in (waiting for data writeback, for a
 journal commit, a device cache flush, dirty throttling...) and the task that woke it; with

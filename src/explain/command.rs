@@ -45,7 +45,8 @@ pub(crate) struct TracedCommand {
 }
 
 /// Said of every command the BPF tracer follows: what it does not see that tracefs does.
-const BPF_UNSEEN: &str = "the BPF tracer sees the sync system calls only: writes to files opened O_SYNC or O_DSYNC (or made with RWF_DSYNC) are not counted, and every msync is (--tracer tracefs tells them apart)";
+const BPF_UNSEEN: &str =
+    "the BPF tracer counts every msync, with or without MS_SYNC (--tracer tracefs tells them apart)";
 
 impl CommandTrace {
     /// Starts the timeline on `clock` and the trace of every process and thread the
@@ -139,12 +140,13 @@ fn samples_of(followed: &Followed, origin_ns: u64) -> Vec<Sample> {
 }
 
 fn sample_of(call: &CallLatency, origin_ns: u64) -> Option<Sample> {
-    let op = OpKind::from_name(call.kind?.name())?;
+    let kind = call.kind?;
+    let op = OpKind::from_name(kind.name())?;
     Some(Sample {
         t_ns: call.start_ns.saturating_sub(origin_ns),
         op,
         latency_ns: call.latency_ns,
-        bytes: 0,
+        bytes: if kind.is_write() { call.ret.max(0) as u64 } else { 0 },
         error: (call.ret < 0).then(|| Errno(-call.ret)),
         process: (!call.comm.is_empty()).then(|| call.comm.as_str().into()),
         tid: call.tid,

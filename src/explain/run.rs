@@ -223,7 +223,7 @@ impl Explaining {
             }
             (true, None) if options.tracer == TracerKind::Bpf => {
                 crate::measure::samples::forget_first_measured();
-                match RunTracer::start(Traced::ThisProcess, clock.origin_monotonic_ns()) {
+                match RunTracer::start(Traced::ThisProcess { tid }, clock.origin_monotonic_ns()) {
                     Ok(t) => bpf = Some(t),
                     Err(e) => notes.push(format!("tracing could not start: {e:#}")),
                 }

@@ -12,7 +12,7 @@ use anyhow::Result;
 
 use crate::cli::WatchArgs;
 use crate::error::Usage;
-use crate::explain::bpf::{Filter, Settings};
+use crate::explain::bpf::{Filter, Settings, Writes};
 use crate::kernel::mountinfo::{mount_of, mounts};
 
 /// The options as a run's parameters.
@@ -101,6 +101,7 @@ pub(super) fn settings(args: &WatchArgs, threshold: Duration, stack_over: Durati
         run_time_stats: args.bpf_stats,
         follow_forks_of: None,
         every_call: false,
+        writes: Writes::Durable,
     })
 }
 

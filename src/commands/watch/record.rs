@@ -72,16 +72,9 @@ pub(super) struct Watched {
     pub(super) environment: Fingerprint,
 }
 
-/// The kind a sync call is among the operations results count.
+/// The kind a sync call is among the operations results count (the same names).
 fn op_of(kind: SyncKind) -> OpKind {
-    match kind {
-        SyncKind::Fsync => OpKind::Fsync,
-        SyncKind::Fdatasync => OpKind::Fdatasync,
-        SyncKind::SyncFileRange => OpKind::SyncFileRange,
-        SyncKind::Msync => OpKind::Msync,
-        SyncKind::Syncfs => OpKind::Syncfs,
-        SyncKind::Sync => OpKind::Sync,
-    }
+    OpKind::from_name(kind.name()).expect("every SyncKind is named as an OpKind")
 }
 
 fn stats_of(b: &Buckets) -> OpStats {

@@ -241,7 +241,7 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, ino: u64) -> Cause {
         },
         WaitKind::DeviceFlush => Cause::DeviceFlush { flushes: 1 },
         WaitKind::DirtyThrottle => Cause::DirtyThrottle {
-            pauses: 1,
+            pauses: sleep.sleeps.max(1),
             pause_ms: 0,
             dirty_pages: None,
             limit_pages: None,

@@ -84,6 +84,7 @@ struct inode {
 
 struct file {
 	struct inode *f_inode;
+	unsigned int f_flags;
 } __attribute__((preserve_access_index));
 
 /* include/linux/fdtable.h: a process's open files. */

@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd as _, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -33,13 +33,16 @@ use libbpf_rs::{Link, MapCore as _, MapFlags, Object, ObjectBuilder, PrintLevel,
 pub(crate) mod attribute;
 mod cost;
 pub(crate) mod histogram;
+mod kind;
 pub(crate) mod record;
 pub(crate) mod run;
+mod settings;
 pub(crate) mod symbols;
 pub(crate) mod tie;
 
 use histogram::LatencyKey;
 use record::{CallLatency, SlowCall, SyncKind};
+pub(crate) use settings::{Filter, Settings, Writes};
 use symbols::KernelSymbols;
 
 /// The commits' own records kept for the calls that follow them in the ring (a call's
@@ -52,37 +55,6 @@ static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/watch.bpf.o"));
 /// Setting it (to anything) makes the tracer refuse as if the kernel had no BPF: how a test
 /// checks the refusal on a machine that has it.
 pub(crate) const DISABLE_ENV: &str = "FSYNCLAB_NO_BPF";
-
-/// Which tasks' sync calls are followed; the kernel applies it at each call's entry.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Filter {
-    /// Every task of the machine.
-    All,
-    /// The threads of these processes (thread group ids).
-    Processes(Vec<u32>),
-    /// Every task with this name (comm, at most 15 bytes).
-    Comm(String),
-    /// Every task of this cgroup (v2) directory or of one below it.
-    Cgroup(PathBuf),
-}
-
-/// What the program reports, and when it takes a stack.
-#[derive(Clone, Debug)]
-pub(crate) struct Settings {
-    pub(crate) filter: Filter,
-    /// A call at least this slow is sent with its parts.
-    pub(crate) report_threshold: Duration,
-    /// A sleep at least this long has its kernel stack taken (at switch-in).
-    pub(crate) stack_threshold: Duration,
-    /// Count the programs' runs and run time (the kernel's run-time statistics, which read
-    /// the clock around every run of every program: off unless asked, `watch --bpf-stats`).
-    pub(crate) run_time_stats: bool,
-    /// With [`Filter::Processes`]: the processes this thread starts from now on, and those
-    /// they start, are followed too (`exec --explain --tracer bpf`'s command).
-    pub(crate) follow_forks_of: Option<u32>,
-    /// Every call's latency is sent ([`BpfTracer::follow_every`]), not only the slow calls.
-    pub(crate) every_call: bool,
-}
 
 /// The program loaded and attached; dropping it detaches everything.
 pub(crate) struct BpfTracer {
@@ -229,39 +201,19 @@ impl BpfTracer {
         Ok(())
     }
 
-    /// Sends the calls of thread `tid` only when at least `over` slow (or over the threshold
-    /// of every thread, if higher): how a run's tracer raises a thread's once it holds
-    /// enough of its slowest calls.
-    pub(crate) fn set_thread_threshold(&self, tid: u32, over: Duration) -> Result<()> {
+    /// Sends the calls of `kind` of thread `tid` only when at least `over` slow (or over
+    /// the threshold of every thread, if higher): how a run's tracer raises a thread's once
+    /// it holds enough of its slowest calls of that kind.
+    pub(crate) fn set_thread_threshold(&self, tid: u32, kind: SyncKind, over: Duration) -> Result<()> {
+        let key = (kind as u64) << 32 | u64::from(tid);
         self.map("thread_thresholds")?
-            .update(&tid.to_ne_bytes(), &nanos(over).to_ne_bytes(), MapFlags::ANY)
-            .with_context(|| format!("setting thread {tid}'s report threshold"))
+            .update(&key.to_ne_bytes(), &nanos(over).to_ne_bytes(), MapFlags::ANY)
+            .with_context(|| format!("setting thread {tid}'s report threshold for {kind}"))
     }
 
     fn write_config(&self, settings: &Settings) -> Result<()> {
-        let mut config = Vec::with_capacity(96);
-        let (filter, comm) = match &settings.filter {
-            Filter::All => (0u32, ""),
-            Filter::Processes(_) => (1, ""),
-            Filter::Comm(c) => (2, c.as_str()),
-            Filter::Cgroup(_) => (3, ""),
-        };
-        config.extend_from_slice(&filter.to_ne_bytes());
-        config.extend_from_slice(&settings.follow_forks_of.unwrap_or(0).to_ne_bytes());
-        for kind in SyncKind::ALL {
-            config.extend_from_slice(&kind.syscall_number().to_ne_bytes());
-        }
-        config.extend_from_slice(&nanos(settings.report_threshold).to_ne_bytes());
-        config.extend_from_slice(&nanos(settings.stack_threshold).to_ne_bytes());
-        let mut name = [0u8; 16];
-        let bytes = comm.as_bytes();
-        let n = bytes.len().min(15);
-        name[..n].copy_from_slice(&bytes[..n]);
-        config.extend_from_slice(&name);
-        config.extend_from_slice(&u32::from(settings.every_call).to_ne_bytes());
-        config.extend_from_slice(&0u32.to_ne_bytes());
         self.map("config")?
-            .update(&0u32.to_ne_bytes(), &config, MapFlags::ANY)
+            .update(&0u32.to_ne_bytes(), &settings.config_bytes(), MapFlags::ANY)
             .context("configuring the BPF program")
     }
 
@@ -445,6 +397,6 @@ impl BpfTracer {
     }
 }
 
-fn nanos(d: Duration) -> u64 {
+pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -1,12 +1,12 @@
 //! The record the BPF program sends for each slow sync call (`struct call` in
-//! watch.bpf.c), read field by field from the ring buffer's bytes, and the kinds of sync call.
+//! watch.bpf.c), read field by field from the ring buffer's bytes.
 //!
 //! The layout is C's for that struct on a 64-bit machine: every field naturally aligned and
 //! in order, so a cursor reading each field at the next offset of its alignment reads it
 //! right; [`RECORD_BYTES`] is its size, checked against each record's length so that a
 //! program and a reader out of step are an error rather than garbage.
 
-use std::fmt;
+pub(crate) use super::kind::SyncKind;
 
 /// Frames of a kernel stack kept per long sleep (STACK_DEPTH).
 const STACK_DEPTH: usize = 20;
@@ -21,70 +21,6 @@ const SHORT_WAKE_BYTES: usize = 32;
 pub(crate) const RECORD_BYTES: usize = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24 + 8 + 8;
 /// sizeof(struct sleep).
 const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8 + 8;
-
-/// The sync calls traced, in the program's numbering (KIND_FSYNC...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum SyncKind {
-    Fsync,
-    Fdatasync,
-    SyncFileRange,
-    Msync,
-    Syncfs,
-    Sync,
-}
-
-impl SyncKind {
-    pub(crate) const ALL: [SyncKind; 6] = [
-        SyncKind::Fsync,
-        SyncKind::Fdatasync,
-        SyncKind::SyncFileRange,
-        SyncKind::Msync,
-        SyncKind::Syncfs,
-        SyncKind::Sync,
-    ];
-
-    pub(crate) fn from_number(n: u32) -> Option<SyncKind> {
-        SyncKind::ALL.get(usize::try_from(n).ok()?).copied()
-    }
-
-    /// The system call's name, as in `sys_enter_NAME` and the kernel's `__x64_sys_NAME`.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            SyncKind::Fsync => "fsync",
-            SyncKind::Fdatasync => "fdatasync",
-            SyncKind::SyncFileRange => "sync_file_range",
-            SyncKind::Msync => "msync",
-            SyncKind::Syncfs => "syncfs",
-            SyncKind::Sync => "sync",
-        }
-    }
-
-    /// The system call's number on this architecture.
-    pub(crate) fn syscall_number(self) -> i64 {
-        match self {
-            SyncKind::Fsync => libc::SYS_fsync,
-            SyncKind::Fdatasync => libc::SYS_fdatasync,
-            SyncKind::SyncFileRange => libc::SYS_sync_file_range,
-            SyncKind::Msync => libc::SYS_msync,
-            SyncKind::Syncfs => libc::SYS_syncfs,
-            SyncKind::Sync => libc::SYS_sync,
-        }
-    }
-
-    /// Whether its first argument is a file descriptor.
-    pub(crate) fn takes_fd(self) -> bool {
-        matches!(
-            self,
-            SyncKind::Fsync | SyncKind::Fdatasync | SyncKind::SyncFileRange | SyncKind::Syncfs
-        )
-    }
-}
-
-impl fmt::Display for SyncKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A sleep of the call longer than the stack threshold, among its [`TOP_SLEEPS`] longest (with
 /// those of the same stack).
@@ -152,7 +88,8 @@ pub(crate) struct SlowCall {
     /// The journal commit of the synced file's filesystem that ended last during the call, if
     /// one did (for sync and msync, which name no file: the machine's last).
     pub(crate) last_commit: Option<EndedCommit>,
-    /// The inode number of the file synced (fsync, fdatasync, sync_file_range), 0 otherwise.
+    /// The inode number of the file synced (fsync, fdatasync, sync_file_range) or written,
+    /// 0 otherwise.
     pub(crate) ino: u64,
     /// The device of the synced file's filesystem (`MAJOR << 20 | MINOR`), 0 for sync and
     /// msync or where it could not be read.
@@ -320,7 +257,7 @@ pub(crate) struct CallLatency {
     pub(crate) pid: u32,
     pub(crate) tid: u32,
     pub(crate) kind: Option<SyncKind>,
-    /// 0, or the call's -errno.
+    /// The call's -errno, or what a write wrote (at most i32::MAX), or 0.
     pub(crate) ret: i32,
     /// The calling task's name.
     pub(crate) comm: String,

@@ -4,13 +4,13 @@
 //!
 //! Which calls a run explains is decided after it (the slowest 1% of each kind and thread,
 //! and every call over `--explain-over`, at most [`Threshold::MAX_PER_GROUP`] of each), so
-//! the program cannot be told a fixed threshold. It starts sending every sync call; a thread
-//! of ours reads them ([`RunTracer`]), keeps the [`KEPT`] slowest of each thread and kind
-//! (twice what a run explains of one), and raises each thread's threshold in the kernel to
-//! the slowest call of it that it could still need (the least, over the thread's kinds of
-//! call, of the [`KEPT`]th slowest). After a few hundred calls of a thread, only one that
-//! would enter its slowest [`KEPT`] crosses to user space; a thread that starts late starts
-//! with every call sent. The sync calls a run makes before its first measured call (files
+//! the program cannot be told a fixed threshold. It starts sending every sync call and every
+//! write of the measuring threads; a thread of ours reads them ([`RunTracer`]), keeps the
+//! [`KEPT`] slowest of each thread and kind (twice what a run explains of one), and raises
+//! that thread's threshold for that kind in the kernel to the [`KEPT`]th slowest. After a
+//! few hundred calls of a kind, only one that would enter its slowest [`KEPT`] crosses to
+//! user space; a thread that starts late, or a kind a thread has not made yet, starts with
+//! every call sent. The sync calls a run makes before its first measured call (files
 //! prepared and synced) are forgotten once that call is recorded
 //! ([`crate::measure::samples::first_measured_ns`]), and the thresholds they raised lowered:
 //! they would otherwise take the measured calls' places.
@@ -33,8 +33,9 @@ use anyhow::{anyhow, Context as _, Result};
 
 use super::record::{CallLatency, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
-use super::{BpfTracer, Filter, Lost, RunTime, Settings};
+use super::{BpfTracer, Filter, Lost, RunTime, Settings, Writes};
 use crate::explain::attribution::Threshold;
+use crate::role::pool::worker_thread_name;
 
 /// The slowest calls kept of each thread and kind: twice as many as a run ever explains of
 /// one, because the run ranks its calls by the latency user space measured and the kernel by
@@ -57,8 +58,10 @@ const RAISE_BY: f64 = 1.05;
 /// Whose sync calls a [`RunTracer`] follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Traced {
-    /// fsynclab's own process: a scenario's run, whose calls it measures itself.
-    ThisProcess,
+    /// fsynclab's own process: a scenario's run, whose calls it measures itself. Every
+    /// write of thread `tid` (the one that starts the run) and of the run's worker threads
+    /// is followed too: a run times its writes, and may choose one to explain.
+    ThisProcess { tid: u32 },
     /// The processes thread `tid` starts from now on, and those they start: `exec`'s
     /// command, whose every call's latency the kernel sends as well, nothing else
     /// measuring them.
@@ -143,8 +146,8 @@ impl Drop for RunTracer {
 #[derive(Default)]
 struct Kept {
     slowest: Slowest,
-    /// Each thread's threshold in the kernel, ns.
-    thresholds: HashMap<u32, u64>,
+    /// Each thread's threshold in the kernel per kind of call, ns.
+    thresholds: HashMap<(u32, SyncKind), u64>,
     /// Calls that started before this (CLOCK_MONOTONIC) are the run's preparation: set once
     /// the first measured call is recorded.
     measuring_from: Option<u64>,
@@ -155,13 +158,18 @@ impl Kept {
         if self.measuring_from.is_some_and(|from| call.start_ns < from) {
             return;
         }
-        let tid = call.tid;
+        let (tid, kind) = (call.tid, call.kind);
         self.slowest.offer(call);
-        let floor = self.slowest.floor(tid);
-        let threshold = self.thresholds.entry(tid).or_default();
-        // A threshold the map could not take (4096 threads) only sends more calls.
+        let Some(kind) = kind else {
+            return;
+        };
+        let floor = self.slowest.floor(tid, kind);
+        let threshold = self.thresholds.entry((tid, kind)).or_default();
+        // A threshold the map could not take (4096 entries) only sends more calls.
         if floor as f64 > *threshold as f64 * RAISE_BY
-            && tracer.set_thread_threshold(tid, Duration::from_nanos(floor)).is_ok()
+            && tracer
+                .set_thread_threshold(tid, kind, Duration::from_nanos(floor))
+                .is_ok()
         {
             *threshold = floor;
         }
@@ -180,9 +188,13 @@ impl Kept {
         let from = (origin_ns + first).saturating_sub(PREPARATION_SLACK_NS);
         self.measuring_from = Some(from);
         self.slowest.forget_before(from);
-        for (tid, threshold) in &mut self.thresholds {
-            let floor = self.slowest.floor(*tid);
-            if floor < *threshold && tracer.set_thread_threshold(*tid, Duration::from_nanos(floor)).is_ok() {
+        for (&(tid, kind), threshold) in &mut self.thresholds {
+            let floor = self.slowest.floor(tid, kind);
+            if floor < *threshold
+                && tracer
+                    .set_thread_threshold(tid, kind, Duration::from_nanos(floor))
+                    .is_ok()
+            {
                 *threshold = floor;
             }
         }
@@ -195,9 +207,16 @@ const PREPARATION_SLACK_NS: u64 = 1_000_000;
 
 /// The reader thread: attach, say so, keep the slowest calls until told to stop.
 fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, origin_ns: u64) -> Result<Followed> {
-    let (pids, follow_forks_of) = match traced {
-        Traced::ThisProcess => (vec![std::process::id()], None),
-        Traced::StartedBy(tid) => (Vec::new(), Some(tid)),
+    let (pids, follow_forks_of, writes) = match traced {
+        Traced::ThisProcess { tid } => (
+            vec![std::process::id()],
+            None,
+            Writes::All {
+                tid,
+                comm: worker_thread_name(),
+            },
+        ),
+        Traced::StartedBy(tid) => (Vec::new(), Some(tid), Writes::Durable),
     };
     let settings = Settings {
         filter: Filter::Processes(pids),
@@ -206,6 +225,7 @@ fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, o
         run_time_stats: false,
         follow_forks_of,
         every_call: follow_forks_of.is_some(),
+        writes,
     };
     let started = KernelSymbols::load().and_then(|symbols| Ok((BpfTracer::start(&settings, &symbols)?, symbols)));
     let (tracer, symbols) = match started {
@@ -225,7 +245,7 @@ fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, o
     tracer.follow_every(
         TICK,
         || {
-            if traced == Traced::ThisProcess {
+            if matches!(traced, Traced::ThisProcess { .. }) {
                 kept.borrow_mut().begin_measuring(&tracer, origin_ns);
             }
             !stop.load(Ordering::Relaxed)
@@ -291,20 +311,17 @@ impl Slowest {
         }
     }
 
-    /// The least latency a call of thread `tid` may have and still enter the slowest of its
-    /// kind: 0 while one of its kinds holds fewer than [`KEPT`] (a kind the thread has not
-    /// made yet counts from its first call, which a threshold above 0 could hide: see
-    /// [`super::tie::explain`]'s note).
-    fn floor(&self, tid: u32) -> u64 {
-        self.groups
-            .iter()
-            .filter(|((t, _), _)| *t == tid)
-            .map(|(_, heap)| match heap.peek() {
-                Some(Reverse(least)) if heap.len() >= KEPT => least.0.latency_ns,
-                _ => 0,
-            })
-            .min()
-            .unwrap_or(0)
+    /// The least latency a call of `kind` of thread `tid` may have and still enter the
+    /// slowest of them: 0 while they are fewer than [`KEPT`].
+    fn floor(&self, tid: u32, kind: SyncKind) -> u64 {
+        match self
+            .groups
+            .get(&(tid, Some(kind)))
+            .and_then(|heap| Some((heap.len(), heap.peek()?)))
+        {
+            Some((len, Reverse(least))) if len >= KEPT => least.0.latency_ns,
+            _ => 0,
+        }
     }
 
     /// Drops the calls that started before `from` (CLOCK_MONOTONIC).

@@ -1,6 +1,6 @@
 //! A run's (or a command's) chosen calls tied to the kernel's records of them, after the
-//! run: a sync call takes its own record, any other call (fsync-tps's commit, a write followed
-//! by its sync) the records of the sync calls its thread made inside it, and a group commit
+//! run: a sync call or a write takes its own record, any other call (fsync-tps's commit) the
+//! records of the sync calls its thread made inside it, and a group commit
 //! with no sync call of its own the sync calls of the leaders it waited for, by time.
 
 use std::cmp::Reverse;
@@ -17,8 +17,8 @@ const SLACK_NS: u64 = 2_000;
 
 /// The chosen `calls` of the run (start on the run clock, which began at `origin_ns`)
 /// explained from the kernel's records, and the notes on those that could not be. A sync
-/// call takes its own record; any other call (fsync-tps's commit, a write followed by its
-/// sync) the records of the sync calls its thread made inside it.
+/// call or a write takes its own record; any other call (fsync-tps's commit) the records of
+/// the sync calls its thread made inside it.
 pub(crate) fn explain(
     followed: &Followed,
     calls: &[Call],
@@ -62,12 +62,12 @@ pub(crate) fn explain(
     }
     if no_sync_inside > 0 {
         notes.push(format!(
-            "calls chosen but not explained, having no sync call of their own inside (the BPF tracer follows only those; --tracer tracefs explains every kind): {no_sync_inside}"
+            "calls chosen but not explained, having no sync call or write of their own inside (the BPF tracer follows only those; --tracer tracefs explains every kind): {no_sync_inside}"
         ));
     }
     if not_recorded > 0 {
         notes.push(format!(
-            "sync calls chosen but not explained, the kernel having sent no record of them (their time inside the system call was under the threshold it held then; the run ranks calls by all of their latency): {not_recorded}"
+            "calls chosen but not explained, the kernel having sent no record of them (their time inside the system call was under the threshold it held then; the run ranks calls by all of their latency): {not_recorded}"
         ));
     }
     (explained, notes)

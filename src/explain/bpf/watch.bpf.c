@@ -109,15 +109,22 @@ static __always_inline void begin_call(struct call *c, const struct totals *t, u
 	c->at_entry = *t;
 }
 
-static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd)
+/* Whether the current task's calls are followed; its ids and name in `pid`, `tid`, `comm`. */
+static __always_inline bool current_traced(const struct config *cfg, u32 *pid, u32 *tid, char *comm)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	*pid = id >> 32;
+	*tid = (u32)id;
+	bpf_get_current_comm(comm, TASK_COMM_LEN);
+	return traced(cfg, *pid, comm);
+}
+
+/* The current task enters a followed call of `kind` on descriptor `fd` (of `file`, when
+ * the caller has it already). */
+static __always_inline int start_call(u32 kind, s32 fd, struct file *file, u32 pid, u32 tid,
+				      const char *comm)
 {
 	u32 zero = 0;
-	u64 id = bpf_get_current_pid_tgid();
-	u32 pid = id >> 32, tid = (u32)id;
-	char comm[TASK_COMM_LEN];
-	bpf_get_current_comm(comm, sizeof(comm));
-	if (!traced(cfg, pid, comm))
-		return 0;
 	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
 	if (!t)
 		return 0;
@@ -134,11 +141,60 @@ static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd
 	c->pid = pid;
 	c->tid = tid;
 	c->fd = fd;
-	if (kind <= KIND_SYNC_FILE_RANGE)
+	if (file)
+		c->ino = BPF_CORE_READ(file, f_inode, i_ino);
+	else if (kind <= KIND_SYNC_FILE_RANGE)
 		c->ino = inode_of(fd);
-	__builtin_memcpy(c->comm, comm, sizeof(comm));
+	__builtin_memcpy(c->comm, comm, TASK_COMM_LEN);
 	c->start_ns = bpf_ktime_get_ns();
 	return 0;
+}
+
+static __always_inline int sync_enter(const struct config *cfg, u32 kind, s32 fd)
+{
+	u32 pid, tid;
+	char comm[TASK_COMM_LEN];
+	if (!current_traced(cfg, &pid, &tid, comm))
+		return 0;
+	return start_call(kind, fd, NULL, pid, tid, comm);
+}
+
+/* open(2) and pwritev2(2) flags (x86's numbers, as the generic ones: include/uapi). */
+#define O_DSYNC_FLAG 010000
+#define O_SYNC_ONLY_FLAG 04000000 /* __O_SYNC: what O_SYNC adds to O_DSYNC */
+#define O_DIRECT_FLAG 040000
+#define RWF_DSYNC_FLAG 2
+#define RWF_SYNC_FLAG 4
+
+/* A write (`rwf`: pwritev2's flags, 0 for the others) on descriptor `fd`: followed when
+ * config.writes asks for it, as the kind its file's flags make it. Its file is read only
+ * for a task the filter keeps. */
+static __always_inline int write_enter(const struct config *cfg, s32 fd, u64 rwf)
+{
+	if (cfg->writes == WRITES_NONE)
+		return 0;
+	u32 pid, tid;
+	char comm[TASK_COMM_LEN];
+	if (!current_traced(cfg, &pid, &tid, comm))
+		return 0;
+	if (cfg->writes == WRITES_ALL && tid != cfg->write_tid && !comm_matches(comm, cfg->write_comm))
+		return 0;
+	struct file *file = file_of(fd);
+	if (!file)
+		return 0;
+	u32 flags = BPF_CORE_READ(file, f_flags);
+	u32 kind = KIND_WRITE;
+	if (rwf & (RWF_DSYNC_FLAG | RWF_SYNC_FLAG))
+		kind = KIND_WRITE_RWF_DSYNC;
+	else if (flags & O_SYNC_ONLY_FLAG)
+		kind = KIND_WRITE_OSYNC;
+	else if (flags & O_DSYNC_FLAG)
+		kind = KIND_WRITE_ODSYNC;
+	else if (flags & O_DIRECT_FLAG)
+		kind = KIND_WRITE_DIRECT;
+	if (cfg->writes == WRITES_SYNC && kind < KIND_WRITE_ODSYNC)
+		return 0;
+	return start_call(kind, fd, file, pid, tid, comm);
 }
 
 /* floor(log2(v)) for v > 0, by halving (clang 14's BPF backend cannot lower
@@ -227,13 +283,17 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 			.kind = c->kind,
 			.ret = ret < 0 ? (s32)ret : 0,
 		};
+		/* What a write wrote (a sync call returns 0 when it succeeds). */
+		if (ret > 0)
+			r.ret = ret > 0x7fffffff ? 0x7fffffff : (s32)ret;
 		__builtin_memcpy(r.comm, c->comm, TASK_COMM_LEN);
 		if (bpf_ringbuf_output(&every, &r, sizeof(r), wakeup_flags(&every, sizeof(r))))
 			count_lost(3);
 	}
 	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
 	u64 report_over = cfg->report_threshold_ns;
-	u64 *own = bpf_map_lookup_elem(&thread_thresholds, &c->tid);
+	u64 group = (u64)c->kind << 32 | c->tid;
+	u64 *own = bpf_map_lookup_elem(&thread_thresholds, &group);
 	if (own && *own > report_over)
 		report_over = *own;
 	if (t && took >= report_over) {
@@ -268,11 +328,24 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
  * passes; the number is compared first, so that the others cost a few instructions.
  * (fentry/fexit on the calls' wrappers would touch only the sync calls, but some kernels
  * refuse them: EPERM on the project's VM, which also has no kprobe events.) The numbers
- * are the architecture's, set by user space in config.nr. */
+ * are the architecture's, set by user space in config.nr and config.write_nr. */
 static __always_inline int kind_of(const struct config *cfg, long nr)
 {
 	for (int i = 0; i < KINDS; i++) {
 		if (cfg->nr[i] == nr)
+			return i;
+	}
+	return -1;
+}
+
+/* Which of the write calls `nr` is (WRITE_PWRITEV2...), or -1; none unless writes are
+ * followed. */
+static __always_inline int write_call_of(const struct config *cfg, long nr)
+{
+	if (cfg->writes == WRITES_NONE)
+		return -1;
+	for (int i = 0; i < WRITE_CALLS; i++) {
+		if (cfg->write_nr[i] == nr)
 			return i;
 	}
 	return -1;
@@ -286,9 +359,13 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 	if (!cfg)
 		return 0;
 	int kind = kind_of(cfg, nr);
-	if (kind < 0)
+	if (kind >= 0)
+		return sync_enter(cfg, kind, (s32)regs->di);
+	int write = write_call_of(cfg, nr);
+	if (write < 0)
 		return 0;
-	return sync_enter(cfg, kind, (s32)regs->di);
+	/* pwritev2(fd, iov, iovcnt, pos_l, pos_h, flags): the sixth argument, in r9. */
+	return write_enter(cfg, (s32)regs->di, write == WRITE_PWRITEV2 ? regs->r9 : 0);
 }
 
 SEC("tp_btf/sys_exit")
@@ -296,7 +373,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
 	u32 zero = 0;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
-	if (!cfg || kind_of(cfg, regs->orig_ax) < 0)
+	if (!cfg)
+		return 0;
+	long nr = regs->orig_ax;
+	if (kind_of(cfg, nr) < 0 && write_call_of(cfg, nr) < 0)
 		return 0;
 	return sync_exit(cfg, ret);
 }

@@ -19,15 +19,31 @@
 #define KIND_MSYNC 3
 #define KIND_SYNCFS 4
 #define KIND_SYNC 5
+/* Writes, by how the file was opened (O_SYNC, O_DSYNC, O_DIRECT) or the write's own flags
+ * (pwritev2's RWF_DSYNC or RWF_SYNC), as user space names them (SyncKind::Write...). */
+#define KIND_WRITE 6
+#define KIND_WRITE_DIRECT 7
+#define KIND_WRITE_ODSYNC 8
+#define KIND_WRITE_OSYNC 9
+#define KIND_WRITE_RWF_DSYNC 10
 
 #define FILTER_ALL 0
 #define FILTER_PROCESSES 1
 #define FILTER_COMM 2
 #define FILTER_CGROUP 3 /* the tasks of the cgroup (v2) in `cgroups`, and of its descendants */
 
-#define KINDS 6
+#define KINDS 6 /* the sync calls: one system call each */
 /* Not a system call: a journal commit, followed in the journal thread as a call is. */
-#define KIND_COMMIT 6
+#define KIND_COMMIT 11
+
+/* The write calls, in config.write_nr: write, pwrite64, writev, pwritev, pwritev2. */
+#define WRITE_CALLS 5
+#define WRITE_PWRITEV2 4
+
+/* Which writes are followed (config.writes). */
+#define WRITES_NONE 0
+#define WRITES_SYNC 1 /* only durable ones: O_SYNC or O_DSYNC files, RWF_DSYNC/RWF_SYNC */
+#define WRITES_ALL 2  /* every write of write_tid and of the threads named write_comm */
 
 struct config {
 	u32 filter;
@@ -41,7 +57,12 @@ struct config {
 	/* Not 0: every call's latency is sent in `every` (a traced command's calls, which
 	 * nothing else measures). */
 	u32 every_call;
-	u32 pad;
+	u32 writes; /* WRITES_NONE... */
+	s64 write_nr[WRITE_CALLS];
+	/* WRITES_ALL: the threads whose every write is followed (a run's measuring ones). */
+	u32 write_tid;
+	u32 write_pad;
+	char write_comm[TASK_COMM_LEN];
 };
 
 /* One sync call in `every`: when, how long, whose (with its task's name: a command may
@@ -52,7 +73,7 @@ struct latency_record {
 	u32 pid;
 	u32 tid;
 	u32 kind;
-	s32 ret; /* 0, or -errno */
+	s32 ret; /* -errno, or what a write wrote (capped), or 0 */
 	char comm[TASK_COMM_LEN];
 };
 
@@ -129,8 +150,8 @@ struct call {
 	/* In the record: the journal commit that ended last during the call, if one did (the
 	 * one a wait for the journal most likely ended with); zeros otherwise. */
 	struct commit last_commit;
-	/* The inode number of the file synced (fsync, fdatasync, sync_file_range); 0 for the
-	 * others, or where it could not be read. */
+	/* The inode number of the file synced (fsync, fdatasync, sync_file_range) or written;
+	 * 0 for the others, or where it could not be read. */
 	u64 ino;
 	/* In the record: the device of the synced file's filesystem (MAJOR << 20 | MINOR), 0
 	 * for sync and msync or where it could not be read. */
@@ -252,12 +273,14 @@ struct {
 	__type(value, u64);
 } lost SEC(".maps");
 
-/* A thread's own report threshold, over config's: set by a run's tracer once it holds
- * enough of that thread's slowest calls (a watch sets none). */
+/* A thread's own report threshold for one kind of call (kind << 32 | thread), over
+ * config's: set by a run's tracer once it holds enough of that thread's slowest calls of
+ * that kind (a watch sets none). Per kind: a thread's writes take microseconds and its
+ * fsyncs milliseconds, and one threshold for both would send every fsync. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
-	__type(key, u32);
+	__type(key, u64);
 	__type(value, u64);
 } thread_thresholds SEC(".maps");
 
