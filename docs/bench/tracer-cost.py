@@ -8,7 +8,9 @@ Usage (root, release build, alone on the machine):
     docs/bench/tracer-cost.py DIR [ROUNDS]
 DIR is where the runs write (the host's disk); ROUNDS defaults to 3. FSYNCLAB names the
 binary (default target/release/fsynclab), FSYNCLAB_BENCH_SCENARIOS which of rndwr and
-fsync-tps (default both). Every run goes through
+fsync-tps (default both), FSYNCLAB_BENCH_SIDES which sides (default none,tracefs,bpf; none is
+always run), FSYNCLAB_BASELINE a second binary run as one more side, `baseline-bpf`
+(`--explain --tracer bpf`), to compare two builds of the BPF tracer in the same rounds. Every run goes through
 `flock /tmp/fsynclab-bench.lock /usr/bin/time -f '%e %M'`. Prints one line a run, then the
 medians and the ratios to the untraced side.
 """
@@ -32,6 +34,8 @@ SCENARIOS = {
 
 
 def run(binary, scenario, side, directory):
+    if side == "baseline-bpf":
+        binary, side = os.environ["FSYNCLAB_BASELINE"], "bpf"
     with tempfile.TemporaryDirectory() as tmp:
         result, timing = os.path.join(tmp, "r.json"), os.path.join(tmp, "time")
         cmd = ["flock", "/tmp/fsynclab-bench.lock", "/usr/bin/time", "-f", "%e %M", "-o", timing,
@@ -51,7 +55,10 @@ def main():
     binary = os.environ.get("FSYNCLAB", "target/release/fsynclab")
     os.makedirs(directory, exist_ok=True)
     seen = {}
-    names = list(SIDES)
+    names = ["none"] + [s for s in os.environ.get("FSYNCLAB_BENCH_SIDES", "tracefs,bpf").split(",")
+                        if s in SIDES and s != "none"]
+    if os.environ.get("FSYNCLAB_BASELINE"):
+        names.append("baseline-bpf")
     scenarios = os.environ.get("FSYNCLAB_BENCH_SCENARIOS", ",".join(SCENARIOS)).split(",")
     for n in range(rounds):
         order = names[n % len(names):] + names[:n % len(names)]
