@@ -12,7 +12,9 @@
 # counted. Then the medians of each side and of the round-by-round IOPS ratios.
 #
 # As root (loop devices, tracefs, BPF). Usage: docs/bench/exec-tracer-cost.sh ROUNDS SECONDS
-# FSYNCLAB=path/to/fsynclab (default: target/release/fsynclab).
+# FSYNCLAB=path/to/fsynclab (default: target/release/fsynclab); SIDES="none bpf" runs only
+# those; FSYNCLAB_BASELINE=path/to/another/fsynclab adds a side `baseline-bpf`, that binary's
+# exec --explain --tracer bpf, to compare two builds of the BPF tracer in the same rounds.
 set -euo pipefail
 rounds=${1:-3}
 seconds=${2:-10}
@@ -21,12 +23,13 @@ work=$(mktemp -d /var/tmp/fsynclab-exec-cost-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 one() { # side round
-  local side=$1 round=$2 flags=()
+  local side=$1 round=$2 flags=() binary=$fsynclab
   case $side in
     tracefs) flags=(--explain --tracer tracefs --no-store) ;;
     bpf) flags=(--explain --tracer bpf --no-store) ;;
+    baseline-bpf) flags=(--explain --tracer bpf --no-store) binary=$FSYNCLAB_BASELINE ;;
   esac
-  /usr/bin/time -f '%e %M' -o "$work/time" "$fsynclab" exec --scratch ext4 --device ram \
+  /usr/bin/time -f '%e %M' -o "$work/time" "$binary" exec --scratch ext4 --device ram \
     --backing "$work" "${flags[@]}" -- \
     fio --name=w --filename=f --rw=write --bs=4k --size=256m --fsync=1 --ioengine=sync \
       --time_based --runtime="$seconds" --output-format=json >"$work/fio.json" 2>"$work/err"
@@ -41,11 +44,13 @@ print(f"{sys.argv[4]}\t{sys.argv[3]}\t{fio['write']['iops']:.0f}\t{sync:.1f}\t{w
 EOF
 }
 
-sides=(none tracefs bpf)
+read -ra sides <<<"${SIDES:-none tracefs bpf}"
+[ -n "${FSYNCLAB_BASELINE:-}" ] && sides+=(baseline-bpf)
+n=${#sides[@]}
 echo -e "round\tside\tiops\tfsync_p50_us\twall_s\tpeak_kib\tcalls" | tee "$work/all.tsv"
 for ((r = 1; r <= rounds; r++)); do
-  for ((i = 0; i < 3; i++)); do
-    one "${sides[$(((i + r) % 3))]}" "$r" | tee -a "$work/all.tsv"
+  for ((i = 0; i < n; i++)); do
+    one "${sides[$(((i + r) % n))]}" "$r" | tee -a "$work/all.tsv"
   done
 done
 python3 - "$work/all.tsv" <<'EOF'
@@ -54,7 +59,7 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 by = {}
 for r in rows:
     by.setdefault(r["side"], {})[r["round"]] = r
-for side in ("none", "tracefs", "bpf"):
+for side in by:
     rs = list(by[side].values())
     med = lambda k: statistics.median(float(r[k]) for r in rs)
     ratio = ""

@@ -40,7 +40,7 @@ pub(super) fn whom(filter: &Filter) -> String {
 }
 
 /// `  1.234s postgres[812/815] fdatasync(fd 7 /var/lib/...) 48.210ms: 31.0ms waiting for ...;
-/// 120.4us on CPU | woken by jbd2/sda1-8[412] | meanwhile on the machine: ...`: the call and
+/// 120.4us on CPU | woken by jbd2/sda1-8[412] | meanwhile on sda: ...`: the call and
 /// its parts as they are recorded (`explained`, [`crate::explain::bpf::attribute`]), largest
 /// first, then who ended its long sleeps and what completed on the machine meanwhile.
 pub(super) fn call_line(call: &SlowCall, explained: &Attribution, started: Instant) -> String {

@@ -259,8 +259,9 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, ino: u64) -> Cause {
     }
 }
 
-/// `meanwhile on the machine: 3 cache flush(es) completed (...), 1 jbd2 commit(s) (...),
-/// 2.0 MiB written`, when anything completed.
+/// `meanwhile on loop0: 3 cache flush(es) completed (...), 1 jbd2 commit(s) (...), 2.0 MiB
+/// written`, when anything completed: on the call's disk (and its filesystem's journal), or
+/// `on the machine` where the call names no file.
 pub(crate) fn meanwhile(call: &SlowCall) -> Option<String> {
     let m = call.meanwhile;
     let mut what = Vec::new();
@@ -281,12 +282,40 @@ pub(crate) fn meanwhile(call: &SlowCall) -> Option<String> {
     if m.write_bytes > 0 {
         what.push(format!("{} written", human_size(m.write_bytes)));
     }
-    (!what.is_empty()).then(|| format!("meanwhile on the machine: {}", what.join(", ")))
+    let place = device_name(call.disk).unwrap_or_else(|| match call.disk {
+        0 => "the machine".into(),
+        disk => format!("{}:{}", disk >> 20, disk & 0xfffff),
+    });
+    (!what.is_empty()).then(|| format!("meanwhile on {place}: {}", what.join(", ")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_completed_meanwhile_is_said_of_the_calls_disk_or_else_the_machine() {
+        let mut call = SlowCall {
+            meanwhile: super::super::record::Meanwhile {
+                flushes: 2,
+                flush_ns: 3_000_000,
+                write_bytes: 8 << 10,
+                commits: 1,
+                commit_ns: 4_000_000,
+            },
+            ..SlowCall::default()
+        };
+        assert_eq!(
+            meanwhile(&call).unwrap(),
+            "meanwhile on the machine: 2 cache flush(es) completed (1.500ms each on average), 1 jbd2 commit(s) (4.000ms each), 8.0 KiB written"
+        );
+        // A disk the machine does not have (no /sys/dev/block entry) is named by its numbers.
+        call.disk = 250 << 20 | 7;
+        assert!(meanwhile(&call)
+            .unwrap()
+            .starts_with("meanwhile on 250:7: 2 cache flush(es)"));
+        assert_eq!(meanwhile(&SlowCall::default()), None, "nothing completed");
+    }
 
     #[test]
     fn a_slow_call_becomes_parts_that_add_up_to_it_with_sleeps_of_one_stack_joined() {

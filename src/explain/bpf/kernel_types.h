@@ -73,8 +73,10 @@ struct signal_struct {
 } __attribute__((preserve_access_index));
 
 /* include/linux/fs.h: a file's inode and its number. */
+struct block_device;
 struct super_block {
 	dev_t s_dev;
+	struct block_device *s_bdev; /* NULL for a filesystem on no block device */
 } __attribute__((preserve_access_index));
 
 struct inode {
@@ -134,6 +136,7 @@ struct request {
 /* include/linux/jbd2.h */
 struct block_device {
 	dev_t bd_dev;
+	struct gendisk *bd_disk;
 } __attribute__((preserve_access_index));
 
 struct journal_s {

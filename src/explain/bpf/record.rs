@@ -50,8 +50,9 @@ pub(crate) struct ShortSleeps {
     pub(crate) waker_comm: String,
 }
 
-/// What completed on the machine during the call: cache flushes (with the time each took
-/// from issue to completion), bytes written, jbd2 commits (with their durations).
+/// What completed during the call on its disk (cache flushes, with the time each took from
+/// issue to completion, and bytes written) and its filesystem (jbd2 commits, with their
+/// durations), or on the machine where those are not known.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Meanwhile {
     pub(crate) flushes: u64,
@@ -94,6 +95,9 @@ pub(crate) struct SlowCall {
     /// The device of the synced file's filesystem (`MAJOR << 20 | MINOR`), 0 for sync and
     /// msync or where it could not be read.
     pub(crate) dev: u32,
+    /// The whole disk under that filesystem (0 where not known): `meanwhile` is its flushes
+    /// and writes and the filesystem's commits, or the machine's where these are 0.
+    pub(crate) disk: u32,
     /// Where `last_commit`'s own time went: the journal thread followed through it as a
     /// call is (its record, sent just ahead of the call's, or else the kernel's record of
     /// the latest commits, if it still held it).
@@ -191,6 +195,7 @@ impl SlowCall {
             last_commit: None,
             ino: 0,
             dev: 0,
+            disk: 0,
             commit: None,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
@@ -240,6 +245,7 @@ impl SlowCall {
         }
         call.ino = r.u64();
         call.dev = r.u32();
+        call.disk = r.u32();
         Ok(call)
     }
 }
@@ -374,6 +380,8 @@ mod tests {
         put(&mut b, commit + 8, &5_000u64.to_ne_bytes());
         put(&mut b, commit + 16, &45_000u64.to_ne_bytes());
         put(&mut b, commit + 24, &131_330u64.to_ne_bytes()); // the inode synced
+        put(&mut b, commit + 32, &(7u32 << 20 | 3).to_ne_bytes()); // its filesystem
+        put(&mut b, commit + 36, &(7u32 << 20).to_ne_bytes()); // its disk
         let call = SlowCall::parse(&b).unwrap();
         let last = call.last_commit.as_ref().unwrap();
         assert_eq!((last.tid, last.end_ns - last.start_ns), (1234, 40_000));
@@ -385,6 +393,7 @@ mod tests {
         );
         assert_eq!(call.meanwhile.flushes, 3);
         assert_eq!(call.ino, 131_330);
+        assert_eq!((call.dev, call.disk), (7 << 20 | 3, 7 << 20));
         assert_eq!(call.sleeps.len(), 1);
         assert_eq!(call.sleeps[0].waker_comm, "jbd2/sda1-8");
         assert_eq!(call.sleeps[0].stack.len(), 2);

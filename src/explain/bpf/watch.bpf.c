@@ -71,29 +71,69 @@ static __always_inline struct file *file_of(s32 fd)
 	return file;
 }
 
-/* The inode number of the current task's descriptor `fd`: what names the file whose data
- * writeback a call waits for. 0 where there is none. */
-static __always_inline u64 inode_of(s32 fd)
+/* A disk's device number as the kernel's dev_t reads (MAJOR << 20 | MINOR). */
+static __always_inline u32 disk_dev(struct gendisk *disk)
 {
-	struct file *file = file_of(fd);
-	return file ? BPF_CORE_READ(file, f_inode, i_ino) : 0;
+	if (!disk)
+		return 0;
+	return (u32)BPF_CORE_READ(disk, major) << 20 | (u32)BPF_CORE_READ(disk, first_minor);
 }
 
-/* The device of the filesystem a call syncs (MAJOR << 20 | MINOR, as a journal's), read
- * again at its end: 0 for the calls that name no file (sync; msync names memory). */
-static __always_inline u32 dev_of(const struct call *c)
+/* The call's filesystem's device and its whole disk's, from `file`: 0 for the calls that
+ * name no file (sync; msync names memory) and a disk 0 for a filesystem on no block
+ * device. */
+static __always_inline void set_devices(struct call *c, struct file *file)
 {
-	if (c->kind == KIND_MSYNC || c->kind == KIND_SYNC)
-		return 0;
-	struct file *file = file_of(c->fd);
-	return file ? BPF_CORE_READ(file, f_inode, i_sb, s_dev) : 0;
+	c->dev = 0;
+	c->disk = 0;
+	if (!file)
+		return;
+	struct super_block *sb = BPF_CORE_READ(file, f_inode, i_sb);
+	c->dev = BPF_CORE_READ(sb, s_dev);
+	c->disk = disk_dev(BPF_CORE_READ(sb, s_bdev, bd_disk));
+}
+
+/* What has completed so far that a call's share is taken from: its disk's flushes and
+ * writes and its filesystem's commits, where they are known; the machine's otherwise. An
+ * entry not made yet is all zeros, as it will start. */
+static __always_inline void totals_now(const struct call *c, const struct totals *machine,
+				       struct totals *out)
+{
+	*out = *machine;
+	if (c->disk) {
+		u32 disk = c->disk;
+		struct totals *d = bpf_map_lookup_elem(&dev_totals, &disk);
+		out->flushes = d ? d->flushes : 0;
+		out->flush_ns = d ? d->flush_ns : 0;
+		out->write_bytes = d ? d->write_bytes : 0;
+	}
+	if (c->dev) {
+		u32 dev = c->dev;
+		struct totals *f = bpf_map_lookup_elem(&dev_totals, &dev);
+		out->commits = f ? f->commits : 0;
+		out->commit_ns = f ? f->commit_ns : 0;
+	}
+}
+
+/* Device `dev`'s totals, made (zeros) at its first event; NULL when the map is full. */
+static __always_inline struct totals *dev_totals_of(u32 dev)
+{
+	if (!dev)
+		return NULL;
+	struct totals *t = bpf_map_lookup_elem(&dev_totals, &dev);
+	if (t)
+		return t;
+	struct totals zero = {};
+	bpf_map_update_elem(&dev_totals, &dev, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&dev_totals, &dev);
 }
 
 /* Cleared for a new call: its counts, and of the kept sleeps and the last commit what says
  * they are empty (a sleep with ns 0 is read as none, and its stack only up to stack_bytes),
- * not the 1.3 KiB of stacks, which every call would otherwise pay for; then the machine's
- * totals at its start. */
-static __always_inline void begin_call(struct call *c, const struct totals *t, u32 kind)
+ * not the 1.3 KiB of stacks, which every call would otherwise pay for; then the totals at
+ * its start (its devices set first: `file`, or none). */
+static __always_inline void begin_call(struct call *c, const struct totals *t, u32 kind,
+				       struct file *file)
 {
 	__builtin_memset(c, 0, __builtin_offsetof(struct call, sleeps));
 	for (u32 i = 0; i < TOP_SLEEPS; i++) {
@@ -106,7 +146,8 @@ static __always_inline void begin_call(struct call *c, const struct totals *t, u
 	__builtin_memset(&c->last_commit, 0, sizeof(c->last_commit));
 	c->ino = 0;
 	c->kind = kind;
-	c->at_entry = *t;
+	set_devices(c, file);
+	totals_now(c, t, &c->at_entry);
 }
 
 /* Whether the current task's calls are followed; its ids and name in `pid`, `tid`, `comm`. */
@@ -137,14 +178,14 @@ static __always_inline int start_call(u32 kind, s32 fd, struct file *file, u32 p
 	/* A process's name, once: a task's storage is new (zeroed) or was another process's. */
 	if (c->pid != pid)
 		bpf_map_update_elem(&process_names, &pid, comm, BPF_NOEXIST);
-	begin_call(c, t, kind);
+	if (!file && kind != KIND_MSYNC && kind != KIND_SYNC)
+		file = file_of(fd);
+	begin_call(c, t, kind, file);
 	c->pid = pid;
 	c->tid = tid;
 	c->fd = fd;
-	if (file)
+	if (file && (kind <= KIND_SYNC_FILE_RANGE || kind >= KIND_WRITE))
 		c->ino = BPF_CORE_READ(file, f_inode, i_ino);
-	else if (kind <= KIND_SYNC_FILE_RANGE)
-		c->ino = inode_of(fd);
 	__builtin_memcpy(c->comm, comm, TASK_COMM_LEN);
 	c->start_ns = bpf_ktime_get_ns();
 	return 0;
@@ -248,16 +289,18 @@ static __always_inline u64 wakeup_flags(void *ring, u64 size)
 									  : RB_NO_WAKEUP;
 }
 
-/* A call's latency, and what completed on the machine during it (at_entry becomes the
- * difference). */
-static __always_inline void end_call(struct call *c, const struct totals *t, u64 took)
+/* A call's latency, and what completed during it on its disk and filesystem (or the
+ * machine): at_entry becomes the difference. */
+static __always_inline void end_call(struct call *c, const struct totals *machine, u64 took)
 {
+	struct totals t;
+	totals_now(c, machine, &t);
 	c->latency_ns = took;
-	c->at_entry.flushes = t->flushes - c->at_entry.flushes;
-	c->at_entry.flush_ns = t->flush_ns - c->at_entry.flush_ns;
-	c->at_entry.write_bytes = t->write_bytes - c->at_entry.write_bytes;
-	c->at_entry.commits = t->commits - c->at_entry.commits;
-	c->at_entry.commit_ns = t->commit_ns - c->at_entry.commit_ns;
+	c->at_entry.flushes = t.flushes - c->at_entry.flushes;
+	c->at_entry.flush_ns = t.flush_ns - c->at_entry.flush_ns;
+	c->at_entry.write_bytes = t.write_bytes - c->at_entry.write_bytes;
+	c->at_entry.commits = t.commits - c->at_entry.commits;
+	c->at_entry.commit_ns = t.commit_ns - c->at_entry.commit_ns;
 }
 
 static __always_inline int sync_exit(const struct config *cfg, s64 ret)
@@ -301,8 +344,7 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		c->ret = ret;
 		/* The latest commit of the call's own filesystem: a commit of another one (the
 		 * root filesystem's, say) may have ended later. */
-		u32 dev = dev_of(c);
-		c->dev = dev;
+		u32 dev = c->dev;
 		struct commit *last = bpf_map_lookup_elem(&last_commit, &dev);
 		if (c->at_entry.commits && last && last->end_ns >= c->start_ns) {
 			c->last_commit = *last;
@@ -585,14 +627,27 @@ int BPF_PROG(on_rq_complete, struct request *rq, blk_status_t error, unsigned in
 	if (!t)
 		return 0;
 	u32 op = BPF_CORE_READ(rq, cmd_flags) & 0xff;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE))
-		__sync_fetch_and_add(&t->write_bytes, nr_bytes);
+	bool write = op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE);
 	u64 key = (u64)rq;
 	u64 *issued = bpf_map_lookup_elem(&flushes_in_flight, &key);
+	if (!write && !issued)
+		return 0;
+	/* The machine's and the disk's. */
+	struct totals *d = dev_totals_of(disk_dev(BPF_CORE_READ(rq, q, disk)));
+	if (write) {
+		__sync_fetch_and_add(&t->write_bytes, nr_bytes);
+		if (d)
+			__sync_fetch_and_add(&d->write_bytes, nr_bytes);
+	}
 	if (!issued)
 		return 0;
+	u64 took = bpf_ktime_get_ns() - *issued;
 	__sync_fetch_and_add(&t->flushes, 1);
-	__sync_fetch_and_add(&t->flush_ns, bpf_ktime_get_ns() - *issued);
+	__sync_fetch_and_add(&t->flush_ns, took);
+	if (d) {
+		__sync_fetch_and_add(&d->flushes, 1);
+		__sync_fetch_and_add(&d->flush_ns, took);
+	}
 	bpf_map_delete_elem(&flushes_in_flight, &key);
 	return 0;
 }
@@ -618,7 +673,12 @@ int BPF_PROG(on_commit_start, struct journal_s *journal, struct transaction_s *t
 					      BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c || (c->start_ns && c->kind != KIND_COMMIT))
 		return 0;
-	begin_call(c, t, KIND_COMMIT);
+	begin_call(c, t, KIND_COMMIT, NULL);
+	/* What completes meanwhile is the journal's filesystem's and its disk's. */
+	struct block_device *bdev = BPF_CORE_READ(journal, j_fs_dev);
+	c->dev = BPF_CORE_READ(bdev, bd_dev);
+	c->disk = disk_dev(BPF_CORE_READ(bdev, bd_disk));
+	totals_now(c, t, &c->at_entry);
 	u64 id = bpf_get_current_pid_tgid();
 	c->pid = id >> 32;
 	c->tid = (u32)id;
@@ -645,6 +705,11 @@ int BPF_PROG(on_commit_end, struct journal_s *journal, struct transaction_s *tr)
 	bpf_map_update_elem(&last_commit, &zero, &ended, BPF_ANY);
 	__sync_fetch_and_add(&t->commits, 1);
 	__sync_fetch_and_add(&t->commit_ns, now - *started);
+	struct totals *f = dev_totals_of(dev);
+	if (f) {
+		__sync_fetch_and_add(&f->commits, 1);
+		__sync_fetch_and_add(&f->commit_ns, now - *started);
+	}
 	bpf_map_delete_elem(&commits_in_flight, &key);
 	/* Where the commit's time went, kept for the calls that waited for it. */
 	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);

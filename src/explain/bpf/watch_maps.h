@@ -153,10 +153,12 @@ struct call {
 	/* The inode number of the file synced (fsync, fdatasync, sync_file_range) or written;
 	 * 0 for the others, or where it could not be read. */
 	u64 ino;
-	/* In the record: the device of the synced file's filesystem (MAJOR << 20 | MINOR), 0
-	 * for sync and msync or where it could not be read. */
+	/* The device of the synced file's filesystem (MAJOR << 20 | MINOR), and of the whole
+	 * disk under it (where its block requests are counted), read at the call's entry; 0
+	 * for sync and msync or where it could not be read. What completed meanwhile is the
+	 * disk's flushes and writes and the filesystem's commits, or the machine's where 0. */
 	u32 dev;
-	u32 dev_pad;
+	u32 disk;
 };
 
 struct {
@@ -199,6 +201,15 @@ struct {
 	__type(key, u32);
 	__type(value, struct totals);
 } totals SEC(".maps");
+
+/* The totals per device: a whole disk's flushes and writes, a filesystem's journal
+ * commits (the same entry when the filesystem is on the whole disk). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, u32);
+	__type(value, struct totals);
+} dev_totals SEC(".maps");
 
 /* Flush requests in flight: request address -> issue time. */
 struct {
