@@ -37,10 +37,14 @@ impl Accelerator {
     }
 }
 
-/// KVM when `/dev/kvm` opens and QEMU can start a virtual CPU on it, else TCG. The check
-/// starts QEMU paused (`-S`) on KVM: where KVM cannot run a guest (a nested VM whose
-/// hypervisor refuses an MSR, as on the project's CI machines) QEMU fails at once; a QEMU
-/// still paused after a second has a working KVM and is ended.
+/// KVM when `/dev/kvm` opens and QEMU can set up a virtual CPU on it, else TCG. The check
+/// starts QEMU paused (`-S`) on KVM with its monitor on a pipe that asks `info status`, then
+/// `quit`. QEMU answers only once its machine is made, the CPU's registers and MSRs set
+/// through KVM included: where KVM cannot run a guest (a nested VM whose hypervisor refuses
+/// an MSR, as on the project's CI machines) QEMU aborts before it answers. The answer, not
+/// the time QEMU takes, decides: under load QEMU may take seconds to start or to fail (a
+/// check that took "still running after a second" for a working KVM chose KVM on a busy CI
+/// machine, and the guest then failed to boot).
 pub fn accelerator() -> Accelerator {
     if std::fs::OpenOptions::new()
         .read(true)
@@ -50,6 +54,9 @@ pub fn accelerator() -> Accelerator {
     {
         return Accelerator::Tcg;
     }
+    let Ok(monitor) = monitor_input(b"info status\nquit\n") else {
+        return Accelerator::Tcg;
+    };
     let mut cmd = Command::new(QEMU);
     cmd.args([
         "-accel",
@@ -63,20 +70,33 @@ pub fn accelerator() -> Accelerator {
         "-m",
         "64",
     ])
-    .args(["-monitor", "none", "-serial", "none"])
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
+    .args(["-monitor", "stdio", "-serial", "none"])
+    .stdin(monitor)
+    .stdout(Stdio::piped())
     .stderr(Stdio::null());
     let limit = Bounded {
-        limit: Duration::from_secs(1),
+        limit: Duration::from_secs(30),
         on_signal: OnSignal::Stop,
         say_after: None,
     };
     match limit.run(&mut cmd) {
-        // Still paused at its limit: KVM started its CPU.
-        Ok(f) if matches!(f.outcome, Outcome::TimedOut) => Accelerator::Kvm,
+        Ok(f) if answered_paused(&f.stdout) => Accelerator::Kvm,
         _ => Accelerator::Tcg,
     }
+}
+
+/// A pipe holding `commands`, its write end closed: QEMU's monitor reads them, then the end.
+fn monitor_input(commands: &[u8]) -> std::io::Result<Stdio> {
+    let (read, write) = nix::unistd::pipe()?;
+    let mut write = std::fs::File::from(write);
+    std::io::Write::write_all(&mut write, commands)?;
+    drop(write);
+    Ok(Stdio::from(read))
+}
+
+/// Whether QEMU's monitor answered `info status` with its machine made and paused.
+fn answered_paused(monitor_output: &[u8]) -> bool {
+    String::from_utf8_lossy(monitor_output).contains("VM status: paused")
 }
 
 /// The tools `--kernel` needs, or the one-line error saying how to get them.
@@ -279,6 +299,16 @@ fn quote(word: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_monitor_that_answered_with_its_machine_paused_means_kvm_works() {
+        // What QEMU 7.2 printed here: KVM refusing an MSR aborts it after its prompt.
+        let failed = b"QEMU 7.2.22 monitor - type 'help' for more information\n(qemu) ";
+        let made = b"QEMU 7.2.22 monitor - type 'help' for more information\n(qemu) info status\nVM status: paused (prelaunch)\n(qemu) quit\n";
+        assert!(!answered_paused(failed));
+        assert!(!answered_paused(b""));
+        assert!(answered_paused(made));
+    }
 
     #[test]
     fn the_console_is_told_from_the_commands_stderr_and_its_panic_is_its_last_word() {
