@@ -27,7 +27,8 @@ pub(crate) enum Writes {
     /// RWF_SYNC (each a sync call of its own, as a database's WAL may make them).
     Durable,
     /// Every write of thread `tid` and of the threads named `comm` (a run's measuring
-    /// threads, whose writes the run times), the durable ones of the others.
+    /// threads, whose writes the run times), and no write of any other thread (a run's
+    /// background writer's writes are its load, not its measure: watch_maps.h).
     All { tid: u32, comm: String },
 }
 
