@@ -7,7 +7,8 @@
 //! and a SIGKILL of fsynclab leaves no QEMU and nothing `fsynclab cleanup` does not undo;
 //! a guest whose kernel panics is said to have, with the console's panic line;
 //! a matrix's `kernel=host,K` axis records a run of each cell on its kernel, and a kernel
-//! axis naming a kernel that is not there is refused before any cell runs.
+//! axis naming a kernel that is not there is refused before any cell runs; the BPF tracer
+//! in a guest names a wakeup an interrupt made as the interrupt's.
 //! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
 //! their commands short.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
@@ -43,6 +44,8 @@ common::tests! {
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrupted:
+        [Root, Fuse, Tool("mkfs.ext4"), Tool("python3"), That(VM, vm_ready)],
 }
 
 /// QEMU processes serving a disk under `dir`: the guests of runs backed there.
@@ -116,6 +119,19 @@ fn in_guest(command: ScratchRun, tail: &[&str], backing: &Path, state: &PrivateS
         .output()
         .unwrap();
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Run 1 of the results store `store`, as `show -f json` prints it, checked against the
+/// result schema.
+fn stored_run_1(store: &Path) -> Value {
+    let shown = fsynclab()
+        .args(["show", "1", "-f", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    let result: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    common::assert_matches_schema(&result);
+    result
 }
 
 /// A kernel release with no /boot/vmlinuz, and a bzImage path that is not there: exit 2, one
@@ -203,13 +219,7 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     assert!(table.lines().next().unwrap().contains("kernel"), "{table}");
     assert!(table.contains(&kernel), "{table}");
 
-    let shown = fsynclab()
-        .args(["show", "1", "-f", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let result: Value = serde_json::from_slice(&shown.stdout).unwrap();
-    common::assert_matches_schema(&result);
+    let result = stored_run_1(&store);
     let env = &result["environment"];
     assert_eq!(env["kernel"], kernel.as_str());
     let vm = &env["vm"];
@@ -508,4 +518,80 @@ fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing()
     assert!(err.contains("had not finished after 2s; it was ended"), "{err}");
     assert!(!err.contains(": run 1"), "no run recorded: {err}");
     assert_nothing_left(backing.path(), &state);
+}
+
+/// Issue 25: a sleep a device's completion ends is woken in an interrupt, on whatever CPU
+/// took it, in the context of whatever task ran there. Beside two CPU burners (`sh` loops,
+/// which wake nothing themselves), an overwrite-in-place fdatasync loop in a guest booting
+/// the Debian kernel (whose /proc/kallsyms lists the per-CPU preemption count, which the
+/// host's may not): the BPF tracer names no burner as a waker; the interrupts' wakeups are
+/// told (before, the burners were named: "1 sleeps under 1ms each ended by sh 261", or a
+/// cache flush's "ended by sh 262").
+fn the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrupted() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let store_dir = common::backing();
+    let store = store_dir.path().join("store.sqlite");
+    let script = "python3 -c \"import os
+fd = os.open('f', os.O_WRONLY | os.O_CREAT)
+os.write(fd, b'y' * (1 << 22)); os.fsync(fd)\"
+( while :; do :; done ) & b1=$!
+( while :; do :; done ) & b2=$!
+python3 -c \"import os
+fd = os.open('f', os.O_WRONLY)
+for i in range(300):
+    os.pwrite(fd, b'x' * 4096, (i * 7919 % 1024) * 4096)
+    os.fdatasync(fd)\"
+kill $b1 $b2";
+    let tail = [
+        "--explain",
+        "--tracer",
+        "bpf",
+        "--store",
+        store.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ];
+    let (code, err) = in_guest(ScratchRun::exec(), &tail, backing.path(), &state);
+    assert_eq!(code, Some(0), "{err}");
+    assert_nothing_left(backing.path(), &state);
+
+    let result = stored_run_1(&store);
+    let explain = &result["explain"];
+    assert_eq!(explain["bpf"]["interrupt_wakers"], true, "{explain:#}");
+    let calls = explain["calls"].as_array().unwrap();
+    assert!(!calls.is_empty(), "{explain:#}");
+    // Every waker the explanation names, from the parts' reasons and the calls' notes.
+    let mut named = Vec::new();
+    for call in calls {
+        let reasons = call["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["reason"].as_str());
+        let notes = call["notes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n.as_str());
+        for text in reasons.chain(notes) {
+            if let Some((_, waker)) = text.rsplit_once(" ended by ") {
+                named.push(waker.to_string());
+            }
+        }
+    }
+    assert!(
+        !named.iter().any(|w| w.starts_with("sh ")),
+        "a burner named as a waker: {named:?}\n{explain:#}"
+    );
+    // The cache flushes fdatasync waits for end in the disk's interrupt.
+    let flush_waits = calls
+        .iter()
+        .flat_map(|c| c["parts"].as_array().unwrap())
+        .filter(|p| p["cause"] == "device_flush")
+        .count();
+    assert!(flush_waits > 0, "no call waited for a cache flush: {explain:#}");
 }

@@ -175,6 +175,11 @@ pub(crate) struct BpfTracing {
     pub(crate) calls_not_followed: u64,
     pub(crate) records_not_sent: u64,
     pub(crate) histogram_entries_lost: u64,
+    /// Wakeups made in an interrupt were named so (`an interrupt`), not by the task they
+    /// interrupted: the kernel let the program read the preemption count (it lists it in
+    /// /proc/kallsyms: CONFIG_KALLSYMS_ALL). Before 28 Nov 2026 never.
+    #[serde(default)]
+    pub(crate) interrupt_wakers: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -353,6 +358,7 @@ impl Explanation {
             calls_not_followed: lost.calls,
             records_not_sent: lost.records,
             histogram_entries_lost: lost.histogram,
+            interrupt_wakers: followed.symbols.has_preempt_count(),
         });
     }
 

@@ -67,6 +67,8 @@ pub(super) struct Watched {
     pub(super) slowest: Slowest,
     pub(super) lost: Lost,
     pub(super) run_time: RunTime,
+    /// Wakeups made in an interrupt were told ([`crate::explain::run::BpfTracing`]).
+    pub(super) interrupt_wakers: bool,
     /// CPU time of this process while it watched.
     pub(super) cpu_ns: u64,
     pub(super) environment: Fingerprint,
@@ -139,6 +141,7 @@ impl Watched {
             calls_not_followed: lost.calls,
             records_not_sent: lost.records,
             histogram_entries_lost: lost.histogram,
+            interrupt_wakers: self.interrupt_wakers,
         });
         let details = Details {
             watched: self.watched,

@@ -2,7 +2,7 @@
 
 use super::super::events::EventKind;
 use super::super::stacks::{classify, top_frames, WaitKind};
-use super::causes::{Attribution, Cause, Share, ThreadCall};
+use super::causes::{waker_name, Attribution, Cause, Share, ThreadCall};
 use super::index::{Index, OffCpu, UNSEEN_SWITCH};
 use super::{Call, Parts};
 
@@ -107,11 +107,12 @@ impl Index<'_> {
         if iv.state == UNSEEN_SWITCH {
             return Cause::Woken;
         }
-        // Woken by another thread this trace follows: a wait for it.
+        // Woken by another thread this trace follows: a wait for it (task 0 is the idle
+        // task or an interrupt, never a followed thread).
         let waker = iv
             .woken_by
             .as_ref()
-            .filter(|(w, _)| *w != call.tid && self.is_traced(*w))
+            .filter(|(w, _)| *w != 0 && *w != call.tid && self.is_traced(*w))
             .map(|(w, _)| *w);
         let Some(frames) = &iv.stack else {
             // Interruptible sleeps get no stack (tracer::filters::STACK_STATES).
@@ -121,7 +122,10 @@ impl Index<'_> {
                     call: self.sync_waited_for(waker, a, iv.woken_ns.unwrap_or(b), follow),
                 },
                 (true, None, Some((pid, comm))) => Cause::Unattributed {
-                    reason: format!("an interruptible sleep (no stack is recorded for those), ended by {comm} {pid}"),
+                    reason: format!(
+                        "an interruptible sleep (no stack is recorded for those), ended by {}",
+                        waker_name(*pid, comm.as_str())
+                    ),
                 },
                 _ => Cause::Unattributed {
                     reason: format!("off CPU in state {} without a recorded stack", iv.state),

@@ -7,6 +7,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::units::{format_latency_ns, human_size};
 
+/// The waker either tracer names for a wakeup made in an interrupt (a hardirq, a softirq or
+/// an NMI: a device's completion, a timer), as task 0, rather than the task it interrupted
+/// (the BPF program's INTERRUPT_COMM; tracefs's hardirq/softirq flag of `sched_waking`).
+pub(crate) const INTERRUPT_WAKER: &str = "interrupt";
+
+/// Who ended a sleep, as the text names it: `jbd2/sda1-8 412`, or `an interrupt`.
+pub(crate) fn waker_name(tid: u32, comm: &str) -> String {
+    if tid == 0 && comm == INTERRUPT_WAKER {
+        return "an interrupt".into();
+    }
+    format!("{comm} {tid}")
+}
+
 /// A share of a journal commit's own time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Share {

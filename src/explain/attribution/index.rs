@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::super::events::{EventKind, Frames, Jbd2Phase, Rwbs, Word};
 use super::super::tracer::Trace;
+use super::causes::INTERRUPT_WAKER;
 use super::Span;
 
 /// The state of the gap between a wakeup and the thread's next own event, when the switch
@@ -105,12 +106,16 @@ impl<'a> Index<'a> {
                         }
                     }
                 }
-                EventKind::SchedWakeup { pid, .. } => {
+                EventKind::SchedWakeup { pid, in_interrupt, .. } => {
                     if let Some(iv) = off_cpu.get_mut(pid).and_then(|v| v.last_mut()) {
                         if iv.end.is_none() && iv.woken_ns.is_none() {
                             iv.woken_ns = Some(ev.ts_ns);
-                            // The event fires in the waker's context.
-                            iv.woken_by = Some((ev.pid, ev.comm));
+                            // The event fires in the waker's context; in an interrupt's,
+                            // the waker is the interrupt, not the task it interrupted.
+                            iv.woken_by = Some(match in_interrupt {
+                                true => (0, INTERRUPT_WAKER.into()),
+                                false => (ev.pid, ev.comm),
+                            });
                         }
                     }
                 }

@@ -41,7 +41,7 @@ mod index;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use causes::{Attribution, Cause, Commit, Part, Share, ThreadCall};
+pub(crate) use causes::{waker_name, Attribution, Cause, Commit, Part, Share, ThreadCall};
 pub(crate) use commits::shares;
 use index::Index;
 

@@ -262,6 +262,7 @@ fn group_commit_trace() -> Trace {
             EventKind::SchedWakeup {
                 comm: "fsl-1-w".into(),
                 pid,
+                in_interrupt: false,
             },
         )
     };
@@ -296,13 +297,9 @@ fn group_commit_trace() -> Trace {
     }
 }
 
-/// Issue 16: a follower's wait names the leader's flush it waited for, with the flush's
-/// own parts; the parts still add up to the call.
-#[test]
-/// Issue 16.
-fn a_followers_wait_names_the_leaders_flush() {
-    use super::super::events::EventKind;
-    let trace = group_commit_trace();
+/// The group commit's follower (thread 11's commit, 0.9 to 9.2 ms) and its leader's
+/// fdatasync (thread 10, 1 to 9 ms).
+fn follower_and_leader() -> (Call, Span) {
     let ms = |m: f64| (m * 1e6) as u64;
     let follower = Call {
         tid: 11,
@@ -316,6 +313,46 @@ fn a_followers_wait_names_the_leaders_flush() {
         start_ns: ms(1.0),
         latency_ns: ms(9.0) - ms(1.0),
     };
+    (follower, leader)
+}
+
+/// Issue 25: a wakeup made in an interrupt that landed on the leader's thread (a timer, a
+/// disk's completion) is the interrupt's: the follower's wait is not said to be for the
+/// leader, nor for any thread.
+#[test]
+fn a_wait_ended_by_an_interrupt_on_a_traced_thread_is_not_a_wait_for_that_thread() {
+    use super::super::events::EventKind;
+    let mut trace = group_commit_trace();
+    for ev in &mut trace.events {
+        if let EventKind::SchedWakeup {
+            pid: 11, in_interrupt, ..
+        } = &mut ev.kind
+        {
+            *in_interrupt = true;
+        }
+    }
+    let (follower, leader) = follower_and_leader();
+    let a = &super::explain(&trace, std::slice::from_ref(&follower), &[leader])[0];
+    assert_eq!(a.total_ns(), a.latency_ns, "{a:#?}");
+    assert!(
+        !a.parts.iter().any(|p| matches!(p.cause, Cause::WaitedForThread { .. })),
+        "{a:#?}"
+    );
+    assert!(
+        matches!(&a.parts[0].cause, Cause::OtherWait { stack } if stack.iter().any(|f| f.contains("futex"))),
+        "{a:#?}"
+    );
+}
+
+/// Issue 16: a follower's wait names the leader's flush it waited for, with the flush's
+/// own parts; the parts still add up to the call.
+#[test]
+/// Issue 16.
+fn a_followers_wait_names_the_leaders_flush() {
+    use super::super::events::EventKind;
+    let trace = group_commit_trace();
+    let ms = |m: f64| (m * 1e6) as u64;
+    let (follower, leader) = follower_and_leader();
     let a = &super::explain(&trace, std::slice::from_ref(&follower), &[leader])[0];
     assert_eq!(a.total_ns(), a.latency_ns, "{a:#?}");
     let Some(Cause::WaitedForThread {

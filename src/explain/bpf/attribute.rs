@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::record::{LongSleep, ShortSleeps, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
-use crate::explain::attribution::{shares, Attribution, Cause, Commit, Part, Share};
+use crate::explain::attribution::{shares, waker_name, Attribution, Cause, Commit, Part, Share};
 use crate::explain::stacks::{classify, top_frames, WaitKind};
 use crate::units::{format_duration, format_latency_ns, human_size};
 
@@ -169,7 +169,11 @@ fn commit_shares(commit: &SlowCall, symbols: &KernelSymbols) -> Vec<Share> {
     add("cache flushes", flushing);
     add("journal writes", writing - flushing);
     for short in &commit.short_wakers {
-        add(&format!("short sleeps ended by {}", short.waker_comm), short.ns);
+        let waker = match short.waker_tid {
+            0 => waker_name(0, &short.waker_comm),
+            _ => short.waker_comm.clone(),
+        };
+        add(&format!("short sleeps ended by {waker}"), short.ns);
     }
     add("unattributed (short sleeps)", commit.short_sleep_ns);
     add("unattributed (more long sleeps)", commit.other_sleep_ns);
@@ -203,9 +207,8 @@ fn another_disks_journal(comm: &str, disk: &str) -> bool {
 
 /// What short sleeps (no stack taken) waited for, from the task that ended them: the
 /// journal thread (`jbd2/...`) of the synced file's disk (`disk`, where known) ends the
-/// waits for its commits; any other waker is named, the wait itself left unattributed. (A
-/// wakeup from an interrupt names the task it interrupted, as the long sleeps' wakers do:
-/// another disk's journal thread is such a task, busy when a request completed.)
+/// waits for its commits; any other waker (a task, or an interrupt) is named, the wait
+/// itself left unattributed.
 fn short_cause(short: &ShortSleeps, stack_over: Duration, disk: Option<&str>) -> Cause {
     let other = disk.is_some_and(|d| another_disks_journal(&short.waker_comm, d));
     if short.waker_comm.starts_with("jbd2/") && !other {
@@ -216,11 +219,10 @@ fn short_cause(short: &ShortSleeps, stack_over: Duration, disk: Option<&str>) ->
     }
     Cause::Unattributed {
         reason: format!(
-            "{} sleeps under {} each ended by {} {}, whose stacks are not taken",
+            "{} sleeps under {} each ended by {}, whose stacks are not taken",
             short.sleeps,
             format_duration(stack_over),
-            short.waker_comm,
-            short.waker_tid
+            waker_name(short.waker_tid, &short.waker_comm)
         ),
     }
 }

@@ -100,6 +100,11 @@ struct files_struct {
 } __attribute__((preserve_access_index));
 
 /* include/linux/sched.h */
+/* x86's per-CPU hot data from 6.2 to 6.14, where the preemption count lived then. */
+struct pcpu_hot {
+	int preempt_count;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	pid_t pid;
 	pid_t tgid;

@@ -158,6 +158,12 @@ impl BpfTracer {
             if name.starts_with("on_commit") && !symbols.contains("__traceiter_jbd2_start_commit") {
                 prog.set_autoload(false);
             }
+            // One of the two wakeup programs: the one that tells interrupts where the kernel
+            // lets it read the preemption count.
+            let told = symbols.has_preempt_count();
+            if (name == "on_wakeup" && !told) || (name == "on_wakeup_untold" && told) {
+                prog.set_autoload(false);
+            }
             // Every fork and exit of the machine would pass them: only for a command.
             if (name == "on_fork" || name == "on_process_exit") && settings.follow_forks_of.is_none() {
                 prog.set_autoload(false);

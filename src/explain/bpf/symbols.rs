@@ -2,6 +2,8 @@
 //! it the kernel prints every address as 0, `kptr_restrict`, Documentation/admin-guide/
 //! sysctl/kernel.rst). Only text symbols (`t`/`T`) are kept, sorted by address; an address
 //! belongs to the last symbol at or below it. Module symbols (`[ext4]`) are kept by name.
+//! Of the data symbols, only whether the per-CPU preemption count is listed: a kernel
+//! without CONFIG_KALLSYMS_ALL lists none, and BPF cannot then read a per-CPU variable.
 
 use std::fs;
 
@@ -10,7 +12,13 @@ use anyhow::{bail, Context as _, Result};
 pub(crate) struct KernelSymbols {
     /// (address, name), sorted by address.
     symbols: Vec<(u64, String)>,
+    /// Whether /proc/kallsyms lists the per-CPU preemption count (x86's `__preempt_count`,
+    /// or from 6.2 to 6.14 `pcpu_hot`, which holds it).
+    preempt_count: bool,
 }
+
+/// The data symbols that hold x86's per-CPU preemption count, by kernel version.
+const PREEMPT_COUNT: [&str; 2] = ["__preempt_count", "pcpu_hot"];
 
 impl KernelSymbols {
     pub(crate) fn load() -> Result<KernelSymbols> {
@@ -25,7 +33,10 @@ impl KernelSymbols {
     /// No symbol at all: every address reads as `?` (for tests).
     #[cfg(test)]
     pub(crate) fn empty() -> KernelSymbols {
-        KernelSymbols { symbols: Vec::new() }
+        KernelSymbols {
+            symbols: Vec::new(),
+            preempt_count: false,
+        }
     }
 
     /// The symbols of a /proc/kallsyms text (for tests).
@@ -35,6 +46,7 @@ impl KernelSymbols {
     }
 
     fn parse(text: &str) -> KernelSymbols {
+        let mut preempt_count = false;
         let mut symbols: Vec<(u64, String)> = text
             .lines()
             .filter_map(|line| {
@@ -42,11 +54,18 @@ impl KernelSymbols {
                 let addr = u64::from_str_radix(f.next()?, 16).ok()?;
                 let kind = f.next()?;
                 let name = f.next()?;
+                preempt_count |= addr != 0 && PREEMPT_COUNT.contains(&name);
                 (addr != 0 && (kind == "t" || kind == "T")).then(|| (addr, name.to_string()))
             })
             .collect();
         symbols.sort_unstable();
-        KernelSymbols { symbols }
+        KernelSymbols { symbols, preempt_count }
+    }
+
+    /// Whether a BPF program can read the CPU's preemption count (whether it runs in an
+    /// interrupt): the kernel resolves a per-CPU variable's address from kallsyms.
+    pub(crate) fn has_preempt_count(&self) -> bool {
+        self.preempt_count
     }
 
     /// The function an address is in (`?` when it is below every symbol).

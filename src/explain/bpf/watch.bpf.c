@@ -396,6 +396,8 @@ static __always_inline int write_call_of(const struct config *cfg, long nr)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 {
+	if (!regs)
+		return 0;
 	u32 zero = 0;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg)
@@ -553,16 +555,63 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_wakeup, struct task_struct *p)
+/* The preemption count of the CPU the program runs on, whose hardirq, softirq and NMI bits
+ * say whether it runs in an interrupt. x86 keeps it in the per-CPU __preempt_count, except
+ * from 6.2 to 6.14 when it lived in struct pcpu_hot: whichever of the two the running
+ * kernel's BTF has is the one libbpf resolves (both weak; the other reads as absent). */
+extern const int __preempt_count __ksym __weak;
+extern struct pcpu_hot pcpu_hot __ksym __weak;
+
+/* libbpf 1.2's bpf_ksym_exists (Debian 12's headers are 1.1's): a weak ksym the kernel lacks
+ * reads as address 0, and the verifier drops the branch that would use it. */
+#ifndef bpf_ksym_exists
+#define bpf_ksym_exists(sym) (!!(&(sym) != 0))
+#endif
+
+static __always_inline int preempt_count_now(void)
 {
+	if (bpf_ksym_exists(__preempt_count))
+		return *(const int *)bpf_this_cpu_ptr(&__preempt_count);
+	if (bpf_ksym_exists(pcpu_hot) && bpf_core_field_exists(struct pcpu_hot, preempt_count))
+		return ((struct pcpu_hot *)bpf_this_cpu_ptr(&pcpu_hot))->preempt_count;
+	return 0;
+}
+
+/* A wakeup is traced where it is made (sched_waking runs in the waker's context;
+ * sched_wakeup may run on the woken task's CPU, in whatever task ran there). Made in a
+ * hardirq, a softirq or an NMI, it is the interrupt's (a disk's completion, a timer), not
+ * the interrupted task's: its waker is INTERRUPT_COMM, task 0, where the kernel lets the
+ * program read the preemption count (on_wakeup); where it does not (a kernel without
+ * CONFIG_KALLSYMS_ALL cannot resolve a per-CPU variable) user space loads on_wakeup_untold,
+ * which names the interrupted task. */
+static __always_inline int woken(struct task_struct *p, bool tell_interrupts)
+{
+	if (!p)
+		return 0;
 	struct call *c = bpf_task_storage_get(&calls, p, 0, 0);
 	if (!c || !c->off_ns || c->woken_ns)
 		return 0;
 	c->woken_ns = bpf_ktime_get_ns();
+	if (tell_interrupts && (preempt_count_now() & IN_INTERRUPT_MASK)) {
+		c->waker_pid = 0;
+		__builtin_memcpy(c->waker_comm, INTERRUPT_COMM, sizeof(INTERRUPT_COMM));
+		return 0;
+	}
 	c->waker_pid = bpf_get_current_pid_tgid();
 	bpf_get_current_comm(c->waker_comm, sizeof(c->waker_comm));
 	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	return woken(p, true);
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_wakeup_untold, struct task_struct *p)
+{
+	return woken(p, false);
 }
 
 /* A traced command's new processes (config.follow_tid): a process started by the thread
@@ -572,6 +621,8 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
+	if (!parent || !child)
+		return 0;
 	u32 zero = 0;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg || !cfg->follow_tid)
@@ -592,6 +643,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_process_exit, struct task_struct *task)
 {
+	if (!task)
+		return 0;
 	u32 zero = 0;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg || !cfg->follow_tid || BPF_CORE_READ(task, signal, live.counter) != 0)
@@ -612,6 +665,8 @@ static __always_inline bool is_flush(struct request *rq)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(on_rq_issue, struct request *rq)
 {
+	if (!rq)
+		return 0;
 	if (!is_flush(rq))
 		return 0;
 	u64 key = (u64)rq, now = bpf_ktime_get_ns();
@@ -622,6 +677,8 @@ int BPF_PROG(on_rq_issue, struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(on_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
+	if (!rq)
+		return 0;
 	u32 zero = 0;
 	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
 	if (!t)
@@ -661,6 +718,8 @@ static __always_inline u64 commit_key(struct journal_s *journal, struct transact
 SEC("tp_btf/jbd2_start_commit")
 int BPF_PROG(on_commit_start, struct journal_s *journal, struct transaction_s *tr)
 {
+	if (!journal || !tr)
+		return 0;
 	u64 key = commit_key(journal, tr), now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&commits_in_flight, &key, &now, BPF_ANY);
 	/* The journal thread (the current task) is followed through the commit as a traced
@@ -692,6 +751,8 @@ int BPF_PROG(on_commit_start, struct journal_s *journal, struct transaction_s *t
 SEC("tp_btf/jbd2_end_commit")
 int BPF_PROG(on_commit_end, struct journal_s *journal, struct transaction_s *tr)
 {
+	if (!journal || !tr)
+		return 0;
 	u64 key = commit_key(journal, tr);
 	u64 *started = bpf_map_lookup_elem(&commits_in_flight, &key);
 	u32 zero = 0;

@@ -11,6 +11,11 @@
 #define SHORT_WAKERS 4
 #define STACK_DEPTH 20
 #define TASK_COMM_LEN 16
+/* The waker named for a wakeup made in an interrupt (task 0; record.rs INTERRUPT_WAKER). */
+#define INTERRUPT_COMM "interrupt"
+/* The preemption count's NMI, hardirq and softirq-serving bits (include/linux/preempt.h:
+ * NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET; bottom halves merely disabled do not count). */
+#define IN_INTERRUPT_MASK (0x00f00000 | 0x000f0000 | 0x00000100)
 
 /* The system calls, as user space names them (explain/bpf/event.rs: SyncKind). */
 #define KIND_FSYNC 0

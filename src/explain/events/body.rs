@@ -40,6 +40,7 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
             EventKind::SchedWakeup {
                 comm: f[0].into(),
                 pid: f[1].parse().ok()?,
+                in_interrupt: false,
             }
         }
         "sched_process_fork" => {

@@ -27,6 +27,8 @@ enum Line<'a> {
         comm: &'a str,
         name: &'a str,
         body: &'a str,
+        /// The flags column's context: a hardirq, a softirq or an NMI.
+        in_interrupt: bool,
     },
     StackStart {
         ts_ns: u64,
@@ -72,7 +74,7 @@ fn parse_line(line: &str) -> Option<Line<'_>> {
         let cpu = cpu_text.parse().ok()?;
         let after = &line[close + 2..];
         let mut words = after.trim_start().splitn(2, ' ');
-        let _flags = words.next()?;
+        let flags = words.next()?;
         let rest = words.next()?.trim_start();
         let (ts, rest) = rest.split_once(": ")?;
         let ts_ns = parse_timestamp(ts)?;
@@ -100,9 +102,17 @@ fn parse_line(line: &str) -> Option<Line<'_>> {
             comm,
             name,
             body,
+            in_interrupt: in_interrupt(flags),
         });
     }
     None
+}
+
+/// Whether the flags column (`d..2.`: irqs off, need-resched, the context, the preemption
+/// depth...) says the event fired in a hardirq (`h`, or `H` inside a softirq), a softirq
+/// (`s`) or an NMI (`z`, `Z`).
+fn in_interrupt(flags: &str) -> bool {
+    flags.as_bytes().get(2).is_some_and(|c| b"hHszZ".contains(c))
 }
 
 /// `comm-123 (    120)` → (`comm-123`, Some(120)); `comm-123 (-------)` → (`comm-123`,
@@ -280,15 +290,20 @@ impl TraceParser {
                     comm,
                     name,
                     body,
+                    in_interrupt,
                 }) => {
                     self.end_stack();
+                    let mut kind = EventKind::parse(name, body);
+                    if let EventKind::SchedWakeup { in_interrupt: i, .. } = &mut kind {
+                        *i = in_interrupt;
+                    }
                     self.push(Event {
                         ts_ns,
                         cpu,
                         pid,
                         tgid,
                         comm: comm.into(),
-                        kind: EventKind::parse(name, body),
+                        kind,
                     });
                 }
                 Some(Line::Lost(n)) => {

@@ -134,7 +134,14 @@ pub(crate) enum EventKind {
         next_pid: u32,
     },
     /// `sched:sched_wakeup`: task `pid` was made runnable by the event's own task.
-    SchedWakeup { comm: TaskName, pid: u32 },
+    /// Made in an interrupt (the line's hardirq/softirq/NMI flag: `h`, `H`, `s`, `z`, `Z`),
+    /// the event's task being only the one it interrupted.
+    SchedWakeup {
+        comm: TaskName,
+        pid: u32,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        in_interrupt: bool,
+    },
     /// `sched:sched_process_fork`: `parent_pid` made task `child_pid` (a process or a thread).
     SchedProcessFork {
         parent_pid: u32,

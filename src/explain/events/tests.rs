@@ -30,9 +30,29 @@ fn header_with_spaces_and_dashes_in_the_task_name() {
         e.kind,
         EventKind::SchedWakeup {
             comm: "jbd2/loop0-8".into(),
-            pid: 9997
+            pid: 9997,
+            in_interrupt: false,
         }
     );
+}
+
+/// Issue 25: the flags column says a wakeup was made in an interrupt (hardirq `h`, hardirq
+/// inside a softirq `H`, softirq `s`, NMI `z`/`Z`), whatever task it interrupted.
+#[test]
+fn a_wakeup_made_in_an_interrupt_is_told_by_its_flags() {
+    let context = |flags: &str| {
+        let line = format!("          stress-812     [001] {flags}  1635.688768: sched_waking: comm=fsl-1-w pid=9997 prio=120 target_cpu=001");
+        match one(&line).kind {
+            EventKind::SchedWakeup { in_interrupt, .. } => in_interrupt,
+            other => panic!("{other:?}"),
+        }
+    };
+    for flags in ["d.h2.", "dNh1.", "d.H3.", "..s1.", "d.z..", "d.Z.."] {
+        assert!(context(flags), "{flags}");
+    }
+    for flags in ["d..2.", "dN.2.", "....."] {
+        assert!(!context(flags), "{flags}");
+    }
 }
 
 #[test]
