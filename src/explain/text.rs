@@ -166,6 +166,12 @@ pub(crate) fn full(e: &Explanation) -> String {
             e.lost_events,
             format_latency_ns(e.reader_cpu_ns)
         );
+        if !b.interrupt_wakers {
+            let _ = writeln!(
+                out,
+                "wakers: a wakeup made in an interrupt is named by the task it interrupted (the kernel lists no per-CPU data in /proc/kallsyms, CONFIG_KALLSYMS_ALL, so the program cannot tell; --tracer tracefs can)"
+            );
+        }
     } else {
         let _ = writeln!(
             out,
@@ -351,6 +357,32 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("70.0%") && text.contains("preempted"), "{text}");
+    }
+
+    /// Issue 25: a BPF explanation whose program could not tell interrupts' wakeups says
+    /// that the wakers it names may be interrupted tasks; one that could says nothing.
+    #[test]
+    fn a_bpf_explanation_says_when_its_wakers_may_be_interrupted_tasks() {
+        let with = |told: bool| {
+            let mut e = explanation();
+            e.bpf = Some(crate::explain::run::BpfTracing {
+                slowest_kept: 100,
+                program_stats: false,
+                program_runs: 0,
+                program_run_ns: 0,
+                calls_not_followed: 0,
+                records_not_sent: 0,
+                histogram_entries_lost: 0,
+                interrupt_wakers: told,
+            });
+            full(&e)
+        };
+        let untold = with(false);
+        assert!(
+            untold.contains("wakers: a wakeup made in an interrupt is named by the task it interrupted"),
+            "{untold}"
+        );
+        assert!(!with(true).contains("wakers:"));
     }
 
     #[test]
