@@ -12,9 +12,10 @@
 //!   *unattributed*, with the reason, never a guess.
 //!
 //! A sleep in user-space synchronisation (a futex) that another traced thread ended is a
-//! wait for that thread: the sched_wakeup event fires in the waker's context, and the
+//! wait for that thread: the sched_waking event fires in the waker's context, and the
 //! waker's sync call that ended during the wait is what the sleeper waited for — a group
-//! commit's follower waiting for its leader's flush — named with its own parts.
+//! commit's follower waiting for its leader's flush — named with its own parts. A wakeup
+//! made in an interrupt (the event's context flag) is the interrupt's, never a thread's.
 //!
 //! A wait for a journal commit is tied to the commits that ran during it: for jbd2 (ext3,
 //! ext4) each transaction from `jbd2_start_commit` to `jbd2_end_commit`, its duration,

@@ -133,7 +133,8 @@ pub(crate) enum EventKind {
         next_comm: TaskName,
         next_pid: u32,
     },
-    /// `sched:sched_wakeup`: task `pid` was made runnable by the event's own task.
+    /// `sched:sched_waking` (or `sched_wakeup`, `sched_wakeup_new`): task `pid` was made
+    /// runnable by the event's own task.
     /// Made in an interrupt (the line's hardirq/softirq/NMI flag: `h`, `H`, `s`, `z`, `Z`),
     /// the event's task being only the one it interrupted.
     SchedWakeup {
