@@ -543,6 +543,29 @@ fn dirty_throttled_writes_explained_by(tracer: &str) {
         slow.len()
     );
     assert!(text.contains("dirty throttling"), "{text}");
+    // Each pause carries what the kernel said when it chose it (writeback:
+    // balance_dirty_pages): the dirty pages and the limit, as pages of this machine's memory,
+    // and the pauses' sum.
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let memory_kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("MemTotal in /proc/meminfo");
+    let memory_pages = memory_kib / 4;
+    for part in writes
+        .iter()
+        .flat_map(|c| parts(c))
+        .filter(|p| p["cause"] == "dirty_throttle")
+    {
+        let (dirty, limit) = (part["dirty_pages"].as_u64(), part["limit_pages"].as_u64());
+        assert!(
+            matches!((dirty, limit), (Some(d), Some(l)) if d > 0 && d < memory_pages && l > 0 && l < memory_pages),
+            "a pause without the kernel's figures: {part:#}"
+        );
+        assert!(part["pause_ms"].as_u64().unwrap() > 0, "{part:#}");
+    }
+    assert!(text.contains(" dirty, limit "), "{text}");
     assert_no_instance_of(&[pid]);
 }
 

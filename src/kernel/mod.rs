@@ -6,6 +6,7 @@
 //!
 //! - [`block`]: a block device's sysfs directory and queue attributes
 //! - [`block_stat`]: `/sys/block/DEV/stat`, a block device's I/O counters
+//! - [`config`]: `/boot/config-RELEASE` or `/proc/config.gz`, the kernel's build options
 //! - [`cpuinfo`]: `/proc/cpuinfo`, the processor's model
 //! - [`ext4`]: `/proc/fs/ext4/DEV/options` and `/proc/fs/jbd2/DEV-INO/info`, the journal
 //! - [`kmsg`]: `/dev/kmsg`, what the kernel logs (an I/O error, a filesystem shut down)
@@ -18,6 +19,7 @@
 
 pub(crate) mod block;
 pub(crate) mod block_stat;
+pub(crate) mod config;
 pub(crate) mod cpuinfo;
 pub(crate) mod ext4;
 pub(crate) mod kmsg;

@@ -43,7 +43,7 @@ pub(crate) fn attribution(
         }
     };
     for sleep in &call.sleeps {
-        let cause = with_commit(cause_of(sleep, symbols, call.ino), call, origin_ns, symbols);
+        let cause = with_commit(cause_of(sleep, symbols, call), call, origin_ns, symbols);
         if sleep.waker_tid != 0 {
             let what = match sleep.sleeps {
                 1 => format!("a sleep of {}", format_latency_ns(sleep.ns)),
@@ -227,11 +227,13 @@ fn short_cause(short: &ShortSleeps, stack_over: Duration, disk: Option<&str>) ->
     }
 }
 
-/// What a long sleep waited for, from its stack, as the tracefs tracer names it (without
-/// the commits that only a trace of the whole machine shows); a wait for data writeback is
-/// for the synced file's own pages, inode `ino` (0: not known).
-fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, ino: u64) -> Cause {
+/// What a long sleep of `call` waited for, from its stack, as the tracefs tracer names it
+/// (without the commits that only a trace of the whole machine shows); a wait for data
+/// writeback is for the synced file's own pages, a dirty-throttling pause has the call's
+/// throttling figures where the kernel traced them.
+fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall) -> Cause {
     let frames = symbols.frames(&sleep.stack);
+    let ino = call.ino;
     match classify(&frames) {
         WaitKind::DataWriteback => Cause::DataWriteback {
             inodes: (ino != 0).then_some(ino).into_iter().collect(),
@@ -242,12 +244,15 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, ino: u64) -> Cause {
             commits: Vec::new(),
         },
         WaitKind::DeviceFlush => Cause::DeviceFlush { flushes: 1 },
-        WaitKind::DirtyThrottle => Cause::DirtyThrottle {
-            pauses: sleep.sleeps.max(1),
-            pause_ms: 0,
-            dirty_pages: None,
-            limit_pages: None,
-        },
+        WaitKind::DirtyThrottle => {
+            let throttle = call.throttle;
+            Cause::DirtyThrottle {
+                pauses: sleep.sleeps.max(1),
+                pause_ms: throttle.map_or(0, |t| jiffies_ms(t.pause_jiffies, crate::kernel::config::hz())),
+                dirty_pages: throttle.map(|t| t.dirty_pages),
+                limit_pages: throttle.map(|t| t.limit_pages),
+            }
+        }
         WaitKind::UserLock if sleep.waker_tid != 0 => Cause::WaitedForThread {
             thread: sleep.waker_tid,
             call: None,
@@ -258,6 +263,15 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, ino: u64) -> Cause {
         _ => Cause::OtherWait {
             stack: top_frames(&frames, 3),
         },
+    }
+}
+
+/// `jiffies` in milliseconds at `hz` jiffies a second, as the kernel's tracepoint prints a
+/// pause; 0 where the frequency is not known (the kernel's configuration not found).
+fn jiffies_ms(jiffies: i64, hz: Option<u32>) -> u64 {
+    match hz {
+        Some(hz) => jiffies.max(0) as u64 * 1000 / u64::from(hz),
+        None => 0,
     }
 }
 
@@ -429,6 +443,57 @@ mod tests {
             ]
         );
         assert_eq!((commits[0].flushes, commits[0].device_write_bytes), (1, 32 << 10));
+    }
+
+    #[test]
+    fn a_dirty_throttling_pause_carries_the_figures_the_kernel_traced_in_the_call() {
+        let symbols = KernelSymbols::from_kallsyms("ffffffff81000000 T balance_dirty_pages\n");
+        let pause = LongSleep {
+            ns: 30_000_000,
+            stack: vec![0xffff_ffff_8100_0040],
+            sleeps: 2,
+            ..LongSleep::default()
+        };
+        let mut call = SlowCall {
+            latency_ns: 31_000_000,
+            kind: Some(SyncKind::Write),
+            sleeps: vec![pause],
+            ..SlowCall::default()
+        };
+        let cause = |call: &SlowCall| {
+            attribution(call, &symbols, 0, Duration::from_millis(1)).parts[0]
+                .cause
+                .clone()
+        };
+        // The kernel traced nothing in the call (no program for its tracepoint): the stack
+        // names the pause, without figures.
+        assert_eq!(
+            cause(&call).to_string(),
+            "dirty throttling (2 pauses in balance_dirty_pages)"
+        );
+        call.throttle = Some(super::super::record::Throttle {
+            pauses: 2,
+            pause_jiffies: 8,
+            dirty_pages: 2_560,
+            limit_pages: 2_048,
+        });
+        let Cause::DirtyThrottle {
+            pauses,
+            dirty_pages,
+            limit_pages,
+            ..
+        } = cause(&call)
+        else {
+            panic!("{:?}", cause(&call))
+        };
+        assert_eq!((pauses, dirty_pages, limit_pages), (2, Some(2_560), Some(2_048)));
+        assert_eq!(
+            cause(&call).to_string(),
+            "dirty throttling (2 pauses in balance_dirty_pages; 10.0 MiB dirty, limit 8.0 MiB)"
+        );
+        assert_eq!(jiffies_ms(8, Some(250)), 32);
+        assert_eq!(jiffies_ms(-3, Some(1000)), 0, "a pause the kernel did not take");
+        assert_eq!(jiffies_ms(8, None), 0);
     }
 
     #[test]

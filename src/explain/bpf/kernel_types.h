@@ -152,6 +152,20 @@ struct transaction_s {
 	tid_t t_tid;
 } __attribute__((preserve_access_index));
 
+/* mm/page-writeback.c: what writeback:balance_dirty_pages passes since it takes the
+ * throttle control (in place of its figures): the domain's dirty pages and threshold, and
+ * the domain itself (with CONFIG_CGROUP_WRITEBACK), whose dirty_limit is the threshold
+ * smoothed, the limit the kernel throttles against (hard_dirty_limit). */
+struct wb_domain {
+	unsigned long dirty_limit;
+} __attribute__((preserve_access_index));
+
+struct dirty_throttle_control {
+	struct wb_domain *dom;
+	unsigned long dirty;
+	unsigned long thresh;
+} __attribute__((preserve_access_index));
+
 /* arch/x86/include/asm/ptrace.h: the registers a kprobe sees, and in which a system call's
  * wrapper receives the call's (its arguments by name, as bpf_tracing.h reads them). The
  * kernel's names, not user space's (`di`, not `rdi`): __VMLINUX_H__ tells bpf_tracing.h so. */

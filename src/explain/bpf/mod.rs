@@ -137,6 +137,28 @@ fn keep_libbpf_line(_level: PrintLevel, line: String) {
     log.push(line.trim_end().to_string());
 }
 
+/// The program that reads `writeback:balance_dirty_pages` on the running kernel, by the
+/// tracepoint's arguments in its BTF (`btf_trace_balance_dirty_pages`, a pointer to a
+/// function whose first argument is the tracepoint's data): eight, the throttle control
+/// second (6.18), or twelve, its figures (6.1, 6.12); None for any other form.
+fn throttle_program() -> Option<&'static str> {
+    use libbpf_rs::btf::{types, Btf, BtfKind, BtfType};
+    use libbpf_rs::ReferencesType as _;
+    let btf = Btf::from_vmlinux().ok()?;
+    let typedef: types::Typedef = btf.type_by_name("btf_trace_balance_dirty_pages")?;
+    let proto = types::FuncProto::try_from(typedef.referenced_type().next_type()?).ok()?;
+    let second_is_pointer = || {
+        let param = proto.iter().nth(2)?;
+        let ty = btf.type_by_id::<BtfType>(param.ty)?;
+        Some(ty.kind() == BtfKind::Ptr)
+    };
+    match proto.len() {
+        9 if second_is_pointer() == Some(true) => Some("on_throttle"),
+        13 => Some("on_throttle_figures"),
+        _ => None,
+    }
+}
+
 fn libbpf_said() -> String {
     let log = LIBBPF_LOG.lock().unwrap_or_else(|p| p.into_inner());
     log.iter().rev().find(|l| !l.is_empty()).cloned().unwrap_or_default()
@@ -153,6 +175,7 @@ impl BpfTracer {
         let mut open = ObjectBuilder::default()
             .open_memory(OBJECT)
             .map_err(|e| anyhow!("opening the BPF program: {e}"))?;
+        let throttle = throttle_program();
         for mut prog in open.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             if name.starts_with("on_commit") && !symbols.contains("__traceiter_jbd2_start_commit") {
@@ -162,6 +185,11 @@ impl BpfTracer {
             // lets it read the preemption count.
             let told = symbols.has_preempt_count();
             if (name == "on_wakeup" && !told) || (name == "on_wakeup_untold" && told) {
+                prog.set_autoload(false);
+            }
+            // One of the two dirty-throttling programs, for the kernel's tracepoint arguments
+            // (neither where they are neither form).
+            if name.starts_with("on_throttle") && throttle != Some(name.as_str()) {
                 prog.set_autoload(false);
             }
             // Every fork and exit of the machine would pass them: only for a command.

@@ -17,8 +17,11 @@ const SHORT_WAKERS: usize = 4;
 /// sizeof(struct short_wake).
 const SHORT_WAKE_BYTES: usize = 32;
 /// sizeof(struct call): its fixed fields, the short sleeps per waker, the sleeps, the last
-/// commit, the inode and the device synced.
-pub(crate) const RECORD_BYTES: usize = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24 + 8 + 8;
+/// commit, the inode and the device synced, the dirty throttling.
+pub(crate) const RECORD_BYTES: usize =
+    168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24 + 8 + 8 + THROTTLE_BYTES;
+/// sizeof(struct throttle).
+const THROTTLE_BYTES: usize = 32;
 /// sizeof(struct sleep).
 const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8 + 8;
 
@@ -62,6 +65,18 @@ pub(crate) struct Meanwhile {
     pub(crate) commit_ns: u64,
 }
 
+/// The dirty throttling a call met (`writeback:balance_dirty_pages` in its task): the
+/// pauses the kernel chose, their sum in jiffies, and the dirty pages and the limit at the
+/// last event (pages; the limit is the dirty threshold where the kernel's tracepoint passes
+/// only that, up to 6.12).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Throttle {
+    pub(crate) pauses: u32,
+    pub(crate) pause_jiffies: i64,
+    pub(crate) dirty_pages: u64,
+    pub(crate) limit_pages: u64,
+}
+
 /// One slow sync call as the program measured it. Its latency is, exactly, on CPU +
 /// `runqueue_ns` + `short_sleep_ns` + `other_sleep_ns` + the short sleeps' and the sleeps'
 /// `ns`.
@@ -102,6 +117,8 @@ pub(crate) struct SlowCall {
     /// call is (its record, sent just ahead of the call's, or else the kernel's record of
     /// the latest commits, if it still held it).
     pub(crate) commit: Option<Box<SlowCall>>,
+    /// Dirty throttling in the call, where the kernel traced any.
+    pub(crate) throttle: Option<Throttle>,
 }
 
 /// A jbd2 commit: its journal's device, its transaction, when it started and ended
@@ -197,6 +214,7 @@ impl SlowCall {
             dev: 0,
             disk: 0,
             commit: None,
+            throttle: None,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
         r.at += 8 + 8 + 4 + 4 + 16;
@@ -246,6 +264,14 @@ impl SlowCall {
         call.ino = r.u64();
         call.dev = r.u32();
         call.disk = r.u32();
+        let throttle = Throttle {
+            dirty_pages: r.u64(),
+            limit_pages: r.u64(),
+            pause_jiffies: r.u64() as i64,
+            pauses: r.u32(),
+        };
+        // A call the kernel throttled has a limit (at least one page).
+        call.throttle = (throttle.limit_pages > 0).then_some(throttle);
         Ok(call)
     }
 }
@@ -382,6 +408,11 @@ mod tests {
         put(&mut b, commit + 24, &131_330u64.to_ne_bytes()); // the inode synced
         put(&mut b, commit + 32, &(7u32 << 20 | 3).to_ne_bytes()); // its filesystem
         put(&mut b, commit + 36, &(7u32 << 20).to_ne_bytes()); // its disk
+        let throttle = commit + 40;
+        put(&mut b, throttle, &3_000u64.to_ne_bytes()); // dirty pages
+        put(&mut b, throttle + 8, &4_096u64.to_ne_bytes()); // the limit
+        put(&mut b, throttle + 16, &12i64.to_ne_bytes()); // pauses, in jiffies
+        put(&mut b, throttle + 24, &3u32.to_ne_bytes());
         let call = SlowCall::parse(&b).unwrap();
         let last = call.last_commit.as_ref().unwrap();
         assert_eq!((last.tid, last.end_ns - last.start_ns), (1234, 40_000));
@@ -394,6 +425,16 @@ mod tests {
         assert_eq!(call.meanwhile.flushes, 3);
         assert_eq!(call.ino, 131_330);
         assert_eq!((call.dev, call.disk), (7 << 20 | 3, 7 << 20));
+        let throttle = call.throttle.unwrap();
+        assert_eq!(
+            (
+                throttle.pauses,
+                throttle.pause_jiffies,
+                throttle.dirty_pages,
+                throttle.limit_pages
+            ),
+            (3, 12, 3_000, 4_096)
+        );
         assert_eq!(call.sleeps.len(), 1);
         assert_eq!(call.sleeps[0].waker_comm, "jbd2/sda1-8");
         assert_eq!(call.sleeps[0].stack.len(), 2);

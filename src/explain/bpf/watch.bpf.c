@@ -144,6 +144,7 @@ static __always_inline void begin_call(struct call *c, const struct totals *t, u
 		c->sleeps[i].sleeps = 0;
 	}
 	__builtin_memset(&c->last_commit, 0, sizeof(c->last_commit));
+	__builtin_memset(&c->throttle, 0, sizeof(c->throttle));
 	c->ino = 0;
 	c->kind = kind;
 	set_devices(c, file);
@@ -652,6 +653,53 @@ int BPF_PROG(on_process_exit, struct task_struct *task)
 	u32 pid = task->tgid;
 	bpf_map_delete_elem(&processes, &pid);
 	return 0;
+}
+
+/* Dirty throttling in a followed call (the current task's): `dirty` and `limit` pages at
+ * this event; `pause` jiffies, the sleep the kernel chose (not positive: none, the task
+ * goes on). The sleep itself is timed and named by its stack as any other. */
+static __always_inline int throttled(u64 dirty, u64 limit, s64 pause)
+{
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (!c || !c->start_ns)
+		return 0;
+	c->throttle.dirty_pages = dirty;
+	c->throttle.limit_pages = limit;
+	if (pause > 0) {
+		c->throttle.pause_jiffies += pause;
+		c->throttle.pauses++;
+	}
+	return 0;
+}
+
+/* The tracepoint's arguments changed after 6.12 (Debian's 6.12 passes the figures, 6.18
+ * the throttle control they come from): user space loads the one of these two that the running
+ * kernel's BTF matches (the verifier refuses an argument a tracepoint does not have). The
+ * raw context: a program reads only the arguments it needs, by position. */
+
+/* (wb, dtc, dirty_ratelimit, task_ratelimit, dirtied, period, pause, start_time). */
+SEC("tp_btf/balance_dirty_pages")
+int on_throttle(u64 *ctx)
+{
+	struct dirty_throttle_control *dtc = (void *)ctx[1];
+	if (!dtc)
+		return 0;
+	u64 limit = BPF_CORE_READ(dtc, thresh);
+	if (bpf_core_field_exists(dtc->dom)) {
+		struct wb_domain *dom = BPF_CORE_READ(dtc, dom);
+		u64 smoothed = dom ? BPF_CORE_READ(dom, dirty_limit) : 0;
+		if (smoothed > limit)
+			limit = smoothed;
+	}
+	return throttled(BPF_CORE_READ(dtc, dirty), limit, (s64)ctx[6]);
+}
+
+/* Up to 6.12 at least: (wb, thresh, bg_thresh, dirty, bdi_thresh, bdi_dirty, dirty_ratelimit,
+ * task_ratelimit, dirtied, period, pause, start_time); the limit is the threshold. */
+SEC("tp_btf/balance_dirty_pages")
+int on_throttle_figures(u64 *ctx)
+{
+	return throttled(ctx[3], ctx[1], (s64)ctx[10]);
 }
 
 static __always_inline bool is_flush(struct request *rq)

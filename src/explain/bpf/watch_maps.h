@@ -126,6 +126,17 @@ struct commit {
 	u64 end_ns;
 };
 
+/* The dirty throttling a call met (writeback:balance_dirty_pages, made in the call's
+ * task): the pauses the kernel chose and their sum in jiffies (user space knows HZ), and
+ * the dirty pages and the limit at the last event; zeros when none. */
+struct throttle {
+	u64 dirty_pages;
+	u64 limit_pages;
+	s64 pause_jiffies;
+	u32 pauses;
+	u32 pad;
+};
+
 /* One sync call in progress (start_ns not 0), then its record for user space (the same
  * layout). */
 struct call {
@@ -164,6 +175,7 @@ struct call {
 	 * disk's flushes and writes and the filesystem's commits, or the machine's where 0. */
 	u32 dev;
 	u32 disk;
+	struct throttle throttle;
 };
 
 struct {

@@ -130,7 +130,7 @@ fn check_config(spec: &str, release: &str) -> Result<(), Usage> {
     };
     let has_modules = Path::new("/lib/modules").join(release).is_dir();
     for (options, what) in NEEDED {
-        let found = options.iter().any(|o| match config_value(&config, o) {
+        let found = options.iter().any(|o| match crate::kernel::config::value(&config, o) {
             Some("y") => true,
             Some("m") => has_modules,
             _ => false,
@@ -143,14 +143,6 @@ fn check_config(spec: &str, release: &str) -> Result<(), Usage> {
         }
     }
     Ok(())
-}
-
-/// The value of `option` in a kernel `.config`.
-fn config_value<'a>(config: &'a str, option: &str) -> Option<&'a str> {
-    config
-        .lines()
-        .find_map(|l| l.strip_prefix(option)?.strip_prefix('='))
-        .map(str::trim)
 }
 
 /// The release in an x86 bzImage's header: the setup header ("HdrS" at 0x202) points, at
@@ -198,12 +190,5 @@ mod tests {
         assert!(!err.contains('\n'));
         let err = resolve("/nonexistent/bzImage").unwrap_err().0;
         assert!(err.contains("no such kernel image"), "{err}");
-    }
-
-    #[test]
-    fn a_config_value_is_read_by_its_exact_name() {
-        let config = "CONFIG_EXT4_FS=m\nCONFIG_EXT4_FS_POSIX_ACL=y\n# CONFIG_9P_FS is not set\n";
-        assert_eq!(config_value(config, "CONFIG_EXT4_FS"), Some("m"));
-        assert_eq!(config_value(config, "CONFIG_9P_FS"), None);
     }
 }
