@@ -525,8 +525,7 @@ fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing()
 /// which wake nothing themselves), an overwrite-in-place fdatasync loop in a guest booting
 /// the Debian kernel (whose /proc/kallsyms lists the per-CPU preemption count, which the
 /// host's may not): the BPF tracer names no burner as a waker; the interrupts' wakeups are
-/// told (before, the burners were named: "1 sleeps under 1ms each ended by sh 261", or a
-/// cache flush's "ended by sh 262").
+/// told (before the change this test failed with "a burner named as a waker: [sh 262 x6]").
 fn the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrupted() {
     let _turn = one_at_a_time();
     let backing = common::backing();
