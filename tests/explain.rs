@@ -20,6 +20,7 @@ use serde_json::Value;
 common::tests! {
     slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback: [Root, Fuse, Tracefs],
     slow_fsyncs_on_xfs_name_the_log_force: [Root, Fuse, Tracefs, Tool("mkfs.xfs")],
+    the_bpf_tracer_names_the_xfs_log_force_with_its_flushes: [Root, Fuse, Bpf, Tool("mkfs.xfs")],
     the_bpf_tracer_explains_a_runs_slow_fsyncs_with_parts_that_add_up: [Root, Fuse, Bpf],
     tracer_bpf_is_refused_in_one_line_where_bpf_is_missing: [Root],
     slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
@@ -461,8 +462,31 @@ fn slow_fsyncs_on_ext4_name_the_journal_commit_and_the_data_writeback() {
 
 /// Issue 10: slow fsyncs on xfs name the log force.
 fn slow_fsyncs_on_xfs_name_the_log_force() {
+    xfs_log_force_named(&[]);
+}
+
+/// Issue 25: the BPF tracer, which does not follow xfs's log (written from shared
+/// workqueues), names the wait for it as tracefs does without the log force's event:
+/// the log force, its time split into the cache flushes completed meanwhile and the log
+/// and data writes (before, "waiting for a journal commit", unnamed and unsplit).
+fn the_bpf_tracer_names_the_xfs_log_force_with_its_flushes() {
+    let (result, text) = xfs_log_force_named(&["--explain", "--tracer", "bpf"]);
+    assert!(result["explain"]["bpf"].is_object(), "{:#}", result["explain"]);
+    for call in explained(&result, "fsync") {
+        let shares: Vec<&str> = commits(call)
+            .iter()
+            .flat_map(|c| c["waited_for"].as_array().unwrap())
+            .map(|s| s["what"].as_str().unwrap())
+            .collect();
+        // Every fsync of new data flushes the drive's cache with its log write.
+        assert!(shares.contains(&"cache flushes"), "{call:#}");
+    }
+    assert!(text.contains("waiting for an xfs log force: xfs log force ("), "{text}");
+}
+
+fn xfs_log_force_named(flags: &[&str]) -> (Value, String) {
     let _one = one_at_a_time();
-    let (result, _, pid) = seed000("xfs");
+    let (result, text, pid) = seed000_with("xfs", flags);
     assert_eq!(result["environment"]["journal"]["kind"], "xfs log");
     let fsyncs = explained(&result, "fsync");
     assert!(!fsyncs.is_empty());
@@ -479,6 +503,7 @@ fn slow_fsyncs_on_xfs_name_the_log_force() {
         );
     }
     assert_no_instance_of(&[pid]);
+    (result, text)
 }
 
 /// Issue 10: slow writes under low dirty limits are dirty throttling.

@@ -44,51 +44,33 @@ impl Index<'_> {
             EventKind::XfsLogForce { lsn, .. } => Some(*lsn),
             _ => None,
         });
-        let flush_ns = self.flush_ns(a, b);
-        vec![Commit {
-            // xfs_log_force_seq traces the checkpoint (CIL) sequence in the `lsn` field.
-            name: match lsn {
-                Some(0) => "xfs log force (all)".into(),
-                Some(seq) => format!("xfs log force (checkpoint sequence {seq})"),
-                None => "xfs log force".into(),
-            },
-            start_ns: None,
-            duration_ns: None,
-            overlap_ns: b - a,
-            waited_for: shares(vec![
-                ("cache flushes".into(), flush_ns),
-                ("log and data writes".into(), (b - a).saturating_sub(flush_ns)),
-            ]),
-            flushes: self.flushes_completed(a, b),
-            device_write_bytes: self.write_bytes(a, b),
-            blocks_logged: None,
-        }]
+        let (name, writes) = unnamed_commit("xfs", &[]).unwrap_or_default();
+        // xfs_log_force_seq traces the checkpoint (CIL) sequence in the `lsn` field.
+        let name = match lsn {
+            Some(0) => format!("{name} (all)"),
+            Some(seq) => format!("{name} (checkpoint sequence {seq})"),
+            None => name.into(),
+        };
+        vec![self.split_by_flushes(name, writes, a, b)]
+    }
+
+    /// A commit seen only as the wait in [a, b] for it: its time split into the cache
+    /// flushes in flight meanwhile and the `writes` that make up the rest.
+    fn split_by_flushes(&self, name: String, writes: &str, a: u64, b: u64) -> Commit {
+        commit_by_flushes(
+            name,
+            writes,
+            b - a,
+            self.flush_ns(a, b),
+            self.flushes_completed(a, b),
+            self.write_bytes(a, b),
+        )
     }
 
     pub(super) fn btrfs_commits(&self, call: &Call, a: u64, b: u64, frames: &[String]) -> Vec<Commit> {
-        // An fsync either syncs the log tree (btrfs_sync_log) or commits the whole
-        // transaction; the stack says which.
-        let full = frames.iter().any(|f| {
-            matches!(
-                f.as_str(),
-                "btrfs_commit_transaction" | "wait_for_commit" | "wait_current_trans"
-            )
-        });
-        if !full {
-            let flush_ns = self.flush_ns(a, b);
-            return vec![Commit {
-                name: "btrfs log tree sync".into(),
-                start_ns: None,
-                duration_ns: None,
-                overlap_ns: b - a,
-                waited_for: shares(vec![
-                    ("cache flushes".into(), flush_ns),
-                    ("log tree and data writes".into(), (b - a).saturating_sub(flush_ns)),
-                ]),
-                flushes: self.flushes_completed(a, b),
-                device_write_bytes: self.write_bytes(a, b),
-                blocks_logged: None,
-            }];
+        let (name, writes) = unnamed_commit("btrfs", frames).unwrap_or_default();
+        if !full_btrfs_commit(frames) {
+            return vec![self.split_by_flushes(name.into(), writes, a, b)];
         }
         // The commit event fires at the end of btrfs_commit_transaction: in the calling
         // thread once its last wait is over (before the call returns), or in the
@@ -106,31 +88,17 @@ impl Index<'_> {
         // The event's `gen` is the filesystem's generation when the commit ended: the
         // committed transaction's, or the next one's if a writer has already opened it.
         let name = match generation {
-            None => "btrfs transaction commit".to_string(),
-            Some(g) => format!("btrfs transaction commit (gen {g})"),
+            None => name.to_string(),
+            Some(g) => format!("{name} (gen {g})"),
         };
-        let mut waited_for = if self.trace.journal_threads.is_empty() {
-            Vec::new()
-        } else {
-            self.journal_thread_time(a, b)
-        };
-        if waited_for.is_empty() {
-            let flush_ns = self.flush_ns(a, b);
-            waited_for = shares(vec![
-                ("cache flushes".into(), flush_ns),
-                ("tree and data writes".into(), (b - a).saturating_sub(flush_ns)),
-            ]);
+        let mut commit = self.split_by_flushes(name, writes, a, b);
+        if !self.trace.journal_threads.is_empty() {
+            let thread_time = self.journal_thread_time(a, b);
+            if !thread_time.is_empty() {
+                commit.waited_for = thread_time;
+            }
         }
-        vec![Commit {
-            name,
-            start_ns: None,
-            duration_ns: None,
-            overlap_ns: b - a,
-            waited_for,
-            flushes: self.flushes_completed(a, b),
-            device_write_bytes: self.write_bytes(a, b),
-            blocks_logged: None,
-        }]
+        vec![commit]
     }
 
     /// Where the journal thread's time went within [from, to]: its off-CPU intervals by
@@ -192,6 +160,55 @@ impl Index<'_> {
 }
 
 /// Shares, zero ones dropped, largest first.
+/// Whether a btrfs wait is for a whole transaction's commit (its stack: the commit or a wait
+/// for one), not for an fsync's log tree sync (btrfs_sync_log).
+fn full_btrfs_commit(frames: &[String]) -> bool {
+    frames.iter().any(|f| {
+        matches!(
+            f.as_str(),
+            "btrfs_commit_transaction" | "wait_for_commit" | "wait_current_trans"
+        )
+    })
+}
+
+/// The commit a wait for the journal of a filesystem of type `fstype` was for, when no
+/// event names it, by the wait's stack: its name, and what its time beside the cache
+/// flushes went to. None for jbd2's, which its own events name.
+pub(crate) fn unnamed_commit(fstype: &str, frames: &[String]) -> Option<(&'static str, &'static str)> {
+    match fstype {
+        "xfs" => Some(("xfs log force", "log and data writes")),
+        "btrfs" if full_btrfs_commit(frames) => Some(("btrfs transaction commit", "tree and data writes")),
+        "btrfs" => Some(("btrfs log tree sync", "log tree and data writes")),
+        _ => None,
+    }
+}
+
+/// A commit known only by the wait for it: `waited_ns` split into the cache flushes
+/// (`flush_ns`, at most the wait) and the `writes` that make up the rest.
+pub(crate) fn commit_by_flushes(
+    name: String,
+    writes: &str,
+    waited_ns: u64,
+    flush_ns: u64,
+    flushes: u32,
+    device_write_bytes: u64,
+) -> Commit {
+    let flush_ns = flush_ns.min(waited_ns);
+    Commit {
+        name,
+        start_ns: None,
+        duration_ns: None,
+        overlap_ns: waited_ns,
+        waited_for: shares(vec![
+            ("cache flushes".into(), flush_ns),
+            (writes.into(), waited_ns - flush_ns),
+        ]),
+        flushes,
+        device_write_bytes,
+        blocks_logged: None,
+    }
+}
+
 pub(crate) fn shares(v: Vec<(String, u64)>) -> Vec<Share> {
     let mut out: Vec<Share> = v
         .into_iter()

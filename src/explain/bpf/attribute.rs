@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use super::record::{LongSleep, ShortSleeps, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
-use crate::explain::attribution::{shares, waker_name, Attribution, Cause, Commit, Part, Share};
+use crate::explain::attribution::{
+    commit_by_flushes, shares, unnamed_commit, waker_name, Attribution, Cause, Commit, Part, Share,
+};
 use crate::explain::stacks::{classify, top_frames, WaitKind};
 use crate::units::{format_duration, format_latency_ns, human_size};
 
@@ -42,8 +44,16 @@ pub(crate) fn attribution(
             None => parts.push(Part { cause, ns, waits }),
         }
     };
+    // The call's waits for its journal, all of them: an xfs or btrfs one is split once by
+    // the flushes completed during the call (its sleeps are one part).
+    let journal_ns: u64 = call
+        .sleeps
+        .iter()
+        .filter(|s| classify(&symbols.frames(&s.stack)) == WaitKind::JournalCommit)
+        .map(|s| s.ns)
+        .sum();
     for sleep in &call.sleeps {
-        let cause = with_commit(cause_of(sleep, symbols, call), call, origin_ns, symbols);
+        let cause = with_commit(cause_of(sleep, symbols, call, journal_ns), call, origin_ns, symbols);
         if sleep.waker_tid != 0 {
             let what = match sleep.sleeps {
                 1 => format!("a sleep of {}", format_latency_ns(sleep.ns)),
@@ -230,8 +240,9 @@ fn short_cause(short: &ShortSleeps, stack_over: Duration, disk: Option<&str>) ->
 /// What a long sleep of `call` waited for, from its stack, as the tracefs tracer names it
 /// (without the commits that only a trace of the whole machine shows); a wait for data
 /// writeback is for the synced file's own pages, a dirty-throttling pause has the call's
-/// throttling figures where the kernel traced them.
-fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall) -> Cause {
+/// throttling figures where the kernel traced them; `journal_ns` is all the call's waits
+/// for its journal.
+fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall, journal_ns: u64) -> Cause {
     let frames = symbols.frames(&sleep.stack);
     let ino = call.ino;
     match classify(&frames) {
@@ -239,10 +250,7 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall) -> Caus
             inodes: (ino != 0).then_some(ino).into_iter().collect(),
             device_write_bytes: 0,
         },
-        WaitKind::JournalCommit => Cause::JournalCommit {
-            journal: "journal".into(),
-            commits: Vec::new(),
-        },
+        WaitKind::JournalCommit => journal_wait(journal_ns, &frames, call),
         WaitKind::DeviceFlush => Cause::DeviceFlush { flushes: 1 },
         WaitKind::DirtyThrottle => {
             let throttle = call.throttle;
@@ -263,6 +271,39 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall) -> Caus
         _ => Cause::OtherWait {
             stack: top_frames(&frames, 3),
         },
+    }
+}
+
+/// A wait for the journal: jbd2's, named afterwards by the commit the kernel recorded
+/// ([`with_commit`]); xfs's log force or btrfs's commit (by the stack's frames), which the
+/// program does not follow, as the tracefs tracer names them without their events: the
+/// call's `waited_ns` for it split into the cache flushes completed on the call's disk
+/// during the call (at most the wait) and the writes that make up the rest.
+fn journal_wait(waited_ns: u64, frames: &[String], call: &SlowCall) -> Cause {
+    let fstype = if frames.iter().any(|f| f.starts_with("xfs_") || f.starts_with("xlog_")) {
+        "xfs"
+    } else if frames.iter().any(|f| f.starts_with("btrfs_")) {
+        "btrfs"
+    } else {
+        "ext4"
+    };
+    let Some((name, writes)) = unnamed_commit(fstype, frames) else {
+        return Cause::JournalCommit {
+            journal: "journal".into(),
+            commits: Vec::new(),
+        };
+    };
+    let m = &call.meanwhile;
+    Cause::JournalCommit {
+        journal: if fstype == "xfs" { "xfs log" } else { "btrfs" }.into(),
+        commits: vec![commit_by_flushes(
+            name.into(),
+            writes,
+            waited_ns,
+            m.flush_ns,
+            m.flushes as u32,
+            0,
+        )],
     }
 }
 
@@ -494,6 +535,52 @@ mod tests {
         assert_eq!(jiffies_ms(8, Some(250)), 32);
         assert_eq!(jiffies_ms(-3, Some(1000)), 0, "a pause the kernel did not take");
         assert_eq!(jiffies_ms(8, None), 0);
+    }
+
+    #[test]
+    fn an_xfs_log_force_is_one_wait_split_by_the_flushes_completed_during_the_call() {
+        let symbols = KernelSymbols::from_kallsyms(
+            "ffffffff81000000 T xlog_wait_on_iclog\nffffffff81000100 T xfs_log_force_seq\nffffffff81000200 T xfs_file_fsync\n",
+        );
+        let sleep = |ns, stack: Vec<u64>| LongSleep {
+            ns,
+            stack,
+            sleeps: 1,
+            ..LongSleep::default()
+        };
+        let call = SlowCall {
+            latency_ns: 100_000_000,
+            kind: Some(SyncKind::Fsync),
+            // Two waits for the log, of two stacks.
+            sleeps: vec![
+                sleep(60_000_000, vec![0xffff_ffff_8100_0010, 0xffff_ffff_8100_0210]),
+                sleep(30_000_000, vec![0xffff_ffff_8100_0110, 0xffff_ffff_8100_0210]),
+            ],
+            meanwhile: super::super::record::Meanwhile {
+                flushes: 2,
+                flush_ns: 50_000_000,
+                ..Default::default()
+            },
+            ..SlowCall::default()
+        };
+        let a = attribution(&call, &symbols, 0, Duration::from_millis(1));
+        assert_eq!(a.total_ns(), a.latency_ns);
+        assert_eq!(a.parts[0].ns, 90_000_000);
+        assert_eq!(
+            a.parts[0].cause.to_string(),
+            "waiting for an xfs log force: xfs log force (50.000ms cache flushes, 40.000ms log and data writes)"
+        );
+        // Flushes that took longer than the waits are counted up to the waits.
+        let mut flushing = call.clone();
+        flushing.meanwhile.flush_ns = 400_000_000;
+        let Cause::JournalCommit { commits, .. } =
+            &attribution(&flushing, &symbols, 0, Duration::from_millis(1)).parts[0].cause
+        else {
+            panic!()
+        };
+        let shares: Vec<(&str, u64)> = commits[0].waited_for.iter().map(|s| (s.what.as_str(), s.ns)).collect();
+        assert_eq!(shares, [("cache flushes", 90_000_000)]);
+        assert_eq!(commits[0].flushes, 2);
     }
 
     #[test]
