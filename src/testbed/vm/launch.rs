@@ -241,19 +241,34 @@ fn console_sorter(mut log: std::fs::File) -> impl FnMut(&[u8]) + Send + 'static 
 }
 
 /// What a guest's console said last that tells how it ended: its kernel's panic line (or a
-/// BUG or Oops) when there is one, else its last line, without the time stamp.
+/// BUG or Oops) when there is one, after what the oops that led to it said first (its BUG,
+/// Oops or fault line, and where: its RIP), else its last line; without the time stamps.
 pub fn console_last_words(log: &Path) -> Option<String> {
     let text = std::fs::read(log).ok()?;
     let text = String::from_utf8_lossy(&text);
     let lines: Vec<&str> = text.lines().filter(|l| is_console(l.as_bytes())).collect();
+    let words = |line: &str| line.split_once(']').map_or(line, |(_, w)| w).trim().to_string();
     let telling = ["Kernel panic", "BUG:", "Oops", "general protection fault"];
-    let line = lines
-        .iter()
-        .rev()
-        .find(|l| telling.iter().any(|t| l.contains(t)))
-        .or(lines.last())?;
-    let words = line.split_once(']').map_or(*line, |(_, w)| w).trim();
-    Some(words.chars().take(200).collect())
+    let Some(at) = lines.iter().rposition(|l| telling.iter().any(|t| l.contains(t))) else {
+        return lines.last().map(|l| words(l));
+    };
+    let mut said = Vec::new();
+    if lines[at].contains("Kernel panic") {
+        // The oops a panic follows is printed just before it (with its registers and call
+        // trace, some tens of lines).
+        let oops = &lines[at.saturating_sub(80)..at];
+        // Its first line: a BUG or fault names the cause, where an Oops line follows it.
+        let says = |words: &[&str]| oops.iter().rposition(|l| words.iter().any(|t| l.contains(t)));
+        let first = says(&["BUG:", "general protection fault"]).or_else(|| says(&["Oops"]));
+        if let Some(first) = first {
+            said.push(words(oops[first]));
+            if let Some(rip) = oops[first..].iter().find(|l| l.contains("RIP:")) {
+                said.push(words(rip));
+            }
+        }
+    }
+    said.push(words(lines[at]));
+    Some(said.join(" | ").chars().take(400).collect())
 }
 
 /// The shell line the guest runs: the facts and the results directory in the environment,
@@ -340,6 +355,22 @@ mod tests {
         assert_eq!(
             console_last_words(&log).as_deref(),
             Some("Kernel panic - not syncing: Attempted to kill init!")
+        );
+        // A panic after an oops: what the oops said first, and where, then the panic.
+        std::fs::write(
+            &log,
+            "[    5.0] BUG: kernel NULL pointer dereference, address: 0000000000000008\n\
+             [    5.0] #PF: supervisor read access in kernel mode\n\
+             [    5.0] Oops: 0000 [#1] PREEMPT SMP NOPTI\n\
+             [    5.0] RIP: 0010:blk_mq_start_request+0x12/0x40\n\
+             [    5.0] Call Trace:\n\
+             [    5.1] Kernel panic - not syncing: Fatal exception in interrupt\n\
+             [    5.1] Kernel Offset: disabled\n",
+        )
+        .unwrap();
+        assert_eq!(
+            console_last_words(&log).as_deref(),
+            Some("BUG: kernel NULL pointer dereference, address: 0000000000000008 | RIP: 0010:blk_mq_start_request+0x12/0x40 | Kernel panic - not syncing: Fatal exception in interrupt")
         );
         std::fs::write(&log, "[    1.0] Linux version 6.12\n[    2.0] reboot: Power down\n").unwrap();
         assert_eq!(console_last_words(&log).as_deref(), Some("reboot: Power down"));
