@@ -335,21 +335,7 @@ fn the_bpf_tracer_explains_a_runs_slow_fsyncs_with_parts_that_add_up() {
                 "the synced file's inode: {call:#}"
             );
         }
-        let unexplained: u64 = parts(call)
-            .iter()
-            .filter(|p| p["cause"] == "unattributed")
-            .filter(|p| {
-                !p["reason"]
-                    .as_str()
-                    .unwrap()
-                    .contains("beyond the longest the kernel keeps")
-            })
-            .map(|p| p["ns"].as_u64().unwrap())
-            .sum();
-        assert!(
-            unexplained as f64 <= 0.05 * latency as f64,
-            "{unexplained} ns unattributed: {call:#}"
-        );
+        assert_parts_add_up_leaving(call, 0.05);
     }
     let journal_ns = ns_of(worst, "journal_commit");
     assert!(
@@ -584,13 +570,7 @@ fn dirty_throttled_writes_explained_by(tracer: &str) {
     // Each pause carries what the kernel said when it chose it (writeback:
     // balance_dirty_pages): the dirty pages and the limit, as pages of this machine's memory,
     // and the pauses' sum.
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
-    let memory_kib: u64 = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("MemTotal in /proc/meminfo");
-    let memory_pages = memory_kib / 4;
+    let memory_pages = common::mem_total() / 4096;
     for part in writes
         .iter()
         .flat_map(|c| parts(c))
@@ -601,7 +581,10 @@ fn dirty_throttled_writes_explained_by(tracer: &str) {
             matches!((dirty, limit), (Some(d), Some(l)) if d > 0 && d < memory_pages && l > 0 && l < memory_pages),
             "a pause without the kernel's figures: {part:#}"
         );
-        assert!(part["pause_ms"].as_u64().unwrap() > 0, "{part:#}");
+        // In ms where the kernel's HZ is known (its configuration readable).
+        if common::kernel_config_readable() {
+            assert!(part["pause_ms"].as_u64().unwrap() > 0, "{part:#}");
+        }
     }
     assert!(text.contains(" dirty, limit "), "{text}");
     assert_no_instance_of(&[pid]);

@@ -842,22 +842,11 @@ fn concurrent_resumes_make_each_run_once() {
 
 // ---- Issue 8: the items that need no root ----
 
-/// MemTotal in bytes.
-fn mem_total() -> u64 {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
-    let kib: u64 = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib * 1024
-}
-
 /// Issue 8, item 4: fsync-tps buffers are checked for the whole run.
 fn fsync_tps_buffers_are_checked_for_the_whole_run() {
     // Each buffer alone fits in half the RAM, the run's four together (three workers and the
     // calibration) do not: refused before anything is made, not aborted mid-run.
-    let record_mib = mem_total() * 3 / 10 / (1 << 20);
+    let record_mib = common::mem_total() * 3 / 10 / (1 << 20);
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let out = fsynclab()

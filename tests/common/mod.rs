@@ -236,6 +236,25 @@ impl Drop for PrivateState {
     }
 }
 
+/// This machine's memory in bytes (MemTotal in /proc/meminfo).
+pub fn mem_total() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("MemTotal in /proc/meminfo");
+    kib * 1024
+}
+
+/// Whether the running kernel's configuration can be read (/boot/config-RELEASE or
+/// /proc/config.gz): where it cannot, fsynclab does not know HZ, and a pause in jiffies
+/// has no length in ms.
+pub fn kernel_config_readable() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    Path::new(&format!("/boot/config-{}", release.trim())).exists() || Path::new("/proc/config.gz").exists()
+}
+
 /// A temporary directory for scratch images and work directories (`--backing`).
 pub fn backing() -> tempfile::TempDir {
     tempfile::Builder::new()

@@ -159,7 +159,6 @@ impl Index<'_> {
     }
 }
 
-/// Shares, zero ones dropped, largest first.
 /// Whether a btrfs wait is for a whole transaction's commit (its stack: the commit or a wait
 /// for one), not for an fsync's log tree sync (btrfs_sync_log).
 fn full_btrfs_commit(frames: &[String]) -> bool {
@@ -209,6 +208,7 @@ pub(crate) fn commit_by_flushes(
     }
 }
 
+/// Shares, zero ones dropped, largest first.
 pub(crate) fn shares(v: Vec<(String, u64)>) -> Vec<Share> {
     let mut out: Vec<Share> = v
         .into_iter()

@@ -255,7 +255,9 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall, journal
         WaitKind::DirtyThrottle => {
             let throttle = call.throttle;
             Cause::DirtyThrottle {
-                pauses: sleep.sleeps.max(1),
+                // The kernel's count of the call's pauses, as its `pause_ms` sums them (it
+                // counts the short ones too); the long sleeps where it traced none.
+                pauses: throttle.map_or(sleep.sleeps, |t| t.pauses).max(1),
                 pause_ms: throttle.map_or(0, |t| jiffies_ms(t.pause_jiffies, crate::kernel::config::hz())),
                 dirty_pages: throttle.map(|t| t.dirty_pages),
                 limit_pages: throttle.map(|t| t.limit_pages),
@@ -512,8 +514,9 @@ mod tests {
             cause(&call).to_string(),
             "dirty throttling (2 pauses in balance_dirty_pages)"
         );
+        // The kernel's count: five pauses chosen, three of them too short to be long sleeps.
         call.throttle = Some(super::super::record::Throttle {
-            pauses: 2,
+            pauses: 5,
             pause_jiffies: 8,
             dirty_pages: 2_560,
             limit_pages: 2_048,
@@ -527,10 +530,10 @@ mod tests {
         else {
             panic!("{:?}", cause(&call))
         };
-        assert_eq!((pauses, dirty_pages, limit_pages), (2, Some(2_560), Some(2_048)));
+        assert_eq!((pauses, dirty_pages, limit_pages), (5, Some(2_560), Some(2_048)));
         assert_eq!(
             cause(&call).to_string(),
-            "dirty throttling (2 pauses in balance_dirty_pages; 10.0 MiB dirty, limit 8.0 MiB)"
+            "dirty throttling (5 pauses in balance_dirty_pages; 10.0 MiB dirty, limit 8.0 MiB)"
         );
         assert_eq!(jiffies_ms(8, Some(250)), 32);
         assert_eq!(jiffies_ms(-3, Some(1000)), 0, "a pause the kernel did not take");
