@@ -84,14 +84,18 @@ fn device_help_requested(cli: &Cli) -> bool {
 /// `--kernel K` (other than `host`) on a command that boots it: the command run inside a
 /// guest booting K ([`kernel`]), its exit status; `None` to run here.
 fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
-    let (target, record, space_needed, writes) = match &cli.command {
+    let (target, record, space_needed, writes, disk_in_guest) = match &cli.command {
         Command::Run { scenario, common } => {
             let planned = crate::run::engine::Planned::new(measure::find(scenario)?, &common.sets)?;
+            if common.target.kernel.is_some() {
+                planned.check_testbed(&common.target.request()?)?;
+            }
             (
                 &common.target,
                 Some(&common.record),
                 planned.plan.space_needed(),
                 common.output.as_deref(),
+                planned.plan.drives_its_disk(),
             )
         }
         Command::Load { kind, common } => {
@@ -105,6 +109,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 Some(&common.record),
                 planned.plan.space_needed(),
                 common.output.as_deref(),
+                false,
             )
         }
         Command::Probe { common } => {
@@ -114,21 +119,17 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 Some(&common.record),
                 planned.plan.space_needed(),
                 common.output.as_deref(),
+                false,
             )
         }
         Command::Exec(args) => {
             exec::refuse_the_impossible(args)?;
-            if args.cut.is_some() && kernel::wanted(&args.target)?.is_some() {
-                return Err(crate::error::Usage(
-                    "--kernel and --cut: a power cut under another kernel is not supported yet".into(),
-                )
-                .into());
-            }
             (
                 &args.target,
                 args.explain.explain.then_some(&args.record),
                 0,
                 args.output.as_deref(),
+                args.cut.is_some(),
             )
         }
         Command::Suite(args) => (
@@ -136,6 +137,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             Some(&args.record),
             suite::space_needed(args)?,
             args.results.as_deref(),
+            false,
         ),
         Command::Matrix(args) => {
             kernel::refuse(&args.target, "matrix")?;
@@ -149,6 +151,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             target,
             record,
             space_needed,
+            disk_in_guest,
             writes,
             expect,
             judge: match cli.command {

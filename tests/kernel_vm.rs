@@ -8,7 +8,10 @@
 //! a guest whose kernel panics is said to have, with the console's panic line;
 //! a matrix's `kernel=host,K` axis records a run of each cell on its kernel, and a kernel
 //! axis naming a kernel that is not there is refused before any cell runs; the BPF tracer
-//! in a guest names a wakeup an interrupt made as the interrupt's.
+//! in a guest names a wakeup an interrupt made as the interrupt's; a run that cuts its
+//! disk's power (`run powercut`, `exec --cut`) does so in the guest, on a disk the guest
+//! emulates, and the guest's kernel recovers the filesystem; `fsync-errors` fails disks
+//! the guest emulates and records what the guest's kernel returned.
 //! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
 //! their commands short.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
@@ -47,6 +50,12 @@ common::tests! {
     the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrupted:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("python3"), That(VM, vm_ready)],
     a_guest_survives_tracepoints_turned_on_and_off_while_its_disk_writes:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_power_cut_in_a_guest_cuts_a_disk_the_guest_emulates_and_its_kernel_recovers:
+        [Root, Fuse, Tool("mkfs.ext4"), Tool("e2fsck"), That(VM, vm_ready)],
+    exec_cut_in_a_guest_stops_the_command_and_checks_what_the_guests_kernel_recovered:
+        [Root, Fuse, Tool("mkfs.ext4"), Tool("e2fsck"), That(VM, vm_ready)],
+    fsync_errors_in_a_guest_fails_a_disk_the_guest_emulates_and_says_what_its_kernel_returned:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
 }
 
@@ -366,7 +375,7 @@ fn a_guest_past_its_time_limit_is_ended_and_leaves_nothing() {
 /// Issue 26: turning a tracepoint on or off rewrites the guest kernel's code while its other
 /// CPU may run it, as a tracer does at its start and end. Under multi-threaded TCG (QEMU's
 /// default) flipping the block tracepoints during the served disk's writes hung Debian's
-/// 6.1 guests (2 of 2) and crashed 6.12's (5 of 5, "Oops: int3"); fsynclab runs TCG on one
+/// 6.1 guests (3 of 3) and crashed 6.12's (5 of 5, "Oops: int3"); fsynclab runs TCG on one
 /// host thread, and the guest lives through 300 flips.
 fn a_guest_survives_tracepoints_turned_on_and_off_while_its_disk_writes() {
     let _turn = one_at_a_time();
@@ -625,4 +634,86 @@ kill $b1 $b2";
         .filter(|p| p["cause"] == "device_flush")
         .count();
     assert!(flush_waits > 0, "no call waited for a cache flush: {explain:#}");
+}
+
+/// A `powercut` run in a guest booting the Debian 6.1 kernel: the guest emulates the disk
+/// (the host's served disk is out of the run's reach), cuts its power, and the guest's ext4
+/// replays its journal; the result, stored on the host, says the cut, the recovery, the
+/// clean check and no acknowledged record lost, and that the disk was emulated inside.
+fn a_power_cut_in_a_guest_cuts_a_disk_the_guest_emulates_and_its_kernel_recovers() {
+    let command = ScratchRun::run("powercut")
+        .size("128M")
+        .set("cuts", "1")
+        .set("max_size", "8M")
+        .set("cut_after", "1s");
+    let (result, shown) = stored_from_guest(command);
+    let vm = &result["environment"]["vm"];
+    assert_eq!(vm["release"], debian_kernel().unwrap().as_str());
+    assert_eq!(vm["disk_in_guest"], true, "{vm}");
+    let cycle = &result["details"]["powercut"]["cycles"][0];
+    assert!(cycle["cut"].is_object(), "the drive's cut is recorded: {cycle}");
+    assert_eq!(cycle["recovery"]["mounted"], true, "{cycle}");
+    assert_eq!(cycle["check"]["clean"], true, "{cycle}");
+    let verdict = &cycle["verdict"];
+    assert!(verdict["acked"].as_u64().unwrap() > 0, "{verdict}");
+    assert_eq!(verdict["acked_lost"], 0, "{verdict}");
+    assert!(shown.contains("its disk emulated inside"), "{shown}");
+}
+
+/// `command` (a run that drives its disk) in a guest booting the Debian 6.1 kernel, as
+/// [`in_guest`] runs it, recorded in a store of its own: it succeeds and leaves nothing;
+/// its stored result, and `show`'s text of it.
+fn stored_from_guest(command: ScratchRun) -> (Value, String) {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let store_dir = common::backing();
+    let store = store_dir.path().join("store.sqlite");
+    let tail = ["--no-explain", "--store", store.to_str().unwrap()];
+    let (code, err) = in_guest(command, &tail, backing.path(), &state);
+    assert_eq!(code, Some(0), "{err}");
+    assert_nothing_left(backing.path(), &state);
+    let shown = fsynclab().args(["show", "1", "--store"]).arg(&store).output().unwrap();
+    (stored_run_1(&store), String::from_utf8(shown.stdout).unwrap())
+}
+
+/// `exec --cut --kernel K --check`: the power of the disk the guest emulates is cut while
+/// the command appends and syncs, the command is stopped, the guest's ext4 recovers, and the
+/// check, run on the recovered filesystem in the guest, decides the exit status (a check
+/// that finds the log missing would exit 1).
+fn exec_cut_in_a_guest_stops_the_command_and_checks_what_the_guests_kernel_recovered() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let command =
+        ScratchRun::exec()
+            .size("64M")
+            .args(["--cut", "after=1s", "--check", "test -s log && test -d lost+found"]);
+    let script = "while :; do echo line >> log; sync log; done";
+    let (code, err) = in_guest(command, &["--", "sh", "-c", script], backing.path(), &state);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("the power is cut at"), "{err}");
+    assert!(err.contains("the filesystem mounted again after the cut"), "{err}");
+    assert!(err.contains("finds the filesystem clean"), "{err}");
+
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// `run fsync-errors --kernel K --set fs=ext4`: its row's filesystem is made on a failing
+/// disk the guest emulates (not the disk the host serves, which it cannot fail), and the
+/// row is measured: the first fsync after the failed writeback returned EIO, with the
+/// guest kernel's own I/O error lines.
+fn fsync_errors_in_a_guest_fails_a_disk_the_guest_emulates_and_says_what_its_kernel_returned() {
+    let (result, _) = stored_from_guest(ScratchRun::run("fsync-errors").size("128M").set("fs", "ext4"));
+    assert_eq!(result["environment"]["vm"]["disk_in_guest"], true);
+    let row = &result["details"]["fsync-errors"]["rows"][0];
+    assert_eq!(row["outcome"], "measured", "{row}");
+    assert_eq!(row["first_fsync"]["error"], "EIO", "{row}");
+    let kernel: Vec<&str> = row["kernel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(kernel.iter().any(|l| l.contains("I/O error")), "{kernel:?}");
 }

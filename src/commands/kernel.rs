@@ -32,6 +32,8 @@ pub(crate) struct GuestRun<'a> {
     pub record: Option<&'a RecordArgs>,
     /// The room the run's files need on the scratch filesystem (the image's default size).
     pub space_needed: u64,
+    /// The command drives its disk (a power cut): the guest emulates it itself.
+    pub disk_in_guest: bool,
     /// A file or directory the command writes outside the current directory (`--output`,
     /// `--results`): its directory is made writable in the guest too.
     pub writes: Option<&'a std::path::Path>,
@@ -96,6 +98,7 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
         kernel: &g.kernel,
         request: &request,
         space_needed: g.space_needed,
+        disk_in_guest: g.disk_in_guest,
         argv: guest_argv(std::env::current_exe()?, std::env::args_os().skip(1)),
         rw_dirs: [Some(cwd), written].into_iter().flatten().collect(),
         limit,

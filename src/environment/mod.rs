@@ -239,7 +239,17 @@ impl Fingerprint {
     pub fn machine_line(&self) -> String {
         let s = |k: &str| self.sysctls.get(k).map(u64::to_string).unwrap_or_else(|| "?".into());
         let vm = match &self.vm {
-            Some(vm) => format!(" in a VM ({}, {}; {})", vm.accelerator, vm.boot, vm.version),
+            Some(vm) => format!(
+                " in a VM ({}, {}{}; {})",
+                vm.accelerator,
+                vm.boot,
+                if vm.disk_in_guest {
+                    ", its disk emulated inside: timed by the guest's CPU"
+                } else {
+                    ""
+                },
+                vm.version
+            ),
             None => String::new(),
         };
         format!(

@@ -1,6 +1,6 @@
 //! The virtual machine a `--kernel` run was made in: the kernel it booted (release and
 //! version string, read inside), how its CPU ran (`kvm` or `tcg`), its CPUs and memory,
-//! and the disk the host served it. The host hands its part to the guest in an environment
+//! and the disk the host served it (or that the guest emulated itself). The host hands its part to the guest in an environment
 //! variable ([`VM_ENV`]); the guest's fingerprint adds what only it can read.
 
 use serde::{Deserialize, Serialize};
@@ -24,14 +24,24 @@ pub struct VmInfo {
     /// What the host served as the scratch disk (`hdd-7200`, `host`, `ram`), empty without
     /// one.
     pub disk: String,
+    /// Whether that disk was emulated inside the guest rather than served by the host: a run
+    /// that drives its disk (a power cut, failing disks) needs it within reach, and its
+    /// timing then depends on the guest's CPU.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disk_in_guest: bool,
 }
 
 impl VmInfo {
     /// The host's part, as the environment variable carries it.
     pub fn to_env(&self) -> String {
         format!(
-            "accel={},cpus={},memory={},boot={},disk={}",
-            self.accelerator, self.cpus, self.memory_bytes, self.boot, self.disk
+            "accel={},cpus={},memory={},boot={},disk={},disk_in={}",
+            self.accelerator,
+            self.cpus,
+            self.memory_bytes,
+            self.boot,
+            self.disk,
+            if self.disk_in_guest { "guest" } else { "host" }
         )
     }
 
@@ -44,6 +54,7 @@ impl VmInfo {
                 "memory" => vm.memory_bytes = v.parse().unwrap_or(0),
                 "boot" => vm.boot = v.to_string(),
                 "disk" => vm.disk = v.to_string(),
+                "disk_in" => vm.disk_in_guest = v == "guest",
                 _ => {}
             }
         }
@@ -65,6 +76,12 @@ impl VmInfo {
     pub fn in_guest() -> bool {
         std::env::var_os(VM_ENV).is_some()
     }
+
+    /// Whether this fsynclab runs inside a guest that emulates its scratch disk itself
+    /// ([`VmInfo::disk_in_guest`]).
+    pub fn disk_in_this_guest() -> bool {
+        std::env::var(VM_ENV).is_ok_and(|v| VmInfo::parse(&v).disk_in_guest)
+    }
 }
 
 #[cfg(test)]
@@ -82,5 +99,10 @@ mod tests {
             ..VmInfo::default()
         };
         assert_eq!(VmInfo::parse(&vm.to_env()), vm);
+        let emulated_inside = VmInfo {
+            disk_in_guest: true,
+            ..vm
+        };
+        assert_eq!(VmInfo::parse(&emulated_inside.to_env()), emulated_inside);
     }
 }

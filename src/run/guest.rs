@@ -1,5 +1,6 @@
 //! A command run inside a guest booting another kernel, with the results it brings back:
-//! the host serves the scratch disk ([`crate::testbed::vm::disk`]), the guest boots and runs
+//! the host serves the scratch disk ([`crate::testbed::vm::disk`]; a run that drives its disk,
+//! a power cut's, emulates it inside the guest instead), the guest boots and runs
 //! the command with the same binary over the host's root (read-only but for the results
 //! directory and the directories the command writes to), and what the guest would have
 //! recorded comes back as results, in the order it was made. `--kernel K` on a command
@@ -31,6 +32,9 @@ pub(crate) struct Boot<'a> {
     pub(crate) request: &'a TestbedRequest,
     /// The room the run's files need on the scratch filesystem (the image's default size).
     pub(crate) space_needed: u64,
+    /// The run drives its disk (cuts its power, makes failing disks of its own): the guest
+    /// emulates its disk itself, within the run's reach, and the host serves none.
+    pub(crate) disk_in_guest: bool,
     /// The command inside: this binary and its arguments.
     pub(crate) argv: Vec<OsString>,
     /// Host directories the command writes to besides the results directory.
@@ -56,7 +60,8 @@ pub(crate) enum Booted {
     },
 }
 
-/// Boots `b.kernel` and runs `b.argv` inside on the disk the host serves.
+/// Boots `b.kernel` and runs `b.argv` inside on the disk the host serves (or, for a run that
+/// drives its disk, on one the guest emulates itself).
 pub(crate) fn boot(b: &Boot) -> Result<Booted> {
     // Refused before anything is made.
     let vng = vm::check_tools()?;
@@ -68,7 +73,7 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         .into());
     }
     let stop = crate::signals::watch()?;
-    let served = match vm::disk::serve_disk(b.request, b.space_needed) {
+    let served = match vm::disk::serve_disk(b.request, b.space_needed, !b.disk_in_guest) {
         Ok(served) => served,
         // Ctrl-C reaches the mkfs we were waiting for: say so rather than its error.
         Err(_) if stop.signal().is_some() => {
@@ -91,12 +96,19 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         Some(other) => other.to_string(),
         None => String::new(),
     };
+    // A disk the guest emulates keeps its media in the guest's memory, which a scratch run
+    // wants at most half of.
+    let media_bytes = match (b.disk_in_guest, b.request.scratch()) {
+        (true, Some(s)) => 2 * s.size.unwrap_or_else(|| s.spec.default_size(b.space_needed)),
+        _ => 0,
+    };
     let info = VmInfo {
         accelerator: accelerator.name().into(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        memory_bytes: GUEST_MEMORY_BYTES,
+        memory_bytes: GUEST_MEMORY_BYTES + media_bytes,
         boot: "virtme-ng".into(),
         disk: profile,
+        disk_in_guest: b.disk_in_guest,
         ..VmInfo::default()
     };
     let mut rw_dirs = vec![results.clone()];
@@ -120,7 +132,7 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         kernel: b.kernel,
         vm: &info,
         accelerator,
-        disk: Some(&served.file),
+        disk: served.file.as_deref(),
         rw_dirs,
         results: &results,
         argv: b.argv.clone(),

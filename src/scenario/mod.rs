@@ -104,6 +104,12 @@ pub(crate) trait Plan: Send + Sync {
     fn needs_power_switch(&self) -> bool {
         false
     }
+    /// Whether the run drives its emulated disk itself (cuts its power, or makes disks of
+    /// its own that fail): under `--kernel` the disk is then emulated inside the guest,
+    /// within the run's reach, rather than served by the host.
+    fn drives_its_disk(&self) -> bool {
+        self.needs_power_switch()
+    }
     fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome>;
 }
 

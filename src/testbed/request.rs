@@ -243,6 +243,22 @@ impl TestbedRequest {
         }
     }
 
+    fn scratch_mut(&mut self) -> Option<&mut ScratchOptions> {
+        match &mut self.place {
+            Place::Scratch(s) => Some(s),
+            Place::Dir(_) => None,
+        }
+    }
+
+    /// The same request with its scratch filesystem's directory under `backing`.
+    pub fn backed_by(&self, backing: PathBuf) -> TestbedRequest {
+        let mut moved = self.clone();
+        if let Some(s) = moved.scratch_mut() {
+            s.backing = backing;
+        }
+        moved
+    }
+
     /// Whether making it needs root: a scratch filesystem, or sysctls.
     pub fn needs_root(&self) -> bool {
         self.scratch().is_some() || !self.sysctls.is_empty()

@@ -120,16 +120,22 @@ pub fn provision(
     bring_up(request, size, &dir, &image, undo, device, switch)
 }
 
+/// A run's scratch directory, new, under `backing`; recorded on `undo`.
+pub(crate) fn make_dir(backing: &Path, undo: &mut Undo) -> Result<PathBuf> {
+    let backing = std::fs::canonicalize(backing)?;
+    let dir = backing.join(names::scratch_dir_name());
+    undo.perform(Step::Directory { path: dir.clone() }, || {
+        std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+    })?;
+    Ok(dir)
+}
+
 /// The scratch directory of a run (under `--backing`: everything of the run lives in it)
 /// and an image of `size` bytes in it, on a private tmpfs for `ram` and for the emulated
 /// disks' media; each step recorded on `undo`. Returns the directory and the image. A
 /// scratch run and a `--kernel` run's served disk ([`super::vm::disk`]) both start here.
 pub(crate) fn make_image(request: &ScratchOptions, size: u64, undo: &mut Undo) -> Result<(PathBuf, PathBuf)> {
-    let backing = std::fs::canonicalize(&request.backing)?;
-    let dir = backing.join(names::scratch_dir_name());
-    undo.perform(Step::Directory { path: dir.clone() }, || {
-        std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
-    })?;
+    let dir = make_dir(&request.backing, undo)?;
     let image_dir = if request.device == DeviceProfile::Ram || request.device.is_emulated() {
         let ram = dir.join(names::RAM_DIR);
         std::fs::create_dir(&ram)?;

@@ -205,6 +205,10 @@ impl Plan for Config {
         Some("fsync-errors times no call for its latency: its calls fail on purpose")
     }
 
+    fn drives_its_disk(&self) -> bool {
+        true
+    }
+
     fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {
         let mut rows = Vec::new();
         ctx.observer.event(Event::Phase {

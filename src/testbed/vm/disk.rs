@@ -48,13 +48,7 @@ pub fn mount_in_guest(request: &ScratchOptions, undo: &mut Undo) -> Result<Scrat
     let size = crate::kernel::read_trimmed(format!("/sys/block/{name}/size"))
         .and_then(|s| s.parse::<u64>().ok())
         .map_or(0, |sectors| sectors * 512);
-    let parents = [PathBuf::from("/run"), std::env::temp_dir()];
-    let parent = guest_own_dir(&mountinfo::mounts(), &parents).ok_or_else(|| {
-        anyhow::anyhow!(Usage(
-            "--kernel: neither the guest's /run nor its /tmp is a tmpfs of its own (one is shared with the host); run fsynclab from another directory".into()
-        ))
-    })?;
-    let dir = parent.join(names::scratch_dir_name());
+    let dir = guest_memory()?.join(names::scratch_dir_name());
     undo.perform(Step::Directory { path: dir.clone() }, || {
         std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
     })?;
@@ -62,6 +56,31 @@ pub fn mount_in_guest(request: &ScratchOptions, undo: &mut Undo) -> Result<Scrat
     let mut made = scratch::mount_on(request, size, &dir, disk_path, disk_path, disk.clone(), undo)?;
     made.info.image = format!("{disk} (virtio-blk, served by the host)");
     Ok(made)
+}
+
+/// In a guest that emulates its disk itself (a run that drives it: [`crate::environment::VmInfo::disk_in_guest`]):
+/// `request` with its scratch directory moved into the guest's own memory (see
+/// [`guest_own_dir`]), after loading the loop and FUSE modules the scratch filesystem is
+/// made with. The disk is then made as a scratch run's, inside the guest.
+pub fn local_in_guest(request: &TestbedRequest) -> Result<TestbedRequest> {
+    if request.scratch().is_none() {
+        return Ok(request.clone());
+    }
+    // Built in, or loaded here: a missing one is said by the checks that follow.
+    for module in ["loop", "fuse"] {
+        let _ = crate::testbed::command::output("modprobe", &[module]);
+    }
+    Ok(request.backed_by(guest_memory()?))
+}
+
+/// A directory of the guest's own memory for its scratch directories: see [`guest_own_dir`].
+fn guest_memory() -> Result<PathBuf, Usage> {
+    let parents = [PathBuf::from("/run"), std::env::temp_dir()];
+    guest_own_dir(&mountinfo::mounts(), &parents).ok_or_else(|| {
+        Usage(
+            "--kernel: neither the guest's /run nor its /tmp is a tmpfs of its own (one is shared with the host); run fsynclab from another directory".into(),
+        )
+    })
 }
 
 /// The first of `candidates` on a tmpfs: virtme-ng mounts one on the guest's /run and /tmp,
@@ -81,24 +100,31 @@ fn guest_own_dir(mounts: &[MountInfo], candidates: &[PathBuf]) -> Option<PathBuf
 pub struct ServedDisk {
     /// Undone when dropped: the FUSE device, the tmpfs, the scratch directory.
     pub prepared: Prepared,
-    /// The file QEMU serves.
-    pub file: PathBuf,
+    /// The file QEMU serves; none when the guest emulates its disk itself.
+    pub file: Option<PathBuf>,
 }
 
 /// Makes the filesystem `request`'s scratch options ask for and serves its media (see
-/// [`ServedDisk`]); the same checks as [`prepare`] first.
-pub fn serve_disk(request: &TestbedRequest, space_needed: u64) -> Result<ServedDisk> {
+/// [`ServedDisk`]); the same checks as [`prepare`] first. Without `media` (the guest makes
+/// its disk itself: [`local_in_guest`]) only the scratch directory is made, for the guest's
+/// results and console.
+pub fn serve_disk(request: &TestbedRequest, space_needed: u64, media: bool) -> Result<ServedDisk> {
     let Some(s) = request.scratch() else {
         return Err(
             Usage("--kernel needs --scratch FS: the guest's run needs a filesystem of its own kernel".into()).into(),
         );
     };
     let size = s.size.unwrap_or_else(|| s.spec.default_size(space_needed));
+    // The same tools and room, whichever side makes the disk.
     scratch::check_prerequisites(s, size)?;
     let mut device = None;
     let mut switch = None;
     let mut undo = Undo::new();
-    let (dir, file) = match serve(s, size, &mut undo, &mut device, &mut switch) {
+    let made = match media {
+        true => serve(s, size, &mut undo, &mut device, &mut switch).map(|(dir, file)| (dir, Some(file))),
+        false => scratch::make_dir(&s.backing, &mut undo).map(|dir| (dir, None)),
+    };
+    let (dir, file) = match made {
         Ok(made) => made,
         Err(e) => {
             if device.is_some() {

@@ -215,7 +215,8 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
 /// whenever a tracepoint is turned on or off (a tracer's start and end): flipping the
 /// block tracepoints during writes on the served disk crashed Debian's 6.12 in 5 guests of
 /// 5 within seconds ("Oops: int3" in blk_update_request, in an interrupt) and hung 6.1's in
-/// 2 of 2; on one thread, 0 of 4 and 0 of 1 with the same 300 flips (docs/kernels.md).
+/// 3 of 3; on one thread, 6.12 ended well in 8 of 8 and 6.1 in 1 of 1 with the same 300 flips
+/// (docs/kernels.md; docs/bench/tcg-flip-loop.sh).
 fn qemu_opts(accelerator: Accelerator, disk: Option<&Path>) -> Option<OsString> {
     let mut opts = Vec::new();
     if accelerator == Accelerator::Tcg {
