@@ -646,7 +646,7 @@ fn a_power_cut_in_a_guest_cuts_a_disk_the_guest_emulates_and_its_kernel_recovers
         .set("cuts", "1")
         .set("max_size", "8M")
         .set("cut_after", "1s");
-    let (result, shown) = stored_from_guest(command);
+    let (result, shown, kernel_label) = stored_from_guest(command);
     let vm = &result["environment"]["vm"];
     assert_eq!(vm["release"], debian_kernel().unwrap().as_str());
     assert_eq!(vm["disk_in_guest"], true, "{vm}");
@@ -658,12 +658,13 @@ fn a_power_cut_in_a_guest_cuts_a_disk_the_guest_emulates_and_its_kernel_recovers
     assert!(verdict["acked"].as_u64().unwrap() > 0, "{verdict}");
     assert_eq!(verdict["acked_lost"], 0, "{verdict}");
     assert!(shown.contains("its disk emulated inside"), "{shown}");
+    assert!(kernel_label.ends_with("+guest-disk"), "{kernel_label}");
 }
 
 /// `command` (a run that drives its disk) in a guest booting the Debian 6.1 kernel, as
 /// [`in_guest`] runs it, recorded in a store of its own: it succeeds and leaves nothing;
-/// its stored result, and `show`'s text of it.
-fn stored_from_guest(command: ScratchRun) -> (Value, String) {
+/// its stored result, `show`'s text of it, and its kernel as `runs` labels it.
+fn stored_from_guest(command: ScratchRun) -> (Value, String, String) {
     let _turn = one_at_a_time();
     let backing = common::backing();
     let state = PrivateState::new();
@@ -674,7 +675,18 @@ fn stored_from_guest(command: ScratchRun) -> (Value, String) {
     assert_eq!(code, Some(0), "{err}");
     assert_nothing_left(backing.path(), &state);
     let shown = fsynclab().args(["show", "1", "--store"]).arg(&store).output().unwrap();
-    (stored_run_1(&store), String::from_utf8(shown.stdout).unwrap())
+    let runs = fsynclab()
+        .args(["runs", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let kernel_label = runs[0]["kernel"].as_str().unwrap().to_string();
+    (
+        stored_run_1(&store),
+        String::from_utf8(shown.stdout).unwrap(),
+        kernel_label,
+    )
 }
 
 /// `exec --cut --kernel K --check`: the power of the disk the guest emulates is cut while
@@ -704,7 +716,7 @@ fn exec_cut_in_a_guest_stops_the_command_and_checks_what_the_guests_kernel_recov
 /// row is measured: the first fsync after the failed writeback returned EIO, with the
 /// guest kernel's own I/O error lines.
 fn fsync_errors_in_a_guest_fails_a_disk_the_guest_emulates_and_says_what_its_kernel_returned() {
-    let (result, _) = stored_from_guest(ScratchRun::run("fsync-errors").size("128M").set("fs", "ext4"));
+    let (result, ..) = stored_from_guest(ScratchRun::run("fsync-errors").size("128M").set("fs", "ext4"));
     assert_eq!(result["environment"]["vm"]["disk_in_guest"], true);
     let row = &result["details"]["fsync-errors"]["rows"][0];
     assert_eq!(row["outcome"], "measured", "{row}");

@@ -184,14 +184,17 @@ fn differences(a: &[Picked], b: &[Picked]) -> Result<Vec<String>> {
         .collect())
 }
 
-/// How a set's runs ran: `on the host` or `in a VM under tcg` (from the kernel as `runs`
-/// shows it, `6.1.0-56-amd64 vm/tcg`).
+/// How a set's runs ran: `on the host`, `in a VM under tcg`, or `in a VM under tcg, its disk
+/// emulated inside` (from the kernel as `runs` shows it, `6.1.0-56-amd64 vm/tcg`).
 fn ran_how(set: &[Picked]) -> Result<Vec<String>> {
     let mut how = Vec::new();
     for p in set {
         let k = p.kernel()?;
         let h = match k.rsplit_once(" vm/") {
-            Some((_, accel)) => format!("in a VM under {accel}"),
+            Some((_, accel)) => match accel.strip_suffix(super::runs::GUEST_DISK) {
+                Some(accel) => format!("in a VM under {accel}, its disk emulated inside"),
+                None => format!("in a VM under {accel}"),
+            },
             None => "on the host".to_string(),
         };
         if !how.contains(&h) {
@@ -210,7 +213,7 @@ fn booted_differently(a: &[Picked], b: &[Picked]) -> Result<Option<String>> {
         return Ok(None);
     }
     Ok(Some(format!(
-        "{}, {}: the figures differ by how the runs were booted as well as by anything else (a guest under tcg emulates every instruction, several times slower); to compare kernels, boot both the same way (docs/kernels.md)",
+        "{}, {}: the figures differ by how the runs were booted as well as by anything else (a guest under tcg emulates every instruction, several times slower, and a disk emulated inside it is timed by its CPU); to compare kernels, boot both the same way (docs/kernels.md)",
         how_set_ran("A", &ha),
         how_set_ran("B", &hb)
     )))

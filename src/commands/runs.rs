@@ -111,16 +111,26 @@ pub(crate) fn testbed(env: Option<&Fingerprint>) -> String {
 }
 
 /// The kernel a run was made on: its release, and for a `--kernel` run the VM's
-/// accelerator (`6.1.0-56-amd64 vm/tcg`); `?` when the run's environment is not known.
+/// accelerator (`6.1.0-56-amd64 vm/tcg`), with `+guest-disk` when the guest emulated its
+/// disk itself ([`crate::environment::VmInfo::disk_in_guest`]); `?` when the run's
+/// environment is not known.
 pub(crate) fn kernel(env: Option<&Fingerprint>) -> String {
     match env {
         None => "?".into(),
         Some(env) => match &env.vm {
-            Some(vm) => format!("{} vm/{}", vm.release, vm.accelerator),
+            Some(vm) => format!(
+                "{} vm/{}{}",
+                vm.release,
+                vm.accelerator,
+                if vm.disk_in_guest { GUEST_DISK } else { "" }
+            ),
             None => env.kernel.clone(),
         },
     }
 }
+
+/// What [`kernel`] adds for a run whose disk the guest emulated.
+pub(crate) const GUEST_DISK: &str = "+guest-disk";
 
 /// The run's main figure as `fsync.p99 4.60 ms`.
 fn main_figure(r: &RunSummary) -> String {
@@ -247,6 +257,30 @@ fn as_json(r: &RunSummary) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 26: a run whose disk the guest emulated is told apart by its kernel's label,
+    /// which `compare` reads to warn that its disk was timed by the guest's CPU.
+    #[test]
+    fn the_kernel_label_says_a_vm_its_accelerator_and_a_disk_emulated_inside() {
+        let mut env = Fingerprint {
+            kernel: "6.18.0".into(),
+            ..Fingerprint::default()
+        };
+        assert_eq!(kernel(Some(&env)), "6.18.0");
+        let vm = crate::environment::VmInfo {
+            release: "6.1.0-56-amd64".into(),
+            accelerator: "tcg".into(),
+            ..Default::default()
+        };
+        env.vm = Some(vm.clone());
+        assert_eq!(kernel(Some(&env)), "6.1.0-56-amd64 vm/tcg");
+        env.vm = Some(crate::environment::VmInfo {
+            disk_in_guest: true,
+            ..vm
+        });
+        assert_eq!(kernel(Some(&env)), "6.1.0-56-amd64 vm/tcg+guest-disk");
+        assert_eq!(kernel(None), "?");
+    }
 
     /// Issue 19, item 14: `--since` is a date or a time with its zone, nothing else.
     #[test]
