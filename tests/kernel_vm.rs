@@ -573,17 +573,7 @@ fn the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrup
     let state = PrivateState::new();
     let store_dir = common::backing();
     let store = store_dir.path().join("store.sqlite");
-    let script = "python3 -c \"import os
-fd = os.open('f', os.O_WRONLY | os.O_CREAT)
-os.write(fd, b'y' * (1 << 22)); os.fsync(fd)\"
-( while :; do :; done ) & b1=$!
-( while :; do :; done ) & b2=$!
-python3 -c \"import os
-fd = os.open('f', os.O_WRONLY)
-for i in range(300):
-    os.pwrite(fd, b'x' * 4096, (i * 7919 % 1024) * 4096)
-    os.fdatasync(fd)\"
-kill $b1 $b2";
+    let script = common::bpf::BESIDE_BURNERS;
     let tail = [
         "--explain",
         "--tracer",
@@ -602,27 +592,10 @@ kill $b1 $b2";
     let result = stored_run_1(&store);
     let explain = &result["explain"];
     assert_eq!(explain["bpf"]["interrupt_wakers"], true, "{explain:#}");
+    assert_eq!(explain["bpf"]["interrupt_wakers_by"], "preemption count");
     let calls = explain["calls"].as_array().unwrap();
     assert!(!calls.is_empty(), "{explain:#}");
-    // Every waker the explanation names, from the parts' reasons and the calls' notes.
-    let mut named = Vec::new();
-    for call in calls {
-        let reasons = call["parts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|p| p["reason"].as_str());
-        let notes = call["notes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|n| n.as_str());
-        for text in reasons.chain(notes) {
-            if let Some((_, waker)) = text.rsplit_once(" ended by ") {
-                named.push(waker.to_string());
-            }
-        }
-    }
+    let named = common::bpf::wakers_named(explain);
     assert!(
         !named.iter().any(|w| w.starts_with("sh ")),
         "a burner named as a waker: {named:?}\n{explain:#}"

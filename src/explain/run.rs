@@ -176,10 +176,27 @@ pub(crate) struct BpfTracing {
     pub(crate) records_not_sent: u64,
     pub(crate) histogram_entries_lost: u64,
     /// Wakeups made in an interrupt were named so (`an interrupt`), not by the task they
-    /// interrupted: the kernel let the program read the preemption count (it lists it in
-    /// /proc/kallsyms: CONFIG_KALLSYMS_ALL). Before 28 Nov 2026 never.
+    /// interrupted. Before 28 Nov 2026 never; until 677471a only where the kernel let the
+    /// program read the preemption count (it lists it in /proc/kallsyms:
+    /// CONFIG_KALLSYMS_ALL); since, always.
     #[serde(default)]
     pub(crate) interrupt_wakers: bool,
+    /// How they were told: `preemption count`, or `interrupt tracepoints` (interrupts
+    /// counted in and out) where the kernel does not let the program read the count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) interrupt_wakers_by: Option<InterruptWakersBy>,
+}
+
+/// How the BPF programs told a wakeup made in an interrupt ([`BpfTracing::interrupt_wakers_by`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum InterruptWakersBy {
+    /// The CPU's preemption count, where the kernel lets the program read it.
+    #[serde(rename = "preemption count")]
+    PreemptionCount,
+    /// Interrupts counted in and out at their tracepoints (a device's handler, softirqs,
+    /// x86's IPIs, local timer and irq_work), where the count cannot be read.
+    #[serde(rename = "interrupt tracepoints")]
+    InterruptTracepoints,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -358,7 +375,8 @@ impl Explanation {
             calls_not_followed: lost.calls,
             records_not_sent: lost.records,
             histogram_entries_lost: lost.histogram,
-            interrupt_wakers: followed.symbols.has_preempt_count(),
+            interrupt_wakers: true,
+            interrupt_wakers_by: Some(super::bpf::interrupt_wakers_by(&followed.symbols)),
         });
     }
 

@@ -374,6 +374,7 @@ mod tests {
                 records_not_sent: 0,
                 histogram_entries_lost: 0,
                 interrupt_wakers: told,
+                interrupt_wakers_by: None,
             });
             full(&e)
         };

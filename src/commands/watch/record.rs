@@ -67,8 +67,8 @@ pub(super) struct Watched {
     pub(super) slowest: Slowest,
     pub(super) lost: Lost,
     pub(super) run_time: RunTime,
-    /// Wakeups made in an interrupt were told ([`crate::explain::run::BpfTracing`]).
-    pub(super) interrupt_wakers: bool,
+    /// How wakeups made in an interrupt were told ([`crate::explain::run::BpfTracing`]).
+    pub(super) interrupt_wakers_by: crate::explain::run::InterruptWakersBy,
     /// CPU time of this process while it watched.
     pub(super) cpu_ns: u64,
     pub(super) environment: Fingerprint,
@@ -141,7 +141,8 @@ impl Watched {
             calls_not_followed: lost.calls,
             records_not_sent: lost.records,
             histogram_entries_lost: lost.histogram,
-            interrupt_wakers: self.interrupt_wakers,
+            interrupt_wakers: true,
+            interrupt_wakers_by: Some(self.interrupt_wakers_by),
         });
         let details = Details {
             watched: self.watched,

@@ -99,6 +99,16 @@ impl Lost {
     }
 }
 
+/// How the programs tell a wakeup made in an interrupt: by the CPU's preemption count where
+/// the kernel lets them read it (it lists the per-CPU variable in /proc/kallsyms), else by
+/// counting the interrupts' entries and exits at their tracepoints (watch.bpf.c: irq_depth).
+pub(crate) fn interrupt_wakers_by(symbols: &KernelSymbols) -> super::run::InterruptWakersBy {
+    match symbols.has_preempt_count() {
+        true => super::run::InterruptWakersBy::PreemptionCount,
+        false => super::run::InterruptWakersBy::InterruptTracepoints,
+    }
+}
+
 /// Why the tracer cannot run here, in one line saying what to do; `None` when it can try.
 pub(crate) fn unavailable() -> Option<String> {
     if std::env::var_os(DISABLE_ENV).is_some() {
@@ -181,11 +191,22 @@ impl BpfTracer {
             if name.starts_with("on_commit") && !symbols.contains("__traceiter_jbd2_start_commit") {
                 prog.set_autoload(false);
             }
-            // One of the two wakeup programs: the one that tells interrupts where the kernel
-            // lets it read the preemption count.
+            // One of the two wakeup programs: the one that tells interrupts by the
+            // preemption count where the kernel lets it read it, else the one that tells
+            // them by the stack the wakeup runs on.
             let told = symbols.has_preempt_count();
-            if (name == "on_wakeup" && !told) || (name == "on_wakeup_untold" && told) {
+            if (name == "on_wakeup" && !told) || ((name == "on_wakeup_counted" || name.starts_with("on_irq_")) && told)
+            {
                 prog.set_autoload(false);
+            }
+            // The interrupt counters, for the tracepoints this kernel has (x86's IPIs,
+            // local timer and irq_work are its own).
+            if name.starts_with("on_irq_") {
+                let section = prog.section().to_string_lossy().into_owned();
+                let tracepoint = section.trim_start_matches("tp_btf/");
+                if !symbols.contains(&format!("__traceiter_{tracepoint}")) {
+                    prog.set_autoload(false);
+                }
             }
             // One of the two dirty-throttling programs, for the kernel's tracepoint arguments
             // (neither where they are neither form).

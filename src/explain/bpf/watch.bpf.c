@@ -578,14 +578,69 @@ static __always_inline int preempt_count_now(void)
 	return 0;
 }
 
+/* Where BPF cannot read the preemption count: how deep this CPU is in interrupts, counted
+ * at their tracepoints' entries and exits (a device's handler, a softirq, and on x86 the
+ * IPIs that complete a request on the CPU that issued it, the local timer and irq_work).
+ * An exit seen without its entry (attached mid-interrupt) does not go below 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, s32);
+} irq_depth SEC(".maps");
+
+static __always_inline int irq_step(s32 by)
+{
+	u32 zero = 0;
+	s32 *depth = bpf_map_lookup_elem(&irq_depth, &zero);
+	if (depth) {
+		s32 now = *depth + by;
+		*depth = now < 0 ? 0 : now;
+	}
+	return 0;
+}
+
+static __always_inline bool in_counted_interrupt(void)
+{
+	u32 zero = 0;
+	s32 *depth = bpf_map_lookup_elem(&irq_depth, &zero);
+	return depth && *depth > 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(on_irq_enter) { return irq_step(1); }
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(on_irq_leave) { return irq_step(-1); }
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(on_irq_enter_softirq) { return irq_step(1); }
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(on_irq_leave_softirq) { return irq_step(-1); }
+SEC("tp_btf/call_function_single_entry")
+int BPF_PROG(on_irq_enter_call_function_single) { return irq_step(1); }
+SEC("tp_btf/call_function_single_exit")
+int BPF_PROG(on_irq_leave_call_function_single) { return irq_step(-1); }
+SEC("tp_btf/call_function_entry")
+int BPF_PROG(on_irq_enter_call_function) { return irq_step(1); }
+SEC("tp_btf/call_function_exit")
+int BPF_PROG(on_irq_leave_call_function) { return irq_step(-1); }
+SEC("tp_btf/local_timer_entry")
+int BPF_PROG(on_irq_enter_local_timer) { return irq_step(1); }
+SEC("tp_btf/local_timer_exit")
+int BPF_PROG(on_irq_leave_local_timer) { return irq_step(-1); }
+SEC("tp_btf/irq_work_entry")
+int BPF_PROG(on_irq_enter_irq_work) { return irq_step(1); }
+SEC("tp_btf/irq_work_exit")
+int BPF_PROG(on_irq_leave_irq_work) { return irq_step(-1); }
+
 /* A wakeup is traced where it is made (sched_waking runs in the waker's context;
  * sched_wakeup may run on the woken task's CPU, in whatever task ran there). Made in a
  * hardirq, a softirq or an NMI, it is the interrupt's (a disk's completion, a timer), not
- * the interrupted task's: its waker is INTERRUPT_COMM, task 0, where the kernel lets the
- * program read the preemption count (on_wakeup); where it does not (a kernel without
- * CONFIG_KALLSYMS_ALL cannot resolve a per-CPU variable) user space loads on_wakeup_untold,
- * which names the interrupted task. */
-static __always_inline int woken(struct task_struct *p, bool tell_interrupts)
+ * the interrupted task's: its waker is INTERRUPT_COMM, task 0. on_wakeup tells by the
+ * preemption count where the kernel lets the program read it; where it does not (a kernel
+ * without CONFIG_KALLSYMS_ALL cannot resolve a per-CPU variable) user space loads
+ * on_wakeup_counted and the on_irq_ programs, which tell by irq_depth. (Not by the stack:
+ * an interrupt that comes in user mode runs on the task's own.) */
+static __always_inline int woken(struct task_struct *p, bool by_preempt_count)
 {
 	if (!p)
 		return 0;
@@ -593,7 +648,8 @@ static __always_inline int woken(struct task_struct *p, bool tell_interrupts)
 	if (!c || !c->off_ns || c->woken_ns)
 		return 0;
 	c->woken_ns = bpf_ktime_get_ns();
-	if (tell_interrupts && (preempt_count_now() & IN_INTERRUPT_MASK)) {
+	bool in_interrupt = by_preempt_count ? (preempt_count_now() & IN_INTERRUPT_MASK) != 0 : in_counted_interrupt();
+	if (in_interrupt) {
 		c->waker_pid = 0;
 		__builtin_memcpy(c->waker_comm, INTERRUPT_COMM, sizeof(INTERRUPT_COMM));
 		return 0;
@@ -610,7 +666,7 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 }
 
 SEC("tp_btf/sched_waking")
-int BPF_PROG(on_wakeup_untold, struct task_struct *p)
+int BPF_PROG(on_wakeup_counted, struct task_struct *p)
 {
 	return woken(p, false);
 }
