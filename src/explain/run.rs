@@ -187,6 +187,19 @@ pub(crate) struct BpfTracing {
     pub(crate) interrupt_wakers_by: Option<InterruptWakersBy>,
 }
 
+impl InterruptWakersBy {
+    /// How the programs tell a wakeup made in an interrupt on the kernel of `symbols`: by
+    /// the CPU's preemption count where the kernel lets them read it (it lists the per-CPU
+    /// variable in /proc/kallsyms), else by counting the interrupts' entries and exits at
+    /// their tracepoints (watch.bpf.c: irq_depth).
+    pub(crate) fn of(symbols: &super::bpf::symbols::KernelSymbols) -> InterruptWakersBy {
+        match symbols.has_preempt_count() {
+            true => InterruptWakersBy::PreemptionCount,
+            false => InterruptWakersBy::InterruptTracepoints,
+        }
+    }
+}
+
 /// How the BPF programs told a wakeup made in an interrupt ([`BpfTracing::interrupt_wakers_by`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum InterruptWakersBy {
@@ -376,7 +389,7 @@ impl Explanation {
             records_not_sent: lost.records,
             histogram_entries_lost: lost.histogram,
             interrupt_wakers: true,
-            interrupt_wakers_by: Some(super::bpf::interrupt_wakers_by(&followed.symbols)),
+            interrupt_wakers_by: Some(InterruptWakersBy::of(&followed.symbols)),
         });
     }
 

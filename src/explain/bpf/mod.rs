@@ -99,16 +99,6 @@ impl Lost {
     }
 }
 
-/// How the programs tell a wakeup made in an interrupt: by the CPU's preemption count where
-/// the kernel lets them read it (it lists the per-CPU variable in /proc/kallsyms), else by
-/// counting the interrupts' entries and exits at their tracepoints (watch.bpf.c: irq_depth).
-pub(crate) fn interrupt_wakers_by(symbols: &KernelSymbols) -> super::run::InterruptWakersBy {
-    match symbols.has_preempt_count() {
-        true => super::run::InterruptWakersBy::PreemptionCount,
-        false => super::run::InterruptWakersBy::InterruptTracepoints,
-    }
-}
-
 /// Why the tracer cannot run here, in one line saying what to do; `None` when it can try.
 pub(crate) fn unavailable() -> Option<String> {
     if std::env::var_os(DISABLE_ENV).is_some() {
