@@ -45,13 +45,7 @@ impl Index<'_> {
             _ => None,
         });
         let (name, writes) = unnamed_commit("xfs", &[]).unwrap_or_default();
-        // xfs_log_force_seq traces the checkpoint (CIL) sequence in the `lsn` field.
-        let name = match lsn {
-            Some(0) => format!("{name} (all)"),
-            Some(seq) => format!("{name} (checkpoint sequence {seq})"),
-            None => name.into(),
-        };
-        vec![self.split_by_flushes(name, writes, a, b)]
+        vec![self.split_by_flushes(told_by_event(name, lsn), writes, a, b)]
     }
 
     /// A commit seen only as the wait in [a, b] for it: its time split into the cache
@@ -85,13 +79,7 @@ impl Index<'_> {
                 EventKind::BtrfsTransactionCommit { generation } => Some(generation),
                 _ => None,
             });
-        // The event's `gen` is the filesystem's generation when the commit ended: the
-        // committed transaction's, or the next one's if a writer has already opened it.
-        let name = match generation {
-            None => name.to_string(),
-            Some(g) => format!("{name} (gen {g})"),
-        };
-        let mut commit = self.split_by_flushes(name, writes, a, b);
+        let mut commit = self.split_by_flushes(told_by_event(name, generation), writes, a, b);
         if !self.trace.journal_threads.is_empty() {
             let thread_time = self.journal_thread_time(a, b);
             if !thread_time.is_empty() {
@@ -179,6 +167,19 @@ pub(crate) fn unnamed_commit(fstype: &str, frames: &[String]) -> Option<(&'stati
         "btrfs" if full_btrfs_commit(frames) => Some(("btrfs transaction commit", "tree and data writes")),
         "btrfs" => Some(("btrfs log tree sync", "log tree and data writes")),
         _ => None,
+    }
+}
+
+/// An [`unnamed_commit`]'s name with what its event told, where it did: an xfs log force's
+/// checkpoint sequence (`xfs_log_force_seq` traces it in the event's `lsn`; 0 forces the
+/// whole log), a btrfs transaction commit's generation (the filesystem's when the commit
+/// ended: the committed transaction's, or the next one's if a writer has already opened it).
+pub(crate) fn told_by_event(name: &str, told: Option<u64>) -> String {
+    match (name, told) {
+        ("xfs log force", Some(0)) => format!("{name} (all)"),
+        ("xfs log force", Some(seq)) => format!("{name} (checkpoint sequence {seq})"),
+        ("btrfs transaction commit", Some(generation)) => format!("{name} (gen {generation})"),
+        _ => name.to_string(),
     }
 }
 

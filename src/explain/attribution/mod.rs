@@ -43,7 +43,7 @@ mod index;
 mod tests;
 
 pub(crate) use causes::{waker_name, Attribution, Cause, Commit, Part, Share, ThreadCall};
-pub(crate) use commits::{commit_by_flushes, shares, unnamed_commit};
+pub(crate) use commits::{commit_by_flushes, shares, told_by_event, unnamed_commit};
 use index::Index;
 
 use super::tracer::Trace;

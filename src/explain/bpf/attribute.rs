@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::record::{LongSleep, ShortSleeps, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
 use crate::explain::attribution::{
-    commit_by_flushes, shares, unnamed_commit, waker_name, Attribution, Cause, Commit, Part, Share,
+    commit_by_flushes, shares, told_by_event, unnamed_commit, waker_name, Attribution, Cause, Commit, Part, Share,
 };
 use crate::explain::stacks::{classify, top_frames, WaitKind};
 use crate::units::{format_duration, format_latency_ns, human_size};
@@ -277,10 +277,11 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall, journal
 }
 
 /// A wait for the journal: jbd2's, named afterwards by the commit the kernel recorded
-/// ([`with_commit`]); xfs's log force or btrfs's commit (by the stack's frames), which the
-/// program does not follow, as the tracefs tracer names them without their events: the
-/// call's `waited_ns` for it split into the cache flushes completed on the call's disk
-/// during the call (at most the wait) and the writes that make up the rest.
+/// ([`with_commit`]); xfs's log force or btrfs's commit (by the stack's frames, with the
+/// log force's checkpoint sequence or the transaction committed where their events told
+/// them), which the program does not follow through their threads: the call's `waited_ns`
+/// for it split into the cache flushes completed on the call's disk during the call (at
+/// most the wait) and the writes that make up the rest.
 fn journal_wait(waited_ns: u64, frames: &[String], call: &SlowCall) -> Cause {
     let fstype = if frames.iter().any(|f| f.starts_with("xfs_") || f.starts_with("xlog_")) {
         "xfs"
@@ -296,10 +297,14 @@ fn journal_wait(waited_ns: u64, frames: &[String], call: &SlowCall) -> Cause {
         };
     };
     let m = &call.meanwhile;
+    let name = match call.btrfs_transaction {
+        Some(t) if name == "btrfs transaction commit" => format!("{name} (transaction {t})"),
+        _ => told_by_event(name, call.xfs_log_force.filter(|_| fstype == "xfs")),
+    };
     Cause::JournalCommit {
         journal: if fstype == "xfs" { "xfs log" } else { "btrfs" }.into(),
         commits: vec![commit_by_flushes(
-            name.into(),
+            name,
             writes,
             waited_ns,
             m.flush_ns,
@@ -584,6 +589,45 @@ mod tests {
         let shares: Vec<(&str, u64)> = commits[0].waited_for.iter().map(|s| (s.what.as_str(), s.ns)).collect();
         assert_eq!(shares, [("cache flushes", 90_000_000)]);
         assert_eq!(commits[0].flushes, 2);
+    }
+
+    #[test]
+    fn a_log_force_or_a_commit_is_named_by_what_its_event_told() {
+        let symbols = KernelSymbols::from_kallsyms(
+            "ffffffff81000000 T xlog_wait_on_iclog\nffffffff81000100 T xfs_log_force_seq\nffffffff81000200 T wait_current_trans\nffffffff81000300 T btrfs_commit_transaction\nffffffff81000400 T btrfs_sync_log\n",
+        );
+        let waiting_in = |stack: Vec<u64>| SlowCall {
+            latency_ns: 100_000_000,
+            kind: Some(SyncKind::Fsync),
+            sleeps: vec![LongSleep {
+                ns: 90_000_000,
+                stack,
+                sleeps: 1,
+                ..LongSleep::default()
+            }],
+            ..SlowCall::default()
+        };
+        let named = |call: &SlowCall| {
+            let Cause::JournalCommit { commits, .. } =
+                &attribution(call, &symbols, 0, Duration::from_millis(1)).parts[0].cause
+            else {
+                panic!("not a wait for the journal")
+            };
+            commits[0].name.clone()
+        };
+        let mut xfs = waiting_in(vec![0xffff_ffff_8100_0010, 0xffff_ffff_8100_0110]);
+        assert_eq!(named(&xfs), "xfs log force");
+        xfs.xfs_log_force = Some(812);
+        assert_eq!(named(&xfs), "xfs log force (checkpoint sequence 812)");
+        xfs.xfs_log_force = Some(0);
+        assert_eq!(named(&xfs), "xfs log force (all)");
+        let mut btrfs = waiting_in(vec![0xffff_ffff_8100_0210, 0xffff_ffff_8100_0310]);
+        btrfs.btrfs_transaction = Some(41);
+        assert_eq!(named(&btrfs), "btrfs transaction commit (transaction 41)");
+        // A log tree's sync is no transaction commit: a commit that ended meanwhile is not it.
+        let mut log_tree = waiting_in(vec![0xffff_ffff_8100_0410]);
+        log_tree.btrfs_transaction = Some(41);
+        assert_eq!(named(&log_tree), "btrfs log tree sync");
     }
 
     #[test]

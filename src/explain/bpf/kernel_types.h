@@ -152,6 +152,13 @@ struct transaction_s {
 	tid_t t_tid;
 } __attribute__((preserve_access_index));
 
+/* fs/btrfs/fs.h: a filesystem's last committed transaction (set before the commit's
+ * event) and its super block. */
+struct btrfs_fs_info {
+	u64 last_trans_committed;
+	struct super_block *sb;
+} __attribute__((preserve_access_index));
+
 /* mm/page-writeback.c: what writeback:balance_dirty_pages passes since it takes the
  * throttle control (in place of its figures): the domain's dirty pages and threshold, and
  * the domain itself (with CONFIG_CGROUP_WRITEBACK), whose dirty_limit is the threshold

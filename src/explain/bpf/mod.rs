@@ -190,8 +190,9 @@ impl BpfTracer {
                 prog.set_autoload(false);
             }
             // The interrupt counters, for the tracepoints this kernel has (x86's IPIs,
-            // local timer and irq_work are its own).
-            if name.starts_with("on_irq_") {
+            // local timer and irq_work are its own); xfs's and btrfs's, where the kernel has
+            // them (built in, or their module loaded).
+            if name.starts_with("on_irq_") || name == "on_xfs_log_force" || name == "on_btrfs_commit" {
                 let section = prog.section().to_string_lossy().into_owned();
                 let tracepoint = section.trim_start_matches("tp_btf/");
                 if !symbols.contains(&format!("__traceiter_{tracepoint}")) {

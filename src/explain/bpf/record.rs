@@ -17,11 +17,13 @@ const SHORT_WAKERS: usize = 4;
 /// sizeof(struct short_wake).
 const SHORT_WAKE_BYTES: usize = 32;
 /// sizeof(struct call): its fixed fields, the short sleeps per waker, the sleeps, the last
-/// commit, the inode and the device synced, the dirty throttling.
+/// commit, the inode and the device synced, the dirty throttling, xfs's and btrfs's journal.
 pub(crate) const RECORD_BYTES: usize =
-    168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24 + 8 + 8 + THROTTLE_BYTES;
+    168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24 + 8 + 8 + THROTTLE_BYTES + FS_JOURNAL_BYTES;
 /// sizeof(struct throttle).
 const THROTTLE_BYTES: usize = 32;
+/// sizeof(struct fs_journal).
+const FS_JOURNAL_BYTES: usize = 24;
 /// sizeof(struct sleep).
 const SLEEP_BYTES: usize = 40 + STACK_DEPTH * 8 + 8;
 
@@ -119,6 +121,12 @@ pub(crate) struct SlowCall {
     pub(crate) commit: Option<Box<SlowCall>>,
     /// Dirty throttling in the call, where the kernel traced any.
     pub(crate) throttle: Option<Throttle>,
+    /// The checkpoint sequence of the last xfs log force the call made (0: the whole log),
+    /// if it made one.
+    pub(crate) xfs_log_force: Option<u64>,
+    /// The transaction the last btrfs transaction commit committed, that commit ended in
+    /// the call's task or, if none did there, in its filesystem's own thread during the call.
+    pub(crate) btrfs_transaction: Option<u64>,
 }
 
 /// A jbd2 commit: its journal's device, its transaction, when it started and ended
@@ -215,6 +223,8 @@ impl SlowCall {
             disk: 0,
             commit: None,
             throttle: None,
+            xfs_log_force: None,
+            btrfs_transaction: None,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
         r.at += 8 + 8 + 4 + 4 + 16;
@@ -272,6 +282,10 @@ impl SlowCall {
         };
         // A call the kernel throttled has a limit (at least one page).
         call.throttle = (throttle.limit_pages > 0).then_some(throttle);
+        r.at += 4;
+        let (xfs_seq, btrfs_transaction, xfs_forces, btrfs_commits) = (r.u64(), r.u64(), r.u32(), r.u32());
+        call.xfs_log_force = (xfs_forces > 0).then_some(xfs_seq);
+        call.btrfs_transaction = (btrfs_commits > 0).then_some(btrfs_transaction);
         Ok(call)
     }
 }
@@ -413,7 +427,12 @@ mod tests {
         put(&mut b, throttle + 8, &4_096u64.to_ne_bytes()); // the limit
         put(&mut b, throttle + 16, &12i64.to_ne_bytes()); // pauses, in jiffies
         put(&mut b, throttle + 24, &3u32.to_ne_bytes());
+        let fs_journal = throttle + THROTTLE_BYTES;
+        put(&mut b, fs_journal, &1_234u64.to_ne_bytes()); // xfs's checkpoint sequence
+        put(&mut b, fs_journal + 8, &77u64.to_ne_bytes()); // btrfs's transaction: no commit
+        put(&mut b, fs_journal + 16, &2u32.to_ne_bytes()); // two log forces
         let call = SlowCall::parse(&b).unwrap();
+        assert_eq!((call.xfs_log_force, call.btrfs_transaction), (Some(1_234), None));
         let last = call.last_commit.as_ref().unwrap();
         assert_eq!((last.tid, last.end_ns - last.start_ns), (1234, 40_000));
         assert_eq!(last.name(), "jbd2 transaction 1234 on 7:3");

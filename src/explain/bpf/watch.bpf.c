@@ -145,6 +145,7 @@ static __always_inline void begin_call(struct call *c, const struct totals *t, u
 	}
 	__builtin_memset(&c->last_commit, 0, sizeof(c->last_commit));
 	__builtin_memset(&c->throttle, 0, sizeof(c->throttle));
+	__builtin_memset(&c->fs_journal, 0, sizeof(c->fs_journal));
 	c->ino = 0;
 	c->kind = kind;
 	set_devices(c, file);
@@ -357,6 +358,12 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 			if (detail && bpf_ringbuf_output(&events, detail, sizeof(*detail),
 							 wakeup_flags(&events, sizeof(*detail))))
 				count_lost(1);
+		}
+		/* A btrfs commit the call waited for in the filesystem's own thread. */
+		struct btrfs_commit *b = bpf_map_lookup_elem(&last_btrfs_commit, &dev);
+		if (!c->fs_journal.btrfs_commits && b && b->end_ns >= c->start_ns) {
+			c->fs_journal.btrfs_transaction = b->transaction;
+			c->fs_journal.btrfs_commits = 1;
 		}
 		if (bpf_ringbuf_output(&events, c, sizeof(*c), wakeup_flags(&events, sizeof(*c))))
 			count_lost(1);
@@ -756,6 +763,43 @@ SEC("tp_btf/balance_dirty_pages")
 int on_throttle_figures(u64 *ctx)
 {
 	return throttled(ctx[3], ctx[1], (s64)ctx[10]);
+}
+
+/* xfs: a log force made in a followed call, up to checkpoint sequence `seq` (0: all of it).
+ * (mp, seq, caller_ip) */
+SEC("tp_btf/xfs_log_force")
+int on_xfs_log_force(u64 *ctx)
+{
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (!c || !c->start_ns || c->kind == KIND_COMMIT)
+		return 0;
+	c->fs_journal.xfs_seq = ctx[1];
+	c->fs_journal.xfs_forces++;
+	return 0;
+}
+
+/* btrfs: a transaction commit ended (at the end of btrfs_commit_transaction), in a followed
+ * call's task or in the filesystem's btrfs-transaction thread; kept per filesystem for the
+ * calls that waited for it there, with the transaction it committed (the event's own
+ * `gen`, the filesystem's generation, is the next transaction's once a writer has opened
+ * it). (fs_info): the filesystem, since before 6.1 (it was the root before). */
+SEC("tp_btf/btrfs_transaction_commit")
+int BPF_PROG(on_btrfs_commit, struct btrfs_fs_info *fs)
+{
+	if (!fs || !bpf_core_field_exists(fs->last_trans_committed))
+		return 0;
+	struct btrfs_commit ended = {
+		.transaction = BPF_CORE_READ(fs, last_trans_committed),
+		.end_ns = bpf_ktime_get_ns(),
+	};
+	u32 dev = BPF_CORE_READ(fs, sb, s_dev);
+	bpf_map_update_elem(&last_btrfs_commit, &dev, &ended, BPF_ANY);
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (c && c->start_ns && c->kind != KIND_COMMIT) {
+		c->fs_journal.btrfs_transaction = ended.transaction;
+		c->fs_journal.btrfs_commits++;
+	}
+	return 0;
 }
 
 static __always_inline bool is_flush(struct request *rq)

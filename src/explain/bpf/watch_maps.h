@@ -137,6 +137,24 @@ struct throttle {
 	u32 pad;
 };
 
+/* The journal a call forced or committed by other means than jbd2 (whose commits are
+ * `last_commit`): xfs's log forces made in the call's task, the last one's checkpoint
+ * sequence (0: the whole log); btrfs's transaction commits, ended in the call's task, or
+ * else the last one of the call's filesystem that ended during the call (in its
+ * btrfs-transaction thread), with the transaction it committed. */
+struct fs_journal {
+	u64 xfs_seq;
+	u64 btrfs_transaction;
+	u32 xfs_forces;
+	u32 btrfs_commits;
+};
+
+/* A btrfs transaction commit that ended: the transaction, and when. */
+struct btrfs_commit {
+	u64 transaction;
+	u64 end_ns;
+};
+
 /* One sync call in progress (start_ns not 0), then its record for user space (the same
  * layout). */
 struct call {
@@ -176,6 +194,7 @@ struct call {
 	u32 dev;
 	u32 disk;
 	struct throttle throttle;
+	struct fs_journal fs_journal;
 };
 
 struct {
@@ -262,6 +281,14 @@ struct {
 	__type(key, u64);
 	__type(value, struct call);
 } commit_detail SEC(".maps");
+
+/* The btrfs commit that ended last per filesystem (its super block's device). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 64);
+	__type(key, u32);
+	__type(value, struct btrfs_commit);
+} last_btrfs_commit SEC(".maps");
 
 /* Latency histogram: log-linear buckets, 8 per power of two (a bucket's upper bound is at
  * most 12.5% above its lower bound). The bucket FAILED_BUCKET (no latency reaches it: it
