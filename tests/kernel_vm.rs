@@ -145,6 +145,16 @@ fn stored_run_1(store: &Path) -> Value {
     result
 }
 
+/// The runs `store` holds, as `runs --format json` lists them (newest first).
+fn runs_listed(store: &Path) -> Vec<Value> {
+    let listed = fsynclab()
+        .args(["runs", "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&listed.stdout).unwrap()
+}
+
 /// A kernel release with no /boot/vmlinuz, and a bzImage path that is not there: exit 2, one
 /// line saying what to do, nothing made.
 fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
@@ -214,13 +224,8 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     assert!(err.contains("stored as run 1 in"), "{err}");
     eprintln!("the guest's run took {:?}", started.elapsed());
 
-    let runs = fsynclab()
-        .args(["runs", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
-    let run = &runs.as_array().unwrap()[0];
+    let runs = runs_listed(&store);
+    let run = &runs[0];
     assert!(
         run["kernel"].as_str().unwrap().starts_with(&format!("{kernel} vm/")),
         "{run}"
@@ -503,13 +508,7 @@ fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
     assert!(table.contains("kernel=host"), "{table}");
     assert!(table.contains(&format!("kernel={kernel}")), "{table}");
 
-    let runs = fsynclab()
-        .args(["runs", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
-    let runs = runs.as_array().unwrap();
+    let runs = runs_listed(&store);
     assert_eq!(runs.len(), 2, "{runs:?}");
     let cell_of = |r: &Value| r["matrix"]["cell"][0][1].as_str().unwrap().to_string();
     let host = runs.iter().find(|r| cell_of(r) == "host").unwrap();
@@ -648,13 +647,7 @@ fn stored_from_guest(command: ScratchRun) -> (Value, String, String) {
     assert_eq!(code, Some(0), "{err}");
     assert_nothing_left(backing.path(), &state);
     let shown = fsynclab().args(["show", "1", "--store"]).arg(&store).output().unwrap();
-    let runs = fsynclab()
-        .args(["runs", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
-    let kernel_label = runs[0]["kernel"].as_str().unwrap().to_string();
+    let kernel_label = runs_listed(&store)[0]["kernel"].as_str().unwrap().to_string();
     (
         stored_run_1(&store),
         String::from_utf8(shown.stdout).unwrap(),

@@ -231,15 +231,16 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
     let image_size = |s: &request::ScratchOptions| s.size.unwrap_or_else(|| s.spec.default_size(space_needed));
     // Inside a `--kernel` guest the host made the filesystem and serves its disk, unless the
     // run drives its disk: the guest then makes it as a scratch run does, in its own memory.
+    let disk_in_guest = crate::environment::VmInfo::disk_in_this_guest();
     let moved;
-    let request = match crate::environment::VmInfo::disk_in_this_guest() {
+    let request = match disk_in_guest {
         true => {
             moved = vm::disk::local_in_guest(request)?;
             &moved
         }
         false => request,
     };
-    let in_guest = crate::environment::VmInfo::in_guest() && !crate::environment::VmInfo::disk_in_this_guest();
+    let in_guest = crate::environment::VmInfo::in_guest() && !disk_in_guest;
     if in_guest && request.scratch().is_some() && !crate::sys::is_root() {
         return Err(Usage("--scratch needs root in the guest".into()).into());
     } else if let Some(s) = request.scratch().filter(|_| !in_guest) {
