@@ -84,7 +84,7 @@ fn device_help_requested(cli: &Cli) -> bool {
 /// `--kernel K` (other than `host`) on a command that boots it: the command run inside a
 /// guest booting K ([`kernel`]), its exit status; `None` to run here.
 fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
-    let (target, record, space_needed, writes, disk_in_guest) = match &cli.command {
+    let (target, record, space_needed, writes, disk_in_guest, expected) = match &cli.command {
         Command::Run { scenario, common } => {
             let planned = crate::run::engine::Planned::new(measure::find(scenario)?, &common.sets)?;
             if common.target.kernel.is_some() {
@@ -96,6 +96,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 planned.plan.space_needed(),
                 common.output.as_deref(),
                 planned.plan.drives_its_disk(),
+                planned.plan.expected_duration(),
             )
         }
         Command::Load { kind, common } => {
@@ -110,6 +111,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 planned.plan.space_needed(),
                 common.output.as_deref(),
                 false,
+                planned.plan.expected_duration(),
             )
         }
         Command::Probe { common } => {
@@ -120,6 +122,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 planned.plan.space_needed(),
                 common.output.as_deref(),
                 false,
+                planned.plan.expected_duration(),
             )
         }
         Command::Exec(args) => {
@@ -130,6 +133,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 0,
                 args.output.as_deref(),
                 args.cut.is_some(),
+                None,
             )
         }
         Command::Suite(args) => (
@@ -138,6 +142,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             suite::space_needed(args)?,
             args.results.as_deref(),
             false,
+            suite::expected_duration(args)?,
         ),
         Command::Matrix(args) => {
             kernel::refuse(&args.target, "matrix")?;
@@ -152,6 +157,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             record,
             space_needed,
             disk_in_guest,
+            expected,
             writes,
             expect,
             judge: match cli.command {

@@ -74,7 +74,8 @@ pub struct TargetArgs {
     #[arg(long, value_name = "K", help_heading = "Kernel")]
     pub kernel: Option<String>,
     /// End a --kernel guest that has not finished after this long, boot included [default:
-    /// 30m; a matrix's guest: 5m plus 4 times its run's expected length, at most 30m]
+    /// 5m plus 4 times the run's expected length, at most 30m; 30m where the length is not
+    /// known (exec, a run as long as its device takes)]
     #[arg(long, value_name = "DURATION", help_heading = "Kernel")]
     pub kernel_timeout: Option<String>,
 }

@@ -34,6 +34,10 @@ pub(crate) struct GuestRun<'a> {
     pub space_needed: u64,
     /// The command drives its disk (a power cut): the guest emulates it itself.
     pub disk_in_guest: bool,
+    /// How long the command is expected to measure (its plan's length), from which the
+    /// guest's time limit is derived when `--kernel-timeout` is not given; `None` (exec, a
+    /// run as long as its device takes): 30m.
+    pub expected: Option<std::time::Duration>,
     /// A file or directory the command writes outside the current directory (`--output`,
     /// `--results`): its directory is made writable in the guest too.
     pub writes: Option<&'a std::path::Path>,
@@ -80,7 +84,7 @@ pub(crate) fn refuse(target: &TargetArgs, command: &str) -> Result<(), Usage> {
 pub(crate) fn run(g: GuestRun) -> Result<i32> {
     // Refused before anything is made.
     let limit = match &g.target.kernel_timeout {
-        None => crate::matrix::plan::DEFAULT_GUEST_LIMIT,
+        None => crate::matrix::plan::derived_guest_limit(g.expected),
         Some(t) => parse_duration(t).map_err(|e| Usage(format!("--kernel-timeout {t}: {e}")))?,
     };
     let request = g.target.request()?;

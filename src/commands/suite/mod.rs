@@ -218,6 +218,15 @@ pub(crate) fn space_needed(args: &SuiteArgs) -> Result<u64> {
         .unwrap_or(0))
 }
 
+/// How long the suite's scenarios measure, one after another; `None` if one of them takes
+/// as long as the device does.
+pub(crate) fn expected_duration(args: &SuiteArgs) -> Result<Option<Duration>> {
+    Ok(plan(&args.sets, args.full)?
+        .iter()
+        .map(|p| p.plan.expected_duration())
+        .sum())
+}
+
 fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
     let scenarios = scenario::suite();
     let mut user: Vec<(Option<String>, String)> = Vec::new();

@@ -15,10 +15,10 @@ use crate::testbed::vm::{self, Kernel};
 use crate::testbed::Key;
 use crate::units::parse_duration;
 
-/// The most a cell's guest may take, boot included, unless `--kernel-timeout` says.
+/// The most a guest may take, boot included, unless `--kernel-timeout` says.
 pub(crate) const DEFAULT_GUEST_LIMIT: Duration = Duration::from_secs(30 * 60);
 
-/// Below that, a cell whose run's length is known: a boot and the scenario's set-up (under
+/// Below that, a guest whose run's length is known: a boot and the scenario's set-up (under
 /// TCG a boot takes about a minute)...
 const GUEST_ALLOWANCE: Duration = Duration::from_secs(5 * 60);
 /// ...and the run this many times over (a TCG guest's CPU is several times slower).

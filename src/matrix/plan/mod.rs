@@ -413,6 +413,6 @@ fn same_value_twice(key: &str, values: &[String], params: &[crate::params::Param
 }
 
 mod kernel;
-pub(crate) use kernel::{DEFAULT_GUEST_LIMIT, DERIVED_LIMIT_TEXT};
+pub(crate) use kernel::{derived_guest_limit, DERIVED_LIMIT_TEXT};
 #[cfg(test)]
 mod tests;
