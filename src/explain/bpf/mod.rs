@@ -49,6 +49,9 @@ use symbols::KernelSymbols;
 /// commit record comes just before it; the whole set is dropped when it reaches this).
 const COMMITS_KEPT: usize = 1024;
 
+/// Where the kernel gives its BTF and each loaded module's.
+const MODULES_BTF: &str = "/sys/kernel/btf";
+
 /// The BPF object build.rs compiled (empty when clang was missing at build time).
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/watch.bpf.o"));
 
@@ -115,7 +118,7 @@ pub(crate) fn unavailable() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("tracing with BPF needs root: run it with sudo".into());
     }
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+    if !Path::new(MODULES_BTF).join("vmlinux").exists() {
         return Some(
             "this kernel has no BTF (/sys/kernel/btf/vmlinux; CONFIG_DEBUG_INFO_BTF): BPF tracing needs it".into(),
         );
@@ -176,9 +179,10 @@ impl BpfTracer {
             .open_memory(OBJECT)
             .map_err(|e| anyhow!("opening the BPF program: {e}"))?;
         let throttle = throttle_program();
+        let btf_dir = Path::new(MODULES_BTF);
         for mut prog in open.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
-            if name.starts_with("on_commit") && !symbols.contains("__traceiter_jbd2_start_commit") {
+            if name.starts_with("on_commit") && !symbols.tracepoint_loadable("jbd2_start_commit", btf_dir) {
                 prog.set_autoload(false);
             }
             // One of the two wakeup programs: the one that tells interrupts by the
@@ -191,11 +195,11 @@ impl BpfTracer {
             }
             // The interrupt counters, for the tracepoints this kernel has (x86's IPIs,
             // local timer and irq_work are its own); xfs's and btrfs's, where the kernel has
-            // them (built in, or their module loaded).
+            // them (built in, or their module loaded with its BTF).
             if name.starts_with("on_irq_") || name == "on_xfs_log_force" || name == "on_btrfs_commit" {
                 let section = prog.section().to_string_lossy().into_owned();
                 let tracepoint = section.trim_start_matches("tp_btf/");
-                if !symbols.contains(&format!("__traceiter_{tracepoint}")) {
+                if !symbols.tracepoint_loadable(tracepoint, btf_dir) {
                     prog.set_autoload(false);
                 }
             }

@@ -4,8 +4,12 @@
 //! belongs to the last symbol at or below it. Module symbols (`[ext4]`) are kept by name.
 //! Of the data symbols, only whether the per-CPU preemption count is listed: a kernel
 //! without CONFIG_KALLSYMS_ALL lists none, and BPF cannot then read a per-CPU variable.
+//! Of the tracepoints (`__traceiter_NAME`), also the module each is in, if any: a program
+//! on a module's tracepoint needs that module's BTF (/sys/kernel/btf/MODULE) to load.
 
+use std::collections::HashMap;
 use std::fs;
+use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
 
@@ -15,6 +19,8 @@ pub(crate) struct KernelSymbols {
     /// Whether /proc/kallsyms lists the per-CPU preemption count (x86's `__preempt_count`,
     /// or from 6.2 to 6.14 `pcpu_hot`, which holds it).
     preempt_count: bool,
+    /// The tracepoints the kernel has, each with the module it is in (None: built in).
+    tracepoints: HashMap<String, Option<String>>,
 }
 
 /// The data symbols that hold x86's per-CPU preemption count, by kernel version.
@@ -36,6 +42,7 @@ impl KernelSymbols {
         KernelSymbols {
             symbols: Vec::new(),
             preempt_count: false,
+            tracepoints: HashMap::new(),
         }
     }
 
@@ -47,6 +54,7 @@ impl KernelSymbols {
 
     fn parse(text: &str) -> KernelSymbols {
         let mut preempt_count = false;
+        let mut tracepoints = HashMap::new();
         let mut symbols: Vec<(u64, String)> = text
             .lines()
             .filter_map(|line| {
@@ -55,11 +63,31 @@ impl KernelSymbols {
                 let kind = f.next()?;
                 let name = f.next()?;
                 preempt_count |= addr != 0 && PREEMPT_COUNT.contains(&name);
+                if let Some(tracepoint) = name.strip_prefix("__traceiter_").filter(|_| addr != 0) {
+                    let module = f.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
+                    tracepoints.insert(tracepoint.to_string(), module);
+                }
                 (addr != 0 && (kind == "t" || kind == "T")).then(|| (addr, name.to_string()))
             })
             .collect();
         symbols.sort_unstable();
-        KernelSymbols { symbols, preempt_count }
+        KernelSymbols {
+            symbols,
+            preempt_count,
+            tracepoints,
+        }
+    }
+
+    /// Whether a program can be loaded on `tracepoint` (`tp_btf`): the kernel has it (built
+    /// in, or its module loaded) and, for a module's, the module's BTF is in `btf_dir`
+    /// (/sys/kernel/btf): libbpf finds the tracepoint's type there, and without it the
+    /// whole object would fail to load (a module built without CONFIG_DEBUG_INFO_BTF_MODULES).
+    pub(crate) fn tracepoint_loadable(&self, tracepoint: &str, btf_dir: &Path) -> bool {
+        match self.tracepoints.get(tracepoint) {
+            None => false,
+            Some(None) => true,
+            Some(Some(module)) => btf_dir.join(module).exists(),
+        }
     }
 
     /// Whether a BPF program can read the CPU's preemption count (whether it runs in an
@@ -74,11 +102,6 @@ impl KernelSymbols {
             0 => "?",
             i => &self.symbols[i - 1].1,
         }
-    }
-
-    /// Whether the kernel has a function of this name.
-    pub(crate) fn contains(&self, name: &str) -> bool {
-        self.symbols.iter().any(|(_, n)| n == name)
     }
 
     /// A stack's frames as names, innermost first, as `stacks::classify` reads them.
@@ -100,5 +123,28 @@ mod tests {
         assert_eq!(s.name(0xffff_ffff_8100_0250), "jbd2_log_wait_commit"); // data is skipped
         assert_eq!(s.name(0xffff_ffff_8100_0300), "ext4_sync_file");
         assert_eq!(s.name(0x10), "?");
+    }
+
+    #[test]
+    fn a_modules_tracepoint_is_loadable_only_where_the_module_has_its_btf() {
+        let s = KernelSymbols::parse(
+            "ffffffff81000000 T __traceiter_sched_switch\nffffffffc0000100 T __traceiter_jbd2_start_commit\t[jbd2]\nffffffffc0000200 T __traceiter_xfs_log_force\t[xfs]\n",
+        );
+        let btf = tempfile::tempdir().unwrap();
+        std::fs::write(btf.path().join("vmlinux"), b"").unwrap();
+        std::fs::write(btf.path().join("jbd2"), b"").unwrap();
+        assert!(s.tracepoint_loadable("sched_switch", btf.path()), "built in");
+        assert!(
+            s.tracepoint_loadable("jbd2_start_commit", btf.path()),
+            "its module's BTF is there"
+        );
+        assert!(
+            !s.tracepoint_loadable("xfs_log_force", btf.path()),
+            "xfs has no BTF here"
+        );
+        assert!(
+            !s.tracepoint_loadable("btrfs_transaction_commit", btf.path()),
+            "not in the kernel"
+        );
     }
 }
