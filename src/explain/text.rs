@@ -314,6 +314,7 @@ mod tests {
                         cause: Cause::DataWriteback {
                             inodes: vec![12],
                             device_write_bytes: 0,
+                            flusher: Vec::new(),
                         },
                         ns: 250_000_000,
                         waits: 1,

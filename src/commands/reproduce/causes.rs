@@ -142,6 +142,7 @@ mod tests {
                             Cause::DataWriteback {
                                 inodes: vec![1],
                                 device_write_bytes: 0,
+                                flusher: Vec::new(),
                             },
                             100,
                         ),

@@ -145,6 +145,7 @@ impl Index<'_> {
                 Cause::DataWriteback {
                     inodes,
                     device_write_bytes: self.write_bytes(a, b),
+                    flusher: self.flusher_reasons(a, b),
                 }
             }
             WaitKind::JournalCommit => Cause::JournalCommit {

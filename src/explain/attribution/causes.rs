@@ -82,6 +82,11 @@ pub(crate) enum Cause {
         inodes: Vec<u64>,
         /// Bytes the device wrote meanwhile (all writers).
         device_write_bytes: u64,
+        /// Why the flusher wrote back on the disk meanwhile (`background`, `periodic`, ...:
+        /// the `reason` of its `writeback_start` events), each once; empty when it did not
+        /// (or the tracer did not see it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        flusher: Vec<String>,
     },
     /// Waiting for a journal commit (jbd2), log force (xfs) or transaction commit (btrfs).
     JournalCommit {
@@ -141,10 +146,12 @@ impl Cause {
                 Cause::DataWriteback {
                     inodes,
                     device_write_bytes,
+                    flusher,
                 },
                 Cause::DataWriteback {
                     inodes: i2,
                     device_write_bytes: b2,
+                    flusher: f2,
                 },
             ) => {
                 for i in i2 {
@@ -153,6 +160,11 @@ impl Cause {
                     }
                 }
                 *device_write_bytes += b2;
+                for reason in f2 {
+                    if !flusher.contains(&reason) {
+                        flusher.push(reason);
+                    }
+                }
             }
             (Cause::JournalCommit { commits, .. }, Cause::JournalCommit { commits: c2, .. }) => {
                 for c in c2 {
@@ -260,16 +272,23 @@ impl fmt::Display for Cause {
             Cause::DataWriteback {
                 inodes,
                 device_write_bytes,
+                flusher,
             } => {
                 f.write_str("waiting for data writeback")?;
                 if !inodes.is_empty() {
                     let list: Vec<String> = inodes.iter().map(u64::to_string).collect();
                     write!(f, " of inode {}", list.join(", "))?;
                 }
-                if *device_write_bytes > 0 {
-                    write!(f, " (the device wrote {} meanwhile)", human_size(*device_write_bytes))?;
+                let wrote =
+                    (*device_write_bytes > 0).then(|| format!("the device wrote {}", human_size(*device_write_bytes)));
+                let flushing =
+                    (!flusher.is_empty()).then(|| format!("the flusher's {} writeback", flusher.join(" and ")));
+                match (wrote, flushing) {
+                    (Some(w), Some(fl)) => write!(f, " ({w} meanwhile; {fl} ran)"),
+                    (Some(w), None) => write!(f, " ({w} meanwhile)"),
+                    (None, Some(fl)) => write!(f, " ({fl} ran meanwhile)"),
+                    (None, None) => Ok(()),
                 }
-                Ok(())
             }
             Cause::JournalCommit { journal, commits } => {
                 let what = match journal.as_str() {

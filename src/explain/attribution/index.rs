@@ -52,6 +52,9 @@ pub(super) struct Index<'a> {
     /// Every thread's sync calls, by thread, in order of their end: what a wait woken by
     /// another thread may have waited for.
     pub(super) syncs: HashMap<u32, Vec<Span>>,
+    /// The flusher's work on the disk (`writeback_start` to `writeback_written` of one
+    /// flusher thread): [start, end] and why it writes back (`background`, `periodic`...).
+    pub(super) flusher: Vec<(u64, u64, Word)>,
 }
 
 impl<'a> Index<'a> {
@@ -62,6 +65,8 @@ impl<'a> Index<'a> {
         let mut writes = Vec::new();
         let mut written = 0u64;
         let mut commits: Vec<Jbd2Commit> = Vec::new();
+        let mut flusher = Vec::new();
+        let mut flusher_working: HashMap<u32, (u64, Word)> = HashMap::new();
         for ev in &trace.events {
             // A thread that fires an event is running: this ends its off-CPU interval even
             // when the switch that put it back on a CPU is missing from the trace (on this
@@ -154,6 +159,16 @@ impl<'a> Index<'a> {
                         }
                     }
                 }
+                EventKind::Writeback {
+                    done: false, reason, ..
+                } => {
+                    flusher_working.insert(ev.pid, (ev.ts_ns, *reason));
+                }
+                EventKind::Writeback { done: true, reason, .. } => {
+                    // Written without its start: the work began before the trace did.
+                    let (start, _) = flusher_working.remove(&ev.pid).unwrap_or((trace.started_ns, *reason));
+                    flusher.push((start, ev.ts_ns, *reason));
+                }
                 EventKind::Jbd2RunStats(stats) => {
                     if let Some(c) = commits.iter_mut().rev().find(|c| c.transaction == stats.transaction) {
                         c.blocks_logged = Some(stats.blocks_logged);
@@ -162,6 +177,13 @@ impl<'a> Index<'a> {
                 _ => {}
             }
         }
+        // Still writing back when the trace stopped.
+        flusher.extend(
+            flusher_working
+                .into_values()
+                .map(|(start, reason)| (start, trace.stopped_ns.max(start), reason)),
+        );
+        flusher.sort_by_key(|&(start, end, _)| (start, end));
         extend_commit_starts(trace, &off_cpu, &mut commits);
         bound_commits(trace.started_ns, trace.stopped_ns, &mut commits);
         let mut spans = flushes.clone();
@@ -188,7 +210,20 @@ impl<'a> Index<'a> {
             writes,
             commits,
             syncs: by_thread,
+            flusher,
         }
+    }
+
+    /// Why the flusher wrote back on the disk during [a, b]: each reason once, in the order
+    /// its work began.
+    pub(super) fn flusher_reasons(&self, a: u64, b: u64) -> Vec<String> {
+        let mut reasons: Vec<String> = Vec::new();
+        for (_, _, reason) in self.flusher.iter().filter(|&&(start, end, _)| start <= b && end >= a) {
+            if !reasons.iter().any(|r| r == reason.as_str()) {
+                reasons.push(reason.as_str().to_string());
+            }
+        }
+        reasons
     }
 
     /// Time within [a, b] during which a cache flush was in flight.

@@ -2,6 +2,7 @@
 
 use super::causes::Commit;
 use super::*;
+use crate::explain::events::EventKind;
 
 /// Traces captured on the project VM by tests/explain.rs (`FSYNCLAB_SAVE_TRACE=DIR`):
 /// a prober doing 1 MiB write + fsync against a streaming writer on a scratch ext4 and
@@ -418,4 +419,38 @@ fn a_commit_whose_end_event_was_dropped_is_bounded_by_the_next_commit() {
         }
     }
     assert!(full.iter().any(|f| named(f, "4")), "{full:?}");
+}
+
+/// A wait for a file's pages names the flusher's work that ran on the disk during it
+/// (`writeback_start` to `writeback_written`), by the reason the kernel gave it: the stream
+/// behind seed 000's fsyncs is written back by the flusher as `background` work.
+#[test]
+fn a_wait_for_data_writeback_names_the_flushers_work_that_ran_meanwhile() {
+    let trace = Trace::from_saved_text(EXT4_STREAM).expect("saved trace");
+    let in_trace: Vec<String> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Writeback { reason, .. } => Some(reason.as_str().to_string()),
+            _ => None,
+        })
+        .collect();
+    let mut named = Vec::new();
+    for a in explain(EXT4_STREAM, "fsync") {
+        for p in &a.parts {
+            if let Cause::DataWriteback { flusher, .. } = &p.cause {
+                for reason in flusher {
+                    assert!(in_trace.contains(reason), "{reason} is no reason of the trace's");
+                }
+                if !flusher.is_empty() {
+                    assert!(p.cause.to_string().contains("the flusher's"), "{}", p.cause);
+                    named.push(p.cause.to_string());
+                }
+            }
+        }
+    }
+    assert!(
+        named.iter().any(|n| n.contains("background")),
+        "no wait named the flusher's background work: {named:#?}"
+    );
 }

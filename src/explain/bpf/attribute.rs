@@ -249,6 +249,7 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall, journal
         WaitKind::DataWriteback => Cause::DataWriteback {
             inodes: (ino != 0).then_some(ino).into_iter().collect(),
             device_write_bytes: 0,
+            flusher: Vec::new(),
         },
         WaitKind::JournalCommit => journal_wait(journal_ns, &frames, call),
         WaitKind::DeviceFlush => Cause::DeviceFlush { flushes: 1 },
