@@ -26,6 +26,8 @@ common::tests! {
     tracer_bpf_is_refused_in_one_line_where_bpf_is_missing: [Root],
     slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
     the_bpf_tracer_names_slow_writes_under_low_dirty_limits_dirty_throttling: [Root, Fuse, Bpf],
+    a_wait_for_a_files_pages_names_the_flushers_background_work: [Root, Fuse, Tracefs],
+    the_bpf_tracer_names_the_flushers_background_work_behind_a_wait_for_a_files_pages: [Root, Fuse, Bpf],
     cleanup_removes_the_trace_instance_of_a_sigkilled_run: [Root, Tracefs],
     a_bpf_traced_run_killed_with_sigkill_leaves_no_bpf_program: [Root, Bpf],
     every_run_records_a_timeline_and_explain_reprints_a_saved_result,
@@ -552,6 +554,18 @@ fn the_bpf_tracer_names_slow_writes_under_low_dirty_limits_dirty_throttling() {
     dirty_throttled_writes_explained_by("bpf");
 }
 
+/// Seed 003's random writer on a scratch ext4 on `device`, with vm.dirty_ratio=1 and the
+/// flusher started at once (vm.dirty_background_ratio=0).
+fn random_writer_under_low_dirty_limits(device: &str, backing: &Path) -> ScratchRun {
+    ScratchRun::flags()
+        .fs("ext4")
+        .device(device)
+        .backing(backing)
+        .size("1G")
+        .args(["--dirty-ratio", "1", "--dirty-background-ratio", "0"])
+        .set("random_file_size", "256M")
+}
+
 fn dirty_throttled_writes_explained_by(tracer: &str) {
     let _one = one_at_a_time();
     let backing = temp();
@@ -562,13 +576,7 @@ fn dirty_throttled_writes_explained_by(tracer: &str) {
     // small writes is seldom paused.
     let (result, text, pid) = run_json(
         "random-writeback",
-        &ScratchRun::flags()
-            .fs("ext4")
-            .device("hdd-5400")
-            .backing(backing.path())
-            .size("1G")
-            .args(["--dirty-ratio", "1", "--dirty-background-ratio", "0"])
-            .set("random_file_size", "256M")
+        &random_writer_under_low_dirty_limits("hdd-5400", backing.path())
             .set("sync", "none")
             .set("placement", "append")
             .set("write_size", "8M")
@@ -623,6 +631,60 @@ fn dirty_throttled_writes_explained_by(tracer: &str) {
         }
     }
     assert!(text.contains(" dirty, limit "), "{text}");
+    assert_no_instance_of(&[pid]);
+}
+
+/// Seed 003's 1 MiB overwrite + fsync behind the random writer, with the flusher started at
+/// once (vm.dirty_background_ratio=0): a wait of the fsync for its file's pages names the
+/// flusher's `background` work that ran on the disk meanwhile (writeback_start's reason).
+fn a_wait_for_a_files_pages_names_the_flushers_background_work() {
+    flushers_work_named_by("tracefs");
+}
+
+/// The same, read by the BPF tracer from the flusher's tracepoints on the call's disk.
+fn the_bpf_tracer_names_the_flushers_background_work_behind_a_wait_for_a_files_pages() {
+    flushers_work_named_by("bpf");
+}
+
+fn flushers_work_named_by(tracer: &str) {
+    let _one = one_at_a_time();
+    let backing = temp();
+    let (result, text, pid) = run_json(
+        "random-writeback",
+        &random_writer_under_low_dirty_limits("hdd-7200", backing.path())
+            .set("iterations", "6")
+            .args(["--tracer", tracer])
+            .into_args(),
+    );
+    let waits: Vec<&Value> = explained(&result, "fsync")
+        .into_iter()
+        .flat_map(parts)
+        .filter(|p| p["cause"] == "data_writeback")
+        .collect();
+    assert!(!waits.is_empty(), "no fsync waited for its pages: {text}");
+    // The kernel's reasons (include/linux/writeback.h), as tracefs prints them.
+    let known = [
+        "background",
+        "vmscan",
+        "sync",
+        "periodic",
+        "laptop_timer",
+        "fs_free_space",
+        "forker_thread",
+        "foreign_flush",
+    ];
+    let reasons: Vec<&str> = waits
+        .iter()
+        .filter_map(|p| p["flusher"].as_array())
+        .flatten()
+        .map(|r| r.as_str().expect("a reason"))
+        .collect();
+    assert!(reasons.iter().all(|r| known.contains(r)), "{reasons:?}");
+    assert!(
+        reasons.contains(&"background"),
+        "no wait named the flusher's background work: {waits:#?}"
+    );
+    assert!(text.contains("the flusher's background writeback ran"), "{text}");
     assert_no_instance_of(&[pid]);
 }
 

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use super::record::{LongSleep, ShortSleeps, SlowCall, SyncKind};
+use super::record::{flusher_reasons, LongSleep, ShortSleeps, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
 use crate::explain::attribution::{
     commit_by_flushes, shares, told_by_event, unnamed_commit, waker_name, Attribution, Cause, Commit, Part, Share,
@@ -239,7 +239,9 @@ fn short_cause(short: &ShortSleeps, stack_over: Duration, disk: Option<&str>) ->
 
 /// What a long sleep of `call` waited for, from its stack, as the tracefs tracer names it
 /// (without the commits that only a trace of the whole machine shows); a wait for data
-/// writeback is for the synced file's own pages, a dirty-throttling pause has the call's
+/// writeback is for the synced file's own pages (with the flusher's work that ran on the
+/// call's disk during the call: the whole call's, where tracefs's is the wait's), a
+/// dirty-throttling pause has the call's
 /// throttling figures where the kernel traced them; `journal_ns` is all the call's waits
 /// for its journal.
 fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall, journal_ns: u64) -> Cause {
@@ -249,7 +251,7 @@ fn cause_of(sleep: &LongSleep, symbols: &KernelSymbols, call: &SlowCall, journal
         WaitKind::DataWriteback => Cause::DataWriteback {
             inodes: (ino != 0).then_some(ino).into_iter().collect(),
             device_write_bytes: 0,
-            flusher: Vec::new(),
+            flusher: flusher_reasons(call.flusher_reasons),
         },
         WaitKind::JournalCommit => journal_wait(journal_ns, &frames, call),
         WaitKind::DeviceFlush => Cause::DeviceFlush { flushes: 1 },

@@ -173,6 +173,27 @@ struct dirty_throttle_control {
 	unsigned long thresh;
 } __attribute__((preserve_access_index));
 
+/* fs/fs-writeback.c and include/linux/backing-dev-defs.h: a flusher's work item, why it
+ * writes back (include/linux/writeback.h), and the disk its backing device is for (the
+ * gendisk's own device, whose devt is the disk's: bdi_set_owner). */
+enum wb_reason { WB_REASON_BACKGROUND };
+
+struct wb_writeback_work {
+	enum wb_reason reason;
+} __attribute__((preserve_access_index));
+
+struct device {
+	dev_t devt;
+} __attribute__((preserve_access_index));
+
+struct backing_dev_info {
+	struct device *owner;
+} __attribute__((preserve_access_index));
+
+struct bdi_writeback {
+	struct backing_dev_info *bdi;
+} __attribute__((preserve_access_index));
+
 /* arch/x86/include/asm/ptrace.h: the registers a kprobe sees, and in which a system call's
  * wrapper receives the call's (its arguments by name, as bpf_tracing.h reads them). The
  * kernel's names, not user space's (`di`, not `rdi`): __VMLINUX_H__ tells bpf_tracing.h so. */

@@ -17,9 +17,17 @@ const SHORT_WAKERS: usize = 4;
 /// sizeof(struct short_wake).
 const SHORT_WAKE_BYTES: usize = 32;
 /// sizeof(struct call): its fixed fields, the short sleeps per waker, the sleeps, the last
-/// commit, the inode and the device synced, the dirty throttling, xfs's and btrfs's journal.
-pub(crate) const RECORD_BYTES: usize =
-    168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES + 24 + 8 + 8 + THROTTLE_BYTES + FS_JOURNAL_BYTES;
+/// commit, the inode and the device synced, the dirty throttling, xfs's and btrfs's journal,
+/// the flusher's reasons (and 4 bytes of padding).
+pub(crate) const RECORD_BYTES: usize = 168
+    + SHORT_WAKERS * SHORT_WAKE_BYTES
+    + TOP_SLEEPS * SLEEP_BYTES
+    + 24
+    + 8
+    + 8
+    + THROTTLE_BYTES
+    + FS_JOURNAL_BYTES
+    + 8;
 /// sizeof(struct throttle).
 const THROTTLE_BYTES: usize = 32;
 /// sizeof(struct fs_journal).
@@ -127,6 +135,35 @@ pub(crate) struct SlowCall {
     /// The transaction the last btrfs transaction commit committed, that commit ended in
     /// the call's task or, if none did there, in its filesystem's own thread during the call.
     pub(crate) btrfs_transaction: Option<u64>,
+    /// Why the flusher wrote back on the call's disk during the call: a bit per reason, as
+    /// the kernel numbers them ([`flusher_reasons`]).
+    pub(crate) flusher_reasons: u32,
+}
+
+/// The kernel's reasons for the flusher's work (include/linux/writeback.h, `enum
+/// wb_reason`, the same since 5.x; tracefs prints these names), by their numbers.
+const WB_REASONS: [&str; 8] = [
+    "background",
+    "vmscan",
+    "sync",
+    "periodic",
+    "laptop_timer",
+    "fs_free_space",
+    "forker_thread",
+    "foreign_flush",
+];
+
+/// The reasons a record's bit set names, in the kernel's order (a number it does not know
+/// as `reason N`).
+pub(crate) fn flusher_reasons(bits: u32) -> Vec<String> {
+    (0..32)
+        .filter(|r| bits & (1 << r) != 0)
+        .map(|r| {
+            WB_REASONS
+                .get(r)
+                .map_or_else(|| format!("reason {r}"), |n| n.to_string())
+        })
+        .collect()
 }
 
 /// A jbd2 commit: its journal's device, its transaction, when it started and ended
@@ -225,6 +262,7 @@ impl SlowCall {
             throttle: None,
             xfs_log_force: None,
             btrfs_transaction: None,
+            flusher_reasons: 0,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
         r.at += 8 + 8 + 4 + 4 + 16;
@@ -286,6 +324,7 @@ impl SlowCall {
         let (xfs_seq, btrfs_transaction, xfs_forces, btrfs_commits) = (r.u64(), r.u64(), r.u32(), r.u32());
         call.xfs_log_force = (xfs_forces > 0).then_some(xfs_seq);
         call.btrfs_transaction = (btrfs_commits > 0).then_some(btrfs_transaction);
+        call.flusher_reasons = r.u32();
         Ok(call)
     }
 }
@@ -431,8 +470,14 @@ mod tests {
         put(&mut b, fs_journal, &1_234u64.to_ne_bytes()); // xfs's checkpoint sequence
         put(&mut b, fs_journal + 8, &77u64.to_ne_bytes()); // btrfs's transaction: no commit
         put(&mut b, fs_journal + 16, &2u32.to_ne_bytes()); // two log forces
+        let flusher = fs_journal + FS_JOURNAL_BYTES;
+        put(&mut b, flusher, &(1u32 << 0 | 1 << 3 | 1 << 9).to_ne_bytes()); // background, periodic, 9
         let call = SlowCall::parse(&b).unwrap();
         assert_eq!((call.xfs_log_force, call.btrfs_transaction), (Some(1_234), None));
+        assert_eq!(
+            flusher_reasons(call.flusher_reasons),
+            ["background", "periodic", "reason 9"]
+        );
         let last = call.last_commit.as_ref().unwrap();
         assert_eq!((last.tid, last.end_ns - last.start_ns), (1234, 40_000));
         assert_eq!(last.name(), "jbd2 transaction 1234 on 7:3");

@@ -305,6 +305,23 @@ static __always_inline void end_call(struct call *c, const struct totals *machin
 	c->at_entry.commit_ns = t.commit_ns - c->at_entry.commit_ns;
 }
 
+/* Why the flusher wrote back on `disk` since `since`: a bit per reason whose work ran then
+ * (running now, or started or written since). */
+static __always_inline u32 flusher_reasons(u32 disk, u64 since)
+{
+	if (!disk)
+		return 0;
+	struct flusher *f = bpf_map_lookup_elem(&flusher, &disk);
+	if (!f)
+		return 0;
+	u32 reasons = 0;
+	for (u32 r = 0; r < WB_REASONS; r++) {
+		if (f->working[r] || f->seen_ns[r] >= since)
+			reasons |= 1u << r;
+	}
+	return reasons;
+}
+
 static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -359,6 +376,7 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 							 wakeup_flags(&events, sizeof(*detail))))
 				count_lost(1);
 		}
+		c->flusher_reasons = flusher_reasons(c->disk, c->start_ns);
 		/* A btrfs commit the call waited for in the filesystem's own thread. */
 		struct btrfs_commit *b = bpf_map_lookup_elem(&last_btrfs_commit, &dev);
 		if (!c->fs_journal.btrfs_commits && b && b->end_ns >= c->start_ns) {
@@ -800,6 +818,46 @@ int BPF_PROG(on_btrfs_commit, struct btrfs_fs_info *fs)
 		c->fs_journal.btrfs_commits++;
 	}
 	return 0;
+}
+
+/* A flusher's work item on a disk's backing device starts (`by` 1) or has written (-1) a
+ * round of its pages: counted per disk and reason for the calls that wait for their own
+ * pages meanwhile. Every writeback round of the machine passes here: a few a second. */
+static __always_inline int flusher_step(struct bdi_writeback *wb, struct wb_writeback_work *work, s32 by)
+{
+	if (!wb || !work)
+		return 0;
+	u32 reason = BPF_CORE_READ(work, reason);
+	u32 disk = BPF_CORE_READ(wb, bdi, owner, devt);
+	if (!disk || reason >= WB_REASONS)
+		return 0;
+	struct flusher *f = bpf_map_lookup_elem(&flusher, &disk);
+	if (!f) {
+		struct flusher zero = {};
+		bpf_map_update_elem(&flusher, &disk, &zero, BPF_NOEXIST);
+		f = bpf_map_lookup_elem(&flusher, &disk);
+		if (!f)
+			return 0;
+	}
+	/* A round written whose start came before the program: nothing to take back. */
+	if (by > 0)
+		__sync_fetch_and_add(&f->working[reason], 1);
+	else if (f->working[reason])
+		__sync_fetch_and_add(&f->working[reason], (u32)-1);
+	f->seen_ns[reason] = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/writeback_start")
+int BPF_PROG(on_writeback_start, struct bdi_writeback *wb, struct wb_writeback_work *work)
+{
+	return flusher_step(wb, work, 1);
+}
+
+SEC("tp_btf/writeback_written")
+int BPF_PROG(on_writeback_written, struct bdi_writeback *wb, struct wb_writeback_work *work)
+{
+	return flusher_step(wb, work, -1);
 }
 
 static __always_inline bool is_flush(struct request *rq)

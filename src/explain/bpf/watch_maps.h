@@ -195,6 +195,10 @@ struct call {
 	u32 disk;
 	struct throttle throttle;
 	struct fs_journal fs_journal;
+	/* In the record: why the flusher wrote back on the call's disk during the call, a bit
+	 * per reason (1 << enum wb_reason: background, vmscan, sync, periodic...). */
+	u32 flusher_reasons;
+	u32 pad;
 };
 
 struct {
@@ -281,6 +285,21 @@ struct {
 	__type(key, u64);
 	__type(value, struct call);
 } commit_detail SEC(".maps");
+
+/* The flusher's work per disk (MAJOR << 20 | MINOR), per reason (enum wb_reason; the
+ * kernel has 8): how many of its work items run now, and when one last started or wrote. */
+#define WB_REASONS 16
+struct flusher {
+	u32 working[WB_REASONS];
+	u64 seen_ns[WB_REASONS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 64);
+	__type(key, u32);
+	__type(value, struct flusher);
+} flusher SEC(".maps");
 
 /* The btrfs commit that ended last per filesystem (its super block's device). */
 struct {
