@@ -27,6 +27,7 @@ common::tests! {
     slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
     the_bpf_tracer_names_slow_writes_under_low_dirty_limits_dirty_throttling: [Root, Fuse, Bpf],
     a_wait_for_a_files_pages_names_the_flushers_background_work: [Root, Fuse, Tracefs],
+    the_bpf_tracer_explains_a_runs_creates_and_closes_as_well_as_its_sync_calls: [Root, Fuse, Bpf],
     the_bpf_tracer_names_the_flushers_background_work_behind_a_wait_for_a_files_pages: [Root, Fuse, Bpf],
     cleanup_removes_the_trace_instance_of_a_sigkilled_run: [Root, Tracefs],
     a_bpf_traced_run_killed_with_sigkill_leaves_no_bpf_program: [Root, Bpf],
@@ -552,6 +553,45 @@ fn slow_writes_under_low_dirty_limits_are_dirty_throttling() {
 /// not a sync call), and names a pause in balance_dirty_pages from its stack.
 fn the_bpf_tracer_names_slow_writes_under_low_dirty_limits_dirty_throttling() {
     dirty_throttled_writes_explained_by("bpf");
+}
+
+/// Issue 25: the BPF tracer follows a run's calls on names and files too (open, close,
+/// rename, truncate...), in its measuring threads: fs_mark's creates and closes, which
+/// small-files times, are explained from the kernel's records of them, their parts adding
+/// up, and none of the calls chosen lacks a record for want of a call the tracer follows.
+fn the_bpf_tracer_explains_a_runs_creates_and_closes_as_well_as_its_sync_calls() {
+    let _one = one_at_a_time();
+    let backing = temp();
+    let (result, text, pid) = run_json(
+        "small-files",
+        &ScratchRun::flags()
+            .fs("ext4")
+            .device("ram")
+            .backing(backing.path())
+            .set("mode", "fs_mark")
+            .set("files", "20")
+            .args(["--tracer", "bpf"])
+            .into_args(),
+    );
+    for op in ["create", "close"] {
+        let calls = explained(&result, op);
+        assert!(!calls.is_empty(), "no {op} explained: {text}");
+        for call in calls {
+            // Calls of microseconds: entering and leaving the kernel, outside the system
+            // call and said so, is a share of them that no tracer can shrink; the parts still
+            // add up, and the kernel's record gave the time inside.
+            assert_parts_add_up_leaving(call, 1.0);
+            assert!(ns_of(call, "on_cpu") > 0, "{call:#}");
+        }
+    }
+    let notes = result["explain"]["notes"].as_array().cloned().unwrap_or_default();
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("of their own inside")),
+        "{notes:#?}"
+    );
+    assert_no_instance_of(&[pid]);
 }
 
 /// Seed 003's random writer on a scratch ext4 on `device`, with vm.dirty_ratio=1 and the

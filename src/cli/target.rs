@@ -147,8 +147,9 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
     pub timeline_interval: String,
     /// What traces the kernel: tracefs (every kind of call, with the commits and flushes each
-    /// wait was tied to), or bpf (sync calls only, split in the kernel as `fsynclab watch`
-    /// does: far fewer events cross to user space) [default: tracefs]
+    /// wait was tied to), or bpf (sync calls, writes, and opens, closes, renames and
+    /// truncates, split in the kernel as `fsynclab watch` does: far fewer events cross to
+    /// user space) [default: tracefs]
     #[arg(long, value_name = "TRACER", help_heading = "Explain")]
     pub tracer: Option<String>,
 }

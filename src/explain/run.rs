@@ -44,8 +44,9 @@ pub(crate) enum TracerKind {
     /// commits and flushes a wait was tied to, the kernel timeline.
     #[default]
     Tracefs,
-    /// The BPF program of `fsynclab watch`, on fsynclab's own process: the sync calls
-    /// only, split in the kernel ([`super::bpf::run`]).
+    /// The BPF program of `fsynclab watch`, on fsynclab's own process: the sync calls, and
+    /// the measuring threads' writes and calls on names and files (open, close, rename,
+    /// truncate...), split in the kernel ([`super::bpf::run`]).
     Bpf,
 }
 

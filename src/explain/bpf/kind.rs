@@ -23,7 +23,33 @@ pub(crate) enum SyncKind {
     WriteOsync,
     /// `pwritev2(2)` with RWF_DSYNC or RWF_SYNC.
     WriteRwfDsync,
+    /// A call on a filesystem's names or files other than a read, a write or a sync
+    /// ([`OTHER_CALLS`]: open, close, rename, truncate...), followed only in a run's
+    /// measuring threads, where the run times it (fs_mark's creates and closes). Not in
+    /// [`SyncKind::ALL`]: the program numbers it after its journal commits (KIND_OTHER).
+    Other = 12,
 }
+
+/// [`SyncKind::Other`]'s system calls, in the program's order (config.other_nr), each with
+/// whether its first argument is a file descriptor (whose file is then the call's).
+pub(crate) const OTHER_CALLS: [(i64, bool); 16] = [
+    (libc::SYS_open, false),
+    (libc::SYS_openat, false),
+    (libc::SYS_openat2, false),
+    (libc::SYS_creat, false),
+    (libc::SYS_close, true),
+    (libc::SYS_rename, false),
+    (libc::SYS_renameat, false),
+    (libc::SYS_renameat2, false),
+    (libc::SYS_truncate, false),
+    (libc::SYS_ftruncate, true),
+    (libc::SYS_unlink, false),
+    (libc::SYS_unlinkat, false),
+    (libc::SYS_mkdir, false),
+    (libc::SYS_mkdirat, false),
+    (libc::SYS_fallocate, true),
+    (libc::SYS_link, false),
+];
 
 /// The write system calls the program follows, in its order (config.write_nr; pwritev2,
 /// whose flags it reads, last).
@@ -56,6 +82,9 @@ impl SyncKind {
     pub(crate) const SYSCALLS: &'static [SyncKind] = SyncKind::ALL.split_at(6).0;
 
     pub(crate) fn from_number(n: u32) -> Option<SyncKind> {
+        if n == SyncKind::Other as u32 {
+            return Some(SyncKind::Other);
+        }
         SyncKind::ALL.get(usize::try_from(n).ok()?).copied()
     }
 
@@ -74,6 +103,7 @@ impl SyncKind {
             SyncKind::WriteOdsync => "write_odsync",
             SyncKind::WriteOsync => "write_osync",
             SyncKind::WriteRwfDsync => "write_rwf_dsync",
+            SyncKind::Other => "other call",
         }
     }
 
@@ -93,12 +123,12 @@ impl SyncKind {
 
     /// Whether it is a write (its return value the bytes written).
     pub(crate) fn is_write(self) -> bool {
-        self >= SyncKind::Write
+        (SyncKind::Write..=SyncKind::WriteRwfDsync).contains(&self)
     }
 
     /// Whether its first argument is a file descriptor.
     pub(crate) fn takes_fd(self) -> bool {
-        !matches!(self, SyncKind::Msync | SyncKind::Sync)
+        !matches!(self, SyncKind::Msync | SyncKind::Sync | SyncKind::Other)
     }
 }
 
@@ -121,8 +151,11 @@ mod tests {
             assert_eq!(kind as usize, n);
             assert_eq!(OpKind::from_name(kind.name()).map(|op| op.name()), Some(kind.name()));
         }
-        // KIND_COMMIT: a journal commit's own record, no call.
+        // KIND_COMMIT: a journal commit's own record, no call; KIND_OTHER after it.
         assert_eq!(SyncKind::from_number(11), None);
+        assert_eq!(SyncKind::from_number(12), Some(SyncKind::Other));
+        assert!(!SyncKind::Other.is_write() && !SyncKind::ALL.contains(&SyncKind::Other));
+        assert_eq!(SyncKind::from_number(13), None);
         assert!(SyncKind::SYSCALLS
             .iter()
             .all(|k| k.syscall_number().is_some() && !k.is_write()));

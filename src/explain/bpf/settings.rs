@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::kind::{SyncKind, WRITE_CALLS};
+use super::kind::{SyncKind, OTHER_CALLS, WRITE_CALLS};
 use super::nanos;
 
 /// Which tasks' sync calls are followed; the kernel applies it at each call's entry.
@@ -82,6 +82,13 @@ impl Settings {
         config.extend_from_slice(&write_tid.to_ne_bytes());
         config.extend_from_slice(&0u32.to_ne_bytes());
         config.extend_from_slice(&comm_bytes(write_comm));
+        let mut takes_fd = 0u32;
+        for (i, (nr, fd)) in OTHER_CALLS.into_iter().enumerate() {
+            config.extend_from_slice(&nr.to_ne_bytes());
+            takes_fd |= u32::from(fd) << i;
+        }
+        config.extend_from_slice(&takes_fd.to_ne_bytes());
+        config.extend_from_slice(&0u32.to_ne_bytes());
         config
     }
 }

@@ -62,7 +62,7 @@ pub(crate) fn explain(
     }
     if no_sync_inside > 0 {
         notes.push(format!(
-            "calls chosen but not explained, having no sync call or write of their own inside (the BPF tracer follows only those; --tracer tracefs explains every kind): {no_sync_inside}"
+            "calls chosen but not explained, having no call the BPF tracer follows of their own inside (sync calls, writes, and open, close, rename, truncate, unlink, mkdir, link, fallocate; --tracer tracefs explains every kind): {no_sync_inside}"
         ));
     }
     if not_recorded > 0 {
@@ -194,7 +194,10 @@ fn as_measured(records: &[&SlowCall], call: &Call, symbols: &KernelSymbols, orig
     }
     let outside = call.latency_ns.saturating_sub(a.latency_ns);
     if outside > 0 {
-        let reason = if records.len() == 1 && records[0].kind.is_some_and(|k| k.name() == call.op) {
+        // A call that is one system call: a sync call or a write of its own kind, or one of
+        // the others (a create is an open, a close a close).
+        let one_call = |k: SyncKind| k.name() == call.op || k == SyncKind::Other;
+        let reason = if records.len() == 1 && records[0].kind.is_some_and(one_call) {
             "outside the system call: user space on either side of it, entering and leaving the kernel".to_string()
         } else {
             let names: Vec<&str> = records.iter().filter_map(|r| r.kind.map(SyncKind::name)).collect();

@@ -48,7 +48,10 @@ fn a_chosen_call_takes_the_record_inside_it_and_its_parts_add_up_to_what_the_run
         .iter()
         .any(|p| p.ns == 10_000 && p.cause.to_string().contains("outside")));
     assert_eq!(notes.len(), 2, "{notes:?}");
-    assert!(notes[0].starts_with("calls chosen but not explained, having no sync call") && notes[0].ends_with(": 1"));
+    assert!(
+        notes[0].starts_with("calls chosen but not explained, having no call the BPF tracer follows")
+            && notes[0].ends_with(": 1")
+    );
     // The second fsync and the write: the kernel sent no record of either.
     assert!(
         notes[1].starts_with("calls chosen but not explained, the kernel having sent no record")
@@ -126,7 +129,7 @@ fn a_followers_commit_is_tied_by_time_to_the_leaders_sync_call_that_ended_inside
     assert!(
         notes
             .iter()
-            .any(|n| n.contains("having no sync call") && n.ends_with(": 1")),
+            .any(|n| n.contains("having no call the BPF tracer follows") && n.ends_with(": 1")),
         "{notes:?}"
     );
 }

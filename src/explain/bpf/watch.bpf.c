@@ -419,6 +419,33 @@ static __always_inline int write_call_of(const struct config *cfg, long nr)
 	return -1;
 }
 
+/* Which of KIND_OTHER's calls `nr` is, or -1; none unless every write of the measuring
+ * threads is followed (a run's). */
+static __always_inline int other_call_of(const struct config *cfg, long nr)
+{
+	if (cfg->writes != WRITES_ALL)
+		return -1;
+	for (int i = 0; i < OTHER_CALLS; i++) {
+		if (cfg->other_nr[i] == nr)
+			return i;
+	}
+	return -1;
+}
+
+/* One of KIND_OTHER's calls (the `which`-th), with its first argument `arg0`: followed in
+ * the threads whose writes are. */
+static __always_inline int other_enter(const struct config *cfg, int which, long arg0)
+{
+	u32 pid, tid;
+	char comm[TASK_COMM_LEN];
+	if (!current_traced(cfg, &pid, &tid, comm))
+		return 0;
+	if (tid != cfg->write_tid && !comm_matches(comm, cfg->write_comm))
+		return 0;
+	s32 fd = (cfg->other_fd >> which) & 1 ? (s32)arg0 : -1;
+	return start_call(KIND_OTHER, fd, NULL, pid, tid, comm);
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 {
@@ -432,8 +459,10 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long nr)
 	if (kind >= 0)
 		return sync_enter(cfg, kind, (s32)regs->di);
 	int write = write_call_of(cfg, nr);
-	if (write < 0)
-		return 0;
+	if (write < 0) {
+		int other = other_call_of(cfg, nr);
+		return other < 0 ? 0 : other_enter(cfg, other, regs->di);
+	}
 	/* pwritev2(fd, iov, iovcnt, pos_l, pos_h, flags): the sixth argument, in r9. */
 	return write_enter(cfg, (s32)regs->di, write == WRITE_PWRITEV2 ? regs->r9 : 0);
 }
@@ -446,7 +475,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	if (!cfg)
 		return 0;
 	long nr = regs->orig_ax;
-	if (kind_of(cfg, nr) < 0 && write_call_of(cfg, nr) < 0)
+	if (kind_of(cfg, nr) < 0 && write_call_of(cfg, nr) < 0 && other_call_of(cfg, nr) < 0)
 		return 0;
 	return sync_exit(cfg, ret);
 }

@@ -40,6 +40,11 @@
 #define KINDS 6 /* the sync calls: one system call each */
 /* Not a system call: a journal commit, followed in the journal thread as a call is. */
 #define KIND_COMMIT 11
+/* The calls on a filesystem's names and files beside its reads and writes (open, close,
+ * rename, truncate, unlink, mkdir...: config.other_nr), followed as the writes are, in a
+ * run's measuring threads only (WRITES_ALL): a run measures fs_mark's creates and closes. */
+#define KIND_OTHER 12
+#define OTHER_CALLS 16
 
 /* The write calls, in config.write_nr: write, pwrite64, writev, pwritev, pwritev2. */
 #define WRITE_CALLS 5
@@ -68,6 +73,12 @@ struct config {
 	u32 write_tid;
 	u32 write_pad;
 	char write_comm[TASK_COMM_LEN];
+	/* KIND_OTHER's system calls (-1: none), and a bit for each whose first argument is a
+	 * file descriptor (close, ftruncate, fallocate): the others' is a path or a directory's
+	 * descriptor, whose file is not the call's. */
+	s64 other_nr[OTHER_CALLS];
+	u32 other_fd;
+	u32 other_pad;
 };
 
 /* One sync call in `every`: when, how long, whose (with its task's name: a command may
