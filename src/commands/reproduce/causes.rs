@@ -21,6 +21,7 @@ fn label(cause: &Cause) -> String {
         Cause::DataWriteback { .. } => "waiting for data writeback".into(),
         Cause::JournalCommit { journal, .. } => format!("waiting for a journal commit ({journal})"),
         Cause::DeviceFlush { .. } => "device cache flushes".into(),
+        Cause::DeviceRead { .. } => "reads from the disk".into(),
         Cause::DirtyThrottle { .. } => "dirty throttling (balance_dirty_pages)".into(),
         Cause::WaitedForThread { call: Some(c), .. } => format!("waiting for another thread's {}", c.op),
         Cause::WaitedForThread { call: None, .. } => "waiting for another thread".into(),

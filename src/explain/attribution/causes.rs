@@ -96,6 +96,9 @@ pub(crate) enum Cause {
     },
     /// A device cache flush the call issued and waited for.
     DeviceFlush { flushes: u32 },
+    /// Reads from the disk the call waited for (a bitmap or a tree block read to allocate),
+    /// named by their completion where no stack was taken (the BPF tracer's short sleeps).
+    DeviceRead { reads: u32 },
     /// Paused by dirty throttling (`balance_dirty_pages`).
     DirtyThrottle {
         pauses: u32,
@@ -131,6 +134,7 @@ impl Cause {
             Cause::DataWriteback { .. } => "data_writeback".into(),
             Cause::JournalCommit { .. } => "journal_commit".into(),
             Cause::DeviceFlush { .. } => "device_flush".into(),
+            Cause::DeviceRead { .. } => "device_read".into(),
             Cause::DirtyThrottle { .. } => "dirty_throttle".into(),
             Cause::WaitedForThread { thread, call } => {
                 format!("thread:{thread}:{}", call.as_ref().map_or(0, |c| c.start_ns))
@@ -175,6 +179,7 @@ impl Cause {
                 }
             }
             (Cause::DeviceFlush { flushes }, Cause::DeviceFlush { flushes: f2 }) => *flushes += f2,
+            (Cause::DeviceRead { reads }, Cause::DeviceRead { reads: r2 }) => *reads += r2,
             (
                 Cause::DirtyThrottle {
                     pauses,
@@ -304,6 +309,7 @@ impl fmt::Display for Cause {
                 Ok(())
             }
             Cause::DeviceFlush { flushes } => write!(f, "device cache flush ({flushes} completed)"),
+            Cause::DeviceRead { reads } => write!(f, "waiting for reads from the disk ({reads} completed)"),
             Cause::DirtyThrottle {
                 pauses,
                 dirty_pages,

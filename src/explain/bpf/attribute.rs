@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use super::record::{flusher_reasons, LongSleep, ShortSleeps, SlowCall, SyncKind};
+use super::record::{flusher_reasons, Completed, LongSleep, ShortSleeps, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
 use crate::explain::attribution::{
     commit_by_flushes, shares, told_by_event, unnamed_commit, waker_name, Attribution, Cause, Commit, Part, Share,
@@ -70,7 +70,7 @@ pub(crate) fn attribution(
     let disk = device_name(call.dev);
     for short in &call.short_wakers {
         let cause = with_commit(
-            short_cause(short, stack_over, disk.as_deref()),
+            short_cause(short, stack_over, call, symbols, disk.as_deref()),
             call,
             origin_ns,
             symbols,
@@ -179,6 +179,21 @@ fn commit_shares(commit: &SlowCall, symbols: &KernelSymbols) -> Vec<Share> {
     add("cache flushes", flushing);
     add("journal writes", writing - flushing);
     for short in &commit.short_wakers {
+        match short.completed {
+            Some((Completed::Flush, _)) => {
+                add("cache flushes", short.ns);
+                continue;
+            }
+            Some((Completed::Write, _)) => {
+                add("journal writes", short.ns);
+                continue;
+            }
+            Some((Completed::Read, _)) => {
+                add("reads from the disk", short.ns);
+                continue;
+            }
+            None => {}
+        }
         let waker = match short.waker_tid {
             0 => waker_name(0, &short.waker_comm),
             _ => short.waker_comm.clone(),
@@ -215,11 +230,21 @@ fn another_disks_journal(comm: &str, disk: &str) -> bool {
     !(device == disk || (cut && disk.starts_with(device)))
 }
 
-/// What short sleeps (no stack taken) waited for, from the task that ended them: the
-/// journal thread (`jbd2/...`) of the synced file's disk (`disk`, where known) ends the
-/// waits for its commits; any other waker (a task, or an interrupt) is named, the wait
-/// itself left unattributed.
-fn short_cause(short: &ShortSleeps, stack_over: Duration, disk: Option<&str>) -> Cause {
+/// What short sleeps (no stack taken) waited for, from what ended them: the journal thread
+/// (`jbd2/...`) of the synced file's disk (`disk`, its name, where known) ends the waits
+/// for its commits; the completion of a cache flush on the call's disk ends a wait for that
+/// flush, a write's a wait for the file's data being written (the program saw the request
+/// complete just before the wakeup, on the same CPU and in the same context); a workqueue's
+/// worker is named by the work it ran ([`work_cause`]: ext4's conversion of unwritten
+/// extents ends a write's page writeback); any other waker (a task, or an interrupt) is
+/// named, the wait itself left unattributed.
+fn short_cause(
+    short: &ShortSleeps,
+    stack_over: Duration,
+    call: &SlowCall,
+    symbols: &KernelSymbols,
+    disk: Option<&str>,
+) -> Cause {
     let other = disk.is_some_and(|d| another_disks_journal(&short.waker_comm, d));
     if short.waker_comm.starts_with("jbd2/") && !other {
         return Cause::JournalCommit {
@@ -227,13 +252,60 @@ fn short_cause(short: &ShortSleeps, stack_over: Duration, disk: Option<&str>) ->
             commits: Vec::new(),
         };
     }
+    let pages = || Cause::DataWriteback {
+        inodes: (call.ino != 0).then_some(call.ino).into_iter().collect(),
+        device_write_bytes: 0,
+        flusher: flusher_reasons(call.flusher_reasons),
+    };
+    match short.completed.filter(|&(_, on)| call.disk == 0 || on == call.disk) {
+        Some((Completed::Flush, _)) => return Cause::DeviceFlush { flushes: short.sleeps },
+        Some((Completed::Write, _)) => return pages(),
+        Some((Completed::Read, _)) => return Cause::DeviceRead { reads: short.sleeps },
+        None => {}
+    }
+    let work = (short.waker_work != 0).then(|| symbols.name(short.waker_work));
+    match work.and_then(work_cause) {
+        Some(WorkEnds::Pages) => return pages(),
+        Some(WorkEnds::Journal(journal)) => {
+            return Cause::JournalCommit {
+                journal: journal.into(),
+                commits: Vec::new(),
+            }
+        }
+        None => {}
+    }
+    let running = work.map(|w| format!(" running {w}")).unwrap_or_default();
     Cause::Unattributed {
         reason: format!(
-            "{} sleeps under {} each ended by {}, whose stacks are not taken",
+            "{} sleeps under {} each ended by {}{running}, whose stacks are not taken",
             short.sleeps,
             format_duration(stack_over),
             waker_name(short.waker_tid, &short.waker_comm)
         ),
+    }
+}
+
+/// What a wait ended by a workqueue's worker was for, by the work it ran.
+#[derive(Debug, PartialEq)]
+enum WorkEnds {
+    /// A file's pages finishing writeback (the write's completion handled in a worker).
+    Pages,
+    /// A journal's commit or log force.
+    Journal(&'static str),
+}
+
+/// The works that end a wait for a file's pages or a journal after the block completion
+/// (fs/ext4/page-io.c, fs/xfs/xfs_aops.c, fs/xfs/xfs_log.c, fs/btrfs/bio.c and
+/// ordered-data.c, fs/iomap/direct-io.c).
+fn work_cause(work: &str) -> Option<WorkEnds> {
+    match work {
+        "ext4_end_io_rsv_work"
+        | "xfs_end_io"
+        | "btrfs_end_bio_work"
+        | "finish_ordered_fn"
+        | "iomap_dio_complete_work" => Some(WorkEnds::Pages),
+        "xlog_ioend_work" | "xlog_cil_push_work" => Some(WorkEnds::Journal("xfs log")),
+        _ => None,
     }
 }
 
@@ -443,6 +515,8 @@ mod tests {
                 sleeps: 2,
                 waker_tid: 15,
                 waker_comm: "ksoftirqd/0".into(),
+                completed: None,
+                waker_work: 0,
             }],
             sleeps: vec![LongSleep {
                 ns: 10_000_000,
@@ -654,6 +728,8 @@ mod tests {
             sleeps,
             waker_tid: 99,
             waker_comm: comm.into(),
+            completed: None,
+            waker_work: 0,
         };
         let call = SlowCall {
             start_ns: 1_000_000,
@@ -682,5 +758,83 @@ mod tests {
         let woken = a.parts.iter().find(|p| p.ns == 200_000).unwrap().cause.to_string();
         assert!(woken.contains("ended by kworker/u8:2 99"), "{woken}");
         assert!(a.parts.iter().any(|p| p.cause == Cause::OnCpu && p.ns == 150_000));
+    }
+
+    #[test]
+    fn short_sleeps_ended_by_a_block_completion_on_the_calls_disk_are_named_by_it() {
+        let disk = 8 << 20;
+        let ended_by = |ns, sleeps, completed| ShortSleeps {
+            ns,
+            sleeps,
+            waker_tid: 0,
+            waker_comm: "interrupt".into(),
+            completed,
+            waker_work: 0,
+        };
+        let call = SlowCall {
+            start_ns: 1_000_000,
+            latency_ns: 1_000_000,
+            kind: Some(SyncKind::Write),
+            ino: 13,
+            disk,
+            short_wakers: vec![
+                ended_by(400_000, 2, Some((Completed::Write, disk))),
+                ended_by(300_000, 1, Some((Completed::Flush, disk))),
+                // Another disk's flush ended this one: not the call's, so not named by it.
+                ended_by(100_000, 1, Some((Completed::Flush, 9 << 20))),
+                ended_by(60_000, 3, Some((Completed::Read, disk))),
+                // ext4's worker converting unwritten extents ended a wait for the pages.
+                ShortSleeps {
+                    waker_tid: 77,
+                    waker_comm: "kworker/u8:1".into(),
+                    waker_work: 0xffff_ffff_8100_0110,
+                    ..ended_by(40_000, 1, None)
+                },
+                // A worker whose work says nothing known: named with its work.
+                ShortSleeps {
+                    waker_tid: 78,
+                    waker_comm: "kworker/u8:2".into(),
+                    waker_work: 0xffff_ffff_8100_0210,
+                    ..ended_by(20_000, 1, None)
+                },
+            ],
+            ..SlowCall::default()
+        };
+        let symbols = KernelSymbols::from_kallsyms(
+            "ffffffff81000100 t ext4_end_io_rsv_work\nffffffff81000200 t vmstat_update\nffffffff81000300 T _etext\n",
+        );
+        let a = attribution(&call, &symbols, 0, Duration::from_millis(1));
+        assert_eq!(a.total_ns(), a.latency_ns);
+        let part = |ns| a.parts.iter().find(|p| p.ns == ns).unwrap();
+        // The write's completion's two sleeps and the worker's one: a wait for the pages.
+        assert_eq!(
+            part(440_000).cause,
+            Cause::DataWriteback {
+                inodes: vec![13],
+                device_write_bytes: 0,
+                flusher: Vec::new()
+            }
+        );
+        assert_eq!(part(440_000).waits, 3);
+        assert_eq!(part(60_000).cause, Cause::DeviceRead { reads: 3 });
+        let worker = part(20_000).cause.to_string();
+        assert!(
+            worker.contains("ended by kworker/u8:2 78 running vmstat_update"),
+            "{worker}"
+        );
+        assert_eq!(part(300_000).cause, Cause::DeviceFlush { flushes: 1 });
+        let other = part(100_000).cause.to_string();
+        assert!(other.contains("ended by an interrupt"), "{other}");
+        // The journal thread followed through its commit: its short sleeps ended by the
+        // disk's completions are its cache flushes and journal writes.
+        let commit = SlowCall {
+            latency_ns: 700_000,
+            short_wakers: call.short_wakers[..2].to_vec(),
+            ..SlowCall::default()
+        };
+        let shares = commit_shares(&commit, &KernelSymbols::empty());
+        let share = |what: &str| shares.iter().find(|s| s.what == what).map(|s| s.ns);
+        assert_eq!(share("journal writes"), Some(400_000));
+        assert_eq!(share("cache flushes"), Some(300_000));
     }
 }

@@ -106,15 +106,29 @@ struct pcpu_hot {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	unsigned int flags;
 	pid_t pid;
 	pid_t tgid;
 	char comm[16];
 	struct signal_struct *signal;
 	struct files_struct *files;
+	void *worker_private; /* a kernel thread's struct kthread (5.17 on) */
+} __attribute__((preserve_access_index));
+
+/* A workqueue's worker thread (PF_WQ_WORKER): its struct kthread's `data` is its struct
+ * worker (kernel/workqueue_internal.h), whose `current_func` is the work it runs. */
+#define PF_WQ_WORKER 0x00000020
+struct kthread {
+	void *data;
+} __attribute__((preserve_access_index));
+
+struct worker {
+	void *current_func;
 } __attribute__((preserve_access_index));
 
 /* include/linux/blk_types.h: the operation in the low bits of cmd_flags, flags above. */
 enum req_op {
+	REQ_OP_READ = 0,
 	REQ_OP_WRITE = 1,
 	REQ_OP_FLUSH = 2,
 };

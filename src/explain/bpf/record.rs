@@ -15,11 +15,11 @@ pub(crate) const TOP_SLEEPS: usize = 4;
 /// Tasks whose short sleeps are kept apart per call (SHORT_WAKERS).
 const SHORT_WAKERS: usize = 4;
 /// sizeof(struct short_wake).
-const SHORT_WAKE_BYTES: usize = 32;
+const SHORT_WAKE_BYTES: usize = 48;
 /// sizeof(struct call): its fixed fields, the short sleeps per waker, the sleeps, the last
 /// commit, the inode and the device synced, the dirty throttling, xfs's and btrfs's journal,
 /// the flusher's reasons (and 4 bytes of padding).
-pub(crate) const RECORD_BYTES: usize = 168
+pub(crate) const RECORD_BYTES: usize = 184
     + SHORT_WAKERS * SHORT_WAKE_BYTES
     + TOP_SLEEPS * SLEEP_BYTES
     + 24
@@ -61,6 +61,37 @@ pub(crate) struct ShortSleeps {
     /// The task that woke them (0: an interrupt, or the idle task).
     pub(crate) waker_tid: u32,
     pub(crate) waker_comm: String,
+    /// The block request whose completion made the wakeups, where one did (it completed
+    /// just before, on the same CPU and in the same context), and its disk
+    /// (`MAJOR << 20 | MINOR`).
+    pub(crate) completed: Option<(Completed, u32)>,
+    /// The work function (its address) the waker ran, where the waker is a workqueue's
+    /// worker (ext4's conversion of unwritten extents ends a write's page writeback there);
+    /// 0 otherwise.
+    pub(crate) waker_work: u64,
+}
+
+/// The kind of block request whose completion ended a sleep (COMPLETED_* in
+/// watch_maps.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Completed {
+    /// A cache flush (or a request that carried one).
+    Flush,
+    /// A write.
+    Write,
+    /// A read.
+    Read,
+}
+
+impl Completed {
+    fn from_number(n: u32) -> Option<Completed> {
+        match n {
+            1 => Some(Completed::Flush),
+            2 => Some(Completed::Write),
+            3 => Some(Completed::Read),
+            _ => None,
+        }
+    }
 }
 
 /// What completed during the call on its disk (cache flushes, with the time each took from
@@ -264,16 +295,20 @@ impl SlowCall {
             btrfs_transaction: None,
             flusher_reasons: 0,
         };
-        // off_ns, woken_ns, off_state, waker_pid, waker_comm: the program's own bookkeeping.
-        r.at += 8 + 8 + 4 + 4 + 16;
+        // off_ns, woken_ns, off_state, waker_pid, waker_comm, woken_by, woken_by_dev,
+        // waker_work: the program's own bookkeeping.
+        r.at += 8 + 8 + 4 + 4 + 16 + 4 + 4 + 8;
         for _ in 0..SHORT_WAKERS {
             let (ns, sleeps, waker_tid, waker_comm) = (r.u64(), r.u32(), r.u32(), r.comm());
+            let (completed, disk, waker_work) = (r.u32(), r.u32(), r.u64());
             if sleeps > 0 {
                 call.short_wakers.push(ShortSleeps {
                     ns,
                     sleeps,
                     waker_tid,
                     waker_comm,
+                    completed: Completed::from_number(completed).map(|c| (c, disk)),
+                    waker_work,
                 });
             }
         }
@@ -441,12 +476,15 @@ mod tests {
         put(&mut b, 64, &2_000_000u64.to_ne_bytes()); // short sleeps
         put(&mut b, 88, &3u64.to_ne_bytes()); // flushes meanwhile
                                               // The second slot of the short sleeps per waker: empty slots are skipped.
-        let short = 168 + SHORT_WAKE_BYTES;
+        let short = 184 + SHORT_WAKE_BYTES;
         put(&mut b, short, &300_000u64.to_ne_bytes());
         put(&mut b, short + 8, &3u32.to_ne_bytes());
         put(&mut b, short + 12, &77u32.to_ne_bytes());
         put(&mut b, short + 16, b"kworker/u8:2\0");
-        let sleep = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + SLEEP_BYTES; // the second slot
+        put(&mut b, short + 32, &1u32.to_ne_bytes()); // ended by a flush's completion
+        put(&mut b, short + 36, &(7u32 << 20).to_ne_bytes()); // on 7:0
+        put(&mut b, short + 40, &0xffff_ffff_8100_0500u64.to_ne_bytes()); // a worker's work
+        let sleep = 184 + SHORT_WAKERS * SHORT_WAKE_BYTES + SLEEP_BYTES; // the second slot
         put(&mut b, sleep, &40_000_000u64.to_ne_bytes());
         put(&mut b, sleep + 8, &500_000u64.to_ne_bytes());
         put(&mut b, sleep + 16, &99u32.to_ne_bytes());
@@ -454,7 +492,7 @@ mod tests {
         put(&mut b, sleep + 24, b"jbd2/sda1-8\0");
         put(&mut b, sleep + 40, &0xffff_ffff_8100_0000u64.to_ne_bytes());
         put(&mut b, sleep + 40 + STACK_DEPTH * 8, &2u32.to_ne_bytes()); // two sleeps joined
-        let commit = 168 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES;
+        let commit = 184 + SHORT_WAKERS * SHORT_WAKE_BYTES + TOP_SLEEPS * SLEEP_BYTES;
         put(&mut b, commit, &((7u64 << 20 | 3) << 32 | 1234).to_ne_bytes());
         put(&mut b, commit + 8, &5_000u64.to_ne_bytes());
         put(&mut b, commit + 16, &45_000u64.to_ne_bytes());
@@ -509,7 +547,9 @@ mod tests {
                 ns: 300_000,
                 sleeps: 3,
                 waker_tid: 77,
-                waker_comm: "kworker/u8:2".into()
+                waker_comm: "kworker/u8:2".into(),
+                completed: Some((Completed::Flush, 7 << 20)),
+                waker_work: 0xffff_ffff_8100_0500,
             }]
         );
         assert_eq!(

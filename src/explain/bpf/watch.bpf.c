@@ -316,7 +316,7 @@ static __always_inline u32 flusher_reasons(u32 disk, u64 since)
 		return 0;
 	u32 reasons = 0;
 	for (u32 r = 0; r < WB_REASONS; r++) {
-		if (f->working[r] || f->seen_ns[r] >= since)
+		if (f->working[r] > 0 || f->seen_ns[r] >= since)
 			reasons |= 1u << r;
 	}
 	return reasons;
@@ -550,9 +550,10 @@ static __always_inline void keep_sleep(struct call *c, struct task_struct *task,
 	s->stack_bytes = bytes;
 }
 
-/* A short sleep (no stack taken) joins the sleeps the same task ended, in one of the
- * call's SHORT_WAKERS slots (the first tasks to end one), or else short_sleep_ns. Who ends
- * a sleep names it cheaply: the journal thread ends a wait for its commit. */
+/* A short sleep (no stack taken) joins the sleeps the same task ended (by the same kind of
+ * block completion on the same disk, if one ended it), in one of the call's SHORT_WAKERS
+ * slots (the first to end one), or else short_sleep_ns. Who ends a sleep names it cheaply:
+ * the journal thread ends a wait for its commit, a flush's completion a wait for it. */
 static __always_inline void keep_short_sleep(struct call *c, u64 asleep)
 {
 	for (u32 i = 0; i < SHORT_WAKERS; i++) {
@@ -560,7 +561,11 @@ static __always_inline void keep_short_sleep(struct call *c, u64 asleep)
 		if (!w->sleeps) {
 			w->waker_pid = c->waker_pid;
 			__builtin_memcpy(w->waker_comm, c->waker_comm, TASK_COMM_LEN);
-		} else if (w->waker_pid != c->waker_pid) {
+			w->completed = c->woken_by;
+			w->completed_dev = c->woken_by_dev;
+			w->waker_work = c->waker_work;
+		} else if (w->waker_pid != c->waker_pid || w->completed != c->woken_by ||
+			   w->completed_dev != c->woken_by_dev || w->waker_work != c->waker_work) {
 			continue;
 		}
 		w->ns += asleep;
@@ -583,6 +588,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		c->off_ns = bpf_ktime_get_ns();
 		c->woken_ns = 0;
 		c->waker_pid = 0;
+		c->woken_by = COMPLETED_NONE;
+		c->waker_work = 0;
 		c->off_state = preempt ? 0 : prev_state;
 	}
 	c = bpf_task_storage_get(&calls, next, 0, 0);
@@ -694,6 +701,50 @@ int BPF_PROG(on_irq_leave_irq_work) { return irq_step(-1); }
  * without CONFIG_KALLSYMS_ALL cannot resolve a per-CPU variable) user space loads
  * on_wakeup_counted and the on_irq_ programs, which tell by irq_depth. (Not by the stack:
  * an interrupt that comes in user mode runs on the task's own.) */
+/* The block completion that made a wakeup of call `c`, where one did: among this CPU's
+ * last completions, the latest on the call's disk since the sleep began and at most
+ * COMPLETION_WAKE_NS before the wakeup, made in the same context as the wakeup (a loop
+ * device's worker completes its request and wakes the waiter) or, for a wakeup made in an
+ * interrupt, in any context (on a loop device the completion is seen in the worker and the
+ * wakeup made in an interrupt after it, on the same CPU). */
+static __always_inline void completed_by(struct call *c, bool in_interrupt)
+{
+	u32 zero = 0;
+	c->woken_by = COMPLETED_NONE;
+	struct completions_seen *seen = bpf_map_lookup_elem(&last_completions, &zero);
+	if (!seen)
+		return;
+	u64 context = bpf_get_current_pid_tgid();
+	u64 latest = 0;
+	for (u32 i = 0; i < COMPLETIONS_KEPT; i++) {
+		struct completion_seen *s = &seen->kept[i];
+		if (!s->ns || s->ns < c->off_ns || s->ns <= latest || c->woken_ns - s->ns > COMPLETION_WAKE_NS)
+			continue;
+		if ((!in_interrupt && s->context != context) || (c->disk && s->dev != c->disk))
+			continue;
+		latest = s->ns;
+		c->woken_by = s->what;
+		c->woken_by_dev = s->dev;
+	}
+}
+
+/* The work function the current task runs, where it is a workqueue's worker (ext4's
+ * conversion of unwritten extents ends a write's page writeback there, after the write's
+ * completion; xfs's log work ends a log force); 0 otherwise. */
+static __always_inline u64 work_of_current(void)
+{
+	struct task_struct *me = (struct task_struct *)bpf_get_current_task();
+	if (!bpf_core_field_exists(me->worker_private) || !(BPF_CORE_READ(me, flags) & PF_WQ_WORKER))
+		return 0;
+	struct kthread *k = BPF_CORE_READ(me, worker_private);
+	if (!k)
+		return 0;
+	struct worker *w = BPF_CORE_READ(k, data);
+	if (!w)
+		return 0;
+	return (u64)BPF_CORE_READ(w, current_func);
+}
+
 static __always_inline int woken(struct task_struct *p, bool by_preempt_count)
 {
 	if (!p)
@@ -703,6 +754,7 @@ static __always_inline int woken(struct task_struct *p, bool by_preempt_count)
 		return 0;
 	c->woken_ns = bpf_ktime_get_ns();
 	bool in_interrupt = by_preempt_count ? (preempt_count_now() & IN_INTERRUPT_MASK) != 0 : in_counted_interrupt();
+	completed_by(c, in_interrupt);
 	if (in_interrupt) {
 		c->waker_pid = 0;
 		__builtin_memcpy(c->waker_comm, INTERRUPT_COMM, sizeof(INTERRUPT_COMM));
@@ -710,6 +762,7 @@ static __always_inline int woken(struct task_struct *p, bool by_preempt_count)
 	}
 	c->waker_pid = bpf_get_current_pid_tgid();
 	bpf_get_current_comm(c->waker_comm, sizeof(c->waker_comm));
+	c->waker_work = work_of_current();
 	return 0;
 }
 
@@ -868,11 +921,7 @@ static __always_inline int flusher_step(struct bdi_writeback *wb, struct wb_writ
 		if (!f)
 			return 0;
 	}
-	/* A round written whose start came before the program: nothing to take back. */
-	if (by > 0)
-		__sync_fetch_and_add(&f->working[reason], 1);
-	else if (f->working[reason])
-		__sync_fetch_and_add(&f->working[reason], (u32)-1);
+	__sync_fetch_and_add(&f->working[reason], by);
 	f->seen_ns[reason] = bpf_ktime_get_ns();
 	return 0;
 }
@@ -922,10 +971,28 @@ int BPF_PROG(on_rq_complete, struct request *rq, blk_status_t error, unsigned in
 	bool write = op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE);
 	u64 key = (u64)rq;
 	u64 *issued = bpf_map_lookup_elem(&flushes_in_flight, &key);
-	if (!write && !issued)
+	bool read = op == bpf_core_enum_value(enum req_op, REQ_OP_READ);
+	if (!write && !issued && !read)
+		return 0;
+	u32 dev = disk_dev(BPF_CORE_READ(rq, q, disk));
+	/* For the wakeup this completion makes next, in this context (woken). */
+	struct completions_seen *seen = bpf_map_lookup_elem(&last_completions, &zero);
+	if (seen) {
+		struct completion_seen *s = &seen->kept[seen->next % COMPLETIONS_KEPT];
+		seen->next++;
+		s->ns = bpf_ktime_get_ns();
+		s->context = bpf_get_current_pid_tgid();
+		/* A flush issued as such, or a request that carried one: blkdev_issue_flush's
+		 * write without data (its REQ_PREFLUSH taken off by the flush machinery, whose
+		 * own request completes just before it). */
+		s->what = read ? COMPLETED_READ
+		       : issued || !nr_bytes || is_flush(rq) ? COMPLETED_FLUSH : COMPLETED_WRITE;
+		s->dev = dev;
+	}
+	if (read)
 		return 0;
 	/* The machine's and the disk's. */
-	struct totals *d = dev_totals_of(disk_dev(BPF_CORE_READ(rq, q, disk)));
+	struct totals *d = dev_totals_of(dev);
 	if (write) {
 		__sync_fetch_and_add(&t->write_bytes, nr_bytes);
 		if (d)

@@ -117,12 +117,44 @@ struct sleep {
 	u32 pad;
 };
 
-/* A call's short sleeps (no stack taken) ended by one task: what names them. */
+/* What ended a sleep, where a block request's completion did (struct short_wake's
+ * `completed`): the completion and the wakeup ran on one CPU, within COMPLETION_WAKE_NS,
+ * after the sleep began (watch.bpf.c, completed_by). */
+#define COMPLETED_NONE 0
+#define COMPLETED_FLUSH 1
+#define COMPLETED_WRITE 2
+#define COMPLETED_READ 3
+#define COMPLETION_WAKE_NS 200000
+
+/* A call's short sleeps (no stack taken) ended by one task (running one work, for a
+ * workqueue's worker), or by one kind of block completion on one disk: what names them. */
 struct short_wake {
 	u64 ns;
 	u32 sleeps;
 	u32 waker_pid;
 	char waker_comm[TASK_COMM_LEN];
+	u32 completed;     /* COMPLETED_* */
+	u32 completed_dev; /* the completing disk (MAJOR << 20 | MINOR) */
+	u64 waker_work;    /* a workqueue worker's work function (its address), or 0 */
+};
+
+/* A block request completed on a CPU (a flush or a write): when, on which disk, and in
+ * which context (the current task's pid_tgid: the interrupted task's in an interrupt). */
+struct completion_seen {
+	u64 ns;
+	u64 context;
+	u32 what;
+	u32 dev;
+};
+
+/* The last COMPLETIONS_KEPT completions of a CPU, the oldest replaced: a wakeup looks among
+ * them for its call's disk's, which another disk's (a loop device's backing disk, completing
+ * in an interrupt that came in the loop worker) may have followed. */
+#define COMPLETIONS_KEPT 4
+struct completions_seen {
+	struct completion_seen kept[COMPLETIONS_KEPT];
+	u32 next;
+	u32 pad;
 };
 
 /* A long sleep's stack, taken before it is known where the sleep goes. */
@@ -189,6 +221,9 @@ struct call {
 	u32 off_state;
 	u32 waker_pid;
 	char waker_comm[TASK_COMM_LEN];
+	u32 woken_by;     /* COMPLETED_*: the block completion that made the wakeup */
+	u32 woken_by_dev;
+	u64 waker_work;   /* the work the waker ran, where it is a workqueue's worker */
 	/* The short sleeps of the first SHORT_WAKERS tasks that ended them, per task. */
 	struct short_wake short_wakers[SHORT_WAKERS];
 	struct sleep sleeps[TOP_SLEEPS];
@@ -270,6 +305,13 @@ struct {
 	__type(value, u64);
 } flushes_in_flight SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct completions_seen);
+} last_completions SEC(".maps");
+
 /* The journal commit that ended last on each filesystem's device (MAJOR << 20 | MINOR),
  * and under 0 the one that ended last on the machine. */
 struct {
@@ -298,10 +340,13 @@ struct {
 } commit_detail SEC(".maps");
 
 /* The flusher's work per disk (MAJOR << 20 | MINOR), per reason (enum wb_reason; the
- * kernel has 8): how many of its work items run now, and when one last started or wrote. */
+ * kernel has 8): how many of its work items run now, and when one last started or wrote.
+ * Signed, and read as working only above 0: a round written whose start came before the
+ * program takes it below, where a check-then-decrement could race another round's and wrap
+ * it to claim the reason for ever. */
 #define WB_REASONS 16
 struct flusher {
-	u32 working[WB_REASONS];
+	s32 working[WB_REASONS];
 	u64 seen_ns[WB_REASONS];
 };
 

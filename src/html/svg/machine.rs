@@ -31,6 +31,7 @@ pub(crate) fn cause_colour(cause_key: &str) -> &'static str {
         "journal_commit" => "#e377c2",
         "data_writeback" => "#2ca02c",
         "device_flush" => "#17becf",
+        "device_read" => "#bcbd22",
         "dirty_throttle" => "#ff7f0e",
         "waited_for_thread" => "#9467bd",
         "on_cpu" | "runnable" | "woken" => "#7f7f7f",
