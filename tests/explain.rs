@@ -37,6 +37,7 @@ common::tests! {
     overlapping_runs_leave_tracefs_as_they_found_it: [Root, Fuse, Tracefs],
     concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found: [Root, Tracefs],
     fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush: [Root, Fuse, Tracefs],
+    the_bpf_tracer_ties_a_followers_commit_to_the_leaders_flush: [Root, Fuse, Bpf],
     exec_explain_traces_the_sync_calls_of_the_whole_process_tree: [Root, Fuse, Tracefs],
     exec_explain_works_on_the_hosts_own_filesystem: [Root, Tracefs],
     the_bpf_tracer_names_a_short_wait_by_the_block_completion_that_ended_it: [Root, Bpf],
@@ -1118,6 +1119,17 @@ fn concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found() 
 /// commit's follower's wait names the leader's flush it waited for (seed 002 on the
 /// emulated 7200 rpm disk, where a flush takes a rotation).
 fn fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
+    leaders_flush_named_by("tracefs");
+}
+
+/// Issue 25: the same with the BPF tracer, which ties a follower's commit to the leader's
+/// fdatasync by time (it does not follow the wait in user space), the follower's own write
+/// recorded inside the commit taking its part.
+fn the_bpf_tracer_ties_a_followers_commit_to_the_leaders_flush() {
+    leaders_flush_named_by("bpf");
+}
+
+fn leaders_flush_named_by(tracer: &str) {
     let _one = one_at_a_time();
     let backing = temp();
     let (result, text, pid) = run_json(
@@ -1127,7 +1139,7 @@ fn fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
             .device("hdd-7200")
             .backing(backing.path())
             .size("1G")
-            .arg("--explain")
+            .args(["--explain", "--tracer", tracer])
             .set("threads", "4")
             .set("coordination", "wal,none")
             .set("duration", "2s")
@@ -1139,8 +1151,18 @@ fn fsync_tps_explains_each_threads_slowest_commits_and_the_leaders_flush() {
     // the trace misses the switch that put it back on one (switches from the idle task at
     // times go unrecorded here), that stretch is honestly unattributed (3.2 ms of a 34.5 ms
     // commit, 9.4%, in one run): up to 10% is allowed, as for the throttled writes above.
+    // The BPF tracer's writes (tens of microseconds) can have a short sleep it names only
+    // by its waker (another worker holding the inode's lock) and time outside the system
+    // call, which it does not follow (a thread preempted just before or after it: nine
+    // threads on two CPUs): their parts add up, and only the commits, this test's subject,
+    // are held to the share unattributed.
     for call in result["explain"]["calls"].as_array().unwrap() {
-        assert_parts_add_up_leaving(call, 0.10);
+        let share = if tracer == "bpf" && call["op"] != "commit" {
+            1.0
+        } else {
+            0.10
+        };
+        assert_parts_add_up_leaving(call, share);
     }
     // Two steps of four workers: eight threads, each with its own slowest commits.
     let mut threads: Vec<u64> = commits.iter().map(|c| c["tid"].as_u64().unwrap()).collect();

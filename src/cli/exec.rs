@@ -67,8 +67,8 @@ pub struct ExecExplainArgs {
     #[arg(long, value_name = "DURATION", help_heading = "Explain")]
     pub timeline_interval: Option<String>,
     /// With --explain: what traces the command: tracefs (every system call of its processes
-    /// read in user space: also writes to O_SYNC files), or bpf (sync calls only, timed and
-    /// split in the kernel, at a fraction of the cost) [default: tracefs]
+    /// read in user space), or bpf (its sync calls and durable writes, timed and split in
+    /// the kernel, at a fraction of the cost) [default: tracefs]
     #[arg(long, value_name = "TRACER", help_heading = "Explain")]
     pub tracer: Option<String>,
 }

@@ -42,16 +42,20 @@ pub(crate) fn explain(
             inside.sort_by_key(|k| Reverse(k.latency_ns));
             inside.truncate(1);
         }
+        // A commit waits for the leaders' sync calls that ended inside it, beside its own
+        // calls: a follower for the leader's, a leader first for the previous group's.
+        let leaders = match kind {
+            None => leaders_calls(call, syncs),
+            _ => Vec::new(),
+        };
         match (inside.is_empty(), kind) {
+            (_, None) if !leaders.is_empty() => {
+                by_time += 1;
+                explained.push(as_follower(call, &leaders, &inside, followed, origin_ns));
+            }
             (false, _) => explained.push(as_measured(&inside, call, &followed.symbols, origin_ns)),
             (true, Some(_)) => not_recorded += 1,
-            (true, None) => match leaders_calls(call, syncs).as_slice() {
-                [] => no_sync_inside += 1,
-                leaders => {
-                    by_time += 1;
-                    explained.push(as_follower(call, leaders, followed, origin_ns));
-                }
-            },
+            (true, None) => no_sync_inside += 1,
         }
     }
     let mut notes = Vec::new();
@@ -104,9 +108,11 @@ fn leaders_calls<'a>(call: &Call, syncs: &'a [Span]) -> Vec<&'a Span> {
     chain
 }
 
-/// A follower's commit: the parts of it the leaders' sync calls covered, each with that
-/// call's own parts where the kernel kept its record, and the rest.
-fn as_follower(call: &Call, leaders: &[&Span], followed: &Followed, origin_ns: u64) -> Attribution {
+/// A commit that waited for other threads' sync calls: its own calls the kernel recorded
+/// inside it (`own`: a follower's write, a leader's write and fdatasync), with their parts;
+/// the parts of the rest the leaders' sync calls covered, each with that call's own parts
+/// where the kernel kept its record; and what is left.
+fn as_follower(call: &Call, leaders: &[&Span], own: &[&SlowCall], followed: &Followed, origin_ns: u64) -> Attribution {
     let call_end = call.start_ns + call.latency_ns;
     let mut a = Attribution {
         tid: call.tid,
@@ -117,6 +123,19 @@ fn as_follower(call: &Call, leaders: &[&Span], followed: &Followed, origin_ns: u
         parts: Vec::new(),
         notes: vec!["tied to the leaders' calls by time: each ended inside this commit".into()],
     };
+    // The follower's own calls, on the run clock: a leader's share leaves them out.
+    let own_spans: Vec<(u64, u64)> = own
+        .iter()
+        .map(|k| {
+            let start = k.start_ns.saturating_sub(origin_ns);
+            (start, start + k.latency_ns)
+        })
+        .collect();
+    if !own.is_empty() {
+        let mine = as_measured(own, call, &followed.symbols, origin_ns);
+        a.parts.extend(mine.parts.into_iter().filter(|p| !is_outside(&p.cause)));
+        a.notes.extend(mine.notes);
+    }
     for leader in leaders {
         let (l_start, l_end) = (leader.start_ns, leader.start_ns + leader.latency_ns);
         let record = followed.calls.iter().find(|k| {
@@ -147,10 +166,11 @@ fn as_follower(call: &Call, leaders: &[&Span], followed: &Followed, origin_ns: u
                     parts,
                 }),
             },
-            ns: l_end.min(call_end) - l_start.max(call.start_ns),
+            ns: covered(l_start.max(call.start_ns), l_end.min(call_end), &own_spans),
             waits: 1,
         });
     }
+    a.parts.retain(|p| p.ns > 0);
     let rest = call.latency_ns.saturating_sub(a.parts.iter().map(|p| p.ns).sum());
     if rest > 0 {
         a.parts.push(Part {
@@ -163,6 +183,21 @@ fn as_follower(call: &Call, leaders: &[&Span], followed: &Followed, origin_ns: u
     }
     a.parts.sort_by_key(|p| Reverse(p.ns));
     a
+}
+
+/// Whether a part is [`as_measured`]'s time outside the records (which a follower's own
+/// records leave to the leaders' calls and the rest).
+fn is_outside(cause: &Cause) -> bool {
+    matches!(cause, Cause::Unattributed { reason } if reason.starts_with("outside "))
+}
+
+/// The time from `start` to `end` outside every span of `spans` (which do not overlap).
+fn covered(start: u64, end: u64, spans: &[(u64, u64)]) -> u64 {
+    let inside: u64 = spans
+        .iter()
+        .map(|&(s, e)| e.min(end).saturating_sub(s.max(start)))
+        .sum();
+    end.saturating_sub(start).saturating_sub(inside)
 }
 
 /// `call` as the run measured it, from the kernel's records of the sync calls inside it

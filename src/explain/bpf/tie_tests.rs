@@ -133,3 +133,64 @@ fn a_followers_commit_is_tied_by_time_to_the_leaders_sync_call_that_ended_inside
         "{notes:?}"
     );
 }
+
+/// A follower's commit with its own write recorded inside it (fsync-tps's, whose measuring
+/// threads' writes the BPF tracer follows) is still tied to the leader's sync call: the
+/// write's parts, then the leader's share of the rest, the write's time left out of it.
+#[test]
+fn a_followers_commit_with_its_write_inside_is_tied_to_the_leaders_sync_call_too() {
+    let origin = 1_000_000;
+    let mut leader = call(7, origin + 100_000, 800_000);
+    leader.kind = Some(SyncKind::Fdatasync);
+    // The follower's write, 60 us to 110 us of the run: on a CPU all along.
+    let mut write = call(8, origin + 60_000, 50_000);
+    write.kind = Some(SyncKind::Write);
+    let followed = Followed {
+        symbols: KernelSymbols::empty(),
+        calls: vec![leader, write],
+        every: Vec::new(),
+        sent: 2,
+        lost: Lost::default(),
+        cost: RunTime::default(),
+        reader_cpu_ns: 0,
+    };
+    let syncs = [Span {
+        tid: 7,
+        op: "fdatasync",
+        start_ns: 100_000,
+        latency_ns: 800_000,
+    }];
+    let commit = Call {
+        tid: 8,
+        op: "commit".into(),
+        start_ns: 50_000,
+        latency_ns: 1_000_000,
+    };
+    let (explained, notes) = explain(&followed, &[commit], &syncs, origin);
+    let a = &explained[0];
+    assert_eq!(a.total_ns(), 1_000_000, "{:?}", a.parts);
+    let leaders: Vec<u64> = a
+        .parts
+        .iter()
+        .filter(|p| matches!(p.cause, Cause::WaitedForThread { thread: 7, .. }))
+        .map(|p| p.ns)
+        .collect();
+    assert_eq!(
+        leaders,
+        [790_000],
+        "the leader's 800 us less the 10 us of the write inside it"
+    );
+    assert!(
+        a.parts.iter().any(|p| p.cause == Cause::OnCpu && p.ns == 50_000),
+        "{:?}",
+        a.parts
+    );
+    assert!(
+        !a.parts
+            .iter()
+            .any(|p| p.cause.to_string().contains("outside its write")),
+        "{:?}",
+        a.parts
+    );
+    assert!(notes.iter().any(|n| n.contains("by time alone")), "{notes:?}");
+}
