@@ -44,7 +44,7 @@ impl Side {
     fn name(self) -> &'static str {
         match self {
             Side::Off => "--no-explain",
-            Side::On => "--explain",
+            Side::On => "--explain --tracer tracefs",
             Side::NoStacks => "--explain, no stacks",
             Side::Bpf => "--explain --tracer bpf",
         }
@@ -63,6 +63,9 @@ fn run(target: &[&str], write_size: &str, side: Side) -> Value {
         .args(["--set", &format!("iterations={ITERATIONS}")]);
     if side == Side::Bpf {
         cmd.args(["--tracer", "bpf"]);
+    } else if side != Side::Off {
+        // tracefs by name: the BPF tracer is the default where it can run.
+        cmd.args(["--tracer", "tracefs"]);
     }
     if side == Side::NoStacks {
         cmd.env("FSYNCLAB_TRACE_STACKS", "0");

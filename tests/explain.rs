@@ -775,7 +775,7 @@ fn cleanup_removes_the_trace_instance_of_a_sigkilled_run() {
     let state = PrivateState::new();
     let dir = temp();
     let deadline = Instant::now() + Duration::from_secs(30);
-    let (mut child, _output) = prober_tracing(&state, dir.path(), &[]);
+    let (mut child, _output) = prober_tracing(&state, dir.path(), &["--tracer", "tracefs"]);
     let name = instance_of(child.id());
     assert!(trace_instances().contains(&name), "{name} not traced in");
     assert!(Instant::now() < deadline);
@@ -942,6 +942,8 @@ fn overlapping_runs_leave_tracefs_as_they_found_it() {
                 "run",
                 "overwrite-fsync",
                 "--explain",
+                "--tracer",
+                "tracefs",
                 "--quiet",
                 "--format",
                 "json",
@@ -1021,6 +1023,8 @@ fn concurrent_traced_runs_and_cleanups_leave_no_instance_and_tracefs_as_found() 
                 "run",
                 "overwrite-fsync",
                 "--explain",
+                "--tracer",
+                "tracefs",
                 "--quiet",
                 "--format",
                 "json",
@@ -1593,7 +1597,7 @@ fn cleanup_removes_both_trace_instances_of_a_sigkilled_exec() {
     let mut child = std::process::Command::new(common::bin())
         .env(state.env().0, state.env().1)
         .env("FSYNCLAB_STORE", "off")
-        .args(["exec", "--explain", "--dir"])
+        .args(["exec", "--explain", "--tracer", "tracefs", "--dir"])
         .arg(dir.path())
         .args(["--", "sh", "-c", "echo started; exec sleep 60"])
         .stdout(Stdio::piped())

@@ -16,7 +16,7 @@ pgbench_demo() {
   # initdb and postgres refuse to run as root: the cluster belongs to the postgres user.
   # checkpoint_timeout=30s puts a checkpoint (the checkpointer's fsyncs of the data files)
   # inside the 40 s of pgbench; the shutdown checkpoint comes at the end.
-  "$fsynclab" exec --scratch ext4 --device hdd-7200 --explain -- sh -c "
+  "$fsynclab" exec --scratch ext4 --device hdd-7200 --explain --tracer tracefs -- sh -c "
     chown postgres . &&
     runuser -u postgres -- $pgbin/initdb -D pg -A trust -U postgres >/dev/null &&
     runuser -u postgres -- $pgbin/pg_ctl -D pg -l pg/server.log -w \
@@ -31,7 +31,7 @@ pgbench_demo() {
 sqlite_demo() {
   # The default rollback journal: each INSERT is a transaction that syncs the journal,
   # the database and the directory.
-  "$fsynclab" exec --scratch ext4 --device hdd-7200 --explain -- sh -c '
+  "$fsynclab" exec --scratch ext4 --device hdd-7200 --explain --tracer tracefs -- sh -c '
     sqlite3 t.db "CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT);" &&
     for i in $(seq 200); do echo "INSERT INTO t(v) VALUES (hex(randomblob(512)));"; done | sqlite3 t.db &&
     sqlite3 t.db "SELECT count(*) FROM t;"'

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What each tracer behind --explain costs whole runs (issue 25): rndwr's requests/s with its
 16 worker threads traced, and an fsync-tps run's wall time and peak memory, each run
-untraced (--no-explain), with tracefs (--explain) and with the BPF tracer (--explain
---tracer bpf), the three sides interleaved round by round, the order rotating.
+untraced (--no-explain), with tracefs (--explain --tracer tracefs) and with the BPF tracer
+(--explain --tracer bpf), the three sides interleaved round by round, the order rotating.
 
 Usage (root, release build, alone on the machine):
     docs/bench/tracer-cost.py DIR [ROUNDS]
@@ -24,7 +24,7 @@ import tempfile
 
 SIDES = {
     "none": ["--no-explain"],
-    "tracefs": ["--explain"],
+    "tracefs": ["--explain", "--tracer", "tracefs"],
     "bpf": ["--explain", "--tracer", "bpf"],
 }
 SCENARIOS = {

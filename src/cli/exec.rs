@@ -66,9 +66,10 @@ pub struct ExecExplainArgs {
     /// With --explain: sample the writeback timeline this often [default: 100ms]
     #[arg(long, value_name = "DURATION", help_heading = "Explain")]
     pub timeline_interval: Option<String>,
-    /// With --explain: what traces the command: tracefs (every system call of its processes
-    /// read in user space), or bpf (its sync calls and durable writes, timed and split in
-    /// the kernel, at a fraction of the cost) [default: tracefs]
+    /// With --explain: what traces the command: bpf (its sync calls and durable writes,
+    /// timed and split in the kernel, at a fraction of the cost), or tracefs (every system
+    /// call of its processes read in user space) [default: bpf where it can run, else
+    /// tracefs]
     #[arg(long, value_name = "TRACER", help_heading = "Explain")]
     pub tracer: Option<String>,
 }

@@ -146,10 +146,10 @@ pub struct ExplainArgs {
     /// Sample the writeback timeline (dirty memory, PSI, the device's queue) this often
     #[arg(long, value_name = "DURATION", default_value = "100ms", help_heading = "Explain")]
     pub timeline_interval: String,
-    /// What traces the kernel: tracefs (every kind of call, with the commits and flushes each
-    /// wait was tied to), or bpf (sync calls, writes, and opens, closes, renames and
+    /// What traces the kernel: bpf (sync calls, writes, and opens, closes, renames and
     /// truncates, split in the kernel as `fsynclab watch` does: far fewer events cross to
-    /// user space) [default: tracefs]
+    /// user space), or tracefs (every kind of call, its events read in user space, the raw
+    /// trace kept with FSYNCLAB_SAVE_TRACE) [default: bpf where it can run, else tracefs]
     #[arg(long, value_name = "TRACER", help_heading = "Explain")]
     pub tracer: Option<String>,
 }
@@ -191,7 +191,8 @@ impl ExplainArgs {
             over_ns: over.as_nanos() as u64,
         };
         let tracer = match self.tracer.as_deref() {
-            None | Some("tracefs") => TracerKind::Tracefs,
+            None => TracerKind::here(),
+            Some("tracefs") => TracerKind::Tracefs,
             Some("bpf") => TracerKind::Bpf,
             Some(other) => return Err(Usage(format!("--tracer {other}: expected tracefs or bpf"))),
         };

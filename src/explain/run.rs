@@ -50,6 +50,20 @@ pub(crate) enum TracerKind {
     Bpf,
 }
 
+impl TracerKind {
+    /// The tracer `--explain` uses where `--tracer` is not given: BPF where it can run
+    /// (root, BTF, a build with its program), tracefs where it cannot, or where
+    /// FSYNCLAB_SAVE_TRACE or FSYNCLAB_TRACE_STACKS ask for what only tracefs does.
+    pub(crate) fn here() -> TracerKind {
+        let tracefs_asked = std::env::var_os(SAVE_TRACE).is_some() || std::env::var_os(TRACE_STACKS).is_some();
+        if tracefs_asked || super::bpf::unavailable().is_some() {
+            TracerKind::Tracefs
+        } else {
+            TracerKind::Bpf
+        }
+    }
+}
+
 impl Default for ExplainOptions {
     /// The timeline only: what `suite` and `matrix` runs record.
     fn default() -> ExplainOptions {
