@@ -47,7 +47,13 @@
 macro_rules! note {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        // One write for the whole line: stderr is unbuffered, and `writeln!` on it writes
+        // each piece of the format apart, between which another writer on the same stream
+        // (a guest's kernel console, which QEMU merges with the command's stderr) can put
+        // its own line, cutting ours in two.
+        let mut line = format!($($arg)*);
+        line.push('\n');
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }};
 }
 
