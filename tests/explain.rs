@@ -1160,13 +1160,43 @@ fn leaders_flush_named_by(tracer: &str) {
     // call, which it does not follow (a thread preempted just before or after it: nine
     // threads on two CPUs): their parts add up, and only the commits, this test's subject,
     // are held to the share unattributed.
+    // A commit the BPF tracer ties to the leaders' calls by time has, beside the leaders'
+    // calls, the time between them: the next leader woken, waiting for a CPU, making its
+    // write (under the threshold, so not sent), all outside any call of the follower's and
+    // outside what the BPF tracer follows. It is said as "the rest of the commit" and is
+    // not a want of trace: 3.24 of a 19.7 ms commit (16%) in one run, between two leaders'
+    // fdatasyncs of 8.4 and 8.2 ms. It is held apart: the leaders' calls must still cover
+    // most (at least half) of every commit tied to them.
     for call in result["explain"]["calls"].as_array().unwrap() {
-        let share = if tracer == "bpf" && call["op"] != "commit" {
-            1.0
-        } else {
-            0.10
-        };
-        assert_parts_add_up_leaving(call, share);
+        if tracer == "bpf" && call["op"] != "commit" {
+            assert_parts_add_up_leaving(call, 1.0);
+            continue;
+        }
+        let rest: u64 = parts(call)
+            .iter()
+            .filter(|p| {
+                p["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("the rest of the commit"))
+            })
+            .map(|p| p["ns"].as_u64().unwrap())
+            .sum();
+        let latency = call["latency_ns"].as_u64().unwrap();
+        assert!(2 * rest <= latency, "the leaders' calls cover less than half: {call:#}");
+        let mut seen = call.clone();
+        seen["parts"] = Value::Array(
+            parts(call)
+                .iter()
+                .filter(|p| {
+                    !p["reason"]
+                        .as_str()
+                        .is_some_and(|r| r.starts_with("the rest of the commit"))
+                })
+                .cloned()
+                .collect(),
+        );
+        seen["latency_ns"] = (latency - rest).into();
+        assert_parts_add_up_leaving(&seen, 0.10);
     }
     // Two steps of four workers: eight threads, each with its own slowest commits.
     let mut threads: Vec<u64> = commits.iter().map(|c| c["tid"].as_u64().unwrap()).collect();
