@@ -48,6 +48,7 @@ common::tests! {
     a_bpf_traced_exec_killed_with_sigkill_leaves_no_bpf_program: [Root, Bpf],
     a_bpf_explained_fsync_loop_names_each_commits_own_parts: [Root, Bpf, Tool("python3")],
     a_bpf_explained_call_names_only_its_own_filesystems_commits: [Root, Bpf, Tool("python3")],
+    a_bpf_explained_task_alternating_two_filesystems_names_each_calls_own: [Root, Bpf, Tool("python3")],
     the_bpf_tracer_names_an_interrupts_wakeup_on_this_kernel_not_the_task_it_interrupted:
         [Root, Bpf, Tool("python3")],
 }
@@ -1776,6 +1777,45 @@ touch {stop}; wait; rm -f {host} {stop}",
     assert_eq!(by.get(&("python3".into(), false)), None, "{by:?}");
     assert_eq!(by.get(&("dd".into(), true)), None, "{by:?}");
     assert!(scratch_commits_meanwhile >= 5, "{scratch_commits_meanwhile}\n{stderr}");
+}
+
+/// Issue 25: the BPF tracer remembers a task's last file and what it read of it (its
+/// filesystem and disk) from call to call; a call on another file reads them anew. One
+/// process alternates an fsync of a file on the scratch ext4 with an fdatasync of a file on
+/// the host's filesystem: each fsync is said to be on the scratch's loop device and each
+/// fdatasync not (a cache that kept the first file's devices would put every call on one).
+fn a_bpf_explained_task_alternating_two_filesystems_names_each_calls_own() {
+    let (result, stderr) = bpf_explained_on_a_ram_scratch(|backing| {
+        let host = backing.join("host-file");
+        format!(
+            "python3 -c \"import os
+s = os.open('f', os.O_WRONLY | os.O_CREAT)
+h = os.open('{host}', os.O_WRONLY | os.O_CREAT)
+for _ in range(3000):
+    os.pwrite(s, b'x' * 4096, 0)
+    os.fsync(s)
+    os.pwrite(h, b'x' * 4096, 0)
+    os.fdatasync(h)
+os.unlink('{host}')\"",
+            host = host.display()
+        )
+    });
+    let mut places = std::collections::BTreeMap::<(String, bool), usize>::new();
+    for call in result_calls(&result) {
+        let op = call["op"].as_str().unwrap().to_string();
+        for note in call["notes"].as_array().into_iter().flatten() {
+            if let Some(place) = note.as_str().unwrap().strip_prefix("meanwhile on ") {
+                *places.entry((op.clone(), place.starts_with("loop"))).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(places.get(&("fsync".into(), false)), None, "{places:?}\n{stderr}");
+    assert_eq!(places.get(&("fdatasync".into(), true)), None, "{places:?}\n{stderr}");
+    assert!(places.contains_key(&("fsync".into(), true)), "{places:?}\n{stderr}");
+    assert!(
+        places.contains_key(&("fdatasync".into(), false)),
+        "{places:?}\n{stderr}"
+    );
 }
 
 /// The calls a stored run explains, from its exported result.

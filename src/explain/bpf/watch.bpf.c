@@ -55,16 +55,23 @@ static __always_inline bool traced(const struct config *cfg, u32 pid, const char
 	return comm_matches(comm, cfg->comm);
 }
 
-/* The current task's open file `fd`, or NULL. */
+/* The current task's open file `fd`, or NULL. The task's descriptor table is reached by
+ * plain loads through the task's BTF pointer (the verifier makes each a load that cannot
+ * fault, without a helper call); only the table's slot, an array of pointers, is read with
+ * bpf_probe_read_kernel. (perf showed half of on_sys_enter's time in that helper when every
+ * pointer of the chain was read with it.) */
 static __always_inline struct file *file_of(s32 fd)
 {
 	if (fd < 0)
 		return NULL;
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || (u32)fd >= BPF_CORE_READ(fdt, max_fds))
+	struct files_struct *files = task->files;
+	if (!files)
 		return NULL;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct fdtable *fdt = files->fdt;
+	if (!fdt || (u32)fd >= fdt->max_fds)
+		return NULL;
+	struct file **fds = fdt->fd;
 	struct file *file = NULL;
 	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]))
 		return NULL;
@@ -81,16 +88,32 @@ static __always_inline u32 disk_dev(struct gendisk *disk)
 
 /* The call's filesystem's device and its whole disk's, from `file`: 0 for the calls that
  * name no file (sync; msync names memory) and a disk 0 for a filesystem on no block
- * device. */
-static __always_inline void set_devices(struct call *c, struct file *file)
+ * device; the file's inode number in c->ino when `with_ino`. The task's last file is
+ * remembered (the same open file and inode as its last followed call's: a write and its
+ * fdatasync, a worker's next write to the same file) and its devices not read again: six
+ * reads of kernel memory saved a call. A struct file freed and made again at the same
+ * address for another file has another inode, unless that inode too was freed and made
+ * again at the same address in between: then the devices would be the old file's. */
+static __always_inline void set_devices(struct call *c, struct file *file, bool with_ino)
 {
 	c->dev = 0;
 	c->disk = 0;
+	c->ino = 0;
 	if (!file)
 		return;
-	struct super_block *sb = BPF_CORE_READ(file, f_inode, i_sb);
-	c->dev = BPF_CORE_READ(sb, s_dev);
-	c->disk = disk_dev(BPF_CORE_READ(sb, s_bdev, bd_disk));
+	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	if ((u64)file != c->seen_file || (u64)inode != c->seen_inode) {
+		struct super_block *sb = BPF_CORE_READ(inode, i_sb);
+		c->seen_dev = BPF_CORE_READ(sb, s_dev);
+		c->seen_disk = disk_dev(BPF_CORE_READ(sb, s_bdev, bd_disk));
+		c->seen_ino = BPF_CORE_READ(inode, i_ino);
+		c->seen_file = (u64)file;
+		c->seen_inode = (u64)inode;
+	}
+	c->dev = c->seen_dev;
+	c->disk = c->seen_disk;
+	if (with_ino)
+		c->ino = c->seen_ino;
 }
 
 /* What has completed so far that a call's share is taken from: its disk's flushes and
@@ -146,9 +169,8 @@ static __always_inline void begin_call(struct call *c, const struct totals *t, u
 	__builtin_memset(&c->last_commit, 0, sizeof(c->last_commit));
 	__builtin_memset(&c->throttle, 0, sizeof(c->throttle));
 	__builtin_memset(&c->fs_journal, 0, sizeof(c->fs_journal));
-	c->ino = 0;
 	c->kind = kind;
-	set_devices(c, file);
+	set_devices(c, file, kind <= KIND_SYNC_FILE_RANGE || kind >= KIND_WRITE);
 	totals_now(c, t, &c->at_entry);
 }
 
@@ -186,8 +208,6 @@ static __always_inline int start_call(u32 kind, s32 fd, struct file *file, u32 p
 	c->pid = pid;
 	c->tid = tid;
 	c->fd = fd;
-	if (file && (kind <= KIND_SYNC_FILE_RANGE || kind >= KIND_WRITE))
-		c->ino = BPF_CORE_READ(file, f_inode, i_ino);
 	__builtin_memcpy(c->comm, comm, TASK_COMM_LEN);
 	c->start_ns = bpf_ktime_get_ns();
 	return 0;

@@ -245,6 +245,13 @@ struct call {
 	 * per reason (1 << enum wb_reason: background, vmscan, sync, periodic...). */
 	u32 flusher_reasons;
 	u32 pad;
+	/* Not read by user space: the task's last followed file (its struct file and inode)
+	 * and what set_devices read of it, kept from call to call. */
+	u64 seen_file;
+	u64 seen_inode;
+	u64 seen_ino;
+	u32 seen_dev;
+	u32 seen_disk;
 };
 
 struct {

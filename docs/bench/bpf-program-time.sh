@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# What each of the BPF tracer's programs costs a run of it (issue 25): the kernel's own
+# count (kernel.bpf_stats_enabled=1, restored afterwards) of runs and run time of each
+# program during one traced rndwr run, read with bpftool before the run ends.
+#
+# Usage (root, alone on the machine; run it for two builds in turn, several rounds):
+#     docs/bench/bpf-program-time.sh BINARY [DIR] [SECONDS]
+# DIR (default /var/tmp/tracer-cost) is where rndwr writes; SECONDS (default 12) its
+# duration. Takes /tmp/fsynclab-bench.lock; leaves nothing behind. Prints rndwr's requests/s, then one line a program that ran: runs, ns a run,
+# and its total time.
+set -euo pipefail
+bin=${1:?usage: docs/bench/bpf-program-time.sh BINARY [DIR] [SECONDS]}
+dir=${2:-/var/tmp/tracer-cost}
+secs=${3:-12}
+exec 9>/tmp/fsynclab-bench.lock
+flock 9
+tmp=$(mktemp -d)
+old=$(sysctl -n kernel.bpf_stats_enabled)
+trap 'sysctl -q kernel.bpf_stats_enabled="$old"; rm -rf "$tmp"' EXIT
+mkdir -p "$dir"
+sysctl -q kernel.bpf_stats_enabled=1
+"$bin" run rndwr --dir "$dir" --explain --tracer bpf \
+  --set "duration=${secs}s" --no-store -q --format json -o "$tmp/run.json" >/dev/null &
+run=$!
+sleep $((secs + 1))
+bpftool prog show --json >"$tmp/progs.json"
+wait "$run"
+python3 - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+r = json.load(open(f"{tmp}/run.json"))
+print("requests/s", round(r["details"]["rndwr"]["summary"]["requests_per_s"], 1))
+for p in json.load(open(f"{tmp}/progs.json")):
+    if p.get("run_cnt") and p["name"].startswith("on_"):
+        ns = p["run_time_ns"]
+        print(f'{p["name"]:36} {p["run_cnt"]:>9} runs {ns / p["run_cnt"]:7.0f} ns/run {ns / 1e6:8.1f} ms')
+PY
