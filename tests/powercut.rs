@@ -304,14 +304,15 @@ fn sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
     }
 }
 
-/// A shell workload that appends numbered records of 1 MiB with `dd conv=fsync` and writes
+/// A shell workload that appends numbered records of 8 MiB with `dd conv=fsync` and writes
 /// each one it was told is durable to a ledger outside the disk; the check finds every
 /// ledger line in the recovered log. Records of 8 MiB keep a drive's cache busy: one that
 /// acknowledges flushes without draining (`flush=ignore`) then holds acknowledged records at
 /// any moment. hdd-7200 drains 8 MiB in 61 ms (138 MB/s) and takes it in 28 ms (300 MB/s),
-/// so the cache fills faster than it drains whatever the time between two `dd`s. Records of
-/// 1 MiB drain in 8 ms: on a slower machine the next `dd` came later, and a cut found only
-/// the unacknowledged record in the cache (CI: "the drive held 1 writes (1048576 bytes)").
+/// so the cache fills while two `dd`s are less than 33 ms apart (at two cuts by hand it held
+/// 24 and 31 MB of the drive's 32). Records of 1 MiB drain in 8 ms: on a slower machine the
+/// next `dd` came later, and a cut found only the unacknowledged record in the cache (CI:
+/// "the drive held 1 writes (1048576 bytes)").
 const LEDGER_WORKLOAD: &str = "i=0; while :; do i=$((i+1)); { echo $i; head -c 8388608 /dev/zero; } | dd of=log oflag=append conv=notrunc,fsync bs=1M iflag=fullblock status=none && echo $i >> \"$LEDGER\"; done";
 const LEDGER_CHECK: &str = "tr -d '\\000' < log > lines; for i in $(cat \"$LEDGER\"); do grep -qx \"$i\" lines || { echo \"lost $i\"; exit 1; }; done; echo \"all $(wc -l < \"$LEDGER\") acknowledged lines are there\"";
 
