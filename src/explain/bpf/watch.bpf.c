@@ -86,6 +86,17 @@ static __always_inline u32 disk_dev(struct gendisk *disk)
 	return (u32)BPF_CORE_READ(disk, major) << 20 | (u32)BPF_CORE_READ(disk, first_minor);
 }
 
+/* The same, for a disk the verifier knows by its BTF type (a trace point's argument, or a
+ * field reached from one): plain loads, which the verifier makes loads that cannot fault,
+ * where disk_dev calls bpf_probe_read_kernel for each (a pointer read with that helper is a
+ * number to the verifier, which it does not let a program load through). */
+static __always_inline u32 disk_dev_btf(struct gendisk *disk)
+{
+	if (!disk)
+		return 0;
+	return (u32)disk->major << 20 | (u32)disk->first_minor;
+}
+
 /* The call's filesystem's device and its whole disk's, from `file`: 0 for the calls that
  * name no file (sync; msync names memory) and a disk 0 for a filesystem on no block
  * device; the file's inode number in c->ino when `with_ino`. The task's last file is
@@ -753,9 +764,10 @@ static __always_inline void completed_by(struct call *c, bool in_interrupt)
  * completion; xfs's log work ends a log force); 0 otherwise. */
 static __always_inline u64 work_of_current(void)
 {
-	struct task_struct *me = (struct task_struct *)bpf_get_current_task();
-	if (!bpf_core_field_exists(me->worker_private) || !(BPF_CORE_READ(me, flags) & PF_WQ_WORKER))
+	struct task_struct *me = bpf_get_current_task_btf();
+	if (!bpf_core_field_exists(me->worker_private) || !(me->flags & PF_WQ_WORKER))
 		return 0;
+	/* worker_private is a void pointer: read through with the helper. */
 	struct kthread *k = BPF_CORE_READ(me, worker_private);
 	if (!k)
 		return 0;
@@ -958,9 +970,10 @@ int BPF_PROG(on_writeback_written, struct bdi_writeback *wb, struct wb_writeback
 	return flusher_step(wb, work, -1);
 }
 
+/* Whether request `rq` (a trace point's argument) is a flush or carries one. */
 static __always_inline bool is_flush(struct request *rq)
 {
-	u32 flags = BPF_CORE_READ(rq, cmd_flags);
+	u32 flags = rq->cmd_flags;
 	u32 op = flags & 0xff;
 	u32 preflush = 1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH);
 	return op == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH) || (flags & preflush);
@@ -987,14 +1000,16 @@ int BPF_PROG(on_rq_complete, struct request *rq, blk_status_t error, unsigned in
 	struct totals *t = bpf_map_lookup_elem(&totals, &zero);
 	if (!t)
 		return 0;
-	u32 op = BPF_CORE_READ(rq, cmd_flags) & 0xff;
+	/* Plain loads from the request (see disk_dev_btf): a completion is the hottest of the
+	 * block programs, three a fsync on a loop device. */
+	u32 op = rq->cmd_flags & 0xff;
 	bool write = op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE);
 	u64 key = (u64)rq;
 	u64 *issued = bpf_map_lookup_elem(&flushes_in_flight, &key);
 	bool read = op == bpf_core_enum_value(enum req_op, REQ_OP_READ);
 	if (!write && !issued && !read)
 		return 0;
-	u32 dev = disk_dev(BPF_CORE_READ(rq, q, disk));
+	u32 dev = rq->q ? disk_dev_btf(rq->q->disk) : 0;
 	/* For the wakeup this completion makes next, in this context (woken). */
 	struct completions_seen *seen = bpf_map_lookup_elem(&last_completions, &zero);
 	if (seen) {
