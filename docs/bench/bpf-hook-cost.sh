@@ -46,7 +46,9 @@ median_fsync_us() {
   prober --set "iterations=$fsyncs" "$@" |
     python3 -c 'import json, statistics, sys
 r = json.load(sys.stdin)
-print(round(statistics.median(s["latency_ns"] / 1e3 for s in r["samples"] if s["op"] == "fsync"), 1))'
+if "--explain" in sys.argv and not r.get("explain", {}).get("events"):
+    sys.exit("bpf-hook-cost: the BPF side ran untraced (the tracer did not start: run it by hand to see why)")
+print(round(statistics.median(s["latency_ns"] / 1e3 for s in r["samples"] if s["op"] == "fsync"), 1))' "$@"
 }
 
 echo "median fsync (us), $write-byte writes, $fsyncs fsyncs a run"

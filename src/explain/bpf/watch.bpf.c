@@ -970,6 +970,27 @@ int BPF_PROG(on_writeback_written, struct bdi_writeback *wb, struct wb_writeback
 	return flusher_step(wb, work, -1);
 }
 
+/* A kernel address as a number the program may shift and fold: the verifier refuses
+ * arithmetic other than adding to a pointer, but a pointer stored in a map value reads back
+ * as a number (volatile, so that the compiler does not keep the register it stored). 0 if
+ * the scratch is missing. */
+static __always_inline u64 address_of(const void *p)
+{
+	u32 zero = 0;
+	u64 *scratch = bpf_map_lookup_elem(&address_scratch, &zero);
+	if (!scratch)
+		return 0;
+	*(volatile u64 *)scratch = (u64)p;
+	return *(volatile u64 *)scratch;
+}
+
+/* The slot of flushes_in_flight for the request at address `rq`: the address above the
+ * cache line (a request is larger than one), folded. */
+static __always_inline u32 flush_slot_of(u64 rq)
+{
+	return (u32)((rq >> 6) ^ (rq >> 16)) & (FLUSH_SLOTS - 1);
+}
+
 /* Whether request `rq` (a trace point's argument) is a flush or carries one. */
 static __always_inline bool is_flush(struct request *rq)
 {
@@ -986,8 +1007,15 @@ int BPF_PROG(on_rq_issue, struct request *rq)
 		return 0;
 	if (!is_flush(rq))
 		return 0;
-	u64 key = (u64)rq, now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&flushes_in_flight, &key, &now, BPF_ANY);
+	u64 addr = address_of(rq);
+	u32 slot = flush_slot_of(addr);
+	struct flush_slot *f = bpf_map_lookup_elem(&flushes_in_flight, &slot);
+	if (!addr || !f)
+		return 0;
+	/* The time before the address: a completion that finds its address finds a time at
+	 * least as recent (x86 keeps stores in order). */
+	f->issued_ns = bpf_ktime_get_ns();
+	f->rq = addr;
 	return 0;
 }
 
@@ -1004,8 +1032,15 @@ int BPF_PROG(on_rq_complete, struct request *rq, blk_status_t error, unsigned in
 	 * block programs, three a fsync on a loop device. */
 	u32 op = rq->cmd_flags & 0xff;
 	bool write = op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE);
-	u64 key = (u64)rq;
-	u64 *issued = bpf_map_lookup_elem(&flushes_in_flight, &key);
+	u64 addr = address_of(rq);
+	u32 slot = flush_slot_of(addr);
+	struct flush_slot *f = bpf_map_lookup_elem(&flushes_in_flight, &slot);
+	u64 issued_ns = 0;
+	if (addr && f && f->rq == addr) {
+		issued_ns = f->issued_ns;
+		f->rq = 0;
+	}
+	bool issued = issued_ns != 0;
 	bool read = op == bpf_core_enum_value(enum req_op, REQ_OP_READ);
 	if (!write && !issued && !read)
 		return 0;
@@ -1035,14 +1070,13 @@ int BPF_PROG(on_rq_complete, struct request *rq, blk_status_t error, unsigned in
 	}
 	if (!issued)
 		return 0;
-	u64 took = bpf_ktime_get_ns() - *issued;
+	u64 took = bpf_ktime_get_ns() - issued_ns;
 	__sync_fetch_and_add(&t->flushes, 1);
 	__sync_fetch_and_add(&t->flush_ns, took);
 	if (d) {
 		__sync_fetch_and_add(&d->flushes, 1);
 		__sync_fetch_and_add(&d->flush_ns, took);
 	}
-	bpf_map_delete_elem(&flushes_in_flight, &key);
 	return 0;
 }
 

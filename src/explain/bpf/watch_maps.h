@@ -304,12 +304,32 @@ struct {
 	__type(value, struct totals);
 } dev_totals SEC(".maps");
 
-/* Flush requests in flight: request address -> issue time. */
+/* Flush requests in flight: each request's address and issue time, in the slot its address
+ * picks (flush_slot_of). An array, not a hash keyed by the request: the hash's insert and
+ * delete were the block programs' largest cost (perf: htab_map_update_elem in kblockd at
+ * each flush). Two flushes in flight whose addresses pick the same slot keep the later
+ * one's time: the earlier one completes uncounted (its wakeup still named a flush's). A
+ * block layer keeps one flush in flight per hardware queue, so that takes two disks' or
+ * queues' flushes at once landing in one of FLUSH_SLOTS slots. */
+#define FLUSH_SLOTS 1024
+
+/* One number a CPU: where a kernel address is stored to be read back as a number
+ * (address_of in watch.bpf.c). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, u64);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
 	__type(value, u64);
+} address_scratch SEC(".maps");
+struct flush_slot {
+	u64 rq;
+	u64 issued_ns;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FLUSH_SLOTS);
+	__type(key, u32);
+	__type(value, struct flush_slot);
 } flushes_in_flight SEC(".maps");
 
 struct {
