@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
-/* Programs that do nothing, at the 25 trace points fsynclab's BPF tracer attaches to where
- * it cannot read the preemption count (this project's VMs) (src/explain/bpf/watch.bpf.c): what hooking them costs before any work.
+/* Programs that do nothing, at the 25 trace points fsynclab's BPF tracer
+ * (src/explain/bpf/watch.bpf.c) attaches to on a kernel where it cannot read the preemption
+ * count, as on this project's VMs: what hooking them costs before any work.
  * Used by docs/bench/bpf-hook-cost.sh. */
 char LICENSE[] __attribute__((section("license"), used)) = "Dual MIT/GPL";
 #define NOTHING(point, name) \

@@ -304,6 +304,15 @@ struct {
 	__type(value, struct totals);
 } dev_totals SEC(".maps");
 
+/* One number a CPU: where a kernel address is stored to be read back as a number
+ * (address_of in watch.bpf.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} address_scratch SEC(".maps");
+
 /* Flush requests in flight: each request's address and issue time, in the slot its address
  * picks (flush_slot_of). An array, not a hash keyed by the request: the hash's insert and
  * delete were the block programs' largest cost (perf: htab_map_update_elem in kblockd at
@@ -313,14 +322,6 @@ struct {
  * queues' flushes at once landing in one of FLUSH_SLOTS slots. */
 #define FLUSH_SLOTS 1024
 
-/* One number a CPU: where a kernel address is stored to be read back as a number
- * (address_of in watch.bpf.c). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, u64);
-} address_scratch SEC(".maps");
 struct flush_slot {
 	u64 rq;
 	u64 issued_ns;
