@@ -24,6 +24,8 @@ common::tests! {
     the_bpf_tracer_names_a_btrfs_commit_by_the_transaction_it_committed: [Root, Fuse, Bpf, Tool("mkfs.btrfs")],
     the_bpf_tracer_explains_a_runs_slow_fsyncs_with_parts_that_add_up: [Root, Fuse, Bpf],
     tracer_bpf_is_refused_in_one_line_where_bpf_is_missing: [Root],
+    an_explain_run_whose_bpf_tracer_cannot_load_fails_and_a_default_run_says_why_unexplained:
+        [Root, Bpf, Tool("setpriv")],
     slow_writes_under_low_dirty_limits_are_dirty_throttling: [Root, Fuse, Tracefs],
     the_bpf_tracer_names_slow_writes_under_low_dirty_limits_dirty_throttling: [Root, Fuse, Bpf],
     a_wait_for_a_files_pages_names_the_flushers_background_work: [Root, Fuse, Tracefs],
@@ -414,6 +416,66 @@ fn tracer_bpf_is_refused_in_one_line_where_bpf_is_missing() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("--explain") && err.contains("BPF"), "{err}");
     assert_eq!(common::leftovers(dir.path()), Vec::<String>::new());
+}
+
+/// Issue 25: where the BPF program cannot load although fsynclab runs as root (here root
+/// without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN, as in a container), `--explain --tracer bpf`
+/// fails in one line that names the tracer and what to do, leaving nothing behind, rather than
+/// measuring untraced (a bench took such a run for a cheap tracer); a run that left
+/// `--explain` to its default is measured and its result says why its calls are not explained.
+fn an_explain_run_whose_bpf_tracer_cannot_load_fails_and_a_default_run_says_why_unexplained() {
+    let without_bpf = |args: &[&str], dir: &Path| {
+        let state = PrivateState::new();
+        let out = std::process::Command::new("setpriv")
+            .args(["--bounding-set", "-bpf,-perfmon,-sys_admin", "--"])
+            .arg(common::bin())
+            .args(["run", "overwrite-fsync", "--quiet", "--no-store", "--format", "json"])
+            .args([
+                "--set",
+                "iterations=20",
+                "--set",
+                "sleep=0s",
+                "--set",
+                "background=none",
+                "--dir",
+            ])
+            .arg(dir)
+            .args(args)
+            .env(state.env().0, state.env().1)
+            .output()
+            .unwrap();
+        assert_eq!(common::leftovers(state.path()), Vec::<String>::new(), "state file left");
+        out
+    };
+    let dir = temp();
+    let out = without_bpf(&["--explain", "--tracer", "bpf"], dir.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--explain: the BPF tracer could not start")
+            && err.contains("CAP_BPF")
+            && err.contains("--tracer tracefs"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "a result was printed");
+    assert_eq!(
+        common::leftovers(dir.path()),
+        Vec::<String>::new(),
+        "work directory left"
+    );
+
+    let out = without_bpf(&[], dir.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["ops"]["fsync"]["count"], 20, "{result}");
+    let notes = result["explain"]["notes"].to_string();
+    assert!(notes.contains("tracing could not start"), "{notes}");
+    assert!(
+        result["explain"]["calls"].as_array().is_none_or(Vec::is_empty),
+        "{result}"
+    );
 }
 
 /// Issue 10: slow fsyncs on ext4 name the journal commit and the data writeback.

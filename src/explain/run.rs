@@ -35,6 +35,10 @@ pub(crate) struct ExplainOptions {
     pub(crate) timeline_interval: Duration,
     /// Which tracer explains the calls.
     pub(crate) tracer: TracerKind,
+    /// `--explain` was given: a tracer that cannot start fails the run, rather than leaving
+    /// its calls unexplained with a note (a bench would take an untraced run for a cheap
+    /// tracer).
+    pub(crate) required: bool,
 }
 
 /// The tracer behind `--explain` (`--tracer`).
@@ -72,6 +76,7 @@ impl Default for ExplainOptions {
             threshold: Threshold::default(),
             timeline_interval: DEFAULT_INTERVAL,
             tracer: TracerKind::Tracefs,
+            required: false,
         }
     }
 }
@@ -116,6 +121,7 @@ impl ExplainOptions {
             threshold,
             timeline_interval,
             tracer,
+            required: wish == TraceWish::Asked,
         };
         let mut note = None;
         if options.trace {
@@ -253,7 +259,7 @@ impl Explaining {
     /// Starts the timeline on `clock`, and the tracer on the calling thread and the worker
     /// threads (the ones that make the measured calls) when `options` ask for it and the
     /// scenario makes measured calls (`untraceable` says why not). A tracer that cannot start
-    /// is a note, not an error.
+    /// is a note, not an error, unless `--explain` asked for it ([`ExplainOptions::required`]).
     pub(crate) fn start(
         options: &ExplainOptions,
         dir: &std::path::Path,
@@ -275,6 +281,7 @@ impl Explaining {
                 crate::measure::samples::forget_first_measured();
                 match RunTracer::start(Traced::ThisProcess { tid }, clock.origin_monotonic_ns()) {
                     Ok(t) => bpf = Some(t),
+                    Err(e) if options.required => return Err(could_not_start(options.tracer, &e)),
                     Err(e) => notes.push(format!("tracing could not start: {e:#}")),
                 }
                 None
@@ -290,6 +297,7 @@ impl Explaining {
                 config.stacks = std::env::var_os(TRACE_STACKS).is_none_or(|v| v != "0");
                 match Tracer::start(config) {
                     Ok(t) => Some(t),
+                    Err(e) if options.required => return Err(could_not_start(options.tracer, &e)),
                     Err(e) => {
                         notes.push(format!("tracing could not start: {e:#}"));
                         None
@@ -358,6 +366,15 @@ impl Explaining {
         }
         (timeline, Some(explanation))
     }
+}
+
+/// The one line that ends a run whose `--explain` tracer could not start.
+fn could_not_start(tracer: TracerKind, e: &anyhow::Error) -> anyhow::Error {
+    let (name, instead) = match tracer {
+        TracerKind::Bpf => ("BPF", "use --tracer tracefs, or --no-explain"),
+        TracerKind::Tracefs => ("tracefs", "use --no-explain"),
+    };
+    anyhow::anyhow!("--explain: the {name} tracer could not start: {e:#}; {instead}")
 }
 
 impl Explanation {

@@ -214,6 +214,14 @@ impl BpfTracer {
             }
         }
         let object = open.load().map_err(|e| {
+            if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
+                // Root without the capabilities (a container's), or a kernel lockdown:
+                // libbpf's own line then blames the kernel's BPF support or RLIMIT_MEMLOCK.
+                return anyhow!(
+                    "the kernel refused the BPF program (EPERM): it needs root with CAP_BPF, \
+                     CAP_PERFMON and CAP_SYS_ADMIN (a container may drop them), and no kernel lockdown"
+                );
+            }
             anyhow!(
                 "loading the BPF program into the kernel: {e} (libbpf: {})",
                 libbpf_said()
