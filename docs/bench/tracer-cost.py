@@ -2,7 +2,10 @@
 """What each tracer behind --explain costs whole runs (issue 25): rndwr's requests/s with its
 16 worker threads traced, and an fsync-tps run's wall time and peak memory, each run
 untraced (--no-explain), with tracefs (--explain --tracer tracefs) and with the BPF tracer
-(--explain --tracer bpf), the three sides interleaved round by round, the order rotating.
+(--explain --tracer bpf), the sides interleaved round by round. Round n runs the sides in
+the n-th of all their orders (itertools.permutations: 6 for three sides, 24 for four), so
+over a multiple of that many rounds each side follows each other side equally often: a run
+that suffers from what the run before it left behind is not always the same side.
 
 Usage (root, release build, alone on the machine):
     docs/bench/tracer-cost.py DIR [ROUNDS]
@@ -12,9 +15,11 @@ fsync-tps (default both), FSYNCLAB_BENCH_SIDES which sides (default none,tracefs
 always run), FSYNCLAB_BASELINE a second binary run as one more side, `baseline-bpf`
 (`--explain --tracer bpf`), to compare two builds of the BPF tracer in the same rounds. Every run goes through
 `flock /tmp/fsynclab-bench.lock /usr/bin/time -f '%e %M'`. Prints one line a run, then the
-medians and the ratios to the untraced side.
+medians and the ratios to the untraced side, and for rndwr each side's ratio to the untraced
+run of its own round.
 """
 
+import itertools
 import json
 import os
 import statistics
@@ -60,8 +65,13 @@ def main():
     if os.environ.get("FSYNCLAB_BASELINE"):
         names.append("baseline-bpf")
     scenarios = os.environ.get("FSYNCLAB_BENCH_SCENARIOS", ",".join(SCENARIOS)).split(",")
+    orders = list(itertools.permutations(names))
+    if rounds % len(orders):
+        print(f"note: {rounds} rounds is not a multiple of the sides' {len(orders)} orders, so not "
+              "every side follows every other equally often", file=sys.stderr)
     for n in range(rounds):
-        order = names[n % len(names):] + names[:n % len(names)]
+        order = orders[n % len(orders)]
+        print(f"round {n + 1}: order {', '.join(order)}", flush=True)
         for scenario in scenarios:
             for side in order:
                 wall, rss, figure = run(binary, scenario, side, directory)
@@ -75,8 +85,10 @@ def main():
             med = [statistics.median(x[i] for x in runs) for i in range(3)]
             ref = [statistics.median(x[i] for x in base) for i in range(3)]
             if scenario == "rndwr":
+                paired = [r[2] / b[2] for r, b in zip(runs, base)]
                 print(f"{scenario} {side}: median {med[2]:.1f} requests/s = {med[2] / ref[2]:.3f}x untraced; "
-                      f"peak {med[1] / 1024:.0f} MiB = {med[1] / ref[1]:.2f}x")
+                      f"peak {med[1] / 1024:.0f} MiB = {med[1] / ref[1]:.2f}x; round by round "
+                      f"{', '.join(f'{p:.3f}' for p in paired)} (median {statistics.median(paired):.3f}x)")
             else:
                 print(f"{scenario} {side}: median wall {med[0]:.2f} s for {med[2]:.2f} s measured "
                       f"({(med[0] / med[2] - 1) * 100:+.1f}%), {med[0] / ref[0]:.3f}x untraced wall; "
