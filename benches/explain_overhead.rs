@@ -2,7 +2,7 @@
 //! fsync of the bare prober (`fsynclab run overwrite-fsync --set background=none --set
 //! sleep=0`) with `--explain`, with `--explain` but no kernel stacks
 //! (`FSYNCLAB_TRACE_STACKS=0`, to tell their cost from the rest of the trace's) and with
-//! `--no-explain`, in runs interleaved round by round (the order rotating, so that drift of
+//! `--no-explain`, in runs interleaved round by round (in a balanced order, so that drift of
 //! the machine hits every side alike), on a quiet machine and with two CPU-burning
 //! processes beside it (`sh -c 'while :; do :; done'`, one per CPU of the project's VM),
 //! on the host directory and on a scratch ext4 (loop device over a file on the host disk).

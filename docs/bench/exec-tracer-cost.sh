@@ -3,7 +3,8 @@
 # fio writes 4 KiB and fsyncs after every write (`--fsync=1`, the worst case for a tracer:
 # two system calls a write, tens of thousands a second) for SECONDS on a scratch ext4 whose
 # image is on a private tmpfs (`--device ram`: flushes cost nothing, so the tracer's cost is
-# not hidden behind a disk). Three sides, interleaved round by round, the order rotating:
+# not hidden behind a disk). Three sides, interleaved round by round in a balanced order
+# (docs/bench/balanced_orders.py):
 #   none     fsynclab exec without --explain (the same scratch filesystem, nothing traced)
 #   tracefs  exec --explain --tracer tracefs
 #   bpf      exec --explain --tracer bpf
@@ -49,8 +50,8 @@ read -ra sides <<<"${SIDES:-none tracefs bpf}"
 n=${#sides[@]}
 echo -e "round\tside\tiops\tfsync_p50_us\twall_s\tpeak_kib\tcalls" | tee "$work/all.tsv"
 for ((r = 1; r <= rounds; r++)); do
-  for ((i = 0; i < n; i++)); do
-    one "${sides[$(((i + r) % n))]}" "$r" | tee -a "$work/all.tsv"
+  for i in $("$(dirname "$0")"/balanced_orders.py "$n" "$r"); do
+    one "${sides[$i]}" "$r" | tee -a "$work/all.tsv"
   done
 done
 python3 - "$work/all.tsv" <<'EOF'

@@ -2,8 +2,8 @@
 # Issue 25: what the BPF tracer costs small-files' fs_mark (a create, 16 writes of 4 KiB,
 # an fsync and a close a file: since f609c0a the tracer follows the creates and closes of
 # a run's measuring thread as well as its writes and sync calls). Three sides, interleaved
-# round by round, the order rotating, on a scratch ext4 whose image is in RAM (`--device
-# ram`: the disk hides nothing):
+# round by round in a balanced order (docs/bench/balanced_orders.py), on a scratch ext4
+# whose image is in RAM (`--device ram`: the disk hides nothing):
 #   none          $FSYNCLAB run small-files ... --no-explain
 #   bpf           $FSYNCLAB run small-files ... --explain --tracer bpf
 #   baseline-bpf  $FSYNCLAB_BASELINE (another build) with --explain --tracer bpf
@@ -22,8 +22,8 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 sides=(none baseline-bpf bpf)
 for round in $(seq 1 "$rounds"); do
-  for i in 0 1 2; do
-    side=${sides[$(((i + round) % 3))]}
+  for i in $("$(dirname "$0")"/balanced_orders.py 3 "$round"); do
+    side=${sides[$i]}
     binary=$fsynclab flags=(--explain --tracer bpf)
     [ "$side" = none ] && flags=(--no-explain)
     [ "$side" = baseline-bpf ] && binary=$baseline

@@ -1,8 +1,8 @@
 #!/bin/bash
 # What `fsynclab watch` costs a database already running (issue 25): pgbench's tps against a
 # PostgreSQL cluster on the host's disk, with a `fsynclab watch --comm postgres` attached and
-# without, interleaved round by round (the order rotating), and the slow sync calls the watch
-# printed meanwhile.
+# without, interleaved round by round (in a balanced order: docs/bench/balanced_orders.py),
+# and the slow sync calls the watch printed meanwhile.
 #
 # Usage (root, release build, alone on the machine; PostgreSQL from scripts/setup.sh):
 #     flock /tmp/fsynclab-bench.lock docs/bench/pgbench-watch.sh DIR [ROUNDS] [SECONDS]
@@ -74,8 +74,7 @@ watched() {
 SIDES=$((${#BINARIES[@]} + 1))
 declare -A tps
 for round in $(seq 0 $((ROUNDS - 1))); do
-    for k in $(seq 0 $((SIDES - 1))); do
-        side=$(((round + k) % SIDES))
+    for side in $("$(dirname "$0")"/balanced_orders.py "$SIDES" "$round"); do
         if [ "$side" = 0 ]; then
             tps[$round,0]=$(bench)
             echo "round $round unwatched: ${tps[$round,0]} tps"

@@ -3,9 +3,10 @@
 16 worker threads traced, and an fsync-tps run's wall time and peak memory, each run
 untraced (--no-explain), with tracefs (--explain --tracer tracefs) and with the BPF tracer
 (--explain --tracer bpf), the sides interleaved round by round. Round n runs the sides in
-the n-th of all their orders (itertools.permutations: 6 for three sides, 24 for four), so
-over a multiple of that many rounds each side follows each other side equally often: a run
-that suffers from what the run before it left behind is not always the same side.
+the n-th order of a Williams design (docs/bench/balanced_orders.py: 2 orders for
+two sides, 6 for three, 4 for four), so over a multiple of that many rounds each side runs
+right after each other side equally often: a run that suffers from what the run before it
+left behind is not always the same side.
 
 Usage (root, release build, alone on the machine):
     docs/bench/tracer-cost.py DIR [ROUNDS]
@@ -19,13 +20,14 @@ medians and the ratios to the untraced side, and for rndwr each side's ratio to 
 run of its own round.
 """
 
-import itertools
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+
+from balanced_orders import balanced_orders  # beside this script
 
 SIDES = {
     "none": ["--no-explain"],
@@ -65,7 +67,7 @@ def main():
     if os.environ.get("FSYNCLAB_BASELINE"):
         names.append("baseline-bpf")
     scenarios = os.environ.get("FSYNCLAB_BENCH_SCENARIOS", ",".join(SCENARIOS)).split(",")
-    orders = list(itertools.permutations(names))
+    orders = [[names[i] for i in o] for o in balanced_orders(len(names))]
     if rounds % len(orders):
         print(f"note: {rounds} rounds is not a multiple of the sides' {len(orders)} orders, so not "
               "every side follows every other equally often", file=sys.stderr)
