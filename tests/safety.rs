@@ -19,26 +19,10 @@ use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root, Tool};
 use common::{
-    bin, fsynclab, leftovers, send, stderr_of, traces_under, wait_at_most, wait_for_file_containing, ScratchRun,
-    StderrLines,
+    backing as scratch_backing, bin, fsynclab, leftovers, send, stderr_of, traces_under, wait_at_most,
+    wait_for_file_containing, ScratchRun, StderrLines,
 };
 use serde_json::Value;
-
-/// Where these tests' runs write: in RAM (/dev/shm), so that how long a run takes to stop
-/// and undo its testbed is fsynclab's own time, not the host disk's. On the host's disk, in
-/// a CI run while the host was slow, a dir run's fsync in flight behind its stream writer
-/// kept it from ending within 10 s of the signal, and a scratch run's undo took over 60 s.
-fn in_ram() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("fsynclab-test-")
-        .tempdir_in("/dev/shm")
-        .expect("a directory in /dev/shm")
-}
-
-/// A backing directory for a scratch run's image (and an emulated disk's), in RAM.
-fn scratch_backing() -> tempfile::TempDir {
-    in_ram()
-}
 
 common::tests! {
     a_second_run_setting_sysctls_is_refused_while_one_is_live: [Root],
@@ -284,7 +268,7 @@ fn a_result_says_when_a_sysctl_changed_under_it() {
 /// Issue 8: every terminating signal stops a dir run and cleans up.
 fn every_terminating_signal_stops_a_dir_run_and_cleans_up() {
     let _serial = serial();
-    let dir = in_ram();
+    let dir = tempfile::tempdir().unwrap();
     let signals = [
         libc::SIGHUP,
         libc::SIGQUIT,
