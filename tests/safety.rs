@@ -143,7 +143,7 @@ fn wait_until_measuring_on_scratch(backing: &Path, child: &mut Child) {
 
 /// A long scratch run on an emulated disk with a sysctl set.
 fn scratch_run(backing: &Path) -> Command {
-    ScratchRun::run("overwrite-fsync")
+    let mut cmd = ScratchRun::run("overwrite-fsync")
         .quiet()
         .set("duration", "60s")
         .set("file_size", "32M")
@@ -152,7 +152,9 @@ fn scratch_run(backing: &Path) -> Command {
         .device("hdd-5400")
         .args(["--dirty-ratio", "13"])
         .backing(backing)
-        .process()
+        .process();
+    common::with_default_signals(&mut cmd);
+    cmd
 }
 
 // ---- item 1: overlapping --dirty-ratio runs ----
@@ -160,6 +162,7 @@ fn scratch_run(backing: &Path) -> Command {
 /// `fsynclab run overwrite-fsync --dir DIR` for about `duration`, with `extra` arguments.
 fn dir_run(dir: &Path, duration: &str, extra: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
+    common::with_default_signals(&mut cmd);
     cmd.args(["run", "overwrite-fsync", "-q", "-f", "json", "--dir"])
         .arg(dir)
         .args(["--set", &format!("duration={duration}"), "--set", "sleep=100ms"])
@@ -868,7 +871,7 @@ const POINTS: &[&str] = &[
 /// The run the sweep kills: a scratch ext4 on an emulated disk, with a scheduler, per-device
 /// dirty limits and two sysctls, so that every kind of step is there.
 fn sweep_run(backing: &Path) -> Command {
-    ScratchRun::probe()
+    let mut cmd = ScratchRun::probe()
         .quiet()
         .set("iterations", "20")
         .fs("ext4")
@@ -878,7 +881,9 @@ fn sweep_run(backing: &Path) -> Command {
         .args(["--bdi", "strict_limit=1,max_bytes=4M"])
         .args(["--dirty-ratio", "13", "--dirty-expire", "7s"])
         .backing(backing)
-        .process()
+        .process();
+    common::with_default_signals(&mut cmd);
+    cmd
 }
 
 /// Returns whether the run was killed before it ended, and its pid.

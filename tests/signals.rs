@@ -19,7 +19,7 @@ common::tests! {
 /// whatever the machine's load). Returns the exit code, stdout, and the time from the
 /// signal to the end.
 fn interrupt_once_written(args: &[&str], dir: &std::path::Path, written: &str, signal: i32) -> (i32, String, Duration) {
-    let mut child = Command::new(common::bin())
+    let mut child = common::with_default_signals(&mut Command::new(common::bin()))
         .env("FSYNCLAB_STORE", "off")
         .args(args)
         .arg("--dir")

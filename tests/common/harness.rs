@@ -69,6 +69,8 @@ pub fn run(tests: Vec<Test>) -> ExitCode {
     // test inherits that; it then keeps them ignored on purpose (src/signals.rs), and the
     // tests that stop it with Ctrl-C would wait for it in vain. The tests signal their
     // child's pid only, so the default action here does not reach this process from them.
+    // SIGHUP (ignored under nohup) is not reset here, which would undo nohup for the test
+    // run itself: the tests that send it start their runs with `with_default_signals`.
     for signal in [libc::SIGINT, libc::SIGQUIT] {
         // SAFETY: setting a signal's action to its default touches no Rust state.
         unsafe { libc::signal(signal, libc::SIG_DFL) };

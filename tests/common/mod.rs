@@ -292,6 +292,32 @@ pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Starts `cmd`'s process with every signal at its default action and none blocked,
+/// whatever the tests run under: `nohup` ignores SIGHUP, a non-interactive shell's background
+/// job ignores SIGINT and SIGQUIT, and fsynclab keeps a signal ignored at its start ignored
+/// (as nohup means). A test that sends a run a signal starts the run with this.
+pub fn with_default_signals(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt as _;
+    let last = libc::SIGRTMAX();
+    // SAFETY: between fork and exec the closure calls only async-signal-safe functions
+    // (signal, sigemptyset, sigprocmask) on its own stack.
+    unsafe {
+        cmd.pre_exec(move || {
+            for signal in 1..=last {
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    // glibc's own signals (32, 33) are refused with EINVAL: harmless.
+                    libc::signal(signal, libc::SIG_DFL);
+                }
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    cmd
+}
+
 /// Sends `signal` to `child`.
 pub fn send(child: &Child, signal: i32) {
     // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
