@@ -78,7 +78,8 @@ fn guests_under(dir: &Path) -> Vec<u32> {
 }
 
 /// Nothing of a run backed in `backing` is left: no QEMU serving its disk, no scratch
-/// directory, no state file.
+/// directory, no state file, and nothing in the run's TMPDIR, which the tests set to
+/// `backing` (virtme-ng leaves its exit-status file there when it is killed).
 fn assert_nothing_left(backing: &Path, state: &PrivateState) {
     // A QEMU that has just been killed may still be going away.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -107,6 +108,7 @@ fn guest_exec(backing: &Path, state: &PrivateState, limit: &str, script: &str) -
         .process();
     let (k, v) = state.env();
     cmd.env(k, v)
+        .env("TMPDIR", backing)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -131,6 +133,7 @@ fn in_guest_within(command: ScratchRun, tail: &[&str], backing: &Path, state: &P
         .args(tail)
         .command()
         .env(state.env().0, state.env().1)
+        .env("TMPDIR", backing)
         .timeout(Duration::from_secs(360))
         .output()
         .unwrap();
@@ -501,6 +504,7 @@ fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
         .arg("--store")
         .arg(&store)
         .env(state.env().0, state.env().1)
+        .env("TMPDIR", backing.path())
         .timeout(Duration::from_secs(360))
         .output()
         .unwrap();
@@ -557,6 +561,7 @@ fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing()
         .arg("--store")
         .arg(store_dir.path().join("store.sqlite"))
         .env(state.env().0, state.env().1)
+        .env("TMPDIR", backing.path())
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();

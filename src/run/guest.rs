@@ -139,6 +139,7 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         limit: b.limit,
         stdout_shown: !b.quiet,
         console: &served.prepared.dir().join("console.log"),
+        tmp: &served.prepared.private_tmp()?,
     };
     let (ended, took) = vm::launch(&vng, &launch)?;
 

@@ -99,6 +99,18 @@ impl Prepared {
         &self.dir
     }
 
+    /// A directory of the run's own in the system's temporary directory, removed with the
+    /// testbed, and by `fsynclab cleanup` after a run that was killed: the TMPDIR of a tool
+    /// the run starts that leaves files there when it is killed (virtme-ng leaves its
+    /// guest's exit-status file, `virtme_retXXXXXXXX`, when it ends by a signal).
+    pub fn private_tmp(&self) -> Result<PathBuf> {
+        let path = std::env::temp_dir().join(names::work_dir_name());
+        self.live().undo.perform(Step::Directory { path: path.clone() }, || {
+            std::fs::create_dir(&path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))
+        })?;
+        Ok(path)
+    }
+
     fn live(&self) -> std::sync::MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }

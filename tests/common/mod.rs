@@ -324,7 +324,9 @@ pub fn send(child: &Child, signal: i32) {
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0, "kill {signal}");
 }
 
-/// Waits for `child` at most `limit`, killing it (and failing) if it takes longer.
+/// Waits for `child` at most `limit`, killing it (and failing) if it takes longer. The
+/// failure says what the child was doing and which signals it ignored or blocked: a run
+/// that inherited a signal ignored (a test started under `nohup`) keeps it ignored.
 pub fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
     let deadline = Instant::now() + limit;
     loop {
@@ -332,13 +334,34 @@ pub fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitSta
             return status;
         }
         if Instant::now() > deadline {
+            let state = process_state(child.id());
             // Reaped before the panic, so that a cleanup guard sees a dead run.
             let _ = child.kill();
             let _ = child.wait();
-            panic!("fsynclab did not end within {limit:?}");
+            panic!("fsynclab did not end within {limit:?} ({state})");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A process's state, where it sleeps in the kernel, and the signals it ignores and
+/// blocks (masks from /proc/PID/status: bit N-1 is signal N; SIGHUP ignored is 1).
+fn process_state(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map_or("?".to_string(), |v| v.trim().to_string())
+    };
+    let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+    format!(
+        "state {}, wchan {}, SigIgn {}, SigBlk {}",
+        field("State:"),
+        if wchan.is_empty() { "?" } else { &wchan },
+        field("SigIgn:"),
+        field("SigBlk:")
+    )
 }
 
 /// The stderr of a finished child (piped).

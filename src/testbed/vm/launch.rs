@@ -133,6 +133,9 @@ pub struct Launch<'a> {
     /// Where the guest kernel's console is written (`vng --verbose`), kept apart from the
     /// command's stderr, so that a guest that crashed can say how ([`console_last_words`]).
     pub console: &'a Path,
+    /// virtme-ng's TMPDIR, a directory the run removes: what virtme-ng leaves there when
+    /// it is killed (its exit-status file) goes with it.
+    pub tmp: &'a Path,
 }
 
 /// The status virtme-ng exits with when the guest ended without its command's status: the
@@ -193,7 +196,7 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
         arg.push(opts);
         cmd.arg(arg);
     }
-    cmd.stdin(Stdio::null());
+    cmd.stdin(Stdio::null()).env("TMPDIR", l.tmp);
     let started = Instant::now();
     let outcome = Bounded {
         limit: l.limit,
