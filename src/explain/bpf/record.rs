@@ -18,8 +18,8 @@ const SHORT_WAKERS: usize = 4;
 const SHORT_WAKE_BYTES: usize = 48;
 /// sizeof(struct call): its fixed fields, the short sleeps per waker, the sleeps, the last
 /// commit, the inode and the device synced, the dirty throttling, xfs's and btrfs's journal,
-/// the flusher's reasons (and 4 bytes of padding), and the task's last file remembered from
-/// call to call (32 bytes, not read here).
+/// the flusher's reasons (and 4 bytes of padding), and the task's last file and filesystem
+/// remembered from call to call (40 bytes, not read here).
 pub(crate) const RECORD_BYTES: usize = 184
     + SHORT_WAKERS * SHORT_WAKE_BYTES
     + TOP_SLEEPS * SLEEP_BYTES
@@ -29,7 +29,7 @@ pub(crate) const RECORD_BYTES: usize = 184
     + THROTTLE_BYTES
     + FS_JOURNAL_BYTES
     + 8
-    + 32;
+    + 40;
 /// sizeof(struct throttle).
 const THROTTLE_BYTES: usize = 32;
 /// sizeof(struct fs_journal).

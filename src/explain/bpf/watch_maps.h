@@ -252,6 +252,7 @@ struct call {
 	u64 seen_ino;
 	u32 seen_dev;
 	u32 seen_disk;
+	u64 seen_sb; /* the filesystem (struct super_block) seen_dev and seen_disk are of */
 };
 
 struct {
