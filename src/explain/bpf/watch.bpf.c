@@ -97,6 +97,36 @@ static __always_inline u32 disk_dev_btf(struct gendisk *disk)
 	return (u32)disk->major << 20 | (u32)disk->first_minor;
 }
 
+/* libbpf 1.2's bpf_ksym_exists (Debian 12's headers are 1.1's): a weak ksym the kernel lacks
+ * reads as address 0, and the verifier drops the branch that would use it. */
+#ifndef bpf_ksym_exists
+#define bpf_ksym_exists(sym) (!!(&(sym) != 0))
+#endif
+
+/* bpf_rdonly_cast (a kfunc since Linux 6.2): `obj` as a pointer to the kernel's type
+ * `btf_id`, which the verifier lets a program load through with plain loads (a load that
+ * would fault reads 0), where bpf_probe_read_kernel is a helper call a word. Weak: absent
+ * (Debian's 6.1), set_devices reads with the helper as before. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* set_devices' reads where bpf_rdonly_cast is absent: one bpf_probe_read_kernel a word. */
+static __always_inline void set_seen_by_helper(struct call *c, struct file *file)
+{
+	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	if ((u64)file != c->seen_file || (u64)inode != c->seen_inode) {
+		struct super_block *sb = BPF_CORE_READ(inode, i_sb);
+		u32 dev = BPF_CORE_READ(sb, s_dev);
+		if ((u64)sb != c->seen_sb || dev != c->seen_dev) {
+			c->seen_disk = disk_dev(BPF_CORE_READ(sb, s_bdev, bd_disk));
+			c->seen_dev = dev;
+			c->seen_sb = (u64)sb;
+		}
+		c->seen_ino = BPF_CORE_READ(inode, i_ino);
+		c->seen_file = (u64)file;
+		c->seen_inode = (u64)inode;
+	}
+}
+
 /* The call's filesystem's device and its whole disk's, from `file`: 0 for the calls that
  * name no file (sync; msync names memory) and a disk 0 for a filesystem on no block
  * device; the file's inode number in c->ino when `with_ino`. The task's last file is
@@ -116,18 +146,24 @@ static __always_inline void set_devices(struct call *c, struct file *file, bool 
 	c->ino = 0;
 	if (!file)
 		return;
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
-	if ((u64)file != c->seen_file || (u64)inode != c->seen_inode) {
-		struct super_block *sb = BPF_CORE_READ(inode, i_sb);
-		u32 dev = BPF_CORE_READ(sb, s_dev);
-		if ((u64)sb != c->seen_sb || dev != c->seen_dev) {
-			c->seen_disk = disk_dev(BPF_CORE_READ(sb, s_bdev, bd_disk));
-			c->seen_dev = dev;
-			c->seen_sb = (u64)sb;
+	if (bpf_ksym_exists(bpf_rdonly_cast)) {
+		struct file *f = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
+		struct inode *inode = f->f_inode;
+		if ((u64)file != c->seen_file || (u64)inode != c->seen_inode) {
+			struct super_block *sb = inode->i_sb;
+			u32 dev = sb->s_dev;
+			if ((u64)sb != c->seen_sb || dev != c->seen_dev) {
+				struct block_device *bdev = sb->s_bdev;
+				c->seen_disk = bdev ? disk_dev_btf(bdev->bd_disk) : 0;
+				c->seen_dev = dev;
+				c->seen_sb = (u64)sb;
+			}
+			c->seen_ino = inode->i_ino;
+			c->seen_file = (u64)file;
+			c->seen_inode = (u64)inode;
 		}
-		c->seen_ino = BPF_CORE_READ(inode, i_ino);
-		c->seen_file = (u64)file;
-		c->seen_inode = (u64)inode;
+	} else {
+		set_seen_by_helper(c, file);
 	}
 	c->dev = c->seen_dev;
 	c->disk = c->seen_disk;
@@ -662,12 +698,6 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
  * kernel's BTF has is the one libbpf resolves (both weak; the other reads as absent). */
 extern const int __preempt_count __ksym __weak;
 extern struct pcpu_hot pcpu_hot __ksym __weak;
-
-/* libbpf 1.2's bpf_ksym_exists (Debian 12's headers are 1.1's): a weak ksym the kernel lacks
- * reads as address 0, and the verifier drops the branch that would use it. */
-#ifndef bpf_ksym_exists
-#define bpf_ksym_exists(sym) (!!(&(sym) != 0))
-#endif
 
 static __always_inline int preempt_count_now(void)
 {
