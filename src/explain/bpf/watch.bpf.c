@@ -129,16 +129,20 @@ static __always_inline void set_seen_by_helper(struct call *c, struct file *file
 
 /* The call's filesystem's device and its whole disk's, from `file`: 0 for the calls that
  * name no file (sync; msync names memory) and a disk 0 for a filesystem on no block
- * device; the file's inode number in c->ino when `with_ino`. The task's last file is
- * remembered (the same open file and inode as its last followed call's: a write and its
- * fdatasync, a worker's next write to the same file) and its devices not read again: eight
- * reads of kernel memory saved a call (a call on another file makes ten, where it made 15).
+ * device; the file's inode number in c->ino when `with_ino`. Reads of kernel memory a
+ * call, by what the task's last followed call named:
+ * - the same open file and inode (a write and its fdatasync, a worker's next write to the
+ *   same file): one, the file's inode; its devices are remembered, not read again;
+ * - another file of the same filesystem (the same super_block at the same address, with
+ *   the same device: sysbench's workers over their 128 files): four, the inode, its super
+ *   block, the device and the inode number; the disk is the last file's;
+ * - another filesystem: eight, with the block device, its disk and the disk's numbers.
  * A struct file freed and made again at the same address for another file has another
  * inode, unless that inode too was freed and made again at the same address in between:
- * then the devices would be the old file's. A call on another file of the filesystem of
- * the task's last one (the same super_block at the same address, with the same device:
- * sysbench's workers over their 128 files) reads its disk from that one's: four reads, not
- * eight, 175 ns of the entry program's 1.7 us a run in rndwr (BENCHMARKS.md). */
+ * then the devices would be the old file's. Where the kernel has bpf_rdonly_cast (6.2+)
+ * the reads are plain loads; elsewhere (Debian's 6.1) a helper call each. Both cuts are
+ * measured in BENCHMARKS.md: in rndwr the remembered filesystem took the entry program
+ * from 1,736 to 1,561 ns a run, the plain loads from 1,528 to 1,416. */
 static __always_inline void set_devices(struct call *c, struct file *file, bool with_ino)
 {
 	c->dev = 0;
