@@ -5,9 +5,10 @@
 #
 # Usage (root, alone on the machine; run it for two builds in turn, several rounds):
 #     docs/bench/bpf-program-time.sh BINARY [DIR] [SECONDS]
-# DIR (default /var/tmp/tracer-cost) is where rndwr writes; SECONDS (default 12) its
-# duration. Takes /tmp/fsynclab-bench.lock; leaves nothing behind. Prints rndwr's requests/s, then one line a program that ran: runs, ns a run,
-# and its total time.
+# DIR (default /var/tmp/tracer-cost) is where rndwr writes, removed afterwards if this
+# script made it; SECONDS (default 12) its duration. Takes /tmp/fsynclab-bench.lock; leaves
+# nothing behind. Prints rndwr's requests/s, then one line a program that ran: runs, ns a
+# run, and its total time.
 set -euo pipefail
 bin=${1:?usage: docs/bench/bpf-program-time.sh BINARY [DIR] [SECONDS]}
 dir=${2:-/var/tmp/tracer-cost}
@@ -16,7 +17,9 @@ exec 9>/tmp/fsynclab-bench.lock
 flock 9
 tmp=$(mktemp -d)
 old=$(sysctl -n kernel.bpf_stats_enabled)
-trap 'sysctl -q kernel.bpf_stats_enabled="$old"; rm -rf "$tmp"' EXIT
+made=
+[ -d "$dir" ] || made=$dir
+trap 'sysctl -q kernel.bpf_stats_enabled="$old"; rm -rf "$tmp" ${made:+"$made"}' EXIT
 mkdir -p "$dir"
 sysctl -q kernel.bpf_stats_enabled=1
 "$bin" run rndwr --dir "$dir" --explain --tracer bpf \
