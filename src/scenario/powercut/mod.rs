@@ -253,7 +253,13 @@ impl Plan for Config {
                 break;
             }
             let fresh_ms = if i > 0 {
-                let made = testbed.fresh_filesystem()?;
+                let made = match testbed.fresh_filesystem() {
+                    Ok(made) => made,
+                    // A signal stopped the next filesystem's mkfs: the run ends with the
+                    // cycles made, as a signal between cycles ends it.
+                    Err(_) if ctx.stop.is_set() => break,
+                    Err(e) => return Err(e),
+                };
                 crate::testbed::workdir::recreate(ctx.dir)?;
                 Some(made.as_secs_f64() * 1e3)
             } else {
