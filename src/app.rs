@@ -9,6 +9,7 @@ use crate::commands::{
 };
 use crate::compare::expect::Expectation;
 use crate::scenario::{load, probe};
+use crate::testbed::vm::GuestDisk;
 
 /// Runs the command and returns the process exit status.
 pub fn run(cli: Cli) -> Result<i32> {
@@ -84,7 +85,7 @@ fn device_help_requested(cli: &Cli) -> bool {
 /// `--kernel K` (other than `host`) on a command that boots it: the command run inside a
 /// guest booting K ([`kernel`]), its exit status; `None` to run here.
 fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
-    let (target, record, space_needed, writes, disk_in_guest, expected) = match &cli.command {
+    let (target, record, space_needed, writes, guest_disk, expected) = match &cli.command {
         Command::Run { scenario, common } => {
             let planned = crate::run::engine::Planned::new(measure::find(scenario)?, &common.sets)?;
             if common.target.kernel.is_some() {
@@ -95,7 +96,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 Some(&common.record),
                 planned.plan.space_needed(),
                 common.output.as_deref(),
-                planned.plan.drives_its_disk(),
+                planned.plan.guest_disk(),
                 planned.plan.expected_duration(),
             )
         }
@@ -110,7 +111,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 Some(&common.record),
                 planned.plan.space_needed(),
                 common.output.as_deref(),
-                false,
+                GuestDisk::Served,
                 planned.plan.expected_duration(),
             )
         }
@@ -121,7 +122,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 Some(&common.record),
                 planned.plan.space_needed(),
                 common.output.as_deref(),
-                false,
+                GuestDisk::Served,
                 planned.plan.expected_duration(),
             )
         }
@@ -132,7 +133,10 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 args.explain.explain.then_some(&args.record),
                 0,
                 args.output.as_deref(),
-                args.cut.is_some(),
+                match args.cut.is_some() {
+                    true => GuestDisk::Driven,
+                    false => GuestDisk::Served,
+                },
                 None,
             )
         }
@@ -141,7 +145,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             Some(&args.record),
             suite::space_needed(args)?,
             args.results.as_deref(),
-            false,
+            GuestDisk::Served,
             suite::expected_duration(args)?,
         ),
         Command::Matrix(args) => {
@@ -156,7 +160,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             target,
             record,
             space_needed,
-            disk_in_guest,
+            guest_disk,
             expected,
             writes,
             expect,

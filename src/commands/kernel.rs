@@ -22,7 +22,7 @@ use crate::error::{Usage, NOT_MADE};
 use crate::recording::Recording;
 use crate::result::RunResult;
 use crate::run::guest::{self, Booted};
-use crate::testbed::vm::{self, Ended, Kernel};
+use crate::testbed::vm::{self, Ended, GuestDisk, Kernel};
 use crate::units::{format_duration, parse_duration};
 
 /// A command to run on another kernel.
@@ -32,8 +32,8 @@ pub(crate) struct GuestRun<'a> {
     pub record: Option<&'a RecordArgs>,
     /// The room the run's files need on the scratch filesystem (the image's default size).
     pub space_needed: u64,
-    /// The command drives its disk (a power cut): the guest emulates it itself.
-    pub disk_in_guest: bool,
+    /// Where its disk is emulated and who drives it.
+    pub guest_disk: GuestDisk,
     /// How long the command is expected to measure (its plan's length), from which the
     /// guest's time limit is derived when `--kernel-timeout` is not given; `None` (exec, a
     /// run as long as its device takes): 30m.
@@ -102,7 +102,7 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
         kernel: &g.kernel,
         request: &request,
         space_needed: g.space_needed,
-        disk_in_guest: g.disk_in_guest,
+        guest_disk: g.guest_disk,
         argv: guest_argv(std::env::current_exe()?, std::env::args_os().skip(1)),
         rw_dirs: [Some(cwd), written].into_iter().flatten().collect(),
         limit,

@@ -25,8 +25,9 @@ pub struct VmInfo {
     /// one.
     pub disk: String,
     /// Whether that disk was emulated inside the guest rather than served by the host: a run
-    /// that drives its disk (a power cut, failing disks) needs it within reach, and its
-    /// timing then depends on the guest's CPU.
+    /// that makes disks of its own (fsync-errors' failing disks; before the control port,
+    /// a power cut's too) needs them within reach, and their timing then depends on the
+    /// guest's CPU.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disk_in_guest: bool,
 }

@@ -155,7 +155,7 @@ fn measure_in_guest(cell: &Cell<'_>, on: &OnKernel) -> Result<(Finished, Option<
         kernel: &on.kernel,
         request: cell.request,
         space_needed: cell.planned.plan.space_needed(),
-        disk_in_guest: cell.planned.plan.drives_its_disk(),
+        guest_disk: cell.planned.plan.guest_disk(),
         argv,
         rw_dirs: Vec::new(),
         limit: on.limit,

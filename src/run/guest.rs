@@ -1,9 +1,10 @@
 //! A command run inside a guest booting another kernel, with the results it brings back:
-//! the host serves the scratch disk ([`crate::testbed::vm::disk`]; a run that drives its disk,
-//! a power cut's, emulates it inside the guest instead), the guest boots and runs
-//! the command with the same binary over the host's root (read-only but for the results
-//! directory and the directories the command writes to), and what the guest would have
-//! recorded comes back as results, in the order it was made. `--kernel K` on a command
+//! the host serves the scratch disk ([`crate::testbed::vm::disk`]; a run that cuts its
+//! power drives it from inside through a control port, [`crate::testbed::vm::control`]; a
+//! run that makes disks of its own emulates them inside the guest instead), the guest boots
+//! and runs the command with the same binary over the host's root (read-only but for the
+//! results directory and the directories the command writes to), and what the guest would
+//! have recorded comes back as results, in the order it was made. `--kernel K` on a command
 //! ([`crate::commands::kernel`]) and a matrix's `kernel=` cell ([`super::cell`]) both boot
 //! through here. A guest past its limit is ended; a signal ends the VM at once; either way
 //! the served disk is undone and nothing is left.
@@ -18,7 +19,7 @@ use crate::environment::VmInfo;
 use crate::error::Usage;
 use crate::result::RunResult;
 use crate::testbed::device::DeviceProfile;
-use crate::testbed::vm::{self, Ended, Kernel, Launch};
+use crate::testbed::vm::{self, Ended, GuestDisk, Kernel, Launch};
 use crate::testbed::TestbedRequest;
 use crate::units::format_duration;
 
@@ -32,9 +33,8 @@ pub(crate) struct Boot<'a> {
     pub(crate) request: &'a TestbedRequest,
     /// The room the run's files need on the scratch filesystem (the image's default size).
     pub(crate) space_needed: u64,
-    /// The run drives its disk (cuts its power, makes failing disks of its own): the guest
-    /// emulates its disk itself, within the run's reach, and the host serves none.
-    pub(crate) disk_in_guest: bool,
+    /// Where the run's disk is emulated, and whether the run drives it from inside.
+    pub(crate) guest_disk: GuestDisk,
     /// The command inside: this binary and its arguments.
     pub(crate) argv: Vec<OsString>,
     /// Host directories the command writes to besides the results directory.
@@ -73,7 +73,8 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         .into());
     }
     let stop = crate::signals::watch()?;
-    let served = match vm::disk::serve_disk(b.request, b.space_needed, !b.disk_in_guest) {
+    let disk_in_guest = b.guest_disk == GuestDisk::InGuest;
+    let served = match vm::disk::serve_disk(b.request, b.space_needed, !disk_in_guest) {
         Ok(served) => served,
         // Ctrl-C reaches the mkfs we were waiting for: say so rather than its error.
         Err(_) if stop.signal().is_some() => {
@@ -98,7 +99,7 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
     };
     // A disk the guest emulates keeps its media in the guest's memory, which a scratch run
     // wants at most half of.
-    let media_bytes = match (b.disk_in_guest, b.request.scratch()) {
+    let media_bytes = match (disk_in_guest, b.request.scratch()) {
         (true, Some(s)) => 2 * s.size.unwrap_or_else(|| s.spec.default_size(b.space_needed)),
         _ => 0,
     };
@@ -108,7 +109,7 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         memory_bytes: GUEST_MEMORY_BYTES + media_bytes,
         boot: "virtme-ng".into(),
         disk: profile,
-        disk_in_guest: b.disk_in_guest,
+        disk_in_guest,
         ..VmInfo::default()
     };
     let mut rw_dirs = vec![results.clone()];
@@ -128,11 +129,22 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
             format_duration(b.limit)
         );
     }
+    // A run that drives its disk asks the host's device through a port; a disk that is not
+    // emulated has nothing to drive (the run refuses it inside).
+    let control = match (b.guest_disk, served.prepared.device_control()) {
+        (GuestDisk::Driven, Some(device)) => Some(vm::control::Server::listen(
+            &served.prepared.dir().join("control.sock"),
+            device,
+            served.remake(),
+        )?),
+        _ => None,
+    };
     let launch = Launch {
         kernel: b.kernel,
         vm: &info,
         accelerator,
         disk: served.file.as_deref(),
+        control: control.as_ref().map(vm::control::Server::path),
         rw_dirs,
         results: &results,
         argv: b.argv.clone(),
@@ -158,6 +170,7 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         true => vm::console_last_words(&served.prepared.dir().join("console.log")),
         false => None,
     };
+    drop(control);
     drop(served);
     Ok(Booted::Ran {
         ended,

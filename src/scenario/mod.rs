@@ -20,6 +20,7 @@ use crate::observe::Observer;
 use crate::params::{ParamSpec, Params};
 use crate::role::writer::BackgroundSummary;
 use crate::stop::Stop;
+pub use crate::testbed::vm::GuestDisk;
 use crate::units::format_latency_ns;
 
 pub(crate) mod background;
@@ -104,11 +105,14 @@ pub(crate) trait Plan: Send + Sync {
     fn needs_power_switch(&self) -> bool {
         false
     }
-    /// Whether the run drives its emulated disk itself (cuts its power, or makes disks of
-    /// its own that fail): under `--kernel` the disk is then emulated inside the guest,
-    /// within the run's reach, rather than served by the host.
-    fn drives_its_disk(&self) -> bool {
-        self.needs_power_switch()
+    /// Under `--kernel`, where the run's disk is emulated and who drives it: served by the
+    /// host, and driven from inside through the control port when the run cuts its power;
+    /// emulated inside the guest for a run that makes disks of its own.
+    fn guest_disk(&self) -> GuestDisk {
+        match self.needs_power_switch() {
+            true => GuestDisk::Driven,
+            false => GuestDisk::Served,
+        }
     }
     fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome>;
 }

@@ -79,6 +79,9 @@ struct Live {
     /// Taken off the disk it was made on ([`Prepared::unplug`], or a power cut's cycle,
     /// [`power`]): no loop device to name, no device to count the run's flushes on.
     unplugged: bool,
+    /// In a `--kernel` guest whose run drives its disk: the controls of the device the host
+    /// emulates and serves it, over the control port ([`vm::control`]).
+    served: Option<DeviceControl>,
 }
 
 impl Drop for Prepared {
@@ -140,7 +143,11 @@ impl Prepared {
     /// The emulated device's controls (power cuts, injected faults, stopping time), if the
     /// scratch filesystem is on an emulated disk.
     pub fn device_control(&self) -> Option<DeviceControl> {
-        self.live().device.as_ref().map(EmulatedDevice::control)
+        let live = self.live();
+        live.device
+            .as_ref()
+            .map(EmulatedDevice::control)
+            .or_else(|| live.served.clone())
     }
 
     /// The scratch filesystem's image: for an emulated disk, its media, which holds exactly
@@ -282,9 +289,13 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
     let mut device = None;
     let mut switch = None;
     let mut undo = Undo::new();
+    let mut served = None;
     let (dir, scratch) = match &request.place {
         Place::Scratch(s) if in_guest => {
             let made = vm::disk::mount_in_guest(s, &mut undo)?;
+            if s.device.is_emulated() {
+                served = vm::control::Port::open()?.map(|port| DeviceControl::remote(std::sync::Arc::new(port)));
+            }
             (made.mount_point, Some(made.info))
         }
         Place::Scratch(s) => match scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch) {
@@ -315,6 +326,7 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
             device,
             switch,
             unplugged: false,
+            served,
         }),
         _sysctl_lock: sysctl_lock,
         scratch,

@@ -7,16 +7,23 @@
 //! the filesystem's own checker runs read-only, and the next cycle gets a fresh filesystem on
 //! a new emulated disk, mounted where the last one was.
 //!
+//! In a `--kernel` guest whose disk the host emulates, the disk stays where it is: the guest
+//! unmounts, asks the host to turn the drive's power on again over the media as the cut
+//! left them (or to make the next filesystem on them), forgets the blocks it had cached,
+//! and mounts the same disk again ([`super::vm::control`]).
+//!
 //! Each step is on the testbed's undo stack, so a signal or a SIGKILL at any point of a
 //! cycle leaves what `fsynclab cleanup` undoes, as for any run.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
+use super::device::DeviceControl;
 use super::state::Step;
-use super::{command, loopdev, mount, names, scratch, Prepared};
+use super::{command, loopdev, mount, names, scratch, vm, Prepared};
 
 /// The filesystem mounted again after a cut.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,6 +71,9 @@ impl Prepared {
         };
         let info = self.scratch.as_ref().context("no scratch filesystem to recover")?;
         let mut live = self.live();
+        if let Some(served) = live.served.clone() {
+            return self.recover_served(&mut live, &served, &options.spec.fstype, &options.spec.mount_options);
+        }
         let t0 = Instant::now();
         // Everything above the tmpfs that holds the media, but the sysctls (and anything
         // else that is not the scratch filesystem's).
@@ -100,28 +110,68 @@ impl Prepared {
             device: loop_device.clone(),
             image: Some(image.clone()),
         })?;
+        Ok(self.mount_recovered(
+            &mut live,
+            &options.spec.fstype,
+            &loop_device,
+            &options.spec.mount_options,
+            teardown_ms,
+        ))
+    }
+
+    /// The recovery's mount of `device` where the filesystem was, timed: the journal's (or
+    /// log's) replay.
+    fn mount_recovered(
+        &self,
+        live: &mut Live,
+        fstype: &str,
+        device: &str,
+        options: &str,
+        teardown_ms: f64,
+    ) -> Recovery {
         let mount_point = self.dir.clone();
         let t1 = Instant::now();
         let mounted = live.undo.perform(
             Step::Mount {
                 mount_point: mount_point.clone(),
             },
-            || {
-                mount::mount(
-                    &options.spec.fstype,
-                    &loop_device,
-                    &mount_point,
-                    &options.spec.mount_options,
-                )
-            },
+            || mount::mount(fstype, device, &mount_point, options),
         );
         let replay_ms = t1.elapsed().as_secs_f64() * 1e3;
-        Ok(Recovery {
+        Recovery {
             mounted: mounted.is_ok(),
             mount_error: mounted.err().map(|e| format!("{e:#}")),
             replay_ms,
             teardown_ms,
-        })
+        }
+    }
+
+    /// [`Prepared::recover`] in a guest whose disk the host emulates: the filesystem is taken
+    /// off the disk (the mount, the scheduler, the rotational flag), the host turns the
+    /// drive's power on again over the media as the cut left them (time not emulated, as the
+    /// host's plain loop device), and the same disk is mounted again.
+    fn recover_served(&self, live: &mut Live, served: &DeviceControl, fstype: &str, options: &str) -> Result<Recovery> {
+        let t0 = Instant::now();
+        self.take_off_served_disk(live)?;
+        live.unplugged = true;
+        *self.device_mark.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let disk = vm::disk::served_disk()?;
+        if !served.power_on(false) {
+            anyhow::bail!("the host did not turn the guest's disk on again after its power cut");
+        }
+        vm::disk::forget_cached_blocks(&disk)?;
+        let teardown_ms = t0.elapsed().as_secs_f64() * 1e3;
+        Ok(self.mount_recovered(live, fstype, &disk, options, teardown_ms))
+    }
+
+    /// In a guest whose disk the host emulates: undoes what is set up on the disk above the
+    /// scratch directory (the mount, the scheduler, the rotational flag).
+    fn take_off_served_disk(&self, live: &mut Live) -> Result<()> {
+        let scratch_dir = self.dir.parent().map(Path::to_path_buf);
+        live.undo.undo_selected_above(
+            |s| matches!(s, Step::Directory { path } if Some(path) == scratch_dir.as_ref()),
+            |s| matches!(s, Step::Mount { .. } | Step::Scheduler { .. } | Step::Rotational { .. }),
+        )
     }
 
     /// Unmounts the recovered filesystem and runs its checker read-only on the media.
@@ -131,8 +181,13 @@ impl Prepared {
         };
         let mut live = self.live();
         if mount::is_mount_point(&self.dir) {
-            live.undo
-                .undo_selected_above(|s| matches!(s, Step::Loop { .. }), |s| matches!(s, Step::Mount { .. }))?;
+            match live.served.is_some() {
+                // The recovery's mount is on the served disk, above the scratch directory.
+                true => self.take_off_served_disk(&mut live)?,
+                false => live
+                    .undo
+                    .undo_selected_above(|s| matches!(s, Step::Loop { .. }), |s| matches!(s, Step::Mount { .. }))?,
+            }
         }
         let device = live
             .undo
@@ -143,6 +198,7 @@ impl Prepared {
                 Step::Loop { device, .. } if !device.is_empty() => Some(device.clone()),
                 _ => None,
             })
+            .or_else(|| live.served.as_ref().and_then(|_| vm::guest_disk()))
             .context("the recovered media has no loop device")?;
         let (tool, args) = checker(&options.spec.fstype);
         let mut all: Vec<&str> = args.to_vec();
@@ -176,6 +232,21 @@ impl Prepared {
         let info = self.scratch.as_ref().context("no scratch filesystem to make again")?;
         let t0 = Instant::now();
         let mut live = self.live();
+        if let Some(served) = live.served.clone() {
+            // The host makes the filesystem on the media with the drive's power off, then
+            // turns it on as the profile's drive afresh.
+            self.take_off_served_disk(&mut live)?;
+            match served.answer(vm::control::Request::PowerOn { fresh: true }) {
+                vm::control::Reply::Done(true) => {}
+                vm::control::Reply::Refused(why) => anyhow::bail!("{why}"),
+                _ => anyhow::bail!("the host did not make the guest's next filesystem"),
+            }
+            let disk = vm::disk::served_disk()?;
+            vm::disk::forget_cached_blocks(&disk)?;
+            let dir = self.dir.parent().context("the scratch mount point has no parent")?;
+            vm::disk::mount_served(options, dir, &mut live.undo)?;
+            return Ok(t0.elapsed());
+        }
         live.undo.undo_selected_above(
             |s| matches!(s, Step::Tmpfs { .. }),
             |s| matches!(s, Step::Mount { .. } | Step::Loop { .. }),

@@ -34,7 +34,7 @@ pub(crate) use details::Details;
 use details::Row;
 use sequence::Scope;
 
-use super::{Context, Outcome, Plan, Scenario};
+use super::{Context, GuestDisk, Outcome, Plan, Scenario};
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
@@ -205,8 +205,9 @@ impl Plan for Config {
         Some("fsync-errors times no call for its latency: its calls fail on purpose")
     }
 
-    fn drives_its_disk(&self) -> bool {
-        true
+    fn guest_disk(&self) -> GuestDisk {
+        // A new filesystem on a new failing disk for each row: the guest makes them.
+        GuestDisk::InGuest
     }
 
     fn run(&self, ctx: &mut Context<'_>) -> Result<Outcome> {

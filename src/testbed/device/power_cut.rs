@@ -13,7 +13,7 @@ use crate::rng::SplitMix64;
 use crate::units::{format_duration, parse_duration};
 
 /// When the power goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CutTrigger {
     /// As soon as the plan is armed.
     Now,
@@ -28,7 +28,7 @@ pub enum CutTrigger {
 }
 
 /// A power cut to make: when, what survives, and the seed of its draws.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CutPlan {
     pub trigger: CutTrigger,
     pub keep: Keep,

@@ -21,41 +21,71 @@ use crate::kernel::mountinfo::{self, MountInfo};
 
 /// On the host: the scratch directory (under `--backing`), the image (on a private tmpfs
 /// for `ram` and the emulated disks, as a scratch run keeps it), its filesystem, and the
-/// emulated device serving it. Returns the scratch directory and the file QEMU serves.
+/// emulated device serving it. Returns the scratch directory, the image and the file QEMU
+/// serves.
 pub fn serve(
     request: &ScratchOptions,
     size: u64,
     undo: &mut Undo,
     device: &mut Option<EmulatedDevice>,
     switch: &mut Option<deadman::Switch>,
-) -> Result<(PathBuf, PathBuf)> {
+) -> Result<(PathBuf, PathBuf, PathBuf)> {
     let (dir, image) = scratch::make_image(request, size, undo)?;
     let served = scratch::make_media(request, &dir, &image, undo, device, switch)?;
-    Ok((dir, served))
+    Ok((dir, image, served))
 }
 
 /// In the guest: the filesystem the host made, mounted from the virtio-blk disk it serves,
 /// at `fsynclab-scratch-.../mnt` in a directory of the guest's own memory (see
 /// [`guest_own_dir`]): nothing of it is on the host when the guest ends, however it ends.
 pub fn mount_in_guest(request: &ScratchOptions, undo: &mut Undo) -> Result<Scratch> {
-    let disk = super::guest_disk().ok_or_else(|| {
+    let dir = guest_memory()?.join(names::scratch_dir_name());
+    undo.perform(Step::Directory { path: dir.clone() }, || {
+        std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+    })?;
+    mount_served(request, &dir, undo)
+}
+
+/// In the guest: the disk the host serves.
+pub fn served_disk() -> Result<String> {
+    super::guest_disk().ok_or_else(|| {
         anyhow::anyhow!(Usage(
             "--kernel: the guest has no disk served by the host (virtio-blk serial fsynclab); is virtio_blk missing from the kernel?".into()
         ))
-    })?;
+    })
+}
+
+/// In the guest: the filesystem on the disk the host serves, mounted at `dir/mnt` (again, in
+/// a power cut's next cycle), its scheduler and limits set as `request` says.
+pub fn mount_served(request: &ScratchOptions, dir: &Path, undo: &mut Undo) -> Result<Scratch> {
+    let disk = served_disk()?;
     // /sys/block/NAME/size counts 512-byte sectors, whatever the disk's block size.
     let name = disk.trim_start_matches("/dev/");
     let size = crate::kernel::read_trimmed(format!("/sys/block/{name}/size"))
         .and_then(|s| s.parse::<u64>().ok())
         .map_or(0, |sectors| sectors * 512);
-    let dir = guest_memory()?.join(names::scratch_dir_name());
-    undo.perform(Step::Directory { path: dir.clone() }, || {
-        std::fs::create_dir(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
-    })?;
     let disk_path = Path::new(&disk);
-    let mut made = scratch::mount_on(request, size, &dir, disk_path, disk_path, disk.clone(), undo)?;
+    let mut made = scratch::mount_on(request, size, dir, disk_path, disk_path, disk.clone(), undo)?;
     made.info.image = format!("{disk} (virtio-blk, served by the host)");
     Ok(made)
+}
+
+/// In the guest, once the host has changed the media under the served disk (the power back
+/// on after a cut, a new filesystem made): drops what the guest's kernel kept of the disk's
+/// blocks (BLKFLSBUF), so that the next mount reads the media as they now are.
+pub fn forget_cached_blocks(disk: &str) -> Result<()> {
+    use std::os::fd::AsRawFd as _;
+    /// BLKFLSBUF, _IO(0x12, 97), from the kernel's uapi linux/fs.h.
+    const BLKFLSBUF: libc::c_ulong = 0x1261;
+    let file = std::fs::File::open(disk).map_err(|e| anyhow::anyhow!("cannot open {disk}: {e}"))?;
+    // SAFETY: BLKFLSBUF takes no argument; the descriptor is open for the call's length.
+    if unsafe { libc::ioctl(file.as_raw_fd(), BLKFLSBUF as _, 0) } != 0 {
+        anyhow::bail!(
+            "cannot drop {disk}'s cached blocks: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
 }
 
 /// In a guest that emulates its disk itself (a run that drives it: [`crate::environment::VmInfo::disk_in_guest`]):
@@ -102,6 +132,32 @@ pub struct ServedDisk {
     pub prepared: Prepared,
     /// The file QEMU serves; none when the guest emulates its disk itself.
     pub file: Option<PathBuf>,
+    /// The filesystem's image under it, and how it was made: for the next filesystem a
+    /// power cut's run asks for ([`ServedDisk::remake`]).
+    made: Option<(PathBuf, ScratchOptions, u64)>,
+}
+
+impl ServedDisk {
+    /// Makes a new filesystem on the served media, as the first was made (the image emptied,
+    /// then mkfs): a power cut's next cycle, asked for by the guest with the drive's power
+    /// off, so that nothing else writes to the media meanwhile.
+    pub fn remake(&self) -> impl Fn() -> Result<()> + Send + 'static {
+        let made = self.made.clone();
+        move || {
+            let Some((image, request, size)) = &made else {
+                anyhow::bail!("the guest's disk is not served by the host");
+            };
+            std::fs::File::options()
+                .write(true)
+                .open(image)
+                .and_then(|f| {
+                    f.set_len(0)?;
+                    f.set_len(*size)
+                })
+                .map_err(|e| anyhow::anyhow!("cannot empty the image {}: {e}", image.display()))?;
+            crate::testbed::mount::mkfs(&request.spec.fstype, image, &request.mkfs_options)
+        }
+    }
 }
 
 /// Makes the filesystem `request`'s scratch options ask for and serves its media (see
@@ -121,10 +177,11 @@ pub fn serve_disk(request: &TestbedRequest, space_needed: u64, media: bool) -> R
     let mut switch = None;
     let mut undo = Undo::new();
     let made = match media {
-        true => serve(s, size, &mut undo, &mut device, &mut switch).map(|(dir, file)| (dir, Some(file))),
-        false => scratch::make_dir(&s.backing, &mut undo).map(|dir| (dir, None)),
+        true => serve(s, size, &mut undo, &mut device, &mut switch)
+            .map(|(dir, image, file)| (dir, Some(file), Some((image, s.clone(), size)))),
+        false => scratch::make_dir(&s.backing, &mut undo).map(|dir| (dir, None, None)),
     };
-    let (dir, file) = match made {
+    let (dir, file, made) = match made {
         Ok(made) => made,
         Err(e) => {
             if device.is_some() {
@@ -141,6 +198,7 @@ pub fn serve_disk(request: &TestbedRequest, space_needed: u64, media: bool) -> R
             device,
             switch,
             unplugged: false,
+            served: None,
         }),
         _sysctl_lock: None,
         scratch: None,
@@ -149,7 +207,7 @@ pub fn serve_disk(request: &TestbedRequest, space_needed: u64, media: bool) -> R
         sysctls_set: BTreeMap::new(),
         device_mark: Mutex::new(None),
     };
-    Ok(ServedDisk { prepared, file })
+    Ok(ServedDisk { prepared, file, made })
 }
 
 #[cfg(test)]

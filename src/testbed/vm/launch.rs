@@ -119,6 +119,10 @@ pub struct Launch<'a> {
     /// The file served as the guest's virtio-blk disk (the scratch image or the emulated
     /// disk's FUSE file), if the run has a scratch filesystem.
     pub disk: Option<&'a Path>,
+    /// The UNIX socket the host answers the guest's requests on its disk at ([`super::control`]),
+    /// given to the guest as the virtio-serial port [`super::control::PORT_NAME`]: for a run
+    /// that drives its disk.
+    pub control: Option<&'a Path>,
     /// Directories the guest writes into on the host (the results directory, the current
     /// directory); the rest of the host's root is read-only inside.
     pub rw_dirs: Vec<PathBuf>,
@@ -190,7 +194,7 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
         cmd.arg("--rwdir").arg(dir);
     }
     cmd.arg("--exec").arg(guest_script(l));
-    if let Some(opts) = qemu_opts(l.accelerator, l.disk) {
+    if let Some(opts) = qemu_opts(l.accelerator, l.disk, l.control) {
         // Last: vng takes every word after --qemu-opts as QEMU's.
         let mut arg = OsString::from("--qemu-opts=");
         arg.push(opts);
@@ -220,7 +224,7 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
 /// 5 within seconds ("Oops: int3" in blk_update_request, in an interrupt) and hung 6.1's in
 /// 3 of 3; on one thread, 6.12 ended well in 8 of 8 and 6.1 in 1 of 1 with the same 300 flips
 /// (docs/kernels.md; docs/bench/tcg-flip-loop.sh).
-fn qemu_opts(accelerator: Accelerator, disk: Option<&Path>) -> Option<OsString> {
+fn qemu_opts(accelerator: Accelerator, disk: Option<&Path>, control: Option<&Path>) -> Option<OsString> {
     let mut opts = Vec::new();
     if accelerator == Accelerator::Tcg {
         opts.push(OsString::from("-accel tcg,thread=single"));
@@ -230,6 +234,17 @@ fn qemu_opts(accelerator: Accelerator, disk: Option<&Path>) -> Option<OsString> 
         drive.push(disk);
         drive.push(format!(" -device virtio-blk-pci,drive=fsynclab,serial={DISK_SERIAL}"));
         opts.push(drive);
+    }
+    if let Some(socket) = control {
+        // A bus of its own, whatever virtio-serial devices virtme-ng adds.
+        let mut port =
+            OsString::from("-device virtio-serial-pci,id=fsynclabserial -chardev socket,id=fsynclabctl,path=");
+        port.push(socket);
+        port.push(format!(
+            " -device virtserialport,bus=fsynclabserial.0,chardev=fsynclabctl,name={}",
+            super::control::PORT_NAME
+        ));
+        opts.push(port);
     }
     (!opts.is_empty()).then(|| opts.join(std::ffi::OsStr::new(" ")))
 }
@@ -352,13 +367,32 @@ mod tests {
     #[test]
     fn tcg_runs_the_guest_on_one_host_thread_beside_the_served_disk() {
         let disk = Path::new("/run/fsynclab/disk");
-        let tcg = qemu_opts(Accelerator::Tcg, Some(disk)).unwrap();
+        let tcg = qemu_opts(Accelerator::Tcg, Some(disk), None).unwrap();
         let want = format!("-accel tcg,thread=single -drive if=none,id=fsynclab,format=raw,cache=none,aio=threads,file=/run/fsynclab/disk -device virtio-blk-pci,drive=fsynclab,serial={DISK_SERIAL}");
         assert_eq!(tcg.to_string_lossy(), want);
-        assert_eq!(qemu_opts(Accelerator::Tcg, None).unwrap(), "-accel tcg,thread=single");
-        let kvm = qemu_opts(Accelerator::Kvm, Some(disk)).unwrap();
+        assert_eq!(
+            qemu_opts(Accelerator::Tcg, None, None).unwrap(),
+            "-accel tcg,thread=single"
+        );
+        let kvm = qemu_opts(Accelerator::Kvm, Some(disk), None).unwrap();
         assert!(!kvm.to_string_lossy().contains("-accel"), "{kvm:?}");
-        assert_eq!(qemu_opts(Accelerator::Kvm, None), None);
+        assert_eq!(qemu_opts(Accelerator::Kvm, None, None), None);
+    }
+
+    #[test]
+    fn a_run_that_drives_its_disk_gets_the_control_port_on_a_bus_of_its_own() {
+        let disk = Path::new("/run/fsynclab/disk");
+        let opts = qemu_opts(
+            Accelerator::Kvm,
+            Some(disk),
+            Some(Path::new("/run/fsynclab/control.sock")),
+        )
+        .unwrap();
+        let opts = opts.to_string_lossy();
+        assert!(
+            opts.ends_with(" -device virtio-serial-pci,id=fsynclabserial -chardev socket,id=fsynclabctl,path=/run/fsynclab/control.sock -device virtserialport,bus=fsynclabserial.0,chardev=fsynclabctl,name=fsynclab.control"),
+            "{opts}"
+        );
     }
 
     #[test]

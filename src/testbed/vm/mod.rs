@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Usage;
 
+pub mod control;
 pub mod disk;
 mod launch;
 
@@ -31,6 +32,20 @@ pub use launch::{
 pub const GUEST_RESULTS_ENV: &str = "FSYNCLAB_GUEST_RESULTS";
 /// The serial of the virtio-blk disk the host serves to the guest.
 pub const DISK_SERIAL: &str = "fsynclab";
+
+/// Where a `--kernel` run's scratch disk is emulated, and who drives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuestDisk {
+    /// The host emulates it and serves it to the guest; the run inside writes to it.
+    Served,
+    /// The host emulates and serves it, and the run inside drives it (cuts its power, turns
+    /// it on again for the recovery, makes the next filesystem) through the control port
+    /// ([`control`]): a power cut's run.
+    Driven,
+    /// The guest emulates it itself, its timing the guest's CPU's: a run that makes disks
+    /// of its own (fsync-errors makes a failing disk a row).
+    InGuest,
+}
 
 /// A kernel to boot, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -43,7 +43,7 @@ mod drain;
 mod image_fs;
 mod shared;
 
-pub use control::DeviceControl;
+pub use control::{DeviceControl, Remote, Reply, Request};
 
 use image_fs::ImageFs;
 use shared::{Shared, Timing};

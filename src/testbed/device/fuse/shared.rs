@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use fuser::Errno;
 
-use super::super::model::{Disk, DrainOp, Keep, Nanos};
+use super::super::model::{Disk, DiskFigures, DrainOp, Keep, Nanos};
 use super::super::power_cut::{CutPlan, CutTrigger};
 use crate::environment::PowerCut;
 
@@ -128,6 +128,8 @@ pub(super) struct Shared {
     pub(super) dead: AtomicBool,
     /// Time no longer emulated: requests are served at once.
     pub(super) instant: AtomicBool,
+    /// The drive as its profile made it, for a drive afresh after a cut ([`Shared::power_on`]).
+    initial: DiskFigures,
 }
 
 impl Shared {
@@ -135,6 +137,7 @@ impl Shared {
     /// starts now.
     pub(super) fn new(disk: Disk, image: File, size: u64) -> Shared {
         Shared {
+            initial: disk.figures().clone(),
             state: Mutex::new(State {
                 disk,
                 ops: VecDeque::new(),
@@ -301,6 +304,47 @@ impl Shared {
         self.progress.notify_all();
         self.work.notify_all();
         record
+    }
+
+    /// Turns the power on again after a cut, for a disk served to a guest, whose FUSE file
+    /// QEMU keeps open (on the host a cut's disk is replaced instead: a plain loop device for
+    /// the recovery, a new emulated device for the next cycle). The drive starts empty, as a
+    /// drive does after a power cycle, over the media as the cut left them, and serves
+    /// requests again. With `fresh` (a new filesystem was just made on the media) it is the
+    /// profile's drive afresh: its faults counted from now, its counters from zero, time
+    /// emulated. Without, it serves the recovery: no faults, time not emulated (the replay is
+    /// timed as on the host's plain loop device). Nothing to do unless the power was cut.
+    pub(super) fn power_on(&self, fresh: bool) -> bool {
+        let mut st = self.lock();
+        if st.cut.is_none() {
+            return false;
+        }
+        let _media = self.media.lock().unwrap_or_else(|p| p.into_inner());
+        let now = self.clock.now();
+        let mut figures = self.initial.clone();
+        if !fresh {
+            figures.faults.clear();
+        }
+        st.disk = Disk::new(figures);
+        st.ops.clear();
+        st.writing = 0;
+        st.failed = None;
+        st.armed = None;
+        st.cut = None;
+        if fresh {
+            // `after=` rules count from now, not from the device's start.
+            let faults = self.initial.faults.clone();
+            st.disk.set_faults(&faults, now);
+            st.timing = Timing::default();
+            st.next_sample = now;
+            self.instant.store(false, Ordering::SeqCst);
+        } else {
+            self.instant.store(true, Ordering::SeqCst);
+        }
+        self.dead.store(false, Ordering::SeqCst);
+        self.progress.notify_all();
+        self.work.notify_all();
+        true
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {

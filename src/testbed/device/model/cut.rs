@@ -17,7 +17,7 @@ use super::Nanos;
 use crate::rng::SplitMix64;
 
 /// What survives of the writes the drive holds when the power goes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Keep {
     /// Nothing: the cache is lost.
     #[default]
