@@ -3,9 +3,10 @@
 since the file's size changes), and prints the fsyncs' median and 90th percentile with the
 requests the current directory's disk received meanwhile (from /sys/block/DEV/stat).
 
-Run it on a scratch filesystem, on the host and in a guest, to compare the two:
-    fsynclab exec --scratch ext4 --device hdd-7200 --scratch-size 128M -- python3 docs/bench/append-fsync.py
-    fsynclab exec --kernel 6.1.0-56-amd64 --scratch ext4 --device hdd-7200 --scratch-size 128M -- python3 docs/bench/append-fsync.py
+Run it on a scratch filesystem, on the host and in a guest, to compare the two (from the
+clone: exec runs the command in the scratch filesystem, so the script's path is absolute):
+    fsynclab exec --scratch ext4 --device hdd-7200 --scratch-size 128M -- python3 "$PWD/docs/bench/append-fsync.py"
+    fsynclab exec --kernel 6.1.0-56-amd64 --scratch ext4 --device hdd-7200 --scratch-size 128M -- python3 "$PWD/docs/bench/append-fsync.py"
 """
 import os
 import sys

@@ -120,11 +120,12 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
     }
     if !b.quiet {
         note!(
-            "fsynclab: booting {} ({}) under QEMU/{}, {} CPUs, {}; the guest is ended after {}",
+            "fsynclab: booting {} ({}) under QEMU/{}, {} CPU{}, {}; the guest is ended after {}",
             b.kernel.release,
             b.kernel.image.display(),
             accelerator.name(),
             info.cpus,
+            if info.cpus == 1 { "" } else { "s" },
             crate::units::human_size(info.memory_bytes),
             format_duration(b.limit)
         );

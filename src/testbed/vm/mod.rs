@@ -120,12 +120,18 @@ impl IfEmpty for String {
 }
 
 /// What a run needs of the kernel: the filesystems a scratch run makes (ext4 at least), the
-/// virtio disk it is served on, and a way to share the host's root (9p or virtiofs). Each
+/// virtio disk it is served on, the virtio-serial ports virtme-ng runs the command through
+/// (and a power cut asks the host's disk through), and a way to share the host's root (9p
+/// or virtiofs). Each
 /// built in (`=y`) or a module (`=m`, loaded from `/lib/modules/RELEASE`).
 const NEEDED: &[(&[&str], &str)] = &[
     (&["CONFIG_EXT4_FS"], "ext4"),
     (&["CONFIG_VIRTIO_BLK"], "virtio-blk disks"),
     (&["CONFIG_VIRTIO_PCI"], "virtio PCI devices"),
+    (
+        &["CONFIG_VIRTIO_CONSOLE"],
+        "virtio-serial ports (virtme-ng's script I/O, a power cut's control port)",
+    ),
     (
         &["CONFIG_9P_FS", "CONFIG_VIRTIO_FS"],
         "9p or virtiofs, to share the host's root",
@@ -144,20 +150,24 @@ fn check_config(spec: &str, release: &str) -> Result<(), Usage> {
         return Ok(());
     };
     let has_modules = Path::new("/lib/modules").join(release).is_dir();
-    for (options, what) in NEEDED {
-        let found = options.iter().any(|o| match crate::kernel::config::value(&config, o) {
+    match lacking(&config, has_modules) {
+        Some((options, what)) => Err(Usage(format!(
+            "--kernel {spec}: its configuration lacks {what} ({} =y, or =m with its modules in /lib/modules/{release})",
+            options.join(" or ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The first of [`NEEDED`] that `config` has neither built in nor as a module it can load.
+fn lacking(config: &str, has_modules: bool) -> Option<(&'static [&'static str], &'static str)> {
+    NEEDED.iter().copied().find(|(options, _)| {
+        !options.iter().any(|o| match crate::kernel::config::value(config, o) {
             Some("y") => true,
             Some("m") => has_modules,
             _ => false,
-        });
-        if !found {
-            return Err(Usage(format!(
-                "--kernel {spec}: its configuration lacks {what} ({} =y, or =m with its modules in /lib/modules/{release})",
-                options.join(" or ")
-            )));
-        }
-    }
-    Ok(())
+        })
+    })
 }
 
 /// The release in an x86 bzImage's header: the setup header ("HdrS" at 0x202) points, at
@@ -205,5 +215,20 @@ mod tests {
         assert!(!err.contains('\n'));
         let err = resolve("/nonexistent/bzImage").unwrap_err().0;
         assert!(err.contains("no such kernel image"), "{err}");
+    }
+
+    /// A kernel without virtio_console has no port for virtme-ng's script nor for a power
+    /// cut's requests: refused before it boots, naming the option.
+    #[test]
+    fn a_kernel_without_virtio_serial_ports_is_refused_naming_them() {
+        let full =
+            "CONFIG_EXT4_FS=y\nCONFIG_VIRTIO_BLK=m\nCONFIG_VIRTIO_PCI=y\nCONFIG_VIRTIO_CONSOLE=m\nCONFIG_9P_FS=m\n";
+        assert_eq!(lacking(full, true), None);
+        let (options, what) = lacking(full, false).unwrap();
+        assert_eq!(options, ["CONFIG_VIRTIO_BLK"], "{what}");
+        let without = full.replace("CONFIG_VIRTIO_CONSOLE=m\n", "# CONFIG_VIRTIO_CONSOLE is not set\n");
+        let (options, what) = lacking(&without, true).unwrap();
+        assert_eq!(options, ["CONFIG_VIRTIO_CONSOLE"]);
+        assert!(what.contains("power cut"), "{what}");
     }
 }

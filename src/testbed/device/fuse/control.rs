@@ -94,13 +94,6 @@ impl DeviceControl {
         }
     }
 
-    fn ask(&self, request: Request) -> Reply {
-        match &self.at {
-            At::Here(_) => self.answer(request),
-            At::Remote(remote) => remote.ask(&request).unwrap_or(Reply::Gone),
-        }
-    }
-
     /// Makes `request` on the device and says what came of it: what a remote handle's
     /// requests come to on the side that serves the device.
     pub fn answer(&self, request: Request) -> Reply {
@@ -151,7 +144,7 @@ impl DeviceControl {
     /// the media. Returns what the cut did (a second cut, the first's record); None once the
     /// device is gone.
     pub fn cut_power(&self, keep: Keep, seed: u64) -> Option<PowerCut> {
-        match self.ask(Request::CutPower { keep, seed }) {
+        match self.answer(Request::CutPower { keep, seed }) {
             Reply::Cut(cut) => cut,
             _ => None,
         }
@@ -161,13 +154,13 @@ impl DeviceControl {
     /// from now). Replaces a cut armed before; `now` cuts at once. False once the power is
     /// cut or the device is gone.
     pub fn arm_cut(&self, plan: CutPlan) -> bool {
-        self.ask(Request::ArmCut { plan }) == Reply::Done(true)
+        self.answer(Request::ArmCut { plan }) == Reply::Done(true)
     }
 
     /// The device's clock, s since it started, as [`PowerCut::at_s`] counts; None once the
     /// device is gone. Read when a cut is armed, it says how long after that the cut came.
     pub fn clock_s(&self) -> Option<f64> {
-        match self.ask(Request::ClockS) {
+        match self.answer(Request::ClockS) {
             Reply::Clock(s) => Some(s),
             _ => None,
         }
@@ -175,12 +168,12 @@ impl DeviceControl {
 
     /// Disarms a cut armed and not yet made.
     pub fn disarm_cut(&self) {
-        self.ask(Request::DisarmCut);
+        self.answer(Request::DisarmCut);
     }
 
     /// The power cut, once it has happened (and while the device is there).
     pub fn power_cut(&self) -> Option<PowerCut> {
-        match self.ask(Request::PowerCut) {
+        match self.answer(Request::PowerCut) {
             Reply::Cut(cut) => cut,
             _ => None,
         }
@@ -230,7 +223,7 @@ impl DeviceControl {
     /// now. An empty text makes the drive healthy again. Bad rules are refused in one line
     /// saying what is valid; a device that is gone is refused too.
     pub fn set_faults(&self, rules: &str) -> Result<(), Usage> {
-        match self.ask(Request::SetFaults { rules: rules.into() }) {
+        match self.answer(Request::SetFaults { rules: rules.into() }) {
             Reply::Done(_) => Ok(()),
             Reply::Refused(why) => Err(Usage(why)),
             _ => Err(Usage(format!("faults {rules}: the emulated device is gone"))),
@@ -241,12 +234,12 @@ impl DeviceControl {
     /// that is being stopped, whose teardown must not wait for a slow disk. (The daemon does
     /// it by itself once a signal has asked the run to stop.)
     pub fn stop_emulating_time(&self) {
-        self.ask(Request::StopEmulatingTime);
+        self.answer(Request::StopEmulatingTime);
     }
 
     /// Whether time is still emulated (false too once the device is gone).
     pub fn emulates_time(&self) -> bool {
-        self.ask(Request::EmulatesTime) == Reply::Done(true)
+        self.answer(Request::EmulatesTime) == Reply::Done(true)
     }
 
     /// Turns the power on again after a cut (see [`Shared::power_on`]): for the recovery
@@ -254,7 +247,7 @@ impl DeviceControl {
     /// filesystem just made on the media (`fresh`: the profile's drive afresh). False when
     /// the power was not cut or the device is gone.
     pub fn power_on(&self, fresh: bool) -> bool {
-        self.ask(Request::PowerOn { fresh }) == Reply::Done(true)
+        self.answer(Request::PowerOn { fresh }) == Reply::Done(true)
     }
 }
 
