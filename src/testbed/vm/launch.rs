@@ -134,8 +134,9 @@ pub struct Launch<'a> {
     pub limit: Duration,
     /// Whether the command's stdout is shown (a matrix cell's is not: its table is).
     pub stdout_shown: bool,
-    /// Where the guest kernel's console is written (`vng --verbose`), kept apart from the
-    /// command's stderr, so that a guest that crashed can say how ([`console_last_words`]).
+    /// Where the guest kernel's console is written (by QEMU, from the guest's virtio console
+    /// [`CONSOLE_PORT`]), kept apart from the command's stderr, so that a guest that crashed
+    /// can say how ([`console_last_words`]).
     pub console: &'a Path,
     /// virtme-ng's TMPDIR, a directory the run removes: what virtme-ng leaves there when
     /// it is killed (its exit-status file) goes with it.
@@ -151,7 +152,7 @@ pub const GUEST_CRASHED: i32 = 255;
 /// follow "exited with status N".
 pub fn why_no_result(code: i32) -> &'static str {
     if code == GUEST_CRASHED {
-        "virtme-ng's status for a guest that ended without its command's: its kernel panicked or QEMU failed (`vng -v` shows the console)"
+        "virtme-ng's status for a guest that ended without its command's: its kernel panicked or QEMU failed"
     } else {
         "it did not boot, or the run failed inside"
     }
@@ -188,18 +189,28 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
     if l.accelerator == Accelerator::Tcg {
         cmd.arg("--disable-kvm");
     }
-    // The console on stderr, sorted from the command's own lines below.
-    cmd.arg("--verbose");
+    // The host's root over 9p, on every machine. virtme-ng otherwise tries virtiofs first:
+    // with QEMU's own C virtiofsd (Debian's qemu packages) each try fails after 3.1 s, one
+    // for the root and one for each --rwdir, before it falls back to 9p anyway; and with the
+    // Rust virtiofsd and KVM it boots a "microvm" machine, which has no PCI bus for the
+    // virtio-blk-pci disk and virtio-serial-pci port qemu_opts adds.
+    cmd.arg("--force-9p");
+    // The kernel's console on a virtio console of its own, written by QEMU to `l.console`
+    // (qemu_opts), at the kernel's default log level (virtme-ng's own console, ttyS0, goes
+    // to /dev/null with `quiet loglevel=0`; these come after its options and win). Not
+    // virtme-ng's --verbose, which has QEMU write ttyS0 to the same stderr as the command's,
+    // byte by byte: a line the command wrote while the kernel was writing one (an I/O error
+    // at a power cut) could run into the kernel's and be sorted away with it. Not a second
+    // serial port: the serial driver is one console, taken by virtme-ng's console=ttyS0.
+    cmd.args(["--append", &format!("console={CONSOLE_PORT}"), "--append", "loglevel=7"]);
     for dir in &l.rw_dirs {
         cmd.arg("--rwdir").arg(dir);
     }
     cmd.arg("--exec").arg(guest_script(l));
-    if let Some(opts) = qemu_opts(l.accelerator, l.disk, l.control) {
-        // Last: vng takes every word after --qemu-opts as QEMU's.
-        let mut arg = OsString::from("--qemu-opts=");
-        arg.push(opts);
-        cmd.arg(arg);
-    }
+    // Last: vng takes every word after --qemu-opts as QEMU's.
+    let mut arg = OsString::from("--qemu-opts=");
+    arg.push(qemu_opts(l.accelerator, l.console, l.disk, l.control));
+    cmd.arg(arg);
     cmd.stdin(Stdio::null()).env("TMPDIR", l.tmp);
     let started = Instant::now();
     let outcome = Bounded {
@@ -207,7 +218,11 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
         on_signal: OnSignal::Stop,
         say_after: None,
     }
-    .run_relayed_lines(&mut cmd, console_sorter(std::fs::File::create(l.console)?))?;
+    .run_relayed_lines(&mut cmd, |line: &[u8]| {
+        use std::io::Write as _;
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(line).and_then(|_| err.write_all(b"\n"));
+    })?;
     let ended = match outcome {
         Outcome::Exited(status) => Ended::Exited(status.code().unwrap_or(1)),
         Outcome::TimedOut => Ended::TimedOut,
@@ -216,19 +231,27 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
     Ok((ended, started.elapsed()))
 }
 
-/// QEMU's own options beside virtme-ng's: TCG on one host thread, and the disk the host
-/// serves. Multi-threaded TCG (QEMU's default, a host thread per virtual CPU) breaks the
-/// guest's kernel when it rewrites its own code while the other CPU runs it, as it does
+/// QEMU's own options beside virtme-ng's: TCG on one host thread, the kernel's console
+/// written to `console` (the guest's [`CONSOLE_PORT`]), and the disk the host serves.
+/// Multi-threaded TCG (QEMU's default, a host thread per virtual CPU) breaks the guest's
+/// kernel when it rewrites its own code while the other CPU runs it, as it does
 /// whenever a tracepoint is turned on or off (a tracer's start and end): flipping the
 /// block tracepoints during writes on the served disk crashed Debian's 6.12 in 5 guests of
 /// 5 within seconds ("Oops: int3" in blk_update_request, in an interrupt) and hung 6.1's in
 /// 3 of 3; on one thread, 6.12 ended well in 8 of 8 and 6.1 in 1 of 1 with the same 300 flips
 /// (docs/kernels.md; docs/bench/tcg-flip-loop.sh).
-fn qemu_opts(accelerator: Accelerator, disk: Option<&Path>, control: Option<&Path>) -> Option<OsString> {
+fn qemu_opts(accelerator: Accelerator, console: &Path, disk: Option<&Path>, control: Option<&Path>) -> OsString {
     let mut opts = Vec::new();
     if accelerator == Accelerator::Tcg {
         opts.push(OsString::from("-accel tcg,thread=single"));
     }
+    // A virtio-serial bus of fsynclab's own, whatever virtio-serial devices virtme-ng adds,
+    // its first port the guest kernel's console (virtme-ng adds none in script mode).
+    let mut serial =
+        OsString::from("-device virtio-serial-pci,id=fsynclabserial -chardev file,id=fsynclabconsole,path=");
+    serial.push(console);
+    serial.push(" -device virtconsole,bus=fsynclabserial.0,chardev=fsynclabconsole");
+    opts.push(serial);
     if let Some(disk) = disk {
         let mut drive = OsString::from("-drive if=none,id=fsynclab,format=raw,cache=none,aio=threads,file=");
         drive.push(disk);
@@ -236,9 +259,8 @@ fn qemu_opts(accelerator: Accelerator, disk: Option<&Path>, control: Option<&Pat
         opts.push(drive);
     }
     if let Some(socket) = control {
-        // A bus of its own, whatever virtio-serial devices virtme-ng adds.
-        let mut port =
-            OsString::from("-device virtio-serial-pci,id=fsynclabserial -chardev socket,id=fsynclabctl,path=");
+        // On fsynclab's bus, beside the console.
+        let mut port = OsString::from("-chardev socket,id=fsynclabctl,path=");
         port.push(socket);
         port.push(format!(
             " -device virtserialport,bus=fsynclabserial.0,chardev=fsynclabctl,name={}",
@@ -246,8 +268,14 @@ fn qemu_opts(accelerator: Accelerator, disk: Option<&Path>, control: Option<&Pat
         ));
         opts.push(port);
     }
-    (!opts.is_empty()).then(|| opts.join(std::ffi::OsStr::new(" ")))
+    opts.join(std::ffi::OsStr::new(" "))
 }
+
+/// The guest's console its kernel's messages are written to: the virtio console
+/// [`qemu_opts`] adds. It comes up when virtio_console does (a module in Debian's kernels,
+/// loaded by virtme-ng's initramfs about 5 s into a TCG boot), and shows the kernel's
+/// messages from then on.
+const CONSOLE_PORT: &str = "hvc0";
 
 /// Whether `line` is the kernel's console: stamped with the time since boot, `[   12.345678]`.
 fn is_console(line: &[u8]) -> bool {
@@ -258,25 +286,6 @@ fn is_console(line: &[u8]) -> bool {
     let digits = String::from_utf8_lossy(&stamp);
     let digits = digits.trim_start();
     stamp.len() < rest.len() && !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
-}
-
-/// Sorts the lines of virtme-ng's stderr under `--verbose`: the kernel's console (and the
-/// boot loader's words before it), which comes through the serial port with its lines ended
-/// by `\r\n`, and virtme-ng's own chatter (`virtme: waiting for virtiofsd to start`, and
-/// the `fuse:` complaint of the virtiofsd it tries) to `log`; the rest, the command's own
-/// stderr, to fsynclab's, as it comes. (They are not in order with each other: QEMU writes
-/// the console, virtme-ng the command's.)
-fn console_sorter(mut log: std::fs::File) -> impl FnMut(&[u8]) + Send + 'static {
-    use std::io::Write as _;
-    move |line| {
-        let chatter = line.starts_with(b"virtme") || line.starts_with(b"fuse: ");
-        if line.ends_with(b"\r") || is_console(line) || chatter {
-            let _ = log.write_all(line).and_then(|_| log.write_all(b"\n"));
-        } else {
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(line).and_then(|_| err.write_all(b"\n"));
-        }
-    }
 }
 
 /// What a guest's console said last that tells how it ended: its kernel's panic line (or a
@@ -367,36 +376,43 @@ mod tests {
     #[test]
     fn tcg_runs_the_guest_on_one_host_thread_beside_the_served_disk() {
         let disk = Path::new("/run/fsynclab/disk");
-        let tcg = qemu_opts(Accelerator::Tcg, Some(disk), None).unwrap();
-        let want = format!("-accel tcg,thread=single -drive if=none,id=fsynclab,format=raw,cache=none,aio=threads,file=/run/fsynclab/disk -device virtio-blk-pci,drive=fsynclab,serial={DISK_SERIAL}");
+        let console = Path::new("/run/fsynclab/console.log");
+        let tcg = qemu_opts(Accelerator::Tcg, console, Some(disk), None);
+        let serial = "-device virtio-serial-pci,id=fsynclabserial -chardev file,id=fsynclabconsole,path=/run/fsynclab/console.log -device virtconsole,bus=fsynclabserial.0,chardev=fsynclabconsole";
+        let want = format!("-accel tcg,thread=single {serial} -drive if=none,id=fsynclab,format=raw,cache=none,aio=threads,file=/run/fsynclab/disk -device virtio-blk-pci,drive=fsynclab,serial={DISK_SERIAL}");
         assert_eq!(tcg.to_string_lossy(), want);
         assert_eq!(
-            qemu_opts(Accelerator::Tcg, None, None).unwrap(),
-            "-accel tcg,thread=single"
+            qemu_opts(Accelerator::Tcg, console, None, None),
+            format!("-accel tcg,thread=single {serial}").as_str()
         );
-        let kvm = qemu_opts(Accelerator::Kvm, Some(disk), None).unwrap();
+        let kvm = qemu_opts(Accelerator::Kvm, console, Some(disk), None);
         assert!(!kvm.to_string_lossy().contains("-accel"), "{kvm:?}");
-        assert_eq!(qemu_opts(Accelerator::Kvm, None, None), None);
+        assert_eq!(qemu_opts(Accelerator::Kvm, console, None, None), serial);
     }
 
     #[test]
-    fn a_run_that_drives_its_disk_gets_the_control_port_on_a_bus_of_its_own() {
+    fn a_run_that_drives_its_disk_gets_the_control_port_on_fsynclabs_bus_beside_the_console() {
         let disk = Path::new("/run/fsynclab/disk");
         let opts = qemu_opts(
             Accelerator::Kvm,
+            Path::new("/run/fsynclab/console.log"),
             Some(disk),
             Some(Path::new("/run/fsynclab/control.sock")),
-        )
-        .unwrap();
+        );
         let opts = opts.to_string_lossy();
         assert!(
-            opts.ends_with(" -device virtio-serial-pci,id=fsynclabserial -chardev socket,id=fsynclabctl,path=/run/fsynclab/control.sock -device virtserialport,bus=fsynclabserial.0,chardev=fsynclabctl,name=fsynclab.control"),
+            opts.starts_with("-device virtio-serial-pci,id=fsynclabserial -chardev file,id=fsynclabconsole,path=/run/fsynclab/console.log -device virtconsole,bus=fsynclabserial.0,chardev=fsynclabconsole "),
             "{opts}"
         );
+        assert!(
+            opts.ends_with(" -chardev socket,id=fsynclabctl,path=/run/fsynclab/control.sock -device virtserialport,bus=fsynclabserial.0,chardev=fsynclabctl,name=fsynclab.control"),
+            "{opts}"
+        );
+        assert_eq!(opts.matches("virtio-serial-pci").count(), 1, "{opts}");
     }
 
     #[test]
-    fn the_console_is_told_from_the_commands_stderr_and_its_panic_is_its_last_word() {
+    fn the_consoles_panic_is_its_last_word() {
         assert!(is_console(b"[   19.874069] kvm: exiting hardware virtualization"));
         assert!(is_console(b"[12345.1] x"));
         assert!(!is_console(b"ERR"));
@@ -404,24 +420,14 @@ mod tests {
         assert!(!is_console(b"[ ] nothing"));
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("console.log");
-        let mut sort = console_sorter(std::fs::File::create(&log).unwrap());
-        for line in [
-            &b"Poking KASLR using RDRAND RDTSC...\r"[..],
-            b"virtme: waiting for virtiofsd to start",
-            b"fuse: invalid argument `/tmp/virtmem2tc5q86'",
-            b"[    1.0] Linux version 6.12\r",
-            b"[    9.5] Kernel panic - not syncing: Attempted to kill init!\r",
-            b"[    9.6] Kernel Offset: disabled\r",
-        ] {
-            sort(line);
-        }
-        drop(sort);
-        let written = std::fs::read_to_string(&log).unwrap();
-        assert!(written.starts_with("Poking KASLR"), "{written}");
-        assert!(
-            written.contains("virtme: waiting") && written.contains("fuse: invalid"),
-            "{written}"
-        );
+        // As the guest's console writes it: lines ended by \r\n.
+        std::fs::write(
+            &log,
+            "[    1.0] Linux version 6.12\r\n\
+             [    9.5] Kernel panic - not syncing: Attempted to kill init!\r\n\
+             [    9.6] Kernel Offset: disabled\r\n",
+        )
+        .unwrap();
         assert_eq!(
             console_last_words(&log).as_deref(),
             Some("Kernel panic - not syncing: Attempted to kill init!")

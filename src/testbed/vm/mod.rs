@@ -121,8 +121,8 @@ impl IfEmpty for String {
 
 /// What a run needs of the kernel: the filesystems a scratch run makes (ext4 at least), the
 /// virtio disk it is served on, the virtio-serial ports virtme-ng runs the command through
-/// (and a power cut asks the host's disk through), and a way to share the host's root (9p
-/// or virtiofs). Each
+/// (and a power cut asks the host's disk through), and 9p over virtio, which shares the
+/// host's root (fsynclab always asks virtme-ng for 9p: [`launch`]). Each
 /// built in (`=y`) or a module (`=m`, loaded from `/lib/modules/RELEASE`).
 const NEEDED: &[(&[&str], &str)] = &[
     (&["CONFIG_EXT4_FS"], "ext4"),
@@ -132,10 +132,8 @@ const NEEDED: &[(&[&str], &str)] = &[
         &["CONFIG_VIRTIO_CONSOLE"],
         "virtio-serial ports (virtme-ng's script I/O, a power cut's control port)",
     ),
-    (
-        &["CONFIG_9P_FS", "CONFIG_VIRTIO_FS"],
-        "9p or virtiofs, to share the host's root",
-    ),
+    (&["CONFIG_9P_FS"], "9p, to share the host's root"),
+    (&["CONFIG_NET_9P_VIRTIO"], "9p over virtio, to share the host's root"),
 ];
 
 /// Refuses a kernel whose configuration (`/boot/config-RELEASE`, or the `build/.config` of its
@@ -222,7 +220,7 @@ mod tests {
     #[test]
     fn a_kernel_without_virtio_serial_ports_is_refused_naming_them() {
         let full =
-            "CONFIG_EXT4_FS=y\nCONFIG_VIRTIO_BLK=m\nCONFIG_VIRTIO_PCI=y\nCONFIG_VIRTIO_CONSOLE=m\nCONFIG_9P_FS=m\n";
+            "CONFIG_EXT4_FS=y\nCONFIG_VIRTIO_BLK=m\nCONFIG_VIRTIO_PCI=y\nCONFIG_VIRTIO_CONSOLE=m\nCONFIG_9P_FS=m\nCONFIG_NET_9P_VIRTIO=m\n";
         assert_eq!(lacking(full, true), None);
         let (options, what) = lacking(full, false).unwrap();
         assert_eq!(options, ["CONFIG_VIRTIO_BLK"], "{what}");
@@ -230,5 +228,18 @@ mod tests {
         let (options, what) = lacking(&without, true).unwrap();
         assert_eq!(options, ["CONFIG_VIRTIO_CONSOLE"]);
         assert!(what.contains("power cut"), "{what}");
+    }
+
+    /// A kernel that could share the host's root over virtiofs but not over 9p: refused,
+    /// since fsynclab boots every guest with 9p (virtme-ng's `--force-9p`).
+    #[test]
+    fn a_kernel_without_9p_over_virtio_is_refused_even_with_virtiofs() {
+        let full = "CONFIG_EXT4_FS=y\nCONFIG_VIRTIO_BLK=y\nCONFIG_VIRTIO_PCI=y\nCONFIG_VIRTIO_CONSOLE=y\n\
+                    CONFIG_9P_FS=y\nCONFIG_NET_9P_VIRTIO=y\nCONFIG_VIRTIO_FS=y\n";
+        assert_eq!(lacking(full, false), None);
+        let virtiofs_only = full.replace("CONFIG_NET_9P_VIRTIO=y\n", "");
+        let (options, what) = lacking(&virtiofs_only, false).unwrap();
+        assert_eq!(options, ["CONFIG_NET_9P_VIRTIO"]);
+        assert!(what.contains("9p"), "{what}");
     }
 }
