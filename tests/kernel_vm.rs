@@ -11,7 +11,8 @@
 //! in a guest names a wakeup an interrupt made as the interrupt's; a run that cuts its
 //! disk's power (`run powercut`, `exec --cut`) does so in the guest, on a disk the guest
 //! emulates, and the guest's kernel recovers the filesystem; `fsync-errors` fails disks
-//! the guest emulates and records what the guest's kernel returned.
+//! the guest emulates and records what the guest's kernel returned; every line the command
+//! writes to stderr arrives whole while the guest's kernel prints.
 //! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
 //! their commands short.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
@@ -50,6 +51,8 @@ common::tests! {
     the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrupted:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("python3"), That(VM, vm_ready)],
     a_guest_survives_tracepoints_turned_on_and_off_while_its_disk_writes:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    every_stderr_line_of_a_guests_command_arrives_whole_while_its_kernel_prints:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_power_cut_in_a_guest_cuts_the_disk_the_host_emulates_and_its_kernel_recovers:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("e2fsck"), That(VM, vm_ready)],
@@ -414,6 +417,35 @@ echo "flipped $i times" >&2"#;
         status.success() && err.contains("flipped 300 times"),
         "{status:?}: {err}"
     );
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// The guest's kernel printing to its console while the command writes to stderr (200 kernel
+/// lines through /dev/kmsg, each followed by a line of the command's): every one of the
+/// command's lines reaches fsynclab's stderr whole and in order, and none of the kernel's
+/// does. The console once shared QEMU's stderr with the command's, byte by byte, and a line
+/// written while the kernel printed could run into one of its lines and be lost with them.
+fn every_stderr_line_of_a_guests_command_arrives_whole_while_its_kernel_prints() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    // /dev/kmsg lets 10 lines through every 5 s unless printk_devkmsg is on.
+    let script = r#"echo on > /proc/sys/kernel/printk_devkmsg || exit 3
+i=1
+while [ $i -le 200 ]; do
+  echo "<3>fsynclab kernel burst $i: a long line from the guest's kernel, printed on its console while the command writes its own" > /dev/kmsg
+  echo "the command's line $i of 200" >&2
+  i=$((i+1))
+done"#;
+    let mut child = guest_exec(backing.path(), &state, "5m", script).spawn().unwrap();
+    let lines = StderrLines::of(&mut child);
+    let status = wait_at_most(&mut child, Duration::from_secs(360));
+    let err = lines.all();
+    assert!(status.success(), "{status:?}: {err}");
+    let ours: Vec<&str> = err.lines().filter(|l| l.contains("the command's line")).collect();
+    let expected: Vec<String> = (1..=200).map(|i| format!("the command's line {i} of 200")).collect();
+    assert_eq!(ours, expected, "{err}");
+    assert!(!err.contains("fsynclab kernel burst"), "{err}");
     assert_nothing_left(backing.path(), &state);
 }
 
