@@ -12,7 +12,8 @@
 //! disk's power (`run powercut`, `exec --cut`) does so in the guest, on a disk the guest
 //! emulates, and the guest's kernel recovers the filesystem; `fsync-errors` fails disks
 //! the guest emulates and records what the guest's kernel returned; every line the command
-//! writes to stderr arrives whole while the guest's kernel prints.
+//! writes to stderr arrives whole while the guest's kernel prints; a command longer than the
+//! guest kernel's command line runs as written.
 //! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
 //! their commands short.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
@@ -53,6 +54,8 @@ common::tests! {
     a_guest_survives_tracepoints_turned_on_and_off_while_its_disk_writes:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     every_stderr_line_of_a_guests_command_arrives_whole_while_its_kernel_prints:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    a_guests_command_longer_than_the_kernels_command_line_runs_as_written:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_power_cut_in_a_guest_cuts_the_disk_the_host_emulates_and_its_kernel_recovers:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("e2fsck"), That(VM, vm_ready)],
@@ -446,6 +449,26 @@ done"#;
     let expected: Vec<String> = (1..=200).map(|i| format!("the command's line {i} of 200")).collect();
     assert_eq!(ours, expected, "{err}");
     assert!(!err.contains("fsynclab kernel burst"), "{err}");
+    assert_nothing_left(backing.path(), &state);
+}
+
+/// A command of 4,200 bytes, single quotes among them: more than the 2048 bytes of the
+/// guest kernel's command line, where virtme-ng carries `--exec`'s script. The guest runs it
+/// as written. When the command went there, a line past 2048 bytes was cut, virtme-ng's
+/// `init=` with it, and the guest hung at boot until its time limit.
+fn a_guests_command_longer_than_the_kernels_command_line_runs_as_written() {
+    let _turn = one_at_a_time();
+    let backing = common::backing();
+    let state = PrivateState::new();
+    let text = "the guest's command, longer than its kernel's command line; ".repeat(70);
+    assert!(text.len() > 4000, "{}", text.len());
+    let script = format!("cat >&2 <<'END'\n{text}\nEND");
+    let mut child = guest_exec(backing.path(), &state, "5m", &script).spawn().unwrap();
+    let lines = StderrLines::of(&mut child);
+    let status = wait_at_most(&mut child, Duration::from_secs(360));
+    let err = lines.all();
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(err.lines().any(|l| l == text), "{err}");
     assert_nothing_left(backing.path(), &state);
 }
 
