@@ -14,8 +14,9 @@
 //! the guest emulates and records what the guest's kernel returned; every line the command
 //! writes to stderr arrives whole while the guest's kernel prints; a command longer than the
 //! guest kernel's command line runs as written.
-//! Each boot takes tens of seconds under TCG, so the tests that boot take turns and keep
-//! their commands short.
+//! Each boot takes tens of seconds under TCG, so the tests that boot keep their commands
+//! short and boot two guests at a time (`a_guests_turn`), each a run of its own beside the
+//! other, as two users' runs may be.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
@@ -26,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::guest::{debian_kernel, vm_ready, VM};
+use common::guest::{a_guests_turn, debian_kernel, vm_ready, VM};
 use common::Need::{Fuse, Root, That, Tool};
-use common::{fsynclab, leftovers, one_at_a_time, send, wait_at_most, PrivateState, ScratchRun, StderrLines, TINY};
+use common::{fsynclab, leftovers, send, wait_at_most, PrivateState, ScratchRun, StderrLines, TINY};
 
 common::tests! {
     a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing,
@@ -226,7 +227,7 @@ fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
 /// and the host's name. Without `--kernel-timeout` the guest's limit is derived from the
 /// run's length: 5 minutes plus 4 times 1 s (it was 30 minutes for any run before).
 fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let kernel = debian_kernel().unwrap();
     let backing = common::backing();
     let state = PrivateState::new();
@@ -288,7 +289,7 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
 /// from the guest's traced calls, then exit 1 because the command failed, saying so (not
 /// that calls failed: none did).
 fn a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let script = "for i in 1 2 3; do dd if=/dev/zero of=f bs=4k count=1 conv=fsync 2>/dev/null; done; exit 3";
@@ -317,7 +318,7 @@ fn a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status() {
 /// QEMU killed while the command runs inside: fsynclab says the guest ended, undoes the
 /// disk it served, and exits non-zero.
 fn a_guest_killed_mid_run_leaves_nothing() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
@@ -339,7 +340,7 @@ fn a_guest_killed_mid_run_leaves_nothing() {
 /// guest): fsynclab says the guest ended without its command's status and quotes the
 /// console's panic line, exits non-zero, and leaves nothing.
 fn a_guest_whose_kernel_panics_says_its_panic_line_and_leaves_nothing() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     // Started in /tmp, which the guest then shares read-write with the host: the guest's
@@ -378,7 +379,7 @@ fn a_guest_whose_kernel_panics_says_its_panic_line_and_leaves_nothing() {
 /// A guest that does not finish within --kernel-timeout (here it is still booting) is
 /// ended: exit 1, one line saying so, nothing left.
 fn a_guest_past_its_time_limit_is_ended_and_leaves_nothing() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let mut child = guest_exec(backing.path(), &state, "3s", "sleep 600").spawn().unwrap();
@@ -399,7 +400,7 @@ fn a_guest_past_its_time_limit_is_ended_and_leaves_nothing() {
 /// 6.1 guests (3 of 3) and crashed 6.12's (5 of 5, "Oops: int3"); fsynclab runs TCG on one
 /// host thread, and the guest lives through 300 flips.
 fn a_guest_survives_tracepoints_turned_on_and_off_while_its_disk_writes() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let script = r#"T=/sys/kernel/tracing; [ -d $T/events ] || mount -t tracefs none $T || exit 3
@@ -429,7 +430,7 @@ echo "flipped $i times" >&2"#;
 /// does. The console once shared QEMU's stderr with the command's, byte by byte, and a line
 /// written while the kernel printed could run into one of its lines and be lost with them.
 fn every_stderr_line_of_a_guests_command_arrives_whole_while_its_kernel_prints() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     // /dev/kmsg lets 10 lines through every 5 s unless printk_devkmsg is on.
@@ -457,7 +458,7 @@ done"#;
 /// as written. When the command went there, a line past 2048 bytes was cut, virtme-ng's
 /// `init=` with it, and the guest hung at boot until its time limit.
 fn a_guests_command_longer_than_the_kernels_command_line_runs_as_written() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let text = "the guest's command, longer than its kernel's command line; ".repeat(70);
@@ -475,7 +476,7 @@ fn a_guests_command_longer_than_the_kernels_command_line_runs_as_written() {
 /// Ctrl-C (SIGINT to fsynclab) while the command runs inside: the VM is ended at once, the
 /// disk undone, exit 130.
 fn ctrl_c_stops_the_guest_and_leaves_nothing() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
@@ -494,7 +495,7 @@ fn ctrl_c_stops_the_guest_and_leaves_nothing() {
 /// PID namespace whose first process dies with fsynclab), and `fsynclab cleanup` undoes the
 /// disk the host served.
 fn sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
@@ -542,7 +543,7 @@ fn a_kernel_axis_with_a_kernel_that_is_not_there_is_refused_before_any_cell() {
 /// guest's release in `environment.vm`; the table has a column for each kernel; the matrix
 /// says the host's cells and the guest's differ by how they were booted, and so does compare.
 fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let kernel = debian_kernel().unwrap();
     let backing = common::backing();
     let state = PrivateState::new();
@@ -602,7 +603,7 @@ fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
 /// A kernel axis's guest past `--kernel-timeout`: ended, the matrix stopped with exit 1
 /// saying so, no run recorded, nothing left.
 fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let store_dir = common::backing();
@@ -634,7 +635,7 @@ fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing()
 /// host's may not): the BPF tracer names no burner as a waker; the interrupts' wakeups are
 /// told (before the change this test failed with "a burner named as a waker: [sh 262 x6]").
 fn the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrupted() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let store_dir = common::backing();
@@ -725,7 +726,7 @@ fn a_power_cut_in_a_guest_cuts_the_disk_the_host_emulates_and_its_kernel_recover
 /// [`in_guest`] runs it, recorded in a store of its own: it succeeds and leaves nothing;
 /// its stored result, `show`'s text of it, and its kernel as `runs` labels it.
 fn stored_from_guest(command: ScratchRun) -> (Value, String, String) {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let store_dir = common::backing();
@@ -748,7 +749,7 @@ fn stored_from_guest(command: ScratchRun) -> (Value, String, String) {
 /// check, run on the recovered filesystem in the guest, decides the exit status (a check
 /// that finds the log missing would exit 1).
 fn exec_cut_in_a_guest_stops_the_command_and_checks_what_the_guests_kernel_recovered() {
-    let _turn = one_at_a_time();
+    let _turn = a_guests_turn();
     let backing = common::backing();
     let state = PrivateState::new();
     let command =

@@ -203,8 +203,7 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
     // at a power cut) could run into the kernel's and be sorted away with it. Not a second
     // serial port: the serial driver is one console, taken by virtme-ng's console=ttyS0.
     cmd.args(["--append", &format!("console={CONSOLE_PORT}"), "--append", "loglevel=7"]);
-    let not_loaded = NOT_LOADED_AT_BOOT.join(",");
-    cmd.args(["--append", &format!("modprobe.blacklist={not_loaded}")]);
+    cmd.args(["--append", &not_loaded_at_boot()]);
     for dir in &l.rw_dirs {
         cmd.arg("--rwdir").arg(dir);
     }
@@ -265,6 +264,11 @@ const NOT_LOADED_AT_BOOT: [&str; 7] = [
     // CPU frequency drivers, which find nothing to drive in a guest.
     "powernow_k8,acpi_cpufreq",
 ];
+
+/// The kernel's option that keeps [`NOT_LOADED_AT_BOOT`] from being loaded at boot.
+fn not_loaded_at_boot() -> String {
+    format!("modprobe.blacklist={}", NOT_LOADED_AT_BOOT.join(","))
+}
 
 /// QEMU's own options beside virtme-ng's: TCG on one host thread, the kernel's console
 /// written to `console` (the guest's [`CONSOLE_PORT`]), and the disk the host serves.
@@ -409,6 +413,52 @@ mod tests {
         assert!(!answered_paused(failed));
         assert!(!answered_paused(b""));
         assert!(answered_paused(made));
+    }
+
+    #[test]
+    fn the_guest_skips_qemus_drivers_but_never_what_a_run_needs() {
+        let option = not_loaded_at_boot();
+        let names: Vec<&str> = option.strip_prefix("modprobe.blacklist=").unwrap().split(',').collect();
+        // One word on the kernel's command line: a space would end the option there.
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')),
+            "{option}"
+        );
+        for skipped in ["kvm", "ahci", "sr_mod", "aesni_intel", "iTCO_wdt", "psmouse", "pcspkr"] {
+            assert!(names.contains(&skipped), "{skipped} is not on {option}");
+        }
+        // What a run's testbed and its tracer use in the guest: the root and results over
+        // 9p, the served disk, the filesystems with their metadata checksums, the scratch
+        // filesystem's FUSE disk and loop device, the console, the control port.
+        let needed = [
+            "9p",
+            "9pnet",
+            "9pnet_virtio",
+            "netfs",
+            "fscache",
+            "overlay",
+            "virtio",
+            "virtio_ring",
+            "virtio_pci",
+            "virtio_blk",
+            "virtio_console",
+            "ext4",
+            "jbd2",
+            "mbcache",
+            "xfs",
+            "btrfs",
+            "libcrc32c",
+            "crc32c_intel",
+            "crc32c_generic",
+            "crc16",
+            "fuse",
+            "loop",
+        ];
+        for name in needed {
+            assert!(!names.contains(&name), "{name}, which runs need, is on {option}");
+        }
     }
 
     #[test]
