@@ -315,7 +315,8 @@ fn sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
 /// "the drive held 1 writes (1048576 bytes)"). Beside six CPU burners the `dd`s came too
 /// late for 8 MiB records as well (12 records in 1.5 s, 64 MB/s: every record drained
 /// before the next, nothing lost, 2 runs of 2): the lying drive's media is slowed to
-/// 20 MB/s ([`LYING_DRIVE`]), which any machine that runs the workload outpaces.
+/// 20 MB/s ([`LYING_DRIVE`]), a third of the 64 MB/s the workload still wrote beside the
+/// six burners (a machine that writes it slower than 20 MB/s would fail the test again).
 const LEDGER_WORKLOAD: &str = "i=0; while :; do i=$((i+1)); { echo $i; head -c 8388608 /dev/zero; } | dd of=log oflag=append conv=notrunc,fsync bs=1M iflag=fullblock status=none && echo $i >> \"$LEDGER\"; done";
 /// hdd-7200 lying about its flushes, its media at 20 MB/s: 8 MiB records drain in 0.42 s,
 /// so its 32 MB cache holds acknowledged records unless the workload writes slower than that.
