@@ -13,13 +13,16 @@
 //! emulates, and the guest's kernel recovers the filesystem; `fsync-errors` fails disks
 //! the guest emulates and records what the guest's kernel returned; every line the command
 //! writes to stderr arrives whole while the guest's kernel prints; a command longer than the
-//! guest kernel's command line runs as written.
+//! guest kernel's command line runs as written; `reproduce --kernel A,B` measures each
+//! finding on both kernels (tests/kernel_vm/reproduce.rs).
 //! Each boot takes tens of seconds under TCG, so the tests that boot keep their commands
 //! short and boot two guests at a time (`a_guests_turn`), each a run of its own beside the
 //! other, as two users' runs may be.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
+#[path = "kernel_vm/reproduce.rs"]
+mod reproduce;
 
 use std::path::Path;
 use std::process::Stdio;
@@ -30,8 +33,17 @@ use serde_json::Value;
 use common::guest::{a_guests_turn, debian_kernel, vm_ready, VM};
 use common::Need::{Fuse, Root, That, Tool};
 use common::{fsynclab, leftovers, send, wait_at_most, PrivateState, ScratchRun, StderrLines, TINY};
+use reproduce::{
+    a_kernel_that_is_not_there_is_refused_before_anything_is_made,
+    each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_kernel,
+};
 
 common::tests! {
+    // First: its three guests boot one after another, the longest of these tests (about
+    // 160 s), so the others share the second slot meanwhile.
+    each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_kernel:
+        [Root, Fuse, Tool("mkfs.ext3"), That(VM, vm_ready)],
+    a_kernel_that_is_not_there_is_refused_before_anything_is_made,
     a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing,
     a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],

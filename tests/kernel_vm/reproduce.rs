@@ -4,27 +4,20 @@
 //! and figure on each kernel with what changed; a kernel that is not there is refused in
 //! one line before anything is made. Each guest boot takes about a minute under TCG: the
 //! test runs seed 004's smoke configuration (three cells, so three boots).
-#![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
-
-mod common;
+//!
+//! Part of kernel_vm's binary so that its three guests take turns with that file's guests,
+//! two at a time ([`a_guests_turn`]), instead of one after another in a binary of their own.
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::guest::{debian_kernel, vm_ready, VM};
-use common::Need::{Fuse, Root, That, Tool};
-use common::{backing, fsynclab, one_at_a_time, traces_under};
-
-common::tests! {
-    a_kernel_that_is_not_there_is_refused_before_anything_is_made,
-    each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_kernel:
-        [Root, Fuse, Tool("mkfs.ext3"), That(VM, vm_ready)],
-}
+use crate::common::guest::{a_guests_turn, debian_kernel};
+use crate::common::{backing, fsynclab, traces_under};
 
 /// A kernel that is not installed: one line, exit 2, no store made (before the root check,
 /// so it holds for anyone).
-fn a_kernel_that_is_not_there_is_refused_before_anything_is_made() {
+pub fn a_kernel_that_is_not_there_is_refused_before_anything_is_made() {
     let dir = backing();
     let store = dir.path().join("s.sqlite");
     let out = fsynclab()
@@ -43,8 +36,8 @@ fn a_kernel_that_is_not_there_is_refused_before_anything_is_made() {
     assert!(!store.exists(), "nothing is stored");
 }
 
-fn each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_kernel() {
-    let _turn = one_at_a_time();
+pub fn each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_kernel() {
+    let _turn = a_guests_turn();
     let kernel = debian_kernel().unwrap();
     let dir = backing();
     let store = dir.path().join("s.sqlite");
