@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::stuck::{queued, stuck_because, unresponsive_nodes, Followed, GivenUp, Queued, STUCK_LIMIT};
+use super::stuck::{given_up_with, queued, stuck_because, unresponsive_nodes, Followed, GivenUp, Queued, STUCK_LIMIT};
 use super::{Array, Request};
 use crate::commands::matrix::run::slot_label;
 use crate::matrix::plan::Plan;
@@ -130,29 +130,14 @@ pub(super) fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Sto
                                     task: q.task.clone(),
                                     node: q.node.clone(),
                                     why,
+                                    with: Vec::new(),
                                 });
                                 stuck.remove(&q.task);
                             }
                         }
                     }
                 }
-                // A task kept waiting by the array's limit behind tasks given up never starts.
-                let blocking: Vec<String> = given_up.iter().map(|g| g.task.clone()).collect();
-                let still_active = tasks
-                    .iter()
-                    .any(|q| q.state != "PENDING" && !blocking.contains(&q.task));
-                if !still_active && !blocking.is_empty() {
-                    for q in tasks.iter().filter(|q| q.state == "PENDING" && q.reason == "JobArrayTaskLimit") {
-                        given_up.push(GivenUp {
-                            task: q.task.clone(),
-                            node: String::new(),
-                            why: format!(
-                                "waiting behind {} (Slurm: JobArrayTaskLimit)",
-                                blocking.join(", ")
-                            ),
-                        });
-                    }
-                }
+                given_up.extend(given_up_with(&tasks, &given_up, &stuck));
                 let (mut running, mut pending) = (0, 0);
                 for q in tasks.iter().filter(|q| !given_up.iter().any(|g| g.task == q.task)) {
                     match q.state.as_str() {
@@ -248,10 +233,14 @@ pub(super) fn report_failures(
                     .filter(|n| *n != g.node && !gone.contains(n))
                     .collect();
                 note!(
-                    "fsynclab matrix {matrix_id}: {label} made no run: Slurm task {task} was {}; given up after {} s. \
+                    "fsynclab matrix {matrix_id}: {label} made no run: Slurm task {task} was {}; given up {}. \
                      `scancel {task}`, then `fsynclab matrix --resume {matrix_id}{}` makes it elsewhere",
                     g.why,
-                    STUCK_LIMIT.as_secs(),
+                    if g.with.is_empty() {
+                        format!("after {} s", STUCK_LIMIT.as_secs())
+                    } else {
+                        format!("with {}", g.with.join(", "))
+                    },
                     if elsewhere.is_empty() {
                         String::new()
                     } else {

@@ -3,7 +3,8 @@
 //! (300 s by default). The follower finds such a task from what `squeue` and `sinfo` say
 //! ([`stuck_because`]), names it with its node, and gives it up after [`STUCK_LIMIT`].
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use crate::matrix::slurm_client::{output, slurm};
 
@@ -20,6 +21,9 @@ pub(super) struct GivenUp {
     pub(super) task: String,
     pub(super) node: String,
     pub(super) why: String,
+    /// The tasks it was given up with, when it was not given up on its own account (after
+    /// [`STUCK_LIMIT`]) but because those ahead of it were.
+    pub(super) with: Vec<String>,
 }
 
 /// How the following ended.
@@ -98,6 +102,44 @@ pub(super) fn stuck_because(q: &Queued, completing_for: Duration, unresponsive: 
     None
 }
 
+/// The waiting tasks to give up with those given up already, once none of the others runs:
+/// one kept behind them by the array's limit never starts, and one already found stuck
+/// waiting for a node that is down would otherwise be waited for a whole [`STUCK_LIMIT`]
+/// more. (On the test farm, about a minute after a task went to a dead node, Slurm turned the
+/// reason of the task behind it from JobArrayTaskLimit to ReqNodeNotAvail: either way it is
+/// given up with the first.)
+/// `stuck` holds the tasks found stuck, with when and why.
+pub(super) fn given_up_with(
+    tasks: &[Queued],
+    given_up: &[GivenUp],
+    stuck: &BTreeMap<String, (Instant, String)>,
+) -> Vec<GivenUp> {
+    let blocking: Vec<&str> = given_up.iter().map(|g| g.task.as_str()).collect();
+    let still_active = tasks
+        .iter()
+        .any(|q| q.state != "PENDING" && !blocking.contains(&q.task.as_str()));
+    if still_active || blocking.is_empty() {
+        return Vec::new();
+    }
+    tasks
+        .iter()
+        .filter(|q| q.state == "PENDING" && !blocking.contains(&q.task.as_str()))
+        .filter_map(|q| {
+            let why = if q.reason == "JobArrayTaskLimit" {
+                "waiting behind the tasks ahead of it in its array (Slurm: JobArrayTaskLimit)".to_string()
+            } else {
+                stuck.get(&q.task)?.1.clone()
+            };
+            Some(GivenUp {
+                task: q.task.clone(),
+                node: String::new(),
+                why,
+                with: blocking.iter().map(|t| t.to_string()).collect(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +186,55 @@ mod tests {
             ("n2", "PENDING", "Resources")
         );
         assert_eq!(q[1].node, "");
+    }
+
+    /// A task behind one given up is given up with it once nothing else runs: kept behind by
+    /// the array's limit, or found stuck waiting for the dead node; not one that waits for
+    /// resources, nor any while another task still runs.
+    #[test]
+    fn a_waiting_task_is_given_up_with_the_stuck_task_ahead_of_it() {
+        let gone = vec![GivenUp {
+            task: "12_0".into(),
+            node: "n2".into(),
+            why: "COMPLETING on n2".into(),
+            with: Vec::new(),
+        }];
+        let down = "waiting for a node that is down (Slurm: ReqNodeNotAvail, UnavailableNodes:n2)";
+        let stuck = BTreeMap::from([("12_2".to_string(), (Instant::now(), down.to_string()))]);
+        let tasks = [
+            task("COMPLETING", "n2", "None"),
+            task("PENDING", "", "JobArrayTaskLimit"),
+            task("PENDING", "", "ReqNodeNotAvail, UnavailableNodes:n2"),
+            task("PENDING", "", "Resources"),
+        ];
+        let tasks: Vec<Queued> = tasks
+            .into_iter()
+            .enumerate()
+            .map(|(i, q)| Queued {
+                task: format!("12_{i}"),
+                ..q
+            })
+            .collect();
+        let with = given_up_with(&tasks, &gone, &stuck);
+        let whys: Vec<(&str, &str, &[String])> = with
+            .iter()
+            .map(|g| (g.task.as_str(), g.why.as_str(), g.with.as_slice()))
+            .collect();
+        let ahead = ["12_0".to_string()];
+        assert_eq!(
+            whys,
+            [
+                (
+                    "12_1",
+                    "waiting behind the tasks ahead of it in its array (Slurm: JobArrayTaskLimit)",
+                    &ahead[..]
+                ),
+                ("12_2", down, &ahead[..]),
+            ]
+        );
+        assert!(given_up_with(&tasks, &[], &stuck).is_empty());
+        let mut running = tasks;
+        running[3].state = "RUNNING".into();
+        assert!(given_up_with(&running, &gone, &stuck).is_empty());
     }
 }
