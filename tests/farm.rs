@@ -25,6 +25,8 @@ const PYYAML: common::Need = That(
 );
 
 common::tests! {
+    // First: the longest (about 90 s, most of it waiting for Slurm), beside the others.
+    a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere: [Root, SLURM],
     farm_options_and_unreachable_stores_are_one_line_errors,
     a_run_stored_in_postgres_reads_back_identical: [Root, POSTGRES],
     store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run: [Root, POSTGRES],
@@ -34,7 +36,6 @@ common::tests! {
     a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node: [Root, POSTGRES, SLURM],
     two_nodes_each_run_records_its_node: [Root, POSTGRES, SLURM],
     a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone: [Root, POSTGRES, SLURM],
-    a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere: [Root, SLURM],
 }
 
 fn has_postgres() -> bool {
@@ -361,7 +362,6 @@ fn farm_options_and_unreachable_stores_are_one_line_errors() {
 
 /// Issue 17: a run stored in PostgreSQL reads back identical.
 fn a_run_stored_in_postgres_reads_back_identical() {
-    let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
     let pg = farm.database("readback");
     let out = farm
@@ -407,7 +407,6 @@ fn a_run_stored_in_postgres_reads_back_identical() {
 
 /// Issue 17: store copy round trip SQLite, PostgreSQL, SQLite keeps every run.
 fn store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run() {
-    let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
     let work = farm.work();
     let a = work.join("laptop.sqlite").display().to_string();
@@ -480,7 +479,6 @@ fn store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run() {
 
 /// Issue 17: eight runs write one new postgres store at once.
 fn eight_runs_write_one_new_postgres_store_at_once() {
-    let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
     // A database without a store yet: the first runs also make its schema, at once.
     let pg = farm.database("eight");
@@ -548,7 +546,6 @@ fn eight_runs_write_one_new_postgres_store_at_once() {
 
 /// Issue 17: `k8s --emit` writes an indexed job per host.
 fn k8s_emit_writes_an_indexed_job_per_host() {
-    let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
     let pg = farm.database("k8s");
     let out = farm
@@ -654,7 +651,6 @@ fn k8s_emit_writes_an_indexed_job_per_host() {
 
 /// Issue 17: a matrix on Slurm prints its table and stores runs that know their node.
 fn a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node() {
-    let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres", "--slurm", "1"]);
     let pg = farm.database("slurm1");
     let t0 = Instant::now();
@@ -711,7 +707,6 @@ fn a_matrix_on_slurm_prints_its_table_and_stores_runs_that_know_their_node() {
 
 /// Issue 17: two nodes each run records its node.
 fn two_nodes_each_run_records_its_node() {
-    let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres", "--slurm", "2"]);
     let pg = farm.database("slurm2");
     // Each run on any node: both nodes take runs, and each run says which.
@@ -761,7 +756,6 @@ fn two_nodes_each_run_records_its_node() {
 
 /// Issue 17: a failed task is reported with its Slurm job and log and resume submits it alone.
 fn a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_alone() {
-    let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres", "--slurm", "1"]);
     let pg = farm.database("failing");
     // Two cells: index 0 takes 200 ms, index 1 6 s; the second task is cancelled as it runs.
@@ -851,7 +845,6 @@ fn a_failed_task_is_reported_with_its_slurm_job_and_log_and_resume_submits_it_al
 /// another node; a task waiting behind it in the array is given up with it, not a minute
 /// later.
 fn a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere() {
-    let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--slurm", "2"]);
     let pid = std::fs::read_to_string(farm.dir.path().join("slurm/slurmd-n2.pid")).unwrap();
     assert!(Process::new("kill")
@@ -945,7 +938,6 @@ impl Drop for TinyTmpfs {
 /// in one line, before anything is stored. A write that fails after the matrix is stored
 /// (the disk fills) leaves no part of the file.
 fn k8s_emit_that_cannot_be_written_is_refused_before_the_matrix_is_stored() {
-    let _turn = common::one_at_a_time();
     let farm = Farm::up(&["--postgres"]);
     let pg = farm.database("emit");
     let emit = |file: &str| {
