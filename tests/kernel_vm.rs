@@ -39,8 +39,9 @@ use reproduce::{
 };
 
 common::tests! {
-    // First: its three guests boot one after another, the longest of these tests (about
-    // 160 s), so the others share the second slot meanwhile.
+    // First: its three guests boot one after another, the longest of these tests (184.5 s
+    // in kernel_vm's run of 30 Nov, BENCHMARKS.md), so the others share the second slot
+    // meanwhile.
     each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_kernel:
         [Root, Fuse, Tool("mkfs.ext3"), That(VM, vm_ready)],
     a_kernel_that_is_not_there_is_refused_before_anything_is_made,
