@@ -56,6 +56,16 @@ free_port() {
   die "no free port found"
 }
 
+# Another farm coming up at the same moment (two farm tests at a time, a second fsynclab) must
+# not pick a port this one picked and has not bound yet: who picks ports holds a machine-wide
+# lock until its daemons listen on them (flock(1) on fsynclab's lock file for it, as
+# src/testbed/machine_lock.rs makes them; the kernel drops it if this script dies). The
+# daemons are started with fd 9 closed, or they would hold the lock for their whole life.
+ports_lock=/run/lock/fsynclab-farm-ports.lock
+[ -d /run/lock ] || ports_lock=/run/fsynclab-farm-ports.lock
+lock_ports() { exec 9>>"$ports_lock"; flock 9; }
+unlock_ports() { flock -u 9; exec 9>&-; }
+
 # Waits up to $1 seconds for the command after it to succeed.
 wait_for() {
   local limit=$1; shift
@@ -79,12 +89,15 @@ if [ "$want_pg" -eq 1 ]; then
   # initdb --pwfile reads the file as the postgres user.
   (umask 077; echo "$super_pw" >"$pg/superuser.pw")
   chown postgres:postgres "$pg/superuser.pw"
-  port=$(free_port)
   runuser -u postgres -- "$pgbin/initdb" -D "$pg/data" -U postgres --pwfile="$pg/superuser.pw" \
     --auth=scram-sha-256 -E UTF8 --no-sync >"$pg/initdb.log" 2>&1 || { cat "$pg/initdb.log" >&2; die "initdb failed"; }
+  lock_ports
+  port=$(free_port)
+  # -w: pg_ctl returns once the server accepts connections, so on its port.
   runuser -u postgres -- "$pgbin/pg_ctl" -D "$pg/data" -l "$pg/server.log" -w -t 30 \
-    -o "-p $port -k $pg -c listen_addresses=127.0.0.1" start >/dev/null \
+    -o "-p $port -k $pg -c listen_addresses=127.0.0.1" start >/dev/null 9>&- \
     || { cat "$pg/server.log" >&2; die "PostgreSQL did not start"; }
+  unlock_ports
   PGPASSWORD=$super_pw "$pgbin/psql" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 \
     -c "CREATE ROLE fsynclab LOGIN CREATEDB PASSWORD '$farm_pw'" \
     -c "CREATE DATABASE fsynclab OWNER fsynclab" >/dev/null
@@ -103,12 +116,13 @@ if [ "$nodes" -gt 0 ]; then
   runuser -u munge -- mungekey --create --keyfile="$mg/munge.key" 2>"$mg/mungekey.log" \
     || { cat "$mg/mungekey.log" >&2; die "mungekey failed"; }
   runuser -u munge -- munged --socket="$mg/munge.socket" --key-file="$mg/munge.key" \
-    --pid-file="$mg/munged.pid" --log-file="$mg/munged.log" --seed-file="$mg/munged.seed" \
+    --pid-file="$mg/munged.pid" --log-file="$mg/munged.log" --seed-file="$mg/munged.seed" 9>&- \
     || { cat "$mg/munged.log" >&2 2>/dev/null; die "munged did not start"; }
   wait_for 10 test -S "$mg/munge.socket" || die "munged made no socket"
 
   sl="$dir/slurm"
   mkdir -p "$sl/state" "$sl/spool"
+  lock_ports
   ctl_port=$(free_port); echo "# slurmctld :$ctl_port" >>"$env_file"
   host=$(hostname -s)
   conf="$sl/slurm.conf"
@@ -152,16 +166,25 @@ EOF
   done
   echo "PartitionName=farm Nodes=$(IFS=,; echo "${names[*]}") Default=YES MaxTime=INFINITE State=UP" >>"$conf"
   export SLURM_CONF="$conf"
-  slurmctld -f "$conf" || { cat "$sl/slurmctld.log" >&2 2>/dev/null; die "slurmctld did not start"; }
+  slurmctld -f "$conf" 9>&- || { cat "$sl/slurmctld.log" >&2 2>/dev/null; die "slurmctld did not start"; }
   # slurmd registers once, when it starts: one that starts before the controller answers stays
   # UNKNOWN until the controller's next ping of its nodes, minutes later. Start the nodes once
   # the controller answers, and start again any node that has not registered after a while.
   ctl_up() { scontrol ping | grep -q "is UP"; }
   wait_for 30 ctl_up || { tail -n 20 "$sl/slurmctld.log" >&2; die "slurmctld did not answer"; }
   start_slurmd() {
-    slurmd -f "$conf" -N "$1" || { cat "$sl/slurmd-$1.log" >&2 2>/dev/null; die "slurmd -N $1 did not start"; }
+    slurmd -f "$conf" -N "$1" 9>&- || { cat "$sl/slurmd-$1.log" >&2 2>/dev/null; die "slurmd -N $1 did not start"; }
   }
-  for name in "${names[@]}"; do start_slurmd "$name"; done
+  node_port() { sed -n "s/^NodeName=$1 .* Port=\([0-9]*\) .*/\1/p" "$conf"; }
+  listens() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+  # Started with the lock held, and it is released once each slurmd listens on its port (the
+  # controller answering, above, means it listens on its own).
+  start_slurmd_on_its_port() {
+    start_slurmd "$1"
+    wait_for 10 listens "$(node_port "$1")" || { tail -n 20 "$sl/slurmd-$1.log" >&2; die "slurmd -N $1 did not listen"; }
+  }
+  for name in "${names[@]}"; do start_slurmd_on_its_port "$name"; done
+  unlock_ports
   idle_nodes() { sinfo -h -N -p farm -t idle -o %N | sort -u; }
   idle() { [ "$(idle_nodes | wc -l)" -eq "$nodes" ]; }
   for attempt in 1 2 3; do
@@ -170,8 +193,11 @@ EOF
     for name in "${names[@]}"; do
       idle_nodes | grep -qx "$name" && continue
       pid=$(cat "$sl/slurmd-$name.pid" 2>/dev/null || true)
+      # Its port is free between the two: hold the lock so that no other farm picks it.
+      lock_ports
       if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then wait_for 10 sh -c "! kill -0 $pid" || true; fi
-      start_slurmd "$name"
+      start_slurmd_on_its_port "$name"
+      unlock_ports
     done
   done
   echo "SLURM_CONF=$conf" >>"$env_file"

@@ -28,6 +28,7 @@ common::tests! {
     // First: the longest (about 90 s, most of it waiting for Slurm), beside the others.
     a_task_on_a_dead_node_is_given_up_with_its_node_and_how_to_resume_elsewhere: [Root, SLURM],
     farm_options_and_unreachable_stores_are_one_line_errors,
+    a_farm_picks_its_ports_only_while_no_other_farm_is_binding_its_own: [Root, POSTGRES],
     a_run_stored_in_postgres_reads_back_identical: [Root, POSTGRES],
     store_copy_round_trip_sqlite_postgres_sqlite_keeps_every_run: [Root, POSTGRES],
     eight_runs_write_one_new_postgres_store_at_once: [Root, POSTGRES],
@@ -107,12 +108,23 @@ struct Farm {
 impl Farm {
     /// `scripts/farm-up.sh DIR ARGS`.
     fn up(args: &[&str]) -> Farm {
-        let dir = tempfile::Builder::new().prefix("fsynclab-farm-").tempdir().unwrap();
-        let out = Process::new(repo().join("scripts/farm-up.sh"))
-            .arg(dir.path())
-            .args(args)
-            .output()
-            .unwrap();
+        let dir = Farm::new_dir();
+        let out = Farm::up_command(&dir, args).output().unwrap();
+        Farm::came_up(dir, args, out)
+    }
+
+    fn new_dir() -> tempfile::TempDir {
+        tempfile::Builder::new().prefix("fsynclab-farm-").tempdir().unwrap()
+    }
+
+    fn up_command(dir: &tempfile::TempDir, args: &[&str]) -> Process {
+        let mut up = Process::new(repo().join("scripts/farm-up.sh"));
+        up.arg(dir.path()).args(args);
+        up
+    }
+
+    /// The farm that `farm-up.sh DIR ARGS` printed `out` for.
+    fn came_up(dir: tempfile::TempDir, args: &[&str], out: std::process::Output) -> Farm {
         let mut farm = Farm {
             dir,
             env: BTreeMap::new(),
@@ -358,6 +370,75 @@ fn farm_options_and_unreachable_stores_are_one_line_errors() {
         "{}",
         stdout(&out)
     );
+}
+
+/// Two farms coming up at once (two of these tests at a time) must not both pick a port that
+/// neither listens on yet: farm-up.sh holds a machine-wide lock from picking its ports until
+/// its daemons listen. Held here, the farm's PostgreSQL does not start until it is released.
+fn a_farm_picks_its_ports_only_while_no_other_farm_is_binding_its_own() {
+    let lock = "/run/lock/fsynclab-farm-ports.lock";
+    // Another farm-up, as far as this one can tell: a process holding the lock, killed
+    // however the test ends (the other farm tests wait for it).
+    // One process (flock(1) with a command would leave the command holding it when killed).
+    let hold = format!("exec 9>>{lock}; flock 9; exec sleep 600");
+    let holder = Ended(Process::new("bash").args(["-c", &hold]).spawn().unwrap());
+    let held = || {
+        !Process::new("flock")
+            .args(["-n", lock, "true"])
+            .status()
+            .unwrap()
+            .success()
+    };
+    let since = Instant::now();
+    while !held() {
+        assert!(since.elapsed() < Duration::from_secs(10), "flock did not take {lock}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dir = Farm::new_dir();
+    let mut up = Farm::up_command(&dir, &["--postgres"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // initdb runs before the ports are picked; then farm-up.sh waits in flock(1).
+    let pid = up.id().to_string();
+    let waiting = || {
+        Process::new("pgrep")
+            .args(["-P", &pid, "-x", "flock"])
+            .status()
+            .unwrap()
+            .success()
+    };
+    let since = Instant::now();
+    while !waiting() && since.elapsed() < Duration::from_secs(60) && up.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let was_waiting = waiting();
+    std::thread::sleep(Duration::from_secs(1));
+    let started = dir.path().join("pg/data/postmaster.pid").exists();
+    let still_up = up.try_wait().unwrap().is_none();
+    drop(holder);
+    let out = up.wait_with_output().unwrap();
+    let farm = Farm::came_up(dir, &["--postgres"], out);
+    assert!(was_waiting, "farm-up.sh did not wait for the ports' lock");
+    assert!(!started, "PostgreSQL started while another farm held the ports' lock");
+    assert!(still_up, "farm-up.sh ended while another farm held the ports' lock");
+    // Released, it comes up as usual, listening on the port it wrote to farm.env.
+    let url = &farm.env["FARM_STORE"];
+    let port = url.rsplit_once(':').unwrap().1.split('/').next().unwrap();
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let listens: String = client.query_one("SHOW port", &[]).unwrap().get(0);
+    assert_eq!(listens, port);
+}
+
+/// A child process killed and reaped when dropped.
+struct Ended(std::process::Child);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Issue 17: a run stored in PostgreSQL reads back identical.
