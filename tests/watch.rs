@@ -25,6 +25,8 @@ common::tests! {
     watch_cgroup_reports_only_the_tasks_inside_it: [Root, Bpf, CGROUP2],
     a_watch_counts_the_failed_sync_calls_apart: [Root, Bpf, Tool("python3")],
     a_watch_killed_with_sigkill_leaves_no_bpf_program: [Root, Bpf, Tool("bpftool")],
+    a_watch_of_more_short_lived_processes_than_the_kernel_keeps_counts_and_names_every_call:
+        [Root, Bpf, Tool("python3")],
     watch_refuses_in_one_line_where_bpf_is_missing,
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
     bad_watch_flags_are_refused_in_one_line,
@@ -432,6 +434,97 @@ while time.time() < end:
     let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(shown["ops"]["fsync"]["count"], calls, "{shown}");
     assert_eq!(shown["ops"]["fsync"]["errors"], failed, "{shown}");
+}
+
+/// Issue 25 (memory stays bounded however long it watches): the kernel keeps the names of
+/// 4,096 processes and 16,384 histogram buckets; a watch takes the processes that ended out
+/// of both as it goes. 4,500 processes, each forked to make one fsync and exit, are all
+/// counted, in one row of their name, none nameless, nothing lost.
+fn a_watch_of_more_short_lived_processes_than_the_kernel_keeps_counts_and_names_every_call() {
+    const PROCESSES: u64 = 4_500;
+    let dir = backing();
+    let store = dir.path().join("results.sqlite");
+    // A name of this test's own: the watch follows the tasks of that name (a command's name
+    // is its file's, here a link to python).
+    let name = format!("fsf{}", std::process::id() % 100_000);
+    let python = Command::new("python3")
+        .args(["-c", "import os, sys; print(os.path.realpath(sys.executable))"])
+        .output()
+        .unwrap();
+    let link = dir.path().join(&name);
+    std::os::unix::fs::symlink(String::from_utf8_lossy(&python.stdout).trim(), &link).unwrap();
+    let mut watch = Command::new(bin())
+        .args([
+            "watch",
+            "--comm",
+            &name,
+            "--threshold",
+            "1h",
+            "--duration",
+            "5m",
+            "--store",
+        ])
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(watch.stderr.take().unwrap());
+    let mut said = String::new();
+    stderr.read_line(&mut said).unwrap();
+    assert!(said.starts_with("watching the sync calls"), "{said}");
+    let script = r#"
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+for _ in range(int(sys.argv[2])):
+    pid = os.fork()
+    if pid == 0:
+        os.fsync(fd)
+        os._exit(0)
+    os.waitpid(pid, 0)
+"#;
+    let forked = Command::new(&link)
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path().join("data"))
+        .arg(PROCESSES.to_string())
+        .status()
+        .unwrap();
+    assert!(forked.success(), "the forking program failed");
+    send(&watch, libc::SIGINT);
+    let out = watch.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{rest}");
+    assert!(!rest.contains("lost in the kernel"), "{rest}");
+    // The parent made no sync call: one row, its children's, `fsfN (4500 exited) fsync 4500`.
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("process "))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 1, "{stdout}");
+    assert_eq!(
+        rows[0][..4],
+        [name.as_str(), &format!("({PROCESSES}"), "exited)", "fsync"],
+        "{stdout}"
+    );
+    assert_eq!(rows[0][4], PROCESSES.to_string(), "{stdout}");
+    let shown = Command::new(bin())
+        .args(["show", "1", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["ops"]["fsync"]["count"], PROCESSES, "{shown}");
+    assert_eq!(
+        shown["details"]["watch"]["exited"][format!("{name} ({PROCESSES} exited)")],
+        PROCESSES,
+        "{shown}"
+    );
 }
 
 /// Issue 25: a watch killed with SIGKILL (no chance to clean up) leaves none of its BPF

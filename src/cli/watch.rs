@@ -24,7 +24,10 @@ ID` draws it), with what the tracer cost (the BPF programs' own run time only wi
 --bpf-stats: counting it times every run of the programs, which the watched calls pay for).
 Memory stays bounded however long it watches:
 the percentiles come from histograms kept in the kernel, and only the 100 slowest calls
-over --threshold are kept with their parts (every one is printed as it comes).
+over --threshold are kept with their parts (every one is printed as it comes). Processes
+that end (a shell loop's dd, git, dpkg) are taken out of the kernel's maps every 5 s and
+their calls summed by name, one row each (`dd (93 exited)`), so the maps keep room for
+the processes after them.
 Killed however, it leaves no BPF program behind (nothing is pinned).
 
 Examples:

@@ -5,6 +5,8 @@
 //! ops, no per-call sample (a watch may last for days), and the slowest calls with their
 //! parts in its explanation.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::process_calls::{self, ProcessCalls};
@@ -24,8 +26,12 @@ pub(crate) struct Details {
     pub(crate) threshold_ns: u64,
     /// How many calls were that slow.
     pub(crate) slow_calls: u64,
-    /// Each kind of sync call of each process, by process then kind.
+    /// Each kind of sync call of each process, by process then kind; the processes that
+    /// ended during the watch one row per name and kind (`dd (93 exited)`).
     pub(crate) by_process: Vec<ProcessCalls>,
+    /// How many processes each row of ended processes folds, by its label.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) exited: BTreeMap<String, u32>,
 }
 
 impl Views for Details {
@@ -38,13 +44,17 @@ impl Views for Details {
 
     fn findings(&self) -> Vec<String> {
         let calls: u64 = self.by_process.iter().map(|p| p.stats.count).sum();
-        let mut processes: Vec<&str> = self.by_process.iter().map(|p| p.process.as_str()).collect();
-        processes.dedup();
+        let mut rows: Vec<&str> = self.by_process.iter().map(|p| p.process.as_str()).collect();
+        rows.dedup();
+        let processes: u64 = rows
+            .iter()
+            .map(|row| self.exited.get(*row).map_or(1, |n| u64::from(*n)))
+            .sum();
         let mut out = vec![format!(
             "watched {}: {calls} sync calls by {} process{}, {} of them over {}",
             self.watched,
-            processes.len(),
-            if processes.len() == 1 { "" } else { "es" },
+            processes,
+            if processes == 1 { "" } else { "es" },
             self.slow_calls,
             format_duration(std::time::Duration::from_nanos(self.threshold_ns))
         )];
@@ -89,6 +99,7 @@ mod tests {
             threshold_ns: 10_000_000,
             slow_calls: 3,
             by_process: vec![row("postgres 812", 100, 30_000_000), row("postgres 813", 5, 1_000_000)],
+            exited: BTreeMap::new(),
         };
         let findings = d.findings();
         assert_eq!(
@@ -100,5 +111,36 @@ mod tests {
             "{findings:?}"
         );
         assert_eq!(d.tables()[0].rows.len(), 2);
+    }
+
+    #[test]
+    /// A row of processes that ended counts each of them.
+    fn processes_that_ended_count_each_in_the_finding() {
+        let calls = |count: u64| OpStats {
+            count,
+            errors: 0,
+            bytes: 0,
+            latency_ns: LatencySummary::default(),
+        };
+        let row = |process: &str, op: OpKind, count: u64| ProcessCalls {
+            process: process.into(),
+            op,
+            stats: calls(count),
+        };
+        let d = Details {
+            watched: "every task named dd".into(),
+            threshold_ns: 10_000_000,
+            slow_calls: 0,
+            by_process: vec![
+                row("dd 900", OpKind::Fsync, 1),
+                row("dd (93 exited)", OpKind::Fsync, 93),
+                row("dd (93 exited)", OpKind::Fdatasync, 4),
+            ],
+            exited: BTreeMap::from([("dd (93 exited)".to_string(), 93)]),
+        };
+        assert_eq!(
+            d.findings()[0],
+            "watched every task named dd: 98 sync calls by 94 processes, 0 of them over 10ms"
+        );
     }
 }

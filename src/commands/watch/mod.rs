@@ -21,6 +21,7 @@ use crate::explain::bpf::{self, BpfTracer};
 use crate::measure::RunClock;
 use crate::recording::Recording;
 
+mod ended;
 mod filter;
 mod record;
 mod text;
@@ -48,23 +49,35 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let mut printed = 0u64;
     let mut slowest = record::Slowest::default();
     let deadline = duration.map(|d| started + d);
-    let go_on = || !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d);
+    // Each tick, and the processes that ended taken out of the kernel's maps now and then
+    // ([`ended`]); an error doing so ends the watch with it.
+    let mut ended = ended::Ended::default();
+    let mut taking: Result<()> = Ok(());
+    let go_on = || {
+        taking = ended.take(&tracer, false);
+        taking.is_ok() && !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d)
+    };
     tracer.follow(TICK, go_on, |call| {
         printed += 1;
         let explained = attribution(&call, &symbols, clock.origin_monotonic_ns(), stack_over);
         println!("{}", text::call_line(&call, &explained, started));
         slowest.offer(explained);
     })?;
+    taking?;
     let interrupted = stop.is_set() && deadline.is_some_and(|d| Instant::now() < d);
 
-    // Summary: every call, from the kernel's histograms.
+    // Summary: every call, from the kernel's histograms and the processes taken out of them.
+    ended.take(&tracer, true)?;
     let latencies = tracer.latencies()?;
     let names = tracer.process_names()?;
     let lost = tracer.lost()?;
     let cost = tracer.run_time();
     drop(tracer);
     let elapsed = started.elapsed();
-    print!("{}", text::summary(&latencies, &names, printed, threshold, elapsed));
+    print!(
+        "{}",
+        text::summary(&latencies, &names, &ended, printed, threshold, elapsed)
+    );
     if cost.runs > 0 {
         println!(
             "the BPF programs ran {} times for {} of CPU in all ({} a run, {:.3}% of one CPU)",
@@ -97,6 +110,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         interrupted,
         latencies,
         names,
+        ended,
         slow_calls: printed,
         slowest,
         lost,

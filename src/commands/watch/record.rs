@@ -21,6 +21,8 @@ use crate::result::{RunResult, SCHEMA_VERSION};
 use crate::scenario::process_calls::ProcessCalls;
 use crate::scenario::watched::{Details, SCENARIO};
 
+use super::ended::Ended;
+
 /// The slow calls kept with their parts: the slowest this many.
 pub(crate) const SLOWEST_KEPT: usize = 100;
 
@@ -62,6 +64,8 @@ pub(super) struct Watched {
     pub(super) interrupted: bool,
     pub(super) latencies: HashMap<(u32, SyncKind), Buckets>,
     pub(super) names: HashMap<u32, String>,
+    /// The processes that ended, their calls by name.
+    pub(super) ended: Ended,
     /// Calls over the threshold, and the slowest of them.
     pub(super) slow_calls: u64,
     pub(super) slowest: Slowest,
@@ -104,6 +108,19 @@ impl Watched {
                 op: op_of(key.1),
                 stats: stats_of(b),
             });
+        }
+        let mut exited = BTreeMap::new();
+        for (name, folded) in &self.ended.by_name {
+            let label = Ended::label(name, folded);
+            for (kind, b) in &folded.latencies {
+                per_kind.entry(op_of(*kind)).or_default().merge(b);
+                by_process.push(ProcessCalls {
+                    process: label.clone(),
+                    op: op_of(*kind),
+                    stats: stats_of(b),
+                });
+            }
+            exited.insert(label, folded.processes);
         }
         let ops = per_kind.iter().map(|(op, b)| (*op, stats_of(b))).collect();
         let threshold_ns = u64::try_from(self.threshold.as_nanos()).unwrap_or(u64::MAX);
@@ -149,6 +166,7 @@ impl Watched {
             threshold_ns,
             slow_calls: self.slow_calls,
             by_process,
+            exited,
         };
         let mut result = RunResult {
             schema_version: SCHEMA_VERSION,

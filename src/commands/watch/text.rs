@@ -12,6 +12,8 @@ use crate::explain::bpf::record::{SlowCall, SyncKind};
 use crate::explain::bpf::{Filter, Settings};
 use crate::units::{format_duration, format_latency_ns};
 
+use super::ended::Ended;
+
 /// The line on stderr once the program is attached.
 pub(super) fn watching(settings: &Settings, duration: Option<Duration>) -> String {
     let whom = whom(&settings.filter);
@@ -99,6 +101,7 @@ fn argument(call: &SlowCall) -> String {
 pub(super) fn summary(
     latencies: &HashMap<(u32, SyncKind), Buckets>,
     names: &HashMap<u32, String>,
+    ended: &Ended,
     printed: u64,
     threshold: Duration,
     elapsed: Duration,
@@ -108,7 +111,7 @@ pub(super) fn summary(
         format_duration(threshold),
         crate::units::clock(elapsed)
     );
-    if latencies.is_empty() {
+    if latencies.is_empty() && ended.by_name.is_empty() {
         out.push_str("  no sync call was made\n");
         return out;
     }
@@ -126,7 +129,15 @@ pub(super) fn summary(
         let who = format!("{}[{}]", names.get(&key.0).map_or("?", String::as_str), key.0);
         row(&mut out, &who, key.1, b);
     }
-    if latencies.len() > 1 {
+    let mut rows = latencies.len();
+    for (name, folded) in &ended.by_name {
+        for (kind, b) in &folded.latencies {
+            per_kind.entry(*kind).or_default().merge(b);
+            row(&mut out, &Ended::label(name, folded), *kind, b);
+            rows += 1;
+        }
+    }
+    if rows > 1 {
         for (kind, b) in &per_kind {
             row(&mut out, "all", *kind, b);
         }

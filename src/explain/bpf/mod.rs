@@ -21,7 +21,7 @@
 //! (kernel addresses to names), `histogram` (the latency histograms' buckets), `cost` (the
 //! programs' own run time), `run` (the tracer behind a run's and a command's `--explain`), `tie` (their chosen calls tied to its records).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::path::Path;
 use std::sync::Mutex;
@@ -403,6 +403,51 @@ impl BpfTracer {
         Ok(out)
     }
 
+    /// The histograms of the processes `alive` says have ended, taken out of the kernel's map
+    /// with their names, so that a long watch of short-lived processes (a shell loop's `dd`,
+    /// git, dpkg) keeps room in both maps for the processes that come after them: per
+    /// process, its name (None if the kernel did not keep it) and its histogram of each kind.
+    /// A process that has ended makes no more calls, so nothing counted is lost between the
+    /// read and the removal.
+    pub(crate) fn take_ended(&self, alive: impl Fn(u32) -> bool) -> Result<Vec<EndedProcess>> {
+        let map = self.map("latency")?;
+        let mut by_pid: BTreeMap<u32, EndedProcess> = BTreeMap::new();
+        for key in map.keys() {
+            let Some(k) = LatencyKey::parse(&key) else { continue };
+            if alive(k.pid) {
+                continue;
+            }
+            let Some(value) = map.lookup(&key, MapFlags::ANY).context("reading a latency histogram")? else {
+                continue;
+            };
+            map.delete(&key)
+                .context("removing an ended process's latency histogram")?;
+            let (Some(kind), Ok(count)) = (SyncKind::from_number(k.kind), <[u8; 8]>::try_from(value.as_slice())) else {
+                continue;
+            };
+            let ended = by_pid.entry(k.pid).or_insert_with(|| EndedProcess {
+                pid: k.pid,
+                name: None,
+                latencies: BTreeMap::new(),
+            });
+            ended
+                .latencies
+                .entry(kind)
+                .or_default()
+                .add(k.bucket, u64::from_ne_bytes(count));
+        }
+        let names = self.map("process_names")?;
+        for ended in by_pid.values_mut() {
+            let key = ended.pid.to_ne_bytes();
+            if let Some(name) = names.lookup(&key, MapFlags::ANY).ok().flatten() {
+                ended.name = Some(comm(&name));
+                // Gone already if the kernel never kept it: not an error.
+                let _ = names.delete(&key);
+            }
+        }
+        Ok(by_pid.into_values().collect())
+    }
+
     /// Where the time of journal commit `dev_tid` (device << 32 | transaction) went, if the
     /// kernel still keeps it (the latest 256 commits of the machine).
     pub(crate) fn commit_detail(&self, dev_tid: u64) -> Option<SlowCall> {
@@ -425,11 +470,7 @@ impl BpfTracer {
             ) else {
                 continue;
             };
-            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-            out.insert(
-                u32::from_ne_bytes(pid),
-                String::from_utf8_lossy(&name[..end]).into_owned(),
-            );
+            out.insert(u32::from_ne_bytes(pid), comm(&name));
         }
         Ok(out)
     }
@@ -453,6 +494,20 @@ impl BpfTracer {
             processes: read(4)?,
         })
     }
+}
+
+/// A process that ended, as [`BpfTracer::take_ended`] took it out of the kernel's maps.
+#[derive(Debug)]
+pub(crate) struct EndedProcess {
+    pub(crate) pid: u32,
+    pub(crate) name: Option<String>,
+    pub(crate) latencies: BTreeMap<SyncKind, histogram::Buckets>,
+}
+
+/// A task's command name as the kernel keeps it (up to a NUL).
+fn comm(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
 pub(super) fn nanos(d: Duration) -> u64 {

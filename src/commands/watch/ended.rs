@@ -1,0 +1,128 @@
+//! The processes a watch saw end. The kernel keeps each process's histograms and name in maps
+//! of a fixed size (16,384 histogram buckets, 4,096 names): a watch of a machine whose sync
+//! calls come from short-lived processes (a shell loop's `dd`, git, dpkg) would fill them
+//! and stop counting the processes after. Every [`TAKE_EVERY`], and at the end, the watch
+//! takes the ended processes out of the kernel's maps and folds their calls by name here: a
+//! row per name and kind (`dd (93 exited)`), at most [`NAMES_KEPT`] names (the rest under
+//! one row), so memory stays bounded however long it watches.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::explain::bpf::histogram::Buckets;
+use crate::explain::bpf::record::SyncKind;
+use crate::explain::bpf::{BpfTracer, EndedProcess};
+
+/// How often the watch takes the ended processes out of the kernel's maps.
+pub(super) const TAKE_EVERY: Duration = Duration::from_secs(5);
+
+/// Names of ended processes kept apart; those after are folded under [`OTHER_NAMES`].
+const NAMES_KEPT: usize = 1024;
+const OTHER_NAMES: &str = "(other names)";
+
+/// The calls of the processes of one name that ended.
+#[derive(Debug, Default)]
+pub(super) struct Folded {
+    pub(super) processes: u32,
+    pub(super) latencies: BTreeMap<SyncKind, Buckets>,
+}
+
+/// The ended processes' calls, by name.
+#[derive(Debug, Default)]
+pub(super) struct Ended {
+    pub(super) by_name: BTreeMap<String, Folded>,
+    last_taken: Option<Instant>,
+}
+
+impl Ended {
+    /// Takes the processes that ended out of the tracer's maps, if [`TAKE_EVERY`] has passed
+    /// since the last time (or `now_anyway`).
+    pub(super) fn take(&mut self, tracer: &BpfTracer, now_anyway: bool) -> Result<()> {
+        if !now_anyway && self.last_taken.is_some_and(|t| t.elapsed() < TAKE_EVERY) {
+            return Ok(());
+        }
+        self.last_taken = Some(Instant::now());
+        // A pid the kernel gives is one of the machine's first pid namespace: /proc says
+        // whether it lives only when this process sees that namespace.
+        if !in_the_first_pid_namespace() {
+            return Ok(());
+        }
+        for process in tracer.take_ended(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())? {
+            self.add(process);
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, process: EndedProcess) {
+        let name = process.name.unwrap_or_else(|| "?".into());
+        let name = if self.by_name.contains_key(&name) || self.by_name.len() < NAMES_KEPT {
+            name
+        } else {
+            OTHER_NAMES.into()
+        };
+        let folded = self.by_name.entry(name).or_default();
+        folded.processes += 1;
+        for (kind, b) in &process.latencies {
+            folded.latencies.entry(*kind).or_default().merge(b);
+        }
+    }
+
+    /// The row label of the processes of `name`: `dd (93 exited)`.
+    pub(super) fn label(name: &str, folded: &Folded) -> String {
+        format!("{name} ({} exited)", folded.processes)
+    }
+}
+
+/// Whether this process sees pids as the kernel gives them: its NSpid line in
+/// /proc/self/status has one pid (more when it runs in a pid namespace of its own, a
+/// container's).
+fn in_the_first_pid_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .is_some_and(|pids| pids.split_whitespace().count() == 1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(pid: u32, name: &str, kind: SyncKind, bucket: u16) -> EndedProcess {
+        let mut b = Buckets::default();
+        b.add(bucket, 1);
+        EndedProcess {
+            pid,
+            name: Some(name.into()),
+            latencies: BTreeMap::from([(kind, b)]),
+        }
+    }
+
+    #[test]
+    fn ended_processes_fold_by_name_and_count_each_process_once() {
+        let mut e = Ended::default();
+        e.add(ended(10, "dd", SyncKind::Fsync, 100));
+        e.add(ended(11, "dd", SyncKind::Fsync, 200));
+        e.add(ended(12, "git", SyncKind::Fdatasync, 100));
+        let dd = &e.by_name["dd"];
+        assert_eq!(dd.processes, 2);
+        assert_eq!(dd.latencies[&SyncKind::Fsync].count(), 2);
+        assert_eq!(e.by_name["git"].processes, 1);
+        assert_eq!(Ended::label("dd", dd), "dd (2 exited)");
+    }
+
+    #[test]
+    fn names_past_the_kept_ones_fold_under_one_row() {
+        let mut e = Ended::default();
+        for pid in 0..NAMES_KEPT as u32 + 3 {
+            e.add(ended(pid, &format!("p{pid}"), SyncKind::Fsync, 100));
+        }
+        assert_eq!(e.by_name.len(), NAMES_KEPT + 1);
+        assert_eq!(e.by_name[OTHER_NAMES].processes, 3);
+        // A name kept already stays its own.
+        e.add(ended(1, "p0", SyncKind::Fsync, 100));
+        assert_eq!(e.by_name["p0"].processes, 2);
+    }
+}
