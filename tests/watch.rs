@@ -426,14 +426,19 @@ while time.time() < end:
     // One fsync of the pipe after each of the file: half fail, give or take the round the
     // watch began or ended in.
     assert!(failed.abs_diff(calls / 2) <= 1, "{failed} of {calls} failed:\n{stdout}");
-    let shown = Command::new(bin())
-        .args(["show", "1", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let shown = stored_run_1(&store);
     assert_eq!(shown["ops"]["fsync"]["count"], calls, "{shown}");
     assert_eq!(shown["ops"]["fsync"]["errors"], failed, "{shown}");
+}
+
+/// Run 1 of results store `store`, as `show --format json` prints it.
+fn stored_run_1(store: &Path) -> serde_json::Value {
+    let shown = Command::new(bin())
+        .args(["show", "1", "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&shown.stdout).unwrap()
 }
 
 /// Issue 25 (memory stays bounded however long it watches): the kernel keeps the names of
@@ -513,12 +518,7 @@ for _ in range(int(sys.argv[2])):
         "{stdout}"
     );
     assert_eq!(rows[0][4], PROCESSES.to_string(), "{stdout}");
-    let shown = Command::new(bin())
-        .args(["show", "1", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let shown = stored_run_1(&store);
     assert_eq!(shown["ops"]["fsync"]["count"], PROCESSES, "{shown}");
     assert_eq!(
         shown["details"]["watch"]["exited"][format!("{name} ({PROCESSES} exited)")],
