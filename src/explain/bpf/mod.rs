@@ -412,9 +412,11 @@ impl BpfTracer {
     pub(crate) fn take_ended(&self, alive: impl Fn(u32) -> bool) -> Result<Vec<EndedProcess>> {
         let map = self.map("latency")?;
         let mut by_pid: BTreeMap<u32, EndedProcess> = BTreeMap::new();
+        // A process has a key per kind and bucket: asked once each.
+        let mut living: HashMap<u32, bool> = HashMap::new();
         for key in map.keys() {
             let Some(k) = LatencyKey::parse(&key) else { continue };
-            if alive(k.pid) {
+            if *living.entry(k.pid).or_insert_with(|| alive(k.pid)) {
                 continue;
             }
             let Some(value) = map.lookup(&key, MapFlags::ANY).context("reading a latency histogram")? else {
