@@ -27,6 +27,7 @@ common::tests! {
     a_watch_killed_with_sigkill_leaves_no_bpf_program: [Root, Bpf, Tool("bpftool")],
     a_watch_of_more_short_lived_processes_than_the_kernel_keeps_counts_and_names_every_call:
         [Root, Bpf, Tool("python3")],
+    a_watch_of_processes_by_id_ends_when_the_last_of_them_ends: [Root, Bpf, Tool("sleep")],
     watch_refuses_in_one_line_where_bpf_is_missing,
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
     bad_watch_flags_are_refused_in_one_line,
@@ -429,6 +430,40 @@ while time.time() < end:
     let shown = stored_run_1(&store);
     assert_eq!(shown["ops"]["fsync"]["count"], calls, "{shown}");
     assert_eq!(shown["ops"]["fsync"]["errors"], failed, "{shown}");
+}
+
+/// A watch of processes by id, with neither --duration nor a signal, ends once each of them
+/// has ended (the first one while the second still runs does not end it), says so, and is
+/// stored as any other.
+fn a_watch_of_processes_by_id_ends_when_the_last_of_them_ends() {
+    let dir = backing();
+    let store = dir.path().join("results.sqlite");
+    let mut first = Command::new("sleep").arg("1").spawn().unwrap();
+    let mut second = Command::new("sleep").arg("4").spawn().unwrap();
+    let started = std::time::Instant::now();
+    let mut watch = Command::new(bin())
+        .args(["watch", "--pid", &format!("{},{}", first.id(), second.id()), "--store"])
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    first.wait().unwrap();
+    second.wait().unwrap();
+    let status = wait_at_most(&mut watch, Duration::from_secs(30));
+    let took = started.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains(&format!("processes {}, {} ended", first.id(), second.id())),
+        "{err}"
+    );
+    assert!(
+        took >= Duration::from_secs(4),
+        "ended after {took:?}, before the second process"
+    );
+    assert_eq!(stored_run_1(&store)["scenario"], "watch");
 }
 
 /// Run 1 of results store `store`, as `show --format json` prints it.

@@ -17,7 +17,8 @@ that add up to it: time on a CPU, waiting for a CPU, and its sleeps, each long o
 journal commit, a device cache flush, dirty throttling...) and the task that woke it; with
 the cache flushes, writes and jbd2 commits that completed on the machine meanwhile. Only the
 traced tasks' calls are followed, in the kernel; only slow calls cross to user space.
-Ctrl-C, SIGTERM or --duration ends it with the percentiles of every call, per process and
+Ctrl-C, SIGTERM or --duration ends it (a watch of --pid, also the end of the last process
+it watches) with the percentiles of every call, per process and
 kind, and records it in the results store as a run of scenario `watch` (`fsynclab runs`
 lists it, `fsynclab explain ID` shows its slow calls with their parts, `fsynclab report
 ID` draws it), with what the tracer cost (the BPF programs' own run time only with

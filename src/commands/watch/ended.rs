@@ -49,7 +49,7 @@ impl Ended {
         if !in_the_first_pid_namespace() {
             return Ok(());
         }
-        for process in tracer.take_ended(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())? {
+        for process in tracer.take_ended(alive)? {
             self.add(process);
         }
         Ok(())
@@ -73,6 +73,17 @@ impl Ended {
     pub(super) fn label(name: &str, folded: &Folded) -> String {
         format!("{name} ({} exited)", folded.processes)
     }
+}
+
+/// Whether process `pid` lives: it is in /proc and not a zombie (one that has ended and
+/// waits for its parent to read its status makes no more calls).
+pub(super) fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // `PID (COMM) STATE ...`, where COMM may hold spaces and parentheses.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z')
+    })
 }
 
 /// Whether this process sees pids as the kernel gives them: its NSpid line in
@@ -111,6 +122,22 @@ mod tests {
         assert_eq!(dd.latencies[&SyncKind::Fsync].count(), 2);
         assert_eq!(e.by_name["git"].processes, 1);
         assert_eq!(Ended::label("dd", dd), "dd (2 exited)");
+    }
+
+    #[test]
+    fn a_zombie_has_ended_and_a_running_process_has_not() {
+        assert!(alive(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Exited, not yet waited for: a zombie, still in /proc.
+        let since = Instant::now();
+        while alive(pid) {
+            assert!(since.elapsed() < Duration::from_secs(10), "true did not end");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+        child.wait().unwrap();
+        assert!(!alive(pid));
     }
 
     #[test]

@@ -53,9 +53,16 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     // ([`ended`]); an error doing so ends the watch with it.
     let mut ended = ended::Ended::default();
     let mut taking: Result<()> = Ok(());
+    // A watch of processes by id ends with the last of them, as `strace -p` does.
+    let pids = match &settings.filter {
+        bpf::Filter::Processes(pids) => pids.clone(),
+        _ => Vec::new(),
+    };
+    let mut all_ended = false;
     let go_on = || {
         taking = ended.take(&tracer, false);
-        taking.is_ok() && !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d)
+        all_ended = !pids.is_empty() && !pids.iter().any(|&pid| ended::alive(pid));
+        taking.is_ok() && !all_ended && !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d)
     };
     tracer.follow(TICK, go_on, |call| {
         printed += 1;
@@ -64,6 +71,13 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         slowest.offer(explained);
     })?;
     taking?;
+    if all_ended {
+        note!(
+            "fsynclab watch: process{} {} ended",
+            if pids.len() == 1 { "" } else { "es" },
+            pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        );
+    }
     let interrupted = stop.is_set() && deadline.is_some_and(|d| Instant::now() < d);
 
     // Summary: every call, from the kernel's histograms and the processes taken out of them.
