@@ -230,6 +230,11 @@ pub struct MatrixArgs {
     /// number of nodes]
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Farm")]
     pub parallel: Option<u32>,
+    /// --engine slurm: give up a task that looks stuck (its node does not respond, it has
+    /// been COMPLETING for 30 s, Slurm holds it, or it waits for a node that is down) after
+    /// this long more; the matrix then says how to make its run elsewhere [default: 60s]
+    #[arg(long, value_name = "DURATION", help_heading = "Farm")]
+    pub stuck_limit: Option<String>,
     /// Where the Slurm tasks' logs go [default: ./fsynclab-logs]
     #[arg(long, value_name = "DIR", help_heading = "Farm")]
     pub log_dir: Option<PathBuf>,

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use crate::cli::{Engine, MatrixArgs, TableFormat};
+use crate::error::Usage;
 
 /// Where and how the runs are made, as asked.
 pub(crate) struct FarmOptions {
@@ -13,6 +14,8 @@ pub(crate) struct FarmOptions {
     pub(crate) engine: Option<Engine>,
     /// Slurm's partition (`--partition`).
     pub(crate) partition: Option<String>,
+    /// How long a Slurm task that looks stuck is waited for (`--stuck-limit`), as written.
+    pub(crate) stuck_limit: Option<String>,
     /// Where Slurm's tasks write their logs (`--log-dir`).
     pub(crate) log_dir: Option<PathBuf>,
     /// The Kubernetes manifest to write (`--emit`).
@@ -41,10 +44,23 @@ pub(crate) struct TableOptions {
 }
 
 impl FarmOptions {
+    /// How long a Slurm task found stuck is waited for (`--stuck-limit`, or 60 s).
+    pub(crate) fn stuck_limit(&self) -> Result<std::time::Duration, Usage> {
+        let Some(text) = &self.stuck_limit else {
+            return Ok(super::farm::slurm::STUCK_LIMIT);
+        };
+        match crate::units::parse_duration(text) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            Ok(_) => Err(Usage(format!("--stuck-limit {text}: expected more than 0s"))),
+            Err(e) => Err(Usage(format!("--stuck-limit {text}: {e}"))),
+        }
+    }
+
     pub(crate) fn of(args: &MatrixArgs) -> FarmOptions {
         FarmOptions {
             engine: args.engine,
             partition: args.partition.clone(),
+            stuck_limit: args.stuck_limit.clone(),
             log_dir: args.log_dir.clone(),
             emit: args.emit.clone(),
             image: args.image.clone(),

@@ -32,6 +32,7 @@ pub(crate) fn check_options(args: &FarmOptions, engine: Engine) -> Result<(), Us
     let slurm_only = [
         given("--partition", args.partition.is_some()),
         given("--log-dir", args.log_dir.is_some()),
+        given("--stuck-limit", args.stuck_limit.is_some()),
     ];
     let k8s_only = [
         given("--emit", args.emit.is_some()),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::stuck::{given_up_with, queued, stuck_because, unresponsive_nodes, Followed, GivenUp, Queued, STUCK_LIMIT};
+use super::stuck::{given_up_with, queued, stuck_because, unresponsive_nodes, Followed, GivenUp, Queued};
 use super::{Array, Request};
 use crate::commands::matrix::run::slot_label;
 use crate::matrix::plan::Plan;
@@ -18,8 +18,16 @@ use crate::run::Progress;
 use crate::store::{RunFilter, RunId, Store};
 
 /// Follows the arrays until every run is stored or none of their tasks waits or runs, giving
-/// up a task found stuck (its node gone) after [`STUCK_LIMIT`].
-pub(super) fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Store, quiet: bool) -> Result<Followed> {
+/// up a task found stuck (its node gone) after `stuck_limit` ([`super::STUCK_LIMIT`] unless
+/// `--stuck-limit` says).
+pub(super) fn follow(
+    plan: &Plan,
+    matrix_id: &str,
+    arrays: &[Array],
+    store: &Store,
+    stuck_limit: Duration,
+    quiet: bool,
+) -> Result<Followed> {
     let stop = crate::signals::watch()?;
     let total = plan.order().len();
     let stored_runs = |store: &Store| -> Result<Vec<crate::store::RunSummary>> {
@@ -118,14 +126,14 @@ pub(super) fn follow(plan: &Plan, matrix_id: &str, arrays: &[Array], store: &Sto
                             let (since, _) = stuck.entry(q.task.clone()).or_insert_with(|| {
                                 progress.clear();
                                 note!(
-                                    "fsynclab matrix {matrix_id}: Slurm task {} ({}) looks stuck: {why}; fsynclab waits up to {} s more for it, then gives it up",
+                                    "fsynclab matrix {matrix_id}: Slurm task {} ({}) looks stuck: {why}; fsynclab waits up to {} more for it, then gives it up",
                                     q.task,
                                     task_label(plan, &q.task),
-                                    STUCK_LIMIT.as_secs()
+                                    seconds(stuck_limit)
                                 );
                                 (now, why.clone())
                             });
-                            if since.elapsed() >= STUCK_LIMIT {
+                            if since.elapsed() >= stuck_limit {
                                 given_up.push(GivenUp {
                                     task: q.task.clone(),
                                     node: q.node.clone(),
@@ -210,6 +218,7 @@ pub(super) fn report_failures(
     store: &Store,
     request: &Request,
     given_up: &[GivenUp],
+    stuck_limit: Duration,
 ) -> Result<usize> {
     let missing = crate::commands::matrix::run::remaining(store, matrix_id, plan)?;
     let order = plan.order();
@@ -237,7 +246,7 @@ pub(super) fn report_failures(
                      `scancel {task}`, then `fsynclab matrix --resume {matrix_id}{}` makes it elsewhere",
                     g.why,
                     if g.with.is_empty() {
-                        format!("after {} s", STUCK_LIMIT.as_secs())
+                        format!("after {}", seconds(stuck_limit))
                     } else {
                         format!("with {}", g.with.join(", "))
                     },
@@ -293,4 +302,13 @@ pub(super) fn report_failures(
         );
     }
     Ok(failed)
+}
+
+/// `60 s`, `1.5 s`: a time limit as the follower's lines say it.
+fn seconds(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
 }

@@ -26,6 +26,8 @@
 mod follow;
 mod stuck;
 
+pub(crate) use stuck::STUCK_LIMIT;
+
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
@@ -109,6 +111,10 @@ pub(crate) struct Slurm<'a> {
 }
 
 impl Farm for Slurm<'_> {
+    fn check_options(&self, _stored: Option<&Plan>) -> Result<(), Usage> {
+        self.options.stuck_limit().map(|_| ())
+    }
+
     fn check(&self) -> Result<(), Usage> {
         check_clients()
     }
@@ -182,12 +188,21 @@ fn submit_and_follow(
             );
         }
     }
-    let followed = follow(plan, matrix_id, &arrays, &store, options.quiet)?;
+    let stuck_limit = options.stuck_limit()?;
+    let followed = follow(plan, matrix_id, &arrays, &store, stuck_limit, options.quiet)?;
     if let Some(sig) = followed.signal {
         cancel(matrix_id, &arrays, sig);
         return Ok(128 + sig);
     }
-    let failed = report_failures(plan, matrix_id, &arrays, &store, &request, &followed.given_up)?;
+    let failed = report_failures(
+        plan,
+        matrix_id,
+        &arrays,
+        &store,
+        &request,
+        &followed.given_up,
+        stuck_limit,
+    )?;
     crate::commands::matrix::tables::print_tables(&store, matrix_id, &options.table)?;
     if !options.quiet {
         note!(

@@ -1,7 +1,8 @@
 //! A task that will not end: on a node that does not answer (slurmd killed, the machine
 //! gone), a task sits RUNNING or COMPLETING until Slurm notices, after its SlurmdTimeout
 //! (300 s by default). The follower finds such a task from what `squeue` and `sinfo` say
-//! ([`stuck_because`]), names it with its node, and gives it up after [`STUCK_LIMIT`].
+//! ([`stuck_because`]), names it with its node, and gives it up after [`STUCK_LIMIT`] (or
+//! `--stuck-limit`).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ pub(super) struct GivenUp {
     pub(super) node: String,
     pub(super) why: String,
     /// The tasks it was given up with, when it was not given up on its own account (after
-    /// [`STUCK_LIMIT`]) but because those ahead of it were.
+    /// [`STUCK_LIMIT`] or `--stuck-limit`) but because those ahead of it were.
     pub(super) with: Vec<String>,
 }
 
