@@ -44,13 +44,13 @@ pub(crate) struct TableOptions {
 }
 
 impl FarmOptions {
-    /// How long a Slurm task found stuck is waited for (`--stuck-limit`, or 60 s).
-    pub(crate) fn stuck_limit(&self) -> Result<std::time::Duration, Usage> {
+    /// How long a Slurm task found stuck is waited for (`--stuck-limit`), if given.
+    pub(crate) fn stuck_limit(&self) -> Result<Option<std::time::Duration>, Usage> {
         let Some(text) = &self.stuck_limit else {
-            return Ok(super::farm::slurm::STUCK_LIMIT);
+            return Ok(None);
         };
         match crate::units::parse_duration(text) {
-            Ok(d) if !d.is_zero() => Ok(d),
+            Ok(d) if !d.is_zero() => Ok(Some(d)),
             Ok(_) => Err(Usage(format!("--stuck-limit {text}: expected more than 0s"))),
             Err(e) => Err(Usage(format!("--stuck-limit {text}: {e}"))),
         }

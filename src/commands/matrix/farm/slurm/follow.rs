@@ -18,7 +18,7 @@ use crate::run::Progress;
 use crate::store::{RunFilter, RunId, Store};
 
 /// Follows the arrays until every run is stored or none of their tasks waits or runs, giving
-/// up a task found stuck (its node gone) after `stuck_limit` ([`super::STUCK_LIMIT`] unless
+/// up a task found stuck (its node gone) after `stuck_limit` ([`super::stuck::STUCK_LIMIT`] unless
 /// `--stuck-limit` says).
 pub(super) fn follow(
     plan: &Plan,

@@ -26,8 +26,6 @@
 mod follow;
 mod stuck;
 
-pub(crate) use stuck::STUCK_LIMIT;
-
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
@@ -188,7 +186,7 @@ fn submit_and_follow(
             );
         }
     }
-    let stuck_limit = options.stuck_limit()?;
+    let stuck_limit = options.stuck_limit()?.unwrap_or(stuck::STUCK_LIMIT);
     let followed = follow(plan, matrix_id, &arrays, &store, stuck_limit, options.quiet)?;
     if let Some(sig) = followed.signal {
         cancel(matrix_id, &arrays, sig);

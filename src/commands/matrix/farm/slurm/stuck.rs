@@ -15,7 +15,7 @@ use crate::matrix::slurm_client::{output, slurm};
 pub(super) const COMPLETING_LIMIT: Duration = Duration::from_secs(30);
 
 /// How long fsynclab still waits for a task it found stuck before giving it up.
-pub(crate) const STUCK_LIMIT: Duration = Duration::from_secs(60);
+pub(super) const STUCK_LIMIT: Duration = Duration::from_secs(60);
 
 /// A task fsynclab stopped waiting for: its id (`1234_5`), its node, and why.
 pub(super) struct GivenUp {
