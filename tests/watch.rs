@@ -28,6 +28,8 @@ common::tests! {
     a_watch_of_more_short_lived_processes_than_the_kernel_keeps_counts_and_names_every_call:
         [Root, Bpf, Tool("python3")],
     a_watch_of_processes_by_id_ends_when_the_last_of_them_ends: [Root, Bpf, Tool("sleep")],
+    a_watch_of_a_process_whose_main_thread_ended_follows_its_other_threads_to_the_end:
+        [Root, Bpf, Tool("python3")],
     watch_refuses_in_one_line_where_bpf_is_missing,
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
     bad_watch_flags_are_refused_in_one_line,
@@ -464,6 +466,81 @@ fn a_watch_of_processes_by_id_ends_when_the_last_of_them_ends() {
         "ended after {took:?}, before the second process"
     );
     assert_eq!(stored_run_1(&store)["scenario"], "watch");
+}
+
+/// A process whose main thread has ended while another thread goes on syncing (its main
+/// thread a zombie until the last ends) is not taken for ended: a watch of it by id goes on
+/// until its last thread ends, and counts every call in the process's one row, past the
+/// times the watch takes the ended processes out of the kernel's maps.
+fn a_watch_of_a_process_whose_main_thread_ended_follows_its_other_threads_to_the_end() {
+    const CALLS: u32 = 40;
+    let dir = backing();
+    let store = dir.path().join("results.sqlite");
+    let go = dir.path().join("go");
+    // The second thread waits for `go`, then makes CALLS fsyncs over 6 s (more than the
+    // 5 s between the watch's takings); the main thread ends at once (pthread_exit).
+    let script = r#"
+import ctypes, os, sys, threading, time
+def sync():
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.01)
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+    for _ in range(int(sys.argv[3])):
+        os.write(fd, b"x" * 4096)
+        os.fsync(fd)
+        time.sleep(0.15)
+threading.Thread(target=sync).start()
+ctypes.CDLL(None).pthread_exit(None)
+"#;
+    let mut program = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path().join("data"))
+        .arg(&go)
+        .arg(CALLS.to_string())
+        .spawn()
+        .unwrap();
+    let pid = program.id();
+    let since = std::time::Instant::now();
+    while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap()
+        .contains(") Z ")
+    {
+        assert!(
+            since.elapsed() < Duration::from_secs(10),
+            "the main thread of {pid} did not end"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut watch = Command::new(bin())
+        .args(["watch", "--pid", &pid.to_string(), "--threshold", "1h", "--store"])
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(watch.stderr.take().unwrap());
+    let mut said = String::new();
+    stderr.read_line(&mut said).unwrap();
+    assert!(said.starts_with("watching the sync calls"), "{said}");
+    std::fs::write(&go, "").unwrap();
+    let status = wait_at_most(&mut program, Duration::from_secs(60));
+    assert!(status.success(), "the syncing program failed");
+    let out = watch.wait_with_output().unwrap();
+    let mut err = said;
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains(&format!("process {pid} ended")), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.contains(" fsync ")).collect();
+    assert_eq!(rows.len(), 1, "{stdout}");
+    let row: Vec<&str> = rows[0].split_whitespace().collect();
+    assert_eq!(
+        row[..3],
+        [&*format!("python3[{pid}]"), "fsync", &*CALLS.to_string()],
+        "{stdout}"
+    );
+    assert_eq!(stored_run_1(&store)["ops"]["fsync"]["count"], CALLS, "{stdout}");
 }
 
 /// Run 1 of results store `store`, as `show --format json` prints it.

@@ -49,10 +49,13 @@ impl Ended {
         if !in_the_first_pid_namespace() {
             return Ok(());
         }
-        for process in tracer.take_ended(alive)? {
+        let mut taken = Vec::new();
+        // What was taken before an error is counted: it is out of the kernel's maps.
+        let result = tracer.take_ended(alive, &mut taken);
+        for process in taken {
             self.add(process);
         }
-        Ok(())
+        result
     }
 
     fn add(&mut self, process: EndedProcess) {
@@ -75,15 +78,25 @@ impl Ended {
     }
 }
 
-/// Whether process `pid` lives: it is in /proc and not a zombie (one that has ended and
-/// waits for its parent to read its status makes no more calls).
+/// Whether process `pid` lives: one of its threads is in /proc and not a zombie. A process
+/// whose main thread has ended while others go on still makes calls: its main thread is a
+/// zombie until the last ends. One that has ended and waits for its parent to read its
+/// status makes no more calls.
 pub(super) fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        // `PID (COMM) STATE ...`, where COMM may hold spaces and parentheses.
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_some_and(|state| state != 'Z')
-    })
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    threads
+        .flatten()
+        .any(|thread| std::fs::read_to_string(thread.path().join("stat")).is_ok_and(|stat| not_a_zombie(&stat)))
+}
+
+/// Whether a task's /proc stat line, `PID (COMM) STATE ...` (COMM may hold spaces and
+/// parentheses), shows a state other than zombie.
+fn not_a_zombie(stat: &str) -> bool {
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next())
+        .is_some_and(|state| state != 'Z')
 }
 
 /// Whether this process sees pids as the kernel gives them: its NSpid line in
@@ -138,6 +151,13 @@ mod tests {
         assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
         child.wait().unwrap();
         assert!(!alive(pid));
+    }
+
+    #[test]
+    fn a_task_state_is_read_after_the_last_parenthesis_of_its_name() {
+        assert!(not_a_zombie("812 (a) Z (b) S 1 812"));
+        assert!(!not_a_zombie("812 (a) S (b) Z 1 812"));
+        assert!(!not_a_zombie("812 (no end"));
     }
 
     #[test]

@@ -49,18 +49,22 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let mut printed = 0u64;
     let mut slowest = record::Slowest::default();
     let deadline = duration.map(|d| started + d);
-    // Each tick, and the processes that ended taken out of the kernel's maps now and then
-    // ([`ended`]); an error doing so ends the watch with it.
-    let mut ended = ended::Ended::default();
-    let mut taking: Result<()> = Ok(());
     // A watch of processes by id ends with the last of them, as `strace -p` does.
     let pids = match &settings.filter {
         bpf::Filter::Processes(pids) => pids.clone(),
         _ => Vec::new(),
     };
+    // Each tick, and the processes that ended taken out of the kernel's maps now and then
+    // ([`ended`]); an error doing so ends the watch with it. Not in a watch of processes by
+    // id: it follows those only, and each keeps its row (`python3[812]`) however it ends.
+    let folds_the_ended = pids.is_empty();
+    let mut ended = ended::Ended::default();
+    let mut taking: Result<()> = Ok(());
     let mut all_ended = false;
     let go_on = || {
-        taking = ended.take(&tracer, false);
+        if folds_the_ended {
+            taking = ended.take(&tracer, false);
+        }
         all_ended = !pids.is_empty() && !pids.iter().any(|&pid| ended::alive(pid));
         taking.is_ok() && !all_ended && !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d)
     };
@@ -81,7 +85,9 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let interrupted = stop.is_set() && deadline.is_some_and(|d| Instant::now() < d);
 
     // Summary: every call, from the kernel's histograms and the processes taken out of them.
-    ended.take(&tracer, true)?;
+    if folds_the_ended {
+        ended.take(&tracer, true)?;
+    }
     let latencies = tracer.latencies()?;
     let names = tracer.process_names()?;
     let lost = tracer.lost()?;

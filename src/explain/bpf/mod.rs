@@ -408,22 +408,36 @@ impl BpfTracer {
     /// git, dpkg) keeps room in both maps for the processes that come after them: per
     /// process, its name (None if the kernel did not keep it) and its histogram of each kind.
     /// A process that has ended makes no more calls, so nothing counted is lost between the
-    /// read and the removal.
-    pub(crate) fn take_ended(&self, alive: impl Fn(u32) -> bool) -> Result<Vec<EndedProcess>> {
+    /// read and the removal. The processes go into `taken`, also those taken before an
+    /// error: they are out of the kernel's map.
+    pub(crate) fn take_ended(&self, alive: impl Fn(u32) -> bool, taken: &mut Vec<EndedProcess>) -> Result<()> {
         let map = self.map("latency")?;
         let mut by_pid: BTreeMap<u32, EndedProcess> = BTreeMap::new();
         // A process has a key per kind and bucket: asked once each.
         let mut living: HashMap<u32, bool> = HashMap::new();
+        // A histogram that could not be read or removed ends the pass: it stays in the
+        // kernel's map, with its process's name, to be taken the next time.
+        let mut failed: Option<(u32, anyhow::Error)> = None;
         for key in map.keys() {
             let Some(k) = LatencyKey::parse(&key) else { continue };
             if *living.entry(k.pid).or_insert_with(|| alive(k.pid)) {
                 continue;
             }
-            let Some(value) = map.lookup(&key, MapFlags::ANY).context("reading a latency histogram")? else {
-                continue;
+            let value = match map.lookup(&key, MapFlags::ANY) {
+                Ok(Some(value)) => value,
+                Ok(None) => continue,
+                Err(e) => {
+                    failed = Some((k.pid, anyhow::Error::from(e).context("reading a latency histogram")));
+                    break;
+                }
             };
-            map.delete(&key)
-                .context("removing an ended process's latency histogram")?;
+            if let Err(e) = map.delete(&key) {
+                failed = Some((
+                    k.pid,
+                    anyhow::Error::from(e).context("removing an ended process's latency histogram"),
+                ));
+                break;
+            }
             let (Some(kind), Ok(count)) = (SyncKind::from_number(k.kind), <[u8; 8]>::try_from(value.as_slice())) else {
                 continue;
             };
@@ -444,10 +458,13 @@ impl BpfTracer {
             if let Some(name) = names.lookup(&key, MapFlags::ANY).ok().flatten() {
                 ended.name = Some(comm(&name));
                 // Gone already if the kernel never kept it: not an error.
-                let _ = names.delete(&key);
+                if failed.as_ref().is_none_or(|(pid, _)| *pid != ended.pid) {
+                    let _ = names.delete(&key);
+                }
             }
         }
-        Ok(by_pid.into_values().collect())
+        taken.extend(by_pid.into_values());
+        failed.map_or(Ok(()), |(_, e)| Err(e))
     }
 
     /// Where the time of journal commit `dev_tid` (device << 32 | transaction) went, if the
