@@ -512,22 +512,12 @@ ctypes.CDLL(None).pthread_exit(None)
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut watch = Command::new(bin())
-        .args(["watch", "--pid", &pid.to_string(), "--threshold", "1h", "--store"])
-        .arg(&store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(watch.stderr.take().unwrap());
-    let mut said = String::new();
-    stderr.read_line(&mut said).unwrap();
-    assert!(said.starts_with("watching the sync calls"), "{said}");
+    let (watch, mut stderr) = watching(&["--pid", &pid.to_string(), "--threshold", "1h"], &store);
     std::fs::write(&go, "").unwrap();
     let status = wait_at_most(&mut program, Duration::from_secs(60));
     assert!(status.success(), "the syncing program failed");
     let out = watch.wait_with_output().unwrap();
-    let mut err = said;
+    let mut err = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
     assert!(out.status.success(), "{err}");
     assert!(err.contains(&format!("process {pid} ended")), "{err}");
@@ -541,6 +531,25 @@ ctypes.CDLL(None).pthread_exit(None)
         "{stdout}"
     );
     assert_eq!(stored_run_1(&store)["ops"]["fsync"]["count"], CALLS, "{stdout}");
+}
+
+/// `fsynclab watch ARGS --store STORE` started, once it says it is watching: its process
+/// (stdout piped) and the rest of its stderr.
+fn watching(args: &[&str], store: &Path) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
+    let mut watch = Command::new(bin())
+        .arg("watch")
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(watch.stderr.take().unwrap());
+    let mut said = String::new();
+    stderr.read_line(&mut said).unwrap();
+    assert!(said.starts_with("watching the sync calls"), "{said}");
+    (watch, stderr)
 }
 
 /// Run 1 of results store `store`, as `show --format json` prints it.
@@ -570,26 +579,7 @@ fn a_watch_of_more_short_lived_processes_than_the_kernel_keeps_counts_and_names_
         .unwrap();
     let link = dir.path().join(&name);
     std::os::unix::fs::symlink(String::from_utf8_lossy(&python.stdout).trim(), &link).unwrap();
-    let mut watch = Command::new(bin())
-        .args([
-            "watch",
-            "--comm",
-            &name,
-            "--threshold",
-            "1h",
-            "--duration",
-            "5m",
-            "--store",
-        ])
-        .arg(&store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(watch.stderr.take().unwrap());
-    let mut said = String::new();
-    stderr.read_line(&mut said).unwrap();
-    assert!(said.starts_with("watching the sync calls"), "{said}");
+    let (watch, mut stderr) = watching(&["--comm", &name, "--threshold", "1h", "--duration", "5m"], &store);
     let script = r#"
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
