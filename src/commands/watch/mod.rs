@@ -55,18 +55,25 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         _ => Vec::new(),
     };
     // Each tick, and the processes that ended taken out of the kernel's maps now and then
-    // ([`ended`]); an error doing so ends the watch with it. Not in a watch of processes by
-    // id: it follows those only, and each keeps its row (`python3[812]`) however it ends.
-    let folds_the_ended = pids.is_empty();
+    // ([`ended`]). Not in a watch of processes by id: it follows those only, and each keeps
+    // its row (`python3[812]`) however it ends. An error taking them out is said and ends
+    // the taking, not the watch: what was taken is counted, the rest stays in the kernel's
+    // maps, each process under its own row.
+    let mut folds_the_ended = pids.is_empty();
     let mut ended = ended::Ended::default();
-    let mut taking: Result<()> = Ok(());
+    let mut take_ended = |ended: &mut ended::Ended, now_anyway: bool| {
+        if folds_the_ended {
+            if let Err(e) = ended.take(&tracer, now_anyway) {
+                note!("fsynclab watch: {e:#}; the processes that end from now on keep a row each");
+                folds_the_ended = false;
+            }
+        }
+    };
     let mut all_ended = false;
     let go_on = || {
-        if folds_the_ended {
-            taking = ended.take(&tracer, false);
-        }
+        take_ended(&mut ended, false);
         all_ended = !pids.is_empty() && !pids.iter().any(|&pid| ended::alive(pid));
-        taking.is_ok() && !all_ended && !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d)
+        !all_ended && !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d)
     };
     tracer.follow(TICK, go_on, |call| {
         printed += 1;
@@ -74,7 +81,6 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         println!("{}", text::call_line(&call, &explained, started));
         slowest.offer(explained);
     })?;
-    taking?;
     if all_ended {
         note!(
             "fsynclab watch: process{} {} ended",
@@ -85,9 +91,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let interrupted = stop.is_set() && deadline.is_some_and(|d| Instant::now() < d);
 
     // Summary: every call, from the kernel's histograms and the processes taken out of them.
-    if folds_the_ended {
-        ended.take(&tracer, true)?;
-    }
+    take_ended(&mut ended, true);
     let latencies = tracer.latencies()?;
     let names = tracer.process_names()?;
     let lost = tracer.lost()?;
