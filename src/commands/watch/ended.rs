@@ -1,7 +1,8 @@
 //! The processes a watch saw end. The kernel keeps each process's histograms and name in maps
 //! of a fixed size (16,384 histogram buckets, 4,096 names): a watch of a machine whose sync
 //! calls come from short-lived processes (a shell loop's `dd`, git, dpkg) would fill them
-//! and stop counting the processes after. Every [`TAKE_EVERY`], and at the end, the watch
+//! and stop counting the processes after. Every [`TAKE_EVERY`], whenever
+//! [`NEW_NAMES_TAKEN_AT`] new processes have come, and at the end, the watch
 //! takes the ended processes out of the kernel's maps and folds their calls by name here: a
 //! row per name and kind (`dd (93 exited)`), at most [`NAMES_KEPT`] names (the rest under
 //! one row), so memory stays bounded however long it watches.
@@ -17,6 +18,27 @@ use crate::explain::bpf::{BpfTracer, EndedProcess};
 
 /// How often the watch takes the ended processes out of the kernel's maps.
 pub(super) const TAKE_EVERY: Duration = Duration::from_secs(5);
+
+/// The environment variable that sets [`TAKE_EVERY`], in seconds: for a test that must see
+/// the takings [`NEW_NAMES_TAKEN_AT`] brings on, whatever the speed of the machine.
+const TAKE_EVERY_VARIABLE: &str = "FSYNCLAB_TEST_TAKE_EVERY";
+
+/// [`TAKE_EVERY`], or what [`TAKE_EVERY_VARIABLE`] says.
+fn take_every() -> Duration {
+    static EVERY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *EVERY.get_or_init(|| {
+        std::env::var(TAKE_EVERY_VARIABLE)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(TAKE_EVERY, Duration::from_secs)
+    })
+}
+
+/// New process names the kernel may keep before the ended processes are taken out without
+/// waiting for [`TAKE_EVERY`]: a quarter of its 4,096, so that a burst of short-lived
+/// processes (a python loop forking 825 a second was seen) is taken out well before the
+/// names fill.
+const NEW_NAMES_TAKEN_AT: u64 = 1024;
 
 /// Names of ended processes kept apart; those after are folded under [`OTHER_NAMES`].
 const NAMES_KEPT: usize = 1024;
@@ -34,16 +56,24 @@ pub(super) struct Folded {
 pub(super) struct Ended {
     pub(super) by_name: BTreeMap<String, Folded>,
     last_taken: Option<Instant>,
+    /// [`BpfTracer::names_given`] at the last taking.
+    names_at_last_take: u64,
 }
 
 impl Ended {
     /// Takes the processes that ended out of the tracer's maps, if [`TAKE_EVERY`] has passed
-    /// since the last time (or `now_anyway`).
+    /// since the last time, or [`NEW_NAMES_TAKEN_AT`] new processes have come (or
+    /// `now_anyway`).
     pub(super) fn take(&mut self, tracer: &BpfTracer, now_anyway: bool) -> Result<()> {
-        if !now_anyway && self.last_taken.is_some_and(|t| t.elapsed() < TAKE_EVERY) {
+        let names = tracer.names_given()?;
+        let due = now_anyway
+            || self.last_taken.is_none_or(|t| t.elapsed() >= take_every())
+            || names - self.names_at_last_take >= NEW_NAMES_TAKEN_AT;
+        if !due {
             return Ok(());
         }
         self.last_taken = Some(Instant::now());
+        self.names_at_last_take = names;
         // A pid the kernel gives is one of the machine's first pid namespace: /proc says
         // whether it lives only when this process sees that namespace.
         if !in_the_first_pid_namespace() {

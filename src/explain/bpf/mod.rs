@@ -494,6 +494,19 @@ impl BpfTracer {
         Ok(out)
     }
 
+    /// How many process names the kernel has kept since the program started (each new
+    /// process making a sync call, while there is room).
+    pub(crate) fn names_given(&self) -> Result<u64> {
+        let value = self
+            .map("names_given")?
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .context("reading the count of process names")?;
+        Ok(value
+            .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+            .map(u64::from_ne_bytes)
+            .unwrap_or(0))
+    }
+
     /// What the kernel side could not keep.
     pub(crate) fn lost(&self) -> Result<Lost> {
         let map = self.map("lost")?;

@@ -259,8 +259,11 @@ static __always_inline int start_call(u32 kind, s32 fd, struct file *file, u32 p
 		return 0;
 	}
 	/* A process's name, once: a task's storage is new (zeroed) or was another process's. */
-	if (c->pid != pid)
-		bpf_map_update_elem(&process_names, &pid, comm, BPF_NOEXIST);
+	if (c->pid != pid && !bpf_map_update_elem(&process_names, &pid, comm, BPF_NOEXIST)) {
+		u64 *given = bpf_map_lookup_elem(&names_given, &zero);
+		if (given)
+			__sync_fetch_and_add(given, 1);
+	}
 	if (!file && kind != KIND_MSYNC && kind != KIND_SYNC)
 		file = file_of(fd);
 	begin_call(c, t, kind, file);

@@ -421,6 +421,16 @@ struct {
 	__type(value, char[TASK_COMM_LEN]);
 } process_names SEC(".maps");
 
+/* How many names process_names has been given: a watch reads it every tick and takes the
+ * ended processes out before the next 5 s are up once many new ones have come (a burst of
+ * short-lived processes would fill process_names first). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} names_given SEC(".maps");
+
 /* What was lost: [0] calls not followed (no task storage could be made for the task),
  * [1] records not sent (ring full), [2] histogram entries not made (latency full),
  * [3] latencies not sent (`every` full), [4] processes not followed (`processes` full). */
