@@ -113,6 +113,7 @@ struct task_struct {
 	struct signal_struct *signal;
 	struct files_struct *files;
 	void *worker_private; /* a kernel thread's struct kthread (5.17 on) */
+	int on_rq; /* TASK_ON_RQ_QUEUED while on its run queue */
 } __attribute__((preserve_access_index));
 
 /* A workqueue's worker thread (PF_WQ_WORKER): its struct kthread's `data` is its struct

@@ -38,7 +38,7 @@ pub(crate) struct Settings {
     pub(crate) filter: Filter,
     /// A call at least this slow is sent with its parts.
     pub(crate) report_threshold: Duration,
-    /// A sleep at least this long has its kernel stack taken (at switch-in).
+    /// A sleep at least this long has its kernel stack taken (at its wakeup).
     pub(crate) stack_threshold: Duration,
     /// Count the programs' runs and run time (the kernel's run-time statistics, which read
     /// the clock around every run of every program: off unless asked, `watch --bpf-stats`).

@@ -244,7 +244,12 @@ struct call {
 	/* In the record: why the flusher wrote back on the call's disk during the call, a bit
 	 * per reason (1 << enum wb_reason: background, vmscan, sync, periodic...). */
 	u32 flusher_reasons;
-	u32 pad;
+	/* Not read by user space: where the sleep that the last wakeup ended was kept (1 +
+	 * its slot in `sleeps`; 0: elsewhere), which the wait for a CPU after it joins; and
+	 * whether the task was woken after leaving its run queue but before its switch-out
+	 * was traced (what follows that switch-out is a wait for a CPU). */
+	u16 woken_into;
+	u16 woken_early;
 	/* Not read by user space: the task's last followed file (its struct file and inode)
 	 * and what set_devices read of it, kept from call to call. */
 	u64 seen_file;
