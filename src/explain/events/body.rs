@@ -51,6 +51,12 @@ fn parse_known(name: &str, body: &str) -> Option<EventKind> {
                 child_pid: f[3].parse().ok()?,
             }
         }
+        "sched_process_exec" => {
+            let f = keyed(body, &["filename", "pid", "old_pid"])?;
+            EventKind::SchedProcessExec {
+                comm: f[0].rsplit('/').next()?.into(),
+            }
+        }
         SYSCALL_ENTER => {
             // `fsync(fd: 3)`, `openat(dfd: 0xffffff9c, filename: 0x7f.., flags: 0x1001, mode: 0)`.
             let (call, args) = body.strip_suffix(')')?.split_once('(')?;

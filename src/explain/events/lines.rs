@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use super::body::{symbol, SYSCALL_ENTER, SYSCALL_EXIT};
 use super::{Event, EventKind, Frames};
+use crate::measure::TaskName;
 
 /// What a whole trace text held.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -206,6 +207,7 @@ impl TraceParser {
         let partial = std::mem::take(&mut self.partial);
         self.lines(&String::from_utf8_lossy(&partial));
         self.end_stack();
+        name_unnamed_tasks(&mut self.out.events);
         self.out
     }
 
@@ -312,6 +314,80 @@ impl TraceParser {
                 }
                 Some(Line::Comment) => {}
                 None => self.out.unparsed_lines += 1,
+            }
+        }
+    }
+}
+
+/// What the trace prints for a task whose name it did not keep: a line's name comes from a
+/// machine-wide cache of a few hundred names (`saved_cmdlines`), read when the line is, and
+/// other tracing on the machine can push a task out of it before its lines are read (CI
+/// once saw the five O_DSYNC writes of a traced `dd` come as `<...>`).
+const UNNAMED: &str = "<...>";
+
+/// Names each event whose task the trace left unnamed ([`UNNAMED`]) from what the events
+/// themselves say of it: the names a switch, a wakeup or a fork records, a line's own name
+/// where the trace knew it, and the program an exec ran, which renames the task from then
+/// on. An event takes the last name its task had before it, or the first one after it
+/// where none came before.
+fn name_unnamed_tasks(events: &mut [Event]) {
+    let unnamed = TaskName::new(UNNAMED);
+    if !events.iter().any(|e| e.comm == unnamed) {
+        return;
+    }
+    let named = |pid: u32, comm: TaskName| (comm != unnamed).then_some((pid, comm));
+    let told = |e: &Event| -> Vec<(u32, TaskName)> {
+        let mut said: Vec<(u32, TaskName)> = named(e.pid, e.comm).into_iter().collect();
+        match &e.kind {
+            EventKind::SchedSwitch {
+                prev_comm,
+                prev_pid,
+                next_comm,
+                next_pid,
+                ..
+            } => said.extend(
+                named(*prev_pid, *prev_comm)
+                    .into_iter()
+                    .chain(named(*next_pid, *next_comm)),
+            ),
+            EventKind::SchedWakeup { comm, pid, .. } => said.extend(named(*pid, *comm)),
+            EventKind::SchedProcessFork {
+                child_pid, child_comm, ..
+            } => said.extend(named(*child_pid, *child_comm)),
+            // After the exec: it names its task for what follows, not for this event.
+            EventKind::SchedProcessExec { .. } => {}
+            _ => {}
+        }
+        said
+    };
+    // Forward: the last name each task had.
+    let mut last: HashMap<u32, TaskName> = HashMap::new();
+    for e in events.iter_mut() {
+        for (pid, comm) in told(e) {
+            last.insert(pid, comm);
+        }
+        if e.comm == unnamed {
+            if let Some(&comm) = last.get(&e.pid) {
+                e.comm = comm;
+            }
+        }
+        if let EventKind::SchedProcessExec { comm } = e.kind {
+            last.insert(e.pid, comm);
+        }
+    }
+    // Backward: the first name a task had, for its events before any.
+    let mut first: HashMap<u32, TaskName> = HashMap::new();
+    for e in events.iter_mut().rev() {
+        if let EventKind::SchedProcessExec { .. } = e.kind {
+            // What the task was called after it ran the program is not its name before.
+            first.remove(&e.pid);
+        }
+        for (pid, comm) in told(e) {
+            first.insert(pid, comm);
+        }
+        if e.comm == unnamed {
+            if let Some(&comm) = first.get(&e.pid) {
+                e.comm = comm;
             }
         }
     }

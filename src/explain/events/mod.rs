@@ -149,6 +149,9 @@ pub(crate) enum EventKind {
         child_pid: u32,
         child_comm: TaskName,
     },
+    /// `sched:sched_process_exec`: the event's task ran a new program, which names it
+    /// `comm` from now on (the file's name, cut to 15 bytes, as the kernel names it).
+    SchedProcessExec { comm: TaskName },
     /// `syscalls:sys_enter_NAME`: the event's task enters system call `name` (without the
     /// `sys_` prefix) with these arguments, by name.
     SyscallEnter { name: Word, args: Box<[(Word, u64)]> },

@@ -322,3 +322,38 @@ fn events_stay_small() {
     );
     assert!(std::mem::size_of::<Event>() <= 64, "{}", std::mem::size_of::<Event>());
 }
+
+/// A task the trace printed as `<...>` (its name pushed out of the kernel's cache of names
+/// before its lines were read) is named from the events: the fork's child name until its
+/// exec, the program the exec ran after it, and a later switch's name for a task seen
+/// first unnamed.
+#[test]
+fn a_task_the_trace_left_unnamed_is_named_by_its_fork_its_exec_and_its_switches() {
+    let text = "\
+              sh-200     (    200) [000] .....    10.000000: sched_process_fork: comm=sh pid=200 child_comm=sh child_pid=300
+           <...>-300     (    300) [001] .....    10.000010: sys_close(fd: 3)
+           <...>-300     (    300) [001] .....    10.000020: sched_process_exec: filename=/usr/bin/dd pid=300 old_pid=300
+           <...>-300     (    300) [001] .....    10.000030: sys_write(fd: 1, buf: 0x5645, count: 0x1000)
+           <...>-300     (    300) [001] d..2.    10.000040: sched_switch: prev_comm=dd prev_pid=300 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120
+           <...>-400     (    400) [000] .....    10.000050: sys_fsync(fd: 3)
+           <...>-400     (    400) [000] d..2.    10.000060: sched_switch: prev_comm=python3 prev_pid=400 prev_prio=120 prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120
+           <...>-500     (    500) [000] .....    10.000070: sys_fsync(fd: 3)
+";
+    let p = parse_trace(text);
+    assert_eq!(p.unparsed_lines, 0);
+    let names: Vec<(u32, &str)> = p.events.iter().map(|e| (e.pid, e.comm.as_str())).collect();
+    assert_eq!(
+        names,
+        [
+            (200, "sh"),
+            (300, "sh"),
+            (300, "sh"),
+            (300, "dd"),
+            (300, "dd"),
+            (400, "python3"),
+            (400, "python3"),
+            // Nothing names it: it stays as the trace printed it.
+            (500, "<...>"),
+        ]
+    );
+}

@@ -124,12 +124,13 @@ pub(super) fn tree_syscalls() -> Vec<(&'static str, Option<String>)> {
 }
 
 /// The events of a process tree's instance besides its system calls: the thread events
-/// (unfiltered: the instance's pid list keeps them to the tree) and its forks.
+/// (unfiltered: the instance's pid list keeps them to the tree), its forks, and the
+/// programs its processes run (which name them where the trace's own names fail).
 pub(super) fn tree_events() -> Vec<&'static str> {
     THREAD_EVENTS
         .iter()
         .map(|(e, _)| *e)
-        .chain(["sched/sched_process_fork"])
+        .chain(["sched/sched_process_fork", "sched/sched_process_exec"])
         .collect()
 }
 
