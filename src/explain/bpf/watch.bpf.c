@@ -18,8 +18,9 @@
  * its time left on the CPU; judged at the wakeup, such a switch loses only the wait for a
  * CPU after it, which from an idle CPU is microseconds (it stays in the time on a CPU). A
  * sleep whose wakeup goes untraced is judged at switch-in, all of it a sleep. Every call's
- * latency goes into an in-kernel histogram per process and kind (`latency`); only a call slower than `report_threshold_ns` is sent to user space, in
- * the ring buffer `events`, with its parts. The parts add up to the latency by construction:
+ * latency goes into an in-kernel histogram per process and kind (`latency`); only a call
+ * slower than `report_threshold_ns` is sent to user space, in the ring buffer `events`,
+ * with its parts. The parts add up to the latency by construction:
  * on CPU = latency - (time off the CPU), and each stretch off the CPU is counted once, as
  * a sleep (until the wakeup) plus a wait for a CPU (from the wakeup, or a preemption).
  */
