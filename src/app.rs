@@ -85,6 +85,10 @@ fn device_help_requested(cli: &Cli) -> bool {
 /// `--kernel K` (other than `host`) on a command that boots it: the command run inside a
 /// guest booting K ([`kernel`]), its exit status; `None` to run here.
 fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
+    let command: &[std::ffi::OsString] = match &cli.command {
+        Command::Exec(args) => &args.command,
+        _ => &[],
+    };
     let (target, record, space_needed, writes, guest_disk, expected) = match &cli.command {
         Command::Run { scenario, common } => {
             let planned = crate::run::engine::Planned::new(measure::find(scenario)?, &common.sets)?;
@@ -95,7 +99,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 &common.target,
                 Some(&common.record),
                 planned.plan.space_needed(),
-                common.output.as_deref(),
+                common.output.as_deref().map(kernel::Writes::File),
                 planned.plan.guest_disk(),
                 planned.plan.expected_duration(),
             )
@@ -110,7 +114,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 &common.target,
                 Some(&common.record),
                 planned.plan.space_needed(),
-                common.output.as_deref(),
+                common.output.as_deref().map(kernel::Writes::File),
                 GuestDisk::Served,
                 planned.plan.expected_duration(),
             )
@@ -121,7 +125,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 &common.target,
                 Some(&common.record),
                 planned.plan.space_needed(),
-                common.output.as_deref(),
+                common.output.as_deref().map(kernel::Writes::File),
                 GuestDisk::Served,
                 planned.plan.expected_duration(),
             )
@@ -132,7 +136,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
                 &args.target,
                 args.explain.explain.then_some(&args.record),
                 0,
-                args.output.as_deref(),
+                args.output.as_deref().map(kernel::Writes::File),
                 match args.cut.is_some() {
                     true => GuestDisk::Driven,
                     false => GuestDisk::Served,
@@ -144,7 +148,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             &args.target,
             Some(&args.record),
             suite::space_needed(args)?,
-            args.results.as_deref(),
+            args.results.as_deref().map(kernel::Writes::Directory),
             GuestDisk::Served,
             suite::expected_duration(args)?,
         ),
@@ -163,6 +167,7 @@ fn on_another_kernel(cli: &Cli, expect: &[Expectation]) -> Result<Option<i32>> {
             guest_disk,
             expected,
             writes,
+            command,
             expect,
             judge: match cli.command {
                 Command::Exec(_) => kernel::Judge::Last(exec::judged),

@@ -11,7 +11,7 @@
 //! signal ends the VM at once; either way the disk is undone and nothing is left.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -39,14 +39,86 @@ pub(crate) struct GuestRun<'a> {
     /// run as long as its device takes): 30m.
     pub expected: Option<std::time::Duration>,
     /// A file or directory the command writes outside the current directory (`--output`,
-    /// `--results`): its directory is made writable in the guest too.
-    pub writes: Option<&'a std::path::Path>,
+    /// `--results`): checked here before the guest boots, and its directory made writable
+    /// in the guest.
+    pub writes: Option<Writes<'a>>,
+    /// The program exec runs and its arguments (empty for the other commands): the files
+    /// they name where the guest would hide them are shared with it.
+    pub command: &'a [OsString],
     /// `--expect`: judged here on the result the guest wrote, so that a guest that did not
     /// boot or write one is told apart (125) from a run that missed (1).
     pub expect: &'a [Expectation],
     /// The verdict on what came back and the guest's exit status: a run's status says
     /// whether calls failed, a command's (exec) whether the command did.
     pub judge: Judge,
+}
+
+/// What a command run in a guest writes on the host besides its results.
+#[derive(Clone, Copy)]
+pub(crate) enum Writes<'a> {
+    /// `--output FILE` of run, load, probe and exec.
+    File(&'a Path),
+    /// `--results DIR` of suite.
+    Directory(&'a Path),
+}
+
+impl Writes<'_> {
+    /// Refuses, before the guest boots, what the guest could not write (the host refuses
+    /// it at once, a guest only after its boot), and returns the host directory to share
+    /// writable with the guest, if any. `--output` naming a device or a FIFO is written by
+    /// the guest into its own: /dev/stdout, /dev/stderr and /dev/null are the guest's and
+    /// reach the same places; any other is refused, since the guest cannot reach the host's
+    /// devices (sharing /dev broke the guest: "9p: broken or compromised client").
+    fn checked(self, cwd: &Path, store: Option<&Path>) -> Result<Option<PathBuf>, Usage> {
+        use std::os::unix::fs::FileTypeExt as _;
+        match self {
+            Writes::File(path) => {
+                crate::named_file::check(path, store)?;
+                let is_special =
+                    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo());
+                if !is_special {
+                    return Ok(existing_parent(&cwd.join(path)));
+                }
+                let theirs = [
+                    "/dev/stdout",
+                    "/dev/stderr",
+                    "/dev/null",
+                    "/dev/fd/1",
+                    "/dev/fd/2",
+                    "/proc/self/fd/1",
+                    "/proc/self/fd/2",
+                ];
+                match theirs.iter().any(|t| Path::new(t) == path) {
+                    true => Ok(None),
+                    false => Err(Usage(format!(
+                        "--output {}: under --kernel the guest writes it, and it cannot reach the host's devices or FIFOs: name a file, /dev/stdout or /dev/null",
+                        path.display()
+                    ))),
+                }
+            }
+            Writes::Directory(dir) => {
+                let dir = cwd.join(dir);
+                let Some(parent) = existing_parent(&dir) else {
+                    return Ok(None);
+                };
+                let place = if dir.is_dir() { dir.clone() } else { parent.clone() };
+                if !crate::sys::writable(&place) {
+                    return Err(Usage(format!(
+                        "--results {}: cannot write into {} ({}); choose another directory",
+                        dir.display(),
+                        place.display(),
+                        crate::sys::why_not_writable(&place)
+                    )));
+                }
+                Ok(Some(parent))
+            }
+        }
+    }
+}
+
+/// The directory `path` is in, resolved, when it exists.
+fn existing_parent(path: &Path) -> Option<PathBuf> {
+    path.parent().and_then(|d| std::fs::canonicalize(d).ok())
 }
 
 /// How `--expect` judges what a guest brought back.
@@ -88,23 +160,23 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
         Some(t) => parse_duration(t).map_err(|e| Usage(format!("--kernel-timeout {t}: {e}")))?,
     };
     let request = g.target.request()?;
+    guest::refuse(&request)?;
+    let cwd = std::env::current_dir()?;
+    let store = g.record.and_then(|r| r.store.as_deref());
+    let written = g.writes.map(|w| w.checked(&cwd, store)).transpose()?.flatten();
+    // The store last: a refused run leaves none behind.
     let mut recording = match g.record {
         Some(r) => Some(Recording::open(r.store.as_deref(), r.no_store)?),
         None => None,
     };
-    let cwd = std::env::current_dir()?;
-    let written = g
-        .writes
-        .map(|w| cwd.join(w))
-        .and_then(|w| w.parent().map(std::path::Path::to_path_buf))
-        .and_then(|d| std::fs::canonicalize(d).ok());
     let booted = guest::boot(&guest::Boot {
         kernel: &g.kernel,
         request: &request,
         space_needed: g.space_needed,
         guest_disk: g.guest_disk,
         argv: guest_argv(std::env::current_exe()?, std::env::args_os().skip(1)),
-        rw_dirs: [Some(cwd), written].into_iter().flatten().collect(),
+        rw_dirs: [Some(cwd.clone()), written].into_iter().flatten().collect(),
+        read_dirs: read_dirs(g.command, &cwd),
         limit,
         quiet: false,
     })?;
@@ -115,7 +187,16 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
             took,
             results,
             last_words,
-        } => (ended, took, results, last_words),
+            host_disk_full,
+        } => {
+            if let Some(dir) = host_disk_full {
+                note!(
+                    "fsynclab: the host's disk under --backing ({}) is full: the guest's disk is a file there, and its writes failed as I/O errors in the guest",
+                    dir.display()
+                );
+            }
+            (ended, took, results, last_words)
+        }
     };
     // What the guest recorded, recorded here, in the order it was made.
     if let Some(recording) = recording.as_mut() {
@@ -155,6 +236,15 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
             note!("fsynclab: interrupted by signal {sig}; the guest was ended and its disk undone");
             128 + sig
         }
+        Ended::QemuKilled(sig) => {
+            note!(
+                "fsynclab: the guest ({}) did not end: {} after {}; its disk was undone",
+                g.kernel.release,
+                vm::qemu_killed(sig),
+                crate::units::clock(took)
+            );
+            1
+        }
     };
     if g.expect.is_empty() {
         return Ok(code);
@@ -171,6 +261,26 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
             NOT_MADE
         }
     })
+}
+
+/// The directories of the files `command` names (the program, a script it is given) that
+/// the guest would hide behind its own (under /var/tmp, say), to share them read-only: a
+/// `exec -- /var/tmp/x.py` got python's "No such file" from inside.
+fn read_dirs(command: &[OsString], cwd: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for arg in command {
+        let path = cwd.join(arg);
+        let Ok(path) = std::fs::canonicalize(&path) else {
+            continue;
+        };
+        if !path.is_file() || !vm::hidden_in_guest(&path) {
+            continue;
+        }
+        if let Some(dir) = path.parent().filter(|d| !dirs.iter().any(|x| x == d)) {
+            dirs.push(dir.to_path_buf());
+        }
+    }
+    dirs
 }
 
 /// The options the host acts on and the guest does not see: the kernel it boots, how long

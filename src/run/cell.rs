@@ -158,6 +158,7 @@ fn measure_in_guest(cell: &Cell<'_>, on: &OnKernel) -> Result<(Finished, Option<
         guest_disk: cell.planned.plan.guest_disk(),
         argv,
         rw_dirs: Vec::new(),
+        read_dirs: Vec::new(),
         limit: on.limit,
         quiet: true,
     });
@@ -187,6 +188,10 @@ fn measure_in_guest(cell: &Cell<'_>, on: &OnKernel) -> Result<(Finished, Option<
                 "the guest booting {release} brought no result back (exit status {code}): {}{}",
                 crate::testbed::vm::why_no_result(code),
                 last_words.map_or(String::new(), |w| format!("; the console's last words: {w}"))
+            )))),
+            (Ended::QemuKilled(sig), _) => Err(Made::Failed(Failure::Measure(anyhow!(
+                "the guest booting {release} did not end: {}",
+                crate::testbed::vm::qemu_killed(sig)
             )))),
             (Ended::TimedOut, _) => Err(Made::Failed(Failure::Measure(anyhow!(
                 "the guest booting {release} had not finished after {}; it was ended, and its disk undone",

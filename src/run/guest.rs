@@ -39,6 +39,8 @@ pub(crate) struct Boot<'a> {
     pub(crate) argv: Vec<OsString>,
     /// Host directories the command writes to besides the results directory.
     pub(crate) rw_dirs: Vec<PathBuf>,
+    /// Host directories the command reads that the guest would hide behind its own.
+    pub(crate) read_dirs: Vec<PathBuf>,
     /// How long the guest may run, boot included.
     pub(crate) limit: Duration,
     /// A matrix cell's guest: its stdout is not shown, nor the boot line (the cell's
@@ -57,21 +59,32 @@ pub(crate) enum Booted {
         took: Duration,
         results: Vec<RunResult>,
         last_words: Option<String>,
+        /// The host directory (`--backing`) whose filesystem was full when the guest ended:
+        /// its disk's writes failed (the guest saw them fail as I/O errors).
+        host_disk_full: Option<PathBuf>,
     },
+}
+
+/// What a guest needs of the machine and of the request, refused in one line before
+/// anything is made (a caller that opens a results store checks this first, so that a
+/// refused run leaves no empty store): QEMU and virtme-ng (the latter's path returned), and
+/// a scratch filesystem for the guest's kernel to mount.
+pub(crate) fn refuse(request: &TestbedRequest) -> Result<PathBuf, Usage> {
+    let vng = vm::check_tools()?;
+    if request.scratch().is_none() {
+        return Err(Usage(
+            "--kernel needs --scratch FS: the run's filesystem must be the guest kernel's own, on the disk the host serves it"
+                .into(),
+        ));
+    }
+    Ok(vng)
 }
 
 /// Boots `b.kernel` and runs `b.argv` inside on the disk the host serves (or, for a run that
 /// drives its disk, on one the guest emulates itself).
 pub(crate) fn boot(b: &Boot) -> Result<Booted> {
     // Refused before anything is made.
-    let vng = vm::check_tools()?;
-    if b.request.scratch().is_none() {
-        return Err(Usage(
-            "--kernel needs --scratch FS: the run's filesystem must be the guest kernel's own, on the disk the host serves it"
-                .into(),
-        )
-        .into());
-    }
+    let vng = refuse(b.request)?;
     let stop = crate::signals::watch()?;
     let disk_in_guest = b.guest_disk == GuestDisk::InGuest;
     let served = match vm::disk::serve_disk(b.request, b.space_needed, !disk_in_guest) {
@@ -147,6 +160,7 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         disk: served.file.as_deref(),
         control: control.as_ref().map(vm::control::Server::path),
         rw_dirs,
+        read_dirs: b.read_dirs.clone(),
         results: &results,
         argv: b.argv.clone(),
         limit: b.limit,
@@ -155,6 +169,8 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         tmp: &served.prepared.private_tmp()?,
     };
     let (ended, took) = vm::launch(&vng, &launch)?;
+    // Asked before the disk is undone, which frees what its image took.
+    let host_disk_full = full_disk(served.prepared.dir());
 
     // What the guest would have recorded, in the order it was made.
     let mut files: Vec<PathBuf> = std::fs::read_dir(&results)?
@@ -178,5 +194,13 @@ pub(crate) fn boot(b: &Boot) -> Result<Booted> {
         took,
         results,
         last_words,
+        host_disk_full,
     })
+}
+
+/// The host directory `dir` is in when its filesystem has no room left (under 1 MiB): the
+/// guest's disk is a file there, whose writes then fail as the guest's I/O errors.
+fn full_disk(dir: &std::path::Path) -> Option<PathBuf> {
+    let space = crate::sys::fs_space(dir).ok()?;
+    (space.available < crate::units::Bytes::MIB).then(|| dir.parent().unwrap_or(dir).to_path_buf())
 }

@@ -106,8 +106,16 @@ impl Prepared {
     /// testbed, and by `fsynclab cleanup` after a run that was killed: the TMPDIR of a tool
     /// the run starts that leaves files there when it is killed (virtme-ng leaves its
     /// guest's exit-status file, `virtme_retXXXXXXXX`, when it ends by a signal).
+    /// The system's temporary directory is TMPDIR's, or /tmp where TMPDIR holds what
+    /// virtme-ng and QEMU cannot take in a path (a space, a comma: [`vm::plain_path`]).
     pub fn private_tmp(&self) -> Result<PathBuf> {
-        let path = std::env::temp_dir().join(names::work_dir_name());
+        let system = std::env::temp_dir();
+        let system = if vm::plain_path(&system) {
+            system
+        } else {
+            PathBuf::from("/tmp")
+        };
+        let path = system.join(names::work_dir_name());
         self.live().undo.perform(Step::Directory { path: path.clone() }, || {
             std::fs::create_dir(&path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))
         })?;

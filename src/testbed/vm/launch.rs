@@ -10,94 +10,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{Kernel, DISK_SERIAL, GUEST_RESULTS_ENV};
+use super::accelerator::Accelerator;
+use super::console::CONSOLE_PORT;
+use super::qemu_end::QemuEnd;
+use super::script::{self, Script};
+use super::share::Shares;
+use super::{Kernel, DISK_SERIAL};
 use crate::child::{Bounded, OnSignal, Outcome};
-use crate::environment::{VmInfo, HOST_ENV, VM_ENV};
+use crate::environment::VmInfo;
 use crate::error::Usage;
 use crate::testbed::command::find_tool;
 
 /// The QEMU binary virtme-ng runs.
-const QEMU: &str = "qemu-system-x86_64";
-
-/// How a guest's CPU is run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Accelerator {
-    /// Hardware virtualisation: the guest's CPU runs at the host's speed.
-    Kvm,
-    /// QEMU's translator: every guest instruction emulated, several times slower.
-    Tcg,
-}
-
-impl Accelerator {
-    pub fn name(self) -> &'static str {
-        match self {
-            Accelerator::Kvm => "kvm",
-            Accelerator::Tcg => "tcg",
-        }
-    }
-}
-
-/// KVM when `/dev/kvm` opens and QEMU can set up a virtual CPU on it, else TCG. The check
-/// starts QEMU paused (`-S`) on KVM with its monitor on a pipe that asks `info status`, then
-/// `quit`. QEMU answers only once its machine is made, the CPU's registers and MSRs set
-/// through KVM included: where KVM cannot run a guest (a nested VM whose hypervisor refuses
-/// an MSR, as on the project's CI machines) QEMU aborts before it answers. The answer, not
-/// the time QEMU takes, decides: under load QEMU may take seconds to start or to fail (a
-/// check that took "still running after a second" for a working KVM chose KVM on a busy CI
-/// machine, and the guest then failed to boot).
-pub fn accelerator() -> Accelerator {
-    if std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/kvm")
-        .is_err()
-    {
-        return Accelerator::Tcg;
-    }
-    let Ok(monitor) = monitor_input(b"info status\nquit\n") else {
-        return Accelerator::Tcg;
-    };
-    let mut cmd = Command::new(QEMU);
-    cmd.args([
-        "-accel",
-        "kvm",
-        "-cpu",
-        "host",
-        "-display",
-        "none",
-        "-nodefaults",
-        "-S",
-        "-m",
-        "64",
-    ])
-    .args(["-monitor", "stdio", "-serial", "none"])
-    .stdin(monitor)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null());
-    let limit = Bounded {
-        limit: Duration::from_secs(30),
-        on_signal: OnSignal::Stop,
-        say_after: None,
-    };
-    match limit.run(&mut cmd) {
-        Ok(f) if answered_paused(&f.stdout) => Accelerator::Kvm,
-        _ => Accelerator::Tcg,
-    }
-}
-
-/// A pipe holding `commands`, its write end closed: QEMU's monitor reads them, then the end.
-fn monitor_input(commands: &[u8]) -> std::io::Result<Stdio> {
-    let (read, write) = nix::unistd::pipe()?;
-    let mut write = std::fs::File::from(write);
-    std::io::Write::write_all(&mut write, commands)?;
-    drop(write);
-    Ok(Stdio::from(read))
-}
-
-/// Whether QEMU's monitor answered `info status` with its machine made and paused.
-fn answered_paused(monitor_output: &[u8]) -> bool {
-    String::from_utf8_lossy(monitor_output).contains("VM status: paused")
-}
+pub(super) const QEMU: &str = "qemu-system-x86_64";
 
 /// The tools `--kernel` needs, or the one-line error saying how to get them.
 pub fn check_tools() -> Result<PathBuf, Usage> {
@@ -126,6 +51,9 @@ pub struct Launch<'a> {
     /// Directories the guest writes into on the host (the results directory, the current
     /// directory); the rest of the host's root is read-only inside.
     pub rw_dirs: Vec<PathBuf>,
+    /// Directories the guest reads at their own paths although they are its own there
+    /// ([`super::share::hidden_in_guest`]): those of the files a command names.
+    pub read_dirs: Vec<PathBuf>,
     /// Where the guest writes the results it would record.
     pub results: &'a Path,
     /// The command run inside, with its arguments.
@@ -158,6 +86,12 @@ pub fn why_no_result(code: i32) -> &'static str {
     }
 }
 
+/// `QEMU was killed by signal 9 (SIGKILL) from outside fsynclab`.
+pub fn qemu_killed(sig: i32) -> String {
+    let name = nix::sys::signal::Signal::try_from(sig).map_or("", |s| s.as_str());
+    format!("QEMU was killed by signal {sig} ({name}) from outside fsynclab")
+}
+
 /// How a guest ended.
 #[derive(Debug)]
 pub enum Ended {
@@ -167,6 +101,8 @@ pub enum Ended {
     TimedOut,
     /// A signal to fsynclab ended the VM (its number).
     Interrupted(i32),
+    /// A signal from elsewhere ended QEMU before the guest ended (its number).
+    QemuKilled(i32),
 }
 
 /// Boots the guest and runs the command in it; stdout and stderr are the command's, live.
@@ -183,7 +119,9 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
         }
         None => Command::new(vng),
     };
-    cmd.arg("-r").arg(&l.kernel.image);
+    // Every host path virtme-ng or QEMU is given, plain ([`share`]).
+    let mut shares = Shares::new(l.tmp);
+    cmd.arg("-r").arg(shares.plain(&l.kernel.image)?);
     cmd.args(["--cpus", &l.vm.cpus.to_string()]);
     cmd.args(["--memory", &format!("{}M", l.vm.memory_bytes >> 20)]);
     if l.accelerator == Accelerator::Tcg {
@@ -204,23 +142,49 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
     // serial port: the serial driver is one console, taken by virtme-ng's console=ttyS0.
     cmd.args(["--append", &format!("console={CONSOLE_PORT}"), "--append", "loglevel=7"]);
     cmd.args(["--append", &not_loaded_at_boot()]);
-    for dir in &l.rw_dirs {
-        cmd.arg("--rwdir").arg(dir);
+    // The results directory first: the script is read from it (mounted before the command
+    // runs), in a file rather than on the kernel's command line ([`script`]).
+    let results_in_guest = shares.directory(l.results, true)?;
+    for dir in l.rw_dirs.iter().filter(|d| *d != l.results) {
+        shares.directory(dir, true)?;
     }
-    // The command in a file the guest reads from the results directory (mounted before its
-    // command runs), not on the kernel's command line, where virtme-ng puts `--exec`'s
-    // script in base64: x86 keeps 2048 bytes of it (COMMAND_LINE_SIZE) and cuts the rest,
-    // virtme-ng's `init=` last among them, and a guest whose line was cut hung at boot
-    // until its time limit (kernel_vm's tracepoint test's script, with one line more, and
-    // virtme-ng's options and these, made 2164 bytes).
-    let script = l.results.join(GUEST_COMMAND_FILE);
-    std::fs::write(&script, guest_script(l))?;
-    cmd.arg("--exec")
-        .arg(format!("exec sh {}", quote(script.as_os_str().as_bytes())));
+    for dir in l.read_dirs.iter().filter(|d| !l.rw_dirs.contains(d)) {
+        shares.directory(dir, false)?;
+    }
+    let mut argv = l.argv.clone();
+    if let Some(binary) = argv.first_mut() {
+        *binary = shares.binary(Path::new(binary))?.into_os_string();
+    }
+    let cwd = std::env::current_dir()?;
+    let guest_script = Script {
+        vm: l.vm,
+        results: l.results,
+        binds: shares.binds(),
+        cwd: &cwd,
+        argv: &argv,
+        stdout_shown: l.stdout_shown,
+    };
+    std::fs::write(l.results.join(script::FILE), guest_script.text())?;
+    cmd.args(shares.args());
+    cmd.arg("--exec").arg(format!(
+        "exec sh {}",
+        script::quote(results_in_guest.join(script::FILE).as_os_str().as_bytes())
+    ));
     // Last: vng takes every word after --qemu-opts as QEMU's.
     let mut arg = OsString::from("--qemu-opts=");
-    arg.push(qemu_opts(l.accelerator, l.console, l.disk, l.control));
+    let disk = l.disk.map(|d| shares.plain(d)).transpose()?;
+    let control = l.control.map(|c| shares.plain(c)).transpose()?;
+    // QEMU makes the console's file; made here first, so that a link to it leads somewhere.
+    std::fs::File::create(l.console)?;
+    let console = shares.plain(l.console)?;
+    arg.push(qemu_opts(l.accelerator, &console, disk.as_deref(), control.as_deref()));
     cmd.arg(arg);
+    // From /, whatever the current directory's path holds: virtme-ng would put it on the
+    // kernel's command line; the script enters it.
+    cmd.current_dir("/");
+    let qemu = find_tool(QEMU).ok_or_else(|| std::io::Error::other(format!("{QEMU} is not installed")))?;
+    let qemu_end = QemuEnd::prepare(l.tmp, &qemu)?;
+    cmd.env("PATH", qemu_end.path());
     cmd.stdin(Stdio::null()).env("TMPDIR", l.tmp);
     let started = Instant::now();
     let outcome = Bounded {
@@ -228,13 +192,20 @@ pub fn launch(vng: &Path, l: &Launch) -> std::io::Result<(Ended, Duration)> {
         on_signal: OnSignal::Stop,
         say_after: None,
     }
-    .run_relayed_lines(&mut cmd, |line: &[u8]| {
-        use std::io::Write as _;
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(line).and_then(|_| err.write_all(b"\n"));
+    .run_relayed_lines(&mut cmd, {
+        let hear = qemu_end.ear();
+        move |line: &[u8]| {
+            use std::io::Write as _;
+            hear(line);
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(line).and_then(|_| err.write_all(b"\n"));
+        }
     })?;
     let ended = match outcome {
-        Outcome::Exited(status) => Ended::Exited(status.code().unwrap_or(1)),
+        Outcome::Exited(status) => match (status.code().unwrap_or(1), qemu_end.signal()) {
+            (GUEST_CRASHED, Some(sig)) => Ended::QemuKilled(sig),
+            (code, _) => Ended::Exited(code),
+        },
         Outcome::TimedOut => Ended::TimedOut,
         Outcome::Interrupted(sig) => Ended::Interrupted(sig),
     };
@@ -292,7 +263,12 @@ fn qemu_opts(accelerator: Accelerator, console: &Path, disk: Option<&Path>, cont
     serial.push(" -device virtconsole,bus=fsynclabserial.0,chardev=fsynclabconsole");
     opts.push(serial);
     if let Some(disk) = disk {
-        let mut drive = OsString::from("-drive if=none,id=fsynclab,format=raw,cache=none,aio=threads,file=");
+        // An error of the host's file (its disk full) is the guest's I/O error, as a disk
+        // reports one (werror=report): QEMU's default pauses the VM on ENOSPC, and the guest
+        // hung silently until its time limit.
+        let mut drive = OsString::from(
+            "-drive if=none,id=fsynclab,format=raw,cache=none,aio=threads,werror=report,rerror=report,file=",
+        );
         drive.push(disk);
         drive.push(format!(" -device virtio-blk-pci,drive=fsynclab,serial={DISK_SERIAL}"));
         opts.push(drive);
@@ -310,110 +286,9 @@ fn qemu_opts(accelerator: Accelerator, console: &Path, disk: Option<&Path>, cont
     opts.join(std::ffi::OsStr::new(" "))
 }
 
-/// The guest's console its kernel's messages are written to: the virtio console
-/// [`qemu_opts`] adds. It comes up when virtio_console does (a module in Debian's kernels,
-/// loaded by virtme-ng's initramfs about 5 s into a TCG boot), and shows the kernel's
-/// messages from then on.
-const CONSOLE_PORT: &str = "hvc0";
-
-/// Whether `line` is the kernel's console: stamped with the time since boot, `[   12.345678]`.
-fn is_console(line: &[u8]) -> bool {
-    let Some(rest) = line.strip_prefix(b"[") else {
-        return false;
-    };
-    let stamp: Vec<u8> = rest.iter().copied().take_while(|&b| b != b']').collect();
-    let digits = String::from_utf8_lossy(&stamp);
-    let digits = digits.trim_start();
-    stamp.len() < rest.len() && !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
-}
-
-/// What a guest's console said last that tells how it ended: its kernel's panic line (or a
-/// BUG or Oops) when there is one, after what the oops that led to it said first (its BUG,
-/// Oops or fault line, and where: its RIP), else its last line; without the time stamps.
-pub fn console_last_words(log: &Path) -> Option<String> {
-    let text = std::fs::read(log).ok()?;
-    let text = String::from_utf8_lossy(&text);
-    let lines: Vec<&str> = text.lines().filter(|l| is_console(l.as_bytes())).collect();
-    let words = |line: &str| line.split_once(']').map_or(line, |(_, w)| w).trim().to_string();
-    let telling = ["Kernel panic", "BUG:", "Oops", "general protection fault"];
-    let Some(at) = lines.iter().rposition(|l| telling.iter().any(|t| l.contains(t))) else {
-        return lines.last().map(|l| words(l));
-    };
-    let mut said = Vec::new();
-    if lines[at].contains("Kernel panic") {
-        // The oops a panic follows is printed just before it (with its registers and call
-        // trace, some tens of lines).
-        let oops = &lines[at.saturating_sub(80)..at];
-        // Its first line: a BUG or fault names the cause, where an Oops line follows it.
-        let says = |words: &[&str]| oops.iter().rposition(|l| words.iter().any(|t| l.contains(t)));
-        let first = says(&["BUG:", "general protection fault"]).or_else(|| says(&["Oops"]));
-        if let Some(first) = first {
-            said.push(words(oops[first]));
-            if let Some(rip) = oops[first..].iter().find(|l| l.contains("RIP:")) {
-                said.push(words(rip));
-            }
-        }
-    }
-    said.push(words(lines[at]));
-    Some(said.join(" | ").chars().take(400).collect())
-}
-
-/// The file in the results directory that holds [`guest_script`].
-const GUEST_COMMAND_FILE: &str = "command.sh";
-
-/// The shell line the guest runs: the facts and the results directory in the environment,
-/// the host's `FSYNCLAB_*` variables passed on (but its state directory), then the command.
-fn guest_script(l: &Launch) -> String {
-    let mut words = vec!["exec".to_string(), "env".to_string()];
-    words.push(quote(format!("{VM_ENV}={}", l.vm.to_env()).as_bytes()));
-    let mut results = format!("{GUEST_RESULTS_ENV}=").into_bytes();
-    results.extend_from_slice(l.results.as_os_str().as_bytes());
-    words.push(quote(&results));
-    // The run is this machine's, made in a VM: named as the host's runs are (the guest's
-    // hostname is virtme-ng's), unless the farm names the host already (passed on below).
-    if std::env::var_os(HOST_ENV).is_none() {
-        words.push(quote(
-            format!("{HOST_ENV}={}", crate::environment::this_host().name).as_bytes(),
-        ));
-    }
-    for (k, v) in std::env::vars_os() {
-        let name = k.to_string_lossy();
-        // Not the state directory: the guest's steps are undone with the guest, and the
-        // host's state files would be leftovers of dead runs to a guest that cannot see
-        // their processes.
-        if name.starts_with("FSYNCLAB_") && ![VM_ENV, GUEST_RESULTS_ENV, "FSYNCLAB_STATE_DIR"].contains(&&*name) {
-            let mut kv = k.as_bytes().to_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_bytes());
-            words.push(quote(&kv));
-        }
-    }
-    words.extend(l.argv.iter().map(|a| quote(a.as_bytes())));
-    if !l.stdout_shown {
-        words.push(">/dev/null".into());
-    }
-    words.join(" ")
-}
-
-/// `word` for a POSIX shell: in single quotes, each single quote closed, escaped, reopened.
-fn quote(word: &[u8]) -> String {
-    let text = String::from_utf8_lossy(word);
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_monitor_that_answered_with_its_machine_paused_means_kvm_works() {
-        // What QEMU 7.2 printed here: KVM refusing an MSR aborts it after its prompt.
-        let failed = b"QEMU 7.2.22 monitor - type 'help' for more information\n(qemu) ";
-        let made = b"QEMU 7.2.22 monitor - type 'help' for more information\n(qemu) info status\nVM status: paused (prelaunch)\n(qemu) quit\n";
-        assert!(!answered_paused(failed));
-        assert!(!answered_paused(b""));
-        assert!(answered_paused(made));
-    }
 
     #[test]
     fn the_guest_skips_qemus_drivers_but_never_what_a_run_needs() {
@@ -467,7 +342,7 @@ mod tests {
         let console = Path::new("/run/fsynclab/console.log");
         let tcg = qemu_opts(Accelerator::Tcg, console, Some(disk), None);
         let serial = "-device virtio-serial-pci,id=fsynclabserial -chardev file,id=fsynclabconsole,path=/run/fsynclab/console.log -device virtconsole,bus=fsynclabserial.0,chardev=fsynclabconsole";
-        let want = format!("-accel tcg,thread=single {serial} -drive if=none,id=fsynclab,format=raw,cache=none,aio=threads,file=/run/fsynclab/disk -device virtio-blk-pci,drive=fsynclab,serial={DISK_SERIAL}");
+        let want = format!("-accel tcg,thread=single {serial} -drive if=none,id=fsynclab,format=raw,cache=none,aio=threads,werror=report,rerror=report,file=/run/fsynclab/disk -device virtio-blk-pci,drive=fsynclab,serial={DISK_SERIAL}");
         assert_eq!(tcg.to_string_lossy(), want);
         assert_eq!(
             qemu_opts(Accelerator::Tcg, console, None, None),
@@ -500,54 +375,8 @@ mod tests {
     }
 
     #[test]
-    fn the_consoles_panic_is_its_last_word() {
-        assert!(is_console(b"[   19.874069] kvm: exiting hardware virtualization"));
-        assert!(is_console(b"[12345.1] x"));
-        assert!(!is_console(b"ERR"));
-        assert!(!is_console(b"[1/20] reproduce1-004 #1: run 1"));
-        assert!(!is_console(b"[ ] nothing"));
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("console.log");
-        // As the guest's console writes it: lines ended by \r\n.
-        std::fs::write(
-            &log,
-            "[    1.0] Linux version 6.12\r\n\
-             [    9.5] Kernel panic - not syncing: Attempted to kill init!\r\n\
-             [    9.6] Kernel Offset: disabled\r\n",
-        )
-        .unwrap();
-        assert_eq!(
-            console_last_words(&log).as_deref(),
-            Some("Kernel panic - not syncing: Attempted to kill init!")
-        );
-        // A panic after an oops: what the oops said first, and where, then the panic.
-        std::fs::write(
-            &log,
-            "[    5.0] BUG: kernel NULL pointer dereference, address: 0000000000000008\n\
-             [    5.0] #PF: supervisor read access in kernel mode\n\
-             [    5.0] Oops: 0000 [#1] PREEMPT SMP NOPTI\n\
-             [    5.0] RIP: 0010:blk_mq_start_request+0x12/0x40\n\
-             [    5.0] Call Trace:\n\
-             [    5.1] Kernel panic - not syncing: Fatal exception in interrupt\n\
-             [    5.1] Kernel Offset: disabled\n",
-        )
-        .unwrap();
-        assert_eq!(
-            console_last_words(&log).as_deref(),
-            Some("BUG: kernel NULL pointer dereference, address: 0000000000000008 | RIP: 0010:blk_mq_start_request+0x12/0x40 | Kernel panic - not syncing: Fatal exception in interrupt")
-        );
-        std::fs::write(&log, "[    1.0] Linux version 6.12\n[    2.0] reboot: Power down\n").unwrap();
-        assert_eq!(console_last_words(&log).as_deref(), Some("reboot: Power down"));
-    }
-
-    #[test]
     fn a_guest_that_crashed_is_told_apart_from_one_whose_run_failed() {
         assert!(why_no_result(GUEST_CRASHED).contains("kernel panicked"));
         assert!(why_no_result(1).contains("the run failed inside"));
-    }
-
-    #[test]
-    fn a_word_with_quotes_and_spaces_is_one_shell_word() {
-        assert_eq!(quote(b"it's a b"), r"'it'\''s a b'");
     }
 }

@@ -20,13 +20,19 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Usage;
 
+mod accelerator;
+mod console;
 pub mod control;
 pub mod disk;
 mod launch;
+mod qemu_end;
+mod script;
+mod share;
 
-pub use launch::{
-    accelerator, check_tools, console_last_words, launch, why_no_result, Accelerator, Ended, Launch, GUEST_CRASHED,
-};
+pub use accelerator::{accelerator, Accelerator};
+pub use console::console_last_words;
+pub use launch::{check_tools, launch, qemu_killed, why_no_result, Ended, Launch, GUEST_CRASHED};
+pub use share::{hidden_in_guest, plain as plain_path};
 
 /// Where a guest writes the results it would record; the host records them.
 pub const GUEST_RESULTS_ENV: &str = "FSYNCLAB_GUEST_RESULTS";
@@ -65,9 +71,11 @@ pub fn resolve(spec: &str) -> Result<Option<Kernel>, Usage> {
     }
     let (image, release) = if spec.contains('/') || Path::new(spec).is_file() {
         let image = PathBuf::from(spec);
-        if !image.is_file() {
-            return Err(Usage(format!("--kernel {spec}: no such kernel image")));
+        if let Some(what) = not_an_image(&image) {
+            return Err(Usage(format!("--kernel {spec}: {what}")));
         }
+        // Absolute: the guest is booted from another directory than this one.
+        let image = std::fs::canonicalize(&image).unwrap_or(image);
         let release = bzimage_release(&image).ok_or_else(|| {
             Usage(format!(
                 "--kernel {spec}: not an x86 bzImage (no kernel version in its header); give arch/x86/boot/bzImage or an installed release"
@@ -91,6 +99,25 @@ pub fn resolve(spec: &str) -> Result<Option<Kernel>, Usage> {
     };
     check_config(spec, &release)?;
     Ok(Some(Kernel { image, release }))
+}
+
+/// What `path` is when it is not a file a kernel could be booted from, in words that say
+/// what to give instead.
+fn not_an_image(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let kind = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some("no such kernel image".into()),
+        Err(e) => return Some(format!("cannot be read ({e})")),
+        Ok(m) if m.is_file() => return None,
+        Ok(m) if m.is_dir() => "a directory",
+        Ok(m) if m.file_type().is_char_device() => "a character device",
+        Ok(m) if m.file_type().is_block_device() => "a block device",
+        Ok(m) if m.file_type().is_fifo() => "a FIFO",
+        Ok(_) => "not a regular file",
+    };
+    Some(format!(
+        "that is {kind}, not a kernel image; give a bzImage (arch/x86/boot/bzImage of a kernel tree) or an installed release"
+    ))
 }
 
 /// The releases of the kernels installed in /boot.
@@ -213,6 +240,21 @@ mod tests {
         assert!(!err.contains('\n'));
         let err = resolve("/nonexistent/bzImage").unwrap_err().0;
         assert!(err.contains("no such kernel image"), "{err}");
+    }
+
+    /// A path that exists but is no file is said for what it is, not "no such kernel image".
+    #[test]
+    fn a_directory_or_a_device_as_kernel_is_named_for_what_it_is() {
+        let err = resolve("/dev/null").unwrap_err().0;
+        assert!(
+            err.starts_with("--kernel /dev/null: that is a character device, not a kernel image"),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().to_str().unwrap();
+        let err = resolve(spec).unwrap_err().0;
+        assert!(err.contains("that is a directory, not a kernel image"), "{err}");
+        assert!(!err.contains('\n'));
     }
 
     /// A kernel without virtio_console has no port for virtme-ng's script nor for a power
