@@ -22,7 +22,11 @@ done
 if [ -z "$prefix" ]; then
   if [ "$(id -u)" -eq 0 ]; then prefix=/usr/local; else prefix=$HOME/.local; fi
 fi
-mkdir -p "$prefix"
+# Checked before the build, which takes minutes: a prefix that cannot be written is one line.
+if ! mkdir -p "$prefix" 2>/dev/null || [ ! -w "$prefix" ] || [ ! -x "$prefix" ]; then
+  echo "install.sh: cannot write into $prefix (read-only, or not yours): choose another --prefix" >&2
+  exit 2
+fi
 prefix=$(cd "$prefix" && pwd)
 cargo install --locked --path . --root "$prefix" --force ${profile[@]+"${profile[@]}"}
 bin=$prefix/bin/fsynclab

@@ -259,7 +259,7 @@ pub struct ReproduceArgs {
     pub kernel: Option<String>,
     /// End a --kernel guest that has not finished after this long, boot included [default:
     /// 5m plus 4 times its run's expected length, at most 30m]
-    #[arg(long, value_name = "DURATION", help_heading = "Kernel")]
+    #[arg(long, value_name = "DURATION", value_parser = target::guest_time_limit, help_heading = "Kernel")]
     pub kernel_timeout: Option<String>,
     /// No progress lines on stderr
     #[arg(long, short = 'q')]

@@ -76,7 +76,7 @@ pub struct TargetArgs {
     /// End a --kernel guest that has not finished after this long, boot included [default:
     /// 5m plus 4 times the run's expected length, at most 30m; 30m where the length is not
     /// known (exec, a run as long as its device takes)]
-    #[arg(long, value_name = "DURATION", help_heading = "Kernel")]
+    #[arg(long, value_name = "DURATION", value_parser = guest_time_limit, help_heading = "Kernel")]
     pub kernel_timeout: Option<String>,
 }
 
@@ -202,5 +202,15 @@ impl ExplainArgs {
             )));
         }
         ExplainOptions::decide(wish, threshold, interval, tracer)
+    }
+}
+
+/// `--kernel-timeout`'s value, checked as it is parsed: a duration longer than none (a
+/// guest given no time would be ended as QEMU starts).
+pub(crate) fn guest_time_limit(text: &str) -> Result<String, String> {
+    match parse_duration(text) {
+        Ok(d) if d.is_zero() => Err("expected more than 0s: the guest's boot alone takes tens of seconds".into()),
+        Ok(_) => Ok(text.to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }

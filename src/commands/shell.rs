@@ -50,7 +50,24 @@ pub(crate) fn manpages(dir: &Path) -> Result<i32> {
         ))
         .into());
     }
-    fs::create_dir_all(dir).with_context(|| format!("making {}", dir.display()))?;
+    // A place that cannot be written is bad input, as an unwritable --output is (exit 2).
+    let unwritable = |why: String| {
+        Usage(format!(
+            "manpages {}: {why}; name a directory you can write",
+            dir.display()
+        ))
+    };
+    if let Err(e) = fs::create_dir_all(dir) {
+        return Err(match e.kind() {
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                unwritable(format!("cannot make it ({e})")).into()
+            }
+            _ => anyhow::Error::new(e).context(format!("making {}", dir.display())),
+        });
+    }
+    if !crate::sys::writable(dir) {
+        return Err(unwritable(format!("cannot write into it ({})", crate::sys::why_not_writable(dir))).into());
+    }
     let mut command = Cli::command();
     command.build();
     let mut written = Vec::new();

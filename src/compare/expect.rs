@@ -62,6 +62,16 @@ pub enum Outcome {
     Missing,
 }
 
+/// `text` as an error echoes it: whole up to 60 characters, else its first 60 and how long
+/// it was (a 100,000-character value made a 200 KB error).
+fn shown(text: &str) -> String {
+    const SHOWN: usize = 60;
+    match text.char_indices().nth(SHOWN) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}... ({} characters)", &text[..cut], text.chars().count()),
+    }
+}
+
 /// The help every malformed expression repeats.
 const FORM: &str = "expected FIGURE<VALUE (or <=, >, >=), e.g. 'fsync.p99<50ms', 'fsync.ops/s>=100', 'commit.tps>500'";
 
@@ -69,6 +79,8 @@ impl Expectation {
     /// Parses `fsync.p99<50ms`; the error is one line saying what is valid.
     pub fn parse(text: &str) -> Result<Expectation, String> {
         let t = text.trim();
+        // What the errors echo of it: a few words, not a pasted file.
+        let text = &shown(text);
         let at = t
             .find(['<', '>'])
             .ok_or_else(|| format!("--expect {text}: no comparison; {FORM}"))?;
@@ -81,6 +93,7 @@ impl Expectation {
         };
         let (name, value) = (name.trim(), value.trim());
         let figure = Figure::parse(name).ok_or_else(|| {
+            let name = shown(name);
             format!("--expect {text}: '{name}' is not a figure: KIND.METRIC with METRIC one of p50, p99, max, ops/s, mb/s, tps, lost, torn, rate, as `fsynclab compare` shows them; {FORM}")
         })?;
         let bound = Self::bound(&figure, value).map_err(|why| format!("--expect {text}: {why}"))?;
@@ -97,16 +110,18 @@ impl Expectation {
         if value.is_empty() {
             return Err(format!("no value after the comparison; {FORM}"));
         }
+        // What the errors echo of it.
+        let said = shown(value);
         match figure.metric {
             Metric::P50 | Metric::P99 | Metric::Max => {
                 if value.chars().all(|c| c.is_ascii_digit() || c == '.') {
                     return Err(format!(
-                        "'{value}' needs a unit: {figure} is a latency, e.g. {value}ms or {value}us"
+                        "'{said}' needs a unit: {figure} is a latency, e.g. {said}ms or {said}us"
                     ));
                 }
                 parse_duration(value)
                     .map(|d| d.as_nanos() as f64)
-                    .map_err(|_| format!("'{value}' is not a duration like 50ms, 250us or 1s"))
+                    .map_err(|_| format!("'{said}' is not a duration like 50ms, 250us or 1s"))
             }
             _ => {
                 let (number, scale) = match value.strip_suffix('%') {
@@ -119,7 +134,7 @@ impl Expectation {
                     .ok()
                     .filter(|v| v.is_finite())
                     .map(|v| v * scale)
-                    .ok_or_else(|| format!("'{value}' is not a number ({} is in {})", figure, figure.unit()))
+                    .ok_or_else(|| format!("'{said}' is not a number ({} is in {})", figure, figure.unit()))
             }
         }
     }
@@ -313,6 +328,18 @@ mod tests {
             assert!(e.starts_with(&format!("--expect {bad}:")) && !e.contains('\n'), "{e}");
         }
         assert!(Expectation::parse("fsync.p99<50").unwrap_err().contains("needs a unit"));
+    }
+
+    /// A pasted file as `--expect` is refused in a line of a few words, not echoed twice
+    /// (a 100,000-character value made a 200 KB error).
+    #[test]
+    fn a_huge_expression_is_refused_in_a_short_line() {
+        let huge = format!("fsync.p99<{}", "9".repeat(100_000));
+        for bad in [huge.clone(), "x".repeat(100_000), format!("{}<1s", "y".repeat(100_000))] {
+            let e = Expectation::parse(&bad).unwrap_err();
+            assert!(e.len() < 400, "{} bytes: {}", e.len(), &e[..200]);
+            assert!(e.contains("characters)"), "{e}");
+        }
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct PageRun {
     pub params: BTreeMap<String, String>,
     pub figures: Option<RunFigures>,
     pub samples: SampleColumns,
+    /// Its sync and write calls: the samples, or for a run kept without them (a watch, whose
+    /// calls are counted in the kernel's histograms) what its operation statistics count.
+    pub calls: u64,
     /// The background writer's bytes per second of the run (second index, bytes).
     pub background: Vec<(u64, u64)>,
     /// `stream`, `random`, when there was a background writer.
@@ -115,6 +118,10 @@ impl PageRun {
             duration_s: result.duration_s,
             params: result.params.clone(),
             figures: crate::compare::run_figures(label, result).ok(),
+            calls: match samples.len() {
+                0 => result.ops.values().map(|o| o.count).sum(),
+                n => n as u64,
+            },
             samples,
             background: background
                 .map_or_else(Vec::new, |b| b.per_second.iter().map(|s| (s.second, s.bytes)).collect()),
@@ -296,7 +303,7 @@ fn runs_table(h: &mut String, runs: &[PageRun]) {
             escape(&r.testbed),
             escape(&r.started_at),
             r.duration_s,
-            r.samples.len(),
+            r.calls,
             escape(&params.join(" "))
         );
     }

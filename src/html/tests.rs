@@ -13,6 +13,7 @@ fn run(label: &str, n: usize, scale: u64) -> PageRun {
         started_at: "2026-01-01T00:00:00Z".into(),
         duration_s: n as f64 * 50e-6,
         samples: SampleColumns::from_records(&samples),
+        calls: n as u64,
         background: (0..5).map(|s| (s, ((s + 1) * 10) << 20)).collect(),
         background_kind: Some("stream".into()),
         ..PageRun::default()

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _, Result};
 
 use crate::cli::WatchArgs;
+use crate::error::Usage;
 use crate::explain::bpf::attribute::attribution;
 use crate::explain::bpf::symbols::KernelSymbols;
 use crate::explain::bpf::{self, BpfTracer};
@@ -32,6 +33,13 @@ const TICK: Duration = Duration::from_millis(100);
 pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let (threshold, stack_over, duration) = args.durations()?;
     let settings = filter::settings(args, threshold, stack_over)?;
+    // No root is bad input, as for every command that needs it (exit status 2); the other
+    // reasons are the machine's.
+    if !crate::sys::is_root() {
+        return Err(
+            Usage("fsynclab watch traces the kernel with BPF, which needs root: run it with sudo".into()).into(),
+        );
+    }
     if let Some(why) = bpf::unavailable() {
         bail!(why);
     }
@@ -70,17 +78,22 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         }
     };
     let mut all_ended = false;
-    let go_on = || {
+    let out = Stdout::default();
+    let mut go_on = || {
         take_ended(&mut ended, false);
         all_ended = !pids.is_empty() && !pids.iter().any(|&pid| ended::alive(pid));
         !all_ended && !stop.is_set() && deadline.is_none_or(|d| Instant::now() < d)
     };
-    tracer.follow(TICK, go_on, |call| {
-        printed += 1;
-        let explained = attribution(&call, &symbols, clock.origin_monotonic_ns(), stack_over);
-        println!("{}", text::call_line(&call, &explained, started));
-        slowest.offer(explained);
-    })?;
+    tracer.follow(
+        TICK,
+        || out.open() && go_on(),
+        |call| {
+            printed += 1;
+            let explained = attribution(&call, &symbols, clock.origin_monotonic_ns(), stack_over);
+            out.line(&text::call_line(&call, &explained, started));
+            slowest.offer(explained);
+        },
+    )?;
     if all_ended {
         note!(
             "fsynclab watch: process{} {} ended",
@@ -98,22 +111,19 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let cost = tracer.run_time();
     drop(tracer);
     let elapsed = started.elapsed();
-    print!(
-        "{}",
-        text::summary(&latencies, &names, &ended, printed, threshold, elapsed)
-    );
+    out.text(&text::summary(&latencies, &names, &ended, printed, threshold, elapsed));
     if cost.runs > 0 {
-        println!(
+        out.line(&format!(
             "the BPF programs ran {} times for {} of CPU in all ({} a run, {:.3}% of one CPU)",
             cost.runs,
             crate::units::format_latency_ns(cost.ns),
             crate::units::format_latency_ns(cost.ns / cost.runs),
             cost.ns as f64 / 1e9 / elapsed.as_secs_f64() * 100.0
-        );
+        ));
     } else if cost.asked {
-        println!("the BPF programs' run time could not be counted (this kernel refused bpf_enable_stats)");
+        out.line("the BPF programs' run time could not be counted (this kernel refused bpf_enable_stats)");
     } else {
-        println!("the BPF programs' run time was not counted (--bpf-stats counts it)");
+        out.line("the BPF programs' run time was not counted (--bpf-stats counts it)");
     }
     if lost.calls + lost.records + lost.histogram > 0 {
         note!(
@@ -144,5 +154,47 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         environment: crate::environment::fingerprint(&filter::target_of(&settings.filter)),
     };
     recording.record_and_say(&mut watched.into_result())?;
-    Ok(0)
+    out.status()
+}
+
+/// The watch's stdout. The first write that fails ends the watch, which is still summed up
+/// on stderr's side and recorded: a reader that went away (`| head`) ends it quietly with
+/// 141, as a shell tool ends on SIGPIPE; any other failure (`> /dev/full`) is a one-line
+/// error once the watch is stored.
+#[derive(Default)]
+struct Stdout {
+    failed: std::cell::RefCell<Option<std::io::Error>>,
+}
+
+impl Stdout {
+    /// Whether nothing written so far has failed.
+    fn open(&self) -> bool {
+        self.failed.borrow().is_none()
+    }
+
+    fn line(&self, line: &str) {
+        self.text(&format!("{line}\n"));
+    }
+
+    /// Writes `text` whole (and flushes it, so that a line is seen as it happens), unless a
+    /// write failed before.
+    fn text(&self, text: &str) {
+        use std::io::Write as _;
+        if !self.open() {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            *self.failed.borrow_mut() = Some(e);
+        }
+    }
+
+    /// The watch's exit status once it is recorded.
+    fn status(self) -> Result<i32> {
+        match self.failed.into_inner() {
+            None => Ok(0),
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(141),
+            Some(e) => Err(anyhow::Error::new(e).context("cannot write to stdout; the watch was stored")),
+        }
+    }
 }
