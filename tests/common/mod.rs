@@ -30,6 +30,12 @@
 //! A test is named for the behaviour it checks; the issue it guards goes in the first line of
 //! its doc comment (`/// Issue NN: ...`), not in its name.
 //!
+//! A file that would pass 1,000 lines is split by what its parts check into modules under a
+//! folder of its name, still one binary (each binary is one more link in CI): tests/explain.rs
+//! declares `#[path = "explain/journal.rs"] mod journal;` and lists that module's tests by
+//! their path, `journal::slow_fsyncs_on_xfs_name_the_log_force: [Root]`, each still named by
+//! its own name (`cargo test --test explain slow_fsyncs_on_xfs`).
+//!
 //! and a `[[test]] name = "FILE" harness = false` entry in Cargo.toml. What a test needs is
 //! checked when it is about to run, before its body: [`Need`] lists the kinds (root,
 //! /dev/fuse, tracefs, a tool on the PATH, or any check of the test's own with
@@ -70,13 +76,15 @@ pub use scratch_run::ScratchRun;
 
 /// Lists a file's tests, each with what it needs, and makes the file's `main`:
 /// `common::tests! { plain_test, root_test: [Root], xfs_test: [Root, Tool("mkfs.xfs")] }`.
+/// A test defined in a module of the file is named by its path (`bpf::xfs_test: [Root]`)
+/// and listed by its own name, as if it were at the top.
 macro_rules! tests {
-    ($($name:ident $(: [$($need:expr),* $(,)?])?),* $(,)?) => {
+    ($($first:ident $(:: $rest:ident)* $(: [$($need:expr),* $(,)?])?),* $(,)?) => {
         fn main() -> std::process::ExitCode {
             crate::common::harness::run(vec![
                 $(crate::common::harness::Test {
-                    name: stringify!($name),
-                    body: $name,
+                    name: crate::common::harness::last_name(stringify!($first $(:: $rest)*)),
+                    body: $first $(:: $rest)*,
                     needs: vec![$($($need),*)?],
                 }),*
             ])
