@@ -475,6 +475,14 @@ impl StderrLines {
         }
     }
 
+    /// Waits until the run says it paused at `point` (a test pause point of
+    /// src/testbed/pause.rs, `FSYNCLAB_TEST_PAUSE`; the `@N` of its Nth time is not said),
+    /// failing if `child` ends first or `limit` passes.
+    pub fn wait_for_pause(&mut self, point: &str, child: &mut Child, limit: Duration) {
+        let name = point.split('@').next().unwrap_or(point);
+        self.wait_for(&format!("fsynclab: test pause at {name}"), child, limit);
+    }
+
     /// Waits until a line contains `part`, and returns it; fails if `child` ends first or
     /// `limit` passes.
     pub fn wait_for_containing(&mut self, part: &str, child: &mut Child, limit: Duration) -> String {
