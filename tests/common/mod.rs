@@ -184,6 +184,16 @@ pub fn assert_refused(scenario: &str, dir: &Path, sets: &[&str], says: &str) {
     assert!(err.contains(says), "{scenario} {sets:?}: {err}");
 }
 
+/// The strings of a JSON array (a result's findings, a table's columns).
+pub fn strings(array: &serde_json::Value) -> Vec<&str> {
+    array
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|v| v.as_str().expect("a string"))
+        .collect()
+}
+
 /// The variable that gives fsynclab another state directory (`/run/fsynclab` otherwise).
 pub const STATE_DIR_ENV: &str = "FSYNCLAB_STATE_DIR";
 
