@@ -55,7 +55,13 @@
 //! [`StderrLines`]) and for a run to be measuring ([`wait_until_measuring`]) so that a
 //! signal's timing is certain; a private state directory and `fsynclab cleanup` on drop
 //! ([`PrivateState`], [`CleanupOnDrop`]); one test at a time within a file
-//! ([`one_at_a_time`]); the command line of a run on a scratch filesystem ([`ScratchRun`]).
+//! ([`one_at_a_time`]); the command line of a run on a scratch filesystem ([`ScratchRun`]),
+//! run to its end or started in a state directory; what a command printed once it succeeded
+//! ([`success_stdout`], [`success_json`], [`run_json`]) or its one-line refusal
+//! ([`assert_refused_in_one_line`]); a directory left empty ([`assert_left_empty`]); a
+//! result's samples and string lists ([`samples_of`], [`strings`]); a run in a guest
+//! ([`guest::GuestRun`]). When two files, or two tests, would spell out the same lines, the
+//! lines go here.
 #![allow(dead_code, unused_imports, unused_macros)] // each file uses what it needs of them
 
 pub mod bpf;
@@ -184,6 +190,61 @@ pub fn assert_refused(scenario: &str, dir: &Path, sets: &[&str], says: &str) {
     assert!(err.contains(says), "{scenario} {sets:?}: {err}");
 }
 
+/// Fails unless `out` is a refusal of bad input: exit status 2 and one line on stderr,
+/// containing `says`. Returns what it said.
+pub fn assert_refused_in_one_line(out: &std::process::Output, says: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(says), "{err}");
+    err
+}
+
+/// What `cmd` printed on stdout, once it has succeeded (a failure shows its stderr).
+pub fn success_stdout(cmd: &mut Command) -> String {
+    let out = cmd.assert().success().get_output().stdout.clone();
+    String::from_utf8(out).expect("stdout is text")
+}
+
+/// `fsynclab run SCENARIO --quiet --format json --dir DIR --set S...`, which must succeed: its
+/// result.
+pub fn run_json(scenario: &str, dir: &Path, sets: &[&str]) -> serde_json::Value {
+    let mut cmd = fsynclab();
+    cmd.args(["run", scenario, "--quiet", "--format", "json", "--dir"])
+        .arg(dir);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    success_json(&mut cmd)
+}
+
+/// What `cmd` printed on stdout as JSON, once it has succeeded.
+pub fn success_json(cmd: &mut Command) -> serde_json::Value {
+    serde_json::from_str(&success_stdout(cmd)).expect("JSON on stdout")
+}
+
+/// A call's sample as the store's codec takes it: when, the operation, its latency, its bytes
+/// and its error.
+pub type Sample = (u64, String, u64, u64, Option<String>);
+
+/// The samples of a result JSON, as the store's codec takes them.
+pub fn samples_of(result: &serde_json::Value) -> Vec<Sample> {
+    result["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(|s| {
+            (
+                s["t_ns"].as_u64().expect("t_ns"),
+                s["op"].as_str().expect("op").to_string(),
+                s["latency_ns"].as_u64().expect("latency_ns"),
+                s["bytes"].as_u64().expect("bytes"),
+                s.get("error").and_then(serde_json::Value::as_str).map(str::to_string),
+            )
+        })
+        .collect()
+}
+
 /// The strings of a JSON array (a result's findings, a table's columns).
 pub fn strings(array: &serde_json::Value) -> Vec<&str> {
     array
@@ -192,6 +253,11 @@ pub fn strings(array: &serde_json::Value) -> Vec<&str> {
         .iter()
         .map(|v| v.as_str().expect("a string"))
         .collect()
+}
+
+/// Fails unless `dir` is empty: a run leaves the directory it was given as it found it.
+pub fn assert_left_empty(dir: &Path) {
+    assert!(leftovers(dir).is_empty(), "left behind: {:?}", leftovers(dir));
 }
 
 /// The variable that gives fsynclab another state directory (`/run/fsynclab` otherwise).
