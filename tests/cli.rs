@@ -43,14 +43,7 @@ fn list_shows_every_scenario_with_seed_and_parameters() {
 }
 
 fn list_json_gives_defaults_and_seed_values() {
-    let out = fsynclab()
-        .args(["list", "--format", "json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v: serde_json::Value = common::success_json(fsynclab().args(["list", "--format", "json"]));
     let rw = v
         .as_array()
         .unwrap()
@@ -85,14 +78,7 @@ fn help_teaches_with_examples() {
 /// values).
 fn completion_scripts_offer_the_commands_and_scenario_names() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
-        let out = fsynclab()
-            .args(["completions", shell])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let text = String::from_utf8(out).unwrap();
+        let text = common::success_stdout(fsynclab().args(["completions", shell]));
         assert!(text.contains("list-devices"), "{shell}: no subcommands in the script");
         if matches!(shell, "bash" | "zsh") {
             assert!(
@@ -180,42 +166,53 @@ fn unknown_parameter_names_the_valid_ones() {
 }
 
 fn malformed_size_and_duration_say_what_they_expect() {
-    refused(
-        &["run", "overwrite-fsync", "--set", "write_size=1Q"],
-        "--set write_size=1Q: expected a size like 4k, 1M or 8G",
-    );
-    refused(
-        &["run", "random-writeback", "--set", "sleep=abc"],
-        "--set sleep=abc: expected a duration like 1s, 250ms or 2m",
-    );
-    refused(
-        &["run", "overwrite-fsync", "--set", "sync=O_SYNC"],
-        "--set sync=O_SYNC: expected one of fsync, fdatasync",
-    );
-    refused(&["run", "overwrite-fsync", "--set", "sleep"], "expected KEY=VALUE");
+    for (scenario, set, says) in [
+        (
+            "overwrite-fsync",
+            "write_size=1Q",
+            "--set write_size=1Q: expected a size like 4k, 1M or 8G",
+        ),
+        (
+            "random-writeback",
+            "sleep=abc",
+            "--set sleep=abc: expected a duration like 1s, 250ms or 2m",
+        ),
+        (
+            "overwrite-fsync",
+            "sync=O_SYNC",
+            "--set sync=O_SYNC: expected one of fsync, fdatasync",
+        ),
+        ("overwrite-fsync", "sleep", "expected KEY=VALUE"),
+    ] {
+        refused(&["run", scenario, "--set", set], says);
+    }
 }
 
 fn bad_combinations_are_refused() {
-    refused(
-        &[
-            "run",
-            "overwrite-fsync",
-            "--set",
-            "sync=direct",
-            "--set",
-            "write_size=1000",
-        ],
-        "needs a multiple of 4k",
-    );
-    refused(
-        &["run", "overwrite-fsync", "--set", "write_size=0"],
-        "at least one byte",
-    );
-    refused(
-        &["run", "overwrite-fsync", "--set", "write_size=9000000T"],
-        "at most half the RAM",
-    );
-    refused(&["load", "stream", "--set", "chunk=0"], "must be larger than 0");
+    for (args, says) in [
+        (
+            &[
+                "run",
+                "overwrite-fsync",
+                "--set",
+                "sync=direct",
+                "--set",
+                "write_size=1000",
+            ][..],
+            "needs a multiple of 4k",
+        ),
+        (
+            &["run", "overwrite-fsync", "--set", "write_size=0"],
+            "at least one byte",
+        ),
+        (
+            &["run", "overwrite-fsync", "--set", "write_size=9000000T"],
+            "at most half the RAM",
+        ),
+        (&["load", "stream", "--set", "chunk=0"], "must be larger than 0"),
+    ] {
+        refused(args, says);
+    }
 }
 
 fn missing_or_wrong_directory_is_refused() {

@@ -7,7 +7,7 @@ mod common;
 
 use fsynclab::compare::table::{self, TableSpec};
 use fsynclab::compare::{compare_sets, render_comparison, Figure, Metric, Settings, Verdict};
-use fsynclab::store::{MatrixPlace, MatrixRecord, RunFilter, Store};
+use fsynclab::store::{MatrixPlace, MatrixRecord, RunFilter, RunSummary, Store};
 use serde_json::{json, Value};
 
 common::tests! {
@@ -43,6 +43,19 @@ fn noise(i: u64) -> f64 {
     2.0 * x - 1.0
 }
 
+/// The runs of the matrix [`record_matrix`] stores, read back from a store in memory.
+fn the_matrix_runs() -> Vec<RunSummary> {
+    let mut store = Store::open_in_memory().unwrap();
+    record_matrix(&mut store);
+    store
+        .runs(&RunFilter {
+            matrix_id: Some("m-flush".into()),
+            ..Default::default()
+        })
+        .unwrap()
+}
+
+/// Stores matrix `m-flush`: fsync-tps on two emulated flush times, five runs each.
 fn record_matrix(store: &mut Store) {
     store
         .create_matrix(&MatrixRecord {
@@ -75,14 +88,7 @@ fn record_matrix(store: &mut Store) {
 
 /// Issue 11: doubled flush time is slower with a ratio near 2.
 fn doubled_flush_time_is_slower_with_a_ratio_near_2() {
-    let mut store = Store::open_in_memory().unwrap();
-    record_matrix(&mut store);
-    let runs = store
-        .runs(&RunFilter {
-            matrix_id: Some("m-flush".into()),
-            ..Default::default()
-        })
-        .unwrap();
+    let runs = the_matrix_runs();
     assert_eq!(runs.len(), 10);
     let side = |device: &str| -> Vec<_> {
         runs.iter()
@@ -132,14 +138,7 @@ fn two_sets_of_the_same_configuration_show_no_difference() {
 
 /// Issue 11: a stored matrix becomes seed 002's table.
 fn a_stored_matrix_becomes_seed_002s_table() {
-    let mut store = Store::open_in_memory().unwrap();
-    record_matrix(&mut store);
-    let runs = store
-        .runs(&RunFilter {
-            matrix_id: Some("m-flush".into()),
-            ..Default::default()
-        })
-        .unwrap();
+    let runs = the_matrix_runs();
     let cells = table::group_cells(
         runs.iter()
             .map(|r| (r.matrix.clone().unwrap().axes, r.figures().unwrap())),

@@ -31,12 +31,7 @@ fn every_method_meets_every_case_in_one_table() {
     let t = &r["tables"][0];
     let rows = t["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 12, "4 methods x 3 cases");
-    let cols: Vec<&str> = t["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
+    let cols = common::strings(&t["columns"]);
     assert_eq!(&cols[..5], ["case", "method", "ops", "errors", "ops/s"]);
     for row in rows {
         assert!(row[2].as_u64().unwrap() > 0, "every cell ran: {row:?}");
@@ -45,12 +40,7 @@ fn every_method_meets_every_case_in_one_table() {
     for op in ["fsync", "fdatasync", "sync_file_range", "write_odsync"] {
         assert!(r["ops"][op]["count"].as_u64().unwrap() > 0, "{op} recorded");
     }
-    let findings: Vec<&str> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f.as_str().unwrap())
-        .collect();
+    let findings = common::strings(&r["findings"]);
     assert!(findings[0].starts_with("fdatasync on overwrite: "), "{findings:?}");
     assert!(findings[0].contains("x fsync's rate ("), "{findings:?}");
     assert!(leftovers(dir.path()).is_empty());

@@ -9,7 +9,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root, Tool};
@@ -304,18 +304,10 @@ echo "write $(w 15360)"; echo "write elsewhere $(w 15000)"; echo "write $(w 1536
 echo "read $(r 15360)"; echo "read elsewhere $(r 15000)"; echo "read $(r 15360)"
 "#;
     let device = "hdd-5400,fail=write:range=60M+4k:times=2,fail=read:range=60M+4k";
-    let out = ScratchRun::exec()
-        .fs("ext2")
-        .size("64M")
-        .device(device)
-        .backing(dir.path())
-        .command()
-        .arg("--output")
-        .arg(&report)
-        .args(["--", "sh", "-c", script])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let out = ScratchRun::exec_on("ext2", device, dir.path())
+        .output_to(&report)
+        .sh(script)
+        .output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let said: Vec<&str> = stdout.lines().collect();
@@ -408,11 +400,7 @@ fn faults_that_fail_the_mount_are_refused_and_leave_nothing() {
     let dir = backing();
     let private = common::PrivateState::new();
     let _cleanup = common::CleanupOnDrop(private.path().to_path_buf());
-    let out = ScratchRun::exec()
-        .fs("ext4")
-        .size("64M")
-        .device("hdd-5400,fail=flush")
-        .backing(dir.path())
+    let out = ScratchRun::exec_on("ext4", "hdd-5400,fail=flush", dir.path())
         .command()
         .env(private.env().0, private.path())
         .args(["--", "true"])
@@ -547,19 +535,9 @@ const SLOWEST: &str = "latency=1s";
 /// `fsynclab exec` on a scratch ext4 over [`SLOWEST`], under `backing`, with a private state
 /// directory, running `script`.
 fn slow_exec(backing: &Path, private: &common::PrivateState, script: &str) -> std::process::Child {
-    ScratchRun::exec()
-        .fs("ext4")
-        .size("64M")
-        .device(SLOWEST)
-        .backing(backing)
-        .process()
-        .env(private.env().0, private.path())
-        .env("FSYNCLAB_STORE", "off")
-        .args(["--", "sh", "-c", script])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fsynclab exec")
+    ScratchRun::exec_on("ext4", SLOWEST, backing)
+        .sh(script)
+        .spawn_in(private)
 }
 
 /// Sends SIGTERM to `child` and returns how long it took to end and how.

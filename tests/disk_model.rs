@@ -9,7 +9,6 @@ mod common;
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::Need::{Fuse, Root};
@@ -215,20 +214,14 @@ fn a_flush_after_random_cached_writes_costs_their_drain() {
 /// Issue 9: device activity is recorded and matches the schema.
 fn device_activity_is_recorded_and_matches_the_schema() {
     let dir = backing();
-    let out = ScratchRun::run("overwrite-fsync")
+    let r = ScratchRun::run("overwrite-fsync")
         .json()
         .backing(dir.path())
         .fs("ext4")
         .size("256M")
         .device("hdd-5400")
         .args(common::TINY)
-        .command()
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    common::assert_matches_schema(&r);
+        .json_result();
     let p = &r["environment"]["device_profile"];
     assert_eq!(p["model"]["cache"], "volatile");
     assert_eq!(p["model"]["cache_bytes"], 8 << 20);
@@ -245,17 +238,10 @@ fn device_activity_is_recorded_and_matches_the_schema() {
 
 /// `fsynclab exec` on a small scratch ext2 over an emulated disk, under `backing`.
 fn exec(backing: &Path, command: &[&str]) -> std::process::Output {
-    ScratchRun::exec()
-        .fs("ext2")
-        .size("64M")
-        .device("hdd-5400")
-        .backing(backing)
-        .command()
+    ScratchRun::exec_on("ext2", "hdd-5400", backing)
         .arg("--")
         .args(command)
-        .timeout(Duration::from_secs(120))
         .output()
-        .unwrap()
 }
 
 /// Issue 9: exec runs the command in the scratch filesystem and passes its status.
@@ -267,18 +253,10 @@ test -b "$FSYNCLAB_LOOP_DEVICE" || exit 92
 dd if=/dev/zero of=f bs=64k count=16 conv=fsync 2>/dev/null || exit 93
 exit 7"#;
     let report = dir.path().join("report.json");
-    let out = ScratchRun::exec()
-        .fs("ext2")
-        .size("64M")
-        .device("hdd-5400")
-        .backing(dir.path())
-        .command()
-        .arg("--output")
-        .arg(&report)
-        .args(["--", "sh", "-c", script])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let out = ScratchRun::exec_on("ext2", "hdd-5400", dir.path())
+        .output_to(&report)
+        .sh(script)
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(7), "{stderr}");
     assert!(stderr.contains("fsynclab exec: device hdd-5400:"), "{stderr}");
@@ -309,19 +287,9 @@ fn sigterm_reaches_the_command_and_exec_undoes_everything() {
         running.display()
     );
     let private = common::PrivateState::new();
-    let mut child = ScratchRun::exec()
-        .fs("ext2")
-        .size("64M")
-        .device("hdd-5400")
-        .backing(dir.path())
-        .process()
-        .env(private.env().0, private.path())
-        .env("FSYNCLAB_STORE", "off")
-        .args(["--", "sh", "-c", &script])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fsynclab exec");
+    let mut child = ScratchRun::exec_on("ext2", "hdd-5400", dir.path())
+        .sh(&script)
+        .spawn_in(&private);
     let state = private.file_of(child.id());
     // Once the command says it runs (its trap set): a SIGTERM before that would find exec
     // still preparing, which is another test's case.
@@ -351,44 +319,35 @@ fn exec_without_a_command_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `fsynclab probe -q --set iterations=ITERATIONS` on a 128 MiB scratch ext2 backed in `dir`,
+/// with `flags`.
+fn probe_on_ext2(dir: &Path, iterations: &str, flags: &[&str]) -> ScratchRun {
+    ScratchRun::probe()
+        .quiet()
+        .set("iterations", iterations)
+        .backing(dir)
+        .fs("ext2")
+        .size("128M")
+        .args(flags)
+}
+
 /// Issue 9: scheduler tunables are set recorded and refused when unknown.
 fn scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
     let dir = backing();
-    let out = ScratchRun::probe()
-        .quiet()
+    let r = probe_on_ext2(dir.path(), "3", &["--scheduler", "bfq:slice_idle=0,low_latency=0"])
         .json()
-        .set("iterations", "3")
-        .backing(dir.path())
-        .fs("ext2")
-        .size("128M")
-        .args(["--scheduler", "bfq:slice_idle=0,low_latency=0"])
-        .command()
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    common::assert_matches_schema(&r);
+        .json_result();
     assert_eq!(r["environment"]["device"]["scheduler"], "bfq");
     assert_eq!(r["environment"]["scratch"]["scheduler"], "bfq");
     assert_eq!(
         r["environment"]["scratch"]["scheduler_tunables"],
         serde_json::json!({"slice_idle": "0", "low_latency": "0"})
     );
-    let out = ScratchRun::probe()
-        .quiet()
-        .set("iterations", "1")
-        .backing(dir.path())
-        .fs("ext2")
-        .size("128M")
-        .args(["--scheduler", "mq-deadline:slice_idle=8"])
+    let out = probe_on_ext2(dir.path(), "1", &["--scheduler", "mq-deadline:slice_idle=8"])
         .command()
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("unknown tunable 'slice_idle'"), "{stderr}");
+    let stderr = common::assert_refused_in_one_line(&out, "unknown tunable 'slice_idle'");
     assert!(stderr.contains("write_expire"), "names the valid ones: {stderr}");
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");
 }
@@ -418,30 +377,15 @@ fn list_devices_prints_every_profile_with_its_sources() {
         .args(["probe", "--scratch", "ext4", "--device", "hdd-5400,cache=lots"])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert_eq!(bad.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("cache=lots"), "{stderr}");
+    common::assert_refused_in_one_line(&bad, "cache=lots");
 }
 
 /// Issue 20: bdi limits are set recorded restored and refused when bad.
 fn bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
     let dir = backing();
-    let out = ScratchRun::probe()
-        .quiet()
+    let r = probe_on_ext2(dir.path(), "3", &["--bdi", "strict_limit=1,max_bytes=4M"])
         .json()
-        .set("iterations", "3")
-        .backing(dir.path())
-        .fs("ext2")
-        .size("128M")
-        .args(["--bdi", "strict_limit=1,max_bytes=4M"])
-        .command()
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    common::assert_matches_schema(&r);
+        .json_result();
     let bdi = &r["environment"]["scratch"]["bdi"];
     assert_eq!(bdi["strict_limit"], 1, "{bdi}");
     // The kernel keeps max_bytes as a ratio of the dirty limit: it reads back near 4 MiB.
@@ -458,23 +402,12 @@ fn bdi_limits_are_set_recorded_restored_and_refused_when_bad() {
     };
     assert_eq!(read("strict_limit"), "0");
     assert_eq!(read("max_ratio_fine"), "1000000");
-    let bad = ScratchRun::probe()
-        .quiet()
-        .set("iterations", "1")
-        .backing(dir.path())
-        .fs("ext2")
-        .size("128M")
-        .args(["--bdi", "max_byte=4M"])
+    let bad = probe_on_ext2(dir.path(), "1", &["--bdi", "max_byte=4M"])
         .command()
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert_eq!(bad.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("unknown knob 'max_byte'") && stderr.contains("max_bytes"),
-        "{stderr}"
-    );
+    let stderr = common::assert_refused_in_one_line(&bad, "unknown knob 'max_byte'");
+    assert!(stderr.contains("max_bytes"), "{stderr}");
     let no_scratch = fsynclab().args(["probe", "--bdi", "strict_limit=1"]).output().unwrap();
     assert_eq!(no_scratch.status.code(), Some(2));
     assert_eq!(traces_under(dir.path()), Vec::<String>::new(), "left behind");

@@ -15,18 +15,6 @@ common::tests! {
     bad_combinations_exit_2_with_one_line,
 }
 
-fn run_json(dir: &std::path::Path, sets: &[&str]) -> Value {
-    let mut cmd = fsynclab();
-    cmd.args(["run", "fsync-tps", "--dir"])
-        .arg(dir)
-        .args(["--format", "json", "--quiet"]);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let out = cmd.assert().success().get_output().stdout.clone();
-    serde_json::from_slice(&out).expect("json result")
-}
-
 fn column(table: &Value, name: &str) -> usize {
     table["columns"]
         .as_array()
@@ -39,7 +27,8 @@ fn column(table: &Value, name: &str) -> usize {
 /// Issue 3: every strategy reports a row per thread count.
 fn every_strategy_reports_a_row_per_thread_count() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_json(
+    let r = common::run_json(
+        "fsync-tps",
         dir.path(),
         &[
             "threads=1,3",
@@ -93,17 +82,14 @@ fn every_strategy_reports_a_row_per_thread_count() {
             .any(|f| f.as_str().unwrap().starts_with("3 threads: best coordination")),
         "{findings:?}"
     );
-    assert!(
-        leftovers(dir.path()).is_empty(),
-        "left behind: {:?}",
-        leftovers(dir.path())
-    );
+    common::assert_left_empty(dir.path());
 }
 
 /// Issue 3: `coordination=wal` with a flush delay and appends batches commits.
 fn wal_with_avg_flush_delay_and_append_batches_commits() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_json(
+    let r = common::run_json(
+        "fsync-tps",
         dir.path(),
         &[
             "threads=4",
@@ -127,25 +113,21 @@ fn wal_with_avg_flush_delay_and_append_batches_commits() {
 /// Issue 3: a directio run prints fdatasync time and tps in seed format.
 fn a_directio_run_prints_fdatasync_time_and_tps_in_seed_format() {
     let dir = tempfile::tempdir().unwrap();
-    let out = fsynclab()
-        .args(["run", "fsync-tps", "--dir"])
-        .arg(dir.path())
-        .args(["--format", "seed", "--quiet"])
-        .args([
-            "--set",
-            "threads=2",
-            "--set",
-            "duration=200ms",
-            "--set",
-            "file_size=64k",
-        ])
-        .args(["--set", "coordination=none", "--set", "directio=1"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = common::success_stdout(
+        fsynclab()
+            .args(["run", "fsync-tps", "--dir"])
+            .arg(dir.path())
+            .args(["--format", "seed", "--quiet"])
+            .args([
+                "--set",
+                "threads=2",
+                "--set",
+                "duration=200ms",
+                "--set",
+                "file_size=64k",
+            ])
+            .args(["--set", "coordination=none", "--set", "directio=1"]),
+    );
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("average fdatasync time: "), "{text}");
     assert!(

@@ -16,8 +16,8 @@
 //! guest kernel's command line runs as written; `reproduce --kernel A,B` measures each
 //! finding on both kernels (tests/kernel_vm/reproduce.rs).
 //! Each boot takes tens of seconds under TCG, so the tests that boot keep their commands
-//! short and boot two guests at a time (`a_guests_turn`), each a run of its own beside the
-//! other, as two users' runs may be.
+//! short and boot two guests at a time (`GuestRun`, in tests/common/guest.rs), each a run of
+//! its own beside the other, as two users' runs may be.
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
@@ -25,14 +25,13 @@ mod common;
 mod reproduce;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::guest::{a_guests_turn, debian_kernel, vm_ready, VM};
+use common::guest::{debian_kernel, guests_under, vm_ready, GuestRun, VM};
 use common::Need::{Fuse, Root, That, Tool};
-use common::{fsynclab, leftovers, send, wait_at_most, PrivateState, ScratchRun, StderrLines, TINY};
+use common::{fsynclab, leftovers, send, wait_at_most, ScratchRun, StderrLines, TINY};
 use reproduce::{
     a_kernel_that_is_not_there_is_refused_before_anything_is_made,
     each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_kernel,
@@ -77,87 +76,6 @@ common::tests! {
         [Root, Fuse, Tool("mkfs.ext4"), Tool("e2fsck"), That(VM, vm_ready)],
     fsync_errors_in_a_guest_fails_a_disk_the_guest_emulates_and_says_what_its_kernel_returned:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
-}
-
-/// QEMU processes serving a disk under `dir`: the guests of runs backed there.
-fn guests_under(dir: &Path) -> Vec<u32> {
-    let needle = dir.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            (cmdline.starts_with("/usr/bin/qemu-system") || cmdline.starts_with("qemu-system"))
-                .then_some(())
-                .filter(|_| cmdline.contains(&needle))
-                .map(|_| pid)
-        })
-        .collect()
-}
-
-/// Nothing of a run backed in `backing` is left: no QEMU serving its disk, no scratch
-/// directory, no state file, and nothing in the run's TMPDIR, which the tests set to
-/// `backing` (virtme-ng leaves its exit-status file there when it is killed).
-fn assert_nothing_left(backing: &Path, state: &PrivateState) {
-    // A QEMU that has just been killed may still be going away.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !guests_under(backing).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(guests_under(backing), Vec::<u32>::new(), "QEMU left running");
-    assert_eq!(
-        leftovers(backing),
-        Vec::<String>::new(),
-        "left in the backing directory"
-    );
-    assert_eq!(leftovers(state.path()), Vec::<String>::new(), "state files left");
-}
-
-/// `fsynclab exec --kernel K` on a scratch ext4 over hdd-7200 backed in `backing`, running
-/// `script` in the guest, as a process the test signals.
-fn guest_exec(backing: &Path, state: &PrivateState, limit: &str, script: &str) -> std::process::Command {
-    let mut cmd = ScratchRun::exec()
-        .kernel(debian_kernel().unwrap())
-        .kernel_timeout(limit)
-        .fs("ext4")
-        .device("hdd-7200")
-        .backing(backing)
-        .args(["--", "sh", "-c", script])
-        .process();
-    let (k, v) = state.env();
-    cmd.env(k, v)
-        .env("TMPDIR", backing)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-/// `command` (`fsynclab run SCENARIO`, `exec`) in a guest booting the Debian 6.1 kernel, on
-/// a scratch ext4 over hdd-7200 backed in `backing`, then `tail` (exec's `-- COMMAND` last),
-/// run to its end (at most 6 minutes): its exit status and stderr.
-fn in_guest(command: ScratchRun, tail: &[&str], backing: &Path, state: &PrivateState) -> (Option<i32>, String) {
-    in_guest_within(command.kernel_timeout("5m"), tail, backing, state)
-}
-
-/// [`in_guest`], with the guest's time limit `command`'s (`--kernel-timeout`, or the one
-/// fsynclab derives).
-fn in_guest_within(command: ScratchRun, tail: &[&str], backing: &Path, state: &PrivateState) -> (Option<i32>, String) {
-    let out = command
-        .kernel(debian_kernel().unwrap())
-        .fs("ext4")
-        .device("hdd-7200")
-        .backing(backing)
-        .args(tail)
-        .command()
-        .env(state.env().0, state.env().1)
-        .env("TMPDIR", backing)
-        .timeout(Duration::from_secs(360))
-        .output()
-        .unwrap();
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 /// Run 1 of the results store `store`, as `show -f json` prints it, checked against the
@@ -240,15 +158,12 @@ fn a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing() {
 /// and the host's name. Without `--kernel-timeout` the guest's limit is derived from the
 /// run's length: 5 minutes plus 4 times 1 s (it was 30 minutes for any run before).
 fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
-    let _turn = a_guests_turn();
+    let guest = GuestRun::new();
     let kernel = debian_kernel().unwrap();
-    let backing = common::backing();
-    let state = PrivateState::new();
-    let store_dir = common::backing();
-    let store = store_dir.path().join("store.sqlite");
+    let store = guest.store();
     let started = Instant::now();
     let tail = [&["--no-explain", "--store", store.to_str().unwrap()], TINY].concat();
-    let (code, err) = in_guest_within(ScratchRun::run("overwrite-fsync"), &tail, backing.path(), &state);
+    let (code, err) = guest.run_within(ScratchRun::run("overwrite-fsync"), &tail);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("stored as run 1 in"), "{err}");
     assert!(err.contains("the guest is ended after 304s"), "{err}");
@@ -294,7 +209,7 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains(&format!("Linux {kernel} in a VM (")), "{text}");
 
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// Issue 26 item 5: `exec --kernel K --explain --expect` of a command that fsyncs and then
@@ -302,9 +217,7 @@ fn a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel() {
 /// from the guest's traced calls, then exit 1 because the command failed, saying so (not
 /// that calls failed: none did).
 fn a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
+    let guest = GuestRun::new();
     let script = "for i in 1 2 3; do dd if=/dev/zero of=f bs=4k count=1 conv=fsync 2>/dev/null; done; exit 3";
     let tail = [
         "--explain",
@@ -316,7 +229,7 @@ fn a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status() {
         "-c",
         script,
     ];
-    let (code, err) = in_guest(ScratchRun::exec(), &tail, backing.path(), &state);
+    let (code, err) = guest.run(ScratchRun::exec(), &tail);
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.lines()
@@ -325,42 +238,33 @@ fn a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status() {
     );
     assert!(err.contains("the command exited with status 3"), "{err}");
     assert!(!err.contains("calls failed"), "{err}");
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// QEMU killed while the command runs inside: fsynclab says the guest ended, undoes the
 /// disk it served, and exits non-zero.
 fn a_guest_killed_mid_run_leaves_nothing() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
-    let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
-        .spawn()
-        .unwrap();
-    let mut lines = StderrLines::of(&mut child);
+    let guest = GuestRun::new();
+    let (mut child, mut lines) = guest.start("5m", "echo started >&2; sleep 600");
     lines.wait_for("started", &mut child, Duration::from_secs(300));
-    let guests = guests_under(backing.path());
+    let guests = guests_under(guest.backing.path());
     assert_eq!(guests.len(), 1, "one QEMU: {guests:?}");
     // SAFETY: kill has no memory preconditions; the pid is a QEMU this test's run started.
     assert_eq!(unsafe { libc::kill(guests[0] as i32, libc::SIGKILL) }, 0);
     let status = wait_at_most(&mut child, Duration::from_secs(60));
     let err = lines.all();
     assert!(!status.success(), "{err}");
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// The guest's kernel crashing while the command runs inside (sysrq's crash, as root in the
 /// guest): fsynclab says the guest ended without its command's status and quotes the
 /// console's panic line, exits non-zero, and leaves nothing.
 fn a_guest_whose_kernel_panics_says_its_panic_line_and_leaves_nothing() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
+    let guest = GuestRun::new();
     // Started in /tmp, which the guest then shares read-write with the host: the guest's
     // mount point, never undone when its kernel dies, must not be there.
-    let mut cmd = guest_exec(
-        backing.path(),
-        &state,
+    let mut cmd = guest.exec(
         "5m",
         "echo \"mounted at $FSYNCLAB_DIR\" >&2; echo c > /proc/sysrq-trigger",
     );
@@ -386,25 +290,20 @@ fn a_guest_whose_kernel_panics_says_its_panic_line_and_leaves_nothing() {
         !scratch_dir.exists(),
         "the guest's mount point is left on the host: {mounted}"
     );
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// A guest that does not finish within --kernel-timeout (here it is still booting) is
 /// ended: exit 1, one line saying so, nothing left.
 fn a_guest_past_its_time_limit_is_ended_and_leaves_nothing() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
-    let mut child = guest_exec(backing.path(), &state, "3s", "sleep 600").spawn().unwrap();
-    let lines = StderrLines::of(&mut child);
-    let status = wait_at_most(&mut child, Duration::from_secs(60));
-    let err = lines.all();
+    let guest = GuestRun::new();
+    let (status, err) = guest.exec_to_end("3s", "sleep 600", Duration::from_secs(60));
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
         err.contains("had not finished after 3s (--kernel-timeout); it was ended"),
         "{err}"
     );
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// Issue 26: turning a tracepoint on or off rewrites the guest kernel's code while its other
@@ -413,9 +312,7 @@ fn a_guest_past_its_time_limit_is_ended_and_leaves_nothing() {
 /// 6.1 guests (3 of 3) and crashed 6.12's (5 of 5, "Oops: int3"); fsynclab runs TCG on one
 /// host thread, and the guest lives through 300 flips.
 fn a_guest_survives_tracepoints_turned_on_and_off_while_its_disk_writes() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
+    let guest = GuestRun::new();
     let script = r#"T=/sys/kernel/tracing; [ -d $T/events ] || mount -t tracefs none $T || exit 3
 E=$T/events/block
 ( while :; do dd if=/dev/zero of="$FSYNCLAB_DIR/f" bs=64k count=64 oflag=direct conv=fsync 2>/dev/null; done ) &
@@ -426,15 +323,12 @@ while [ $i -lt 300 ]; do
 done
 kill $!; wait
 echo "flipped $i times" >&2"#;
-    let mut child = guest_exec(backing.path(), &state, "3m", script).spawn().unwrap();
-    let lines = StderrLines::of(&mut child);
-    let status = wait_at_most(&mut child, Duration::from_secs(240));
-    let err = lines.all();
+    let (status, err) = guest.exec_to_end("3m", script, Duration::from_secs(240));
     assert!(
         status.success() && err.contains("flipped 300 times"),
         "{status:?}: {err}"
     );
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// The guest's kernel printing to its console while the command writes to stderr (200 kernel
@@ -443,9 +337,7 @@ echo "flipped $i times" >&2"#;
 /// does. The console once shared QEMU's stderr with the command's, byte by byte, and a line
 /// written while the kernel printed could run into one of its lines and be lost with them.
 fn every_stderr_line_of_a_guests_command_arrives_whole_while_its_kernel_prints() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
+    let guest = GuestRun::new();
     // /dev/kmsg lets 10 lines through every 5 s unless printk_devkmsg is on.
     let script = r#"echo on > /proc/sys/kernel/printk_devkmsg || exit 3
 i=1
@@ -454,16 +346,13 @@ while [ $i -le 200 ]; do
   echo "the command's line $i of 200" >&2
   i=$((i+1))
 done"#;
-    let mut child = guest_exec(backing.path(), &state, "5m", script).spawn().unwrap();
-    let lines = StderrLines::of(&mut child);
-    let status = wait_at_most(&mut child, Duration::from_secs(360));
-    let err = lines.all();
+    let (status, err) = guest.exec_to_end("5m", script, Duration::from_secs(360));
     assert!(status.success(), "{status:?}: {err}");
     let ours: Vec<&str> = err.lines().filter(|l| l.contains("the command's line")).collect();
     let expected: Vec<String> = (1..=200).map(|i| format!("the command's line {i} of 200")).collect();
     assert_eq!(ours, expected, "{err}");
     assert!(!err.contains("fsynclab kernel burst"), "{err}");
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// A command of 4,200 bytes, single quotes among them: more than the 2048 bytes of the
@@ -471,55 +360,40 @@ done"#;
 /// as written. When the command went there, a line past 2048 bytes was cut, virtme-ng's
 /// `init=` with it, and the guest hung at boot until its time limit.
 fn a_guests_command_longer_than_the_kernels_command_line_runs_as_written() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
+    let guest = GuestRun::new();
     let text = "the guest's command, longer than its kernel's command line; ".repeat(70);
     assert!(text.len() > 4000, "{}", text.len());
     let script = format!("cat >&2 <<'END'\n{text}\nEND");
-    let mut child = guest_exec(backing.path(), &state, "5m", &script).spawn().unwrap();
-    let lines = StderrLines::of(&mut child);
-    let status = wait_at_most(&mut child, Duration::from_secs(360));
-    let err = lines.all();
+    let (status, err) = guest.exec_to_end("5m", &script, Duration::from_secs(360));
     assert!(status.success(), "{status:?}: {err}");
     assert!(err.lines().any(|l| l == text), "{err}");
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// Ctrl-C (SIGINT to fsynclab) while the command runs inside: the VM is ended at once, the
 /// disk undone, exit 130.
 fn ctrl_c_stops_the_guest_and_leaves_nothing() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
-    let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
-        .spawn()
-        .unwrap();
-    let mut lines = StderrLines::of(&mut child);
+    let guest = GuestRun::new();
+    let (mut child, mut lines) = guest.start("5m", "echo started >&2; sleep 600");
     lines.wait_for("started", &mut child, Duration::from_secs(300));
     send(&child, libc::SIGINT);
     let status = wait_at_most(&mut child, Duration::from_secs(60));
     let err = lines.all();
     assert_eq!(status.code(), Some(130), "{err}");
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// SIGKILL to fsynclab while the command runs inside: QEMU goes with it (the guest runs in a
 /// PID namespace whose first process dies with fsynclab), and `fsynclab cleanup` undoes the
 /// disk the host served.
 fn sigkill_of_fsynclab_ends_the_guest_and_cleanup_leaves_nothing() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
-    let mut child = guest_exec(backing.path(), &state, "5m", "echo started >&2; sleep 600")
-        .spawn()
-        .unwrap();
-    let mut lines = StderrLines::of(&mut child);
+    let guest = GuestRun::new();
+    let (mut child, mut lines) = guest.start("5m", "echo started >&2; sleep 600");
     lines.wait_for("started", &mut child, Duration::from_secs(300));
     send(&child, libc::SIGKILL);
     wait_at_most(&mut child, Duration::from_secs(10));
-    state.cleanup();
-    assert_nothing_left(backing.path(), &state);
+    guest.state.cleanup();
+    guest.assert_nothing_left();
 }
 
 /// `matrix --axis kernel=host,0.0.0-none`: one line, exit status 2, and no cell run (the
@@ -556,24 +430,20 @@ fn a_kernel_axis_with_a_kernel_that_is_not_there_is_refused_before_any_cell() {
 /// guest's release in `environment.vm`; the table has a column for each kernel; the matrix
 /// says the host's cells and the guest's differ by how they were booted, and so does compare.
 fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
-    let _turn = a_guests_turn();
+    let guest = GuestRun::new();
     let kernel = debian_kernel().unwrap();
-    let backing = common::backing();
-    let state = PrivateState::new();
-    let store_dir = common::backing();
-    let store = store_dir.path().join("store.sqlite");
+    let store = guest.store();
     let started = Instant::now();
-    let out = fsynclab()
+    let out = guest
+        .fsynclab()
         .args(["matrix", "overwrite-fsync", "--repeat", "1", "--device", "hdd-7200"])
         .arg("--axis")
         .arg(format!("kernel=host,{kernel}"))
         .arg("--backing")
-        .arg(backing.path())
+        .arg(guest.backing.path())
         .args(TINY)
         .arg("--store")
         .arg(&store)
-        .env(state.env().0, state.env().1)
-        .env("TMPDIR", backing.path())
         .timeout(Duration::from_secs(360))
         .output()
         .unwrap();
@@ -592,14 +462,14 @@ fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
     assert_eq!(runs.len(), 2, "{runs:?}");
     let cell_of = |r: &Value| r["matrix"]["cell"][0][1].as_str().unwrap().to_string();
     let host = runs.iter().find(|r| cell_of(r) == "host").unwrap();
-    let guest = runs.iter().find(|r| cell_of(r) == kernel).unwrap();
+    let in_vm = runs.iter().find(|r| cell_of(r) == kernel).unwrap();
     assert!(host["vm"].is_null(), "{host}");
-    assert_eq!(guest["vm"]["release"], kernel.as_str(), "{guest}");
+    assert_eq!(in_vm["vm"]["release"], kernel.as_str(), "{in_vm}");
     assert!(
-        guest["kernel"].as_str().unwrap().starts_with(&format!("{kernel} vm/")),
-        "{guest}"
+        in_vm["kernel"].as_str().unwrap().starts_with(&format!("{kernel} vm/")),
+        "{in_vm}"
     );
-    assert!(host["calls"].as_u64().unwrap() > 0 && guest["calls"].as_u64().unwrap() > 0);
+    assert!(host["calls"].as_u64().unwrap() > 0 && in_vm["calls"].as_u64().unwrap() > 0);
     let compared = fsynclab()
         .args(["compare", "m1:kernel=host", &format!("m1:kernel={kernel}"), "--store"])
         .arg(&store)
@@ -610,27 +480,23 @@ fn a_kernel_axis_runs_each_cell_on_its_kernel_and_the_table_shows_both() {
         compared.contains("caution: A ran on the host, B ran in a VM under "),
         "{compared}"
     );
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// A kernel axis's guest past `--kernel-timeout`: ended, the matrix stopped with exit 1
 /// saying so, no run recorded, nothing left.
 fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
-    let store_dir = common::backing();
-    let out = fsynclab()
+    let guest = GuestRun::new();
+    let out = guest
+        .fsynclab()
         .args(["matrix", "overwrite-fsync", "--repeat", "1", "--kernel-timeout", "2s"])
         .arg("--axis")
         .arg(format!("kernel={}", debian_kernel().unwrap()))
         .arg("--backing")
-        .arg(backing.path())
+        .arg(guest.backing.path())
         .args(TINY)
         .arg("--store")
-        .arg(store_dir.path().join("store.sqlite"))
-        .env(state.env().0, state.env().1)
-        .env("TMPDIR", backing.path())
+        .arg(guest.store())
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -638,7 +504,7 @@ fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing()
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("had not finished after 2s; it was ended"), "{err}");
     assert!(!err.contains(": run 1"), "no run recorded: {err}");
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// Issue 25: a sleep a device's completion ends is woken in an interrupt, on whatever CPU
@@ -648,11 +514,8 @@ fn a_kernel_axis_guest_past_its_time_limit_stops_the_matrix_and_leaves_nothing()
 /// host's may not): the BPF tracer names no burner as a waker; the interrupts' wakeups are
 /// told (before the change this test failed with "a burner named as a waker: [sh 262 x6]").
 fn the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrupted() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
-    let store_dir = common::backing();
-    let store = store_dir.path().join("store.sqlite");
+    let guest = GuestRun::new();
+    let store = guest.store();
     let script = common::bpf::BESIDE_BURNERS;
     // The slowest 20% of the 300 fdatasyncs, not the default 1%: beside the burners the
     // slowest few are the ones preempted longest, and the 3 or 4 calls of 1% may hold no
@@ -670,9 +533,9 @@ fn the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrup
         "-c",
         script,
     ];
-    let (code, err) = in_guest(ScratchRun::exec(), &tail, backing.path(), &state);
+    let (code, err) = guest.run(ScratchRun::exec(), &tail);
     assert_eq!(code, Some(0), "{err}");
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 
     let result = stored_run_1(&store);
     let explain = &result["explain"];
@@ -739,15 +602,12 @@ fn a_power_cut_in_a_guest_cuts_the_disk_the_host_emulates_and_its_kernel_recover
 /// [`in_guest`] runs it, recorded in a store of its own: it succeeds and leaves nothing;
 /// its stored result, `show`'s text of it, and its kernel as `runs` labels it.
 fn stored_from_guest(command: ScratchRun) -> (Value, String, String) {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
-    let store_dir = common::backing();
-    let store = store_dir.path().join("store.sqlite");
+    let guest = GuestRun::new();
+    let store = guest.store();
     let tail = ["--no-explain", "--store", store.to_str().unwrap()];
-    let (code, err) = in_guest(command, &tail, backing.path(), &state);
+    let (code, err) = guest.run(command, &tail);
     assert_eq!(code, Some(0), "{err}");
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
     let shown = fsynclab().args(["show", "1", "--store"]).arg(&store).output().unwrap();
     let kernel_label = runs_listed(&store)[0]["kernel"].as_str().unwrap().to_string();
     (
@@ -762,21 +622,19 @@ fn stored_from_guest(command: ScratchRun) -> (Value, String, String) {
 /// check, run on the recovered filesystem in the guest, decides the exit status (a check
 /// that finds the log missing would exit 1).
 fn exec_cut_in_a_guest_stops_the_command_and_checks_what_the_guests_kernel_recovered() {
-    let _turn = a_guests_turn();
-    let backing = common::backing();
-    let state = PrivateState::new();
+    let guest = GuestRun::new();
     let command =
         ScratchRun::exec()
             .size("64M")
             .args(["--cut", "after=1s", "--check", "test -s log && test -d lost+found"]);
     let script = "while :; do echo line >> log; sync log; done";
-    let (code, err) = in_guest(command, &["--", "sh", "-c", script], backing.path(), &state);
+    let (code, err) = guest.run(command, &["--", "sh", "-c", script]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("the power is cut at"), "{err}");
     assert!(err.contains("the filesystem mounted again after the cut"), "{err}");
     assert!(err.contains("finds the filesystem clean"), "{err}");
 
-    assert_nothing_left(backing.path(), &state);
+    guest.assert_nothing_left();
 }
 
 /// `run fsync-errors --kernel K --set fs=ext4`: its row's filesystem is made on a failing

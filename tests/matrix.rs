@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::Need::Root;
@@ -45,6 +45,24 @@ fn ok(store: &Path, cwd: &Path, args: &[&str]) -> String {
     out
 }
 
+/// Seed 002's matrix: fsync-tps on RAM and a 7200 rpm disk, each thread on its own or
+/// coordinated as a WAL.
+const SEED_002: &[&str] = &[
+    "matrix",
+    "fsync-tps",
+    "--axis",
+    "device=ram,hdd-7200",
+    "--axis",
+    "coordination=none,wal",
+];
+
+/// A temporary directory of the test's own, and the path of a results store in it.
+fn store_in_a_temporary_directory() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s.sqlite");
+    (tmp, store)
+}
+
 /// The cells of a markdown table row: `| ram | **47387** | 37836 |`.
 fn row<'a>(table: &'a str, first: &str) -> Vec<&'a str> {
     let line = table
@@ -71,29 +89,26 @@ fn no_leftovers(cwd: &Path) {
 /// Issue 11: matrix reproduces seed 002 on emulated disks.
 fn matrix_reproduces_seed_002_on_emulated_disks() {
     let _one = one_at_a_time();
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("s.sqlite");
+    let (tmp, store) = store_in_a_temporary_directory();
     let t0 = Instant::now();
     let table = ok(
         &store,
         tmp.path(),
         &[
-            "matrix",
-            "fsync-tps",
-            "--axis",
-            "device=ram,hdd-7200",
-            "--axis",
-            "coordination=none,wal",
-            "--set",
-            "threads=4",
-            "--set",
-            "duration=500ms",
-            "--set",
-            "delay=500",
-            "--format",
-            "markdown",
-            "--quiet",
-        ],
+            SEED_002,
+            &[
+                "--set",
+                "threads=4",
+                "--set",
+                "duration=500ms",
+                "--set",
+                "delay=500",
+                "--format",
+                "markdown",
+                "--quiet",
+            ],
+        ]
+        .concat(),
     );
     eprintln!("20 runs in {:.0} s:\n{table}", t0.elapsed().as_secs_f64());
     assert_eq!(
@@ -150,8 +165,7 @@ fn flush_matrix(store: &Path, cwd: &Path, devices: &str) {
 fn compare_calls_a_four_times_slower_flush_slower() {
     // The tests that measure take turns, so that one's runs are not made beside another's.
     let _one = one_at_a_time();
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("s.sqlite");
+    let (tmp, store) = store_in_a_temporary_directory();
     // One matrix: its cells take turns, so that both sets meet the same load.
     // 15 ms more a flush: under the load of a busy 2-core machine (other tests, builds) the
     // time beside the flush grows by tens of ms from run to run, which hid the 5 ms of
@@ -201,21 +215,8 @@ fn compare_calls_a_four_times_slower_flush_slower() {
 
 /// Issue 11: dry run shows the plan and bad axes are refused.
 fn dry_run_shows_the_plan_and_bad_axes_are_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("s.sqlite");
-    let plan = ok(
-        &store,
-        tmp.path(),
-        &[
-            "matrix",
-            "fsync-tps",
-            "--axis",
-            "device=ram,hdd-7200",
-            "--axis",
-            "coordination=none,wal",
-            "--dry-run",
-        ],
-    );
+    let (tmp, store) = store_in_a_temporary_directory();
+    let plan = ok(&store, tmp.path(), &[SEED_002, &["--dry-run"]].concat());
     assert!(
         plan.starts_with("matrix fsync-tps: 2 axes, 4 cells, 5 repetitions: 20 runs"),
         "{plan}"
@@ -255,8 +256,7 @@ const DIR_MATRIX: &[&str] = &[
 /// Issue 11: an interrupted matrix resumes where it stopped.
 fn an_interrupted_matrix_resumes_where_it_stopped() {
     let _one = one_at_a_time();
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("s.sqlite");
+    let (tmp, store) = store_in_a_temporary_directory();
     let work = tmp.path().join("work");
     std::fs::create_dir(&work).unwrap();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsynclab"))

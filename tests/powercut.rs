@@ -257,12 +257,7 @@ fn a_signal_during_a_cycle_leaves_nothing() {
         cmd.env("FSYNCLAB_TEST_PAUSE_UNTIL", "signal");
         let mut run = cmd.spawn().unwrap();
         let mut lines = StderrLines::of(&mut run);
-        let name = point.split('@').next().unwrap();
-        lines.wait_for(
-            &format!("fsynclab: test pause at {name}"),
-            &mut run,
-            Duration::from_secs(120),
-        );
+        lines.wait_for_pause(point, &mut run, Duration::from_secs(120));
         send(&run, libc::SIGTERM);
         let code = wait_at_most(&mut run, Duration::from_secs(120)).code();
         let stderr = lines.all();
@@ -286,12 +281,7 @@ fn sigkill_at_each_step_of_a_cycle_then_cleanup_leaves_nothing() {
         let state = PrivateState::new();
         let mut run = cycle_run(backing.path(), &state, Some(point)).spawn().unwrap();
         let mut lines = StderrLines::of(&mut run);
-        let name = point.split('@').next().unwrap();
-        lines.wait_for(
-            &format!("fsynclab: test pause at {name}"),
-            &mut run,
-            Duration::from_secs(120),
-        );
+        lines.wait_for_pause(point, &mut run, Duration::from_secs(120));
         run.kill().unwrap();
         wait_at_most(&mut run, Duration::from_secs(30));
         let out = Command::new(common::bin())

@@ -164,20 +164,7 @@ fn a_later_versions_result_keeps_what_this_version_does_not_know() {
     // and exported with everything it holds.
     let dir = tempfile::tempdir().unwrap();
     let store_path = dir.path().join("results.sqlite");
-    let samples: Vec<(u64, String, u64, u64, Option<String>)> = written["samples"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["t_ns"].as_u64().unwrap(),
-                s["op"].as_str().unwrap().to_string(),
-                s["latency_ns"].as_u64().unwrap(),
-                s["bytes"].as_u64().unwrap(),
-                None,
-            )
-        })
-        .collect();
+    let samples = common::samples_of(&written);
     Store::open(&store_path)
         .unwrap()
         .record_run(&written, &samples, None)

@@ -18,18 +18,14 @@ common::tests! {
 /// Issue 3: a run of `max_requests` counts requests and syncs as sysbench does.
 fn max_requests_run_counts_like_sysbench() {
     let dir = tempfile::tempdir().unwrap();
-    let out = fsynclab()
-        .args(["run", "rndwr", "--dir"])
-        .arg(dir.path())
-        .args(["--format", "json", "--quiet"])
-        .args(["--set", "files=4", "--set", "total_size=2M", "--set", "threads=3"])
-        .args(["--set", "max_requests=250", "--set", "fsync_freq=100"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let r: Value = serde_json::from_slice(&out).unwrap();
+    let r: Value = common::success_json(
+        fsynclab()
+            .args(["run", "rndwr", "--dir"])
+            .arg(dir.path())
+            .args(["--format", "json", "--quiet"])
+            .args(["--set", "files=4", "--set", "total_size=2M", "--set", "threads=3"])
+            .args(["--set", "max_requests=250", "--set", "fsync_freq=100"]),
+    );
     let ops = &r["ops"];
     assert_eq!(ops["write"]["count"], 250);
     assert_eq!(ops["write"]["bytes"], 250 * 16384);
@@ -45,35 +41,27 @@ fn max_requests_run_counts_like_sysbench() {
         .as_str()
         .unwrap()
         .starts_with("fdatasync calls (sysbench's 'Other'"));
-    assert!(
-        leftovers(dir.path()).is_empty(),
-        "left behind: {:?}",
-        leftovers(dir.path())
-    );
+    common::assert_left_empty(dir.path());
 }
 
 /// Issue 3: `--format seed` prints sysbench 0.4's summary.
 fn seed_format_prints_sysbench_0_4_summary() {
     let dir = tempfile::tempdir().unwrap();
-    let out = fsynclab()
-        .args(["run", "rndwr", "--dir"])
-        .arg(dir.path())
-        .args(["--format", "seed", "--quiet"])
-        .args(["--set", "files=2", "--set", "total_size=1M", "--set", "threads=2"])
-        .args([
-            "--set",
-            "max_requests=0",
-            "--set",
-            "duration=300ms",
-            "--set",
-            "fsync_mode=fsync",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = common::success_stdout(
+        fsynclab()
+            .args(["run", "rndwr", "--dir"])
+            .arg(dir.path())
+            .args(["--format", "seed", "--quiet"])
+            .args(["--set", "files=2", "--set", "total_size=1M", "--set", "threads=2"])
+            .args([
+                "--set",
+                "max_requests=0",
+                "--set",
+                "duration=300ms",
+                "--set",
+                "fsync_mode=fsync",
+            ]),
+    );
     assert!(text.contains("2 files, 512Kb each, 1Mb total"), "{text}");
     let ops = text
         .lines()

@@ -24,16 +24,24 @@ common::tests! {
 }
 
 fn run_json(args: &[&str], dir: &std::path::Path) -> Value {
-    let out = fsynclab()
-        .args(args)
-        .args(["--quiet", "--format", "json", "--dir"])
-        .arg(dir)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).expect("stdout is one JSON document")
+    common::success_json(
+        fsynclab()
+            .args(args)
+            .args(["--quiet", "--format", "json", "--dir"])
+            .arg(dir),
+    )
+}
+
+/// Fails unless `fsynclab ARGS --dir DIR` succeeds and prints what `pattern` matches.
+fn assert_prints(args: &[&str], dir: &std::path::Path, pattern: &str) {
+    let text = common::success_stdout(fsynclab().args(args).arg("--dir").arg(dir));
+    assert!(Regex::new(pattern).unwrap().is_match(&text), "{text}");
+}
+
+/// What `fsynclab ARGS` made tiny ([`TINY`]) prints in the seed's format in `dir`, which must
+/// succeed.
+fn seed_lines(args: &[&str], dir: &std::path::Path) -> String {
+    common::success_stdout(fsynclab().args(tiny(args)).args(["--format", "seed", "--dir"]).arg(dir))
 }
 
 fn tiny(args: &[&str]) -> Vec<String> {
@@ -78,13 +86,7 @@ fn overwrite_fsync_json_result_matches_schema_and_records_every_call() {
 
 fn overwrite_fsync_seed_format_prints_the_original_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let out = fsynclab()
-        .args(tiny(&["run", "overwrite-fsync"]))
-        .args(["--format", "seed", "--dir"])
-        .arg(dir.path())
-        .assert()
-        .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let text = seed_lines(&["run", "overwrite-fsync"], dir.path());
     let lines: Vec<&str> = text.lines().collect();
     // printf("fsync time: %5.4f\n") per iteration, then overwrite.c's "%.3f GB written in %.2f (%d MB/s)".
     let fsync_line = Regex::new(r"^fsync time: \d+\.\d{4}$").unwrap();
@@ -97,20 +99,17 @@ fn overwrite_fsync_seed_format_prints_the_original_lines() {
 
 fn random_writeback_seed_format_prints_the_original_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let out = fsynclab()
-        .args(tiny(&[
+    let text = seed_lines(
+        &[
             "run",
             "random-writeback",
             "--set",
             "iterations=3",
             "--set",
             "sync=fdatasync",
-        ]))
-        .args(["--format", "seed", "--dir"])
-        .arg(dir.path())
-        .assert()
-        .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        ],
+        dir.path(),
+    );
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         &lines[..4],
@@ -151,6 +150,16 @@ fn random_writeback_text_summary_has_percentiles_and_background() {
     assert!(leftovers(dir.path()).is_empty());
 }
 
+/// Two writes of `write_size` by overwrite-fsync in `dir`, each followed by sync `method`, with
+/// no background load and no sleep: the result.
+fn two_writes_synced(method: &str, write_size: &str, dir: &std::path::Path) -> Value {
+    let sync = format!("sync={method}");
+    let size = format!("write_size={write_size}");
+    let run = ["run", "overwrite-fsync", "--set", &sync, "--set", &size];
+    let alone = ["--set", "background=none", "--set", "iterations=2", "--set", "sleep=0"];
+    run_json(&[&run[..], &alone].concat(), dir)
+}
+
 fn every_sync_method_runs_and_is_recorded_under_its_own_name() {
     let dir = tempfile::tempdir().unwrap();
     for (method, write_op, sync_op) in [
@@ -162,23 +171,7 @@ fn every_sync_method_runs_and_is_recorded_under_its_own_name() {
         ("rwf_dsync", "write_rwf_dsync", None),
         ("none", "write", None),
     ] {
-        let set = format!("sync={method}");
-        let r = run_json(
-            &[
-                "run",
-                "overwrite-fsync",
-                "--set",
-                &set,
-                "--set",
-                "background=none",
-                "--set",
-                "iterations=2",
-            ]
-            .into_iter()
-            .chain(["--set", "write_size=64k", "--set", "sleep=0"])
-            .collect::<Vec<_>>(),
-            dir.path(),
-        );
+        let r = two_writes_synced(method, "64k", dir.path());
         assert_eq!(r["ops"][write_op]["count"], 2, "{method}: {}", r["ops"]);
         match sync_op {
             Some(op) => assert_eq!(r["ops"][op]["count"], 2, "{method}"),
@@ -192,22 +185,7 @@ fn every_sync_method_runs_and_is_recorded_under_its_own_name() {
 fn direct_sync_uses_o_direct_on_a_filesystem_that_has_it() {
     // tmpfs may refuse O_DIRECT; the work tree's filesystem is a real one.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let r = run_json(
-        &[
-            "run",
-            "overwrite-fsync",
-            "--set",
-            "sync=direct",
-            "--set",
-            "background=none",
-            "--set",
-            "iterations=2",
-        ]
-        .into_iter()
-        .chain(["--set", "write_size=8k", "--set", "sleep=0"])
-        .collect::<Vec<_>>(),
-        dir.path(),
-    );
+    let r = two_writes_synced("direct", "8k", dir.path());
     assert_eq!(r["ops"]["write_direct"]["count"], 2);
     assert_eq!(r["ops"]["fdatasync"]["count"], 2);
 }
@@ -277,26 +255,11 @@ fn output_file_is_written_whatever_the_format() {
 
 fn load_random_reports_its_rate() {
     let dir = tempfile::tempdir().unwrap();
-    let out = fsynclab()
-        .args([
-            "load",
-            "random",
-            "--quiet",
-            "--set",
-            "duration=1s",
-            "--set",
-            "random_file_size=16M",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .assert()
-        .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(
-        Regex::new(r"background random: .* = [\d.]+ MiB/s, \d+ writes/s")
-            .unwrap()
-            .is_match(&text),
-        "{text}"
+    let random = ["load", "random", "--quiet", "--set", "duration=1s"];
+    assert_prints(
+        &[&random[..], &["--set", "random_file_size=16M"]].concat(),
+        dir.path(),
+        r"background random: .* = [\d.]+ MiB/s, \d+ writes/s",
     );
     let r = run_json(
         &[
@@ -338,28 +301,19 @@ fn load_stream_reports_its_rate() {
     assert_eq!(r["background"]["kind"], "stream");
     assert!(r["background"]["mb_per_s"].as_f64().unwrap() > 0.0);
     // In seed format, overwrite.c's final report.
-    let out = fsynclab()
-        .args([
-            "load",
-            "stream",
-            "--quiet",
-            "--format",
-            "seed",
-            "--set",
-            "duration=500ms",
-            "--set",
-            "file_size=16M",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .assert()
-        .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(
-        Regex::new(r"^\d+\.\d{3} GB written in \d+\.\d{2} \(\d+ MB/s\)\n$")
-            .unwrap()
-            .is_match(&text),
-        "{text}"
+    let stream = [
+        "load",
+        "stream",
+        "--quiet",
+        "--format",
+        "seed",
+        "--set",
+        "duration=500ms",
+    ];
+    assert_prints(
+        &[&stream[..], &["--set", "file_size=16M"]].concat(),
+        dir.path(),
+        r"^\d+\.\d{3} GB written in \d+\.\d{2} \(\d+ MB/s\)\n$",
     );
 }
 

@@ -308,10 +308,7 @@ fn without_root_a_one_line_error_says_so() {
         .args(["probe", "--scratch", "ext4", "--backing", "/tmp"])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("needs root"), "{stderr}");
+    common::assert_refused_in_one_line(&out, "needs root");
 }
 
 /// Issue 4: bad scratch options are usage errors.
@@ -377,7 +374,7 @@ fn named_profile_and_ram_are_recorded_in_the_result() {
 /// Issue 4: write rate paces the emulated disk.
 fn write_rate_paces_the_emulated_disk() {
     let dir = backing();
-    let out = ScratchRun::run("overwrite-fsync")
+    let r = ScratchRun::run("overwrite-fsync")
         .quiet()
         .json()
         .backing(dir.path())
@@ -389,13 +386,7 @@ fn write_rate_paces_the_emulated_disk() {
         .set("sleep", "0")
         .set("iterations", "3")
         .set("duration", "0")
-        .command()
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    common::assert_matches_schema(&r);
+        .json_result();
     // 4 MiB at 20 MiB/s is 200 ms of writing before the flush.
     let p50 = r["ops"]["fsync"]["latency_ns"]["p50"].as_u64().unwrap();
     assert!(p50 >= 200_000_000, "fsync of 4 MiB took {p50} ns at 20 MiB/s");

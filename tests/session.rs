@@ -13,14 +13,17 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::Need::{Root, Tool};
-use common::{send, traces_under, wait_at_most, PrivateState, ScratchRun, StderrLines};
+use common::{send, traces_under, wait_at_most, Need, PrivateState, ScratchRun, StderrLines};
+
+/// What every test here needs beside root: its testbed is a scratch ext2.
+const MKFS_EXT2: Need = Tool("mkfs.ext2");
 
 common::tests! {
-    a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
-    a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, Tool("mkfs.ext2")],
-    exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, Tool("mkfs.ext2")],
-    exec_ends_what_the_command_left_running_before_undoing: [Root, Tool("mkfs.ext2")],
-    exec_says_nothing_of_children_that_already_exited: [Root, Tool("mkfs.ext2")],
+    a_signal_while_the_testbed_is_made_ends_every_command_with_128_plus_n: [Root, MKFS_EXT2],
+    a_signal_while_the_testbed_is_undone_ends_every_command_with_128_plus_n: [Root, MKFS_EXT2],
+    exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, MKFS_EXT2],
+    exec_ends_what_the_command_left_running_before_undoing: [Root, MKFS_EXT2],
+    exec_says_nothing_of_children_that_already_exited: [Root, MKFS_EXT2],
 }
 
 /// `fsynclab COMMAND...` on a small scratch ext2 under `backing`, with its own state

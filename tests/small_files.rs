@@ -5,7 +5,6 @@
 mod common;
 
 use common::{fsynclab, leftovers};
-use serde_json::Value;
 
 common::tests! {
     iozone_mode_reports_write_and_rewrite_per_size_with_the_scheduler,
@@ -14,20 +13,9 @@ common::tests! {
     bad_combinations_are_one_line_errors_with_status_2,
 }
 
-fn run_json(dir: &std::path::Path, sets: &[&str]) -> Value {
-    let mut cmd = fsynclab();
-    cmd.args(["run", "small-files", "--quiet", "--format", "json", "--dir"])
-        .arg(dir);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let out = cmd.assert().success().get_output().stdout.clone();
-    serde_json::from_slice(&out).expect("JSON result")
-}
-
 fn iozone_mode_reports_write_and_rewrite_per_size_with_the_scheduler() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_json(dir.path(), &["mode=iozone", "sizes=4k,16k", "runs=2"]);
+    let r = common::run_json("small-files", dir.path(), &["mode=iozone", "sizes=4k,16k", "runs=2"]);
     let t = &r["tables"][0];
     let title = t["title"].as_str().unwrap();
     assert!(title.starts_with("iozone -e -i 0"), "{title}");
@@ -53,7 +41,8 @@ fn iozone_mode_reports_write_and_rewrite_per_size_with_the_scheduler() {
 
 fn fs_mark_mode_reports_files_per_second_and_fsync_latency() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_json(
+    let r = common::run_json(
+        "small-files",
         dir.path(),
         &["mode=fs_mark", "files=20", "file_size=16k", "dirs=2", "files_per_dir=5"],
     );
@@ -70,16 +59,12 @@ fn fs_mark_mode_reports_files_per_second_and_fsync_latency() {
 
 fn seed_format_prints_iozone_and_fs_mark_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let out = fsynclab()
-        .args(["run", "small-files", "--quiet", "--format", "seed", "--dir"])
-        .arg(dir.path())
-        .args(["--set", "sizes=64k", "--set", "runs=1", "--set", "files=3"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = common::success_stdout(
+        fsynclab()
+            .args(["run", "small-files", "--quiet", "--format", "seed", "--dir"])
+            .arg(dir.path())
+            .args(["--set", "sizes=64k", "--set", "runs=1", "--set", "files=3"]),
+    );
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),

@@ -9,7 +9,7 @@ use fsynclab::compare::{Figure, Metric};
 use fsynclab::store::{codec, MatrixPlace, MatrixRecord, RunFilter, RunId, Store};
 use serde_json::Value;
 
-use common::{assert_matches_schema, fsynclab, TINY};
+use common::{assert_matches_schema, fsynclab, samples_of, Sample, TINY};
 
 common::tests! {
     a_stored_run_comes_back_identical_and_schema_valid,
@@ -17,26 +17,6 @@ common::tests! {
     unknown_result_keys_are_kept,
     samples_take_at_most_16_bytes_each,
     a_store_address_of_an_unknown_scheme_is_refused_and_nothing_is_made,
-}
-
-type Tuple = (u64, String, u64, u64, Option<String>);
-
-/// The samples of a result JSON, as the codec takes them.
-fn samples_of(result: &Value) -> Vec<Tuple> {
-    result["samples"]
-        .as_array()
-        .expect("samples")
-        .iter()
-        .map(|s| {
-            (
-                s["t_ns"].as_u64().unwrap(),
-                s["op"].as_str().unwrap().to_string(),
-                s["latency_ns"].as_u64().unwrap(),
-                s["bytes"].as_u64().unwrap(),
-                s.get("error").and_then(Value::as_str).map(str::to_string),
-            )
-        })
-        .collect()
 }
 
 fn tiny_run(scenario: &str, extra: &[&str]) -> Value {
@@ -169,7 +149,7 @@ fn unknown_result_keys_are_kept() {
 
 /// fsync-tps-like samples: eight threads each writing 4 KiB then fsyncing, calls of 20 to
 /// 400 µs with a long tail, merged in start order, about 40,000 calls a second.
-fn fsync_tps_like(n: usize) -> Vec<Tuple> {
+fn fsync_tps_like(n: usize) -> Vec<Sample> {
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let mut next = move || {
         state ^= state << 13;

@@ -20,14 +20,7 @@ common::tests! {
 }
 
 fn scenario_names() -> Vec<String> {
-    let out = fsynclab()
-        .args(["list", "--format", "json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let list: Value = serde_json::from_slice(&out).unwrap();
+    let list: Value = common::success_json(fsynclab().args(["list", "--format", "json"]));
     // The scenarios `list` marks as run on their own (fsync-errors) are not the suite's.
     list.as_array()
         .unwrap()

@@ -58,6 +58,12 @@ pub struct Test {
     pub needs: Vec<Need>,
 }
 
+/// A test's name from its path in the file (`bpf::xfs_test` is `xfs_test`): a test is listed
+/// by its own name, wherever in the file's modules it is defined.
+pub fn last_name(path: &'static str) -> &'static str {
+    path.rsplit("::").next().map_or(path, str::trim)
+}
+
 /// Whether tests whose needs are missing must fail (CI) rather than skip.
 pub fn privileged_required() -> bool {
     std::env::var("FSYNCLAB_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1")

@@ -30,6 +30,12 @@
 //! A test is named for the behaviour it checks; the issue it guards goes in the first line of
 //! its doc comment (`/// Issue NN: ...`), not in its name.
 //!
+//! A file that would pass 1,000 lines is split by what its parts check into modules under a
+//! folder of its name, still one binary (each binary is one more link in CI): tests/explain.rs
+//! declares `#[path = "explain/journal.rs"] mod journal;` and lists that module's tests by
+//! their path, `journal::slow_fsyncs_on_xfs_name_the_log_force: [Root]`, each still named by
+//! its own name (`cargo test --test explain slow_fsyncs_on_xfs`).
+//!
 //! and a `[[test]] name = "FILE" harness = false` entry in Cargo.toml. What a test needs is
 //! checked when it is about to run, before its body: [`Need`] lists the kinds (root,
 //! /dev/fuse, tracefs, a tool on the PATH, or any check of the test's own with
@@ -49,7 +55,13 @@
 //! [`StderrLines`]) and for a run to be measuring ([`wait_until_measuring`]) so that a
 //! signal's timing is certain; a private state directory and `fsynclab cleanup` on drop
 //! ([`PrivateState`], [`CleanupOnDrop`]); one test at a time within a file
-//! ([`one_at_a_time`]); the command line of a run on a scratch filesystem ([`ScratchRun`]).
+//! ([`one_at_a_time`]); the command line of a run on a scratch filesystem ([`ScratchRun`]),
+//! run to its end or started in a state directory; what a command printed once it succeeded
+//! ([`success_stdout`], [`success_json`], [`run_json`]) or its one-line refusal
+//! ([`assert_refused_in_one_line`]); a directory left empty ([`assert_left_empty`]); a
+//! result's samples and string lists ([`samples_of`], [`strings`]); a run in a guest
+//! ([`guest::GuestRun`]). When two files, or two tests, would spell out the same lines, the
+//! lines go here.
 #![allow(dead_code, unused_imports, unused_macros)] // each file uses what it needs of them
 
 pub mod bpf;
@@ -70,13 +82,15 @@ pub use scratch_run::ScratchRun;
 
 /// Lists a file's tests, each with what it needs, and makes the file's `main`:
 /// `common::tests! { plain_test, root_test: [Root], xfs_test: [Root, Tool("mkfs.xfs")] }`.
+/// A test defined in a module of the file is named by its path (`bpf::xfs_test: [Root]`)
+/// and listed by its own name, as if it were at the top.
 macro_rules! tests {
-    ($($name:ident $(: [$($need:expr),* $(,)?])?),* $(,)?) => {
+    ($($first:ident $(:: $rest:ident)* $(: [$($need:expr),* $(,)?])?),* $(,)?) => {
         fn main() -> std::process::ExitCode {
             crate::common::harness::run(vec![
                 $(crate::common::harness::Test {
-                    name: stringify!($name),
-                    body: $name,
+                    name: crate::common::harness::last_name(stringify!($first $(:: $rest)*)),
+                    body: $first $(:: $rest)*,
                     needs: vec![$($($need),*)?],
                 }),*
             ])
@@ -174,6 +188,76 @@ pub fn assert_refused(scenario: &str, dir: &Path, sets: &[&str], says: &str) {
     let err = String::from_utf8(out.stderr).expect("stderr is text");
     assert_eq!(err.trim_end().lines().count(), 1, "{scenario} {sets:?}: {err}");
     assert!(err.contains(says), "{scenario} {sets:?}: {err}");
+}
+
+/// Fails unless `out` is a refusal of bad input: exit status 2 and one line on stderr,
+/// containing `says`. Returns what it said.
+pub fn assert_refused_in_one_line(out: &std::process::Output, says: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(says), "{err}");
+    err
+}
+
+/// What `cmd` printed on stdout, once it has succeeded (a failure shows its stderr).
+pub fn success_stdout(cmd: &mut Command) -> String {
+    let out = cmd.assert().success().get_output().stdout.clone();
+    String::from_utf8(out).expect("stdout is text")
+}
+
+/// `fsynclab run SCENARIO --quiet --format json --dir DIR --set S...`, which must succeed: its
+/// result.
+pub fn run_json(scenario: &str, dir: &Path, sets: &[&str]) -> serde_json::Value {
+    let mut cmd = fsynclab();
+    cmd.args(["run", scenario, "--quiet", "--format", "json", "--dir"])
+        .arg(dir);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    success_json(&mut cmd)
+}
+
+/// What `cmd` printed on stdout as JSON, once it has succeeded.
+pub fn success_json(cmd: &mut Command) -> serde_json::Value {
+    serde_json::from_str(&success_stdout(cmd)).expect("JSON on stdout")
+}
+
+/// A call's sample as the store's codec takes it: when, the operation, its latency, its bytes
+/// and its error.
+pub type Sample = (u64, String, u64, u64, Option<String>);
+
+/// The samples of a result JSON, as the store's codec takes them.
+pub fn samples_of(result: &serde_json::Value) -> Vec<Sample> {
+    result["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(|s| {
+            (
+                s["t_ns"].as_u64().expect("t_ns"),
+                s["op"].as_str().expect("op").to_string(),
+                s["latency_ns"].as_u64().expect("latency_ns"),
+                s["bytes"].as_u64().expect("bytes"),
+                s.get("error").and_then(serde_json::Value::as_str).map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+/// The strings of a JSON array (a result's findings, a table's columns).
+pub fn strings(array: &serde_json::Value) -> Vec<&str> {
+    array
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|v| v.as_str().expect("a string"))
+        .collect()
+}
+
+/// Fails unless `dir` is empty: a run leaves the directory it was given as it found it.
+pub fn assert_left_empty(dir: &Path) {
+    assert!(leftovers(dir).is_empty(), "left behind: {:?}", leftovers(dir));
 }
 
 /// The variable that gives fsynclab another state directory (`/run/fsynclab` otherwise).
@@ -465,6 +549,14 @@ impl StderrLines {
                 self.seen
             );
         }
+    }
+
+    /// Waits until the run says it paused at `point` (a test pause point of
+    /// src/testbed/pause.rs, `FSYNCLAB_TEST_PAUSE`; the `@N` of its Nth time is not said),
+    /// failing if `child` ends first or `limit` passes.
+    pub fn wait_for_pause(&mut self, point: &str, child: &mut Child, limit: Duration) {
+        let name = point.split('@').next().unwrap_or(point);
+        self.wait_for(&format!("fsynclab: test pause at {name}"), child, limit);
     }
 
     /// Waits until a line contains `part`, and returns it; fails if `child` ends first or

@@ -1,7 +1,9 @@
 //! The command line of a run on a scratch filesystem ([`ScratchRun`]), built by name
 //! instead of flag by flag, so that the tests do not spell the same run out each time.
 
-use super::{bin, fsynclab};
+use std::time::Duration;
+
+use super::{assert_matches_schema, bin, fsynclab, PrivateState};
 use assert_cmd::Command;
 
 /// The command line of a run on a scratch filesystem, built by name instead of flag by flag:
@@ -40,6 +42,12 @@ impl ScratchRun {
     /// `fsynclab exec` (the command follows with `.arg("--").args(...)`).
     pub fn exec() -> ScratchRun {
         ScratchRun::default().arg("exec")
+    }
+
+    /// `fsynclab exec` on a 64 MiB scratch FS over the emulated disk `device`, backed in
+    /// `backing` (the command follows: [`ScratchRun::sh`]).
+    pub fn exec_on(fs: &str, device: &str, backing: impl AsRef<std::ffi::OsStr>) -> ScratchRun {
+        ScratchRun::exec().fs(fs).size("64M").device(device).backing(backing)
     }
 
     /// No subcommand: the scratch flags alone, for a helper that puts its own in front.
@@ -92,6 +100,16 @@ impl ScratchRun {
         self.args(["--kernel-timeout", limit])
     }
 
+    /// `--output FILE`: where the result is written.
+    pub fn output_to(self, file: impl AsRef<std::ffi::OsStr>) -> ScratchRun {
+        self.arg("--output").arg(file)
+    }
+
+    /// `-- sh -c SCRIPT`: exec's command, a shell script.
+    pub fn sh(self, script: &str) -> ScratchRun {
+        self.args(["--", "sh", "-c", script])
+    }
+
     /// One more argument, as given.
     pub fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> ScratchRun {
         self.args.push(arg.as_ref().to_os_string());
@@ -119,6 +137,37 @@ impl ScratchRun {
         let mut cmd = fsynclab();
         cmd.args(self.args);
         cmd
+    }
+
+    /// Runs the command to its end, waiting at most two minutes: its exit status and what it
+    /// printed.
+    pub fn output(self) -> std::process::Output {
+        self.command()
+            .timeout(Duration::from_secs(120))
+            .output()
+            .expect("fsynclab runs")
+    }
+
+    /// [`ScratchRun::output`] of a run that must succeed and print its result as JSON (give
+    /// [`ScratchRun::json`]): the result, checked against the result schema.
+    pub fn json_result(self) -> serde_json::Value {
+        let out = self.output();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON result");
+        assert_matches_schema(&result);
+        result
+    }
+
+    /// The command started with the state directory `state` and the store off, its stderr
+    /// piped (stdout to /dev/null): a run the test signals.
+    pub fn spawn_in(self, state: &PrivateState) -> std::process::Child {
+        self.process()
+            .env(state.env().0, state.path())
+            .env("FSYNCLAB_STORE", "off")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start fsynclab")
     }
 
     /// The binary with these arguments as a plain `std::process::Command` on [`bin`] and

@@ -71,7 +71,8 @@ fn prev_is_ident(chars: &[char], i: usize) -> bool {
 }
 
 /// The code of `text` without comments, literals and test modules (`#[cfg(test)] mod NAME
-/// { ... }`; a single `#[cfg(test)]` item stays).
+/// { ... }`; a single `#[cfg(test)]` item stays, and a test module declared without a body,
+/// `#[cfg(test)] mod tests;`, is that declaration alone: the code after it is read).
 pub(crate) fn code_of(text: &str) -> String {
     let code = strip_comments_and_literals(text);
     let mut out = String::new();
@@ -83,24 +84,30 @@ pub(crate) fn code_of(text: &str) -> String {
             rest = after;
             continue;
         }
-        let (mut depth, mut end) = (0, after.len());
-        for (i, c) in after.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = i + 1;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        rest = &after[end..];
+        rest = &after[test_module_end(after)..];
     }
     out.push_str(rest);
     out
+}
+
+/// Where the test module `module` starts with (`mod NAME { ... }` or `mod NAME;`) ends: after
+/// its closing brace, or after the `;` of a declaration without a body.
+fn test_module_end(module: &str) -> usize {
+    let mut depth = 0;
+    for (i, c) in module.char_indices() {
+        match c {
+            ';' if depth == 0 => return i + 1,
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    module.len()
 }
 
 /// Splits `group` (the text after a `{`) into its items, up to the matching `}`.

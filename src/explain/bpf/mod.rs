@@ -34,6 +34,8 @@ pub(crate) mod attribute;
 mod cost;
 pub(crate) mod histogram;
 mod kind;
+#[cfg(test)]
+mod layout;
 pub(crate) mod record;
 pub(crate) mod run;
 mod settings;

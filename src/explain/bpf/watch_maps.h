@@ -1,8 +1,9 @@
 /* The records and maps of watch.bpf.c: what it keeps per sync call in progress, the
  * machine-wide totals a call's share is taken from, the latency histograms, and the ring
  * buffer that carries slow calls to user space. explain/bpf/record.rs reads `struct call`
- * byte for byte (RECORD_BYTES) and explain/bpf/mod.rs writes `struct config`: a change here
- * is a change there.
+ * byte for byte (RECORD_BYTES) and explain/bpf/settings.rs writes `struct config`: a change
+ * here is a change there, and in explain/bpf/layout.rs, whose tests check each shared struct
+ * field by field against this object's BTF (one BTF leaves out, against this header).
  */
 #ifndef FSYNCLAB_WATCH_MAPS_H
 #define FSYNCLAB_WATCH_MAPS_H
@@ -11,13 +12,14 @@
 #define SHORT_WAKERS 4
 #define STACK_DEPTH 20
 #define TASK_COMM_LEN 16
-/* The waker named for a wakeup made in an interrupt (task 0; record.rs INTERRUPT_WAKER). */
+/* The waker named for a wakeup made in an interrupt (task 0; explain/attribution/causes.rs
+ * INTERRUPT_WAKER). */
 #define INTERRUPT_COMM "interrupt"
 /* The preemption count's NMI, hardirq and softirq-serving bits (include/linux/preempt.h:
  * NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET; bottom halves merely disabled do not count). */
 #define IN_INTERRUPT_MASK (0x00f00000 | 0x000f0000 | 0x00000100)
 
-/* The system calls, as user space names them (explain/bpf/event.rs: SyncKind). */
+/* The system calls, as user space names them (explain/bpf/kind.rs: SyncKind). */
 #define KIND_FSYNC 0
 #define KIND_FDATASYNC 1
 #define KIND_SYNC_FILE_RANGE 2
