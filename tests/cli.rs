@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::Need::{Root, Tool};
 use common::{fsynclab, leftovers};
 use predicates::prelude::*;
 
@@ -14,6 +15,9 @@ common::tests! {
     completion_scripts_offer_the_commands_and_scenario_names,
     manpages_writes_one_page_per_command,
     manpages_into_a_file_is_refused_in_one_line,
+    manpages_into_a_read_only_directory_is_bad_input: [Root, Tool("mount")],
+    a_guest_given_no_time_is_refused_as_the_option_is_read,
+    install_refuses_a_prefix_it_cannot_write_before_building: [Root, Tool("mount")],
     unknown_scenario_names_the_valid_ones,
     unknown_parameter_names_the_valid_ones,
     malformed_size_and_duration_say_what_they_expect,
@@ -131,6 +135,76 @@ fn manpages_into_a_file_is_refused_in_one_line() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("name a directory"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}
+
+/// A read-only tmpfs mounted on a new directory of `parent`, unmounted when dropped.
+struct ReadOnly(std::path::PathBuf);
+
+impl ReadOnly {
+    fn under(parent: &std::path::Path) -> ReadOnly {
+        let dir = parent.join("read-only");
+        std::fs::create_dir(&dir).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "ro", "fsynclab-test-ro"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(mounted.success());
+        ReadOnly(dir)
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Issue 64: `manpages DIR` where DIR cannot be written (on a read-only mount) is bad input,
+/// exit 2 in one line, as an unwritable --output is (it was 1).
+fn manpages_into_a_read_only_directory_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let read_only = ReadOnly::under(dir.path());
+    for target in [read_only.0.clone(), read_only.0.join("man1")] {
+        let out = fsynclab().arg("manpages").arg(&target).output().unwrap();
+        let err = common::assert_refused_in_one_line(&out, "name a directory you can write");
+        assert!(err.contains("read-only") || err.contains("Read-only"), "{err}");
+    }
+}
+
+/// Issue 64: `--kernel-timeout 0` is refused as the command line is read (exit 2), as `watch
+/// --duration 0` is, on every command that takes it; before, QEMU started and was ended at
+/// once (exit 1).
+fn a_guest_given_no_time_is_refused_as_the_option_is_read() {
+    for args in [
+        &["run", "overwrite-fsync", "--kernel-timeout", "0"][..],
+        &["exec", "--kernel-timeout", "0s", "--", "true"][..],
+        &["reproduce", "004", "--kernel-timeout", "0ms"][..],
+    ] {
+        let out = fsynclab().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--kernel-timeout") && err.contains("more than 0s"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// Issue 64: `scripts/install.sh --prefix DIR` where DIR cannot be written says so in one line
+/// and exits 2 at once, before the build (it went straight to `cargo install`).
+fn install_refuses_a_prefix_it_cannot_write_before_building() {
+    let dir = tempfile::tempdir().unwrap();
+    let read_only = ReadOnly::under(dir.path());
+    let started = std::time::Instant::now();
+    let out = std::process::Command::new("scripts/install.sh")
+        .arg("--prefix")
+        .arg(read_only.0.join("prefix"))
+        .output()
+        .unwrap();
+    let err = common::assert_refused_in_one_line(&out, "cannot write into");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{err}");
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 /// Runs fsynclab with `args` in an empty directory and checks: exit 2, one line on stderr

@@ -21,6 +21,8 @@
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
+#[path = "kernel_vm/host_paths.rs"]
+mod host_paths;
 #[path = "kernel_vm/reproduce.rs"]
 mod reproduce;
 
@@ -32,6 +34,12 @@ use serde_json::Value;
 use common::guest::{debian_kernel, guests_under, vm_ready, GuestRun, VM};
 use common::Need::{Fuse, Root, That, Tool};
 use common::{fsynclab, leftovers, send, wait_at_most, ScratchRun, StderrLines, TINY};
+use host_paths::{
+    a_guest_runs_fsynclab_from_var_tmp_with_spaces_and_commas_in_every_path,
+    a_host_disk_that_fills_under_a_guest_is_its_io_error_and_is_said,
+    a_read_only_output_directory_is_refused_before_the_guest_boots,
+    exec_in_a_guest_writes_output_to_stdout_and_finds_a_script_under_var_tmp,
+};
 use reproduce::{
     a_kernel_that_is_not_there_is_refused_before_anything_is_made,
     each_finding_is_measured_on_both_kernels_side_by_side_and_stored_with_its_kernel,
@@ -45,6 +53,13 @@ common::tests! {
         [Root, Fuse, Tool("mkfs.ext3"), That(VM, vm_ready)],
     a_kernel_that_is_not_there_is_refused_before_anything_is_made,
     a_kernel_that_is_not_there_is_refused_in_one_line_and_makes_nothing,
+    a_read_only_output_directory_is_refused_before_the_guest_boots: [Root, That(VM, vm_ready)],
+    a_guest_runs_fsynclab_from_var_tmp_with_spaces_and_commas_in_every_path:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
+    exec_in_a_guest_writes_output_to_stdout_and_finds_a_script_under_var_tmp:
+        [Root, Fuse, Tool("mkfs.ext4"), Tool("python3"), That(VM, vm_ready)],
+    a_host_disk_that_fills_under_a_guest_is_its_io_error_and_is_said:
+        [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_short_run_in_a_guest_comes_back_into_the_store_with_its_kernel:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     a_failed_command_in_a_guest_misses_its_expectation_with_its_exit_status:
@@ -92,7 +107,7 @@ fn stored_run_1(store: &Path) -> Value {
 }
 
 /// The runs `store` holds, as `runs --format json` lists them (newest first).
-fn runs_listed(store: &Path) -> Vec<Value> {
+pub(crate) fn runs_listed(store: &Path) -> Vec<Value> {
     let listed = fsynclab()
         .args(["runs", "--format", "json", "--store"])
         .arg(store)
@@ -254,6 +269,13 @@ fn a_guest_killed_mid_run_leaves_nothing() {
     let status = wait_at_most(&mut child, Duration::from_secs(60));
     let err = lines.all();
     assert!(!status.success(), "{err}");
+    // Said for what it is (issue 64), not "its kernel panicked or QEMU failed" with an
+    // unrelated console line.
+    assert!(
+        err.contains("QEMU was killed by signal 9 (SIGKILL) from outside fsynclab"),
+        "{err}"
+    );
+    assert!(!err.contains("kernel panicked"), "{err}");
     guest.assert_nothing_left();
 }
 

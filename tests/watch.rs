@@ -32,6 +32,7 @@ common::tests! {
         [Root, Bpf, Tool("python3")],
     watch_refuses_in_one_line_where_bpf_is_missing,
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
+    a_watch_whose_reader_goes_away_stops_quietly_and_is_stored: [Root, Bpf, Tool("python3")],
     bad_watch_flags_are_refused_in_one_line,
 }
 
@@ -277,6 +278,9 @@ fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
         .find(|l| l.split_whitespace().next() == Some(id.as_str()))
         .unwrap_or_else(|| panic!("run {id} not listed:\n{runs}"));
     assert!(row.contains(" watch "), "{row}");
+    // `id  started  scenario  measured  calls ...`: the calls the kernel counted.
+    let listed_calls: u64 = row.split_whitespace().nth(6).unwrap().parse().unwrap();
+    assert!(listed_calls > 0, "{row}");
 
     let (explained, _) = with_store(&["explain", &id]);
     assert!(explained.starts_with("watch "), "{explained}");
@@ -325,6 +329,17 @@ fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
         html.contains("watch") && html.contains("fsync"),
         "the page lacks the run"
     );
+    // Issue 64: the runs table counts the calls `runs` counts (it said 0: a watch keeps
+    // histograms, not per-call samples).
+    let runs_table = &html[html.find("<h2>Runs</h2>").unwrap()..];
+    let row = &runs_table[runs_table.find("<tr><td>").unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    let cells: Vec<&str> = row
+        .split("<td")
+        .skip(1)
+        .map(|c| c.split('>').nth(1).unwrap().split('<').next().unwrap())
+        .collect();
+    assert_eq!(cells[5], listed_calls.to_string(), "{row}");
 }
 
 /// Issue 25: `--cgroup` follows only the tasks of that cgroup: of two programs making the same
@@ -693,10 +708,76 @@ fn watch_refuses_in_one_line_without_root() {
         .env("FSYNCLAB_STORE", "off")
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    // Bad input, as everywhere else (issue 64: it was 1).
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("needs root"), "{stderr}");
+}
+
+/// Issue 64: a watch whose reader goes away (`| head -2`) stops quietly with 141, as `run`
+/// does, and is stored (it aborted with "failed printing to stdout: Broken pipe", 134, and
+/// nothing stored); one whose stdout takes no writes (`> /dev/full`) says so in one line,
+/// exits 1, and is stored too.
+fn a_watch_whose_reader_goes_away_stops_quietly_and_is_stored() {
+    let dir = backing();
+    let store = dir.path().join("results.sqlite");
+    // fsyncs enough to print more lines than the reader takes.
+    let fsyncing = Command::new("python3")
+        .args(["-c", "import os,time\nfor i in range(2000):\n    f=open('f','w'); f.write('x'); f.flush(); os.fsync(f.fileno()); f.close(); time.sleep(0.02)"])
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    let _fsyncing = KillOnDrop(fsyncing);
+    let watch = |stdout: Stdio| {
+        Command::new(bin())
+            .args([
+                "watch",
+                "--comm",
+                "python3",
+                "--threshold",
+                "0",
+                "--duration",
+                "20s",
+                "--store",
+            ])
+            .arg(&store)
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut piped = watch(Stdio::piped());
+    let mut head = BufReader::new(piped.stdout.take().unwrap());
+    let mut line = String::new();
+    head.read_line(&mut line).unwrap();
+    assert!(line.contains("python3["), "{line}");
+    drop(head);
+    let status = wait_at_most(&mut piped, Duration::from_secs(30));
+    let said = common::stderr_of(&mut piped);
+    assert_eq!(status.code(), Some(141), "{said}");
+    assert!(!said.contains("panicked") && !said.contains("Broken pipe"), "{said}");
+    assert!(said.contains("stored as run 1"), "{said}");
+
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let mut into_full = watch(Stdio::from(full));
+    let status = wait_at_most(&mut into_full, Duration::from_secs(30));
+    let said = common::stderr_of(&mut into_full);
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(said.contains("stored as run 2"), "{said}");
+    let error: Vec<&str> = said.lines().filter(|l| l.starts_with("Error:")).collect();
+    assert_eq!(error.len(), 1, "{said}");
+    assert!(error[0].contains("No space left on device"), "{said}");
+}
+
+/// Kills a helper process when dropped, also when the test fails.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Issue 25: a process that does not exist, a command name too long to be one, a zero
