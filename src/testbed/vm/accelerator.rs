@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::launch::QEMU;
+use super::QEMU;
 use crate::child::{Bounded, OnSignal};
 
 /// How a guest's CPU is run.

@@ -15,14 +15,12 @@ use super::console::CONSOLE_PORT;
 use super::qemu_end::QemuEnd;
 use super::script::{self, Script};
 use super::share::Shares;
-use super::{Kernel, DISK_SERIAL};
+use super::{Kernel, DISK_SERIAL, QEMU};
 use crate::child::{Bounded, OnSignal, Outcome};
 use crate::environment::VmInfo;
 use crate::error::Usage;
 use crate::testbed::command::find_tool;
 
-/// The QEMU binary virtme-ng runs.
-pub(super) const QEMU: &str = "qemu-system-x86_64";
 
 /// The tools `--kernel` needs, or the one-line error saying how to get them.
 pub fn check_tools() -> Result<PathBuf, Usage> {

@@ -36,6 +36,8 @@ pub use share::{hidden_in_guest, plain as plain_path};
 
 /// Where a guest writes the results it would record; the host records them.
 pub const GUEST_RESULTS_ENV: &str = "FSYNCLAB_GUEST_RESULTS";
+/// The QEMU binary virtme-ng runs.
+const QEMU: &str = "qemu-system-x86_64";
 /// The serial of the virtio-blk disk the host serves to the guest.
 pub const DISK_SERIAL: &str = "fsynclab";
 
