@@ -8,7 +8,8 @@ use clap::Args;
 
 use crate::error::Usage;
 use crate::explain::attribution::Threshold;
-use crate::explain::run::{ExplainOptions, TraceWish, TracerKind};
+use crate::explain::run::{ExplainOptions, TraceWish};
+use crate::explain::tracer::TracerKind;
 use crate::testbed::{Key, Spelling, TestbedRequest};
 use crate::units::parse_duration;
 

@@ -26,6 +26,7 @@ pub(crate) mod stacks;
 pub(crate) mod syscalls;
 pub(crate) mod text;
 pub(crate) mod timeline;
+pub(crate) mod tracefs;
 pub(crate) mod tracer;
 
 pub(crate) use timeline::TimelineRecord;

@@ -8,23 +8,20 @@
 //! not where it cannot. The engine starts [`Explaining`] just before the measurement and
 //! finishes it just after; dropping it on an error path still removes the trace instance.
 //!
-//! `FSYNCLAB_SAVE_TRACE=FILE` saves the run's raw trace, with its calls written in as
-//! markers, to FILE: how the fixtures in tests/fixtures/trace-*.txt were captured.
-//! `FSYNCLAB_TRACE_STACKS=0` records no kernel stacks (every sleep is then unattributed):
-//! what `cargo bench --bench explain_overhead` uses to tell their cost from the rest.
+//! The tracer is chosen and started at the plug point ([`super::tracer`]).
 
 use std::time::Duration;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::attribution::{explain, select_in_groups, Attribution, Call, Span, Threshold};
-use super::bpf::run::{Followed, RunTracer, Traced};
+use super::attribution::{select_in_groups, Attribution, Call, Span, Threshold};
+use super::bpf::run::Followed;
 use super::timeline::{Timeline, TimelineRecord, DEFAULT_INTERVAL};
-use super::tracer::{current_tid, Task, TraceConfig, TracedFs, Tracer, Watch};
+use super::tracefs::{current_tid, Task, TracedFs};
+use super::tracer::{self, unavailable, Tracer, TracerKind, Whom};
 use crate::error::Usage;
 use crate::measure::{RunClock, Sample};
-use crate::role::pool::worker_thread_name;
 
 /// What a run records to explain itself.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,33 +38,6 @@ pub(crate) struct ExplainOptions {
     pub(crate) required: bool,
 }
 
-/// The tracer behind `--explain` (`--tracer`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum TracerKind {
-    /// tracefs's events, read and attributed in user space: every kind of call, the
-    /// commits and flushes a wait was tied to, the kernel timeline.
-    #[default]
-    Tracefs,
-    /// The BPF program of `fsynclab watch`, on fsynclab's own process: the sync calls, and
-    /// the measuring threads' writes and calls on names and files (open, close, rename,
-    /// truncate...), split in the kernel ([`super::bpf::run`]).
-    Bpf,
-}
-
-impl TracerKind {
-    /// The tracer `--explain` uses where `--tracer` is not given: BPF where it can run
-    /// (root, BTF, a build with its program), tracefs where it cannot, or where
-    /// FSYNCLAB_SAVE_TRACE or FSYNCLAB_TRACE_STACKS ask for what only tracefs does.
-    pub(crate) fn here() -> TracerKind {
-        let tracefs_asked = std::env::var_os(SAVE_TRACE).is_some() || std::env::var_os(TRACE_STACKS).is_some();
-        if tracefs_asked || super::bpf::unavailable().is_some() {
-            TracerKind::Tracefs
-        } else {
-            TracerKind::Bpf
-        }
-    }
-}
-
 impl Default for ExplainOptions {
     /// The timeline only: what `suite` and `matrix` runs record.
     fn default() -> ExplainOptions {
@@ -78,20 +48,6 @@ impl Default for ExplainOptions {
             tracer: TracerKind::Tracefs,
             required: false,
         }
-    }
-}
-
-/// Why tracing cannot work here, if it cannot: no root, or no tracefs in the kernel (no
-/// BPF, for `--tracer bpf`).
-pub(crate) fn unavailable(tracer: TracerKind) -> Option<String> {
-    if !crate::sys::is_root() {
-        return Some("tracing the kernel needs root".into());
-    }
-    match tracer {
-        TracerKind::Tracefs => {
-            (!crate::testbed::tracefs::in_kernel()).then(|| "this kernel has no tracefs (CONFIG_TRACING)".into())
-        }
-        TracerKind::Bpf => super::bpf::unavailable(),
     }
 }
 
@@ -237,18 +193,10 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Names a file to save the raw trace in (see the module's comment).
-const SAVE_TRACE: &str = "FSYNCLAB_SAVE_TRACE";
-/// `0`: no kernel stacks (see the module's comment).
-const TRACE_STACKS: &str = "FSYNCLAB_TRACE_STACKS";
-
 /// The timeline and the tracer while a run goes.
 pub(crate) struct Explaining {
     timeline: Option<Timeline>,
-    tracer: Option<Tracer>,
-    bpf: Option<RunTracer>,
-    /// CLOCK_MONOTONIC at the run clock's start.
-    origin_ns: u64,
+    tracer: Option<Box<dyn Tracer>>,
     tid: u32,
     threshold: Threshold,
     /// What kept tracing from starting.
@@ -270,46 +218,24 @@ impl Explaining {
         let timeline = Timeline::start(clock, options.timeline_interval, fs.dev_name.as_deref())?;
         let tid = current_tid();
         let mut notes = Vec::new();
-        let mut bpf = None;
         let tracer = match (options.trace, untraceable) {
             (false, _) => None,
             (true, Some(why)) => {
                 notes.push(format!("slow calls are not explained: {why}"));
                 None
             }
-            (true, None) if options.tracer == TracerKind::Bpf => {
-                crate::measure::samples::forget_first_measured();
-                match RunTracer::start(Traced::ThisProcess { tid }, clock.origin_monotonic_ns()) {
-                    Ok(t) => bpf = Some(t),
-                    Err(e) if options.required => return Err(could_not_start(options.tracer, &e)),
-                    Err(e) => notes.push(format!("tracing could not start: {e:#}")),
+            (true, None) => match tracer::start(options.tracer, Whom::Run { tid }, fs, clock) {
+                Ok(t) => Some(t),
+                Err(e) if options.required => return Err(could_not_start(options.tracer, &e)),
+                Err(e) => {
+                    notes.push(format!("tracing could not start: {e:#}"));
+                    None
                 }
-                None
-            }
-            (true, None) => {
-                let watch = Watch {
-                    tids: vec![tid],
-                    comms: vec![worker_thread_name()],
-                    process_tree: None,
-                };
-                let mut config = TraceConfig::new(watch, fs, clock.origin_monotonic_ns());
-                config.keep_text = std::env::var_os(SAVE_TRACE).is_some();
-                config.stacks = std::env::var_os(TRACE_STACKS).is_none_or(|v| v != "0");
-                match Tracer::start(config) {
-                    Ok(t) => Some(t),
-                    Err(e) if options.required => return Err(could_not_start(options.tracer, &e)),
-                    Err(e) => {
-                        notes.push(format!("tracing could not start: {e:#}"));
-                        None
-                    }
-                }
-            }
+            },
         };
         Ok(Explaining {
             timeline: Some(timeline),
             tracer,
-            bpf,
-            origin_ns: clock.origin_monotonic_ns(),
             tid,
             threshold: options.threshold,
             notes,
@@ -319,50 +245,13 @@ impl Explaining {
     /// Stops both and explains the slow calls among `samples`.
     pub(crate) fn finish(mut self, samples: &[Sample]) -> (Option<TimelineRecord>, Option<Explanation>) {
         let timeline = self.timeline.take().map(Timeline::stop);
-        let main = self.tid;
-        let tid_of = move |s: &Sample| if s.tid == 0 { main } else { s.tid };
-        if let Some(bpf) = self.bpf.take() {
-            let mut explanation = Explanation::new(self.threshold, self.tid);
-            explanation.notes = std::mem::take(&mut self.notes);
-            match bpf.stop() {
-                Ok(followed) => {
-                    let (calls, syncs) = slow_calls(samples, &self.threshold, tid_of);
-                    explanation.take_bpf(&followed, &calls, &syncs, self.origin_ns);
-                }
-                Err(e) => explanation.notes.push(format!("tracing failed: {e:#}")),
-            }
-            return (timeline, Some(explanation));
+        if self.tracer.is_none() && self.notes.is_empty() {
+            return (timeline, None);
         }
-        let traced = match self.tracer.take() {
-            Some(tracer) => {
-                let save = std::env::var_os(SAVE_TRACE);
-                if save.is_some() {
-                    for s in samples.iter().filter(|s| s.error.is_none()) {
-                        let _ = tracer.mark(&call_of(s, tid_of(s)).marker());
-                    }
-                }
-                let trace = tracer.stop();
-                if let (Some(file), Ok(trace)) = (save, &trace) {
-                    if let Some(text) = trace.to_saved_text() {
-                        let _ = std::fs::write(file, text);
-                    }
-                }
-                Some(trace)
-            }
-            None if self.notes.is_empty() => return (timeline, None),
-            None => None,
-        };
         let mut explanation = Explanation::new(self.threshold, self.tid);
         explanation.notes = std::mem::take(&mut self.notes);
-        match traced {
-            Some(Ok(trace)) => {
-                let (calls, syncs) = slow_calls(samples, &self.threshold, tid_of);
-                let mut explained = explain(&trace, &calls, &syncs);
-                explained.sort_by_key(|a| std::cmp::Reverse(a.latency_ns));
-                explanation.take_trace(trace, explained);
-            }
-            Some(Err(e)) => explanation.notes.push(format!("tracing failed: {e:#}")),
-            None => {}
+        if let Some(tracer) = self.tracer.take() {
+            tracer.finish(Some(samples), &mut explanation);
         }
         (timeline, Some(explanation))
     }
@@ -370,11 +259,14 @@ impl Explaining {
 
 /// The one line that ends a run whose `--explain` tracer could not start.
 fn could_not_start(tracer: TracerKind, e: &anyhow::Error) -> anyhow::Error {
-    let (name, instead) = match tracer {
-        TracerKind::Bpf => ("BPF", "use --tracer tracefs, or --no-explain"),
-        TracerKind::Tracefs => ("tracefs", "use --no-explain"),
+    let instead = match tracer {
+        TracerKind::Bpf => "use --tracer tracefs, or --no-explain",
+        TracerKind::Tracefs => "use --no-explain",
     };
-    anyhow::anyhow!("--explain: the {name} tracer could not start: {e:#}; {instead}")
+    anyhow::anyhow!(
+        "--explain: the {} tracer could not start: {e:#}; {instead}",
+        tracer.name()
+    )
 }
 
 impl Explanation {
@@ -427,7 +319,7 @@ impl Explanation {
 
     /// What the trace cost and held, and the calls it explained; the notes say what was
     /// lost (dropped events, a trace cut at its budget).
-    pub(crate) fn take_trace(&mut self, trace: super::tracer::Trace, calls: Vec<Attribution>) {
+    pub(crate) fn take_trace(&mut self, trace: super::tracefs::Trace, calls: Vec<Attribution>) {
         if trace.lost_events > 0 {
             self.notes.push(format!(
                 "the kernel dropped {} trace events: parts near them may be unattributed",
@@ -438,7 +330,7 @@ impl Explanation {
             self.notes.push(format!(
                 "tracing stopped at {:.3}s, when the trace's events reached their budget of {} MiB: later calls are not explained",
                 cut.saturating_sub(trace.origin_ns) as f64 / 1e9,
-                super::tracer::TRACE_BUDGET_BYTES >> 20
+                super::tracefs::TRACE_BUDGET_BYTES >> 20
             ));
         }
         self.trace_cut_at_ns = trace.cut_at_ns.map(|c| c.saturating_sub(trace.origin_ns));
@@ -452,7 +344,7 @@ impl Explanation {
     }
 }
 
-fn call_of(s: &Sample, tid: u32) -> Call {
+pub(crate) fn call_of(s: &Sample, tid: u32) -> Call {
     Call {
         tid,
         op: s.op.to_string(),

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use super::events::{Event, EventKind, Word};
-use super::tracer::{F_DUPFD, F_DUPFD_CLOEXEC, MS_SYNC, O_DSYNC, O_SYNC_ONLY};
+use super::tracefs::{F_DUPFD, F_DUPFD_CLOEXEC, MS_SYNC, O_DSYNC, O_SYNC_ONLY};
 use crate::measure::{OpKind, Sample};
 use crate::sys::Errno;
 

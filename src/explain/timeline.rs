@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use super::tracer::thread_cpu_ns;
+use super::tracefs::thread_cpu_ns;
 use crate::kernel::{BlockStat, Meminfo, Pressure, Vmstat};
 use crate::measure::RunClock;
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::super::events::{EventKind, Frames, Jbd2Phase, Rwbs, Word};
-use super::super::tracer::Trace;
+use super::super::tracefs::Trace;
 use super::causes::INTERRUPT_WAKER;
 use super::Span;
 

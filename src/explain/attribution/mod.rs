@@ -46,7 +46,7 @@ pub(crate) use causes::{waker_name, Attribution, Cause, Commit, Part, Share, Thr
 pub(crate) use commits::{commit_by_flushes, shares, told_by_event, unnamed_commit};
 use index::Index;
 
-use super::tracer::Trace;
+use super::tracefs::Trace;
 
 /// One measured call, on the run clock.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -91,7 +91,7 @@ impl Span {
 const MARKER_PREFIX: &str = "fsynclab-call ";
 
 impl Call {
-    /// The call as a trace marker ([`super::Tracer::mark`]), so that a saved trace carries
+    /// The call as a trace marker ([`super::tracefs::Tracing::mark`]), so that a saved trace carries
     /// the calls it explains (the fixtures in tests/fixtures/).
     pub(crate) fn marker(&self) -> String {
         format!(

@@ -224,7 +224,7 @@ fn selects_per_thread_and_caps_each_group() {
 /// the leader wakes it.
 fn group_commit_trace() -> Trace {
     use super::super::events::{Event, EventKind};
-    use super::super::tracer::Watch;
+    use super::super::tracefs::Watch;
     let ms = |m: f64| (m * 1e6) as u64;
     let ev = |t: f64, pid: u32, kind: EventKind| Event {
         ts_ns: ms(t),

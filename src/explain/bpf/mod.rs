@@ -36,6 +36,7 @@ pub(crate) mod histogram;
 mod kind;
 #[cfg(test)]
 mod layout;
+pub(crate) mod plug;
 pub(crate) mod record;
 pub(crate) mod run;
 mod settings;

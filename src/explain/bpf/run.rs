@@ -238,7 +238,7 @@ fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, o
             return Err(anyhow!("the BPF tracer did not start"));
         }
     };
-    let cpu_before = crate::explain::tracer::thread_cpu_ns();
+    let cpu_before = crate::explain::tracefs::thread_cpu_ns();
     let kept = RefCell::new(Kept::default());
     let mut sent = 0u64;
     let mut every = Vec::new();
@@ -267,7 +267,7 @@ fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, o
         sent,
         lost,
         cost,
-        reader_cpu_ns: crate::explain::tracer::thread_cpu_ns().saturating_sub(cpu_before),
+        reader_cpu_ns: crate::explain::tracefs::thread_cpu_ns().saturating_sub(cpu_before),
     })
 }
 

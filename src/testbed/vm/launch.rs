@@ -21,7 +21,6 @@ use crate::environment::VmInfo;
 use crate::error::Usage;
 use crate::testbed::command::find_tool;
 
-
 /// The tools `--kernel` needs, or the one-line error saying how to get them.
 pub fn check_tools() -> Result<PathBuf, Usage> {
     if find_tool(QEMU).is_none() {

@@ -62,6 +62,7 @@ use crate::testbed::tracefs::Instance;
 
 mod config;
 mod filters;
+pub(crate) mod plug;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -76,9 +77,9 @@ pub(crate) use reader::thread_cpu_ns;
 use reader::{parse_cpu_stats_lost, read_pipes, Fill, Read, Source};
 pub(crate) use trace::Trace;
 
-/// Tracing in progress. [`Tracer::stop`] returns the trace; dropping it without stopping
+/// Tracing in progress. [`Tracing::stop`] returns the trace; dropping it without stopping
 /// still removes the instance.
-pub(crate) struct Tracer {
+pub(crate) struct Tracing {
     instance: Instance,
     /// The process tree's instance, when one is followed.
     tree: Option<Instance>,
@@ -98,14 +99,14 @@ pub(crate) struct Tracer {
 /// How often the reader checks how full the buffer is.
 pub(super) const CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
-impl Tracer {
+impl Tracing {
     /// Starts tracing as `config` says. Needs root and tracefs; the error says what is missing.
-    pub(crate) fn start(config: TraceConfig) -> Result<Tracer> {
-        Tracer::start_with(config, Undo::new())
+    pub(crate) fn start(config: TraceConfig) -> Result<Tracing> {
+        Tracing::start_with(config, Undo::new())
     }
 
-    /// [`Tracer::start`] recording its undo steps in `undo` (tests keep their state files apart).
-    pub(crate) fn start_with(config: TraceConfig, mut undo: Undo) -> Result<Tracer> {
+    /// [`Tracing::start`] recording its undo steps in `undo` (tests keep their state files apart).
+    pub(crate) fn start_with(config: TraceConfig, mut undo: Undo) -> Result<Tracing> {
         if !crate::sys::is_root() {
             bail!(crate::error::Usage(
                 "tracing the kernel needs root (tracefs): run fsynclab as root".into()
@@ -120,7 +121,7 @@ impl Tracer {
             None => None,
         };
         let journal = journal_threads(&config.fs);
-        let mut tracer = Tracer {
+        let mut tracer = Tracing {
             instance,
             tree,
             watch: Mutex::new(config.watch.clone()),
@@ -387,7 +388,7 @@ fn tree_members(root: u32, events: &[super::events::Event]) -> Vec<u32> {
     members
 }
 
-impl Drop for Tracer {
+impl Drop for Tracing {
     fn drop(&mut self) {
         // Stopped already, or stop failed: the reader is gone. Otherwise close everything
         // the instance holds open before the undo stack (dropped after this) removes it.
