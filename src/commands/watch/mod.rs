@@ -18,11 +18,10 @@ use crate::cli::WatchArgs;
 use crate::error::Usage;
 use crate::explain::bpf::attribute::attribution;
 use crate::explain::bpf::symbols::KernelSymbols;
-use crate::explain::bpf::{self, BpfTracer};
+use crate::explain::bpf::{self, ended, BpfTracer};
 use crate::measure::RunClock;
 use crate::recording::Recording;
 
-mod ended;
 mod filter;
 mod record;
 mod text;

@@ -21,7 +21,7 @@ use crate::result::{RunResult, SCHEMA_VERSION};
 use crate::scenario::process_calls::ProcessCalls;
 use crate::scenario::watched::{Details, SCENARIO};
 
-use super::ended::Ended;
+use crate::explain::bpf::ended::Ended;
 
 /// The slow calls kept with their parts: the slowest this many.
 pub(crate) const SLOWEST_KEPT: usize = 100;

@@ -12,7 +12,7 @@ use crate::explain::bpf::record::{SlowCall, SyncKind};
 use crate::explain::bpf::{Filter, Settings};
 use crate::units::{format_duration, format_latency_ns};
 
-use super::ended::Ended;
+use crate::explain::bpf::ended::Ended;
 
 /// The line on stderr once the program is attached.
 pub(super) fn watching(settings: &Settings, duration: Option<Duration>) -> String {

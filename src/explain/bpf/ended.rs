@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::explain::bpf::histogram::Buckets;
-use crate::explain::bpf::record::SyncKind;
-use crate::explain::bpf::{BpfTracer, EndedProcess};
+use super::histogram::Buckets;
+use super::record::SyncKind;
+use super::{BpfTracer, EndedProcess};
 
 /// How often the watch takes the ended processes out of the kernel's maps.
-pub(super) const TAKE_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const TAKE_EVERY: Duration = Duration::from_secs(5);
 
 /// The environment variable that sets [`TAKE_EVERY`], in seconds: for a test that must see
 /// the takings [`NEW_NAMES_TAKEN_AT`] brings on, whatever the speed of the machine.
@@ -46,15 +46,15 @@ const OTHER_NAMES: &str = "(other names)";
 
 /// The calls of the processes of one name that ended.
 #[derive(Debug, Default)]
-pub(super) struct Folded {
-    pub(super) processes: u32,
-    pub(super) latencies: BTreeMap<SyncKind, Buckets>,
+pub(crate) struct Folded {
+    pub(crate) processes: u32,
+    pub(crate) latencies: BTreeMap<SyncKind, Buckets>,
 }
 
 /// The ended processes' calls, by name.
 #[derive(Debug, Default)]
-pub(super) struct Ended {
-    pub(super) by_name: BTreeMap<String, Folded>,
+pub(crate) struct Ended {
+    pub(crate) by_name: BTreeMap<String, Folded>,
     last_taken: Option<Instant>,
     /// [`BpfTracer::names_given`] at the last taking.
     names_at_last_take: u64,
@@ -64,7 +64,7 @@ impl Ended {
     /// Takes the processes that ended out of the tracer's maps, if [`TAKE_EVERY`] has passed
     /// since the last time, or [`NEW_NAMES_TAKEN_AT`] new processes have come (or
     /// `now_anyway`).
-    pub(super) fn take(&mut self, tracer: &BpfTracer, now_anyway: bool) -> Result<()> {
+    pub(crate) fn take(&mut self, tracer: &BpfTracer, now_anyway: bool) -> Result<()> {
         let names = tracer.names_given()?;
         let due = now_anyway
             || self.last_taken.is_none_or(|t| t.elapsed() >= take_every())
@@ -103,7 +103,7 @@ impl Ended {
     }
 
     /// The row label of the processes of `name`: `dd (93 exited)`.
-    pub(super) fn label(name: &str, folded: &Folded) -> String {
+    pub(crate) fn label(name: &str, folded: &Folded) -> String {
         format!("{name} ({} exited)", folded.processes)
     }
 }
@@ -112,7 +112,7 @@ impl Ended {
 /// whose main thread has ended while others go on still makes calls: its main thread is a
 /// zombie until the last ends. One that has ended and waits for its parent to read its
 /// status makes no more calls.
-pub(super) fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return false;
     };
