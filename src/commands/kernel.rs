@@ -21,6 +21,7 @@ use crate::environment::VmInfo;
 use crate::error::{Usage, NOT_MADE};
 use crate::recording::Recording;
 use crate::result::RunResult;
+use crate::run::cell::{self, Say};
 use crate::run::guest::{self, Booted};
 use crate::testbed::vm::{self, Ended, GuestDisk, Kernel};
 use crate::units::{format_duration, parse_duration};
@@ -201,7 +202,7 @@ pub(crate) fn run(g: GuestRun) -> Result<i32> {
     // What the guest recorded, recorded here, in the order it was made.
     if let Some(recording) = recording.as_mut() {
         for result in &mut came_back {
-            recording.record_and_say(result)?;
+            cell::record(recording, result, None, Say::Stored)?;
         }
     }
     let code = match ended {

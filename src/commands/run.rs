@@ -12,6 +12,7 @@ use crate::error::{Usage, NOT_MADE};
 use crate::recording::Recording;
 use crate::report;
 use crate::result::RunResult;
+use crate::run::cell::{self, Say};
 use crate::run::engine::{self, Planned};
 use crate::run::session::{Opened, Session};
 use crate::scenario::{self, Scenario};
@@ -100,7 +101,7 @@ pub(crate) fn measure(s: &'static dyn Scenario, args: &RunArgs, expect: &[Expect
     let mut finished = shown.finished?;
     let printed = report::print_stdout(&exporter.render(&finished.result));
     // Recorded before --output is written, so that the file names the stored run.
-    let recorded = recording.record_and_say(&mut finished.result);
+    let recorded = cell::record(&mut recording, &mut finished.result, None, Say::Stored);
     if let Some(path) = &args.output {
         crate::named_file::write_json(&finished.result, path, store.as_ref().and_then(|s| s.as_file()))?;
     }

@@ -29,6 +29,7 @@ use crate::params::split_assignment;
 use crate::recording::{self, Recording};
 use crate::report::{self, Format};
 use crate::result::{now_rfc3339, write_compact_json_atomically, write_json_atomically};
+use crate::run::cell::{self, Say};
 use crate::run::engine::Planned;
 use crate::run::session::{Opened, Session};
 use crate::scenario::{self, Scenario};
@@ -430,10 +431,7 @@ pub(crate) fn render(s: &Summary, results: &Path) -> String {
 /// Records a scenario's result in the store (when there is one) and writes its file: compact
 /// JSON without the samples when they are in the store, with them when they are not.
 fn keep(recording: &mut Recording, result: &mut crate::result::RunResult, file: &Path) -> Result<Option<i64>> {
-    let id = match recording.record(result, None) {
-        Ok(id) => id,
-        Err(e) => return Err(recording::keep_elsewhere(result, e)),
-    };
+    let id = cell::record(recording, result, None, Say::Nothing)?;
     match id {
         Some(id) => {
             let value = recording::value_without_samples(result)?;
