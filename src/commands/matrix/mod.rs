@@ -43,6 +43,7 @@ use tables::{print_tables, settings_line};
 pub(crate) use cell::cell;
 
 pub(crate) fn run(args: &MatrixArgs) -> Result<i32> {
+    super::kernel::refuse(&args.target, "matrix")?;
     if let Some(id) = &args.resume {
         return resume(id, args);
     }

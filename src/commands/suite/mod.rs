@@ -31,8 +31,10 @@ use crate::report::{self, Format};
 use crate::result::{now_rfc3339, write_compact_json_atomically, write_json_atomically};
 use crate::run::cell::{self, Say};
 use crate::run::engine::Planned;
+use crate::run::on_kernel::{Judge, Needs, Writes};
 use crate::run::session::{Opened, Session};
 use crate::scenario::{self, Scenario};
+use crate::testbed::vm::GuestDisk;
 use crate::testbed::workdir;
 use crate::units::{format_duration, human_size};
 
@@ -84,7 +86,25 @@ pub(crate) struct Entry {
     pub(crate) params: BTreeMap<String, String>,
 }
 
+/// `suite`: its line read ([`super::measuring`]), then every scenario in turn ([`run`]).
+pub(crate) fn command(args: &SuiteArgs) -> Result<i32> {
+    super::measuring(&args.target, || verdict::expectations(args), |expect| run(args, expect))
+}
+
 pub(crate) fn run(args: &SuiteArgs, expect: &[Expectation]) -> Result<i32> {
+    // On another kernel (`--kernel`), the whole suite runs in a guest.
+    let needs = Needs {
+        space_needed: space_needed(args)?,
+        guest_disk: GuestDisk::Served,
+        expected: expected_duration(args)?,
+        writes: args.results.as_deref().map(Writes::Directory),
+        command: &[],
+        expect,
+        judge: Judge::All(verdict::judged_in_guest),
+    };
+    if let Some(code) = super::kernel::on_kernel(&args.target, Some(&args.record), needs)? {
+        return Ok(code);
+    }
     // Plan: parameters of every scenario, checked before anything runs.
     let planned = plan(&args.sets, args.full)?;
     let results = results_dir(args.results.as_deref())?;

@@ -149,7 +149,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         slowest,
         lost,
         run_time: cost,
-        interrupt_wakers_by: crate::explain::run::InterruptWakersBy::of(&symbols),
+        interrupt_wakers_by: crate::explain::explanation::InterruptWakersBy::of(&symbols),
         cpu_ns: record::process_cpu_ns().saturating_sub(cpu_before),
         environment: crate::environment::fingerprint(&filter::target_of(&settings.filter)),
     };

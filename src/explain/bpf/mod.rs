@@ -42,7 +42,6 @@ mod kind;
 mod layout;
 mod load;
 mod maps;
-pub(crate) mod plug;
 pub(crate) mod record;
 pub(crate) mod run;
 mod settings;
