@@ -40,6 +40,8 @@ mod causes;
 mod commits;
 mod index;
 #[cfg(test)]
+mod hand_built_tests;
+#[cfg(test)]
 mod tests;
 
 pub(crate) use causes::{waker_name, Attribution, Cause, Commit, Part, Share, ThreadCall};
