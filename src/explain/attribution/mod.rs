@@ -38,9 +38,9 @@ use serde::{Deserialize, Serialize};
 mod call;
 mod causes;
 mod commits;
-mod index;
 #[cfg(test)]
 mod hand_built_tests;
+mod index;
 #[cfg(test)]
 mod tests;
 
