@@ -4,7 +4,7 @@
 # prints the bzImage's path as its last line (docs/kernels.md, "Kernels built here").
 #
 #   scripts/build-kernel.sh [--tree DIR] [--source DIR] [--tarball FILE] [--jobs N] [--config-only]
-#                           OUTDIR [PATCH...]
+#                           [--min-free MIB] OUTDIR [PATCH...]
 #   scripts/build-kernel.sh --check-config CONFIG     # does CONFIG have every option of the fragment?
 #
 # OUTDIR gets bzImage-RELEASE and config-RELEASE; RELEASE is 6.1.N-fsynclab, with the patches'
@@ -12,12 +12,13 @@
 # by the next build (--tree DIR, OUTDIR/.tree by default): DIR/src is the source, extracted once;
 # DIR/obj the object files (make O=); DIR/pristine the original of every file a patch changed.
 # A build with other patches puts those originals back, applies its own, and make rebuilds
-# what they touch: minutes, not the first build's hour. --source DIR builds DIR's tree as it is
+# what they touch: minutes, not the first build's tens of minutes. --source DIR builds DIR's tree as it is
 # (a git checkout a bisect moves, no patches), its objects in the --tree's obj.
-# Every check (source package, tools, patches apply in order, free disk, OUTDIR writable) runs
-# before the first long step, each a one-line error (exit 2). A failed or interrupted build
-# (exit 1, 130 on Ctrl-C) says so in one line and writes no bzImage: the image is copied beside
-# its final name and renamed into place only once make has finished.
+# Every check (source package, tools, patches apply in order, free disk: 6 GiB for a first build,
+# 2 for a rebuild, or --min-free MIB; OUTDIR writable) runs before the first long step, each a
+# one-line error (exit 2). A failed or interrupted build (exit 1, 130 on Ctrl-C; a full disk
+# said as such) says so in one line and writes no bzImage: the image is copied beside its
+# final name and renamed into place only once make has finished.
 set -euo pipefail
 
 me=build-kernel.sh
@@ -25,7 +26,7 @@ fail() { echo "$me: $*" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 fragment=$here/kernels/fsynclab.config
 tarball=/usr/src/linux-source-6.1.tar.xz
-tree= source= jobs=$(nproc) config_only=0 check_config=
+tree= source= jobs=$(nproc) config_only=0 check_config= min_free=
 
 # The fragment's options as "NAME=VALUE" ("NAME=n" for "# CONFIG_NAME is not set"); with
 # "needed", only those of its sections marked [needed].
@@ -55,9 +56,10 @@ while [ $# -gt 0 ]; do
     --source) [ $# -ge 2 ] || fail "--source needs a directory"; source=$2; shift 2 ;;
     --tarball) [ $# -ge 2 ] || fail "--tarball needs a file"; tarball=$2; shift 2 ;;
     --jobs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || fail "--jobs needs a positive number"; jobs=$2; shift 2 ;;
+    --min-free) [[ ${2:-} =~ ^[0-9]+$ ]] || fail "--min-free needs a size in MiB"; min_free=$2; shift 2 ;;
     --config-only) config_only=1; shift ;;
     --check-config) [ $# -ge 2 ] || fail "--check-config needs a kernel .config"; check_config=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     --) shift; break ;;
     -*) fail "unknown option $1 (try --help)" ;;
     *) break ;;
@@ -125,6 +127,7 @@ have_tree=0
 # of objects and debug information (measured: docs/kernels.md); a rebuild little more.
 need_kib=$((6 * 1024 * 1024))
 [ ! -f "$tree/obj/vmlinux" ] || need_kib=$((2 * 1024 * 1024))
+[ -z "$min_free" ] || need_kib=$((min_free * 1024))
 probe_dir=$tree; while [ ! -d "$probe_dir" ]; do probe_dir=$(dirname "$probe_dir"); done
 free_kib=$(df -Pk "$probe_dir" | awk 'NR==2 {print $4}')
 [ "$free_kib" -ge "$need_kib" ] || fail "not enough free disk in $probe_dir: $((free_kib / 1024)) MiB free, a build needs $((need_kib / 1024)) MiB"
@@ -210,8 +213,14 @@ flock -n 9 || fail "another build is using $tree (wait for it, or give --tree DI
 if [ -z "$source" ] && [ "$have_tree" -eq 0 ]; then
   echo "$me: extracting $tarball into $tree/src" >&2
   rm -rf "$tree/src.partial" && mkdir "$tree/src.partial"
-  tar -xJf "$tarball" -C "$tree/src.partial" --strip-components=1 ||
-    { echo "$me: cannot extract $tarball into $tree (disk full?)" >&2; exit 1; }
+  if ! tar -xJf "$tarball" -C "$tree/src.partial" --strip-components=1 2> "$work/tar.err"; then
+    if grep -q 'No space left on device' "$work/tar.err"; then
+      echo "$me: cannot extract $tarball into $tree: no space left on device" >&2
+    else
+      echo "$me: cannot extract $tarball into $tree: $(head -n 1 "$work/tar.err")" >&2
+    fi
+    exit 1
+  fi
   mv "$tree/src.partial" "$tree/src"
 fi
 

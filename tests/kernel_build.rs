@@ -24,6 +24,7 @@ common::tests! {
     every_option_of_the_fragment_survives_olddefconfig: [SOURCE, Tool("make"), Tool("gcc"), Tool("bison"), Tool("flex"), Tool("pahole")],
     a_kernel_config_lacking_what_guests_need_is_named_option_by_option,
     too_little_free_disk_is_refused_before_anything_is_made: [SOURCE, Root],
+    a_disk_that_fills_while_extracting_is_said_in_one_line_and_nothing_is_left: [SOURCE, Root],
     ctrl_c_while_extracting_leaves_no_tree_behind: [SOURCE],
 }
 
@@ -329,27 +330,37 @@ fn a_kernel_config_lacking_what_guests_need_is_named_option_by_option() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
+/// A 64 MiB tmpfs at `dir/small`, unmounted when the guard goes.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path) -> SmallDisk {
+        let small = dir.join("small");
+        std::fs::create_dir(&small).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64m", "fsynclab-test"])
+            .arg(&small)
+            .status()
+            .unwrap();
+        assert!(mounted.success());
+        SmallDisk(small)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
 /// A 64 MiB tmpfs as the tree: the free-disk check refuses it before anything is extracted
 /// (one line, with the figures), and the tmpfs is unmounted afterwards.
 fn too_little_free_disk_is_refused_before_anything_is_made() {
     let dir = tempfile::tempdir().unwrap();
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let small = dir.path().join("small");
-    std::fs::create_dir(&small).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64m", "fsynclab-test"])
-        .arg(&small)
-        .status()
-        .unwrap();
-    assert!(mounted.success());
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _unmount = Unmount(&small);
+    let disk = SmallDisk::mount(dir.path());
+    let small = disk.0.clone();
     let out = build_kernel(&tmp)
         .arg("--tree")
         .arg(small.join("tree"))
@@ -405,5 +416,37 @@ fn ctrl_c_while_extracting_leaves_no_tree_behind() {
         "{err}"
     );
     assert!(!outdir.exists(), "left: {:?}", entries(dir.path()));
+    assert_eq!(entries(&tmp), Vec::<String>::new());
+}
+
+/// The same 64 MiB tmpfs with the free-disk check lowered (`--min-free 1`): the extraction
+/// fills it, and the script says so in one line (exit 1), leaving neither the half-extracted
+/// tree nor the OUTDIR it made.
+fn a_disk_that_fills_while_extracting_is_said_in_one_line_and_nothing_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let disk = SmallDisk::mount(dir.path());
+    let outdir = dir.path().join("out");
+    let out = build_kernel(&tmp)
+        .args(["--min-free", "1", "--config-only", "--tree"])
+        .arg(disk.0.join("tree"))
+        .arg(&outdir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| !l.contains(": extracting ")).collect();
+    assert_eq!(
+        said,
+        [format!(
+            "build-kernel.sh: cannot extract {TARBALL} into {}: no space left on device",
+            disk.0.join("tree").display()
+        )
+        .as_str()],
+        "{err}"
+    );
+    assert_eq!(entries(&disk.0), Vec::<String>::new());
+    assert!(!outdir.exists());
     assert_eq!(entries(&tmp), Vec::<String>::new());
 }
