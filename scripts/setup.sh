@@ -16,6 +16,11 @@
 # machine's configured pip; its initramfs for a modular kernel needs busybox-static);
 # qemu-utils with them, so that qemu-img stays (apt replaces a newer one from elsewhere by
 # the one that matches qemu-system-x86).
+# linux-source-6.1 (Debian's kernel source, /usr/src/linux-source-6.1.tar.xz) with what a
+# kernel build needs (make, gcc, bc, bison, flex, libssl-dev; dwarves' pahole for the kernel's
+# BTF; libelf-dev is above) for scripts/build-kernel.sh, which builds the kernels fsynclab
+# compares (docs/kernels.md); CI's tests/kernel_build.rs checks the patches and the config
+# fragment against that source.
 # `scripts/setup.sh --second-kernel` also installs Debian's newest 6.12 kernel
 # (linux-image-6.12.NN+deb12-amd64), so that two kernels can be compared booted the same
 # way, under the same accelerator (docs/kernels.md); no test needs it.
@@ -30,7 +35,8 @@ for arg in "$@"; do
 done
 need=()
 for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount bash-completion man-db chromium slurm-wlm munge postgresql python3-yaml \
-  clang libbpf-dev libelf-dev zlib1g-dev pkg-config bpftool qemu-system-x86 qemu-utils busybox-static; do
+  clang libbpf-dev libelf-dev zlib1g-dev pkg-config bpftool qemu-system-x86 qemu-utils busybox-static \
+  linux-source-6.1 make gcc bc bison flex libssl-dev dwarves; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then
