@@ -36,6 +36,11 @@ pub fn run(cli: Cli) -> Result<i32> {
 
 /// Runs the command the command line names.
 fn dispatch(cli: Cli, expect: Vec<Expectation>) -> Result<i32> {
+    if measures_this_machine(&cli.command) {
+        if let Some(why) = crate::sys::missing_kernel_mount() {
+            return Err(crate::error::Usage(why).into());
+        }
+    }
     if let Some(code) = on_another_kernel(&cli, &expect)? {
         return Ok(code);
     }
@@ -69,6 +74,24 @@ fn dispatch(cli: Cli, expect: Vec<Expectation>) -> Result<i32> {
         Command::Cell(args) => matrix::cell(&args),
         Command::Watch(args) => watch::watch(&args),
     }
+}
+
+/// Whether the command reads this machine's kernel (/proc, /sys): the ones that measure,
+/// trace or undo; not those that read the store or print.
+fn measures_this_machine(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Suite(_)
+            | Command::Run { .. }
+            | Command::Load { .. }
+            | Command::Probe { .. }
+            | Command::Exec(_)
+            | Command::Matrix(_)
+            | Command::Reproduce(_)
+            | Command::Cleanup
+            | Command::Cell(_)
+            | Command::Watch(_)
+    )
 }
 
 /// `--device help` on any command that takes a target: the same listing as `list-devices`.
