@@ -12,6 +12,11 @@ use crate::scenario::{load, probe};
 
 /// Runs the command the command line names; returns the process exit status.
 pub fn run(cli: Cli) -> Result<i32> {
+    if measures_this_machine(&cli.command) {
+        if let Some(why) = crate::sys::missing_kernel_mount() {
+            return Err(crate::error::Usage(why).into());
+        }
+    }
     match cli.command {
         Command::Suite(args) => suite::command(&args),
         Command::List { scenario, format } => list::list(scenario.as_deref(), format),
@@ -41,4 +46,22 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Cell(args) => matrix::cell(&args),
         Command::Watch(args) => watch::watch(&args),
     }
+}
+
+/// Whether the command reads this machine's kernel (/proc, /sys): the ones that measure,
+/// trace or undo; not those that read the store or print.
+fn measures_this_machine(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Suite(_)
+            | Command::Run { .. }
+            | Command::Load { .. }
+            | Command::Probe { .. }
+            | Command::Exec(_)
+            | Command::Matrix(_)
+            | Command::Reproduce(_)
+            | Command::Cleanup
+            | Command::Cell(_)
+            | Command::Watch(_)
+    )
 }
