@@ -18,7 +18,8 @@
 //! - command line: `cli`, the clap definitions
 //! - domain: the work commands ask for, one module each, below the command line: `farm`,
 //!   where a matrix's runs are made (here, or by a scheduler behind the `Farm` trait: Slurm
-//!   with its client, Kubernetes, each with its own options)
+//!   with its client, Kubernetes, each with its own options); `reproduce`, the seeds'
+//!   experiments, their runs, the verdicts that judge them and the table they make
 //! - run: `run`, the one way to run: the session (signals watched, testbed opened and
 //!   undone), the engine (a measurement, phase by phase), the one recorded cell and its
 //!   progress
@@ -80,6 +81,7 @@ mod observe;
 mod params;
 mod recording;
 mod report;
+mod reproduce;
 mod result;
 mod rng;
 mod role;

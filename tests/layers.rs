@@ -46,7 +46,7 @@ const TIERS: &[(&str, &[&str])] = &[
     ("dispatch", &["app"]),
     ("commands", &["commands"]),
     ("command line", &["cli"]),
-    ("domain", &["farm"]),
+    ("domain", &["farm", "reproduce"]),
     ("run", &["run"]),
     ("output", &["html", "report", "recording"]),
     ("results", &["matrix", "store", "compare", "result"]),

@@ -20,6 +20,7 @@ mod watch;
 /// command line names them.
 pub use crate::matrix::table::TableFormat;
 pub use crate::report::Format;
+pub use crate::reproduce::ReproduceFormat;
 pub use exec::{ExecArgs, ExecExplainArgs};
 pub use store::{
     CellArgs, CompareArgs, Engine, ExportArgs, ExportFormat, MatrixArgs, RecordArgs, ReportArgs, RunsArgs, StoreArg,
@@ -327,17 +328,6 @@ pub struct RunArgs {
     pub explain: ExplainArgs,
     #[command(flatten)]
     pub verdict: VerdictArgs,
-}
-
-/// The forms of `fsynclab reproduce`'s table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ReproduceFormat {
-    /// A block per finding: claim, published figure and source, measured figure, verdict
-    Text,
-    /// One markdown table row per finding, ready for a mailing list
-    Markdown,
-    /// Every field of every row, with the runs behind it
-    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -16,6 +16,7 @@ use anyhow::Result;
 
 use crate::compare::{run_figures, RunFigures};
 use crate::error::Usage;
+use crate::matrix::is_matrix_id;
 use crate::result::RunResult;
 use crate::store::{RunFilter, RunId, RunSummary, Store};
 
@@ -235,24 +236,6 @@ fn id(text: &str, whole: &str) -> Result<RunId, Usage> {
             "'{whole}': '{text}' is neither a file nor a run id; give ids (42), ranges (3-7), lists (3,5,9), result files, or a matrix cell (m3:device=ram)"
         ))
     })
-}
-
-/// `m3`, or a reproduction's `reproduce3-001` and `reproduce3-003-bdi`: the forms of matrix
-/// ids the store gives out.
-pub(crate) fn is_matrix_id(text: &str) -> bool {
-    let numbered = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
-    if let Some(n) = text.strip_prefix('m') {
-        return numbered(n);
-    }
-    text.strip_prefix(crate::matrix::REPRODUCTION_ID_PREFIX)
-        .and_then(|rest| rest.split_once('-'))
-        .is_some_and(|(n, group)| {
-            numbered(n)
-                && !group.is_empty()
-                && group
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        })
 }
 
 /// Splits `device=flush=5ms,write=80M,coordination=wal` into (axis, value) pairs, cutting

@@ -1,19 +1,25 @@
 //! `reproduce --show ID`: a reproduction read back from the store and judged again on its
 //! stored runs, with the runs a configuration it has (not what `--quick` makes today).
 
+use std::path::Path;
+
 use anyhow::Result;
 
 use super::experiment::{CellRuns, Experiment, Measured, Run, Size};
-use super::{kernels, sidebyside, Reproduction, SeedReport, ID_PREFIX};
-use crate::cli::ReproduceArgs;
+use super::{kernels, sidebyside, ReproduceFormat, Reproduction, SeedReport, ID_PREFIX};
 use crate::error::Usage;
 use crate::matrix::plan::Plan;
 use crate::recording;
 
 /// `--show ID`: a stored reproduction's rows, judged again on its stored runs (the seeds
 /// `experiments` names, of those it has).
-pub(super) fn show(id: &str, experiments: &[&'static dyn Experiment], args: &ReproduceArgs) -> Result<i32> {
-    let (store, path) = recording::open_for_reading(args.store.store.as_deref())?;
+pub(super) fn show(
+    id: &str,
+    experiments: &[&'static dyn Experiment],
+    store: Option<&Path>,
+    format: ReproduceFormat,
+) -> Result<i32> {
+    let (store, path) = recording::open_for_reading(store)?;
     let matrices = store.matrices_with_prefix(&format!("{id}-"))?;
     if matrices.is_empty() {
         return Err(Usage(format!(
@@ -108,5 +114,5 @@ pub(super) fn show(id: &str, experiments: &[&'static dyn Experiment], args: &Rep
         kernels,
         seeds,
     };
-    crate::report::print(&sidebyside::render(&reproduction, args.format)?)
+    crate::report::print(&sidebyside::render(&reproduction, format)?)
 }

@@ -8,10 +8,9 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::kernels::Change;
-use super::render::{cell, heading, or_dash, seeds_footer};
+use super::render::{cell, heading, or_dash, seeds_footer, ReproduceFormat};
 use super::verdict::Verdict;
 use super::{Reproduction, SeedReport};
-use crate::cli::ReproduceFormat;
 use crate::compare::figures::format_significant;
 
 /// The reproduction in `format`: side by side with several kernels, else as [`super::render`]

@@ -4,9 +4,9 @@
 
 use super::super::experiment::{worst_s, Group};
 use super::super::verdict::Judgement;
+use super::super::ReproduceFormat;
 use super::super::{sidebyside, Reproduction};
 use super::*;
-use crate::cli::ReproduceFormat;
 use crate::measure::{OpKind, OpStats};
 use crate::result::tests_support::empty_result;
 

@@ -35,13 +35,14 @@ mod sidebyside;
 mod stored;
 mod verdict;
 
-use std::path::PathBuf;
+pub use render::ReproduceFormat;
+
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::ReproduceArgs;
 use crate::error::Usage;
 use crate::explain::attribution::Threshold;
 use crate::explain::run::{ExplainOptions, TraceWish};
@@ -51,7 +52,8 @@ use crate::recording::{self, Recording};
 use crate::run::cell::{Failure, Made, Recorded};
 use crate::run::Progress;
 use crate::store::MatrixRecord;
-use experiment::{CellRuns, Experiment, Measured, Row, Run, Size};
+pub(crate) use experiment::Size;
+use experiment::{CellRuns, Experiment, Measured, Row, Run};
 use groups::{label_of, plan_groups, run_one, say_full_plan, Choice};
 
 /// The prefix of a reproduction's id (`reproduce3`) and of its matrices (`reproduce3-000`).
@@ -179,41 +181,54 @@ pub(crate) struct Reproduction {
     pub(crate) seeds: Vec<SeedReport>,
 }
 
-pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
+/// What a reproduction is asked for: `fsynclab reproduce`'s arguments, read by the command.
+pub(crate) struct Request<'a> {
+    /// SEED or SEED:GROUP, as typed (all seeds when empty).
+    pub(crate) seeds: &'a [String],
+    pub(crate) size: Size,
+    /// Runs of every configuration instead of the size's own.
+    pub(crate) runs: Option<u32>,
+    pub(crate) format: ReproduceFormat,
+    pub(crate) backing: Option<&'a PathBuf>,
+    /// `--kernel K1,K2`, and the guests' time limit.
+    pub(crate) kernel: Option<&'a str>,
+    pub(crate) kernel_timeout: Option<&'a str>,
+    /// The results store asked for (the default store when none).
+    pub(crate) store: Option<&'a Path>,
+    pub(crate) quiet: bool,
+}
+
+/// Prints stored reproduction `id` again in `format`, judged on its stored runs of the
+/// seeds `seeds` names; the exit status.
+pub(crate) fn show_again(id: &str, seeds: &[String], store: Option<&Path>, format: ReproduceFormat) -> Result<i32> {
+    stored::show(id, &select(seeds)?, store, format)
+}
+
+/// Runs the reproduction `request` asks for, each run recorded as it ends, and prints the
+/// table; the exit status (128 + the signal that stopped it, 1 if a run failed).
+pub(crate) fn reproduce(request: &Request<'_>) -> Result<i32> {
     // Plan: bad input is refused before anything is made.
-    let experiments = select(&args.seeds)?;
-    if let Some(id) = &args.show {
-        return stored::show(id, &experiments, args);
-    }
-    let size = match (args.full, args.smoke) {
-        (true, _) => Size::Full,
-        (false, true) => Size::Smoke,
-        (false, false) => Size::Quick,
-    };
+    let experiments = select(request.seeds)?;
+    let size = request.size;
     let choice = Choice {
-        only: groups_named(&args.seeds, size)?,
-        runs: args.runs,
+        only: groups_named(request.seeds, size)?,
+        runs: request.runs,
     };
-    let kernels = kernels::check(
-        args.kernel.as_deref(),
-        args.kernel_timeout.as_deref(),
-        &experiments,
-        size,
-    )?;
+    let kernels = kernels::check(request.kernel, request.kernel_timeout, &experiments, size)?;
     if !crate::sys::is_root() {
         return Err(Usage(
             "fsynclab reproduce: its runs make scratch filesystems on emulated disks and set vm sysctls, which needs root: run it as root".into(),
         )
         .into());
     }
-    let path = recording::store_path(args.store.store.as_deref(), false)?.ok_or_else(|| {
+    let path = recording::store_path(request.store, false)?.ok_or_else(|| {
         Usage(format!(
             "fsynclab reproduce stores every run, and {}={} turns the results store off: give --store PATH",
             crate::store::STORE_ENV,
             recording::STORE_OFF
         ))
     })?;
-    if let Some(backing) = &args.backing {
+    if let Some(backing) = request.backing {
         if !backing.is_dir() {
             return Err(Usage(format!(
                 "--backing {}: no such directory; create it or choose another",
@@ -230,17 +245,13 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     )?;
     let mut store = recording::open_for_writing(&path)?;
     let id = store.next_prefixed_id(ID_PREFIX)?;
-    let mut groups = plan_groups(&experiments, size, &id, args.backing.as_ref(), &choice)?;
-    kernels::apply(
-        groups.iter_mut().map(|g| &mut g.plan),
-        &kernels,
-        args.kernel_timeout.as_deref(),
-    );
+    let mut groups = plan_groups(&experiments, size, &id, request.backing, &choice)?;
+    kernels::apply(groups.iter_mut().map(|g| &mut g.plan), &kernels, request.kernel_timeout);
     let total: usize = groups.iter().map(|g| g.plan.order().len()).sum();
-    if args.full {
+    if size == Size::Full {
         say_full_plan(&groups, total)?;
     }
-    if !args.quiet {
+    if !request.quiet {
         note!(
             "fsynclab reproduce {id}: seeds {}, {} ({} a configuration): {total} runs, recorded in {} (`fsynclab runs --grep {id}` lists them)",
             experiments.iter().map(|e| e.seed()).collect::<Vec<_>>().join(" "),
@@ -261,7 +272,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             note!("{n}");
         }
         if !kernels.is_empty() {
-            note!("fsynclab reproduce {id}: every run on kernel {}, in turn cell by cell; a guest is booted for each run of a kernel other than host (under TCG about a minute each), and ended after {}", kernels.join(", then "), args.kernel_timeout.as_deref().unwrap_or(crate::matrix::plan::DERIVED_LIMIT_TEXT));
+            note!("fsynclab reproduce {id}: every run on kernel {}, in turn cell by cell; a guest is booted for each run of a kernel other than host (under TCG about a minute each), and ended after {}", kernels.join(", then "), request.kernel_timeout.unwrap_or(crate::matrix::plan::DERIVED_LIMIT_TEXT));
         }
     }
     for g in &groups {
@@ -272,7 +283,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             plan: serde_json::to_value(&g.plan)?,
         })?;
     }
-    let machine = crate::environment::fingerprint(&args.backing.clone().unwrap_or_else(|| PathBuf::from(".")));
+    let machine = crate::environment::fingerprint(&request.backing.cloned().unwrap_or_else(|| PathBuf::from(".")));
     let mut recording = Recording::into(store, path.clone());
 
     // Runs, seed by seed; a signal skips the rest.
@@ -281,7 +292,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     let clock = Instant::now();
     let mut measured: Vec<(&'static dyn Experiment, Measured)> =
         experiments.iter().map(|e| (*e, Measured::default())).collect();
-    let mut progress = Progress::counted(total, args.quiet);
+    let mut progress = Progress::counted(total, request.quiet);
     let mut ended_by = None;
     let mut failed = 0;
     'groups: for g in &groups {
@@ -361,8 +372,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
             .collect(),
         kernels,
     };
-    crate::report::print(&sidebyside::render(&reproduction, args.format)?)?;
-    if !args.quiet {
+    crate::report::print(&sidebyside::render(&reproduction, request.format)?)?;
+    if !request.quiet {
         // A matrix this reproduction made (the first seed's), not one it may not have.
         let first = groups
             .first()
@@ -441,7 +452,7 @@ mod tests {
             let groups = plan_groups(&all(), size, "reproduce1", None, &Choice::default()).unwrap();
             assert!(groups.len() >= 5, "{}", groups.len());
             for g in &groups {
-                assert!(crate::commands::select::is_matrix_id(&g.matrix_id), "{}", g.matrix_id);
+                assert!(crate::matrix::is_matrix_id(&g.matrix_id), "{}", g.matrix_id);
                 assert!(!g.plan.cells().is_empty());
             }
         }

@@ -8,7 +8,6 @@ use anyhow::Result;
 use super::experiment::{Row, Size};
 use super::verdict::Verdict;
 use super::Reproduction;
-use crate::cli::ReproduceFormat;
 use crate::units::clock;
 
 pub(crate) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String> {
@@ -17,6 +16,17 @@ pub(crate) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String
         ReproduceFormat::Markdown => markdown(r),
         ReproduceFormat::Json => serde_json::to_string_pretty(r)? + "\n",
     })
+}
+
+/// The forms of `fsynclab reproduce`'s table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReproduceFormat {
+    /// A block per finding: claim, published figure and source, measured figure, verdict
+    Text,
+    /// One markdown table row per finding, ready for a mailing list
+    Markdown,
+    /// Every field of every row, with the runs behind it
+    Json,
 }
 
 /// What `--quick` runs (each seed's `quick_repeat`).
