@@ -230,7 +230,7 @@ step_bisect_prepare() {
   [ ! -f "$dir/bisect-tree/obj/vmlinux" ] || return 0
   (
     cd "$repo"
-    git bisect reset -q 2>/dev/null || true
+    git bisect reset >/dev/null 2>&1 || true
     git checkout -q base
     say "bisect: the base's first build in $dir/bisect-tree (not part of the bisection's time)"
     /usr/bin/time -v -o "$dir/bisect-base.time" "$here/scripts/build-kernel.sh" --source "$repo" --tree "$dir/bisect-tree" "$dir/bisect-kernels" >> "$log" 2>&1
@@ -245,14 +245,14 @@ step_bisect() {
   local repo=$dir/linux-git expect
   expect=$(bisect_expect)
   cd "$repo"
-  git bisect reset -q 2>/dev/null || true
+  git bisect reset >/dev/null 2>&1 || true
   git checkout -q calibration
   say "bisect: git bisect start HEAD base; git bisect run $me bisect-step (each step judged by --expect '$expect')"
-  git bisect start -q HEAD base
+  git bisect start HEAD base >/dev/null
   /usr/bin/time -v -o "$dir/bisect.time" git bisect run "$here/scripts/kernel-calibration.sh" --dir "$dir" ${lock:+--lock "$lock"} bisect-step 2>&1 | tee "$dir/bisect.out" | tee -a "$log"
   say "bisect took $(time_of "$dir/bisect.time"): $(grep -m1 'is the first bad commit' "$dir/bisect.out" || echo 'no commit named')"
   git bisect log > "$dir/bisect.log"
-  git bisect reset -q
+  git bisect reset >/dev/null 2>&1
 }
 
 while [ $# -gt 0 ]; do
