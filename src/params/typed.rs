@@ -195,6 +195,29 @@ impl<'a> ParamReader<'a> {
     }
 }
 
+/// A scenario's parameters as one typed struct whose fields are each read from the
+/// [`Param`] written beside it (`name: Type = PARAM,`): the struct and its
+/// [`ScenarioParams`] reader, which would otherwise name every field twice, written once.
+macro_rules! scenario_params {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident {
+        $($(#[$field_meta:meta])* $field_vis:vis $field:ident: $ty:ty = $param:expr),* $(,)?
+    }) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $($(#[$field_meta])* $field_vis $field: $ty,)*
+        }
+
+        impl $crate::params::ScenarioParams for $name {
+            fn read(r: &mut $crate::params::ParamReader<'_>) -> Result<Self, $crate::params::ParamError> {
+                Ok($name {
+                    $($field: r.get(&$param)?,)*
+                })
+            }
+        }
+    };
+}
+pub(crate) use scenario_params;
+
 /// A scenario's parameters as one typed struct, read once from the resolved [`Params`].
 pub(crate) trait ScenarioParams: Sized {
     fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError>;

@@ -15,7 +15,7 @@ use super::{Context, Outcome, Plan, Scenario, Views};
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
-use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Param, ParamSpec, Params, ScenarioParams};
 use crate::scenario::Measured;
 use crate::sync::SyncMethod;
 use crate::sys::{self, AlignedBuf};
@@ -57,16 +57,10 @@ struct Config {
 
 const ITERATIONS: Param<u64> = Param::count("iterations", "100", "how many times each measurement is repeated");
 
-/// The probe's parameters, as read.
-struct ProbeParams {
-    iterations: u64,
-}
-
-impl ScenarioParams for ProbeParams {
-    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
-        Ok(ProbeParams {
-            iterations: r.get(&ITERATIONS)?,
-        })
+scenario_params! {
+    /// The probe's parameters, as read.
+    struct ProbeParams {
+        iterations: u64 = ITERATIONS,
     }
 }
 

@@ -28,7 +28,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{Choice, Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Choice, Param, ParamSpec, Params, ScenarioParams};
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 use crate::units::{format_size, Bytes};
@@ -76,28 +76,16 @@ const WRITES: Param<u64> = Param::count(
 )
 .seed("1048576");
 
-/// The scenario's parameters, as read.
-struct DatasyncParams {
-    methods: Vec<SyncMethod>,
-    cases: Vec<Case>,
-    write_size: Bytes,
-    file_size: Bytes,
-    rounds: u64,
-    duration: Duration,
-    writes: u64,
-}
-
-impl ScenarioParams for DatasyncParams {
-    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
-        Ok(DatasyncParams {
-            methods: r.get(&METHODS)?,
-            cases: r.get(&CASES)?,
-            write_size: r.get(&WRITE_SIZE)?,
-            file_size: r.get(&FILE_SIZE)?,
-            rounds: r.get(&ROUNDS)?,
-            duration: r.get(&DURATION)?,
-            writes: r.get(&WRITES)?,
-        })
+scenario_params! {
+    /// The scenario's parameters, as read.
+    struct DatasyncParams {
+        methods: Vec<SyncMethod> = METHODS,
+        cases: Vec<Case> = CASES,
+        write_size: Bytes = WRITE_SIZE,
+        file_size: Bytes = FILE_SIZE,
+        rounds: u64 = ROUNDS,
+        duration: Duration = DURATION,
+        writes: u64 = WRITES,
     }
 }
 

@@ -38,7 +38,7 @@ use super::{Context, GuestDisk, Outcome, Plan, Scenario};
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Param, ParamSpec, Params, ScenarioParams};
 use crate::testbed::command::find_tool;
 use crate::testbed::device::DeviceProfile;
 use crate::testbed::scratch::{self, ScratchSpec};
@@ -67,20 +67,12 @@ const DEVICE: Param<String> = Param::text(
     "the emulated disk under each filesystem (`fsynclab list-devices`); the scenario sets its faults",
 );
 
-/// The scenario's parameters, as read.
-struct FsyncErrorsParams {
-    fs: String,
-    fault: Scope,
-    device: String,
-}
-
-impl ScenarioParams for FsyncErrorsParams {
-    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
-        Ok(FsyncErrorsParams {
-            fs: r.get(&FS)?,
-            fault: r.get(&FAULT)?,
-            device: r.get(&DEVICE)?,
-        })
+scenario_params! {
+    /// The scenario's parameters, as read.
+    struct FsyncErrorsParams {
+        fs: String = FS,
+        fault: Scope = FAULT,
+        device: String = DEVICE,
     }
 }
 

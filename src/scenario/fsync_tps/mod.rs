@@ -30,7 +30,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::Event;
-use crate::params::{Choice, Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Choice, Param, ParamSpec, Params, ScenarioParams};
 use crate::role::group_commit::{check_delay, parse_delay, Delay};
 use crate::role::prober::Placement;
 use crate::sync::SyncMethod;
@@ -84,32 +84,18 @@ const SYNC: Param<SyncMethod> = Param::choice_among(
 .seed("fsync");
 const DURATION: Param<Duration> = Param::duration("duration", "2s", "how long each thread count of each strategy runs");
 
-/// The scenario's parameters, as read.
-struct FsyncTpsParams {
-    threads: Vec<u64>,
-    coordination: Vec<Coordination>,
-    delay: String,
-    record_size: Bytes,
-    file_size: Bytes,
-    placement: Placement,
-    directio: bool,
-    sync: SyncMethod,
-    duration: Duration,
-}
-
-impl ScenarioParams for FsyncTpsParams {
-    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
-        Ok(FsyncTpsParams {
-            threads: r.get(&THREADS)?,
-            coordination: r.get(&COORDINATION)?,
-            delay: r.get(&DELAY)?,
-            record_size: r.get(&RECORD_SIZE)?,
-            file_size: r.get(&FILE_SIZE)?,
-            placement: r.get(&PLACEMENT)?,
-            directio: r.get(&DIRECTIO)?,
-            sync: r.get(&SYNC)?,
-            duration: r.get(&DURATION)?,
-        })
+scenario_params! {
+    /// The scenario's parameters, as read.
+    struct FsyncTpsParams {
+        threads: Vec<u64> = THREADS,
+        coordination: Vec<Coordination> = COORDINATION,
+        delay: String = DELAY,
+        record_size: Bytes = RECORD_SIZE,
+        file_size: Bytes = FILE_SIZE,
+        placement: Placement = PLACEMENT,
+        directio: bool = DIRECTIO,
+        sync: SyncMethod = SYNC,
+        duration: Duration = DURATION,
     }
 }
 

@@ -26,7 +26,7 @@ use super::{Context, Outcome, Plan, Scenario};
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Param, ParamSpec, Params, ScenarioParams};
 use crate::rng::SplitMix64;
 use crate::sync::SyncMethod;
 use crate::testbed::device::{CutPlan, CutTrigger, Keep};
@@ -78,36 +78,20 @@ const MAX_SIZE: Param<Bytes> = Param::size(
 );
 const SEED: Param<u64> = Param::count("seed", "1", "seed of the cut moments and of what survives");
 
-/// The scenario's parameters, as read.
-struct PowercutParams {
-    pattern: Pattern,
-    sync: SyncMethod,
-    dir_sync: bool,
-    record_size: Bytes,
-    slots: u64,
-    cuts: u64,
-    cut_after: Duration,
-    cut_within: Duration,
-    keep: String,
-    max_size: Bytes,
-    seed: u64,
-}
-
-impl ScenarioParams for PowercutParams {
-    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
-        Ok(PowercutParams {
-            pattern: r.get(&PATTERN)?,
-            sync: r.get(&SYNC)?,
-            dir_sync: r.get(&DIR_SYNC)?,
-            record_size: r.get(&RECORD_SIZE)?,
-            slots: r.get(&SLOTS)?,
-            cuts: r.get(&CUTS)?,
-            cut_after: r.get(&CUT_AFTER)?,
-            cut_within: r.get(&CUT_WITHIN)?,
-            keep: r.get(&KEEP)?,
-            max_size: r.get(&MAX_SIZE)?,
-            seed: r.get(&SEED)?,
-        })
+scenario_params! {
+    /// The scenario's parameters, as read.
+    struct PowercutParams {
+        pattern: Pattern = PATTERN,
+        sync: SyncMethod = SYNC,
+        dir_sync: bool = DIR_SYNC,
+        record_size: Bytes = RECORD_SIZE,
+        slots: u64 = SLOTS,
+        cuts: u64 = CUTS,
+        cut_after: Duration = CUT_AFTER,
+        cut_within: Duration = CUT_WITHIN,
+        keep: String = KEEP,
+        max_size: Bytes = MAX_SIZE,
+        seed: u64 = SEED,
     }
 }
 

@@ -34,7 +34,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
-use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Param, ParamSpec, Params, ScenarioParams};
 use crate::role::pool::run_workers;
 use crate::sync::SyncMethod;
 use crate::units::{format_size, Bytes};
@@ -96,34 +96,19 @@ const SEED: Param<u64> = Param::count(
     "seed of the offset generator (fixed, so runs are repeatable)",
 );
 
-/// The scenario's parameters, as read.
-struct RndwrParams {
-    files: u64,
-    total_size: Bytes,
-    threads: u64,
-    block_size: Bytes,
-    fsync_freq: u64,
-    fsync_mode: SyncMethod,
-    fsync_end: bool,
-    max_requests: u64,
-    duration: Duration,
-    seed: u64,
-}
-
-impl ScenarioParams for RndwrParams {
-    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
-        Ok(RndwrParams {
-            files: r.get(&FILES)?,
-            total_size: r.get(&TOTAL_SIZE)?,
-            threads: r.get(&THREADS)?,
-            block_size: r.get(&BLOCK_SIZE)?,
-            fsync_freq: r.get(&FSYNC_FREQ)?,
-            fsync_mode: r.get(&FSYNC_MODE)?,
-            fsync_end: r.get(&FSYNC_END)?,
-            max_requests: r.get(&MAX_REQUESTS)?,
-            duration: r.get(&DURATION)?,
-            seed: r.get(&SEED)?,
-        })
+scenario_params! {
+    /// The scenario's parameters, as read.
+    struct RndwrParams {
+        files: u64 = FILES,
+        total_size: Bytes = TOTAL_SIZE,
+        threads: u64 = THREADS,
+        block_size: Bytes = BLOCK_SIZE,
+        fsync_freq: u64 = FSYNC_FREQ,
+        fsync_mode: SyncMethod = FSYNC_MODE,
+        fsync_end: bool = FSYNC_END,
+        max_requests: u64 = MAX_REQUESTS,
+        duration: Duration = DURATION,
+        seed: u64 = SEED,
     }
 }
 

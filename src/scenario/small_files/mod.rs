@@ -33,7 +33,7 @@ use super::{Context, Outcome, Plan, Scenario};
 use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
-use crate::params::{Choice, Param, ParamError, ParamReader, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Choice, Param, ParamSpec, Params, ScenarioParams};
 use crate::units::{format_size, Bytes};
 
 mod details;
@@ -65,30 +65,17 @@ const FILES_PER_DIR: Param<u64> = Param::count(
 )
 .seed("1000");
 
-/// The scenario's parameters, as read.
-struct SmallFilesParams {
-    mode: Mode,
-    sizes: Vec<Bytes>,
-    runs: u64,
-    record: Bytes,
-    files: u64,
-    file_size: Bytes,
-    dirs: u64,
-    files_per_dir: u64,
-}
-
-impl ScenarioParams for SmallFilesParams {
-    fn read(r: &mut ParamReader<'_>) -> Result<Self, ParamError> {
-        Ok(SmallFilesParams {
-            mode: r.get(&MODE)?,
-            sizes: r.get(&SIZES)?,
-            runs: r.get(&RUNS)?,
-            record: r.get(&RECORD)?,
-            files: r.get(&FILES)?,
-            file_size: r.get(&FILE_SIZE)?,
-            dirs: r.get(&DIRS)?,
-            files_per_dir: r.get(&FILES_PER_DIR)?,
-        })
+scenario_params! {
+    /// The scenario's parameters, as read.
+    struct SmallFilesParams {
+        mode: Mode = MODE,
+        sizes: Vec<Bytes> = SIZES,
+        runs: u64 = RUNS,
+        record: Bytes = RECORD,
+        files: u64 = FILES,
+        file_size: Bytes = FILE_SIZE,
+        dirs: u64 = DIRS,
+        files_per_dir: u64 = FILES_PER_DIR,
     }
 }
 
