@@ -197,7 +197,9 @@ impl<'a> ParamReader<'a> {
 
 /// A scenario's parameters as one typed struct whose fields are each read from the
 /// [`Param`] written beside it (`name: Type = PARAM,`): the struct and its
-/// [`ScenarioParams`] reader, which would otherwise name every field twice, written once.
+/// [`ScenarioParams`] reader and the list of their specs (in the fields' order, as
+/// `Scenario::params` gives them), which would otherwise name every field three times,
+/// written once.
 macro_rules! scenario_params {
     ($(#[$meta:meta])* $vis:vis struct $name:ident {
         $($(#[$field_meta:meta])* $field_vis:vis $field:ident: $ty:ty = $param:expr),* $(,)?
@@ -212,6 +214,13 @@ macro_rules! scenario_params {
                 Ok($name {
                     $($field: r.get(&$param)?,)*
                 })
+            }
+        }
+
+        impl $name {
+            /// The parameters as the scenario declares them, in its fields' order.
+            fn specs() -> Vec<$crate::params::ParamSpec> {
+                vec![$($param.spec),*]
             }
         }
     };

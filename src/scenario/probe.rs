@@ -39,7 +39,7 @@ impl Scenario for Probe {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![ITERATIONS.spec]
+        ProbeParams::specs()
     }
 
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {

@@ -130,15 +130,7 @@ impl Scenario for Datasync {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            METHODS.spec,
-            CASES.spec,
-            WRITE_SIZE.spec,
-            FILE_SIZE.spec,
-            ROUNDS.spec,
-            DURATION.spec,
-            WRITES.spec,
-        ]
+        DatasyncParams::specs()
     }
 
     fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {

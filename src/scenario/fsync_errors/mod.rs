@@ -97,7 +97,7 @@ impl Scenario for FsyncErrors {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![FS.spec, FAULT.spec, DEVICE.spec]
+        FsyncErrorsParams::specs()
     }
 
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {

@@ -129,17 +129,7 @@ impl Scenario for FsyncTps {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            THREADS.spec,
-            COORDINATION.spec,
-            DELAY.spec,
-            RECORD_SIZE.spec,
-            FILE_SIZE.spec,
-            PLACEMENT.spec,
-            DIRECTIO.spec,
-            SYNC.spec,
-            DURATION.spec,
-        ]
+        FsyncTpsParams::specs()
     }
 
     fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {

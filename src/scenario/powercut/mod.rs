@@ -114,19 +114,7 @@ impl Scenario for Powercut {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            PATTERN.spec,
-            SYNC.spec,
-            DIR_SYNC.spec,
-            RECORD_SIZE.spec,
-            SLOTS.spec,
-            CUTS.spec,
-            CUT_AFTER.spec,
-            CUT_WITHIN.spec,
-            KEEP.spec,
-            MAX_SIZE.spec,
-            SEED.spec,
-        ]
+        PowercutParams::specs()
     }
 
     fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {

@@ -128,18 +128,7 @@ impl Scenario for Rndwr {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            FILES.spec,
-            TOTAL_SIZE.spec,
-            THREADS.spec,
-            BLOCK_SIZE.spec,
-            FSYNC_FREQ.spec,
-            FSYNC_MODE.spec,
-            FSYNC_END.spec,
-            MAX_REQUESTS.spec,
-            DURATION.spec,
-            SEED.spec,
-        ]
+        RndwrParams::specs()
     }
 
     fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {

@@ -107,16 +107,7 @@ impl Scenario for SmallFiles {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            MODE.spec,
-            SIZES.spec,
-            RUNS.spec,
-            RECORD.spec,
-            FILES.spec,
-            FILE_SIZE.spec,
-            DIRS.spec,
-            FILES_PER_DIR.spec,
-        ]
+        SmallFilesParams::specs()
     }
 
     fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {
