@@ -18,14 +18,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::SuiteArgs;
 use crate::compare::expect::{Expectation, NamedRun};
 use crate::environment::{self, Fingerprint};
 use crate::error::Usage;
-use crate::params::split_assignment;
 use crate::recording::{self, Recording};
 use crate::report::{self, Format};
 use crate::result::{now_rfc3339, write_compact_json_atomically, write_json_atomically};
@@ -33,12 +32,13 @@ use crate::run::cell::{self, Say};
 use crate::run::engine::Planned;
 use crate::run::on_kernel::{Judge, Needs, Writes};
 use crate::run::session::{Opened, Session};
-use crate::scenario::{self, Scenario};
 use crate::testbed::vm::GuestDisk;
 use crate::testbed::workdir;
-use crate::units::{format_duration, human_size};
 
+mod plan;
 pub(crate) mod verdict;
+
+use plan::{full_preflight, plan};
 
 /// The longest a suite run lets any scenario's `duration` be, so that six scenarios fit in
 /// three minutes on a small VM with room for their setup phases.
@@ -47,7 +47,7 @@ pub(crate) const SUITE_DURATION_CAP: Duration = Duration::from_secs(10);
 /// Per-scenario settings the suite uses over the scenario's own defaults (scaled runs only).
 /// Keys a scenario does not declare are skipped, so the table may name scenarios of other
 /// branches before they land.
-const SUITE_SETS: &[(&str, &[&str])] = &[
+pub(super) const SUITE_SETS: &[(&str, &[&str])] = &[
     ("random-writeback", &["iterations=10"]),
     ("datasync", &["rounds=2", "duration=400ms"]),
 ];
@@ -246,130 +246,6 @@ pub(crate) fn expected_duration(args: &SuiteArgs) -> Result<Option<Duration>> {
         .iter()
         .map(|p| p.plan.expected_duration())
         .sum())
-}
-
-fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
-    let scenarios = scenario::suite();
-    let mut user: Vec<(Option<String>, String)> = Vec::new();
-    for arg in sets {
-        let (key, value) = split_assignment(arg)?;
-        match key.split_once('.') {
-            Some((name, k)) => {
-                if !scenarios.iter().any(|s| s.name() == name) {
-                    let names: Vec<&str> = scenarios.iter().map(|s| s.name()).collect();
-                    let why = match scenario::find(name) {
-                        Some(_) => format!("{name} is not part of the suite (run it with `fsynclab run {name}`)"),
-                        None => format!("unknown scenario '{name}'"),
-                    };
-                    return Err(Usage(format!("--set {arg}: {why}; valid: {}", names.join(", "))).into());
-                }
-                user.push((Some(name.to_string()), format!("{k}={value}")));
-            }
-            None => {
-                if !scenarios.iter().any(|s| s.params().iter().any(|p| p.name == key)) {
-                    return Err(Usage(format!(
-                        "--set {arg}: no scenario has a parameter '{key}'; use SCENARIO.KEY=VALUE (see fsynclab list)"
-                    ))
-                    .into());
-                }
-                user.push((None, format!("{key}={value}")));
-            }
-        }
-    }
-    let mut planned = Vec::new();
-    for s in scenarios {
-        let specs = s.params();
-        let declares = |assignment: &str| {
-            let key = assignment.split('=').next().unwrap_or("");
-            specs.iter().any(|p| p.name == key)
-        };
-        let mut assignments: Vec<String> = if full {
-            specs
-                .iter()
-                .filter_map(|p| p.seed.map(|v| format!("{}={v}", p.name)))
-                .collect()
-        } else {
-            scaled_sets(s)
-        };
-        for (only, a) in &user {
-            let mine = match only {
-                Some(name) => name == s.name(),
-                None => declares(a),
-            };
-            if mine {
-                assignments.push(a.clone());
-            }
-        }
-        planned.push(Planned::new(s, &assignments).with_context(|| format!("suite: scenario {}", s.name()))?);
-    }
-    Ok(planned)
-}
-
-/// The suite's scaled settings for `s`: its entry in [`SUITE_SETS`] and a `duration` no
-/// longer than [`SUITE_DURATION_CAP`], each only where the scenario declares the key.
-fn scaled_sets(s: &dyn Scenario) -> Vec<String> {
-    let specs = s.params();
-    let mut out = Vec::new();
-    if let Some(d) = specs.iter().find(|p| p.name == "duration") {
-        let longer = crate::units::parse_duration(d.default).is_ok_and(|v| v.is_zero() || v > SUITE_DURATION_CAP);
-        if longer {
-            out.push(format!("duration={}", format_duration(SUITE_DURATION_CAP)));
-        }
-    }
-    for (name, sets) in SUITE_SETS {
-        if *name == s.name() {
-            for a in *sets {
-                let key = a.split('=').next().unwrap_or("");
-                if specs.iter().any(|p| p.name == key) {
-                    out.push(a.to_string());
-                }
-            }
-        }
-    }
-    out
-}
-
-/// With `--full`: says how long and how much space it takes, and refuses if it does not fit.
-fn full_preflight(dir: &Path, planned: &[Planned]) -> Result<()> {
-    let mut known = Duration::ZERO;
-    let mut unknown = Vec::new();
-    for p in planned {
-        match p.plan.expected_duration() {
-            Some(d) => known += d,
-            None => unknown.push(p.scenario.name()),
-        }
-    }
-    // Scenarios run one at a time and each removes its files: the largest one must fit.
-    let (largest, space) = planned
-        .iter()
-        .map(|p| (p.scenario.name(), p.plan.space_needed()))
-        .max_by_key(|(_, s)| *s)
-        .unwrap_or(("-", 0));
-    let time = if unknown.is_empty() {
-        format!("about {}", format_duration(round_to_seconds(known)))
-    } else {
-        format!(
-            "at least {} of measurement, plus {} as long as the device takes",
-            format_duration(round_to_seconds(known)),
-            unknown.join(", ")
-        )
-    };
-    note!(
-        "fsynclab suite --full: the seeds' original sizes and durations: {time}, plus writing each scenario's files; needs up to {} of free space in {} at once ({largest})",
-        human_size(space),
-        dir.display()
-    );
-    workdir::preflight(
-        dir,
-        space,
-        &format!("{largest} is the largest: run without --full, or lower its sizes with --set {largest}.KEY=VALUE,"),
-    )?;
-    note!("fsynclab suite --full: the space fits; starting (Ctrl-C stops and keeps what ran)");
-    Ok(())
-}
-
-fn round_to_seconds(d: Duration) -> Duration {
-    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
 }
 
 /// The results directory: `--results DIR` (created if needed), or a new timestamped one in
