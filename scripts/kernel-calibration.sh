@@ -188,24 +188,33 @@ bisect_repo() {
 }
 
 # The figure a step is judged on, and its bound: the median latency of an 8 KiB overwrite's
-# fdatasync, halfway (geometric) between BEFORE and AFTER as the A/B measured them, or
-# FSYNCLAB_BISECT_EXPECT.
+# fdatasync, halfway (geometric) between the base's (good) and the tip's (bad), each measured
+# as a step measures (its own guest, the same run) just before the bisection, so that the
+# bound is set on this machine under its load now; or FSYNCLAB_BISECT_EXPECT. (A bound set
+# from the A/B's rates, an hour earlier at another load, called a no-op commit bad: 14.9 ms
+# against 14.3, with its neighbours at 11.4 and 24.5.)
 bisect_expect() {
   if [ -n "${FSYNCLAB_BISECT_EXPECT:-}" ]; then echo "$FSYNCLAB_BISECT_EXPECT"; return; fi
-  [ -f "$dir/ab.json" ] || fail "no A/B yet ($dir/ab.json): run the ab step first, or give FSYNCLAB_BISECT_EXPECT='fdatasync.p50<10ms'"
-  python3 - "$dir/ab.json" <<'PY'
-import json, math, sys
-r = json.load(open(sys.argv[1]))
-c = r["seeds"][0]["changes"][0]
-before, after = c["median_reference"], c["median_kernel"]
-# ops/s on each side -> the latency bound halfway between, in ms.
-print(f"fdatasync.p50<{1000 / math.sqrt(before * after):.1f}ms")
-PY
+  [ -s "$dir/bisect-expect" ] || fail "no bound yet ($dir/bisect-expect): the bisect step sets it, or give FSYNCLAB_BISECT_EXPECT='fdatasync.p50<10ms'"
+  cat "$dir/bisect-expect"
+}
+
+# Builds the bisection repository at REV and prints its median fdatasync latency in ms.
+bisect_endpoint() {
+  local image line
+  git -C "$dir/linux-git" checkout -q "$1"
+  image=$("$here/scripts/build-kernel.sh" --source "$dir/linux-git" --tree "$dir/bisect-tree" "$dir/bisect-kernels" 2>> "$log" | tail -n 1) \
+    || fail "bisect: $1 does not build (see $log)"
+  # shellcheck disable=SC2046 # the arguments are words
+  line=$(measured "$dir/bisect-$1" "$bin" $(bisect_args) --kernel "$image" --expect 'fdatasync.p50<1000s' 2>&1 | tee -a "$log" | grep '^expect ') \
+    || fail "bisect: the run on $1 said no figure (see $log)"
+  [[ $line =~ measured\ ([0-9.]+)\ ms ]] || fail "bisect: $1: no latency in ms in '$line'"
+  echo "${BASH_REMATCH[1]}"
 }
 
 bisect_args() {
   echo run datasync --scratch ext3 --device hdd-7200 --set cases=overwrite --set methods=fdatasync \
-    --set write_size=8k --set file_size=8M --set rounds=2 --set duration=1s --no-store -q
+    --set write_size=8k --set file_size=8M --set rounds=3 --set duration=2s --no-store -q
 }
 
 step_bisect_step() {
@@ -242,10 +251,18 @@ step_bisect_prepare() {
 step_bisect() {
   need_kernels
   step_bisect_prepare
-  local repo=$dir/linux-git expect
-  expect=$(bisect_expect)
+  local repo=$dir/linux-git expect good bad
+  git -C "$repo" bisect reset >/dev/null 2>&1 || true
+  if [ -n "${FSYNCLAB_BISECT_EXPECT:-}" ]; then
+    expect=$FSYNCLAB_BISECT_EXPECT
+  else
+    good=$(bisect_endpoint base)
+    bad=$(bisect_endpoint calibration)
+    expect=$(python3 -c "import math; print(f'fdatasync.p50<{math.sqrt($good * $bad):.1f}ms')")
+    say "bisect: the base measured $good ms, the tip $bad ms: each step is judged by --expect '$expect'"
+  fi
+  echo "$expect" > "$dir/bisect-expect"
   cd "$repo"
-  git bisect reset >/dev/null 2>&1 || true
   git checkout -q calibration
   say "bisect: git bisect start HEAD base; git bisect run $me bisect-step (each step judged by --expect '$expect')"
   git bisect start HEAD base >/dev/null
