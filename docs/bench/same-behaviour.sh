@@ -29,7 +29,7 @@ same() {
   for part in stdout stderr status; do
     if ! cmp -s "$out/base.$part" "$out/new.$part"; then
       bad="$bad $part"
-      diff "$out/base.$part" "$out/new.$part" | head -5 | sed 's/^/    /'
+      diff "$out/base.$part" "$out/new.$part" | head -5 | sed 's/^/    /' || true
     fi
   done
   if [ -n "$bad" ]; then differ=$((differ + 1)); echo "DIFFERS $name:$bad"; else echo "same    $name"; fi
