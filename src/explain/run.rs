@@ -135,7 +135,7 @@ pub(crate) struct Explanation {
 /// What the BPF tracer kept and cost. `events` of the explanation are then the slow calls
 /// the kernel sent, `lost_events` what it could not keep (the three counts below summed),
 /// `reader_cpu_ns` the CPU time of the process that read them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct BpfTracing {
     /// Only this many of the slowest calls over the threshold are kept with their parts.
     pub(crate) slowest_kept: u32,
@@ -162,6 +162,27 @@ pub(crate) struct BpfTracing {
     /// counted in and out) where the kernel does not let the program read the count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) interrupt_wakers_by: Option<InterruptWakersBy>,
+    /// The kernel hooks the programs were attached to (a result stored before issue 61 has
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) hooks: Option<BpfHooks>,
+}
+
+/// The kernel hooks the BPF tracer attached to (explain/bpf/hooks.rs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BpfHooks {
+    /// How the sync calls were found: `functions` (fentry/fexit on their system calls'
+    /// functions, which no other call passes) or `raw_syscalls` (the trace points every
+    /// system call passes, where the kernel refuses fentry).
+    pub(crate) sync_calls: String,
+    /// The detail asked for (`latency`, `sleeps`, `disk`): which groups of hooks beside the
+    /// sync calls' were attached.
+    pub(crate) detail: String,
+    /// Every hook, once: a function by its name, a trace point as `tp_btf/NAME`.
+    pub(crate) attached: Vec<String>,
+    /// Why the ways tried before were not taken (the kernel's refusal of fentry), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) refused: Option<String>,
 }
 
 impl InterruptWakersBy {
@@ -314,6 +335,7 @@ impl Explanation {
             histogram_entries_lost: lost.histogram,
             interrupt_wakers: true,
             interrupt_wakers_by: Some(InterruptWakersBy::of(&followed.symbols)),
+            hooks: Some(followed.hooks.clone()),
         });
     }
 
