@@ -7,15 +7,25 @@
 # PostgreSQL server with scripts/farm-up.sh (no daemon of these packages is used or started),
 # python3-yaml, with which that test reads the Kubernetes manifest back; bash-completion and
 # man-db, with which scripts/test.sh checks what scripts/install.sh installs. The BPF tracer
-# (`fsynclab watch`, src/explain/bpf/) is built with clang (build.rs compiles its C program to a
-# BPF object) against libbpf-dev's headers and library (found with pkg-config; libbpf needs
-# libelf and zlib); bpftool is only for the test that checks no BPF program is left behind.
+# (`fsynclab watch`, src/explain/bpf/): its C program's object is kept in the repository, and
+# clang with libbpf-dev's headers remake it (scripts/build-bpf.sh) and check it (tests/install.rs);
+# libbpf, which libbpf-sys builds from its own copy with make and pkg-config, needs libelf-dev and
+# zlib1g-dev; bpftool is only for the test that checks no BPF program is left behind.
+# scripts/build-release.sh links the binary statically with libc6-dev's libc.a, libelf-dev's
+# libelf.a and zlib1g-dev's libz.a, strips and checks it with binutils, and packs it with
+# dpkg-deb; its --vendored (and scripts/build-without-dev.sh) builds libelf from source with
+# autoconf, automake, autopoint, flex, bison and gawk instead.
 # qemu-system-x86 and one Debian 6.1 kernel (the newest linux-image-6.1.0-NN-amd64 the
 # configured sources have, unless one is installed) for `--kernel` and its tests
 # (tests/kernel_vm.rs), which boot it with virtme-ng (a pip package, installed with the
 # machine's configured pip; its initramfs for a modular kernel needs busybox-static);
 # qemu-utils with them, so that qemu-img stays (apt replaces a newer one from elsewhere by
 # the one that matches qemu-system-x86).
+# linux-source-6.1 (Debian's kernel source, /usr/src/linux-source-6.1.tar.xz) with what a
+# kernel build needs (make, gcc, bc, bison, flex, libssl-dev; dwarves' pahole for the kernel's
+# BTF; libelf-dev is above) for scripts/build-kernel.sh, which builds the kernels fsynclab
+# compares (docs/kernels.md); CI's tests/kernel_build.rs checks the patches and the config
+# fragment against that source.
 # `scripts/setup.sh --second-kernel` also installs Debian's newest 6.12 kernel
 # (linux-image-6.12.NN+deb12-amd64), so that two kernels can be compared booted the same
 # way, under the same accelerator (docs/kernels.md); no test needs it.
@@ -30,7 +40,9 @@ for arg in "$@"; do
 done
 need=()
 for pkg in e2fsprogs xfsprogs btrfs-progs fuse3 mount bash-completion man-db chromium slurm-wlm munge postgresql python3-yaml \
-  clang libbpf-dev libelf-dev zlib1g-dev pkg-config bpftool qemu-system-x86 qemu-utils busybox-static; do
+  clang libbpf-dev libelf-dev zlib1g-dev pkg-config make libc6-dev binutils \
+  autoconf automake autopoint flex bison gawk bpftool qemu-system-x86 qemu-utils busybox-static \
+  linux-source-6.1 gcc bc libssl-dev dwarves; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then

@@ -13,9 +13,12 @@
 //! each other in a cycle; docs/layout.md names every one):
 //! - dispatch: `app`, each subcommand to its home
 //! - commands: `commands`, one home per subcommand (run, load and probe, list,
-//!   list-devices, suite, exec, matrix with its farm schedulers, reproduce, runs, show,
-//!   export, compare, report, explain, store copy, cleanup)
+//!   list-devices, suite, exec, matrix, reproduce, runs, show, export, compare, report,
+//!   explain, store copy, cleanup): each reads its arguments and prints
 //! - command line: `cli`, the clap definitions
+//! - domain: the work commands ask for, one module each, below the command line: `farm`,
+//!   where a matrix's runs are made (here, or by a scheduler behind the `Farm` trait: Slurm
+//!   with its client, Kubernetes, each with its own options)
 //! - run: `run`, the one way to run: the session (signals watched, testbed opened and
 //!   undone), the engine (a measurement, phase by phase), the one recorded cell and its
 //!   progress
@@ -67,6 +70,7 @@ pub mod compare;
 pub mod environment;
 pub mod error;
 mod explain;
+mod farm;
 pub mod html;
 mod kernel;
 mod matrix;

@@ -195,22 +195,6 @@ impl Recording {
         });
         Ok(Some(id))
     }
-
-    /// Records `result` and says so on stderr (`stored as run 42 in ~/...`). When the store
-    /// fails now, the result is kept in a file instead and the error says where; the
-    /// measurement is never lost.
-    pub(crate) fn record_and_say(&mut self, result: &mut RunResult) -> Result<Option<RunId>> {
-        match self.record(result, None) {
-            Ok(Some(id)) => {
-                if let Some(path) = self.path() {
-                    note!("stored as run {id} in {}", shown_store(path));
-                }
-                Ok(Some(id))
-            }
-            Ok(None) => Ok(None),
-            Err(e) => Err(keep_elsewhere(result, e)),
-        }
-    }
 }
 
 /// The error of a failed recording, with the result written to a file of the current

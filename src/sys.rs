@@ -260,3 +260,25 @@ pub fn current_tid() -> u32 {
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
+
+/// What is not mounted of what a command measuring this machine reads the kernel through, in
+/// one line saying what to do: /proc (processes, mounts, sysctls, kernel symbols), then /sys
+/// (the block devices, the kernel's BTF, and tracefs's mount point). A chroot or container
+/// without them otherwise reads as a kernel without BTF, tracefs or memory (issue 63).
+pub fn missing_kernel_mount() -> Option<String> {
+    if !Path::new("/proc/self/stat").exists() {
+        return Some(
+            "/proc is not mounted here, and fsynclab reads processes, mounts and the kernel's settings there: \
+             mount it (mount -t proc proc /proc) and run again"
+                .into(),
+        );
+    }
+    if !Path::new("/sys/kernel").is_dir() {
+        return Some(
+            "/sys is not mounted here, and fsynclab finds tracefs, the kernel's BTF and the block devices there: \
+             mount it (mount -t sysfs sysfs /sys) and run again"
+                .into(),
+        );
+    }
+    None
+}

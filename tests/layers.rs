@@ -46,6 +46,7 @@ const TIERS: &[(&str, &[&str])] = &[
     ("dispatch", &["app"]),
     ("commands", &["commands"]),
     ("command line", &["cli"]),
+    ("domain", &["farm"]),
     ("run", &["run"]),
     ("output", &["html", "report", "recording"]),
     ("results", &["matrix", "store", "compare", "result"]),

@@ -228,9 +228,14 @@ Examples:
 /// `fsynclab reproduce [SEED...] [--quick|--full] [--format text|markdown|json]`
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
-    /// The seeds to reproduce: 000 001 002 003 004 (or 0-4) [default: all]
+    /// The seeds to reproduce: 000 001 002 003 004 (or 0-4) [default: all]; SEED:GROUP
+    /// makes one group of a seed's runs only (004:datasync)
     #[arg(value_name = "SEED")]
     pub seeds: Vec<String>,
+    /// Runs of every configuration, instead of --quick's 2 to 4 or --full's 4 (5 a side is
+    /// the fewest a change can be called from at p < 0.01)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100), conflicts_with = "show")]
+    pub runs: Option<u32>,
     /// Scaled down to minutes (about 12 on a 2-core VM): 2 to 4 runs a configuration, as
     /// many as its verdicts need where runs are short (the default)
     #[arg(long, conflicts_with = "full")]

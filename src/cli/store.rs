@@ -279,7 +279,7 @@ pub struct CellArgs {
     pub store: StoreArg,
 }
 
-/// Where a matrix's cells run.
+/// Where a matrix's cells run (the farm's `Engine`, as `--engine` spells it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Engine {
     /// This host, one run after another
@@ -288,20 +288,6 @@ pub enum Engine {
     Slurm,
     /// A Kubernetes Indexed Job, a completion per run (written with --emit)
     K8s,
-}
-
-impl Engine {
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Local => "local",
-            Engine::Slurm => "slurm",
-            Engine::K8s => "k8s",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Engine> {
-        Engine::value_variants().iter().copied().find(|e| e.name() == name)
-    }
 }
 
 pub(super) const REPORT_HELP: &str = "\

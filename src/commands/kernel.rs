@@ -1,133 +1,16 @@
-//! `--kernel K` on `run`, `load`, `probe`, `suite` and `exec`: the same command run inside a virtual
-//! machine that boots K ([`crate::run::guest`]), its results recorded in the host's store.
-//!
-//! In order: everything that can be refused is (the kernel, QEMU and virtme-ng, the options,
-//! the store) before anything is made; the host makes the scratch filesystem and serves its
-//! disk ([`crate::testbed::vm::disk`]); the guest boots and runs this very command line, less
-//! `--kernel`, with the same binary (the host's root is the guest's, read-only but for the
-//! results directory and the current directory); what the guest would have recorded it
-//! writes to the results directory, which the host records once the guest has ended, and
-//! the exit status is the command's inside. A guest past `--kernel-timeout` is ended; a
-//! signal ends the VM at once; either way the disk is undone and nothing is left.
-
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+//! `--kernel K` read from a command's line: the kernel it names (none for `host`, or inside a
+//! guest), refused on the commands that cannot take it, and what every command gives a run on
+//! another kernel the same way ([`on_kernel`]); each command states its own
+//! [`Needs`] and runs there through [`crate::run::on_kernel`].
 
 use anyhow::Result;
 
 use crate::cli::{RecordArgs, TargetArgs};
-use crate::compare::expect::Expectation;
 use crate::environment::VmInfo;
-use crate::error::{Usage, NOT_MADE};
-use crate::recording::Recording;
-use crate::result::RunResult;
-use crate::run::guest::{self, Booted};
-use crate::testbed::vm::{self, Ended, GuestDisk, Kernel};
-use crate::units::{format_duration, parse_duration};
-
-/// A command to run on another kernel.
-pub(crate) struct GuestRun<'a> {
-    pub kernel: Kernel,
-    pub target: &'a TargetArgs,
-    pub record: Option<&'a RecordArgs>,
-    /// The room the run's files need on the scratch filesystem (the image's default size).
-    pub space_needed: u64,
-    /// Where its disk is emulated and who drives it.
-    pub guest_disk: GuestDisk,
-    /// How long the command is expected to measure (its plan's length), from which the
-    /// guest's time limit is derived when `--kernel-timeout` is not given; `None` (exec, a
-    /// run as long as its device takes): 30m.
-    pub expected: Option<std::time::Duration>,
-    /// A file or directory the command writes outside the current directory (`--output`,
-    /// `--results`): checked here before the guest boots, and its directory made writable
-    /// in the guest.
-    pub writes: Option<Writes<'a>>,
-    /// The program exec runs and its arguments (empty for the other commands): the files
-    /// they name where the guest would hide them are shared with it.
-    pub command: &'a [OsString],
-    /// `--expect`: judged here on the result the guest wrote, so that a guest that did not
-    /// boot or write one is told apart (125) from a run that missed (1).
-    pub expect: &'a [Expectation],
-    /// The verdict on what came back and the guest's exit status: a run's status says
-    /// whether calls failed, a command's (exec) whether the command did.
-    pub judge: Judge,
-}
-
-/// What a command run in a guest writes on the host besides its results.
-#[derive(Clone, Copy)]
-pub(crate) enum Writes<'a> {
-    /// `--output FILE` of run, load, probe and exec.
-    File(&'a Path),
-    /// `--results DIR` of suite.
-    Directory(&'a Path),
-}
-
-impl Writes<'_> {
-    /// Refuses, before the guest boots, what the guest could not write (the host refuses
-    /// it at once, a guest only after its boot), and returns the host directory to share
-    /// writable with the guest, if any. `--output` naming a device or a FIFO is written by
-    /// the guest into its own: /dev/stdout, /dev/stderr and /dev/null are the guest's and
-    /// reach the same places; any other is refused, since the guest cannot reach the host's
-    /// devices (sharing /dev broke the guest: "9p: broken or compromised client").
-    fn checked(self, cwd: &Path, store: Option<&Path>) -> Result<Option<PathBuf>, Usage> {
-        use std::os::unix::fs::FileTypeExt as _;
-        match self {
-            Writes::File(path) => {
-                crate::named_file::check(path, store)?;
-                let is_special =
-                    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo());
-                if !is_special {
-                    return Ok(existing_parent(&cwd.join(path)));
-                }
-                let theirs = [
-                    "/dev/stdout",
-                    "/dev/stderr",
-                    "/dev/null",
-                    "/dev/fd/1",
-                    "/dev/fd/2",
-                    "/proc/self/fd/1",
-                    "/proc/self/fd/2",
-                ];
-                match theirs.iter().any(|t| Path::new(t) == path) {
-                    true => Ok(None),
-                    false => Err(Usage(format!(
-                        "--output {}: under --kernel the guest writes it, and it cannot reach the host's devices or FIFOs: name a file, /dev/stdout or /dev/null",
-                        path.display()
-                    ))),
-                }
-            }
-            Writes::Directory(dir) => {
-                let dir = cwd.join(dir);
-                let Some(parent) = existing_parent(&dir) else {
-                    return Ok(None);
-                };
-                let place = if dir.is_dir() { dir.clone() } else { parent.clone() };
-                if !crate::sys::writable(&place) {
-                    return Err(Usage(format!(
-                        "--results {}: cannot write into {} ({}); choose another directory",
-                        dir.display(),
-                        place.display(),
-                        crate::sys::why_not_writable(&place)
-                    )));
-                }
-                Ok(Some(parent))
-            }
-        }
-    }
-}
-
-/// The directory `path` is in, resolved, when it exists.
-fn existing_parent(path: &Path) -> Option<PathBuf> {
-    path.parent().and_then(|d| std::fs::canonicalize(d).ok())
-}
-
-/// How `--expect` judges what a guest brought back.
-pub(crate) enum Judge {
-    /// On the last result (a run, or exec's command), with the guest's exit status.
-    Last(fn(&[Expectation], &RunResult, i32) -> i32),
-    /// On every result (a suite's scenarios), with the guest's exit status.
-    All(fn(&[Expectation], &[RunResult], i32) -> i32),
-}
+use crate::error::Usage;
+use crate::run::on_kernel::{self, GuestCommand, Needs, StoreFlags};
+use crate::testbed::vm::{self, Kernel};
+use crate::units::parse_duration;
 
 /// The kernel `--kernel` names, or `None` for the host's own (no VM).
 pub(crate) fn wanted(target: &TargetArgs) -> Result<Option<Kernel>, Usage> {
@@ -150,203 +33,26 @@ pub(crate) fn refuse(target: &TargetArgs, command: &str) -> Result<(), Usage> {
     }
 }
 
-/// Runs this process's command line inside a guest booting `g.kernel`; returns the exit
-/// status of the command inside (128 + N when signal N stopped the VM), or with `--expect`
-/// the verdict on the result it brought back.
-pub(crate) fn run(g: GuestRun) -> Result<i32> {
-    // Refused before anything is made.
-    let limit = match &g.target.kernel_timeout {
-        None => crate::matrix::plan::derived_guest_limit(g.expected),
-        Some(t) => parse_duration(t).map_err(|e| Usage(format!("--kernel-timeout {t}: {e}")))?,
+/// Runs the command on the kernel `--kernel` names, when it names one other than this
+/// host's: its exit status; `None` to run here.
+pub(crate) fn on_kernel(target: &TargetArgs, record: Option<&RecordArgs>, needs: Needs) -> Result<Option<i32>> {
+    let Some(kernel) = wanted(target)? else {
+        return Ok(None);
     };
-    let request = g.target.request()?;
-    guest::refuse(&request)?;
-    let cwd = std::env::current_dir()?;
-    let store = g.record.and_then(|r| r.store.as_deref());
-    let written = g.writes.map(|w| w.checked(&cwd, store)).transpose()?.flatten();
-    // The store last: a refused run leaves none behind.
-    let mut recording = match g.record {
-        Some(r) => Some(Recording::open(r.store.as_deref(), r.no_store)?),
-        None => None,
-    };
-    let booted = guest::boot(&guest::Boot {
-        kernel: &g.kernel,
-        request: &request,
-        space_needed: g.space_needed,
-        guest_disk: g.guest_disk,
-        argv: guest_argv(std::env::current_exe()?, std::env::args_os().skip(1)),
-        rw_dirs: [Some(cwd.clone()), written].into_iter().flatten().collect(),
-        read_dirs: read_dirs(g.command, &cwd),
-        limit,
-        quiet: false,
-    })?;
-    let (ended, took, mut came_back, last_words) = match booted {
-        Booted::Interrupted(sig) => return Ok(128 + sig),
-        Booted::Ran {
-            ended,
-            took,
-            results,
-            last_words,
-            host_disk_full,
-        } => {
-            if let Some(dir) = host_disk_full {
-                note!(
-                    "fsynclab: the host's disk under --backing ({}) is full: the guest's disk is a file there, and its writes failed as I/O errors in the guest",
-                    dir.display()
-                );
-            }
-            (ended, took, results, last_words)
-        }
-    };
-    // What the guest recorded, recorded here, in the order it was made.
-    if let Some(recording) = recording.as_mut() {
-        for result in &mut came_back {
-            recording.record_and_say(result)?;
-        }
-    }
-    let code = match ended {
-        Ended::Exited(code) => {
-            if code != 0 && came_back.is_empty() {
-                // The command's own error was shown as it came; a crash has none but the
-                // console's.
-                let why = match (code, &last_words) {
-                    (vm::GUEST_CRASHED, Some(w)) => {
-                        format!(": {}; the console's last words: {w}", vm::why_no_result(code))
-                    }
-                    (vm::GUEST_CRASHED, None) => format!(": {}", vm::why_no_result(code)),
-                    _ => String::new(),
-                };
-                note!(
-                    "fsynclab: the guest ({}) exited with status {code} after {}{why}",
-                    g.kernel.release,
-                    crate::units::clock(took)
-                );
-            }
-            code
-        }
-        Ended::TimedOut => {
-            note!(
-                "fsynclab: the guest ({}) had not finished after {} (--kernel-timeout); it was ended, and its disk undone",
-                g.kernel.release,
-                format_duration(limit)
-            );
-            1
-        }
-        Ended::Interrupted(sig) => {
-            note!("fsynclab: interrupted by signal {sig}; the guest was ended and its disk undone");
-            128 + sig
-        }
-        Ended::QemuKilled(sig) => {
-            note!(
-                "fsynclab: the guest ({}) did not end: {} after {}; its disk was undone",
-                g.kernel.release,
-                vm::qemu_killed(sig),
-                crate::units::clock(took)
-            );
-            1
-        }
-    };
-    if g.expect.is_empty() {
-        return Ok(code);
-    }
-    Ok(match (&ended, came_back.last(), &g.judge) {
-        (Ended::Interrupted(_), ..) => code,
-        (Ended::Exited(_), Some(last), Judge::Last(judge)) => judge(g.expect, last, code),
-        (Ended::Exited(_), Some(_), Judge::All(judge)) => judge(g.expect, &came_back, code),
-        _ => {
-            note!(
-                "fsynclab: --expect: no result came back from {} (it did not boot, or the run could not be made); exit status {NOT_MADE}",
-                g.kernel.release
-            );
-            NOT_MADE
-        }
+    let kernel_timeout = target
+        .kernel_timeout
+        .as_deref()
+        .map(|t| parse_duration(t).map_err(|e| Usage(format!("--kernel-timeout {t}: {e}"))))
+        .transpose()?;
+    on_kernel::run(GuestCommand {
+        kernel,
+        request: target.request()?,
+        kernel_timeout,
+        record: record.map(|r| StoreFlags {
+            path: r.store.as_deref(),
+            off: r.no_store,
+        }),
+        needs,
     })
-}
-
-/// The directories of the files `command` names (the program, a script it is given) that
-/// the guest would hide behind its own (under /var/tmp, say), to share them read-only: a
-/// `exec -- /var/tmp/x.py` got python's "No such file" from inside.
-fn read_dirs(command: &[OsString], cwd: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for arg in command {
-        let path = cwd.join(arg);
-        let Ok(path) = std::fs::canonicalize(&path) else {
-            continue;
-        };
-        if !path.is_file() || !vm::hidden_in_guest(&path) {
-            continue;
-        }
-        if let Some(dir) = path.parent().filter(|d| !dirs.iter().any(|x| x == d)) {
-            dirs.push(dir.to_path_buf());
-        }
-    }
-    dirs
-}
-
-/// The options the host acts on and the guest does not see: the kernel it boots, how long
-/// it waits, and the expectations it judges the returned result by.
-const HOST_ONLY: [&str; 3] = ["--kernel", "--kernel-timeout", "--expect"];
-
-/// The guest's command line: this binary, with the arguments given less [`HOST_ONLY`]
-/// options (before a `--`, after which they are the command's own).
-fn guest_argv(exe: PathBuf, args: impl Iterator<Item = OsString>) -> Vec<OsString> {
-    let mut out = vec![exe.into_os_string()];
-    let mut args = args.peekable();
-    while let Some(arg) = args.next() {
-        if arg == "--" {
-            out.push(arg);
-            out.extend(args.by_ref());
-            break;
-        }
-        let text = arg.to_string_lossy();
-        if HOST_ONLY.contains(&text.as_ref()) {
-            args.next();
-            continue;
-        }
-        if HOST_ONLY.iter().any(|o| text.starts_with(&format!("{o}="))) {
-            continue;
-        }
-        out.push(arg);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_guest_runs_the_same_command_line_without_kernel() {
-        let args = [
-            "exec",
-            "--kernel",
-            "6.1",
-            "--scratch",
-            "ext4",
-            "--kernel-timeout=5m",
-            "--expect",
-            "fsync.p99<1s",
-            "--expect=fsync.p50<1s",
-            "--",
-            "sh",
-            "--kernel",
-            "x",
-        ]
-        .map(OsString::from);
-        let argv = guest_argv(PathBuf::from("/bin/fsynclab"), args.into_iter());
-        let got: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert_eq!(
-            got,
-            [
-                "/bin/fsynclab",
-                "exec",
-                "--scratch",
-                "ext4",
-                "--",
-                "sh",
-                "--kernel",
-                "x"
-            ]
-        );
-    }
+    .map(Some)
 }

@@ -30,3 +30,31 @@ pub(crate) mod show;
 pub(crate) mod store_copy;
 pub(crate) mod suite;
 pub(crate) mod watch;
+
+use anyhow::Result;
+
+use crate::cli::TargetArgs;
+use crate::compare::expect::Expectation;
+use crate::error::Usage;
+
+/// What every measuring command (run, load, probe, suite, exec) does first with its line:
+/// `--device help` lists the device profiles, as `list-devices` does; a malformed `--expect`
+/// is bad input (exit status 2) before anything runs; with one, whatever stops the run
+/// afterwards is "could not be made" (125) for `git bisect run`. Then `measure` with the
+/// expectations read.
+pub(crate) fn measuring(
+    target: &TargetArgs,
+    expect: impl FnOnce() -> Result<Vec<Expectation>, Usage>,
+    measure: impl FnOnce(&[Expectation]) -> Result<i32>,
+) -> Result<i32> {
+    if target.device.as_deref() == Some("help") {
+        print!("{}", crate::testbed::device::profile::listing());
+        return Ok(0);
+    }
+    let expect = expect()?;
+    let judged = !expect.is_empty();
+    measure(&expect).map_err(|e| match judged {
+        true => e.context(crate::error::NotMade),
+        false => e,
+    })
+}

@@ -6,15 +6,41 @@ use std::io;
 
 use anyhow::Result;
 
+use super::kernel;
 use crate::cli::RunArgs;
 use crate::compare::expect::{self, Expectation};
 use crate::error::{Usage, NOT_MADE};
 use crate::recording::Recording;
 use crate::report;
 use crate::result::RunResult;
+use crate::run::cell::{self, Say};
 use crate::run::engine::{self, Planned};
+use crate::run::on_kernel::{Judge, Needs, Writes};
 use crate::run::session::{Opened, Session};
 use crate::scenario::{self, Scenario};
+
+/// What `run`, `load` and `probe` measure.
+pub(crate) enum Measured<'a> {
+    /// `run SCENARIO`: a scenario by name, found once the line is read.
+    Scenario(&'a str),
+    /// `load` and `probe`: their own scenario.
+    Planned(&'static dyn Scenario),
+}
+
+/// `run`, `load` and `probe`: their line read ([`super::measuring`]), then [`measure`].
+pub(crate) fn command(what: Measured, args: &RunArgs) -> Result<i32> {
+    super::measuring(
+        &args.target,
+        || expectations(&args.verdict),
+        |expect| {
+            let scenario = match what {
+                Measured::Scenario(name) => find(name)?,
+                Measured::Planned(s) => s,
+            };
+            measure(scenario, args, expect)
+        },
+    )
+}
 
 /// The scenario `name` names, or a usage error listing the valid names.
 pub(crate) fn find(name: &str) -> Result<&'static dyn Scenario> {
@@ -61,8 +87,24 @@ pub(crate) fn judge(expect: &[Expectation], result: &RunResult, code: i32) -> i3
 /// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit
 /// status: the run's own, or with `expect` the verdict on its figures ([`judge`]).
 pub(crate) fn measure(s: &'static dyn Scenario, args: &RunArgs, expect: &[Expectation]) -> Result<i32> {
-    // Everything that can be refused is refused before anything is made or measured.
     let mut planned = Planned::new(s, &args.sets)?;
+    // On another kernel (`--kernel`), the whole command runs in a guest.
+    if args.target.kernel.is_some() {
+        planned.check_testbed(&args.target.request()?)?;
+    }
+    let needs = Needs {
+        space_needed: planned.plan.space_needed(),
+        guest_disk: planned.plan.guest_disk(),
+        expected: planned.plan.expected_duration(),
+        writes: args.output.as_deref().map(Writes::File),
+        command: &[],
+        expect,
+        judge: Judge::Last(judge),
+    };
+    if let Some(code) = kernel::on_kernel(&args.target, Some(&args.record), needs)? {
+        return Ok(code);
+    }
+    // Everything that can be refused is refused before anything is made or measured.
     let (explain, explain_note) = args.explain.options()?;
     planned.explain = explain;
     if args.keep && args.target.scratch.is_some() {
@@ -100,7 +142,7 @@ pub(crate) fn measure(s: &'static dyn Scenario, args: &RunArgs, expect: &[Expect
     let mut finished = shown.finished?;
     let printed = report::print_stdout(&exporter.render(&finished.result));
     // Recorded before --output is written, so that the file names the stored run.
-    let recorded = recording.record_and_say(&mut finished.result);
+    let recorded = cell::record(&mut recording, &mut finished.result, None, Say::Stored);
     if let Some(path) = &args.output {
         crate::named_file::write_json(&finished.result, path, store.as_ref().and_then(|s| s.as_file()))?;
     }

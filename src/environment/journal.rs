@@ -148,10 +148,7 @@ pub fn read(fstype: &str, dev_name: Option<&str>, super_options: &str) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const WITH_JOURNAL: &str = include_str!("../../tests/fixtures/proc-fs-ext4-options-journal.txt");
-    const WITHOUT: &str = include_str!("../../tests/fixtures/proc-fs-ext4-options-nojournal.txt");
-    const JBD2_INFO: &str = include_str!("../../tests/fixtures/proc-fs-jbd2-info.txt");
+    use crate::kernel::ext4::fixtures::{JBD2_INFO, WITHOUT, WITH_JOURNAL};
 
     #[test]
     fn ext4_with_a_journal() {

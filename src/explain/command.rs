@@ -8,7 +8,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::run::{ExplainOptions, Explanation};
+use super::explanation::Explanation;
+use super::run::ExplainOptions;
 use super::timeline::{Timeline, TimelineRecord};
 use super::tracefs::{current_tid, TracedFs};
 use super::tracer::{self, Tracer, Whom};

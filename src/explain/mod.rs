@@ -21,6 +21,7 @@ pub(crate) mod attribution;
 pub(crate) mod bpf;
 pub(crate) mod command;
 pub(crate) mod events;
+pub(crate) mod explanation;
 pub(crate) mod run;
 pub(crate) mod stacks;
 pub(crate) mod syscalls;

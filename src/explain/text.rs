@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::attribution::{Attribution, Threshold};
-use super::run::Explanation;
+use super::explanation::Explanation;
 use super::timeline::{TimelinePoint, TimelineRecord};
 use crate::units::{format_duration, format_latency_ns, human_size};
 
@@ -366,7 +366,7 @@ mod tests {
     fn a_bpf_explanation_says_when_its_wakers_may_be_interrupted_tasks() {
         let with = |told: bool| {
             let mut e = explanation();
-            e.bpf = Some(crate::explain::run::BpfTracing {
+            e.bpf = Some(crate::explain::explanation::BpfTracing {
                 slowest_kept: 100,
                 program_stats: false,
                 program_runs: 0,

@@ -106,13 +106,22 @@ impl FromStr for Jbd2Info {
     }
 }
 
+/// Both files as the fixtures hold them, for the tests of these parsers and of the journal
+/// description made from them (`environment::journal`).
+#[cfg(test)]
+pub(crate) mod fixtures {
+    /// The options of an ext4 with a journal (data=ordered).
+    pub(crate) const WITH_JOURNAL: &str = include_str!("../../tests/fixtures/proc-fs-ext4-options-journal.txt");
+    /// The options of an ext4 without one (the project VM's root).
+    pub(crate) const WITHOUT: &str = include_str!("../../tests/fixtures/proc-fs-ext4-options-nojournal.txt");
+    /// jbd2's info of that journal.
+    pub(crate) const JBD2_INFO: &str = include_str!("../../tests/fixtures/proc-fs-jbd2-info.txt");
+}
+
 #[cfg(test)]
 mod tests {
+    use super::fixtures::{JBD2_INFO, WITHOUT, WITH_JOURNAL};
     use super::*;
-
-    const WITH_JOURNAL: &str = include_str!("../../tests/fixtures/proc-fs-ext4-options-journal.txt");
-    const WITHOUT: &str = include_str!("../../tests/fixtures/proc-fs-ext4-options-nojournal.txt");
-    const JBD2_INFO: &str = include_str!("../../tests/fixtures/proc-fs-jbd2-info.txt");
 
     #[test]
     fn ext4_options_fixtures() {

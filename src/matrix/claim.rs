@@ -6,6 +6,10 @@
 //! apart). Another host's owner is dead when the Slurm job it ran in has ended (`squeue`
 //! no longer lists it); another host's owner outside a Slurm job is never taken for dead.
 
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::child::{Bounded, OnSignal, Outcome};
 use crate::kernel::sysctl;
 use crate::store::{Claim, ClaimOwner, MatrixPlace, Store, StoreError};
 use crate::testbed::state::start_time;
@@ -41,7 +45,7 @@ pub(crate) fn is_dead(owner: &ClaimOwner) -> bool {
             .job
             .as_deref()
             .and_then(|j| j.strip_prefix("slurm:"))
-            .is_some_and(|job| super::slurm_client::job_ended(job) == Some(true));
+            .is_some_and(|job| slurm_job_ended(job) == Some(true));
     }
     if owner.boot_id != boot_id {
         return true;
@@ -50,6 +54,29 @@ pub(crate) fn is_dead(owner: &ClaimOwner) -> bool {
         (None, _) => true,
         (Some(now), Some(then)) => now != then,
         (Some(_), None) => false,
+    }
+}
+
+/// Whether the Slurm job `job` (`1234` or `1234_5`) has ended: `Some(true)` when `squeue`
+/// answers without listing it, `None` when Slurm cannot be asked. Bounded as the farm's
+/// Slurm client bounds its queries (`farm::slurm`, above this module): 30 s, stopped by a
+/// signal, a line after 5 s.
+fn slurm_job_ended(job: &str) -> Option<bool> {
+    let mut squeue = Command::new("squeue");
+    squeue
+        .args(["-h", "-j", job, "-o", "%i"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let rules = Bounded {
+        limit: Duration::from_secs(30),
+        on_signal: OnSignal::Stop,
+        say_after: Some(Duration::from_secs(5)),
+    };
+    let done = rules.run(&mut squeue).ok()?;
+    match done.outcome {
+        Outcome::Exited(status) if status.success() => Some(String::from_utf8_lossy(&done.stdout).trim().is_empty()),
+        _ => None,
     }
 }
 

@@ -23,7 +23,7 @@ impl<T> Param<T> {
 
     /// The same parameter with the seed's original value.
     pub(crate) const fn seed(mut self, value: &'static str) -> Self {
-        self.spec.seed = Some(value);
+        self.spec = self.spec.seed(value);
         self
     }
 

@@ -130,7 +130,7 @@ pub(crate) struct RunResult {
     pub(crate) timeline: Option<crate::explain::TimelineRecord>,
     /// The slow calls split into causes (`run --explain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) explain: Option<crate::explain::run::Explanation>,
+    pub(crate) explain: Option<crate::explain::explanation::Explanation>,
     /// Where the run is kept in the results store, when it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) stored: Option<StoredAt>,
@@ -244,7 +244,7 @@ impl RunResult {
         for (key, cannot_read) in [
             ("details", unreadable::<Details> as fn(&Value) -> bool),
             ("timeline", unreadable::<crate::explain::TimelineRecord>),
-            ("explain", unreadable::<crate::explain::run::Explanation>),
+            ("explain", unreadable::<crate::explain::explanation::Explanation>),
         ] {
             if let Some(v) = object.remove(key) {
                 match cannot_read(&v) {

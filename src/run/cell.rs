@@ -4,6 +4,12 @@
 //! cannot take it). A matrix's runs, a farm task's run and a reproduction's runs are all
 //! made here; each caller says the line its progress shows. A cell of another kernel is
 //! made in a guest booting it ([`guest`]), its result read back and recorded the same way.
+//!
+//! Every run fsynclab records goes through [`record`], the one recording step: those made
+//! here, a command's own run on a testbed it opened ([`Session::measure_shown`]: run, load,
+//! probe, and suite's scenarios on their shared testbed), a program's traced calls (exec
+//! --explain), a watch, and what a guest brought back for a command run under `--kernel`
+//! ([`super::on_kernel`]).
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
@@ -16,6 +22,7 @@ use super::session::{Opened, Session};
 use crate::matrix::claim;
 use crate::recording::{self, Recording};
 use crate::report::{self, Format};
+use crate::result::RunResult;
 use crate::store::{MatrixPlace, RunId};
 use crate::testbed::vm::{Ended, Kernel};
 use crate::testbed::TestbedRequest;
@@ -113,15 +120,43 @@ pub(crate) fn make(cell: &Cell<'_>, recording: &mut Recording) -> Result<Made> {
         note!("{}: interrupted during {}; that run was not kept", cell.who, cell.label);
         return Ok(Made::Interrupted(sig));
     }
-    let id = recording
-        .record(&mut finished.result, cell.place)
-        .map_err(|e| recording::keep_elsewhere(&finished.result, e))?;
+    let id = record(recording, &mut finished.result, cell.place, Say::Nothing)?;
     Ok(Made::Run(Box::new(Recorded {
         id,
         finished,
         took: t0.elapsed(),
         late_signal,
     })))
+}
+
+/// Whether [`record`] says where a run went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Say {
+    /// `stored as run 42 in ~/...` on stderr: a run a command made on its own (run, load,
+    /// probe, exec --explain, watch, and those made in a guest).
+    Stored,
+    /// Nothing: the caller's progress line names the run (a matrix's, a reproduction's, a
+    /// suite's scenarios).
+    Nothing,
+}
+
+/// The one recording step of every run, however it was made (on a testbed made for it or
+/// shared, in a guest, a program traced, a watch): `result` recorded in `recording` (at
+/// `place` in a matrix, when it has one) and told where it went. When the store fails, the
+/// result is kept in a file instead and the error says where: a measurement is never lost.
+pub(crate) fn record(
+    recording: &mut Recording,
+    result: &mut RunResult,
+    place: Option<&MatrixPlace>,
+    say: Say,
+) -> Result<Option<RunId>> {
+    let id = recording
+        .record(result, place)
+        .map_err(|e| recording::keep_elsewhere(result, e))?;
+    if let (Some(id), Some(path), Say::Stored) = (id, recording.path(), say) {
+        note!("stored as run {id} in {}", recording::shown_store(path));
+    }
+    Ok(id)
 }
 
 /// The run measured on this kernel, on a freshly made testbed (mkfs, loop device, emulated

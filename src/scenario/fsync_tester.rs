@@ -1,15 +1,16 @@
 //! The fsync-tester shape that seeds 000 (Ts'o) and 003 (Mason) share: a foreground prober
 //! writes and syncs in a loop while a background writer loads writeback. The two scenarios
-//! differ in their defaults, their background writer and the lines they print; the
-//! parameters, the configuration, the run and the recorded details are here, once.
+//! differ in their defaults, their background writer and the lines they print ([`Lines`]);
+//! the parameters, the configuration, the plan, the run and the recorded details are here,
+//! once.
 
 use std::time::Duration;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::background::{BackgroundConfig, BackgroundParams, PressureNote, Running};
-use super::{Context, Outcome, Plan};
+use super::background::{self, BackgroundConfig, BackgroundParams, PressureNote, Running};
+use super::{Context, Measured, Outcome, Plan, Views};
 use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::{Recorder, Sample};
@@ -29,7 +30,7 @@ pub(crate) const PLACEMENT: Param<Placement> = Param::choice(
     "overwrite",
     "prober: write at offset 0 (overwrite) or at the end of the file (append)",
 );
-/// The next three take each scenario's default.
+/// The next three take each scenario's default ([`Pace`]).
 pub(crate) const SLEEP: Param<Duration> = Param::duration("sleep", "1s", "prober: pause between iterations");
 pub(crate) const ITERATIONS: Param<u64> = Param::count(
     "iterations",
@@ -39,16 +40,27 @@ pub(crate) const ITERATIONS: Param<u64> = Param::count(
 pub(crate) const DURATION: Param<Duration> =
     Param::duration("duration", "0", "prober: stop after this long (0 = no limit)");
 
-/// The prober's parameters, with the scenario's defaults.
-pub(crate) fn prober_params(iterations: &'static str, duration: &'static str, sleep: &'static str) -> [ParamSpec; 6] {
-    [
+/// How a scenario paces its prober: [`ITERATIONS`], [`DURATION`] and [`SLEEP`], each with
+/// the scenario's scaled default and, where the seed's post gives one, the seed's value.
+pub(crate) struct Pace {
+    pub(crate) iterations: Param<u64>,
+    pub(crate) duration: Param<Duration>,
+    pub(crate) sleep: Param<Duration>,
+}
+
+/// A fsync-tester scenario's parameters: the prober's, paced by the scenario, then the
+/// background writer's, `background` (`stream`, `random`) by default.
+pub(crate) fn params(pace: Pace, background: &'static str) -> Vec<ParamSpec> {
+    let mut specs = vec![
         WRITE_SIZE.spec,
         SYNC.spec,
         PLACEMENT.spec,
-        SLEEP.default(sleep).spec,
-        ITERATIONS.default(iterations).spec,
-        DURATION.default(duration).spec,
-    ]
+        pace.sleep.spec,
+        pace.iterations.spec,
+        pace.duration.spec,
+    ];
+    specs.extend(background::params(background));
+    specs
 }
 
 /// A fsync-tester scenario's parameters, as read: the prober's and the background's.
@@ -119,7 +131,8 @@ impl TesterConfig {
     }
 }
 
-/// What a fsync-tester run records beside its samples.
+/// What a fsync-tester run records beside its samples (its scenario's lines print them:
+/// [`Recorded`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct TesterDetails {
     /// Iterations the prober completed.
@@ -132,19 +145,58 @@ pub(crate) struct TesterDetails {
     pub(crate) pressure: Option<PressureNote>,
 }
 
-impl TesterDetails {
-    pub(crate) fn findings(&self) -> Vec<String> {
-        self.pressure.iter().map(ToString::to_string).collect()
+/// A fsync-tester scenario's details as results store them: the [`TesterDetails`] alone
+/// (the scenario's [`Lines`], which print them again, are no part of the stored form).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct Recorded<L: Lines + Default> {
+    pub(crate) details: TesterDetails,
+    #[serde(skip)]
+    lines: L,
+}
+
+impl<L: Lines + Default> Recorded<L> {
+    pub(crate) fn new(details: TesterDetails) -> Self {
+        Recorded {
+            details,
+            lines: L::default(),
+        }
+    }
+}
+
+impl<L: Lines + Default> Views for Recorded<L> {
+    fn findings(&self) -> Vec<String> {
+        self.details.pressure.iter().map(ToString::to_string).collect()
+    }
+
+    fn seed_lines(&self, run: &Measured<'_>) -> Vec<String> {
+        self.lines.recorded(&self.details, run)
     }
 }
 
 /// A fsync-tester run of one scenario: its configuration, the lines it prints, and how its
 /// details are filed.
-pub(crate) struct TesterPlan {
-    pub(crate) config: TesterConfig,
-    pub(crate) lines: &'static (dyn Lines + Sync),
-    pub(crate) space_hint: &'static str,
-    pub(crate) details: fn(TesterDetails) -> super::Details,
+struct TesterPlan {
+    config: TesterConfig,
+    lines: &'static (dyn Lines + Sync),
+    space_hint: &'static str,
+    details: fn(TesterDetails) -> super::Details,
+}
+
+/// The plan of a fsync-tester scenario that prints `lines`, says `space_hint` when its
+/// files do not fit, and files its details with `details`.
+pub(crate) fn plan(
+    params: &Params,
+    lines: &'static (dyn Lines + Sync),
+    space_hint: &'static str,
+    details: fn(TesterDetails) -> super::Details,
+) -> Result<Box<dyn Plan>> {
+    Ok(Box::new(TesterPlan {
+        config: TesterConfig::from_params(params)?,
+        lines,
+        space_hint,
+        details,
+    }))
 }
 
 impl Plan for TesterPlan {
@@ -170,7 +222,8 @@ impl Plan for TesterPlan {
     }
 }
 
-/// Where a scenario prints its seed lines during a run.
+/// Where a scenario prints its seed lines during a run, and the same lines again from the
+/// stored run.
 pub(crate) trait Lines {
     /// After the background writer's file is set up, before the writer starts.
     fn before_writer(&self, _cfg: &TesterConfig, _observer: &mut dyn Observer) {}
@@ -186,6 +239,8 @@ pub(crate) trait Lines {
         background: Option<&BackgroundSummary>,
         observer: &mut dyn Observer,
     );
+    /// The lines of a stored run (`--format seed`), as the run printed them.
+    fn recorded(&self, details: &TesterDetails, run: &Measured<'_>) -> Vec<String>;
 }
 
 /// Runs the prober against the background writer, printing the seed's lines as they happen.
@@ -231,6 +286,16 @@ pub(crate) fn iterations(samples: &[Sample]) -> Vec<(Sample, Option<Sample>)> {
 mod tests {
     use super::*;
     use crate::measure::OpKind;
+    use crate::scenario::overwrite_fsync::OverwriteFsync;
+    use crate::scenario::random_writeback::RandomWriteback;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
+        for scenario in [&OverwriteFsync as &dyn Scenario, &RandomWriteback] {
+            crate::params::assert_declared_and_read::<TesterParams>(&scenario.params());
+        }
+    }
 
     fn sample(op: OpKind, t_ns: u64) -> Sample {
         Sample {

@@ -4,11 +4,10 @@
 //! the patches) against the streaming writer's rate (24 → 21 MB/s). Both are reported.
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
-use super::background::{self, seed_stream_line};
-use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails, TesterPlan};
-use super::{Plan, Scenario, Views};
+use super::background::seed_stream_line;
+use super::fsync_tester::{self, Lines, Pace, Recorded, TesterConfig, TesterDetails, DURATION, ITERATIONS, SLEEP};
+use super::{Plan, Scenario};
 use crate::measure::Sample;
 use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
@@ -45,32 +44,25 @@ impl Scenario for OverwriteFsync {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        let mut specs: Vec<ParamSpec> = fsync_tester::prober_params("0", "20s", "1s")
-            .into_iter()
-            .map(|p| {
-                if p.name == fsync_tester::SLEEP.name() {
-                    p.seed("1s")
-                } else {
-                    p
-                }
-            })
-            .collect();
-        specs.extend(background::params("stream"));
-        specs
+        let pace = Pace {
+            iterations: ITERATIONS.default("0"),
+            duration: DURATION.default("20s"),
+            sleep: SLEEP.default("1s").seed("1s"),
+        };
+        fsync_tester::params(pace, "stream")
     }
 
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        Ok(Box::new(TesterPlan {
-            config: TesterConfig::from_params(params)?,
-            lines: &Seed000,
-            space_hint: "lower --set file_size (or random_file_size, write_size)",
-            details: |d| super::Details::OverwriteFsync(Details(d)),
-        }))
+        let details = |d| super::Details::OverwriteFsync(Details::new(d));
+        fsync_tester::plan(params, &Seed000, SPACE_HINT, details)
     }
 }
 
-/// The fsync-tester's lines, live.
-struct Seed000;
+const SPACE_HINT: &str = "lower --set file_size (or random_file_size, write_size)";
+
+/// The fsync-tester's lines.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Seed000;
 
 impl Lines for Seed000 {
     fn iteration(&self, it: &Iteration<'_>, observer: &mut dyn Observer) {
@@ -82,18 +74,8 @@ impl Lines for Seed000 {
             observer.event(Event::SeedLine(&line));
         }
     }
-}
 
-/// What the run recorded beside its samples.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Details(pub TesterDetails);
-
-impl Views for Details {
-    fn findings(&self) -> Vec<String> {
-        self.0.findings()
-    }
-
-    fn seed_lines(&self, r: &Measured<'_>) -> Vec<String> {
+    fn recorded(&self, _: &TesterDetails, r: &Measured<'_>) -> Vec<String> {
         let mut lines: Vec<String> = fsync_tester::iterations(r.samples)
             .iter()
             .map(|(write, sync)| seed_line(sync.as_ref().unwrap_or(write)))
@@ -103,12 +85,5 @@ impl Views for Details {
     }
 }
 
-#[cfg(test)]
-mod params_tests {
-    use super::*;
-
-    #[test]
-    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        crate::params::assert_declared_and_read::<fsync_tester::TesterParams>(&OverwriteFsync.params());
-    }
-}
+/// What the run recorded beside its samples.
+pub(crate) type Details = Recorded<Seed000>;

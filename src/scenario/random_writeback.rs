@@ -5,11 +5,9 @@
 //! write time matters as much as the fsync time, so both are reported per call.
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
-use super::background;
-use super::fsync_tester::{self, Lines, TesterConfig, TesterDetails, TesterPlan};
-use super::{Plan, Scenario, Views};
+use super::fsync_tester::{self, Lines, Pace, Recorded, TesterConfig, TesterDetails, DURATION, ITERATIONS, SLEEP};
+use super::{Plan, Scenario};
 use crate::measure::Sample;
 use crate::observe::{Event, Observer};
 use crate::params::{ParamSpec, Params};
@@ -54,32 +52,26 @@ impl Scenario for RandomWriteback {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        let mut specs: Vec<ParamSpec> = fsync_tester::prober_params("20", "20s", "1s")
-            .into_iter()
-            .map(|p| match p.name {
-                n if n == fsync_tester::ITERATIONS.name() => p.seed("60"),
-                n if n == fsync_tester::DURATION.name() => p.seed("60s"),
-                // Public copies of fsync-tester.c sleep 4 s, later ones 1 s.
-                n if n == fsync_tester::SLEEP.name() => p.seed("1s"),
-                _ => p,
-            })
-            .collect();
-        specs.extend(background::params("random"));
-        specs
+        let pace = Pace {
+            iterations: ITERATIONS.default("20").seed("60"),
+            duration: DURATION.default("20s").seed("60s"),
+            // Public copies of fsync-tester.c sleep 4 s, later ones 1 s.
+            sleep: SLEEP.default("1s").seed("1s"),
+        };
+        fsync_tester::params(pace, "random")
     }
 
     fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        Ok(Box::new(TesterPlan {
-            config: TesterConfig::from_params(params)?,
-            lines: &Seed003,
-            space_hint: "lower --set random_file_size (or write_size)",
-            details: |d| super::Details::RandomWriteback(Details(d)),
-        }))
+        let details = |d| super::Details::RandomWriteback(Details::new(d));
+        fsync_tester::plan(params, &Seed003, SPACE_HINT, details)
     }
 }
 
-/// Mason's lines, live.
-struct Seed003;
+const SPACE_HINT: &str = "lower --set random_file_size (or write_size)";
+
+/// Mason's lines.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Seed003;
 
 impl Lines for Seed003 {
     fn before_writer(&self, _cfg: &TesterConfig, observer: &mut dyn Observer) {
@@ -99,19 +91,8 @@ impl Lines for Seed003 {
     fn done(&self, cfg: &TesterConfig, iterations: u64, _: Option<&BackgroundSummary>, observer: &mut dyn Observer) {
         observer.event(Event::SeedLine(&seed_done_line(iterations, cfg.background.kind())));
     }
-}
 
-/// What the run recorded beside its samples.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Details(pub TesterDetails);
-
-impl Views for Details {
-    fn findings(&self) -> Vec<String> {
-        self.0.findings()
-    }
-
-    fn seed_lines(&self, r: &Measured<'_>) -> Vec<String> {
-        let d = &self.0;
+    fn recorded(&self, d: &TesterDetails, r: &Measured<'_>) -> Vec<String> {
         let mut lines: Vec<String> = d.setup.seed_lines().iter().map(|l| l.to_string()).collect();
         lines.push(STARTING.into());
         if d.background == Some(WriterKind::Random) {
@@ -125,12 +106,5 @@ impl Views for Details {
     }
 }
 
-#[cfg(test)]
-mod params_tests {
-    use super::*;
-
-    #[test]
-    fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        crate::params::assert_declared_and_read::<fsync_tester::TesterParams>(&RandomWriteback.params());
-    }
-}
+/// What the run recorded beside its samples.
+pub(crate) type Details = Recorded<Seed003>;

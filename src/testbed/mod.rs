@@ -26,6 +26,7 @@ pub mod bdi;
 pub mod command;
 pub mod deadman;
 pub mod device;
+mod live;
 pub mod loopdev;
 pub mod machine_lock;
 pub mod mount;
@@ -47,8 +48,9 @@ pub use workdir::WorkDir;
 
 use device::fuse::{DeviceMark, EmulatedDevice};
 use device::{DeviceControl, DeviceProfile};
+use live::Live;
 pub use request::{Key, Place, Spelling, TestbedRequest};
-use state::{Step, Undo};
+use state::Step;
 
 /// A target ready for runs: the directory to run in, and what must be undone afterwards.
 /// Fields drop in order: the undo stack (unmount, detach, FUSE unmount, sysctls back)
@@ -69,35 +71,21 @@ pub struct Prepared {
     device_mark: Mutex<Option<DeviceMark>>,
 }
 
-/// The undo stack and the emulated device with its dead man's switch. Fields drop in
-/// order: the stack (unmount, detach, FUSE unmount, sysctls back), then the device's
-/// session thread is joined and its switch disarmed.
-struct Live {
-    undo: Undo,
-    device: Option<EmulatedDevice>,
-    switch: Option<deadman::Switch>,
-    /// Taken off the disk it was made on ([`Prepared::unplug`], or a power cut's cycle,
-    /// [`power`]): no loop device to name, no device to count the run's flushes on.
-    unplugged: bool,
-    /// In a `--kernel` guest whose run drives its disk: the controls of the device the host
-    /// emulates and serves it, over the control port ([`vm::control`]).
-    served: Option<DeviceControl>,
-}
-
-impl Drop for Prepared {
-    /// The emulated device's media file lives on a tmpfs below its FUSE mount: undo the
-    /// steps above that tmpfs (mount, loop device, FUSE mount), let the device go (closing
-    /// the media file), then the undo stack undoes the rest as it drops.
-    fn drop(&mut self) {
-        let live = self.live.get_mut().unwrap_or_else(|p| p.into_inner());
-        if live.device.is_some() {
-            live.undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
-            live.device = None;
+impl Prepared {
+    /// What `live` set up in `dir`, on a disk of `profile`: no sysctl set, no run measured.
+    fn new(dir: PathBuf, live: Live, profile: Option<DeviceProfile>) -> Prepared {
+        Prepared {
+            dir,
+            live: Mutex::new(live),
+            _sysctl_lock: None,
+            scratch: None,
+            profile,
+            remake: None,
+            sysctls_set: BTreeMap::new(),
+            device_mark: Mutex::new(None),
         }
     }
-}
 
-impl Prepared {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -288,37 +276,30 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
         }
     }
 
-    // Declared before `undo` so that they are dropped after it (locals drop in reverse).
+    // Declared before `live` so that it is dropped after it (locals drop in reverse).
     let sysctl_lock = if request.sysctls.is_empty() {
         None
     } else {
         Some(claim_sysctls(request, &state::root_state_dir())?)
     };
-    let mut device = None;
-    let mut switch = None;
-    let mut undo = Undo::new();
-    let mut served = None;
+    // A failure from here drops `live`, which undoes what was set up in the right order
+    // (the emulated device's media on its tmpfs: [`Live`]'s drop).
+    let mut live = Live::new();
     let (dir, scratch) = match &request.place {
         Place::Scratch(s) if in_guest => {
-            let made = vm::disk::mount_in_guest(s, &mut undo)?;
+            let made = vm::disk::mount_in_guest(s, &mut live.undo)?;
             if s.device.is_emulated() {
-                served = vm::control::Port::open()?.map(|port| DeviceControl::remote(std::sync::Arc::new(port)));
+                live.served = vm::control::Port::open()?.map(|port| DeviceControl::remote(std::sync::Arc::new(port)));
             }
             (made.mount_point, Some(made.info))
         }
-        Place::Scratch(s) => match scratch::provision(s, image_size(s), &mut undo, &mut device, &mut switch) {
-            Ok(made) => (made.mount_point, Some(made.info)),
-            Err(e) => {
-                // As `Prepared::drop` does: the emulated device holds its media open on the
-                // tmpfs, so it goes after what is above the tmpfs and before the tmpfs
-                // (a mount that failed left the tmpfs busy, for `fsynclab cleanup`).
-                if device.is_some() {
-                    undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
-                }
-                drop(device);
-                return Err(e);
-            }
-        },
+        Place::Scratch(s) => {
+            let Live {
+                undo, device, switch, ..
+            } = &mut live;
+            let made = scratch::provision(s, image_size(s), undo, device, switch)?;
+            (made.mount_point, Some(made.info))
+        }
         Place::Dir(dir) => {
             // A directory that is not there is said before anything else (issue 14's
             // review: the explanation's note came first for a user without root).
@@ -326,22 +307,11 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
             (dir.clone(), None)
         }
     };
-    // From here a failure drops the `Prepared`, which undoes in the right order.
     let mut prepared = Prepared {
-        dir,
-        live: Mutex::new(Live {
-            undo,
-            device,
-            switch,
-            unplugged: false,
-            served,
-        }),
         _sysctl_lock: sysctl_lock,
         scratch,
-        profile: request.scratch().map(|s| s.device.clone()),
         remake: request.scratch().map(|s| (s.clone(), image_size(s))),
-        sysctls_set: BTreeMap::new(),
-        device_mark: Mutex::new(None),
+        ..Prepared::new(dir, live, request.scratch().map(|s| s.device.clone()))
     };
     for s in &request.sysctls {
         let (in_force, previous) = sysctl::in_force(s.name)?;

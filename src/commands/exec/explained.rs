@@ -19,6 +19,7 @@ use crate::explain::run::ExplainOptions;
 use crate::measure::{Recorder, RunClock};
 use crate::recording::Recording;
 use crate::result::{now_rfc3339, RunResult, SCHEMA_VERSION};
+use crate::run::cell::{self, Say};
 use crate::scenario::traced_command::{Details, SCENARIO};
 
 /// What `exec --explain` was asked for.
@@ -90,7 +91,7 @@ impl Explained {
         // not panic before the run is recorded.
         let text = crate::report::exporter(crate::cli::Format::Text, false).render(&result);
         let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
-        self.recording.record_and_say(&mut result)?;
+        cell::record(&mut self.recording, &mut result, None, Say::Stored)?;
         Ok(result)
     }
 }

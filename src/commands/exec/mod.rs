@@ -36,8 +36,10 @@ use crate::compare::expect::Expectation;
 use crate::environment::Fingerprint;
 use crate::error::Usage;
 use crate::kernel::process;
+use crate::run::on_kernel::{Judge, Needs, Writes};
 use crate::run::session::{Opened, Session};
 use crate::signals;
+use crate::testbed::vm::GuestDisk;
 use crate::testbed::TestbedRequest;
 
 /// What `--output` records: the command, how it ended, and where it ran.
@@ -350,8 +352,30 @@ pub(crate) fn refuse_the_impossible(args: &crate::cli::ExecArgs) -> Result<(), U
     Ok(())
 }
 
-pub(crate) fn command(args: &crate::cli::ExecArgs, expect: &[Expectation]) -> Result<i32> {
+/// `exec`: its line read ([`super::measuring`]), then the command run as it asks.
+pub(crate) fn command(args: &crate::cli::ExecArgs) -> Result<i32> {
+    super::measuring(&args.target, || expectations(args), |expect| exec(args, expect))
+}
+
+fn exec(args: &crate::cli::ExecArgs, expect: &[Expectation]) -> Result<i32> {
     refuse_the_impossible(args)?;
+    // On another kernel (`--kernel`), the whole command runs in a guest.
+    let needs = Needs {
+        space_needed: 0,
+        guest_disk: match args.cut.is_some() {
+            true => GuestDisk::Driven,
+            false => GuestDisk::Served,
+        },
+        expected: None,
+        writes: args.output.as_deref().map(Writes::File),
+        command: &args.command,
+        expect,
+        judge: Judge::Last(judged),
+    };
+    let record = args.explain.explain.then_some(&args.record);
+    if let Some(code) = super::kernel::on_kernel(&args.target, record, needs)? {
+        return Ok(code);
+    }
     let request = args.target.request()?;
     if args.check.is_some() && args.cut.is_none() {
         return Err(Usage(

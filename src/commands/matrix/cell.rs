@@ -1,6 +1,6 @@
 //! `fsynclab cell ID:INDEX` (hidden): one run of a stored matrix, the one at INDEX of
 //! its plan's order, made on this host exactly as `fsynclab matrix` makes each of its runs
-//! ([`super::run::make_run`]: claimed, measured and recorded at its place as
+//! ([`crate::farm::local::make_run`]: claimed, measured and recorded at its place as
 //! [`crate::run::cell`] makes every run).
 //! It is what a scheduler's task runs (Slurm's array tasks, a Kubernetes Indexed Job's
 //! completions), with the store in `FSYNCLAB_STORE` or `--store`. Root, when the cell needs
@@ -11,9 +11,9 @@
 
 use anyhow::Result;
 
-use super::run::{made_line, make_run};
 use crate::cli::CellArgs;
 use crate::error::Usage;
+use crate::farm::local::{made_line, make_run, refuse_without_root};
 use crate::matrix::table::StoredMatrix;
 use crate::recording::{self, Recording};
 use crate::run::cell::Made;
@@ -49,7 +49,7 @@ pub(crate) fn cell(args: &CellArgs) -> Result<i32> {
         ))
         .into());
     };
-    super::refuse_without_root(&stored.plan)?;
+    refuse_without_root(&stored.plan)?;
     let cell = &stored.plan.cells()[c];
     let mut recording = Recording::into(store, path);
     let mut progress = Progress::new(1, 0, args.quiet);

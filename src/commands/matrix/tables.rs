@@ -1,5 +1,5 @@
 //! The tables of a stored matrix printed: one per figure, under a title saying what every
-//! cell shares.
+//! cell shares; once its runs are made, a closing line on how to draw it and list its runs.
 
 use std::io::IsTerminal;
 
@@ -11,7 +11,20 @@ use crate::matrix::plan::Plan;
 use crate::matrix::table::{self, StoredMatrix};
 use crate::store::Store;
 
-pub(crate) fn print_tables(store: &Store, id: &str, options: &TableOptions) -> Result<()> {
+/// The tables of matrix `id` once its runs are made, then (unless `--quiet`) how to draw it
+/// and list its runs, `with_hosts` when a farm's nodes made them.
+pub(super) fn print_tables_and_close(store: &Store, id: &str, options: &TableOptions, with_hosts: bool) -> Result<()> {
+    print_tables(store, id, options)?;
+    if !options.quiet {
+        note!(
+            "fsynclab matrix {id}: `fsynclab report --matrix {id} -o {id}.html` draws it; `fsynclab runs --matrix {id}` lists its runs{}",
+            if with_hosts { " with their hosts" } else { "" }
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn print_tables(store: &Store, id: &str, options: &TableOptions) -> Result<()> {
     let stored = StoredMatrix::load(store, id)?;
     let terminal = std::io::stdout().is_terminal();
     let mut out = String::new();

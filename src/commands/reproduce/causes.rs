@@ -96,7 +96,7 @@ pub(crate) fn throttle(result: &RunResult, op: &str) -> Option<(usize, u32, u64)
 mod tests {
     use super::*;
     use crate::explain::attribution::{Part, Threshold};
-    use crate::explain::run::Explanation;
+    use crate::explain::explanation::Explanation;
     use crate::result::tests_support::empty_result;
 
     fn call(op: &str, parts: Vec<(Cause, u64)>) -> Attribution {

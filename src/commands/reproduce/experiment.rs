@@ -205,6 +205,19 @@ pub(crate) struct Row {
     pub(crate) judgement: Judgement,
     /// The stored runs behind the measured figure.
     pub(crate) runs: Vec<i64>,
+    /// The finding's own figure, run by run, where the seed names one: what `--kernel A,B`
+    /// compares between kernels (else the group's main figure). Not in the JSON row: the
+    /// change it makes is ([`super::kernels::Change`]).
+    #[serde(skip)]
+    pub(crate) figure: Option<RunFigure>,
+}
+
+/// A finding's figure over its runs: `overwrite fdatasync.ops/s`, one value a run.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct RunFigure {
+    pub(crate) name: String,
+    pub(crate) unit: &'static str,
+    pub(crate) values: Vec<f64>,
 }
 
 impl Row {
@@ -218,7 +231,18 @@ impl Row {
             measured: String::new(),
             judgement: Judgement::unmeasured("no run"),
             runs: Vec::new(),
+            figure: None,
         }
+    }
+
+    /// The finding's own figure, one value a run (see [`Row::figure`]).
+    pub(crate) fn figure(mut self, name: impl Into<String>, unit: &'static str, values: Vec<f64>) -> Row {
+        self.figure = Some(RunFigure {
+            name: name.into(),
+            unit,
+            values,
+        });
+        self
     }
 
     pub(crate) fn published(mut self, text: &str, sources: &[Source]) -> Row {

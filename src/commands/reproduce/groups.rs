@@ -26,18 +26,39 @@ pub(super) struct PlannedGroup {
     pub(super) explain_over_ms: Option<u64>,
 }
 
-/// Every group of every experiment as a matrix plan with its id, each cell's parameters
-/// and testbed checked as `run` would check them.
+/// What of the seeds' groups to run, and how often.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Choice {
+    /// `(seed, group)`: only these groups of these seeds (`004:datasync`); a seed not listed
+    /// runs every group.
+    pub(super) only: Vec<(&'static str, String)>,
+    /// Runs of every configuration (`--runs`), else the size's.
+    pub(super) runs: Option<u32>,
+}
+
+impl Choice {
+    fn wants(&self, seed: &str, group: &super::experiment::Group) -> bool {
+        let named: Vec<&String> = self.only.iter().filter(|(s, _)| *s == seed).map(|(_, g)| g).collect();
+        named.is_empty() || named.iter().any(|g| **g == group.name || **g == group.scenario)
+    }
+}
+
+/// Every group of every experiment (those `choice` keeps) as a matrix plan with its id,
+/// each cell's parameters and testbed checked as `run` would check them.
 pub(super) fn plan_groups(
     experiments: &[&'static dyn Experiment],
     size: Size,
     id: &str,
     backing: Option<&PathBuf>,
+    choice: &Choice,
 ) -> Result<Vec<PlannedGroup>> {
     let mut out = Vec::new();
     for e in experiments {
-        for group in e.groups(size) {
+        for group in e.groups(size).into_iter().filter(|g| choice.wants(e.seed(), g)) {
             let mut plan = group.plan(size);
+            if let Some(runs) = choice.runs {
+                plan.repeat = runs;
+            }
             if size == Size::Smoke {
                 let smoke = SMOKE_SETS
                     .iter()

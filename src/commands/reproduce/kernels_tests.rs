@@ -191,7 +191,7 @@ fn the_findings_are_shown_side_by_side_with_what_changed() {
         "{t}"
     );
     assert!(
-        t.contains("\n  changed    reproduced on host, not reproduced on 6.1; fsync.max (sleep=1s) 2000 -> 310 ms, B/A 0.15: 3 runs against 3 cannot reach p < 0.05"),
+        t.contains("\n  changed    reproduced on host, not reproduced on 6.1; fsync.max (sleep=1s) 2000 -> 310 ms, B/A 0.15 [0.14, 0.17]: 3 runs against 3 cannot reach p < 0.05"),
         "{t}"
     );
     assert!(
@@ -265,4 +265,85 @@ fn a_guest_run_of_a_reproduction_is_explained_at_the_groups_threshold() {
             "rounds=1"
         ])
     );
+}
+
+/// One finding with a figure of its own: the worst fsync, as a rate (1 / seconds).
+struct OwnFigure;
+
+impl Experiment for OwnFigure {
+    fn seed(&self) -> &'static str {
+        "010"
+    }
+    fn title(&self) -> &'static str {
+        "a rate"
+    }
+    fn era(&self, _: Size) -> String {
+        "hdd".into()
+    }
+    fn groups(&self, _: Size) -> Vec<Group> {
+        vec![Group::new("overwrite-fsync")
+            .on(Key::Scratch, "ext4")
+            .axis("sleep", &["1s"])
+            .figure("fsync.max")]
+    }
+    fn rows(&self, m: &Measured) -> Vec<Row> {
+        let worst = |r: &crate::result::RunResult| worst_s(r, OpKind::Fsync);
+        let row = Row::new("010", "fsyncs are fast").published("fast", &[]);
+        match m.median("", &[("sleep", "1s")], worst) {
+            None => vec![row],
+            Some((s, ids)) => vec![row
+                .measured(format!("worst fsync {s:.2} s"), ids)
+                .judged(Judgement::new(Verdict::Reproduced, "fast"))
+                .figure(
+                    "worst fsyncs/s",
+                    "1/s",
+                    m.values("", &[("sleep", "1s")], worst)
+                        .into_iter()
+                        .map(|s| 1.0 / s)
+                        .collect(),
+                )],
+        }
+    }
+}
+
+static OWN_FIGURE: OwnFigure = OwnFigure;
+
+#[test]
+/// Issue 60: a finding's own figure is what the kernels are compared on, with the ratio's
+/// interval and p; a change is called at p < 0.05 with the interval clear of 1, and five
+/// runs a side reach p < 0.01.
+fn a_findings_own_figure_is_compared_with_its_interval_and_p() {
+    // 1 s against 4 s worst fsyncs: 1.0 against 0.25 a second, B/A 0.25.
+    let m = measured(&[1000, 1010, 990, 1005, 995], &[4000, 4040, 3960, 4020, 3980]);
+    let s = seed_report(&OWN_FIGURE, Size::Quick, &m, Vec::new(), &kernels());
+    let c = &s.changes[0];
+    assert_eq!(c.figure.as_deref(), Some("worst fsyncs/s"));
+    assert_eq!(c.unit, "1/s");
+    assert_eq!((c.runs_reference, c.runs_kernel), (5, 5));
+    assert!((c.ratio.unwrap() - 0.25).abs() < 0.01, "{:?}", c.ratio);
+    let [low, high] = c.interval.unwrap();
+    assert!(low <= 0.25 && (0.25..1.0).contains(&high), "{low} {high}");
+    assert!(c.p_value.unwrap() < 0.01, "{:?}", c.p_value);
+    assert!(c.significant);
+    assert!(
+        c.confidence
+            .starts_with("a significant change (Mann-Whitney p = 0.008, 5 runs against 5)"),
+        "{}",
+        c.confidence
+    );
+    let line = sidebyside::figure_text(c);
+    assert!(line.starts_with("worst fsyncs/s "), "{line}");
+    assert!(line.contains(" 1/s, B/A 0.25 ["), "{line}");
+
+    // The same kernel's runs on both sides, interleaved: no change called.
+    let m = measured(&[1000, 1040, 990, 1020, 980], &[1010, 1030, 985, 1005, 995]);
+    let c = &seed_report(&OWN_FIGURE, Size::Quick, &m, Vec::new(), &kernels()).changes[0];
+    assert!(!c.significant, "{c:?}");
+    assert!(
+        c.confidence.starts_with("not significant (Mann-Whitney p = "),
+        "{}",
+        c.confidence
+    );
+    let [low, high] = c.interval.unwrap();
+    assert!(low < 1.0 && 1.0 < high, "{low} {high}");
 }

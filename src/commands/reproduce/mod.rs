@@ -52,7 +52,7 @@ use crate::run::cell::{Failure, Made, Recorded};
 use crate::run::Progress;
 use crate::store::MatrixRecord;
 use experiment::{CellRuns, Experiment, Measured, Row, Run, Size};
-use groups::{label_of, plan_groups, run_one, say_full_plan};
+use groups::{label_of, plan_groups, run_one, say_full_plan, Choice};
 
 /// The prefix of a reproduction's id (`reproduce3`) and of its matrices (`reproduce3-000`).
 use crate::matrix::REPRODUCTION_ID_PREFIX as ID_PREFIX;
@@ -80,7 +80,7 @@ fn all() -> Vec<&'static dyn Experiment> {
 }
 
 /// The experiments `seeds` name (all when none), in seed order; an unknown seed is a
-/// one-line usage error.
+/// one-line usage error. `SEED:GROUP` names the seed (its group: [`groups_named`]).
 fn select(seeds: &[String]) -> Result<Vec<&'static dyn Experiment>, Usage> {
     let every = all();
     if seeds.is_empty() {
@@ -89,6 +89,7 @@ fn select(seeds: &[String]) -> Result<Vec<&'static dyn Experiment>, Usage> {
     let valid = || every.iter().map(|e| e.seed()).collect::<Vec<_>>().join(", ");
     let mut chosen: Vec<&'static dyn Experiment> = Vec::new();
     for text in seeds {
+        let text = text.split_once(':').map_or(text.as_str(), |(seed, _)| seed);
         let number = text.trim().trim_start_matches("seed").parse::<u32>().ok();
         let found = number.and_then(|n| every.iter().find(|e| e.seed() == format!("{n:03}")));
         match found {
@@ -99,6 +100,42 @@ fn select(seeds: &[String]) -> Result<Vec<&'static dyn Experiment>, Usage> {
     }
     chosen.sort_by_key(|e| e.seed());
     Ok(chosen)
+}
+
+/// The groups `SEED:GROUP` arguments name, `(seed, group)`, each checked against its seed's
+/// groups (by name, or by scenario for a seed's main group); a seed also named alone runs
+/// all of its groups.
+fn groups_named(seeds: &[String], size: Size) -> Result<Vec<(&'static str, String)>, Usage> {
+    let plain: Vec<String> = seeds.iter().filter(|t| !t.contains(':')).cloned().collect();
+    let whole: Vec<&'static str> = match plain.is_empty() {
+        true => Vec::new(),
+        false => select(&plain)?.iter().map(|e| e.seed()).collect(),
+    };
+    let mut out = Vec::new();
+    for text in seeds {
+        let Some((seed, group)) = text.split_once(':') else {
+            continue;
+        };
+        let Some(e) = select(&[seed.to_string()])?.first().copied() else {
+            continue;
+        };
+        let groups = e.groups(size);
+        if !groups.iter().any(|g| g.name == group || g.scenario == group) {
+            let names: Vec<&str> = groups
+                .iter()
+                .map(|g| if g.name.is_empty() { g.scenario } else { g.name })
+                .collect();
+            return Err(Usage(format!(
+                "reproduce {text}: seed {} has no group '{group}'; its groups: {}",
+                e.seed(),
+                names.join(", ")
+            )));
+        }
+        if !whole.contains(&e.seed()) {
+            out.push((e.seed(), group.to_string()));
+        }
+    }
+    Ok(out)
 }
 
 /// A seed's outcome, as the table shows it.
@@ -153,6 +190,10 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
         (false, true) => Size::Smoke,
         (false, false) => Size::Quick,
     };
+    let choice = Choice {
+        only: groups_named(&args.seeds, size)?,
+        runs: args.runs,
+    };
     let kernels = kernels::check(
         args.kernel.as_deref(),
         args.kernel_timeout.as_deref(),
@@ -189,7 +230,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
     )?;
     let mut store = recording::open_for_writing(&path)?;
     let id = store.next_prefixed_id(ID_PREFIX)?;
-    let mut groups = plan_groups(&experiments, size, &id, args.backing.as_ref())?;
+    let mut groups = plan_groups(&experiments, size, &id, args.backing.as_ref(), &choice)?;
     kernels::apply(
         groups.iter_mut().map(|g| &mut g.plan),
         &kernels,
@@ -208,10 +249,11 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
                 Size::Full => "full",
                 Size::Smoke => "smoke (seconds a run: the tests' configuration)",
             },
-            match size {
-                Size::Full => format!("{} runs", size.repeat()),
-                Size::Quick => "2 to 4 runs".to_string(),
-                Size::Smoke => "1 run".to_string(),
+            match (choice.runs, size) {
+                (Some(n), _) => format!("{n} runs (--runs)"),
+                (None, Size::Full) => format!("{} runs", size.repeat()),
+                (None, Size::Quick) => "2 to 4 runs".to_string(),
+                (None, Size::Smoke) => "1 run".to_string(),
             },
             recording::shown_store(&path)
         );
@@ -300,7 +342,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<i32> {
 
     // Rows and the table.
     let reproduction = Reproduction {
-        stored_runs_a_configuration: None,
+        // `--runs N`: the heading says what was made, not the size's usual counts.
+        stored_runs_a_configuration: choice.runs.map(|n| (n as usize, n as usize)),
         id: id.clone(),
         size,
         machine: kernels::machine_line(&kernels, machine.machine_line()),
@@ -359,10 +402,43 @@ mod tests {
     }
 
     #[test]
+    /// Issue 60: `004:datasync` runs one group of a seed; an unknown group is one line.
+    fn one_group_of_a_seed_is_named_seed_colon_group() {
+        let named = |s: &[&str]| groups_named(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>(), Size::Quick);
+        assert_eq!(named(&["004:datasync"]).unwrap(), [("004", "datasync".to_string())]);
+        assert_eq!(
+            named(&["004:datasync", "4"]).unwrap(),
+            Vec::<(&str, String)>::new(),
+            "the seed named alone too: all of its groups"
+        );
+        let err = named(&["004:nothing"]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "reproduce 004:nothing: seed 004 has no group 'nothing'; its groups: datasync, rndwr"
+        );
+        assert_eq!(
+            select(&["004:rndwr".to_string()])
+                .unwrap()
+                .iter()
+                .map(|e| e.seed())
+                .collect::<Vec<_>>(),
+            ["004"]
+        );
+        let choice = Choice {
+            only: named(&["004:datasync"]).unwrap(),
+            runs: Some(5),
+        };
+        let groups = plan_groups(&all()[4..], Size::Quick, "reproduce1", None, &choice).unwrap();
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].matrix_id, "reproduce1-004-datasync");
+        assert_eq!(groups[0].plan.repeat, 5);
+    }
+
+    #[test]
     /// Issue 20.
     fn every_group_of_every_seed_plans_as_a_matrix_would_run_it() {
         for size in [Size::Quick, Size::Full, Size::Smoke] {
-            let groups = plan_groups(&all(), size, "reproduce1", None).unwrap();
+            let groups = plan_groups(&all(), size, "reproduce1", None, &Choice::default()).unwrap();
             assert!(groups.len() >= 5, "{}", groups.len());
             for g in &groups {
                 assert!(crate::commands::select::is_matrix_id(&g.matrix_id), "{}", g.matrix_id);

@@ -140,6 +140,11 @@ fn overwrite(m: &Measured) -> Row {
         ids,
     )
     .judged(judgement)
+    .figure(
+        "overwrite fdatasync.ops/s",
+        "ops/s",
+        m.values("datasync", &[], rate(Case::Overwrite, SyncMethod::Fdatasync)),
+    )
 }
 
 fn append(m: &Measured) -> Row {
@@ -165,6 +170,11 @@ fn append(m: &Measured) -> Row {
         ids,
     )
     .judged(judgement)
+    .figure(
+        "append fdatasync.ops/s",
+        "ops/s",
+        m.values("datasync", &[], rate(Case::Append, SyncMethod::Fdatasync)),
+    )
 }
 
 /// How close to fsync's rate fdatasync's must be on append to cost what fsync does.
@@ -242,6 +252,11 @@ fn sysbench(m: &Measured) -> Row {
         ids,
     )
     .judged(judgement)
+    .figure(
+        "requests/s (fsync_mode=fdatasync)",
+        "requests/s",
+        m.values("rndwr", &[("fsync_mode", "fdatasync")], rps),
+    )
 }
 
 #[cfg(test)]

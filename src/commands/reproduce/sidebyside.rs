@@ -1,7 +1,7 @@
 //! A reproduction on several kernels as a person reads it: each finding's verdict and
 //! measured figure on each kernel, side by side, and what changed from the first kernel to
-//! each other (the verdicts, the main figure's ratio B/A, and whether the runs can tell
-//! that from noise), as text, a markdown table or JSON.
+//! each other (the verdicts, the figure's ratio B/A with its interval, and whether the runs
+//! can tell that from noise), as text, a markdown table or JSON.
 
 use std::fmt::Write as _;
 
@@ -27,13 +27,16 @@ pub(super) fn render(r: &Reproduction, format: ReproduceFormat) -> Result<String
     })
 }
 
-/// `fsync.max (scratch=ext4) 10.6 -> 12.1 s, B/A 1.15: one run a side: ...`.
+/// `fsync.max (scratch=ext4) 10.6 -> 12.1 s, B/A 1.15 [0.98, 1.31]: not significant ...`.
 pub(super) fn figure_text(c: &Change) -> String {
     let Some(figure) = &c.figure else {
         return c.confidence.clone();
     };
     let v = |x: Option<f64>| x.map_or("-".to_string(), format_significant);
-    let ratio = c.ratio.map_or(String::new(), |q| format!(", B/A {q:.2}"));
+    let interval = c
+        .interval
+        .map_or(String::new(), |[low, high]| format!(" [{low:.2}, {high:.2}]"));
+    let ratio = c.ratio.map_or(String::new(), |q| format!(", B/A {q:.2}{interval}"));
     format!(
         "{figure} {} -> {} {}{ratio}: {}",
         v(c.median_reference),

@@ -29,9 +29,12 @@ use crate::params::split_assignment;
 use crate::recording::{self, Recording};
 use crate::report::{self, Format};
 use crate::result::{now_rfc3339, write_compact_json_atomically, write_json_atomically};
+use crate::run::cell::{self, Say};
 use crate::run::engine::Planned;
+use crate::run::on_kernel::{Judge, Needs, Writes};
 use crate::run::session::{Opened, Session};
 use crate::scenario::{self, Scenario};
+use crate::testbed::vm::GuestDisk;
 use crate::testbed::workdir;
 use crate::units::{format_duration, human_size};
 
@@ -83,7 +86,25 @@ pub(crate) struct Entry {
     pub(crate) params: BTreeMap<String, String>,
 }
 
+/// `suite`: its line read ([`super::measuring`]), then every scenario in turn ([`run`]).
+pub(crate) fn command(args: &SuiteArgs) -> Result<i32> {
+    super::measuring(&args.target, || verdict::expectations(args), |expect| run(args, expect))
+}
+
 pub(crate) fn run(args: &SuiteArgs, expect: &[Expectation]) -> Result<i32> {
+    // On another kernel (`--kernel`), the whole suite runs in a guest.
+    let needs = Needs {
+        space_needed: space_needed(args)?,
+        guest_disk: GuestDisk::Served,
+        expected: expected_duration(args)?,
+        writes: args.results.as_deref().map(Writes::Directory),
+        command: &[],
+        expect,
+        judge: Judge::All(verdict::judged_in_guest),
+    };
+    if let Some(code) = super::kernel::on_kernel(&args.target, Some(&args.record), needs)? {
+        return Ok(code);
+    }
     // Plan: parameters of every scenario, checked before anything runs.
     let planned = plan(&args.sets, args.full)?;
     let results = results_dir(args.results.as_deref())?;
@@ -430,10 +451,7 @@ pub(crate) fn render(s: &Summary, results: &Path) -> String {
 /// Records a scenario's result in the store (when there is one) and writes its file: compact
 /// JSON without the samples when they are in the store, with them when they are not.
 fn keep(recording: &mut Recording, result: &mut crate::result::RunResult, file: &Path) -> Result<Option<i64>> {
-    let id = match recording.record(result, None) {
-        Ok(id) => id,
-        Err(e) => return Err(recording::keep_elsewhere(result, e)),
-    };
+    let id = cell::record(recording, result, None, Say::Nothing)?;
     match id {
         Some(id) => {
             let value = recording::value_without_samples(result)?;

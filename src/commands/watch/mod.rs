@@ -22,6 +22,7 @@ use crate::explain::bpf::symbols::KernelSymbols;
 use crate::explain::bpf::{self, ended, BpfTracer};
 use crate::measure::RunClock;
 use crate::recording::Recording;
+use crate::run::cell::{self, Say};
 
 mod filter;
 mod record;
@@ -153,11 +154,11 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         lost,
         run_time: cost,
         hooks,
-        interrupt_wakers_by: crate::explain::run::InterruptWakersBy::of(&symbols),
+        interrupt_wakers_by: crate::explain::explanation::InterruptWakersBy::of(&symbols),
         cpu_ns: record::process_cpu_ns().saturating_sub(cpu_before),
         environment: crate::environment::fingerprint(&filter::target_of(&settings.filter)),
     };
-    recording.record_and_say(&mut watched.into_result())?;
+    cell::record(&mut recording, &mut watched.into_result(), None, Say::Stored)?;
     out.status()
 }
 

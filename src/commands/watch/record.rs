@@ -15,7 +15,7 @@ use crate::explain::attribution::{Attribution, Threshold};
 use crate::explain::bpf::histogram::Buckets;
 use crate::explain::bpf::record::SyncKind;
 use crate::explain::bpf::{Lost, RunTime};
-use crate::explain::run::{BpfTracing, Explanation};
+use crate::explain::explanation::{BpfTracing, Explanation};
 use crate::measure::{OpKind, OpStats};
 use crate::result::{RunResult, SCHEMA_VERSION};
 use crate::scenario::process_calls::ProcessCalls;
@@ -72,9 +72,9 @@ pub(super) struct Watched {
     pub(super) lost: Lost,
     pub(super) run_time: RunTime,
     /// The kernel hooks the program was attached to.
-    pub(super) hooks: crate::explain::run::BpfHooks,
-    /// How wakeups made in an interrupt were told ([`crate::explain::run::BpfTracing`]).
-    pub(super) interrupt_wakers_by: crate::explain::run::InterruptWakersBy,
+    pub(super) hooks: crate::explain::explanation::BpfHooks,
+    /// How wakeups made in an interrupt were told ([`crate::explain::explanation::BpfTracing`]).
+    pub(super) interrupt_wakers_by: crate::explain::explanation::InterruptWakersBy,
     /// CPU time of this process while it watched.
     pub(super) cpu_ns: u64,
     pub(super) environment: Fingerprint,

@@ -38,6 +38,8 @@ use serde::{Deserialize, Serialize};
 mod call;
 mod causes;
 mod commits;
+#[cfg(test)]
+mod hand_built_tests;
 mod index;
 #[cfg(test)]
 mod tests;

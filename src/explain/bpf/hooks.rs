@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 use super::settings::{Detail, Settings, Writes};
 use super::symbols::KernelSymbols;
 use super::MODULES_BTF;
-use crate::explain::run::BpfHooks;
+use crate::explain::explanation::BpfHooks;
 
 /// Names the ways of hooking the sync calls to try, comma-separated, in order
 /// (`functions`, `raw_syscalls`): how a test or a benchmark runs one path on a kernel that

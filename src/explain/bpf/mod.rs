@@ -45,7 +45,6 @@ mod kind;
 mod layout;
 mod load;
 mod maps;
-pub(crate) mod plug;
 pub(crate) mod record;
 pub(crate) mod run;
 mod settings;
@@ -77,7 +76,7 @@ pub(crate) struct BpfTracer {
     /// The settings asked for every call's latency.
     every_call: bool,
     /// The kernel hooks attached (hooks.rs).
-    hooks: crate::explain::run::BpfHooks,
+    hooks: crate::explain::explanation::BpfHooks,
 }
 
 /// What the programs cost the kernel: how often they ran and for how long in all (0 where

@@ -21,26 +21,40 @@ pub(crate) struct ParsedTrace {
 #[derive(Debug, PartialEq)]
 enum Line<'a> {
     Event {
-        ts_ns: u64,
-        cpu: u32,
-        pid: u32,
-        tgid: Option<u32>,
-        comm: &'a str,
+        head: Head<'a>,
         name: &'a str,
         body: &'a str,
         /// The flags column's context: a hardirq, a softirq or an NMI.
         in_interrupt: bool,
     },
-    StackStart {
-        ts_ns: u64,
-        cpu: u32,
-        pid: u32,
-        tgid: Option<u32>,
-        comm: &'a str,
-    },
+    StackStart(Head<'a>),
     Frame(&'a str),
     Lost(u64),
     Comment,
+}
+
+/// What the start of an event's or a stack's line says: when, on which CPU, in which task.
+#[derive(Debug, PartialEq)]
+struct Head<'a> {
+    ts_ns: u64,
+    cpu: u32,
+    pid: u32,
+    tgid: Option<u32>,
+    comm: &'a str,
+}
+
+impl Head<'_> {
+    /// The event of `kind` the line heads.
+    fn event(&self, kind: EventKind) -> Event {
+        Event {
+            ts_ns: self.ts_ns,
+            cpu: self.cpu,
+            pid: self.pid,
+            tgid: self.tgid,
+            comm: self.comm.into(),
+            kind,
+        }
+    }
 }
 
 fn parse_line(line: &str) -> Option<Line<'_>> {
@@ -78,15 +92,15 @@ fn parse_line(line: &str) -> Option<Line<'_>> {
         let flags = words.next()?;
         let rest = words.next()?.trim_start();
         let (ts, rest) = rest.split_once(": ")?;
-        let ts_ns = parse_timestamp(ts)?;
+        let head = Head {
+            ts_ns: parse_timestamp(ts)?,
+            cpu,
+            pid,
+            tgid,
+            comm,
+        };
         if rest.starts_with("<stack trace>") {
-            return Some(Line::StackStart {
-                ts_ns,
-                cpu,
-                pid,
-                tgid,
-                comm,
-            });
+            return Some(Line::StackStart(head));
         }
         let (name, body) = match syscall(rest) {
             Some(named) => named,
@@ -96,11 +110,7 @@ fn parse_line(line: &str) -> Option<Line<'_>> {
             },
         };
         return Some(Line::Event {
-            ts_ns,
-            cpu,
-            pid,
-            tgid,
-            comm,
+            head,
             name,
             body,
             in_interrupt: in_interrupt(flags),
@@ -262,34 +272,15 @@ impl TraceParser {
                     }
                     None => self.out.unparsed_lines += 1,
                 },
-                Some(Line::StackStart {
-                    ts_ns,
-                    cpu,
-                    pid,
-                    tgid,
-                    comm,
-                }) => {
+                Some(Line::StackStart(head)) => {
                     self.end_stack();
-                    self.stack = Some((
-                        Event {
-                            ts_ns,
-                            cpu,
-                            pid,
-                            tgid,
-                            comm: comm.into(),
-                            // Its frames once they have all come (end_stack); a kind that
-                            // allocates nothing meanwhile.
-                            kind: EventKind::Marker { text: String::new() },
-                        },
-                        String::new(),
-                    ));
+                    // Its frames once they have all come (end_stack); a kind that allocates
+                    // nothing meanwhile.
+                    let marker = EventKind::Marker { text: String::new() };
+                    self.stack = Some((head.event(marker), String::new()));
                 }
                 Some(Line::Event {
-                    ts_ns,
-                    cpu,
-                    pid,
-                    tgid,
-                    comm,
+                    head,
                     name,
                     body,
                     in_interrupt,
@@ -299,14 +290,7 @@ impl TraceParser {
                     if let EventKind::SchedWakeup { in_interrupt: i, .. } = &mut kind {
                         *i = in_interrupt;
                     }
-                    self.push(Event {
-                        ts_ns,
-                        cpu,
-                        pid,
-                        tgid,
-                        comm: comm.into(),
-                        kind,
-                    });
+                    self.push(head.event(kind));
                 }
                 Some(Line::Lost(n)) => {
                     self.end_stack();

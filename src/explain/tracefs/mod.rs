@@ -62,7 +62,6 @@ use crate::testbed::tracefs::Instance;
 
 mod config;
 mod filters;
-pub(crate) mod plug;
 mod reader;
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    decade_label, latency_text, trim_float, LatencyRanges, CDF_H, CDF_POINTS, LEFT, LINE_COLOURS, PLOT_W, TOP,
+    begin, frame, grid_row, latency_columns, latency_text, legend_entry, trim_float, LatencyRanges, Swatch, CDF_H,
+    CDF_POINTS, LEFT, LINE_COLOURS, PLOT_W, SVG_W, TOP,
 };
 use crate::html::{escape, PageRun};
 
@@ -36,43 +37,17 @@ pub(crate) fn cdf(op: &str, runs: &[PageRun], ranges: &LatencyRanges) -> String 
     let y_of = |nines: f64| TOP + CDF_H - (nines / top_nines).min(1.0) * CDF_H;
     let legend_h = 16.0 * lines.len() as f64;
     let height = TOP + CDF_H + 24.0 + legend_h;
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        "<svg class=\"cdf\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {:.0} {height:.0}\" role=\"img\" aria-label=\"{} latency CDF\">",
-        LEFT + PLOT_W + 16.0,
-        LEFT + PLOT_W + 16.0,
-        escape(op)
-    );
-    let _ = write!(
-        svg,
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{PLOT_W}\" height=\"{CDF_H}\" fill=\"#fff\" stroke=\"#bbb\"/>"
-    );
+    let mut svg = begin("cdf", SVG_W, height, &format!("{} latency CDF", escape(op)));
+    frame(&mut svg, PLOT_W, CDF_H, "#fff");
     for k in 0..=top_nines as i32 {
-        let y = y_of(f64::from(k));
         let label = match k {
             0 => "0%".to_string(),
             1 => "90%".to_string(),
             k => format!("{}%", trim_float(100.0 - 100.0 / 10f64.powi(k))),
         };
-        let _ = write!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
-            LEFT + PLOT_W,
-            LEFT - 6.0,
-            y + 4.0
-        );
+        grid_row(&mut svg, y_of(f64::from(k)), PLOT_W, "#eee", label);
     }
-    for d in d_lo..=d_hi {
-        let x = LEFT + f64::from(d - d_lo) / span * PLOT_W;
-        let _ = write!(
-            svg,
-            "<line x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{:.0}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{:.0}\" text-anchor=\"middle\">{}</text>",
-            TOP + CDF_H,
-            TOP + CDF_H + 16.0,
-            decade_label(d)
-        );
-    }
+    latency_columns(&mut svg, (d_lo, d_hi), CDF_H);
     for (j, (i, v)) in lines.iter().enumerate() {
         let n = v.len();
         let colour = LINE_COLOURS[j % LINE_COLOURS.len()];
@@ -95,18 +70,15 @@ pub(crate) fn cdf(op: &str, runs: &[PageRun], ranges: &LatencyRanges) -> String 
             "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\" points=\"{}\"/>",
             points.trim_end()
         );
+        let label = escape(&runs[*i].label);
+        let max = latency_text(v[n - 1]);
         let ly = TOP + CDF_H + 30.0 + 16.0 * j as f64;
-        let _ = write!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{:.0}\" x2=\"{:.0}\" y2=\"{:.0}\" stroke=\"{colour}\" stroke-width=\"3\"/><text x=\"{:.0}\" y=\"{:.0}\">{} ({} calls, max {})</text>",
-            ly - 4.0,
-            LEFT + 24.0,
-            ly - 4.0,
-            LEFT + 30.0,
+        legend_entry(
+            &mut svg,
             ly,
-            escape(&runs[*i].label),
-            n,
-            latency_text(v[n - 1])
+            Swatch::Line,
+            colour,
+            format_args!("{label} ({n} calls, max {max})"),
         );
     }
     svg.push_str("</svg>\n");

@@ -6,11 +6,14 @@
 
 use std::fmt::Write as _;
 
-use super::{decade_label, trim_float, LEFT, LINE_COLOURS, PLOT_W, TOP};
+use super::{
+    begin, frame, grid_row, latency_columns, legend_entry, trim_float, Swatch, LEFT, LINE_COLOURS, PLOT_W, SVG_W, TOP,
+};
 use crate::compare::{Figure, Metric};
 use crate::html::{escape, PageRun};
 
 const H: f64 = 220.0;
+const LABEL: &str = "p99 sync latency against acknowledged writes lost";
 
 /// A run's point: its label, p99 latency of its main sync call (ns) and loss rate (0..=1).
 fn point(run: &PageRun) -> Option<(String, u64, f64)> {
@@ -46,56 +49,33 @@ pub(crate) fn frontier(runs: &[PageRun]) -> String {
     let y_of = |rate: f64| TOP + H - rate.clamp(0.0, 1.0) * H;
     let legend_h = 16.0 * points.len() as f64;
     let height = TOP + H + 28.0 + legend_h;
-    let width = LEFT + PLOT_W + 16.0;
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        "<svg class=\"frontier\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"p99 sync latency against acknowledged writes lost\">"
-    );
-    let _ = write!(
-        svg,
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{PLOT_W}\" height=\"{H}\" fill=\"#fff\" stroke=\"#bbb\"/>"
-    );
+    let mut svg = begin("frontier", SVG_W, height, LABEL);
+    frame(&mut svg, PLOT_W, H, "#fff");
     for pct in [0, 25, 50, 75, 100] {
-        let y = y_of(f64::from(pct) / 100.0);
-        let _ = write!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{pct}%</text>",
-            LEFT + PLOT_W,
-            LEFT - 6.0,
-            y + 4.0
+        grid_row(
+            &mut svg,
+            y_of(f64::from(pct) / 100.0),
+            PLOT_W,
+            "#eee",
+            format_args!("{pct}%"),
         );
     }
-    for d in d_lo..=d_hi {
-        let x = LEFT + f64::from(d - d_lo) / span * PLOT_W;
-        let _ = write!(
-            svg,
-            "<line x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{:.0}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{:.0}\" text-anchor=\"middle\">{}</text>",
-            TOP + H,
-            TOP + H + 16.0,
-            decade_label(d)
-        );
-    }
+    latency_columns(&mut svg, (d_lo, d_hi), H);
     for (i, (label, p99, rate)) in points.iter().enumerate() {
         let colour = LINE_COLOURS[i % LINE_COLOURS.len()];
         let (x, y) = (x_of(*p99), y_of(*rate));
+        let (label, p99_ms, lost_pct) = (escape(label), trim_float(*p99 as f64 / 1e6), trim_float(rate * 100.0));
         let _ = write!(
             svg,
-            "<circle class=\"point\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"{colour}\"><title>{}: p99 {} ms, {}% of acknowledged writes lost</title></circle>",
-            escape(label),
-            trim_float(*p99 as f64 / 1e6),
-            trim_float(rate * 100.0)
+            "<circle class=\"point\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"{colour}\"><title>{label}: p99 {p99_ms} ms, {lost_pct}% of acknowledged writes lost</title></circle>"
         );
         let ly = TOP + H + 32.0 + 16.0 * i as f64;
-        let _ = write!(
-            svg,
-            "<rect x=\"{LEFT}\" y=\"{:.0}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{:.0}\" y=\"{:.0}\">{}: p99 {} ms, {}% lost</text>",
-            ly - 9.0,
-            LEFT + 16.0,
+        legend_entry(
+            &mut svg,
             ly,
-            escape(label),
-            trim_float(*p99 as f64 / 1e6),
-            trim_float(rate * 100.0)
+            Swatch::Square,
+            colour,
+            format_args!("{label}: p99 {p99_ms} ms, {lost_pct}% lost"),
         );
     }
     svg.push_str("</svg>\n");

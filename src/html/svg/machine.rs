@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{run_seconds, trim_float, x_axis, LEFT, PLOT_W, TOP};
+use super::{begin, run_seconds, trim_float, x_axis, LEFT, PLOT_W, SVG_W, TOP};
 use crate::explain::attribution::Attribution;
 use crate::explain::timeline::TimelinePoint;
 use crate::html::{escape, PageRun};
@@ -108,13 +108,7 @@ pub(crate) fn machine(run: &PageRun, index: usize) -> String {
     let has_cache = !run.cache_occupancy.is_empty();
     let panels = 3 + usize::from(!calls.is_empty());
     let height = TOP + GAP + panels as f64 * (PANEL_H + GAP) + 8.0;
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        "<svg class=\"machine\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {:.0} {height:.0}\" role=\"img\" aria-label=\"kernel timeline\">",
-        LEFT + PLOT_W + 16.0,
-        LEFT + PLOT_W + 16.0,
-    );
+    let mut svg = begin("machine", SVG_W, height, "kernel timeline");
     let mut top = TOP + GAP;
 
     // Dirty memory and writeback against the dirty limits.

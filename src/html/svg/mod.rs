@@ -15,7 +15,7 @@ mod machine;
 mod timeline;
 mod tradeoff;
 
-use std::fmt::Write as _;
+use std::fmt::{Display, Write as _};
 
 use super::PageRun;
 
@@ -42,6 +42,8 @@ pub(crate) const PLOT_W: f64 = 960.0;
 pub(crate) const HEAT_H: f64 = 200.0;
 pub(crate) const BG_H: f64 = 60.0;
 pub(crate) const CDF_H: f64 = 240.0;
+/// The width of a plot whose area spans `PLOT_W`: the axis labels left of it, a margin right.
+pub(crate) const SVG_W: f64 = LEFT + PLOT_W + 16.0;
 
 /// Light (few calls) to dark (many): viridis, reversed so that the empty background is
 /// lightest.
@@ -146,6 +148,97 @@ pub(crate) fn run_seconds(run: &PageRun) -> f64 {
         .max(bg_end as f64)
         .max(timeline_end as f64 / 1e9)
         .max(1e-3)
+}
+
+/// Opens a plot `width` × `height` px: the `<svg>` element of CSS class `class`, described
+/// to a screen reader as `label` (HTML already).
+pub(crate) fn begin(class: &str, width: f64, height: f64, label: &str) -> String {
+    format!(
+        "<svg class=\"{class}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"{label}\">"
+    )
+}
+
+/// The frame of a plot area `width` × `height` px at (`LEFT`, `TOP`), filled with `fill`.
+pub(crate) fn frame(svg: &mut String, width: f64, height: f64, fill: &str) {
+    let _ = write!(
+        svg,
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{width}\" height=\"{height}\" fill=\"{fill}\" stroke=\"#bbb\"/>"
+    );
+}
+
+/// A grid line across a plot area `width` px wide at height `y`, labelled left of the area.
+pub(crate) fn grid_row(svg: &mut String, y: f64, width: f64, stroke: &str, label: impl Display) {
+    let _ = write!(
+        svg,
+        "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"{stroke}\"/><text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
+        LEFT + width,
+        LEFT - 6.0,
+        y + 4.0
+    );
+}
+
+/// A grid line down a plot area from `TOP` to `bottom` at `x`, labelled under the area.
+pub(crate) fn grid_column(svg: &mut String, x: f64, bottom: f64, stroke: &str, label: impl Display) {
+    let _ = write!(
+        svg,
+        "<line x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{:.0}\" stroke=\"{stroke}\"/><text x=\"{x:.1}\" y=\"{:.0}\" text-anchor=\"middle\">{label}</text>",
+        bottom,
+        bottom + 16.0
+    );
+}
+
+/// How a legend entry shows its run's colour.
+pub(crate) enum Swatch {
+    /// A stroke, as the run's line is drawn.
+    Line,
+    /// A square, as the run's point is filled.
+    Square,
+}
+
+/// A legend entry under a plot, its text's baseline at `y`: the swatch in `colour`, then
+/// `text` (HTML already).
+pub(crate) fn legend_entry(svg: &mut String, y: f64, swatch: Swatch, colour: &str, text: impl Display) {
+    let text_x = match swatch {
+        Swatch::Line => {
+            let _ = write!(
+                svg,
+                "<line x1=\"{LEFT}\" y1=\"{:.0}\" x2=\"{:.0}\" y2=\"{:.0}\" stroke=\"{colour}\" stroke-width=\"3\"/>",
+                y - 4.0,
+                LEFT + 24.0,
+                y - 4.0
+            );
+            LEFT + 30.0
+        }
+        Swatch::Square => {
+            let _ = write!(
+                svg,
+                "<rect x=\"{LEFT}\" y=\"{:.0}\" width=\"10\" height=\"10\" fill=\"{colour}\"/>",
+                y - 9.0
+            );
+            LEFT + 16.0
+        }
+    };
+    let _ = write!(svg, "<text x=\"{text_x:.0}\" y=\"{y:.0}\">{text}</text>");
+}
+
+/// A latency axis up a plot area `width` × `height` px: a grid line a decade from 10^`d_lo`
+/// ns at the bottom to 10^`d_hi` ns at the top.
+pub(crate) fn latency_rows(svg: &mut String, (d_lo, d_hi): (i32, i32), width: f64, height: f64) {
+    let span = f64::from(d_hi - d_lo);
+    for d in d_lo..=d_hi {
+        let y = TOP + height - f64::from(d - d_lo) / span * height;
+        grid_row(svg, y, width, "#ddd", decade_label(d));
+    }
+}
+
+/// A latency axis across a plot area `PLOT_W` × `height` px: a grid line a decade from
+/// 10^`d_lo` ns at the left to 10^`d_hi` ns at the right.
+pub(crate) fn latency_columns(svg: &mut String, (d_lo, d_hi): (i32, i32), height: f64) {
+    let span = f64::from(d_hi - d_lo);
+    for d in d_lo..=d_hi {
+        let x = LEFT + f64::from(d - d_lo) / span * PLOT_W;
+        grid_column(svg, x, TOP + height, "#eee", decade_label(d));
+    }
 }
 
 pub(crate) fn x_axis(svg: &mut String, seconds: f64, y: f64) {

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    decade_label, latency_text, run_seconds, x_axis, LatencyRanges, BG_H, HEAT_COLOURS, HEAT_COLUMNS, HEAT_H,
-    HEAT_ROWS, LEFT, PLOT_W, SLOW_POINTS, TOP,
+    begin, frame, latency_rows, latency_text, run_seconds, x_axis, LatencyRanges, BG_H, HEAT_COLOURS, HEAT_COLUMNS,
+    HEAT_H, HEAT_ROWS, LEFT, PLOT_W, SLOW_POINTS, SVG_W, TOP,
 };
 use crate::html::{escape, PageRun};
 
@@ -81,30 +81,10 @@ pub(crate) fn timeline(run: &PageRun, op: &str, ranges: &LatencyRanges) -> Strin
 
     let bg_h = if run.background.is_empty() { 0.0 } else { BG_H + 16.0 };
     let height = TOP + HEAT_H + 24.0 + bg_h;
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {:.0} {height:.0}\" role=\"img\" aria-label=\"{} latency over time\">",
-        LEFT + PLOT_W + 16.0,
-        LEFT + PLOT_W + 16.0,
-        escape(op)
-    );
-    let _ = write!(
-        svg,
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{PLOT_W}\" height=\"{HEAT_H}\" fill=\"#f7f7f7\" stroke=\"#bbb\"/>"
-    );
+    let mut svg = begin("timeline", SVG_W, height, &format!("{} latency over time", escape(op)));
+    frame(&mut svg, PLOT_W, HEAT_H, "#f7f7f7");
     // Latency grid, one line a decade.
-    for d in d_lo..=d_hi {
-        let y = TOP + HEAT_H - f64::from(d - d_lo) / span * HEAT_H;
-        let _ = write!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            LEFT + PLOT_W,
-            LEFT - 6.0,
-            y + 4.0,
-            decade_label(d)
-        );
-    }
+    latency_rows(&mut svg, (d_lo, d_hi), PLOT_W, HEAT_H);
     // Few calls: every one is a point, the slow ones (at or above the kind's p99, nearest
     // rank) in red. Many: a heat map, with only the slowest as points.
     let sparse = latencies.len() <= SLOW_POINTS;

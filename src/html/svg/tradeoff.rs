@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{decade_label, latency_text, nice_step, trim_float, LEFT, LINE_COLOURS, TOP};
+use super::{begin, frame, latency_rows, latency_text, nice_step, trim_float, LEFT, LINE_COLOURS, TOP};
 use crate::html::{escape, PageRun};
 
 const W: f64 = 640.0;
@@ -43,26 +43,9 @@ pub(crate) fn tradeoff(runs: &[PageRun]) -> String {
     let x_of = |mb: f64| LEFT + (mb / max_mb).clamp(0.0, 1.0) * W;
     let width = LEFT + W + 240.0;
     let height = TOP + H + 40.0;
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        "<svg class=\"tradeoff\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"sync latency against background throughput\">"
-    );
-    let _ = write!(
-        svg,
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{W}\" height=\"{H}\" fill=\"{FRAME}\" stroke=\"#bbb\"/>"
-    );
-    for d in d_lo..=d_hi {
-        let y = TOP + H - f64::from(d - d_lo) / span * H;
-        let _ = write!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            LEFT + W,
-            LEFT - 6.0,
-            y + 4.0,
-            decade_label(d)
-        );
-    }
+    let mut svg = begin("tradeoff", width, height, "sync latency against background throughput");
+    frame(&mut svg, W, H, FRAME);
+    latency_rows(&mut svg, (d_lo, d_hi), W, H);
     let step = nice_step(max_mb, 8.0);
     let mut mb = 0.0;
     while mb <= max_mb + 1e-9 {

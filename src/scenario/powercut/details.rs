@@ -143,19 +143,11 @@ impl Views for Details {
             &rows,
         )];
         if let Some(files) = &self.total.files {
+            let counts = files.counts();
             tables.push(Table {
                 title: format!("{}: what each file held after the cuts", self.workload()),
-                columns: ["new", "old", "empty", "zeroed", "missing", "torn"]
-                    .map(String::from)
-                    .to_vec(),
-                rows: vec![vec![
-                    Cell::from(files.new),
-                    Cell::from(files.old),
-                    Cell::from(files.empty),
-                    Cell::from(files.zeroed),
-                    Cell::from(files.missing),
-                    Cell::from(files.torn),
-                ]],
+                columns: counts.iter().map(|(state, _)| state.to_string()).collect(),
+                rows: vec![counts.iter().map(|&(_, n)| Cell::from(n)).collect()],
             });
         }
         tables

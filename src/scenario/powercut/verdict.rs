@@ -48,6 +48,20 @@ pub(crate) struct FileStates {
     pub(crate) torn: u64,
 }
 
+impl FileStates {
+    /// Each state's name and count, in the order the report's table shows them.
+    pub(crate) fn counts(&self) -> [(&'static str, u64); 6] {
+        [
+            ("new", self.new),
+            ("old", self.old),
+            ("empty", self.empty),
+            ("zeroed", self.zeroed),
+            ("missing", self.missing),
+            ("torn", self.torn),
+        ]
+    }
+}
+
 impl Verdict {
     /// Whether an acknowledged write did not survive: what fsync promised was broken.
     pub(crate) fn lost_acknowledged(&self) -> bool {

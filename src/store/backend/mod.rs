@@ -2,7 +2,8 @@
 //! so that every query of the store ([`super::read`], [`super::write`], [`super::claims`],
 //! [`super::schema`]) is written once, in SQLite's spelling, and runs on either.
 //!
-//! What differs is kept here and in the two files beside it:
+//! What differs is kept here and in the two files beside it, each of which runs the
+//! statements its own way ([`Backend`]):
 //! - placeholders: the store writes `?1`, PostgreSQL takes `$1` ([`postgres_sql`]);
 //! - `LIKE` is ASCII case-insensitive in SQLite and case-sensitive in PostgreSQL, whose
 //!   `ILIKE` is what the store means;
@@ -131,6 +132,21 @@ pub(crate) trait Row {
     fn with_blob(&self, i: usize, f: &mut dyn FnMut(&[u8])) -> Result<(), DbError>;
 }
 
+/// What a query does with each row of its result, in order; an error stops the query.
+pub(crate) type EachRow<'f> = &'f mut dyn FnMut(&dyn Row) -> Result<(), DbError>;
+
+/// How one kind of database runs the store's statements.
+pub(crate) trait Backend {
+    /// Runs a statement; the rows it changed.
+    fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError>;
+    /// Runs several statements without arguments (a migration).
+    fn execute_batch(&self, sql: &str) -> Result<(), DbError>;
+    /// Runs a query, each row of its result to `each`.
+    fn query(&self, sql: &str, args: &[Arg<'_>], each: EachRow<'_>) -> Result<(), DbError>;
+    /// Begins a transaction, `how` as each database can.
+    fn begin(&self, how: Begin) -> Result<(), DbError>;
+}
+
 /// How a transaction begins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Begin {
@@ -161,20 +177,21 @@ impl fmt::Debug for Db {
 }
 
 impl Db {
+    fn backend(&self) -> &dyn Backend {
+        match self {
+            Db::Sqlite(db) => db,
+            Db::Postgres(db) => db,
+        }
+    }
+
     /// Runs a statement; the rows it changed.
     pub(crate) fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
-        match self {
-            Db::Sqlite(db) => db.execute(sql, args),
-            Db::Postgres(db) => db.execute(sql, args),
-        }
+        self.backend().execute(sql, args)
     }
 
     /// Runs several statements without arguments (a migration).
     pub(crate) fn execute_batch(&self, sql: &str) -> Result<(), DbError> {
-        match self {
-            Db::Sqlite(db) => db.execute_batch(sql),
-            Db::Postgres(db) => db.execute_batch(sql),
-        }
+        self.backend().execute_batch(sql)
     }
 
     /// Runs a query, `f` making a value of each row, in order.
@@ -184,10 +201,12 @@ impl Db {
         args: &[Arg<'_>],
         mut f: impl FnMut(&dyn Row) -> Result<T, DbError>,
     ) -> Result<Vec<T>, DbError> {
-        match self {
-            Db::Sqlite(db) => db.query_map(sql, args, &mut f),
-            Db::Postgres(db) => db.query_map(sql, args, &mut f),
-        }
+        let mut out = Vec::new();
+        self.backend().query(sql, args, &mut |row| {
+            out.push(f(row)?);
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     /// The first row's value, if there is a row.
@@ -206,10 +225,7 @@ impl Db {
     }
 
     pub(crate) fn begin(&self, how: Begin) -> Result<(), DbError> {
-        match self {
-            Db::Sqlite(db) => db.begin(how),
-            Db::Postgres(db) => db.begin(how),
-        }
+        self.backend().begin(how)
     }
 
     pub(crate) fn commit(&self) -> Result<(), DbError> {

@@ -8,7 +8,7 @@ use std::error::Error as _;
 use postgres::types::{IsNull, ToSql, Type};
 use postgres::{Client, Config, NoTls};
 
-use super::{postgres_sql, Arg, Begin, DbError, Row};
+use super::{postgres_sql, Arg, Backend, Begin, DbError, EachRow, Row};
 
 /// The advisory lock an immediate transaction holds (any number of the database's own would
 /// do; this one spells "fsynclab" in ASCII), so that one process at a time makes a schema,
@@ -138,32 +138,29 @@ impl Pg {
     fn bind<'a>(args: &'a [Arg<'_>]) -> Vec<&'a (dyn ToSql + Sync)> {
         args.iter().map(|a| a as &(dyn ToSql + Sync)).collect()
     }
+}
 
-    pub(crate) fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
+impl Backend for Pg {
+    fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
         Ok(self
             .client
             .borrow_mut()
             .execute(postgres_sql(sql).as_str(), &Pg::bind(args))?)
     }
 
-    pub(crate) fn execute_batch(&self, sql: &str) -> Result<(), DbError> {
+    fn execute_batch(&self, sql: &str) -> Result<(), DbError> {
         Ok(self.client.borrow_mut().batch_execute(sql)?)
     }
 
-    pub(crate) fn query_map<T>(
-        &self,
-        sql: &str,
-        args: &[Arg<'_>],
-        f: &mut dyn FnMut(&dyn Row) -> Result<T, DbError>,
-    ) -> Result<Vec<T>, DbError> {
+    fn query(&self, sql: &str, args: &[Arg<'_>], each: EachRow<'_>) -> Result<(), DbError> {
         let rows = self
             .client
             .borrow_mut()
             .query(postgres_sql(sql).as_str(), &Pg::bind(args))?;
-        rows.iter().map(|r| f(&PgRow(r))).collect()
+        rows.iter().try_for_each(|r| each(&PgRow(r)))
     }
 
-    pub(crate) fn begin(&self, how: Begin) -> Result<(), DbError> {
+    fn begin(&self, how: Begin) -> Result<(), DbError> {
         self.client.borrow_mut().batch_execute(match how {
             Begin::Snapshot => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
             Begin::Deferred | Begin::Immediate => "BEGIN",

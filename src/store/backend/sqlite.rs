@@ -4,7 +4,7 @@
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 
-use super::{Arg, Begin, DbError, Row};
+use super::{Arg, Backend, Begin, DbError, EachRow, Row};
 
 pub(crate) struct Sqlite {
     pub(crate) conn: Connection,
@@ -47,38 +47,34 @@ impl Row for SqliteRow<'_, '_> {
     }
 }
 
-impl Sqlite {
-    pub(crate) fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
+impl Backend for Sqlite {
+    fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
         let mut stmt = self.conn.prepare_cached(sql)?;
         Ok(stmt.execute(rusqlite::params_from_iter(args.iter()))? as u64)
     }
 
-    pub(crate) fn execute_batch(&self, sql: &str) -> Result<(), DbError> {
+    fn execute_batch(&self, sql: &str) -> Result<(), DbError> {
         Ok(self.conn.execute_batch(sql)?)
     }
 
-    pub(crate) fn query_map<T>(
-        &self,
-        sql: &str,
-        args: &[Arg<'_>],
-        f: &mut dyn FnMut(&dyn Row) -> Result<T, DbError>,
-    ) -> Result<Vec<T>, DbError> {
+    fn query(&self, sql: &str, args: &[Arg<'_>], each: EachRow<'_>) -> Result<(), DbError> {
         let mut stmt = self.conn.prepare_cached(sql)?;
         let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
-        let mut out = Vec::new();
         while let Some(row) = rows.next()? {
-            out.push(f(&SqliteRow(row))?);
+            each(&SqliteRow(row))?;
         }
-        Ok(out)
+        Ok(())
     }
 
-    pub(crate) fn begin(&self, how: Begin) -> Result<(), DbError> {
+    fn begin(&self, how: Begin) -> Result<(), DbError> {
         Ok(self.conn.execute_batch(match how {
             Begin::Deferred | Begin::Snapshot => "BEGIN DEFERRED",
             Begin::Immediate => "BEGIN IMMEDIATE",
         })?)
     }
+}
 
+impl Sqlite {
     pub(crate) fn is_read_only(&self) -> bool {
         self.conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false)
     }

@@ -6,9 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
-
 use anyhow::Result;
 
 use super::super::device::fuse::EmulatedDevice;
@@ -173,40 +170,17 @@ pub fn serve_disk(request: &TestbedRequest, space_needed: u64, media: bool) -> R
     let size = s.size.unwrap_or_else(|| s.spec.default_size(space_needed));
     // The same tools and room, whichever side makes the disk.
     scratch::check_prerequisites(s, size)?;
-    let mut device = None;
-    let mut switch = None;
-    let mut undo = Undo::new();
-    let made = match media {
-        true => serve(s, size, &mut undo, &mut device, &mut switch)
-            .map(|(dir, image, file)| (dir, Some(file), Some((image, s.clone(), size)))),
-        false => scratch::make_dir(&s.backing, &mut undo).map(|dir| (dir, None, None)),
+    // A failure drops `live`, which undoes what was made in the right order.
+    let mut live = Live::new();
+    let Live {
+        undo, device, switch, ..
+    } = &mut live;
+    let (dir, file, made) = match media {
+        true => serve(s, size, undo, device, switch)
+            .map(|(dir, image, file)| (dir, Some(file), Some((image, s.clone(), size))))?,
+        false => (scratch::make_dir(&s.backing, undo)?, None, None),
     };
-    let (dir, file, made) = match made {
-        Ok(made) => made,
-        Err(e) => {
-            if device.is_some() {
-                undo.undo_above(|s| matches!(s, Step::Tmpfs { .. }));
-            }
-            drop(device);
-            return Err(e);
-        }
-    };
-    let prepared = Prepared {
-        dir,
-        live: Mutex::new(Live {
-            undo,
-            device,
-            switch,
-            unplugged: false,
-            served: None,
-        }),
-        _sysctl_lock: None,
-        scratch: None,
-        profile: Some(s.device.clone()),
-        remake: None,
-        sysctls_set: BTreeMap::new(),
-        device_mark: Mutex::new(None),
-    };
+    let prepared = Prepared::new(dir, live, Some(s.device.clone()));
     Ok(ServedDisk { prepared, file, made })
 }
 

@@ -36,6 +36,15 @@ fn ordered_as_published() -> Behaviour {
     }
 }
 
+/// The details of a run that measured one row, `b`, on `device` under `fault`.
+fn one_row(device: &str, fault: &str, b: Behaviour) -> Details {
+    Details {
+        device: device.into(),
+        fault: fault.into(),
+        rows: vec![Row::Measured(Box::new(b))],
+    }
+}
+
 #[test]
 fn blocks_read_as_new_old_zeros_or_mixed() {
     assert_eq!(Content::of(&[NEW; BLOCK]), Content::New);
@@ -59,11 +68,7 @@ fn a_row_as_published_differs_in_nothing_and_reports_the_silent_loss() {
     let b = ordered_as_published();
     let published = published(&b.filesystem).unwrap();
     assert_eq!(b.differences(published), Vec::<String>::new());
-    let details = Details {
-        device: "nvme".into(),
-        fault: "block".into(),
-        rows: vec![Row::Measured(Box::new(b))],
-    };
+    let details = one_row("nvme", "block", b);
     let findings = details.findings();
     assert!(
         findings[0].contains("returned 0 while the disk kept the old data"),
@@ -101,11 +106,7 @@ fn a_difference_from_the_published_row_is_a_finding() {
         page: Content::Old,
         ..ordered_as_published()
     };
-    let details = Details {
-        device: "nvme".into(),
-        fault: "block".into(),
-        rows: vec![Row::Measured(Box::new(b))],
-    };
+    let details = one_row("nvme", "block", b);
     let findings = details.findings();
     assert!(
         findings
@@ -130,11 +131,7 @@ fn when_the_disk_stops_taking_writes_the_state_is_said_with_the_kernels_words() 
         ],
         ..ordered_as_published()
     };
-    let details = Details {
-        device: "nvme".into(),
-        fault: "disk".into(),
-        rows: vec![Row::Measured(Box::new(b))],
-    };
+    let details = one_row("nvme", "disk", b);
     let tables = details.tables();
     assert_eq!(tables.len(), 1, "no published row for a whole disk failing");
     assert!(tables[0].title.contains("the disk stopped taking writes"));
@@ -166,11 +163,7 @@ fn after_a_failed_flush_the_cut_says_which_call_flushed_again() {
         cut: Some(cut),
         ..ordered_as_published()
     };
-    let details = Details {
-        device: "ssd-sata,request=200ms".into(),
-        fault: "flush".into(),
-        rows: vec![Row::Measured(Box::new(b.clone()))],
-    };
+    let details = one_row("ssd-sata,request=200ms", "flush", b.clone());
     let findings = details.findings();
     assert!(findings.iter().any(|f| f == "xfs: after the failed flush, the 2nd fsync, the fsync through the descriptor opened after returned 0 without flushing the cache again"), "{findings:?}");
     assert!(

@@ -330,15 +330,8 @@ mod fixtures {
             }),
             media_bytes_per_s: Some(100_000_000),
             bus_bytes_per_s: Some(300_000_000),
-            command_latency: Duration::ZERO,
-            latency_p99: None,
             cache_bytes,
-            cache_segments: 0,
-            cache_durable: false,
-            flush_cost: Duration::ZERO,
-            ignores_flushes: false,
-            sector_bytes: 512,
-            faults: Vec::new(),
+            ..DiskFigures::plain()
         }
     }
 

@@ -1,15 +1,15 @@
-//! The tracefs tracer behind [`crate::explain::tracer::Tracer`]: a run's measuring threads
-//! (the calling thread and the worker threads, by name) or a command's process tree
-//! followed in a private instance, the trace read, and the slow calls attributed in user
-//! space ([`crate::explain::attribution`]).
+//! The tracefs tracer ([`crate::explain::tracefs`]) behind [`super::Tracer`]: a run's measuring
+//! threads (the calling thread and the worker threads, by name) or a command's process tree
+//! followed in a private instance, the trace read, and the slow calls attributed in user space
+//! ([`crate::explain::attribution`]).
 
 use anyhow::Result;
 
-use super::{TraceConfig, TracedFs, Tracing, Watch};
+use super::{process_of, tid_of, Tracer, Whom, SAVE_TRACE, TRACE_STACKS};
 use crate::explain::attribution::explain;
-use crate::explain::run::{slow_calls, Explanation};
+use crate::explain::explanation::{call_of, slow_calls, Explanation};
 use crate::explain::syscalls::sync_calls;
-use crate::explain::tracer::{process_of, tid_of, Tracer, Whom, SAVE_TRACE, TRACE_STACKS};
+use crate::explain::tracefs::{TraceConfig, TracedFs, Tracing, Watch};
 use crate::measure::{RunClock, Sample};
 use crate::role::pool::worker_thread_name;
 
@@ -50,9 +50,7 @@ impl Tracer for Tracefs {
         let save = std::env::var_os(SAVE_TRACE).filter(|_| measured.is_some());
         if save.is_some() {
             for s in measured.unwrap_or_default().iter().filter(|s| s.error.is_none()) {
-                let _ = self
-                    .tracing
-                    .mark(&crate::explain::run::call_of(s, tid_of(s, main)).marker());
+                let _ = self.tracing.mark(&call_of(s, tid_of(s, main)).marker());
             }
         }
         let trace = match self.tracing.stop() {

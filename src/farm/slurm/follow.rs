@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::client::{nodes_of, output, slurm};
 use super::stuck::{given_up_with, queued, stuck_because, unresponsive_nodes, Followed, GivenUp, Queued};
 use super::{Array, Request};
-use crate::commands::matrix::run::slot_label;
+use crate::farm::{remaining, slot_label};
 use crate::matrix::plan::Plan;
-use crate::matrix::slurm_client::{nodes_of, output, slurm};
 use crate::recording;
 use crate::run::Progress;
 use crate::store::{RunFilter, RunId, Store};
@@ -220,7 +220,7 @@ pub(super) fn report_failures(
     given_up: &[GivenUp],
     stuck_limit: Duration,
 ) -> Result<usize> {
-    let missing = crate::commands::matrix::run::remaining(store, matrix_id, plan)?;
+    let missing = remaining(store, matrix_id, plan)?;
     let order = plan.order();
     let cells = plan.cells();
     let claims = store.claims(matrix_id)?;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::matrix::slurm_client::{output, slurm};
+use super::client::{output, slurm};
 
 /// How long a task may sit COMPLETING before its node is taken for gone: a node ends a task
 /// in a second or two; one whose slurmd is dead never does, and Slurm itself notices only

@@ -1,13 +1,13 @@
-//! The BPF tracer behind [`crate::explain::tracer::Tracer`]: the program of `fsynclab watch`
-//! on a run's own process or on a command's process tree ([`super::run`]), the slow calls it
-//! split in the kernel tied to the calls measured ([`super::tie`]).
+//! The BPF tracer ([`crate::explain::bpf`]) behind [`super::Tracer`]: the program of `fsynclab
+//! watch` on a run's own process or on a command's process tree ([`crate::explain::bpf::run`]), the
+//! slow calls it split in the kernel tied to the calls measured ([`crate::explain::bpf::tie`]).
 
 use anyhow::Result;
 
-use super::record::CallLatency;
-use super::run::{Followed, RunTracer, Traced};
-use crate::explain::run::{slow_calls, Explanation};
-use crate::explain::tracer::{process_of, tid_of, Tracer, Whom};
+use super::{process_of, tid_of, Tracer, Whom};
+use crate::explain::bpf::record::CallLatency;
+use crate::explain::bpf::run::{Followed, RunTracer, Traced};
+use crate::explain::explanation::{slow_calls, Explanation};
 use crate::measure::{OpKind, RunClock, Sample};
 use crate::sys::Errno;
 

@@ -1,18 +1,23 @@
 //! The plug point for tracers: what `--explain` asks of one, and the one place that chooses
 //! and starts it. A tracer follows whom it is told to in the kernel while a run or a command
 //! goes, and once stopped splits the slow calls into parts that add up to each
-//! ([`super::run::Explanation`]). Two stand behind the trait, a folder each:
-//! - [`super::tracefs`]: tracefs's events in a private instance, read and attributed in user
-//!   space: every kind of call, the commits and flushes a wait was tied to;
-//! - [`super::bpf`]: the BPF program of `fsynclab watch`, which splits the calls in the
-//!   kernel.
+//! ([`super::explanation::Explanation`]). Two stand behind the trait, each a folder of its
+//! own for how it traces, and a file here that plugs it in:
+//! - [`super::tracefs`], plugged in by [`tracefs`]: tracefs's events in a private instance,
+//!   read and attributed in user space ([`super::attribution`]): every kind of call, the
+//!   commits and flushes a wait was tied to;
+//! - [`super::bpf`], plugged in by [`bpf`]: the BPF program of `fsynclab watch`, which splits
+//!   the calls in the kernel.
 //!
-//! A third backend is a folder beside them with a type implementing [`Tracer`], a
-//! [`TracerKind`] for `--tracer` to name it, and its arm in [`start`] and [`unavailable`].
+//! A third backend is a folder beside them, a file here with a type implementing [`Tracer`],
+//! a [`TracerKind`] for `--tracer` to name it, and its arm in [`start`] and [`unavailable`].
 
 use anyhow::Result;
 
-use super::run::Explanation;
+mod bpf;
+mod tracefs;
+
+use super::explanation::Explanation;
 use super::tracefs::TracedFs;
 use crate::measure::{RunClock, Sample};
 
@@ -99,8 +104,8 @@ pub(crate) trait Tracer {
 /// are traced), its events placed on `clock`.
 pub(crate) fn start(kind: TracerKind, whom: Whom, fs: TracedFs, clock: RunClock) -> Result<Box<dyn Tracer>> {
     Ok(match kind {
-        TracerKind::Tracefs => Box::new(super::tracefs::plug::Tracefs::start(whom, fs, clock)?),
-        TracerKind::Bpf => Box::new(super::bpf::plug::Bpf::start(whom, clock)?),
+        TracerKind::Tracefs => Box::new(tracefs::Tracefs::start(whom, fs, clock)?),
+        TracerKind::Bpf => Box::new(bpf::Bpf::start(whom, clock)?),
     })
 }
 

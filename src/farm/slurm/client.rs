@@ -1,7 +1,7 @@
-//! Slurm's client commands (`sinfo`, `squeue`, ...) run and read: the nodes of a
-//! partition, the jobs of a matrix that still wait or run, whether a job has ended. Both the
-//! Slurm scheduler (`commands::matrix::slurm`) and the claims ([`super::claim`], which take
-//! the owner of a claim for dead once its job has ended) ask through here.
+//! Slurm's client commands (`sbatch`, `squeue`, `sinfo`, ...) run and read, each bounded:
+//! whether they are there, the nodes of a partition, the jobs of a matrix that still wait or
+//! run. The claims ask `squeue` on their own whether a claim's job has ended
+//! (`matrix::claim`, below the farm), bounded as a query here is.
 
 use std::process::Command;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use crate::child::{Bounded, OnSignal, Outcome};
 use crate::error::Usage;
 
 /// A Slurm command, with its error said in one line when it cannot run.
-pub(crate) fn slurm(program: &str) -> Command {
+pub(super) fn slurm(program: &str) -> Command {
     let mut c = Command::new(program);
     c.stdin(std::process::Stdio::null());
     c
@@ -23,7 +23,7 @@ const CLIENTS: [&str; 5] = ["sbatch", "squeue", "scontrol", "scancel", "sinfo"];
 
 /// Refuses, before anything is stored or submitted, to run where Slurm's client commands
 /// are not on the PATH.
-pub(crate) fn check_clients() -> Result<(), Usage> {
+pub(super) fn check_clients() -> Result<(), Usage> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let dirs: Vec<_> = std::env::split_paths(&path).collect();
     match CLIENTS.iter().find(|c| !dirs.iter().any(|d| d.join(c).is_file())) {
@@ -32,7 +32,7 @@ pub(crate) fn check_clients() -> Result<(), Usage> {
     }
 }
 
-pub(crate) fn not_on_path(program: &str) -> Usage {
+fn not_on_path(program: &str) -> Usage {
     Usage(format!(
         "--engine slurm: {program} is not on the PATH (install Slurm's client commands, slurm-client on Debian, or run where they are)"
     ))
@@ -56,7 +56,7 @@ fn rules_for(program: &str) -> Bounded {
 
 /// Runs a Slurm client command (its own process group, bounded: [`rules_for`]); its
 /// stdout, or an error with its stderr.
-pub(crate) fn output(cmd: &mut Command) -> Result<String> {
+pub(super) fn output(cmd: &mut Command) -> Result<String> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -80,7 +80,7 @@ pub(crate) fn output(cmd: &mut Command) -> Result<String> {
 }
 
 /// The nodes of `partition` (the default partition's when none), as `sinfo` lists them.
-pub(crate) fn nodes_of(partition: Option<&str>) -> Result<Vec<String>> {
+pub(super) fn nodes_of(partition: Option<&str>) -> Result<Vec<String>> {
     let mut cmd = slurm("sinfo");
     cmd.args(["-h", "-N", "-o", "%N"]);
     if let Some(p) = partition {
@@ -101,7 +101,7 @@ pub(crate) fn nodes_of(partition: Option<&str>) -> Result<Vec<String>> {
 }
 
 /// The Slurm jobs of matrix `matrix_id` (by their name) that still wait or run.
-pub(crate) fn active_jobs(matrix_id: &str) -> Result<Vec<String>> {
+pub(super) fn active_jobs(matrix_id: &str) -> Result<Vec<String>> {
     let out = output(slurm("squeue").args(["-h", "-n", &format!("fsynclab-{matrix_id}"), "-o", "%A"]))?;
     let mut jobs: Vec<String> = out
         .lines()
@@ -111,11 +111,4 @@ pub(crate) fn active_jobs(matrix_id: &str) -> Result<Vec<String>> {
     jobs.sort();
     jobs.dedup();
     Ok(jobs)
-}
-
-/// Whether the Slurm job `job` (`1234` or `1234_5`) has ended: `Some(true)` when `squeue`
-/// answers without listing it, `None` when Slurm cannot be asked.
-pub(crate) fn job_ended(job: &str) -> Option<bool> {
-    let out = output(slurm("squeue").args(["-h", "-j", job, "-o", "%i"])).ok()?;
-    Some(out.trim().is_empty())
 }

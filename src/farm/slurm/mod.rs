@@ -1,5 +1,5 @@
 //! `--engine slurm`: a matrix's runs as one Slurm job array, each task making one run on its
-//! node, then the table.
+//! node, followed to their end.
 //!
 //! 1. submit: the plan is in the shared store already; `sbatch --array=LIST%K --exclusive`
 //!    runs `fsynclab cell ID:$SLURM_ARRAY_TASK_ID` for each run missing, its
@@ -16,28 +16,45 @@
 //!    per run off a terminal) and `squeue` which tasks still wait or run; a signal cancels
 //!    the arrays (`scancel`, which ends each task's process tree; its run is not kept) and
 //!    says how to resume.
-//! 3. end: the table of what is stored, and each task that made no run reported with its
-//!    job id (`1234_5`), what Slurm says of it (`scontrol show job`: state, exit code, node)
-//!    and the end of its log.
+//! 3. end: each task that made no run reported with its job id (`1234_5`), what Slurm says
+//!    of it (`scontrol show job`: state, exit code, node) and the end of its log; the command
+//!    then prints the table of what is stored.
 //!
 //! The fsynclab binary, the log directory and the tasks' working directory (the submitting
 //! one) must be at the same paths on every node, as on a cluster with a shared filesystem.
 
+mod client;
 mod follow;
 mod stuck;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
-use super::Farm;
-use crate::commands::matrix::options::FarmOptions;
+use super::placement::PlacementOptions;
+use super::{by_node, indices_of, Farm, Runs, Submitted};
 use crate::error::Usage;
-use crate::matrix::plan::Plan;
-use crate::matrix::slurm_client::{active_jobs, check_clients, nodes_of, output, slurm};
+use crate::matrix::plan::{Placement, Plan};
 use crate::recording;
 use crate::store::{Location, Store};
+use client::{active_jobs, check_clients, nodes_of, output, slurm};
 use follow::{follow, report_failures};
+
+/// What a matrix asks of Slurm, besides the placement every farm takes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SlurmOptions {
+    /// The partition the arrays go to (`--partition`) [default: the stored matrix's, else
+    /// Slurm's default partition].
+    pub(crate) partition: Option<String>,
+    /// How long a task found stuck is still waited for (`--stuck-limit`) [default:
+    /// [`stuck::STUCK_LIMIT`]].
+    pub(crate) stuck_limit: Option<Duration>,
+    /// Where the tasks write their logs (`--log-dir`) [default: `./fsynclab-logs`].
+    pub(crate) log_dir: Option<PathBuf>,
+    /// No progress on stderr (`--quiet`).
+    pub(crate) quiet: bool,
+}
 
 /// One submitted array: its job id, the node it is bound to (`--per-host`), and the plan
 /// indices of its tasks.
@@ -82,7 +99,7 @@ struct Request {
 }
 
 impl Request {
-    fn of(plan: &Plan, options: &FarmOptions) -> Result<Request> {
+    fn of(plan: &Plan, options: &SlurmOptions, placement: &PlacementOptions) -> Result<Request> {
         let stored = plan.placement.clone().unwrap_or_default();
         let log_dir = std::path::absolute(
             options
@@ -92,25 +109,26 @@ impl Request {
         )?;
         Ok(Request {
             partition: options.partition.clone().or(stored.partition),
-            nodes: if options.nodes.is_empty() {
+            nodes: if placement.nodes.is_empty() {
                 stored.nodes
             } else {
-                options.nodes.clone()
+                placement.nodes.clone()
             },
-            parallel: options.parallel.or(stored.parallel),
+            parallel: placement.parallel.or(stored.parallel),
             log_dir,
         })
     }
 }
 
 /// Slurm: the runs as job arrays, followed to their end.
-pub(crate) struct Slurm<'a> {
-    pub(crate) options: &'a FarmOptions,
+pub(crate) struct Slurm {
+    pub(crate) options: SlurmOptions,
+    pub(crate) placement: PlacementOptions,
 }
 
-impl Farm for Slurm<'_> {
-    fn check_options(&self, _stored: Option<&Plan>) -> Result<(), Usage> {
-        self.options.stuck_limit().map(|_| ())
+impl Farm for Slurm {
+    fn keep(&self, placement: &mut Placement) {
+        placement.partition = self.options.partition.clone();
     }
 
     fn check(&self) -> Result<(), Usage> {
@@ -146,23 +164,27 @@ impl Farm for Slurm<'_> {
         Ok(())
     }
 
-    fn submit(&self, plan: &Plan, matrix_id: &str, slots: &[(u32, usize)], store: Store, at: &Location) -> Result<i32> {
-        submit_and_follow(plan, matrix_id, slots, store, at, self.options)
+    fn submit(&self, runs: &Runs<'_>, store: &Store) -> Result<Submitted> {
+        submit_and_follow(runs, store, &self.options, &self.placement)
     }
 }
 
-/// Submits the runs of `slots` as Slurm job arrays, follows them, prints the table; the exit
-/// status.
+/// Submits `runs` as Slurm job arrays and follows them to their end; the tasks that made no
+/// run are said, each with what Slurm says of it.
 fn submit_and_follow(
-    plan: &Plan,
-    matrix_id: &str,
-    slots: &[(u32, usize)],
-    store: Store,
-    at: &Location,
-    options: &FarmOptions,
-) -> Result<i32> {
-    let request = Request::of(plan, options)?;
-    let indices = super::indices_of(plan, slots);
+    runs: &Runs<'_>,
+    store: &Store,
+    options: &SlurmOptions,
+    placement: &PlacementOptions,
+) -> Result<Submitted> {
+    let Runs {
+        plan,
+        matrix_id,
+        slots,
+        at,
+    } = *runs;
+    let request = Request::of(plan, options, placement)?;
+    let indices = indices_of(plan, slots);
     std::fs::create_dir_all(&request.log_dir)
         .with_context(|| format!("cannot make the log directory {}", request.log_dir.display()))?;
     // Signals are watched from before the first `sbatch`: one that comes while it runs ends it.
@@ -171,7 +193,7 @@ fn submit_and_follow(
     let submitted = submit(plan, matrix_id, &indices, &request, at, &mut arrays);
     if let Some(sig) = stop.signal() {
         cancel(matrix_id, &arrays, sig);
-        return Ok(128 + sig);
+        return Ok(Submitted::Stopped(sig));
     }
     submitted?;
     if !options.quiet {
@@ -186,28 +208,22 @@ fn submit_and_follow(
             );
         }
     }
-    let stuck_limit = options.stuck_limit()?.unwrap_or(stuck::STUCK_LIMIT);
-    let followed = follow(plan, matrix_id, &arrays, &store, stuck_limit, options.quiet)?;
+    let stuck_limit = options.stuck_limit.unwrap_or(stuck::STUCK_LIMIT);
+    let followed = follow(plan, matrix_id, &arrays, store, stuck_limit, options.quiet)?;
     if let Some(sig) = followed.signal {
         cancel(matrix_id, &arrays, sig);
-        return Ok(128 + sig);
+        return Ok(Submitted::Stopped(sig));
     }
     let failed = report_failures(
         plan,
         matrix_id,
         &arrays,
-        &store,
+        store,
         &request,
         &followed.given_up,
         stuck_limit,
     )?;
-    crate::commands::matrix::tables::print_tables(&store, matrix_id, &options.table)?;
-    if !options.quiet {
-        note!(
-            "fsynclab matrix {matrix_id}: `fsynclab report --matrix {matrix_id} -o {matrix_id}.html` draws it; `fsynclab runs --matrix {matrix_id}` lists its runs with their hosts"
-        );
-    }
-    Ok(if failed > 0 { 1 } else { 0 })
+    Ok(Submitted::Followed { failed })
 }
 
 /// After signal `sig`: cancels the arrays submitted so far and says how to resume.
@@ -243,7 +259,7 @@ fn submit(
 ) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the fsynclab binary to run on the nodes")?;
     let store = at.for_another_process()?;
-    let (pinned, groups) = super::by_node(plan, indices);
+    let (pinned, groups) = by_node(plan, indices);
     // Any node of the partition, except those --nodes leaves out.
     let exclude: Vec<String> = if request.nodes.is_empty() || pinned {
         Vec::new()
