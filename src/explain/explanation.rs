@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::attribution::{select_in_groups, Attribution, Call, Span, Threshold};
+use super::bpf::hooks::BpfHooks;
 use super::bpf::run::Followed;
 use super::tracefs::Task;
 use crate::measure::Sample;
@@ -75,23 +76,6 @@ pub(crate) struct BpfTracing {
     /// none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) hooks: Option<BpfHooks>,
-}
-
-/// The kernel hooks the BPF tracer attached to (explain/bpf/hooks.rs).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct BpfHooks {
-    /// How the sync calls were found: `functions` (fentry/fexit on their system calls'
-    /// functions, which no other call passes) or `raw_syscalls` (the trace points every
-    /// system call passes, where the kernel refuses fentry).
-    pub(crate) sync_calls: String,
-    /// The detail asked for (`latency`, `sleeps`, `disk`): which groups of hooks beside the
-    /// sync calls' were attached.
-    pub(crate) detail: String,
-    /// Every hook, once: a function by its name, a trace point as `tp_btf/NAME`.
-    pub(crate) attached: Vec<String>,
-    /// Why the ways tried before were not taken (the kernel's refusal of fentry), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) refused: Option<String>,
 }
 
 impl InterruptWakersBy {

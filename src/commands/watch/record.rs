@@ -72,7 +72,7 @@ pub(super) struct Watched {
     pub(super) lost: Lost,
     pub(super) run_time: RunTime,
     /// The kernel hooks the program was attached to.
-    pub(super) hooks: crate::explain::explanation::BpfHooks,
+    pub(super) hooks: crate::explain::bpf::hooks::BpfHooks,
     /// How wakeups made in an interrupt were told ([`crate::explain::explanation::BpfTracing`]).
     pub(super) interrupt_wakers_by: crate::explain::explanation::InterruptWakersBy,
     /// CPU time of this process while it watched.

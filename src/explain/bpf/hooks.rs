@@ -9,67 +9,12 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
 
 use super::settings::{Detail, Settings, Writes};
 use super::symbols::KernelSymbols;
+pub(crate) use super::sync_hooks::SyncHooks;
 use super::MODULES_BTF;
-use crate::explain::explanation::BpfHooks;
-
-/// Names the ways of hooking the sync calls to try, comma-separated, in order
-/// (`functions`, `raw_syscalls`): how a test or a benchmark runs one path on a kernel that
-/// allows both, or checks the refusal of one this kernel refuses.
-pub(crate) const HOOKS_ENV: &str = "FSYNCLAB_BPF_HOOKS";
-
-/// How the program finds the sync calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SyncHooks {
-    /// fentry/fexit on the sync system calls' functions, and for the durable writes on the
-    /// filesystems' write functions: a call of another kind runs nothing of ours.
-    Functions,
-    /// The raw_syscalls trace points, sys_enter and sys_exit, which every system call of the
-    /// machine passes (the program compares its number first).
-    RawSyscalls,
-}
-
-impl SyncHooks {
-    /// As a result records it and [`HOOKS_ENV`] takes it.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            SyncHooks::Functions => "functions",
-            SyncHooks::RawSyscalls => "raw_syscalls",
-        }
-    }
-
-    /// The kind of hook, as a line names it.
-    pub(crate) fn hook_kind(self) -> &'static str {
-        match self {
-            SyncHooks::Functions => "fentry/fexit",
-            SyncHooks::RawSyscalls => "raw_syscalls",
-        }
-    }
-
-    /// The ways to try, in order: [`HOOKS_ENV`]'s, or functions then raw_syscalls.
-    pub(crate) fn to_try() -> Result<Vec<SyncHooks>> {
-        let Some(asked) = std::env::var_os(HOOKS_ENV) else {
-            return Ok(vec![SyncHooks::Functions, SyncHooks::RawSyscalls]);
-        };
-        let asked = asked.to_string_lossy().into_owned();
-        let mut tries = Vec::new();
-        for name in asked.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            match [SyncHooks::Functions, SyncHooks::RawSyscalls]
-                .into_iter()
-                .find(|h| h.name() == name)
-            {
-                Some(h) => tries.push(h),
-                None => bail!("{HOOKS_ENV}={asked}: expected functions, raw_syscalls or both, comma-separated"),
-            }
-        }
-        if tries.is_empty() {
-            bail!("{HOOKS_ENV} is empty: name functions, raw_syscalls or both, comma-separated");
-        }
-        Ok(tries)
-    }
-}
 
 /// The system calls' functions' prefix on this architecture (`__x64_sys_fsync`).
 const SYSCALL_PREFIX: &str = if cfg!(target_arch = "aarch64") {
@@ -217,6 +162,24 @@ fn modules_of(functions: &[&str]) -> HashMap<String, String> {
                 .then(|| (name.to_string(), module.to_string()))
         })
         .collect()
+}
+
+/// The kernel hooks the BPF tracer attached to, as a result records them
+/// ([`crate::explain::explanation::BpfTracing`]'s `hooks`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BpfHooks {
+    /// How the sync calls were found: `functions` (fentry/fexit on their system calls'
+    /// functions, which no other call passes) or `raw_syscalls` (the trace points every
+    /// system call passes, where the kernel refuses fentry).
+    pub(crate) sync_calls: String,
+    /// The detail asked for (`latency`, `sleeps`, `disk`): which groups of hooks beside the
+    /// sync calls' were attached.
+    pub(crate) detail: String,
+    /// Every hook, once: a function by its name, a trace point as `tp_btf/NAME`.
+    pub(crate) attached: Vec<String>,
+    /// Why the ways tried before were not taken (the kernel's refusal of fentry), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) refused: Option<String>,
 }
 
 /// What was attached: the sync calls' way, the detail, and each hook once, in the order

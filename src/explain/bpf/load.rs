@@ -210,7 +210,7 @@ impl BpfTracer {
     }
 
     /// The kernel hooks attached.
-    pub(crate) fn hooks(&self) -> &crate::explain::explanation::BpfHooks {
+    pub(crate) fn hooks(&self) -> &crate::explain::bpf::hooks::BpfHooks {
         &self.hooks
     }
 

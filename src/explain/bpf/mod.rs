@@ -49,6 +49,7 @@ pub(crate) mod record;
 pub(crate) mod run;
 mod settings;
 pub(crate) mod symbols;
+mod sync_hooks;
 pub(crate) mod tie;
 
 pub(crate) use maps::EndedProcess;
@@ -76,7 +77,7 @@ pub(crate) struct BpfTracer {
     /// The settings asked for every call's latency.
     every_call: bool,
     /// The kernel hooks attached (hooks.rs).
-    hooks: crate::explain::explanation::BpfHooks,
+    hooks: crate::explain::bpf::hooks::BpfHooks,
 }
 
 /// What the programs cost the kernel: how often they ran and for how long in all (0 where

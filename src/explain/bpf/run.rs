@@ -82,7 +82,7 @@ pub(crate) struct Followed {
     /// CPU time of the thread that read the records.
     pub(crate) reader_cpu_ns: u64,
     /// The kernel hooks the program was attached to.
-    pub(crate) hooks: crate::explain::explanation::BpfHooks,
+    pub(crate) hooks: crate::explain::bpf::hooks::BpfHooks,
 }
 
 /// The program loaded and followed by a thread of its own while the run goes.

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::hooks::SyncHooks;
 use super::kind::{SyncKind, OTHER_CALLS, WRITE_CALLS};
 use super::nanos;
+use super::sync_hooks::SyncHooks;
 
 /// Which tasks' sync calls are followed; the kernel applies it at each call's entry.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,11 +129,7 @@ impl Settings {
         }
         config.extend_from_slice(&takes_fd.to_ne_bytes());
         // HOOKS_RAW_SYSCALLS, HOOKS_FUNCTIONS.
-        let hooks = match sync_hooks {
-            SyncHooks::RawSyscalls => 0u32,
-            SyncHooks::Functions => 1,
-        };
-        config.extend_from_slice(&hooks.to_ne_bytes());
+        config.extend_from_slice(&sync_hooks.config_value().to_ne_bytes());
         config
     }
 }
