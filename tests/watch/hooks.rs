@@ -67,7 +67,11 @@ pub(crate) fn a_watch_says_in_a_line_which_hooks_it_attached_and_records_them() 
     let shown = stored_run_1(&store);
     let hooks = &shown["explain"]["bpf"]["hooks"];
     let by_functions = hooks["sync_calls"] == "functions";
-    assert_eq!(by_functions, line.contains("fentry/fexit"), "{hooks:#}\n{line}");
+    assert_eq!(
+        by_functions,
+        line.contains("the sync calls by fentry/fexit"),
+        "{hooks:#}\n{line}"
+    );
     let attached: Vec<&str> = hooks["attached"]
         .as_array()
         .unwrap()
