@@ -594,9 +594,13 @@ fn the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrup
 
 /// In one guest, a watch with the sync calls hooked by their functions and one at the
 /// raw_syscalls trace points (FSYNCLAB_BPF_HOOKS), each of the same 12 fsyncs and 4
-/// O_DSYNC writes.
+/// O_DSYNC writes, to files made anew for each (a write that allocates its block waits for
+/// a journal commit, one over a block already written only for a cache flush). Each watch is stopped by SIGTERM: a background job of a shell without job
+/// control starts with SIGINT ignored, and fsynclab leaves an ignored signal alone
+/// (src/signals.rs).
 const WATCH_BOTH_WAYS: &str = r#"f=/run/fsynclab-bin/fsynclab
 for hooks in functions raw_syscalls; do
+  rm -f f g
   FSYNCLAB_BPF_HOOKS=$hooks "$f" watch --comm python3 --threshold 0 --no-store >out 2>err &
   w=$!
   until grep -q '^hooks:' err; do kill -0 $w || { cat err >&2; exit 1; }; sleep 0.2; done
@@ -607,7 +611,7 @@ for _ in range(12):
 g = os.open('g', os.O_WRONLY | os.O_CREAT | os.O_DSYNC)
 for _ in range(4):
     os.write(g, b'y' * 4096)"
-  kill -INT $w; wait $w || exit 1
+  kill -TERM $w; wait $w || exit 1
   echo "== $hooks" >&2; cat err out >&2
 done"#;
 
