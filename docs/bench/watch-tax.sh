@@ -7,7 +7,7 @@
 #   pingpong  watch-tax/pingpong.c, $PINGPONG round trips over two pipes: switches, wakeups
 #   fsync     watch-tax/fsync-loop.c, $FSYNCS 4 KiB writes + fsyncs of a file in $FSYNC_DIR
 #   irq       dd of $IRQ_READS 4 KiB O_DIRECT reads of a 64 MiB file in $IRQ_DIR (made
-#             once), in turn: a disk read and its interrupt each
+#             at the start, removed at the end), in turn: a disk read and its interrupt each
 # Sides (SIDES, space-separated): none; watch (`fsynclab watch --no-store`, every process);
 # watch:LEVEL (the same with --detail LEVEL); bpftrace, a minimal tracer on the same kind
 # of hooks: the sync calls' entry and exit filtered to fsync and fdatasync into a latency
@@ -41,13 +41,14 @@ fsyncs=${FSYNCS:-2000}
 irq_reads=${IRQ_READS:-5000}
 fsync_dir=${FSYNC_DIR:-$PWD}
 settle=${SETTLE:-1}
+irq_file=${IRQ_DIR:-$PWD}/watch-tax.irq
 tmp=$(mktemp -d)
 tracer=""
 mounted=""
 cleanup() {
-  if [ -n "$tracer" ]; then kill -INT "$tracer" 2>/dev/null || true; wait "$tracer" || true; fi
+  if [ -n "$tracer" ]; then kill -TERM "$tracer" 2>/dev/null || true; wait "$tracer" || true; fi
   [ -n "$mounted" ] && umount /sys/kernel/tracing
-  rm -rf "$tmp" "$fsync_dir/watch-tax.file"
+  rm -rf "$tmp" "$fsync_dir/watch-tax.file" "$irq_file"
 }
 trap cleanup EXIT
 # bpftrace finds the trace points in tracefs (fsynclab's BPF tracer does not need it).
@@ -56,7 +57,6 @@ if ! mountpoint -q /sys/kernel/tracing; then
 fi
 cc -O2 -o "$tmp/pingpong" "$here/watch-tax/pingpong.c"
 cc -O2 -o "$tmp/fsync-loop" "$here/watch-tax/fsync-loop.c"
-irq_file=${IRQ_DIR:-$PWD}/watch-tax.irq
 [ -s "$irq_file" ] || dd if=/dev/urandom of="$irq_file" bs=1M count=64 status=none conv=fsync
 
 case ${BPFTRACE_HOOKS:-raw} in
@@ -90,9 +90,11 @@ start_tracer() {
   [ "$1" = bpftrace ] && sleep "$settle"
   grep -E '^hooks:' "$tmp/tracer.err" >&2 || true
 }
+# SIGTERM, not SIGINT: a background job of a script starts with SIGINT ignored, and
+# fsynclab leaves an ignored signal alone (src/signals.rs); both tracers end on SIGTERM.
 stop_tracer() {
   [ -n "$tracer" ] || return 0
-  kill -INT "$tracer"
+  kill -TERM "$tracer"
   wait "$tracer" || true
   tracer=""
 }
