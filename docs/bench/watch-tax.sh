@@ -47,14 +47,19 @@ tracer=""
 mounted=""
 cleanup() {
   if [ -n "$tracer" ]; then kill -TERM "$tracer" 2>/dev/null || true; wait "$tracer" || true; fi
-  [ -n "$mounted" ] && umount /sys/kernel/tracing
+  if [ -n "$mounted" ] && mountpoint -q /sys/kernel/tracing; then umount /sys/kernel/tracing; fi
   rm -rf "$tmp" "$fsync_dir/watch-tax.file" "$irq_file"
 }
 trap cleanup EXIT
-# bpftrace finds the trace points in tracefs (fsynclab's BPF tracer does not need it).
-if ! mountpoint -q /sys/kernel/tracing; then
-  mount -t tracefs nodev /sys/kernel/tracing && mounted=1
-fi
+# bpftrace finds the trace points in tracefs (fsynclab's BPF tracer does not need it),
+# mounted before each of its starts: another program on the machine (a test of the tracefs
+# tracer) may unmount it meanwhile.
+ensure_tracefs() {
+  if ! mountpoint -q /sys/kernel/tracing; then
+    mount -t tracefs nodev /sys/kernel/tracing && mounted=1
+  fi
+}
+ensure_tracefs
 cc -O2 -o "$tmp/pingpong" "$here/watch-tax/pingpong.c"
 cc -O2 -o "$tmp/fsync-loop" "$here/watch-tax/fsync-loop.c"
 [ -s "$irq_file" ] || dd if=/dev/urandom of="$irq_file" bs=1M count=64 status=none conv=fsync
@@ -78,7 +83,7 @@ start_tracer() {
     none) return ;;
     watch) "$bin" watch --no-store >/dev/null 2>"$tmp/tracer.err" & ;;
     watch:*) "$bin" watch --no-store --detail "${1#watch:}" >/dev/null 2>"$tmp/tracer.err" & ;;
-    bpftrace) bpftrace -B line -e "$bpftrace_program" >"$tmp/tracer.err" 2>&1 & ;;
+    bpftrace) ensure_tracefs; bpftrace -B line -e "$bpftrace_program" >"$tmp/tracer.err" 2>&1 & ;;
     *) echo "watch-tax: unknown side $1" >&2; exit 2 ;;
   esac
   tracer=$!
