@@ -69,10 +69,10 @@ for maker in base new; do
   bin=$base; [ "$maker" = new ] && bin=$new
   store=$work/$maker.sqlite
   mkdir -p "$work/dir-$maker"
-  "$bin" run overwrite-fsync --dir "$work/dir-$maker" "${tiny[@]}" --store "$store" >/dev/null 2>&1
-  "$bin" run overwrite-fsync --scratch ext4 --device hdd-7200 --backing "$work" --explain "${tiny[@]}" --store "$store" >/dev/null 2>&1
-  "$bin" probe --dir "$work/dir-$maker" "${tiny[@]}" --store "$store" >/dev/null 2>&1
-  "$bin" exec --dir "$work/dir-$maker" --explain --store "$store" -- sh -c 'for i in 1 2 3; do dd if=/dev/zero of=f bs=4k count=1 oflag=dsync status=none; done' >/dev/null 2>&1
+  "$bin" run overwrite-fsync --dir "$work/dir-$maker" "${tiny[@]}" --store "$store" >/dev/null 2>&1 || echo "        ($maker: a run exited $?)"
+  "$bin" run overwrite-fsync --scratch ext4 --device hdd-7200 --backing "$work" --explain "${tiny[@]}" --store "$store" >/dev/null 2>&1 || echo "        ($maker: a run exited $?)"
+  "$bin" probe --dir "$work/dir-$maker" --set iterations=20 --quiet --store "$store" >/dev/null 2>&1 || echo "        ($maker: a run exited $?)"
+  "$bin" exec --dir "$work/dir-$maker" --explain --store "$store" -- sh -c 'for i in 1 2 3; do dd if=/dev/zero of=f bs=4k count=1 oflag=dsync status=none; done' >/dev/null 2>&1 || echo "        ($maker: a run exited $?)"
   "$bin" matrix overwrite-fsync --dir "$work/dir-$maker" --axis sync=fsync,fdatasync --repeat 1 "${tiny[@]}" --store "$store" >/dev/null 2>&1 || true
   "$bin" watch --duration 2s --store "$store" >/dev/null 2>&1 || true
   n=$("$bin" runs --store "$store" --format json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
