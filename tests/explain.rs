@@ -75,4 +75,5 @@ common::tests! {
     own_commits::a_bpf_explained_task_alternating_two_filesystems_names_each_calls_own: [Root, Bpf, Tool("python3")],
     exec::the_bpf_tracer_names_an_interrupts_wakeup_on_this_kernel_not_the_task_it_interrupted:
         [Root, Bpf, Tool("python3")],
+    exec::the_bpf_tracers_count_of_interrupts_returns_to_zero_on_every_cpu: [Root, Bpf, Tool("bpftool")],
 }

@@ -164,12 +164,16 @@ impl BpfTracer {
             .context("configuring the BPF program")
     }
 
+    /// Attaches every loaded program, the interrupt counters' exits before their entries: an
+    /// entry attached first would count the interrupts that begin before their exit is
+    /// attached and never leave them (attaching a trace point itself sends IPIs), and each
+    /// one left makes the CPU's wakeups look like an interrupt's. An exit seen first only
+    /// stops at 0.
     fn attach(mut self) -> Result<BpfTracer> {
         let mut links = Vec::new();
-        for prog in self.object.progs_mut() {
-            if !prog.autoload() {
-                continue;
-            }
+        let mut progs: Vec<_> = self.object.progs_mut().filter(|p| p.autoload()).collect();
+        progs.sort_by_key(|p| !p.name().to_string_lossy().starts_with("on_irq_leave"));
+        for prog in progs {
             let name = prog.name().to_string_lossy().into_owned();
             links.push(prog.attach().map_err(|e| anyhow!("attaching {name}: {e}"))?);
         }

@@ -666,6 +666,48 @@ static __always_inline void keep_short_sleep(struct call *c, u64 asleep)
 	c->short_sleeps++;
 }
 
+/* Where BPF cannot read the preemption count: how deep this CPU is in interrupts, counted
+ * at their tracepoints' entries and exits (a device's handler, a softirq, and on x86 the
+ * IPIs that complete a request on the CPU that issued it, the local timer and irq_work).
+ * An exit seen without its entry (attached mid-interrupt: user space attaches the exits
+ * first) does not go below 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, s32);
+} irq_depth SEC(".maps");
+
+static __always_inline int irq_step(s32 by)
+{
+	u32 zero = 0;
+	s32 *depth = bpf_map_lookup_elem(&irq_depth, &zero);
+	if (depth) {
+		s32 now = *depth + by;
+		*depth = now < 0 ? 0 : now;
+	}
+	return 0;
+}
+
+/* No task switches inside an interrupt (a hardirq or a softirq being served cannot sleep or
+ * be preempted, PREEMPT_RT's threaded softirqs aside): at a switch this CPU is in none, and
+ * a count left above 0 (an entry whose exit went untraced) is mended there, so one lost
+ * exit cannot make every later wakeup on the CPU look like an interrupt's. */
+static __always_inline void irq_depth_at_switch(void)
+{
+	u32 zero = 0;
+	s32 *depth = bpf_map_lookup_elem(&irq_depth, &zero);
+	if (depth && *depth)
+		*depth = 0;
+}
+
+static __always_inline bool in_counted_interrupt(void)
+{
+	u32 zero = 0;
+	s32 *depth = bpf_map_lookup_elem(&irq_depth, &zero);
+	return depth && *depth > 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -674,6 +716,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	 * (none for a task that never made a traced call), and the clock is read only for a
 	 * task inside a sync call. A wakeup still set at a switch-out is one whose switch-in
 	 * went untraced: the wait for a CPU after it stays in the time on a CPU. */
+	irq_depth_at_switch();
 	struct call *c = bpf_task_storage_get(&calls, prev, 0, 0);
 	if (c && c->start_ns) {
 		c->off_ns = bpf_ktime_get_ns();
@@ -741,35 +784,6 @@ static __always_inline int preempt_count_now(void)
 	if (bpf_ksym_exists(pcpu_hot) && bpf_core_field_exists(struct pcpu_hot, preempt_count))
 		return ((struct pcpu_hot *)bpf_this_cpu_ptr(&pcpu_hot))->preempt_count;
 	return 0;
-}
-
-/* Where BPF cannot read the preemption count: how deep this CPU is in interrupts, counted
- * at their tracepoints' entries and exits (a device's handler, a softirq, and on x86 the
- * IPIs that complete a request on the CPU that issued it, the local timer and irq_work).
- * An exit seen without its entry (attached mid-interrupt) does not go below 0. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, s32);
-} irq_depth SEC(".maps");
-
-static __always_inline int irq_step(s32 by)
-{
-	u32 zero = 0;
-	s32 *depth = bpf_map_lookup_elem(&irq_depth, &zero);
-	if (depth) {
-		s32 now = *depth + by;
-		*depth = now < 0 ? 0 : now;
-	}
-	return 0;
-}
-
-static __always_inline bool in_counted_interrupt(void)
-{
-	u32 zero = 0;
-	s32 *depth = bpf_map_lookup_elem(&irq_depth, &zero);
-	return depth && *depth > 0;
 }
 
 SEC("tp_btf/irq_handler_entry")
