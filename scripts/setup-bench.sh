@@ -4,7 +4,8 @@
 # Debian's non-free component (added here, for that one package, to the archive the machine's
 # own apt sources name); and the programs the
 # `exec --explain` demonstrations trace (docs/bench/exec-explain.sh): PostgreSQL 15
-# (initdb, pg_ctl, pgbench, in postgresql-15 with pg_test_fsync) and sqlite3. They are
+# (initdb, pg_ctl, pgbench, in postgresql-15 with pg_test_fsync) and sqlite3; and bpftrace,
+# the anchor docs/bench/watch-tax.sh measures `fsynclab watch` against. They are
 # here, not in scripts/setup.sh, because no test needs them: the tests of exec --explain
 # trace dd and sync from coreutils, and CI installs only what the tests use. Run as root,
 # once.
@@ -37,4 +38,4 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 fi
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio sysbench jq bc postgresql-15 sqlite3 iozone3
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio sysbench jq bc postgresql-15 sqlite3 iozone3 bpftrace

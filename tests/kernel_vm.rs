@@ -79,6 +79,8 @@ common::tests! {
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrupted:
         [Root, Fuse, Tool("mkfs.ext4"), Tool("python3"), That(VM, vm_ready)],
+    a_watch_in_a_guest_hooks_the_sync_calls_by_function_and_splits_them_as_at_raw_syscalls:
+        [Root, Fuse, Tool("mkfs.ext4"), Tool("python3"), That(VM, vm_ready)],
     a_guest_survives_tracepoints_turned_on_and_off_while_its_disk_writes:
         [Root, Fuse, Tool("mkfs.ext4"), That(VM, vm_ready)],
     every_stderr_line_of_a_guests_command_arrives_whole_while_its_kernel_prints:
@@ -563,6 +565,8 @@ fn the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrup
     let explain = &result["explain"];
     assert_eq!(explain["bpf"]["interrupt_wakers"], true, "{explain:#}");
     assert_eq!(explain["bpf"]["interrupt_wakers_by"], "preemption count");
+    // Debian's 6.1 allows fentry: the sync calls by their functions (issue 61).
+    assert_eq!(explain["bpf"]["hooks"]["sync_calls"], "functions", "{explain:#}");
     let calls = explain["calls"].as_array().unwrap();
     assert!(!calls.is_empty(), "{explain:#}");
     let named = common::bpf::wakers_named(explain);
@@ -586,6 +590,115 @@ fn the_bpf_tracer_in_a_guest_names_an_interrupts_wakeup_not_the_task_it_interrup
         calls.len()
     );
     assert!(flush_waits > 0, "no call waited for a cache flush: {explain:#}");
+}
+
+/// In one guest, a watch with the sync calls hooked by their functions and one at the
+/// raw_syscalls trace points (FSYNCLAB_BPF_HOOKS), each of the same 12 fsyncs and 4
+/// O_DSYNC writes, to files made anew for each (a write that allocates its block waits for
+/// a journal commit, one over a block already written only for a cache flush). Each watch is stopped by SIGTERM: a background job of a shell without job
+/// control starts with SIGINT ignored, and fsynclab leaves an ignored signal alone
+/// (src/signals.rs).
+const WATCH_BOTH_WAYS: &str = r#"f=/run/fsynclab-bin/fsynclab
+for hooks in functions raw_syscalls; do
+  rm -f f g
+  FSYNCLAB_BPF_HOOKS=$hooks "$f" watch --comm python3 --threshold 0 --no-store >out 2>err &
+  w=$!
+  until grep -q '^hooks:' err; do kill -0 $w || { cat err >&2; exit 1; }; sleep 0.2; done
+  python3 -c "import os
+fd = os.open('f', os.O_WRONLY | os.O_CREAT)
+for _ in range(12):
+    os.pwrite(fd, b'x' * 4096, 0); os.fsync(fd)
+g = os.open('g', os.O_WRONLY | os.O_CREAT | os.O_DSYNC)
+for _ in range(4):
+    os.write(g, b'y' * 4096)"
+  kill -TERM $w; wait $w || exit 1
+  echo "== $hooks" >&2; cat err out >&2
+done"#;
+
+/// Issue 61: in Debian's 6.1, which allows fentry, a watch hooks the sync calls by their
+/// own functions (and the durable writes by ext4's write function), says so, and prints
+/// the same calls split into parts that add up to each, of the same kinds of part, as a
+/// watch made to take the raw_syscalls trace points in the same guest.
+fn a_watch_in_a_guest_hooks_the_sync_calls_by_function_and_splits_them_as_at_raw_syscalls() {
+    let guest = GuestRun::new();
+    let (status, err) = guest.exec_to_end("6m", WATCH_BOTH_WAYS, Duration::from_secs(400));
+    assert!(status.success(), "{err}");
+    guest.assert_nothing_left();
+    let section = |hooks: &str| -> Vec<String> {
+        let start = err
+            .find(&format!("== {hooks}"))
+            .unwrap_or_else(|| panic!("no {hooks} watch:\n{err}"));
+        let lines: Vec<String> = err[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with("== "))
+            .map(String::from)
+            .collect();
+        lines
+    };
+    let mut kinds_of_parts = Vec::new();
+    for (hooks, says) in [
+        ("functions", "hooks: the sync calls by fentry/fexit on __x64_sys_fsync"),
+        (
+            "raw_syscalls",
+            "hooks: the sync calls at the trace points sys_enter, sys_exit",
+        ),
+    ] {
+        let lines = section(hooks);
+        assert!(
+            lines.iter().any(|l| l.starts_with(says)),
+            "{hooks}:\n{}",
+            lines.join("\n")
+        );
+        if hooks == "functions" {
+            assert!(lines
+                .iter()
+                .any(|l| l.starts_with(says) && l.contains("ext4_file_write_iter")));
+        }
+        let calls: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.contains(" fsync(fd ") || l.contains(" write_odsync(fd "))
+            .collect();
+        assert_eq!(
+            calls.iter().filter(|l| l.contains(" fsync(fd ")).count(),
+            12,
+            "{hooks}:\n{}",
+            lines.join("\n")
+        );
+        assert_eq!(
+            calls.iter().filter(|l| l.contains(" write_odsync(fd ")).count(),
+            4,
+            "{hooks}:\n{}",
+            lines.join("\n")
+        );
+        let mut kinds: Vec<&str> = [
+            "on CPU",
+            "waiting for a journal commit",
+            "device cache flush",
+            "waiting for a CPU",
+        ]
+        .into_iter()
+        .filter(|k| calls.iter().any(|c| c.contains(k)))
+        .collect();
+        kinds.sort_unstable();
+        assert!(kinds.contains(&"on CPU"), "{hooks}: {calls:?}");
+        kinds_of_parts.push(kinds);
+    }
+    eprintln!("kinds of parts: {kinds_of_parts:?}");
+    let (functions, raw) = (&kinds_of_parts[0], &kinds_of_parts[1]);
+    assert!(
+        functions.contains(&"waiting for a journal commit") || functions.contains(&"device cache flush"),
+        "the functions path split no fsync into the journal's or the disk's parts: {functions:?}"
+    );
+    // The journal's and the disk's parts are the same on both paths (waiting for a CPU
+    // comes and goes with the guest's load, so it is not compared).
+    for part in ["waiting for a journal commit", "device cache flush"] {
+        assert_eq!(
+            functions.contains(&part),
+            raw.contains(&part),
+            "{part}: functions {functions:?}, raw_syscalls {raw:?}"
+        );
+    }
 }
 
 /// Issue 26: a `powercut` run in a guest booting the Debian 6.1 kernel cuts the power of the

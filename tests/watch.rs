@@ -7,6 +7,8 @@
 #![allow(clippy::unwrap_used)] // a test fails loudly: that is its job
 
 mod common;
+#[path = "watch/hooks.rs"]
+mod hooks;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -16,6 +18,12 @@ use std::time::Duration;
 use common::harness::Need;
 use common::Need::{Bpf, Fuse, Root, Tool};
 use common::{backing, bin, fsynclab, send, wait_at_most, ScratchRun};
+use hooks::{
+    a_kernel_that_refuses_the_hooks_asked_for_is_one_line_naming_them,
+    a_watch_killed_at_any_moment_of_its_start_leaves_no_program_or_map,
+    a_watch_says_in_a_line_which_hooks_it_attached_and_records_them,
+    each_detail_attaches_only_its_hooks_and_a_call_not_split_says_so,
+};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -34,6 +42,10 @@ common::tests! {
     watch_refuses_in_one_line_without_root: [Root, Tool("setpriv")],
     a_watch_whose_reader_goes_away_stops_quietly_and_is_stored: [Root, Bpf, Tool("python3")],
     bad_watch_flags_are_refused_in_one_line,
+    a_watch_says_in_a_line_which_hooks_it_attached_and_records_them: [Root, Bpf, Tool("python3")],
+    each_detail_attaches_only_its_hooks_and_a_call_not_split_says_so: [Root, Bpf, Tool("python3")],
+    a_kernel_that_refuses_the_hooks_asked_for_is_one_line_naming_them: [Root, Bpf, Tool("bpftool")],
+    a_watch_killed_at_any_moment_of_its_start_leaves_no_program_or_map: [Root, Bpf, Tool("bpftool")],
 }
 
 /// A cgroup v2 hierarchy to make a test's cgroup in.
@@ -792,6 +804,10 @@ fn bad_watch_flags_are_refused_in_one_line() {
         (&["--duration", "0s"][..], "more than 0s"),
         (&["--threshold", "soon"][..], "--threshold soon"),
         (&["--stack-over", "1x"][..], "--stack-over 1x"),
+        (
+            &["--detail", "everything"][..],
+            "--detail everything: expected latency, sleeps or disk",
+        ),
         (&["--pid", "1", "--comm", "x"][..], "give one of them"),
         (
             &["--comm", "x", "--cgroup", "/"][..],

@@ -30,6 +30,12 @@ that end (a shell loop's dd, git, dpkg) are taken out of the kernel's maps every
 their calls summed by name, one row each (`dd (93 exited)`), so the maps keep room for
 the processes after them.
 Killed however, it leaves no BPF program behind (nothing is pinned).
+Where the kernel allows it, the sync calls are hooked by their own kernel functions
+(fentry/fexit on __x64_sys_fsync..., and the filesystems' write functions for the durable
+writes), which no other call passes; where it refuses (no fentry), by the raw_syscalls trace
+points, which every system call of the machine passes. The line after the start says
+which. --detail chooses the other hooks, which every task pays for at each switch, wakeup
+or block request (`--detail latency` attaches none of them).
 
 Examples:
   fsynclab watch --pid $(pidof postgres | tr ' ' ,)   PostgreSQL's slow WAL fdatasyncs
@@ -59,6 +65,15 @@ pub struct WatchArgs {
     /// are counted, not named)
     #[arg(long, value_name = "DURATION", default_value = "1ms")]
     pub stack_over: String,
+    /// How much of each call to split, for how much cost to every task of the machine:
+    /// `latency` hooks the sync calls alone (and the journal's, writeback's and throttling's
+    /// few events): each call's latency, file and journal commits, not split into parts;
+    /// `sleeps` adds the scheduler's switches and wakeups, which every task pays for: the
+    /// time on a CPU, waiting for one, and each sleep named by its stack and waker; `disk`
+    /// adds the block requests: the cache flushes and writes that completed on the call's
+    /// disk meanwhile, and which completion ended a sleep
+    #[arg(long, value_name = "LEVEL", default_value = "disk")]
+    pub detail: String,
     /// End after this long (default: at Ctrl-C)
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::attribution::{select_in_groups, Attribution, Call, Span, Threshold};
+use super::bpf::hooks::BpfHooks;
 use super::bpf::run::Followed;
 use super::tracefs::Task;
 use crate::measure::Sample;
@@ -44,7 +45,7 @@ pub(crate) struct Explanation {
 /// What the BPF tracer kept and cost. `events` of the explanation are then the slow calls
 /// the kernel sent, `lost_events` what it could not keep (the three counts below summed),
 /// `reader_cpu_ns` the CPU time of the process that read them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct BpfTracing {
     /// Only this many of the slowest calls over the threshold are kept with their parts.
     pub(crate) slowest_kept: u32,
@@ -71,6 +72,10 @@ pub(crate) struct BpfTracing {
     /// counted in and out) where the kernel does not let the program read the count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) interrupt_wakers_by: Option<InterruptWakersBy>,
+    /// The kernel hooks the programs were attached to (a result stored before issue 61 has
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) hooks: Option<BpfHooks>,
 }
 
 impl InterruptWakersBy {
@@ -147,6 +152,7 @@ impl Explanation {
             histogram_entries_lost: lost.histogram,
             interrupt_wakers: true,
             interrupt_wakers_by: Some(InterruptWakersBy::of(&followed.symbols)),
+            hooks: Some(followed.hooks.clone()),
         });
     }
 

@@ -376,6 +376,7 @@ mod tests {
                 histogram_entries_lost: 0,
                 interrupt_wakers: told,
                 interrupt_wakers_by: None,
+                hooks: None,
             });
             full(&e)
         };

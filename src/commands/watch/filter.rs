@@ -12,7 +12,7 @@ use anyhow::Result;
 
 use crate::cli::WatchArgs;
 use crate::error::Usage;
-use crate::explain::bpf::{Filter, Settings, Writes};
+use crate::explain::bpf::{Detail, Filter, Settings, Writes};
 use crate::kernel::mountinfo::{mount_of, mounts};
 
 /// The options as a run's parameters.
@@ -35,6 +35,7 @@ pub(super) fn params(args: &WatchArgs, settings: &Settings) -> BTreeMap<String, 
     }
     let stats = if settings.run_time_stats { "on" } else { "off" };
     params.insert("bpf_stats".to_string(), stats.to_string());
+    params.insert("detail".to_string(), settings.detail.name().to_string());
     params
 }
 
@@ -102,6 +103,8 @@ pub(super) fn settings(args: &WatchArgs, threshold: Duration, stack_over: Durati
         follow_forks_of: None,
         every_call: false,
         writes: Writes::Durable,
+        detail: Detail::from_name(&args.detail)
+            .ok_or_else(|| Usage(format!("--detail {}: expected latency, sleeps or disk", args.detail)))?,
     })
 }
 

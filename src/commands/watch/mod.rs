@@ -16,6 +16,7 @@ use anyhow::{bail, Context as _, Result};
 
 use crate::cli::WatchArgs;
 use crate::error::Usage;
+use crate::explain::attribution::{Attribution, Cause, Part};
 use crate::explain::bpf::attribute::attribution;
 use crate::explain::bpf::symbols::KernelSymbols;
 use crate::explain::bpf::{self, ended, BpfTracer};
@@ -52,6 +53,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let started = Instant::now();
     let started_at = crate::result::now_rfc3339();
     note!("{}", text::watching(&settings, duration));
+    note!("{}", bpf::hooks::line(tracer.hooks()));
 
     // Follow: each slow call printed as the kernel sends it, the slowest kept.
     let mut printed = 0u64;
@@ -90,6 +92,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         |call| {
             printed += 1;
             let explained = attribution(&call, &symbols, clock.origin_monotonic_ns(), stack_over);
+            let explained = unsplit_below(settings.detail, explained);
             out.line(&text::call_line(&call, &explained, started));
             slowest.offer(explained);
         },
@@ -109,6 +112,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let names = tracer.process_names()?;
     let lost = tracer.lost()?;
     let cost = tracer.run_time();
+    let hooks = tracer.hooks().clone();
     drop(tracer);
     let elapsed = started.elapsed();
     out.text(&text::summary(&latencies, &names, &ended, printed, threshold, elapsed));
@@ -149,6 +153,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         slowest,
         lost,
         run_time: cost,
+        hooks,
         interrupt_wakers_by: crate::explain::explanation::InterruptWakersBy::of(&symbols),
         cpu_ns: record::process_cpu_ns().saturating_sub(cpu_before),
         environment: crate::environment::fingerprint(&filter::target_of(&settings.filter)),
@@ -197,4 +202,21 @@ impl Stdout {
             Some(e) => Err(anyhow::Error::new(e).context("cannot write to stdout; the watch was stored")),
         }
     }
+}
+
+/// A call watched without the scheduler's hooks (`--detail latency`) as one part: the
+/// program saw no time off the CPU and would put all of it on the CPU, which it does not
+/// know.
+fn unsplit_below(detail: bpf::Detail, mut call: Attribution) -> Attribution {
+    if detail >= bpf::Detail::Sleeps {
+        return call;
+    }
+    call.parts = vec![Part {
+        cause: Cause::Unattributed {
+            reason: "not split: watched with --detail latency, without the scheduler's hooks".into(),
+        },
+        ns: call.latency_ns,
+        waits: 0,
+    }];
+    call
 }

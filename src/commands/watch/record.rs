@@ -71,6 +71,8 @@ pub(super) struct Watched {
     pub(super) slowest: Slowest,
     pub(super) lost: Lost,
     pub(super) run_time: RunTime,
+    /// The kernel hooks the program was attached to.
+    pub(super) hooks: crate::explain::bpf::hooks::BpfHooks,
     /// How wakeups made in an interrupt were told ([`crate::explain::explanation::BpfTracing`]).
     pub(super) interrupt_wakers_by: crate::explain::explanation::InterruptWakersBy,
     /// CPU time of this process while it watched.
@@ -160,6 +162,7 @@ impl Watched {
             histogram_entries_lost: lost.histogram,
             interrupt_wakers: true,
             interrupt_wakers_by: Some(self.interrupt_wakers_by),
+            hooks: Some(self.hooks),
         });
         let details = Details {
             watched: self.watched,

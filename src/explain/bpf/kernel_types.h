@@ -89,6 +89,14 @@ struct file {
 	unsigned int f_flags;
 } __attribute__((preserve_access_index));
 
+/* A write as a filesystem's write_iter receives it: its file and its IOCB_* flags. */
+struct kiocb {
+	struct file *ki_filp;
+	int ki_flags;
+} __attribute__((preserve_access_index));
+
+struct iov_iter;
+
 /* include/linux/fdtable.h: a process's open files. */
 struct fdtable {
 	unsigned int max_fds;

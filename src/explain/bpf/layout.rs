@@ -49,7 +49,7 @@ pub(super) struct Config {
     pub(super) write_comm: Comm,
     pub(super) other_nr: [i64; OTHER_CALLS.len()],
     pub(super) other_fd: u32,
-    pub(super) other_pad: u32,
+    pub(super) sync_hooks: u32,
 }
 
 /// `struct latency_record`: one call in the ring `every` (record.rs reads it).
@@ -225,7 +225,7 @@ pub(super) fn layouts() -> Vec<Layout> {
     vec![
         layout!(Config as "config" {
             filter, follow_tid, nr, report_threshold_ns, stack_threshold_ns, comm, every_call,
-            writes, write_nr, write_tid, write_pad, write_comm, other_nr, other_fd, other_pad,
+            writes, write_nr, write_tid, write_pad, write_comm, other_nr, other_fd, sync_hooks,
         }),
         layout!(LatencyRecord as "latency_record" { start_ns, latency_ns, pid, tid, kind, ret, comm }),
         layout!(Totals as "totals" { flushes, flush_ns, write_bytes, commits, commit_ns }),

@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::super::histogram::{self, FAILED_BUCKET};
+use super::super::hooks::SyncHooks;
 use super::super::kind::{SyncKind, OTHER_CALLS, WRITE_CALLS};
 use super::super::record::{
     self, CallLatency, Completed, EndedCommit, LongSleep, Meanwhile, ShortSleeps, SlowCall, LATENCY_BYTES,
     RECORD_BYTES, TOP_SLEEPS,
 };
-use super::super::settings::{Filter, Settings, Writes};
+use super::super::settings::{Detail, Filter, Settings, Writes};
 use super::*;
 
 #[test]
@@ -304,7 +305,15 @@ fn the_config_is_written_at_the_layouts_offsets() {
             "WRITES_ALL",
         ),
     ];
-    for ((filter, filter_name), (writes, writes_name)) in filters.into_iter().zip(writes.into_iter().cycle()) {
+    let hooks = [
+        (SyncHooks::RawSyscalls, "HOOKS_RAW_SYSCALLS"),
+        (SyncHooks::Functions, "HOOKS_FUNCTIONS"),
+    ];
+    for (((filter, filter_name), (writes, writes_name)), (sync_hooks, hooks_name)) in filters
+        .into_iter()
+        .zip(writes.into_iter().cycle())
+        .zip(hooks.into_iter().cycle())
+    {
         let settings = Settings {
             filter: filter.clone(),
             report_threshold: Duration::from_millis(5),
@@ -313,8 +322,9 @@ fn the_config_is_written_at_the_layouts_offsets() {
             follow_forks_of: Some(77),
             every_call: true,
             writes: writes.clone(),
+            detail: Detail::Disk,
         };
-        let c = settings.config_bytes();
+        let c = settings.config_bytes(sync_hooks);
         assert_eq!(c.len(), size_of::<Config>(), "{filter:?}");
         let u32_at = |off: usize| u32::from_ne_bytes(bytes_at(&c, off));
         let u64_at = |off: usize| u64::from_ne_bytes(bytes_at(&c, off));
@@ -353,5 +363,6 @@ fn the_config_is_written_at_the_layouts_offsets() {
             takes_fd |= u32::from(*fd) << i;
         }
         assert_eq!(u32_at(offset_of!(Config, other_fd)), takes_fd);
+        assert_eq!(u64::from(u32_at(offset_of!(Config, sync_hooks))), define(hooks_name));
     }
 }

@@ -1,19 +1,22 @@
-//! Loading the BPF program: the programs this kernel can run chosen (jbd2's, xfs's and
-//! btrfs's events where the kernel has them, one of two wakeup programs and one of two
-//! dirty-throttling programs for the kernel's forms), the object loaded, configured with
-//! the settings and the filter, and each program attached through a link this process owns.
+//! Loading the BPF program: the programs chosen for this kernel and these settings
+//! ([`hooks::Plan`]: the sync calls by their functions or at raw_syscalls, the groups the
+//! detail asks for, jbd2's, xfs's and btrfs's events where the kernel has them, one of two
+//! wakeup programs and one of two dirty-throttling programs for the kernel's forms), the
+//! object loaded, configured with the settings and the filter, and each program attached
+//! through a link this process owns; the next way of hooking the sync calls tried where the
+//! kernel refuses one.
 
 use std::os::fd::AsRawFd as _;
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use libbpf_rs::{MapCore as _, MapFlags, ObjectBuilder, PrintLevel};
 
+use super::hooks::{self, Plan, SyncHooks};
 use super::record::SyncKind;
 use super::symbols::KernelSymbols;
-use super::{cost, nanos, unavailable, BpfTracer, Filter, Settings, MODULES_BTF, OBJECT};
+use super::{cost, nanos, unavailable, BpfTracer, Filter, Settings, OBJECT};
 
 /// libbpf's warnings while loading, kept to explain a failure (it prints nothing itself).
 static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -56,79 +59,100 @@ fn libbpf_said() -> String {
     log.iter().rev().find(|l| !l.is_empty()).cloned().unwrap_or_default()
 }
 
+/// Why one try of hooks failed: the kernel refused them (another may do), or something
+/// else did (no other try would do better).
+enum Failed {
+    Hooks(anyhow::Error),
+    Other(anyhow::Error),
+}
+
 impl BpfTracer {
     /// Loads, configures and attaches the program; `symbols` say whether jbd2's events
-    /// exist (not where its module is not loaded).
+    /// exist (not where its module is not loaded). The sync calls are hooked by their
+    /// functions where the kernel allows it, else at the raw_syscalls trace points
+    /// ([`SyncHooks::to_try`]); where it refuses every way, one line names what was tried.
     pub(crate) fn start(settings: &Settings, symbols: &KernelSymbols) -> Result<BpfTracer> {
         if let Some(why) = unavailable() {
             bail!(why);
         }
         libbpf_rs::set_print(Some((PrintLevel::Debug, keep_libbpf_line)));
+        // What each way refused was, for the error if every way is refused, and for the
+        // hooks' record if one is taken after.
+        let (mut refused, mut refused_why) = (Vec::new(), Vec::new());
+        for sync in SyncHooks::to_try()? {
+            let plan = match Plan::new(sync, settings) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    refused.push(format!("{e:#}"));
+                    refused_why.push(format!("{e:#}"));
+                    continue;
+                }
+            };
+            let before = (!refused_why.is_empty()).then(|| refused_why.join("; "));
+            match BpfTracer::start_with(&plan, settings, symbols, before) {
+                Ok(tracer) => return Ok(tracer),
+                Err(Failed::Hooks(e)) => {
+                    refused.push(format!("{} ({e:#})", plan.tried()));
+                    refused_why.push(format!("{} refused ({e:#})", plan.sync.hook_kind()));
+                }
+                Err(Failed::Other(e)) => return Err(e),
+            }
+        }
+        bail!("the kernel refused every hook tried: {}", refused.join("; "))
+    }
+
+    /// One try: the programs of `plan` loaded, configured and attached.
+    fn start_with(
+        plan: &Plan,
+        settings: &Settings,
+        symbols: &KernelSymbols,
+        refused: Option<String>,
+    ) -> Result<BpfTracer, Failed> {
         let mut open = ObjectBuilder::default()
             .open_memory(OBJECT)
-            .map_err(|e| anyhow!("opening the BPF program: {e}"))?;
+            .map_err(|e| Failed::Other(anyhow!("opening the BPF program: {e}")))?;
         let throttle = throttle_program();
-        let btf_dir = Path::new(MODULES_BTF);
         for mut prog in open.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
-            if name.starts_with("on_commit") && !symbols.tracepoint_loadable("jbd2_start_commit", btf_dir) {
+            let section = prog.section().to_string_lossy().into_owned();
+            if !plan.loads(&name, &section, settings, symbols, throttle) {
                 prog.set_autoload(false);
-            }
-            // One of the two wakeup programs: the one that tells interrupts by the
-            // preemption count where the kernel lets it read it, else the one that tells
-            // them by the stack the wakeup runs on.
-            let told = symbols.has_preempt_count();
-            if (name == "on_wakeup" && !told) || ((name == "on_wakeup_counted" || name.starts_with("on_irq_")) && told)
-            {
-                prog.set_autoload(false);
-            }
-            // The interrupt counters, for the tracepoints this kernel has (x86's IPIs,
-            // local timer and irq_work are its own); xfs's and btrfs's, where the kernel has
-            // them (built in, or their module loaded with its BTF).
-            if name.starts_with("on_irq_") || name == "on_xfs_log_force" || name == "on_btrfs_commit" {
-                let section = prog.section().to_string_lossy().into_owned();
-                let tracepoint = section.trim_start_matches("tp_btf/");
-                if !symbols.tracepoint_loadable(tracepoint, btf_dir) {
-                    prog.set_autoload(false);
-                }
-            }
-            // One of the two dirty-throttling programs, for the kernel's tracepoint arguments
-            // (neither where they are neither form).
-            if name.starts_with("on_throttle") && throttle != Some(name.as_str()) {
-                prog.set_autoload(false);
-            }
-            // Every fork and exit of the machine would pass them: only for a command.
-            if (name == "on_fork" || name == "on_process_exit") && settings.follow_forks_of.is_none() {
-                prog.set_autoload(false);
+            } else if let Some(target) = plan.target(&name) {
+                prog.set_attach_target(0, Some(target.to_string()))
+                    .map_err(|e| Failed::Hooks(anyhow!("{name} on {target}: {e}")))?;
             }
         }
         let object = open.load().map_err(|e| {
-            if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
-                // Root without the capabilities (a container's), or a kernel lockdown:
-                // libbpf's own line then blames the kernel's BPF support or RLIMIT_MEMLOCK.
-                return anyhow!(
-                    "the kernel refused the BPF program (EPERM): it needs root with CAP_BPF, \
-                     CAP_PERFMON and CAP_SYS_ADMIN (a container may drop them), and no kernel lockdown"
-                );
+            if e.kind() == libbpf_rs::ErrorKind::PermissionDenied && plan.sync == SyncHooks::Functions {
+                // The kernel refuses fentry (this project's VM), or lockdown does.
+                return Failed::Hooks(anyhow!("EPERM"));
             }
-            anyhow!(
-                "loading the BPF program into the kernel: {e} (libbpf: {})",
-                libbpf_said()
-            )
+            if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
+                // Root without the capabilities (a container's), a kernel lockdown, or a
+                // kernel that refuses this kind of hook: libbpf's own line then blames the
+                // kernel's BPF support or RLIMIT_MEMLOCK.
+                return Failed::Hooks(anyhow!(
+                    "EPERM: it needs root with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (a container \
+                     may drop them), and no kernel lockdown"
+                ));
+            }
+            Failed::Hooks(anyhow!("loading the BPF program: {e} (libbpf: {})", libbpf_said()))
         })?;
-        let tracer = BpfTracer {
+        let mut tracer = BpfTracer {
             object,
             _links: Vec::new(),
             _stats: settings.run_time_stats.then(cost::enable_stats).flatten(),
             stats_asked: settings.run_time_stats,
             every_call: settings.every_call,
+            hooks: hooks::attached(plan, settings.detail, Vec::new(), refused),
         };
-        tracer.configure(settings)?;
-        tracer.attach()
+        tracer.configure(settings, plan.sync).map_err(Failed::Other)?;
+        tracer.attach(plan, settings.detail).map_err(Failed::Hooks)?;
+        Ok(tracer)
     }
 
-    fn configure(&self, settings: &Settings) -> Result<()> {
-        self.write_config(settings)?;
+    fn configure(&self, settings: &Settings, sync: SyncHooks) -> Result<()> {
+        self.write_config(settings, sync)?;
         if let Filter::Cgroup(dir) = &settings.filter {
             // The map takes a reference to the cgroup itself: the descriptor may close after.
             let cgroup = std::fs::File::open(dir).with_context(|| format!("opening the cgroup {}", dir.display()))?;
@@ -158,27 +182,38 @@ impl BpfTracer {
             .with_context(|| format!("setting thread {tid}'s report threshold for {kind}"))
     }
 
-    fn write_config(&self, settings: &Settings) -> Result<()> {
+    fn write_config(&self, settings: &Settings, sync: SyncHooks) -> Result<()> {
         self.map("config")?
-            .update(&0u32.to_ne_bytes(), &settings.config_bytes(), MapFlags::ANY)
+            .update(&0u32.to_ne_bytes(), &settings.config_bytes(sync), MapFlags::ANY)
             .context("configuring the BPF program")
     }
 
-    /// Attaches every loaded program, the interrupt counters' exits before their entries: an
-    /// entry attached first would count the interrupts that begin before their exit is
-    /// attached and never leave them (attaching a trace point itself sends IPIs), and each
-    /// one left makes the CPU's wakeups look like an interrupt's. An exit seen first only
-    /// stops at 0.
-    fn attach(mut self) -> Result<BpfTracer> {
-        let mut links = Vec::new();
+    /// Attaches every loaded program, each through a link this process owns, the interrupt
+    /// counters' exits before their entries: an entry attached first would count the
+    /// interrupts that begin before their exit is attached and never leave them (attaching a
+    /// trace point itself sends IPIs), and each one left makes the CPU's wakeups look like
+    /// an interrupt's (an exit seen first only stops at 0). What was attached is kept for
+    /// [`BpfTracer::hooks`]. A link made before a failure is closed with the tracer.
+    fn attach(&mut self, plan: &Plan, detail: super::Detail) -> Result<()> {
+        let mut attached = Vec::new();
         let mut progs: Vec<_> = self.object.progs_mut().filter(|p| p.autoload()).collect();
         progs.sort_by_key(|p| !p.name().to_string_lossy().starts_with("on_irq_leave"));
         for prog in progs {
             let name = prog.name().to_string_lossy().into_owned();
-            links.push(prog.attach().map_err(|e| anyhow!("attaching {name}: {e}"))?);
+            let link = prog.attach().map_err(|e| anyhow!("attaching {name}: {e}"))?;
+            self._links.push(link);
+            attached.push(match plan.target(&name) {
+                Some(function) => function.to_string(),
+                None => prog.section().to_string_lossy().into_owned(),
+            });
         }
-        self._links = links;
-        Ok(self)
+        self.hooks = hooks::attached(plan, detail, attached, self.hooks.refused.take());
+        Ok(())
+    }
+
+    /// The kernel hooks attached.
+    pub(crate) fn hooks(&self) -> &crate::explain::bpf::hooks::BpfHooks {
+        &self.hooks
     }
 
     pub(super) fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>> {

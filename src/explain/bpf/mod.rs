@@ -3,9 +3,11 @@
 //! `fsynclab watch`.
 //!
 //! [`BpfTracer::start`] loads the program, tells it which tasks to follow ([`Filter`]) and
-//! its thresholds, and attaches it: BTF trace points on system calls' entry and exit (the
-//! program keeps the sync calls by number), on the scheduler (switch, wakeup),
-//! the block layer (request issue, completion) and jbd2 (commit start, end). Each attachment
+//! its thresholds, and attaches it: fentry/fexit on the sync system calls' functions where
+//! the kernel allows them, else BTF trace points on every system call's entry and exit (the
+//! program keeps the sync calls by number), and as the [`Detail`] asks, on the scheduler
+//! (switch, wakeup), the block layer (request issue, completion); and jbd2 (commit start,
+//! end) ([`hooks`]). Each attachment
 //! is a BPF link whose file descriptor this process owns, never pinned: when the process ends,
 //! however it ends (SIGKILL included), the kernel closes them and detaches the program.
 //! [`BpfTracer::follow`] hands each slow call to the caller as it comes
@@ -37,6 +39,7 @@ mod cost;
 pub(crate) mod ended;
 mod follow;
 pub(crate) mod histogram;
+pub(crate) mod hooks;
 mod kind;
 #[cfg(test)]
 mod layout;
@@ -46,10 +49,11 @@ pub(crate) mod record;
 pub(crate) mod run;
 mod settings;
 pub(crate) mod symbols;
+mod sync_hooks;
 pub(crate) mod tie;
 
 pub(crate) use maps::EndedProcess;
-pub(crate) use settings::{Filter, Settings, Writes};
+pub(crate) use settings::{Detail, Filter, Settings, Writes};
 
 /// Where the kernel gives its BTF and each loaded module's.
 const MODULES_BTF: &str = "/sys/kernel/btf";
@@ -72,6 +76,8 @@ pub(crate) struct BpfTracer {
     stats_asked: bool,
     /// The settings asked for every call's latency.
     every_call: bool,
+    /// The kernel hooks attached (hooks.rs).
+    hooks: crate::explain::bpf::hooks::BpfHooks,
 }
 
 /// What the programs cost the kernel: how often they ran and for how long in all (0 where

@@ -33,7 +33,7 @@ use anyhow::{anyhow, Context as _, Result};
 
 use super::record::{CallLatency, SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
-use super::{BpfTracer, Filter, Lost, RunTime, Settings, Writes};
+use super::{BpfTracer, Detail, Filter, Lost, RunTime, Settings, Writes};
 use crate::explain::attribution::Threshold;
 use crate::role::pool::worker_thread_name;
 
@@ -81,6 +81,8 @@ pub(crate) struct Followed {
     pub(crate) cost: RunTime,
     /// CPU time of the thread that read the records.
     pub(crate) reader_cpu_ns: u64,
+    /// The kernel hooks the program was attached to.
+    pub(crate) hooks: crate::explain::bpf::hooks::BpfHooks,
 }
 
 /// The program loaded and followed by a thread of its own while the run goes.
@@ -226,6 +228,7 @@ fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, o
         follow_forks_of,
         every_call: follow_forks_of.is_some(),
         writes,
+        detail: Detail::Disk,
     };
     let started = KernelSymbols::load().and_then(|symbols| Ok((BpfTracer::start(&settings, &symbols)?, symbols)));
     let (tracer, symbols) = match started {
@@ -259,6 +262,7 @@ fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, o
     let slowest = kept.into_inner().slowest;
     let lost = tracer.lost()?;
     let cost = tracer.run_time();
+    let hooks = tracer.hooks().clone();
     drop(tracer);
     Ok(Followed {
         symbols,
@@ -268,6 +272,7 @@ fn follow(traced: Traced, stop: &AtomicBool, ready: &mpsc::Sender<Result<()>>, o
         lost,
         cost,
         reader_cpu_ns: crate::explain::tracefs::thread_cpu_ns().saturating_sub(cpu_before),
+        hooks,
     })
 }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::kind::{SyncKind, OTHER_CALLS, WRITE_CALLS};
 use super::nanos;
+use super::sync_hooks::SyncHooks;
 
 /// Which tasks' sync calls are followed; the kernel applies it at each call's entry.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +33,43 @@ pub(crate) enum Writes {
     All { tid: u32, comm: String },
 }
 
+/// How much of a call the program splits, for how much cost to every task of the machine
+/// (`watch --detail`): each level adds a group of hooks that run for more than the sync
+/// calls. Ordered: each level has everything of the one before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Detail {
+    /// The sync calls' own hooks, and the journal's, writeback's and dirty throttling's
+    /// events (a few a second): each call's latency (the percentiles, the slow calls with
+    /// their file), the journal commits it made, why the flusher wrote meanwhile; not split
+    /// into parts.
+    Latency,
+    /// And the scheduler's switches and wakeups (with, where the kernel hides the
+    /// preemption count, the interrupts' entries and exits): the time on a CPU, waiting for
+    /// one, and each sleep named by its kernel stack and the task that ended it.
+    Sleeps,
+    /// And the block layer's requests: the device cache flushes and writes that completed
+    /// during the call on its disk, the commit it waited for, and which completion ended a
+    /// sleep.
+    Disk,
+}
+
+impl Detail {
+    pub(crate) const ALL: [Detail; 3] = [Detail::Latency, Detail::Sleeps, Detail::Disk];
+
+    /// Its name as `--detail` takes it and a result records it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Detail::Latency => "latency",
+            Detail::Sleeps => "sleeps",
+            Detail::Disk => "disk",
+        }
+    }
+
+    pub(crate) fn from_name(name: &str) -> Option<Detail> {
+        Detail::ALL.into_iter().find(|d| d.name() == name)
+    }
+}
+
 /// What the program reports, and when it takes a stack.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
@@ -49,11 +87,13 @@ pub(crate) struct Settings {
     /// Every call's latency is sent ([`BpfTracer::follow_every`]), not only the slow calls.
     pub(crate) every_call: bool,
     pub(crate) writes: Writes,
+    /// Which groups of hooks beside the sync calls' are attached.
+    pub(crate) detail: Detail,
 }
 
 impl Settings {
-    /// `struct config`, byte for byte.
-    pub(super) fn config_bytes(&self) -> Vec<u8> {
+    /// `struct config`, byte for byte, for the sync calls found by `sync_hooks`.
+    pub(super) fn config_bytes(&self, sync_hooks: SyncHooks) -> Vec<u8> {
         let mut config = Vec::with_capacity(96);
         let (filter, comm) = match &self.filter {
             Filter::All => (0u32, ""),
@@ -88,7 +128,8 @@ impl Settings {
             takes_fd |= u32::from(fd) << i;
         }
         config.extend_from_slice(&takes_fd.to_ne_bytes());
-        config.extend_from_slice(&0u32.to_ne_bytes());
+        // HOOKS_RAW_SYSCALLS, HOOKS_FUNCTIONS.
+        config.extend_from_slice(&sync_hooks.config_value().to_ne_bytes());
         config
     }
 }

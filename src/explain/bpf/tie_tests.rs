@@ -19,6 +19,7 @@ fn a_chosen_call_takes_the_record_inside_it_and_its_parts_add_up_to_what_the_run
         lost: Lost::default(),
         cost: RunTime::default(),
         reader_cpu_ns: 0,
+        hooks: Default::default(),
     };
     let chosen = |op: &str, start_ns, latency_ns| Call {
         tid: 7,
@@ -73,6 +74,7 @@ fn a_followers_commit_is_tied_by_time_to_the_leaders_sync_call_that_ended_inside
         lost: Lost::default(),
         cost: RunTime::default(),
         reader_cpu_ns: 0,
+        hooks: Default::default(),
     };
     let span = |tid, start_ns, latency_ns| Span {
         tid,
@@ -153,6 +155,7 @@ fn a_followers_commit_with_its_write_inside_is_tied_to_the_leaders_sync_call_too
         lost: Lost::default(),
         cost: RunTime::default(),
         reader_cpu_ns: 0,
+        hooks: Default::default(),
     };
     let syncs = [Span {
         tid: 7,

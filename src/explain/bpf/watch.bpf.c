@@ -39,6 +39,38 @@ static __always_inline void count_lost(u32 what)
 		__sync_fetch_and_add(n, 1);
 }
 
+/* How many followed calls (and journal commits) are in progress on the machine: the
+ * scheduler and block completion programs, which every switch, wakeup and request of the
+ * machine runs, return at once while it is 0, as no task is then in a call for them to
+ * follow. Changed only where a task's start_ns goes from 0 to set (in_flight_begin) and
+ * back (in_flight_end), so it cannot drift: a call in progress when the program was
+ * attached has no start_ns and is not counted. */
+u64 in_flight = 0;
+
+/* `c` starts at `now`; `was_started`: it had start_ns set before (begin_call clears it). */
+static __always_inline void set_started(struct call *c, u64 now, bool was_started)
+{
+	if (!was_started)
+		__sync_fetch_and_add(&in_flight, 1);
+	c->start_ns = now;
+}
+
+/* `c` is out of its call: start_ns and the state of its time off the CPU cleared. */
+static __always_inline void set_ended(struct call *c)
+{
+	if (c->start_ns)
+		__sync_fetch_and_add(&in_flight, -1);
+	c->start_ns = 0;
+	c->off_ns = 0;
+	c->woken_ns = 0;
+	c->woken_early = 0;
+}
+
+static __always_inline bool none_in_flight(void)
+{
+	return *(volatile u64 *)&in_flight == 0;
+}
+
 static __always_inline bool comm_matches(const char *a, const char *b)
 {
 	for (int i = 0; i < TASK_COMM_LEN; i++) {
@@ -272,12 +304,13 @@ static __always_inline int start_call(u32 kind, s32 fd, struct file *file, u32 p
 	}
 	if (!file && kind != KIND_MSYNC && kind != KIND_SYNC)
 		file = file_of(fd);
+	bool was_started = c->start_ns != 0;
 	begin_call(c, t, kind, file);
 	c->pid = pid;
 	c->tid = tid;
 	c->fd = fd;
 	__builtin_memcpy(c->comm, comm, TASK_COMM_LEN);
-	c->start_ns = bpf_ktime_get_ns();
+	set_started(c, bpf_ktime_get_ns(), was_started);
 	return 0;
 }
 
@@ -475,20 +508,21 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 			count_lost(1);
 	}
 	/* Out of the call; the entry stays with the task for its next one. */
-	c->start_ns = 0;
-	c->off_ns = 0;
-	c->woken_ns = 0;
-	c->woken_early = 0;
+	set_ended(c);
 	return 0;
 }
 
-/* The system calls: the raw_syscalls trace points, which every system call of the machine
- * passes; the number is compared first, so that the others cost a few instructions.
- * (fentry/fexit on the calls' wrappers would touch only the sync calls, but some kernels
- * refuse them: EPERM on the project's VM, which also has no kprobe events.) The numbers
- * are the architecture's, set by user space in config.nr and config.write_nr. */
+/* The system calls at the raw_syscalls trace points, which every system call of the machine
+ * passes; the number is compared first, so that the others cost a few instructions. Used
+ * where the kernel refuses fentry/fexit on the calls' functions (EPERM on the project's VM,
+ * which also has no kprobe events), and for a run's writes and calls on names, which are
+ * every write of the machine to look at. The numbers are the architecture's, set by user
+ * space in config.nr and config.write_nr; none of the sync calls' where fentry/fexit
+ * follow them (config.sync_hooks). */
 static __always_inline int kind_of(const struct config *cfg, long nr)
 {
+	if (cfg->sync_hooks != HOOKS_RAW_SYSCALLS)
+		return -1;
 	for (int i = 0; i < KINDS; i++) {
 		if (cfg->nr[i] == nr)
 			return i;
@@ -569,6 +603,153 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	return sync_exit(cfg, ret);
 }
+
+/* The sync calls where the kernel lets fentry/fexit attach to their system calls' functions
+ * (HOOKS_FUNCTIONS; bcc's ext4slower and perf's off-CPU code choose their hooks for the same
+ * reason): user space sets each program's target (load.rs: __x64_sys_fsync... on x86), so
+ * only the sync calls run them, and every other system call of the machine runs nothing of
+ * ours. The function's argument is the caller's registers, as raw_syscalls' sys_enter gives
+ * them: the records are the same on either path. */
+static __always_inline int function_entered(u32 kind, struct pt_regs *regs)
+{
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg || !regs)
+		return 0;
+	return sync_enter(cfg, kind, (s32)regs->di);
+}
+
+/* The call of `kind` the current task is in, if it is one, ends with `ret`. */
+static __always_inline int function_exited(u32 kind, long ret)
+{
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (!cfg || !c || !c->start_ns || c->kind != kind)
+		return 0;
+	return sync_exit(cfg, ret);
+}
+
+#define SYNC_FUNCTION(name, kind)                                                  \
+	SEC("fentry")                                                              \
+	int BPF_PROG(on_enter_##name, struct pt_regs *regs)                        \
+	{                                                                          \
+		return function_entered(kind, regs);                               \
+	}                                                                          \
+	SEC("fexit")                                                               \
+	int BPF_PROG(on_exit_##name, struct pt_regs *regs, long ret)               \
+	{                                                                          \
+		return function_exited(kind, ret);                                 \
+	}
+
+SYNC_FUNCTION(fsync, KIND_FSYNC)
+SYNC_FUNCTION(fdatasync, KIND_FDATASYNC)
+SYNC_FUNCTION(sync_file_range, KIND_SYNC_FILE_RANGE)
+SYNC_FUNCTION(msync, KIND_MSYNC)
+SYNC_FUNCTION(syncfs, KIND_SYNCFS)
+
+/* sync(2) takes no argument, and its function may have none either: a kernel whose
+ * compiler made __x64_sys_sync an alias of __do_sys_sync(void) lists only the latter in its
+ * BTF (6.18), so user space attaches these to whichever it has, reading no argument. */
+SEC("fentry")
+int on_enter_sync(void *ctx)
+{
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	return cfg ? sync_enter(cfg, KIND_SYNC, -1) : 0;
+}
+
+SEC("fexit")
+int on_exit_sync(void *ctx)
+{
+	return function_exited(KIND_SYNC, 0);
+}
+
+/* The durable writes where the sync calls are hooked by function (a watch's WRITES_SYNC):
+ * fentry/fexit on the filesystems' write_iter functions (user space sets the targets, those
+ * of ext4_file_write_iter, xfs_file_write_iter... that this kernel has), so that a write to
+ * a pipe, a socket or /dev/null runs nothing of ours and a write to a file one flag test.
+ * A write is durable when its kiocb carries IOCB_DSYNC or IOCB_SYNC (RWF_DSYNC and RWF_SYNC's
+ * values: include/linux/fs.h), as the file's O_DSYNC or O_SYNC or pwritev2's flags make it;
+ * its kind is told as at sys_enter (write_enter), from the file's flags and the registers the
+ * system call entered with, which also give its descriptor. It is timed from the
+ * filesystem's entry to its return: the system call's own entry and exit, the descriptor's
+ * lookup and the file position's lock, a microsecond or so, stay outside. A write that is no
+ * write system call (io_uring's, aio's, a kernel thread's) is not followed, as on the
+ * raw_syscalls path. */
+#define IOCB_DSYNC_FLAG 2
+#define IOCB_SYNC_FLAG 4
+
+static __always_inline bool iocb_durable(struct kiocb *iocb)
+{
+	return iocb && (iocb->ki_flags & (IOCB_DSYNC_FLAG | IOCB_SYNC_FLAG));
+}
+
+static __always_inline int write_iter_entered(struct kiocb *iocb)
+{
+	if (!iocb_durable(iocb))
+		return 0;
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg || cfg->writes != WRITES_SYNC)
+		return 0;
+	u32 pid, tid;
+	char comm[TASK_COMM_LEN];
+	if (!current_traced(cfg, &pid, &tid, comm))
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return 0;
+	int write = write_call_of(cfg, regs->orig_ax);
+	struct file *file = iocb->ki_filp;
+	if (write < 0 || !file)
+		return 0;
+	u32 flags = file->f_flags;
+	u32 kind;
+	if (write == WRITE_PWRITEV2 && (regs->r9 & (RWF_DSYNC_FLAG | RWF_SYNC_FLAG)))
+		kind = KIND_WRITE_RWF_DSYNC;
+	else if (flags & O_SYNC_ONLY_FLAG)
+		kind = KIND_WRITE_OSYNC;
+	else if (flags & O_DSYNC_FLAG)
+		kind = KIND_WRITE_ODSYNC;
+	else
+		return 0; /* durable by the inode (a filesystem mounted sync): not a kind of ours */
+	return start_call(kind, (s32)regs->di, file, pid, tid, comm);
+}
+
+static __always_inline int write_iter_exited(struct kiocb *iocb, long ret)
+{
+	if (!iocb_durable(iocb))
+		return 0;
+	u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+	if (!cfg || !c || !c->start_ns || c->kind < KIND_WRITE || c->kind > KIND_WRITE_RWF_DSYNC)
+		return 0;
+	return sync_exit(cfg, ret);
+}
+
+/* WRITE_ITER_HOOKS programs of each kind, for as many filesystems' functions (load.rs). */
+#define WRITE_ITER(n)                                                              \
+	SEC("fentry")                                                              \
+	int BPF_PROG(on_enter_write_iter_##n, struct kiocb *iocb)                  \
+	{                                                                          \
+		return write_iter_entered(iocb);                                   \
+	}                                                                          \
+	SEC("fexit")                                                               \
+	int BPF_PROG(on_exit_write_iter_##n, struct kiocb *iocb, struct iov_iter *from, long ret) \
+	{                                                                          \
+		return write_iter_exited(iocb, ret);                               \
+	}
+
+WRITE_ITER(0)
+WRITE_ITER(1)
+WRITE_ITER(2)
+WRITE_ITER(3)
+WRITE_ITER(4)
+WRITE_ITER(5)
+WRITE_ITER(6)
+WRITE_ITER(7)
 
 /* Whether a kept sleep has the stack `ips` (`bytes` of it). */
 static __always_inline bool same_stack(const struct sleep *s, const u64 *ips, u32 bytes)
@@ -715,7 +896,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	/* Every switch of the machine comes here: a task's entry is one pointer read away
 	 * (none for a task that never made a traced call), and the clock is read only for a
 	 * task inside a sync call. A wakeup still set at a switch-out is one whose switch-in
-	 * went untraced: the wait for a CPU after it stays in the time on a CPU. */
+	 * went untraced: the wait for a CPU after it stays in the time on a CPU. While no
+	 * call is in progress on the machine, not even that. */
+	if (none_in_flight())
+		return 0;
 	irq_depth_at_switch();
 	struct call *c = bpf_task_storage_get(&calls, prev, 0, 0);
 	if (c && c->start_ns) {
@@ -866,7 +1050,7 @@ static __always_inline u64 work_of_current(void)
 
 static __always_inline int woken(struct task_struct *p, bool by_preempt_count)
 {
-	if (!p)
+	if (!p || none_in_flight())
 		return 0;
 	struct call *c = bpf_task_storage_get(&calls, p, 0, 0);
 	if (!c)
@@ -1150,6 +1334,11 @@ int BPF_PROG(on_rq_complete, struct request *rq, blk_status_t error, unsigned in
 		issued_ns = f->issued_ns;
 		f->rq = 0;
 	}
+	/* No call in progress: nothing to count, as every call's share is a difference
+	 * between two counts taken while it was. (The slot is cleared all the same, so that a
+	 * request later made at the same address is not taken for this flush.) */
+	if (none_in_flight())
+		return 0;
 	bool issued = issued_ns != 0;
 	bool read = op == bpf_core_enum_value(enum req_op, REQ_OP_READ);
 	if (!write && !issued && !read)
@@ -1213,6 +1402,7 @@ int BPF_PROG(on_commit_start, struct journal_s *journal, struct transaction_s *t
 					      BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c || (c->start_ns && c->kind != KIND_COMMIT))
 		return 0;
+	bool was_started = c->start_ns != 0;
 	begin_call(c, t, KIND_COMMIT, NULL);
 	/* What completes meanwhile is the journal's filesystem's and its disk's. */
 	struct block_device *bdev = BPF_CORE_READ(journal, j_fs_dev);
@@ -1225,7 +1415,7 @@ int BPF_PROG(on_commit_start, struct journal_s *journal, struct transaction_s *t
 	c->fd = -1;
 	bpf_get_current_comm(c->comm, sizeof(c->comm));
 	c->last_commit.dev_tid = key;
-	c->start_ns = now;
+	set_started(c, now, was_started);
 	return 0;
 }
 
@@ -1260,10 +1450,7 @@ int BPF_PROG(on_commit_end, struct journal_s *journal, struct transaction_s *tr)
 		c->last_commit.start_ns = c->start_ns;
 		c->last_commit.end_ns = now;
 		bpf_map_update_elem(&commit_detail, &key, c, BPF_ANY);
-		c->start_ns = 0;
-		c->off_ns = 0;
-		c->woken_ns = 0;
-		c->woken_early = 0;
+		set_ended(c);
 	}
 	return 0;
 }

@@ -80,8 +80,15 @@ struct config {
 	 * descriptor, whose file is not the call's. */
 	s64 other_nr[OTHER_CALLS];
 	u32 other_fd;
-	u32 other_pad;
+	/* HOOKS_RAW_SYSCALLS: the sync calls are found by number at the raw_syscalls trace
+	 * points; HOOKS_FUNCTIONS: fentry/fexit on their system calls' functions start and end
+	 * them, and the raw_syscalls programs (attached only for a run's writes and calls on
+	 * names) leave them alone. */
+	u32 sync_hooks;
 };
+
+#define HOOKS_RAW_SYSCALLS 0
+#define HOOKS_FUNCTIONS 1
 
 /* One sync call in `every`: when, how long, whose (with its task's name: a command may
  * start more processes than a map of names would hold), and whether it failed. */

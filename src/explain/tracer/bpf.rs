@@ -122,6 +122,7 @@ mod tests {
             lost: Default::default(),
             cost: Default::default(),
             reader_cpu_ns: 0,
+            hooks: Default::default(),
         };
         let samples = samples_of(&followed, origin);
         assert_eq!(samples.len(), 2, "a kind this fsynclab does not know is left out");
