@@ -21,6 +21,9 @@ else
   cat "$log.release"; echo "release build: FAILED"; release_status=1
 fi
 rm -f "$log.release"
+# The vm sysctls are machine-wide, one run at a time: a test's run that sets them waits for
+# another fsynclab's (another clone's tests beside) instead of being refused.
+export FSYNCLAB_SYSCTL_WAIT=${FSYNCLAB_SYSCTL_WAIT:-900}
 set +e
 cargo test --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

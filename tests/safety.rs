@@ -29,6 +29,7 @@ use common::Need::{Fuse, Root, Tool};
 
 common::tests! {
     sysctls::a_second_run_setting_sysctls_is_refused_while_one_is_live: [Root],
+    sysctls::a_second_run_setting_sysctls_waits_for_the_live_one_under_sysctl_wait: [Root],
     sysctls::a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them: [Root],
     sysctls::a_result_says_when_a_sysctl_changed_under_it: [Root],
     signals::every_terminating_signal_stops_a_dir_run_and_cleans_up,

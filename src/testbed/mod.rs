@@ -337,9 +337,17 @@ pub fn prepare(request: &TestbedRequest, space_needed: u64) -> Result<Prepared> 
 /// holds them, and can start once it ends. Likewise while a killed run's changes are still
 /// in force: the value this run would record as "before" would be that run's, and
 /// `fsynclab cleanup` would later put back the wrong one.
+///
+/// With `FSYNCLAB_SYSCTL_WAIT=SECONDS` in the environment (scripts/test.sh sets it: another
+/// fsynclab's tests may run beside), a run waits up to that long for the holder to end,
+/// saying so once, before it is refused.
 fn claim_sysctls(request: &TestbedRequest, state_dir: &Path) -> Result<sysctl::SysctlLock> {
     let flags = request.sysctl_flags();
-    let Some(lock) = sysctl::try_lock()? else {
+    let waited = match sysctl_wait()? {
+        Some(wait) => wait_for_sysctls(wait, &flags)?,
+        None => sysctl::try_lock()?,
+    };
+    let Some(lock) = waited else {
         // The holder records its changes right after taking the lock: give it a moment.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
         let holder = loop {
@@ -372,6 +380,47 @@ fn claim_sysctls(request: &TestbedRequest, state_dir: &Path) -> Result<sysctl::S
         .into());
     }
     Ok(lock)
+}
+
+/// How long `FSYNCLAB_SYSCTL_WAIT` says to wait for another run's sysctls, if it is set.
+fn sysctl_wait() -> Result<Option<std::time::Duration>> {
+    let Some(text) = std::env::var_os("FSYNCLAB_SYSCTL_WAIT") else {
+        return Ok(None);
+    };
+    let text = text.to_string_lossy();
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .ok()
+        .filter(|s: &f64| s.is_finite() && *s >= 0.0 && *s <= 86_400.0)
+        .ok_or_else(|| {
+            Usage(format!(
+                "FSYNCLAB_SYSCTL_WAIT={text:.20}: give seconds to wait, 0 to 86400"
+            ))
+        })?;
+    Ok(Some(std::time::Duration::from_secs_f64(seconds)))
+}
+
+/// The sysctl lock, waiting up to `wait` for another run to release it (None if it did not).
+fn wait_for_sysctls(wait: std::time::Duration, flags: &str) -> Result<Option<sysctl::SysctlLock>> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut said = false;
+    loop {
+        if let Some(lock) = sysctl::try_lock()? {
+            return Ok(Some(lock));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        if !said {
+            eprintln!(
+                "{flags}: another fsynclab run holds the vm sysctls; waiting up to {} for it to end (FSYNCLAB_SYSCTL_WAIT)",
+                crate::units::format_duration(wait)
+            );
+            said = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
 
 /// The command line of process `pid`, shortened, for messages (`fsynclab run ...`).

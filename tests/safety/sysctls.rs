@@ -22,7 +22,10 @@ pub fn a_second_run_setting_sysctls_is_refused_while_one_is_live() {
         .spawn()
         .unwrap();
     wait_for_file_containing(&state_file(a.id()), "\"sysctl\"", &mut a);
-    let b = dir_run(dir.path(), "3s", &["--dirty-ratio", "7"]).output().unwrap();
+    let b = dir_run(dir.path(), "3s", &["--dirty-ratio", "7"])
+        .env_remove("FSYNCLAB_SYSCTL_WAIT")
+        .output()
+        .unwrap();
     let b_err = String::from_utf8_lossy(&b.stderr);
     assert_eq!(b.status.code(), Some(2), "the second run must be refused: {b_err}");
     assert_eq!(b_err.trim_end().lines().count(), 1, "{b_err}");
@@ -49,6 +52,45 @@ pub fn a_second_run_setting_sysctls_is_refused_while_one_is_live() {
     assert_eq!(sysctl("dirty_ratio"), before, "restored by the one run that set it");
 }
 
+/// With FSYNCLAB_SYSCTL_WAIT (scripts/test.sh sets it, for another fsynclab's tests beside),
+/// a second run setting sysctls waits for the live one to end, says so once, then runs
+/// under its own value; a value that is not seconds is refused in one line, before anything.
+pub fn a_second_run_setting_sysctls_waits_for_the_live_one_under_sysctl_wait() {
+    let _serial = serial();
+    let _guard = SysctlGuard::new("dirty_ratio");
+    let before = sysctl("dirty_ratio");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir_run(dir.path(), "1s", &["--dirty-ratio", "7"])
+        .env("FSYNCLAB_SYSCTL_WAIT", "soon")
+        .output()
+        .unwrap();
+    let bad_err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{bad_err}");
+    assert_eq!(bad_err.trim_end().lines().count(), 1, "{bad_err}");
+    assert!(bad_err.contains("FSYNCLAB_SYSCTL_WAIT"), "{bad_err}");
+    assert_eq!(sysctl("dirty_ratio"), before, "the refused run changed nothing");
+    let mut a = dir_run(dir.path(), "2s", &["--dirty-ratio", "5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file_containing(&state_file(a.id()), "\"sysctl\"", &mut a);
+    let b = dir_run(dir.path(), "1s", &["--dirty-ratio", "7"])
+        .env("FSYNCLAB_SYSCTL_WAIT", "120")
+        .output()
+        .unwrap();
+    let b_err = String::from_utf8_lossy(&b.stderr);
+    assert!(b.status.success(), "the second run waited and ran: {b_err}");
+    assert_eq!(b_err.matches("waiting up to").count(), 1, "said once: {b_err}");
+    let a_out = a.wait_with_output().unwrap();
+    assert!(a_out.status.success(), "{}", String::from_utf8_lossy(&a_out.stderr));
+    let a_result: Value = serde_json::from_slice(&a_out.stdout).unwrap();
+    let b_result: Value = serde_json::from_slice(&b.stdout).unwrap();
+    assert_eq!(a_result["environment"]["sysctls_set"]["dirty_ratio"], 5);
+    assert_eq!(b_result["environment"]["sysctls_set"]["dirty_ratio"], 7);
+    assert_eq!(sysctl("dirty_ratio"), before, "each run restored what it set");
+}
+
 /// Issue 8: a killed run's sysctls are cleaned up before another run sets them.
 pub fn a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
     let _serial = serial();
@@ -64,7 +106,10 @@ pub fn a_killed_runs_sysctls_are_cleaned_up_before_another_run_sets_them() {
     wait_for_file_containing(&state_file(a.id()), "\"sysctl\"", &mut a);
     a.kill().unwrap();
     a.wait().unwrap();
-    let b = dir_run(dir.path(), "1s", &["--dirty-ratio", "7"]).output().unwrap();
+    let b = dir_run(dir.path(), "1s", &["--dirty-ratio", "7"])
+        .env_remove("FSYNCLAB_SYSCTL_WAIT")
+        .output()
+        .unwrap();
     let b_err = String::from_utf8_lossy(&b.stderr);
     assert_eq!(b.status.code(), Some(2), "{b_err}");
     assert!(
