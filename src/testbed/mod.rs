@@ -413,7 +413,7 @@ fn wait_for_sysctls(wait: std::time::Duration, flags: &str) -> Result<Option<sys
             return Ok(None);
         }
         if !said {
-            eprintln!(
+            note!(
                 "{flags}: another fsynclab run holds the vm sysctls; waiting up to {} for it to end (FSYNCLAB_SYSCTL_WAIT)",
                 crate::units::format_duration(wait)
             );
