@@ -105,7 +105,6 @@ fn rate(case: Case, method: SyncMethod) -> impl Fn(&RunResult) -> Option<f64> {
     }
 }
 
-/// fdatasync's rate over fsync's on `case`, with the two rates and the runs.
 /// fdatasync's and fsync's median rates of `case`, the runs', and fdatasync against fsync
 /// with its interval and p.
 fn gain(m: &Measured, case: Case) -> Option<(f64, f64, Vec<i64>, Estimate)> {
@@ -128,23 +127,9 @@ fn overwrite(m: &Measured) -> Row {
         &[LOOP],
     )
     .configuration("datasync overwrite on ext3, hdd-7200");
-    let Some((fdatasync, fsync, ids, estimate)) = gain(m, Case::Overwrite) else {
-        return row.judged(Judgement::unmeasured(&m.missing()));
-    };
-    let judgement = decide(&estimate, |r| effect(264.0 / 253.0, r, NOISE), NOISE).and(HISTORY);
-    row.measured(
-        format!(
-            "fdatasync {fdatasync:.0} ops/s, fsync {fsync:.0} ops/s ({})",
-            ids_text(&ids)
-        ),
-        ids,
-    )
-    .judged(judgement)
-    .figure(
-        "overwrite fdatasync.ops/s",
-        "ops/s",
-        m.values("datasync", &[], rate(Case::Overwrite, SyncMethod::Fdatasync)),
-    )
+    judged_gain(m, row, Case::Overwrite, "overwrite fdatasync.ops/s", |estimate| {
+        decide(estimate, |r| effect(264.0 / 253.0, r, NOISE), NOISE).and(HISTORY)
+    })
 }
 
 fn append(m: &Measured) -> Row {
@@ -157,11 +142,19 @@ fn append(m: &Measured) -> Row {
         &[METADATA],
     )
     .configuration("datasync append on ext3, hdd-7200");
-    let Some((fdatasync, fsync, ids, estimate)) = gain(m, Case::Append) else {
+    // No gain is a claim of no difference (within 15%): a rate beyond that needs p.
+    judged_gain(m, row, Case::Append, "append fdatasync.ops/s", |estimate| {
+        decide(estimate, judge_no_gain, NO_GAIN_BAND)
+    })
+}
+
+/// `row` measured on `case`: fdatasync's and fsync's median rates and their runs, the gain
+/// of fdatasync over fsync as `judge` reads it, and fdatasync's rate in each run as
+/// `figure`.
+fn judged_gain(m: &Measured, row: Row, case: Case, figure: &str, judge: impl FnOnce(&Estimate) -> Judgement) -> Row {
+    let Some((fdatasync, fsync, ids, estimate)) = gain(m, case) else {
         return row.judged(Judgement::unmeasured(&m.missing()));
     };
-    // No gain is a claim of no difference (within 15%): a rate beyond that needs p.
-    let judgement = decide(&estimate, judge_no_gain, NO_GAIN_BAND);
     row.measured(
         format!(
             "fdatasync {fdatasync:.0} ops/s, fsync {fsync:.0} ops/s ({})",
@@ -169,11 +162,11 @@ fn append(m: &Measured) -> Row {
         ),
         ids,
     )
-    .judged(judgement)
+    .judged(judge(&estimate))
     .figure(
-        "append fdatasync.ops/s",
+        figure,
         "ops/s",
-        m.values("datasync", &[], rate(Case::Append, SyncMethod::Fdatasync)),
+        m.values("datasync", &[], rate(case, SyncMethod::Fdatasync)),
     )
 }
 
