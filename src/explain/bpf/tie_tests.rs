@@ -8,19 +8,24 @@ use crate::explain::bpf::{Lost, RunTime};
 fn call(tid: u32, start_ns: u64, latency_ns: u64) -> SlowCall {
     SlowCall::fsync_for_test(tid, start_ns, latency_ns)
 }
-#[test]
-fn a_chosen_call_takes_the_record_inside_it_and_its_parts_add_up_to_what_the_run_measured() {
-    let origin = 1_000_000;
-    let followed = Followed {
+
+/// What a run followed: `calls`, each of whose records was sent and kept.
+fn followed(calls: Vec<SlowCall>) -> Followed {
+    Followed {
         symbols: KernelSymbols::empty(),
-        calls: vec![call(7, origin + 5_000, 90_000), call(7, origin + 500_000, 80_000)],
+        sent: calls.len() as u64,
+        calls,
         every: Vec::new(),
-        sent: 2,
         lost: Lost::default(),
         cost: RunTime::default(),
         reader_cpu_ns: 0,
         hooks: Default::default(),
-    };
+    }
+}
+#[test]
+fn a_chosen_call_takes_the_record_inside_it_and_its_parts_add_up_to_what_the_run_measured() {
+    let origin = 1_000_000;
+    let followed = followed(vec![call(7, origin + 5_000, 90_000), call(7, origin + 500_000, 80_000)]);
     let chosen = |op: &str, start_ns, latency_ns| Call {
         tid: 7,
         op: op.into(),
@@ -66,16 +71,7 @@ fn a_followers_commit_is_tied_by_time_to_the_leaders_sync_call_that_ended_inside
     // The leader (thread 7) fdatasyncs from 100 us to 900 us; its record was kept.
     let mut leader = call(7, origin + 100_000, 800_000);
     leader.kind = Some(SyncKind::Fdatasync);
-    let followed = Followed {
-        symbols: KernelSymbols::empty(),
-        calls: vec![leader],
-        every: Vec::new(),
-        sent: 1,
-        lost: Lost::default(),
-        cost: RunTime::default(),
-        reader_cpu_ns: 0,
-        hooks: Default::default(),
-    };
+    let followed = followed(vec![leader]);
     let span = |tid, start_ns, latency_ns| Span {
         tid,
         op: "fdatasync",
@@ -147,16 +143,7 @@ fn a_followers_commit_with_its_write_inside_is_tied_to_the_leaders_sync_call_too
     // The follower's write, 60 us to 110 us of the run: on a CPU all along.
     let mut write = call(8, origin + 60_000, 50_000);
     write.kind = Some(SyncKind::Write);
-    let followed = Followed {
-        symbols: KernelSymbols::empty(),
-        calls: vec![leader, write],
-        every: Vec::new(),
-        sent: 2,
-        lost: Lost::default(),
-        cost: RunTime::default(),
-        reader_cpu_ns: 0,
-        hooks: Default::default(),
-    };
+    let followed = followed(vec![leader, write]);
     let syncs = [Span {
         tid: 7,
         op: "fdatasync",
