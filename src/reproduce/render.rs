@@ -185,6 +185,16 @@ fn text(r: &Reproduction) -> String {
     out
 }
 
+/// One row of a markdown table: `cells`, then `more`, between bars.
+pub(super) fn table_row(
+    out: &mut String,
+    cells: impl IntoIterator<Item = String>,
+    more: impl IntoIterator<Item = String>,
+) {
+    let cells: Vec<String> = cells.into_iter().chain(more).collect();
+    let _ = writeln!(out, "| {} |", cells.join(" | "));
+}
+
 pub(super) fn or_dash(text: &str) -> &str {
     if text.is_empty() {
         "-"
@@ -204,16 +214,12 @@ fn markdown(r: &Reproduction) -> String {
     out.push_str("|---|---|---|---|---|---|\n");
     for s in &r.seeds {
         for row in &s.rows {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} ({}) | {} | {} | {} |",
-                s.seed,
-                cell(&row.claim),
-                cell(&row.published),
-                cell(&row.sources.join("; ")),
-                cell(or_dash(&row.measured)),
-                cell(&verdict_with_confidence(row, format!("**{}**", row.judgement.verdict))),
-                cell(&row.judgement.why)
+            let published = format!("{} ({})", cell(&row.published), cell(&row.sources.join("; ")));
+            let verdict = cell(&verdict_with_confidence(row, format!("**{}**", row.judgement.verdict)));
+            table_row(
+                &mut out,
+                [s.seed.to_string(), cell(&row.claim), published],
+                [cell(or_dash(&row.measured)), verdict, cell(&row.judgement.why)],
             );
         }
     }

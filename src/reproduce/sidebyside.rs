@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::kernels::Change;
-use super::render::{cell, heading, or_dash, seeds_footer, ReproduceFormat};
+use super::render::{cell, heading, or_dash, seeds_footer, table_row, ReproduceFormat};
 use super::verdict::Verdict;
 use super::{Reproduction, SeedReport};
 use crate::compare::figures::format_significant;
@@ -157,15 +157,8 @@ fn markdown(r: &Reproduction) -> String {
                 })
                 .collect();
             let changed: Vec<String> = changes_of(s, i).iter().map(|c| cell(&changed_text(c))).collect();
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                s.seed,
-                cell(&row.claim),
-                cell(&row.published),
-                sides.join(" | "),
-                changed.join("<br>")
-            );
+            let first = [s.seed.to_string(), cell(&row.claim), cell(&row.published)];
+            table_row(&mut out, first, sides.into_iter().chain([changed.join("<br>")]));
         }
     }
     seeds_footer(&mut out, r);
