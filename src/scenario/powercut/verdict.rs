@@ -62,6 +62,13 @@ impl FileStates {
     }
 }
 
+/// Adds each named count of `from` to the same count of `to`.
+macro_rules! add_each {
+    ($to:expr, $from:expr; $($count:ident),+) => {
+        $($to.$count += $from.$count;)+
+    };
+}
+
 impl Verdict {
     /// Whether an acknowledged write did not survive: what fsync promised was broken.
     pub(crate) fn lost_acknowledged(&self) -> bool {
@@ -70,21 +77,10 @@ impl Verdict {
 
     /// Adds another cut's verdict to this one.
     pub(crate) fn add(&mut self, o: &Verdict) {
-        self.acked += o.acked;
-        self.acked_intact += o.acked_intact;
-        self.acked_lost += o.acked_lost;
-        self.acked_torn += o.acked_torn;
-        self.unacked += o.unacked;
-        self.unacked_kept += o.unacked_kept;
-        self.unacked_lost += o.unacked_lost;
+        add_each!(self, o; acked, acked_intact, acked_lost, acked_torn, unacked, unacked_kept, unacked_lost);
         if let Some(f) = &o.files {
             let mine = self.files.get_or_insert_with(FileStates::default);
-            mine.new += f.new;
-            mine.old += f.old;
-            mine.empty += f.empty;
-            mine.missing += f.missing;
-            mine.zeroed += f.zeroed;
-            mine.torn += f.torn;
+            add_each!(mine, f; new, old, empty, missing, zeroed, torn);
         }
         self.lost_ack_ages_ns.extend(&o.lost_ack_ages_ns);
     }
