@@ -512,6 +512,16 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 	return 0;
 }
 
+/* Where `nr` stands among the `n` system call numbers of `nrs`, or -1. */
+static __always_inline int index_of(const s64 *nrs, int n, long nr)
+{
+	for (int i = 0; i < n; i++) {
+		if (nrs[i] == nr)
+			return i;
+	}
+	return -1;
+}
+
 /* The system calls at the raw_syscalls trace points, which every system call of the machine
  * passes; the number is compared first, so that the others cost a few instructions. Used
  * where the kernel refuses fentry/fexit on the calls' functions (EPERM on the project's VM,
@@ -523,11 +533,7 @@ static __always_inline int kind_of(const struct config *cfg, long nr)
 {
 	if (cfg->sync_hooks != HOOKS_RAW_SYSCALLS)
 		return -1;
-	for (int i = 0; i < KINDS; i++) {
-		if (cfg->nr[i] == nr)
-			return i;
-	}
-	return -1;
+	return index_of(cfg->nr, KINDS, nr);
 }
 
 /* Which of the write calls `nr` is (WRITE_PWRITEV2...), or -1; none unless writes are
@@ -536,11 +542,7 @@ static __always_inline int write_call_of(const struct config *cfg, long nr)
 {
 	if (cfg->writes == WRITES_NONE)
 		return -1;
-	for (int i = 0; i < WRITE_CALLS; i++) {
-		if (cfg->write_nr[i] == nr)
-			return i;
-	}
-	return -1;
+	return index_of(cfg->write_nr, WRITE_CALLS, nr);
 }
 
 /* Which of KIND_OTHER's calls `nr` is, or -1; none unless every write of the measuring
@@ -549,11 +551,7 @@ static __always_inline int other_call_of(const struct config *cfg, long nr)
 {
 	if (cfg->writes != WRITES_ALL)
 		return -1;
-	for (int i = 0; i < OTHER_CALLS; i++) {
-		if (cfg->other_nr[i] == nr)
-			return i;
-	}
-	return -1;
+	return index_of(cfg->other_nr, OTHER_CALLS, nr);
 }
 
 /* One of KIND_OTHER's calls (the `which`-th), with its first argument `arg0`: followed in
@@ -970,30 +968,20 @@ static __always_inline int preempt_count_now(void)
 	return 0;
 }
 
-SEC("tp_btf/irq_handler_entry")
-int BPF_PROG(on_irq_enter) { return irq_step(1); }
-SEC("tp_btf/irq_handler_exit")
-int BPF_PROG(on_irq_leave) { return irq_step(-1); }
-SEC("tp_btf/softirq_entry")
-int BPF_PROG(on_irq_enter_softirq) { return irq_step(1); }
-SEC("tp_btf/softirq_exit")
-int BPF_PROG(on_irq_leave_softirq) { return irq_step(-1); }
-SEC("tp_btf/call_function_single_entry")
-int BPF_PROG(on_irq_enter_call_function_single) { return irq_step(1); }
-SEC("tp_btf/call_function_single_exit")
-int BPF_PROG(on_irq_leave_call_function_single) { return irq_step(-1); }
-SEC("tp_btf/call_function_entry")
-int BPF_PROG(on_irq_enter_call_function) { return irq_step(1); }
-SEC("tp_btf/call_function_exit")
-int BPF_PROG(on_irq_leave_call_function) { return irq_step(-1); }
-SEC("tp_btf/local_timer_entry")
-int BPF_PROG(on_irq_enter_local_timer) { return irq_step(1); }
-SEC("tp_btf/local_timer_exit")
-int BPF_PROG(on_irq_leave_local_timer) { return irq_step(-1); }
-SEC("tp_btf/irq_work_entry")
-int BPF_PROG(on_irq_enter_irq_work) { return irq_step(1); }
-SEC("tp_btf/irq_work_exit")
-int BPF_PROG(on_irq_leave_irq_work) { return irq_step(-1); }
+/* Each kind of interrupt, as its entry and exit trace points (`KIND_entry`, `KIND_exit`)
+ * count the CPU's depth: programs on_irq_enterNAME and on_irq_leaveNAME. */
+#define IRQ_DEPTH(kind, name)                                                    \
+	SEC("tp_btf/" #kind "_entry")                                             \
+	int BPF_PROG(on_irq_enter##name) { return irq_step(1); }                  \
+	SEC("tp_btf/" #kind "_exit")                                              \
+	int BPF_PROG(on_irq_leave##name) { return irq_step(-1); }
+
+IRQ_DEPTH(irq_handler, )
+IRQ_DEPTH(softirq, _softirq)
+IRQ_DEPTH(call_function_single, _call_function_single)
+IRQ_DEPTH(call_function, _call_function)
+IRQ_DEPTH(local_timer, _local_timer)
+IRQ_DEPTH(irq_work, _irq_work)
 
 /* A wakeup is traced where it is made (sched_waking runs in the waker's context;
  * sched_wakeup may run on the woken task's CPU, in whatever task ran there). Made in a
