@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What each of the BPF tracer's programs costs a run of it (issue 25): the kernel's own
 # count (kernel.bpf_stats_enabled=1, restored afterwards) of runs and run time of each
-# program during one traced rndwr run, read with bpftool before the run ends.
+# program during one traced rndwr run, read with bpftool every 0.5 s while the run holds them
 #
 # Usage (root, alone on the machine; run it for two builds in turn, several rounds):
 #     docs/bench/bpf-program-time.sh BINARY [DIR] [SECONDS]
@@ -25,9 +25,14 @@ sysctl -q kernel.bpf_stats_enabled=1
 "$bin" run rndwr --dir "$dir" --explain --tracer bpf \
   --set "duration=${secs}s" --no-store -q --format json -o "$tmp/run.json" >/dev/null &
 run=$!
-sleep $((secs + 1))
-bpftool prog show --json >"$tmp/progs.json"
+# The programs live only while the run does: keep the last view of them before it ends.
+while kill -0 "$run" 2>/dev/null; do
+  bpftool prog show --json >"$tmp/now.json"
+  grep -q '"name":"on_sys_enter"' "$tmp/now.json" && mv "$tmp/now.json" "$tmp/progs.json"
+  sleep 0.5
+done
 wait "$run"
+[ -s "$tmp/progs.json" ] || { echo "$0: the run's programs were never seen loaded" >&2; exit 1; }
 python3 - "$tmp" <<'PY'
 import json, sys
 tmp = sys.argv[1]
