@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What each of the BPF tracer's programs costs a run of it (issue 25): the kernel's own
 # count (kernel.bpf_stats_enabled=1, restored afterwards) of runs and run time of each
-# program during one traced rndwr run, read with bpftool every 0.5 s while the run holds them
+# program during one traced rndwr run, read with bpftool every 0.5 s while the run holds them all
 #
 # Usage (root, alone on the machine; run it for two builds in turn, several rounds):
 #     docs/bench/bpf-program-time.sh BINARY [DIR] [SECONDS]
@@ -25,10 +25,13 @@ sysctl -q kernel.bpf_stats_enabled=1
 "$bin" run rndwr --dir "$dir" --explain --tracer bpf \
   --set "duration=${secs}s" --no-store -q --format json -o "$tmp/run.json" >/dev/null &
 run=$!
-# The programs live only while the run does: keep the last view of them before it ends.
+# The programs live only while the run does, and go one group after another as it ends:
+# keep the last view that holds as many of them as any view did.
+most=0
 while kill -0 "$run" 2>/dev/null; do
   bpftool prog show --json >"$tmp/now.json"
-  grep -q '"name":"on_sys_enter"' "$tmp/now.json" && mv "$tmp/now.json" "$tmp/progs.json"
+  n=$(grep -c '"name":"on_' <(tr ',' '\n' <"$tmp/now.json") || true)
+  if [ "$n" -gt 0 ] && [ "$n" -ge "$most" ]; then most=$n; mv "$tmp/now.json" "$tmp/progs.json"; fi
   sleep 0.5
 done
 wait "$run"
