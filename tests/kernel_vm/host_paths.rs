@@ -83,9 +83,9 @@ pub fn a_guest_runs_fsynclab_from_var_tmp_with_spaces_and_commas_in_every_path()
 }
 
 /// Issue 64: `--output /dev/stdout` under `--kernel` writes the record on stdout, as on the
-/// host (it exited 255 with no output, QEMU saying "9p: broken or compromised client": the
-/// host's /dev was shared with the guest); and a script under /var/tmp that exec names is
-/// found inside (python's "No such file" before).
+/// host, whether stdout is a pipe or a file (it exited 255 with no output, QEMU saying "9p:
+/// broken or compromised client": the host's /dev was shared with the guest); and a script
+/// under /var/tmp that exec names is found inside (python's "No such file" before).
 pub fn exec_in_a_guest_writes_output_to_stdout_and_finds_a_script_under_var_tmp() {
     let guest = GuestRun::new();
     let scripts = tempfile::Builder::new()
@@ -113,6 +113,32 @@ pub fn exec_in_a_guest_writes_output_to_stdout_and_finds_a_script_under_var_tmp(
     let record: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(record["exit_status"], 0, "{record}");
     assert_eq!(record["command"][0], "python3", "{record}");
+    // The same with fsynclab's stdout a regular file (`> run.json`): that shared the host's
+    // /dev with the guest, which then exited 255 ("9p: broken or compromised client") or
+    // replaced the host's /dev/stdout link with its record.
+    let file = scripts.path().join("run.json");
+    let out = std::process::Command::new(bin())
+        .env("FSYNCLAB_STORE", "off")
+        .env(guest.state.env().0, guest.state.env().1)
+        .env("TMPDIR", guest.backing.path())
+        .args(["exec", "--scratch", "ext4", "--kernel-timeout", "5m", "--kernel"])
+        .arg(debian_kernel().unwrap())
+        .arg("--backing")
+        .arg(guest.backing.path())
+        .args(["--output", "/dev/stdout", "--", "python3"])
+        .arg(&script)
+        .stdout(std::fs::File::create(&file).unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(record["exit_status"], 0, "{record}");
+    let dev_stdout = std::fs::symlink_metadata("/dev/stdout").unwrap();
+    assert!(
+        dev_stdout.file_type().is_symlink(),
+        "the host's /dev/stdout: {dev_stdout:?}"
+    );
     guest.assert_nothing_left();
 }
 
