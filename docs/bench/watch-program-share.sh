@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# How much of an unwatched program's time a whole-machine `fsynclab watch` spends in its BPF
+# programs (issue 61), read from the kernel's own count rather than from wall time: in a TCG
+# guest, whose virtual CPUs share one host thread, single rounds of watch-tax.sh move by 2x,
+# while the programs' run time (kernel.bpf_stats_enabled, which `watch --bpf-stats` turns on
+# and restores) is counted in the guest's own clock whatever else the host does.
+# For each round and each workload of watch-tax.sh (dd, pingpong, fsync, irq): the workload
+# alone (its seconds); then a watch --bpf-stats [--detail LEVEL] around it alone (the
+# programs' runs and CPU time); then the same watch around `sleep` for as long (the
+# machine's own runs, idle: timers, daemons). Prints one line per round and workload, then
+# per workload the medians and the programs' share of the workload's time:
+#     (program time during it - program time idle) / the workload's seconds alone,
+# and the programs that took most of it (bpftool's run_time_ns of each, read before the
+# watch ends: the median over rounds of each program's microseconds).
+# That is the direct cost (the CPU the programs take, on whichever CPU); it leaves out the
+# cost of entering them and their cache misses, which watch-tax.sh's wall times include.
+#
+# Usage (root; cc from scripts/setup-bench.sh), alone on the machine:
+#     docs/bench/watch-program-share.sh FSYNCLAB [ROUNDS]
+# In Debian's 6.1 under TCG, where fentry is allowed:
+#     flock /work/bench.lock target/release/fsynclab exec --kernel 6.1.0-57-amd64 \
+#       --scratch ext4 --device ram --scratch-size 256M -- env DD_COUNT=400000 \
+#       PINGPONG=20000 FSYNCS=1000 IRQ_READS=4000 \
+#       $PWD/docs/bench/watch-program-share.sh $PWD/target/release/fsynclab 5
+# DETAIL=LEVEL watches with --detail LEVEL (default: watch's own, disk); WATCH_ARGS adds
+# more of watch's options (--stack-over 1s); WORKLOADS picks some of the four ("fsync").
+# FSYNC_DIR and IRQ_DIR default to the working directory (exec's scratch filesystem).
+set -euo pipefail
+bin=$(realpath "${1:?usage: docs/bench/watch-program-share.sh FSYNCLAB [ROUNDS]}")
+rounds=${2:-5}
+here=$(cd "$(dirname "$0")" && pwd)
+dd_count=${DD_COUNT:-3000000}
+pingpong_rounds=${PINGPONG:-200000}
+fsyncs=${FSYNCS:-2000}
+irq_reads=${IRQ_READS:-5000}
+fsync_dir=${FSYNC_DIR:-$PWD}
+irq_file=${IRQ_DIR:-$PWD}/watch-program-share.irq
+detail=(${DETAIL:+--detail "$DETAIL"} ${WATCH_ARGS:-})
+workloads=(${WORKLOADS:-dd pingpong fsync irq})
+tmp=$(mktemp -d)
+watcher=""
+cleanup() {
+  if [ -n "$watcher" ]; then kill -TERM "$watcher" 2>/dev/null || true; wait "$watcher" || true; fi
+  rm -rf "$tmp" "$fsync_dir/watch-program-share.file" "$irq_file"
+}
+trap cleanup EXIT
+cc -O2 -o "$tmp/pingpong" "$here/watch-tax/pingpong.c"
+cc -O2 -o "$tmp/fsync-loop" "$here/watch-tax/fsync-loop.c"
+[ -s "$irq_file" ] || dd if=/dev/urandom of="$irq_file" bs=1M count=64 status=none conv=fsync
+
+workload() {
+  case $1 in
+    dd) dd if=/dev/zero of=/dev/null bs=1 count="$dd_count" status=none ;;
+    pingpong) "$tmp/pingpong" "$pingpong_rounds" ;;
+    fsync) "$tmp/fsync-loop" "$fsync_dir/watch-program-share.file" "$fsyncs" ;;
+    irq) dd if="$irq_file" of=/dev/null bs=4k count="$irq_reads" iflag=direct status=none ;;
+  esac
+}
+seconds() {
+  local t0 t1
+  t0=$(date +%s%N)
+  "$@" >/dev/null
+  t1=$(date +%s%N)
+  echo "scale=4; ($t1 - $t0) / 1000000000" | bc
+}
+# Runs "$@" inside a watch --bpf-stats; prints the programs' runs and CPU time in us.
+watched() {
+  "$bin" watch --no-store --bpf-stats "${detail[@]}" >"$tmp/watch.out" 2>&1 &
+  watcher=$!
+  until grep -q '^hooks:' "$tmp/watch.out"; do
+    kill -0 "$watcher" 2>/dev/null || { echo "watch-program-share: watch did not start:" >&2; cat "$tmp/watch.out" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -s "$tmp/hooks" ] || grep '^hooks:' "$tmp/watch.out" | tee "$tmp/hooks" >&2
+  "$@" >/dev/null
+  bpftool -j prog show >"$tmp/programs.json"
+  kill -TERM "$watcher"
+  wait "$watcher" || true
+  watcher=""
+  # "the BPF programs ran 803992 times for 55.038ms of CPU in all (...)"
+  python3 - "$tmp/watch.out" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"the BPF programs ran (\d+) times for ([\d.]+)(ns|us|ms|s) of CPU", text)
+if not m:
+    sys.exit("watch-program-share: no program statistics in the watch's output:\n" + text)
+scale = {"ns": 1e-3, "us": 1, "ms": 1e3, "s": 1e6}[m.group(3)]
+print(m.group(1), f"{float(m.group(2)) * scale:.1f}")
+PY
+}
+
+echo "round workload seconds runs program_us idle_runs idle_program_us"
+for r in $(seq 0 $((rounds - 1))); do
+  for w in "${workloads[@]}"; do
+    s=$(seconds workload "$w")
+    busy=$(watched workload "$w")
+    python3 - "$tmp/programs.json" "$r" "$w" >>"$tmp/by-program" <<'PY'
+import json, sys
+for p in json.load(open(sys.argv[1])):
+    if p.get("run_time_ns"):
+        print(sys.argv[2], sys.argv[3], p.get("name", p["id"]), p["run_cnt"], p["run_time_ns"])
+PY
+    idle=$(watched sleep "$s")
+    echo "$r $w $s $busy $idle" | tee -a "$tmp/rounds"
+  done
+done
+python3 - "$tmp/rounds" <<'PY'
+import collections, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    r, w, s, runs, us, idle_runs, idle_us = line.split()
+    rows[w].append((float(s), int(runs), float(us), int(idle_runs), float(idle_us)))
+print("workload seconds_median runs_median program_us_median idle_us_median share_median shares")
+for w, got in rows.items():
+    shares = sorted((us - idle_us) / (s * 1e6) for s, _, us, _, idle_us in got)
+    print(w, f"{statistics.median(g[0] for g in got):.3f}", int(statistics.median(g[1] for g in got)),
+          f"{statistics.median(g[2] for g in got):.1f}", f"{statistics.median(g[4] for g in got):.1f}",
+          f"{100 * statistics.median(shares):.3f}%", ",".join(f"{100 * x:.3f}%" for x in shares))
+PY
+python3 - "$tmp/by-program" <<'PY'
+import collections, statistics, sys
+runs, ns = collections.defaultdict(list), collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    r, w, name, cnt, t = line.split()
+    runs[(w, name)].append(int(cnt))
+    ns[(w, name)].append(int(t))
+print("workload program runs_median program_us_median ns_a_run")
+for w in ["dd", "pingpong", "fsync", "irq"]:
+    top = sorted((statistics.median(t), name) for (ww, name), t in ns.items() if ww == w)[::-1][:8]
+    for us, name in top:
+        n = statistics.median(runs[(w, name)])
+        print(w, name, int(n), f"{us / 1e3:.1f}", f"{us / max(n, 1):.0f}")
+PY
