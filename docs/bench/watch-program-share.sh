@@ -15,7 +15,7 @@
 # That is the direct cost (the CPU the programs take, on whichever CPU); it leaves out the
 # cost of entering them and their cache misses, which watch-tax.sh's wall times include.
 #
-# Usage (root; cc from scripts/setup-bench.sh), alone on the machine:
+# Usage (root, after scripts/setup.sh and scripts/setup-bench.sh), alone on the machine:
 #     docs/bench/watch-program-share.sh FSYNCLAB [ROUNDS]
 # In Debian's 6.1 under TCG, where fentry is allowed:
 #     flock /work/bench.lock target/release/fsynclab exec --kernel 6.1.0-57-amd64 \
@@ -26,6 +26,10 @@
 # more of watch's options (--stack-over 1s); WORKLOADS picks some of the four ("fsync").
 # FSYNC_DIR and IRQ_DIR default to the working directory (exec's scratch filesystem).
 set -euo pipefail
+shopt -s inherit_errexit
+for tool in bpftool cc bc python3; do
+  command -v "$tool" >/dev/null || { echo "watch-program-share: $tool not found: run scripts/setup.sh and scripts/setup-bench.sh" >&2; exit 1; }
+done
 bin=$(realpath "${1:?usage: docs/bench/watch-program-share.sh FSYNCLAB [ROUNDS]}")
 rounds=${2:-5}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,9 +42,15 @@ irq_file=${IRQ_DIR:-$PWD}/watch-program-share.irq
 detail=(${DETAIL:+--detail "$DETAIL"} ${WATCH_ARGS:-})
 workloads=(${WORKLOADS:-dd pingpong fsync irq})
 tmp=$(mktemp -d)
-watcher=""
+# watched() runs in a $(...) subshell, out of this trap's reach: the watch's pid is kept in
+# $tmp/watcher while it runs, so that Ctrl-C or an error mid-round still stops it.
 cleanup() {
-  if [ -n "$watcher" ]; then kill -TERM "$watcher" 2>/dev/null || true; wait "$watcher" || true; fi
+  local watcher
+  watcher=$(cat "$tmp/watcher" 2>/dev/null || true)
+  if [ -n "$watcher" ]; then
+    kill -TERM "$watcher" 2>/dev/null || true
+    while kill -0 "$watcher" 2>/dev/null; do sleep 0.1; done
+  fi
   rm -rf "$tmp" "$fsync_dir/watch-program-share.file" "$irq_file"
 }
 trap cleanup EXIT
@@ -66,7 +76,8 @@ seconds() {
 # Runs "$@" inside a watch --bpf-stats; prints the programs' runs and CPU time in us.
 watched() {
   "$bin" watch --no-store --bpf-stats "${detail[@]}" >"$tmp/watch.out" 2>&1 &
-  watcher=$!
+  local watcher=$!
+  echo "$watcher" >"$tmp/watcher"
   until grep -q '^hooks:' "$tmp/watch.out"; do
     kill -0 "$watcher" 2>/dev/null || { echo "watch-program-share: watch did not start:" >&2; cat "$tmp/watch.out" >&2; exit 1; }
     sleep 0.1
@@ -76,7 +87,7 @@ watched() {
   bpftool -j prog show >"$tmp/programs.json"
   kill -TERM "$watcher"
   wait "$watcher" || true
-  watcher=""
+  rm -f "$tmp/watcher"
   # "the BPF programs ran 803992 times for 55.038ms of CPU in all (...)"
   python3 - "$tmp/watch.out" <<'PY'
 import re, sys
