@@ -33,15 +33,11 @@ done
 bin=$(realpath "${1:?usage: docs/bench/watch-program-share.sh FSYNCLAB [ROUNDS]}")
 rounds=${2:-5}
 here=$(cd "$(dirname "$0")" && pwd)
-dd_count=${DD_COUNT:-3000000}
-pingpong_rounds=${PINGPONG:-200000}
-fsyncs=${FSYNCS:-2000}
-irq_reads=${IRQ_READS:-5000}
-fsync_dir=${FSYNC_DIR:-$PWD}
-irq_file=${IRQ_DIR:-$PWD}/watch-program-share.irq
 detail=(${DETAIL:+--detail "$DETAIL"} ${WATCH_ARGS:-})
 workloads=(${WORKLOADS:-dd pingpong fsync irq})
 tmp=$(mktemp -d)
+name=watch-program-share
+source "$here/watch-tax/workloads.sh"
 # watched() runs in a $(...) subshell, out of this trap's reach: the watch's pid is kept in
 # $tmp/watcher while it runs, so that Ctrl-C or an error mid-round still stops it.
 cleanup() {
@@ -51,28 +47,11 @@ cleanup() {
     kill -TERM "$watcher" 2>/dev/null || true
     while kill -0 "$watcher" 2>/dev/null; do sleep 0.1; done
   fi
-  rm -rf "$tmp" "$fsync_dir/watch-program-share.file" "$irq_file"
+  rm -rf "$tmp" "${workload_files[@]}"
 }
 trap cleanup EXIT
-cc -O2 -o "$tmp/pingpong" "$here/watch-tax/pingpong.c"
-cc -O2 -o "$tmp/fsync-loop" "$here/watch-tax/fsync-loop.c"
-[ -s "$irq_file" ] || dd if=/dev/urandom of="$irq_file" bs=1M count=64 status=none conv=fsync
+prepare_workloads
 
-workload() {
-  case $1 in
-    dd) dd if=/dev/zero of=/dev/null bs=1 count="$dd_count" status=none ;;
-    pingpong) "$tmp/pingpong" "$pingpong_rounds" ;;
-    fsync) "$tmp/fsync-loop" "$fsync_dir/watch-program-share.file" "$fsyncs" ;;
-    irq) dd if="$irq_file" of=/dev/null bs=4k count="$irq_reads" iflag=direct status=none ;;
-  esac
-}
-seconds() {
-  local t0 t1
-  t0=$(date +%s%N)
-  "$@" >/dev/null
-  t1=$(date +%s%N)
-  echo "scale=4; ($t1 - $t0) / 1000000000" | bc
-}
 # Runs "$@" inside a watch --bpf-stats; prints the programs' runs and CPU time in us.
 watched() {
   "$bin" watch --no-store --bpf-stats "${detail[@]}" >"$tmp/watch.out" 2>&1 &

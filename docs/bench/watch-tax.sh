@@ -2,12 +2,9 @@
 # What a whole-machine `fsynclab watch` costs programs it does not watch, and one it does,
 # beside the bpftrace equivalent (issue 61). Each round runs every side in turn, the order
 # rotating and reversing from round to round; each side runs the four workloads once with
-# its tracer attached the whole time:
-#   dd        dd if=/dev/zero of=/dev/null bs=1 count=$DD_COUNT: reads and writes only
-#   pingpong  watch-tax/pingpong.c, $PINGPONG round trips over two pipes: switches, wakeups
-#   fsync     watch-tax/fsync-loop.c, $FSYNCS 4 KiB writes + fsyncs of a file in $FSYNC_DIR
-#   irq       dd of $IRQ_READS 4 KiB O_DIRECT reads of a 64 MiB file in $IRQ_DIR (made
-#             at the start, removed at the end), in turn: a disk read and its interrupt each
+# its tracer attached the whole time (watch-tax/workloads.sh says what they are: dd,
+# pingpong, fsync and irq; the 64 MiB file the reads read is made at the start and removed
+# at the end):
 # Sides (SIDES, space-separated): none; watch (`fsynclab watch --no-store`, every process);
 # watch:LEVEL (the same with --detail LEVEL); bpftrace, a minimal tracer on the same kind
 # of hooks: the sync calls' entry and exit filtered to fsync and fdatasync into a latency
@@ -35,20 +32,16 @@ bin=$(realpath "${1:?usage: docs/bench/watch-tax.sh FSYNCLAB [ROUNDS]}")
 rounds=${2:-5}
 here=$(cd "$(dirname "$0")" && pwd)
 sides=(${SIDES:-none watch bpftrace})
-dd_count=${DD_COUNT:-3000000}
-pingpong_rounds=${PINGPONG:-200000}
-fsyncs=${FSYNCS:-2000}
-irq_reads=${IRQ_READS:-5000}
-fsync_dir=${FSYNC_DIR:-$PWD}
 settle=${SETTLE:-1}
-irq_file=${IRQ_DIR:-$PWD}/watch-tax.irq
 tmp=$(mktemp -d)
+name=watch-tax
+source "$here/watch-tax/workloads.sh"
 tracer=""
 mounted=""
 cleanup() {
   if [ -n "$tracer" ]; then kill -TERM "$tracer" 2>/dev/null || true; wait "$tracer" || true; fi
   if [ -n "$mounted" ] && mountpoint -q /sys/kernel/tracing; then umount /sys/kernel/tracing; fi
-  rm -rf "$tmp" "$fsync_dir/watch-tax.file" "$irq_file"
+  rm -rf "$tmp" "${workload_files[@]}"
 }
 trap cleanup EXIT
 # bpftrace finds the trace points in tracefs (fsynclab's BPF tracer does not need it),
@@ -60,9 +53,7 @@ ensure_tracefs() {
   fi
 }
 ensure_tracefs
-cc -O2 -o "$tmp/pingpong" "$here/watch-tax/pingpong.c"
-cc -O2 -o "$tmp/fsync-loop" "$here/watch-tax/fsync-loop.c"
-[ -s "$irq_file" ] || dd if=/dev/urandom of="$irq_file" bs=1M count=64 status=none conv=fsync
+prepare_workloads
 
 case ${BPFTRACE_HOOKS:-raw} in
   raw) enter='tracepoint:raw_syscalls:sys_enter /args->id == 74 || args->id == 75/'
@@ -103,13 +94,6 @@ stop_tracer() {
   wait "$tracer" || true
   tracer=""
 }
-seconds() {
-  local t0 t1
-  t0=$(date +%s%N)
-  "$@" >/dev/null
-  t1=$(date +%s%N)
-  echo "scale=4; ($t1 - $t0) / 1000000000" | bc
-}
 
 echo "round side workload seconds"
 for r in $(seq 0 $((rounds - 1))); do
@@ -121,10 +105,9 @@ for r in $(seq 0 $((rounds - 1))); do
   fi
   for side in "${order[@]}"; do
     start_tracer "$side"
-    echo "$r $side dd $(seconds dd if=/dev/zero of=/dev/null bs=1 count="$dd_count" status=none)" | tee -a "$tmp/rounds"
-    echo "$r $side pingpong $(seconds "$tmp/pingpong" "$pingpong_rounds")" | tee -a "$tmp/rounds"
-    echo "$r $side fsync $(seconds "$tmp/fsync-loop" "$fsync_dir/watch-tax.file" "$fsyncs")" | tee -a "$tmp/rounds"
-    echo "$r $side irq $(seconds dd if="$irq_file" of=/dev/null bs=4k count="$irq_reads" iflag=direct status=none)" | tee -a "$tmp/rounds"
+    for w in dd pingpong fsync irq; do
+      echo "$r $side $w $(seconds workload "$w")" | tee -a "$tmp/rounds"
+    done
     stop_tracer
   done
 done
