@@ -166,6 +166,29 @@ fn fsyncing_on_a_slow_disk(backing: &Path, duration: &str) -> std::process::Chil
         .unwrap()
 }
 
+/// Ends programs started to outlive a watch (a process that ended by the watch's end is
+/// summed under its name, not its pid, and a watch may take seconds to load on a busy
+/// machine): each must still be running, and ended with SIGTERM it undoes its run and exits
+/// with 128 + 15. All are ended before anything is asserted.
+fn end_after_the_watch(programs: &mut [&mut std::process::Child]) {
+    let running: Vec<bool> = programs.iter_mut().map(|p| p.try_wait().unwrap().is_none()).collect();
+    for p in programs.iter() {
+        let _ = kill(Pid::from_raw(p.id() as i32), Signal::SIGTERM);
+    }
+    let ended: Vec<_> = programs
+        .iter_mut()
+        .map(|p| wait_at_most(p, Duration::from_secs(60)))
+        .collect();
+    assert!(
+        running.iter().all(|r| *r),
+        "a watched program ended before the watch did: {ended:?}"
+    );
+    assert!(
+        ended.iter().all(|s| s.code() == Some(143)),
+        "a watched program did not end cleanly on SIGTERM: {ended:?}"
+    );
+}
+
 /// `fsynclab watch --pid PID --threshold T --duration D`.
 fn watch_pid(pid: u32, threshold: &str, duration: &str) -> assert_cmd::Command {
     let mut cmd = fsynclab();
@@ -188,15 +211,14 @@ fn watch_pid(pid: u32, threshold: &str, duration: &str) -> assert_cmd::Command {
 /// commit it ended with; the summary has its percentiles.
 fn watch_pid_reports_the_slow_fsyncs_of_a_program_started_before_it() {
     let dir = backing();
-    let mut program = fsyncing_on_a_slow_disk(dir.path(), "10s");
+    let mut program = fsyncing_on_a_slow_disk(dir.path(), "120s");
     let pid = program.id();
     std::thread::sleep(Duration::from_millis(500));
     let out = watch_pid(pid, "2ms", "6s").output().unwrap();
-    let status = wait_at_most(&mut program, Duration::from_secs(60));
+    end_after_the_watch(&mut [&mut program]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "watch failed: {stderr}");
-    assert!(status.success(), "the watched run failed: {status}");
     let calls: Vec<&str> = stdout
         .lines()
         .filter(|l| l.contains(&format!("fsynclab[{pid}/")))
@@ -356,11 +378,14 @@ fn a_watch_is_stored_as_a_run_whose_slow_calls_explain_reads() {
 
 /// Issue 25: `--cgroup` follows only the tasks of that cgroup: of two programs making the same
 /// fsyncs, one started in a cgroup made for the test and one outside, only the first's calls
-/// are printed and counted (the filter runs in the kernel, at each call's entry).
+/// are printed and counted (the filter runs in the kernel, at each call's entry). Both
+/// programs must outlive the watch (a process that ended is summed under its name, not its
+/// pid), however long the watch takes to load: they run until ended once the watch is over.
 fn watch_cgroup_reports_only_the_tasks_inside_it() {
     let cgroup = TestCgroup::make();
     let dir = backing();
-    // A prober fsyncing 1 MiB overwrites every 20ms, nothing in the background.
+    // A prober fsyncing 1 MiB overwrites every 20ms, nothing in the background, for longer
+    // than the test waits: it is ended with SIGTERM after the watch.
     let syncing = |name: &str, in_cgroup: Option<&Path>| {
         let work = dir.path().join(name);
         std::fs::create_dir(&work).unwrap();
@@ -371,7 +396,7 @@ fn watch_cgroup_reports_only_the_tasks_inside_it() {
             .arg(procs)
             .arg(bin())
             .args(["run", "overwrite-fsync", "--no-explain", "--set", "background=none"])
-            .args(["--set", "duration=6s", "--set", "sleep=20ms", "--dir"])
+            .args(["--set", "duration=120s", "--set", "sleep=20ms", "--dir"])
             .arg(&work)
             .env("FSYNCLAB_STORE", "off")
             .stdout(Stdio::null())
@@ -387,15 +412,10 @@ fn watch_cgroup_reports_only_the_tasks_inside_it() {
         .args(["--threshold", "0s", "--duration", "3s"])
         .output()
         .unwrap();
-    let inside_status = wait_at_most(&mut inside, Duration::from_secs(60));
-    let outside_status = wait_at_most(&mut outside, Duration::from_secs(60));
+    end_after_the_watch(&mut [&mut inside, &mut outside]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "watch failed: {stderr}");
-    assert!(
-        inside_status.success() && outside_status.success(),
-        "a syncing program failed"
-    );
     assert!(stderr.contains("the tasks of cgroup"), "{stderr}");
     let (inside, outside) = (inside.id(), outside.id());
     let printed = |pid: u32| stdout.lines().filter(|l| l.contains(&format!("[{pid}/"))).count();
