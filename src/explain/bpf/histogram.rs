@@ -10,7 +10,7 @@
 //! error bound of HDR histograms with one significant binary digit beyond three bits.
 
 /// The `latency` map's bucket that counts the calls that returned an error (`FAILED_BUCKET`
-/// in watch_maps.h); they are counted in their latency's bucket too.
+/// in watch_records.h); they are counted in their latency's bucket too.
 pub(crate) const FAILED_BUCKET: u16 = u16::MAX;
 
 /// The key of the `latency` map (`struct latency_key`).

@@ -1,5 +1,5 @@
 //! The kinds of call the BPF program follows, in its numbering (KIND_FSYNC... in
-//! watch_maps.h): the sync system calls, one system call each, and the writes, by how the
+//! watch_records.h): the sync system calls, one system call each, and the writes, by how the
 //! file was opened or the write's own flags.
 
 use std::fmt;

@@ -1,14 +1,14 @@
-//! The records the BPF program and user space share (watch_maps.h), as this side expects them:
+//! The records the BPF program and user space share (watch_records.h), as this side expects them:
 //! a `#[repr(C)]` mirror of each C struct, its fields named as C names them, and from the
 //! mirrors the table of every field's offset and size (`offset_of!`, `size_of`), the one place
 //! this side states the layouts. The tests beside it (layout_tests.rs) check the table against
 //! the BTF of the object build.rs compiled, so that a field moved, resized, added, removed or
 //! renamed on one side only fails; and check that the readers and the writer of the records
 //! (record.rs, settings.rs, histogram.rs), which go field by field, read and write at the
-//! mirrors' offsets, and that the numbers they use are watch_maps.h's (`KIND_*`...).
+//! mirrors' offsets, and that the numbers they use are watch_records.h's (`KIND_*`...).
 //!
 //! Below them, the other sides read the same way: a struct as the object's BTF lays it out, and
-//! as watch_maps.h's text does by C's rules (for a struct BTF leaves out), with the header's
+//! as watch_records.h's text does by C's rules (for a struct BTF leaves out), with the header's
 //! numbers. Test code: the readers do not read through the mirrors, the tests tie them together.
 
 use std::collections::BTreeMap;
@@ -249,20 +249,20 @@ pub(super) fn layouts() -> Vec<Layout> {
     ]
 }
 
-// The other sides: the object's BTF, and watch_maps.h's text.
+// The other sides: the object's BTF, and watch_records.h's text.
 
-/// watch_maps.h, whose `#define`s name the numbers the program and user space share.
-pub(super) const WATCH_MAPS_H: &str = include_str!("watch_maps.h");
+/// watch_records.h, whose `#define`s name the numbers the program and user space share.
+pub(super) const WATCH_RECORDS_H: &str = include_str!("watch_records.h");
 
-/// The structs the object's BTF does not describe, each checked against watch_maps.h's text
+/// The structs the object's BTF does not describe, each checked against watch_records.h's text
 /// instead. BTF describes the object's maps, global variables and functions, not a function's
 /// locals: the program fills a `struct latency_record` on its stack and copies it into the
 /// ring `every`, which has no value type, so clang leaves it out.
 pub(super) const NOT_IN_BTF: [&str; 1] = ["latency_record"];
 
-/// The `#define NAME NUMBER`s of watch_maps.h (decimal or hex; other macros left out).
+/// The `#define NAME NUMBER`s of watch_records.h (decimal or hex; other macros left out).
 pub(super) fn defines() -> BTreeMap<&'static str, u64> {
-    WATCH_MAPS_H
+    WATCH_RECORDS_H
         .lines()
         .filter_map(|l| l.strip_prefix("#define "))
         .filter_map(|l| {
@@ -277,11 +277,11 @@ pub(super) fn defines() -> BTreeMap<&'static str, u64> {
         .collect()
 }
 
-/// watch_maps.h's number `name`.
+/// watch_records.h's number `name`.
 pub(super) fn define(name: &str) -> u64 {
     *defines()
         .get(name)
-        .unwrap_or_else(|| panic!("no #define {name} in watch_maps.h"))
+        .unwrap_or_else(|| panic!("no #define {name} in watch_records.h"))
 }
 
 /// The BTF of the object build.rs compiled and the binary embeds.
@@ -350,7 +350,7 @@ pub(super) fn without_comments(text: &str) -> String {
     out + rest
 }
 
-/// Struct `name` laid out from watch_maps.h's text by C's rules for the types it uses (each
+/// Struct `name` laid out from watch_records.h's text by C's rules for the types it uses (each
 /// field at the next multiple of its type's alignment, which is its size for a number and
 /// its largest field's for a struct; the struct a multiple of its own).
 pub(super) fn header_layout(name: &str) -> Laid {
@@ -359,10 +359,10 @@ pub(super) fn header_layout(name: &str) -> Laid {
 
 /// [`header_layout`] of struct `name`, and its alignment.
 pub(super) fn header_struct(name: &str) -> (Laid, usize) {
-    let header = without_comments(WATCH_MAPS_H);
+    let header = without_comments(WATCH_RECORDS_H);
     let start = header
         .find(&format!("struct {name} {{"))
-        .unwrap_or_else(|| panic!("no struct {name} in watch_maps.h"));
+        .unwrap_or_else(|| panic!("no struct {name} in watch_records.h"));
     let body = &header[start..];
     let body = &body[body.find('{').unwrap_or(0) + 1..body.find("};").unwrap_or(body.len())];
     let (mut at, mut align, mut fields) = (0usize, 1usize, Vec::new());

@@ -1,4 +1,4 @@
-//! The layouts of layout.rs against the BPF object's BTF and watch_maps.h, and the readers and
+//! The layouts of layout.rs against the BPF object's BTF and watch_records.h, and the readers and
 //! the writer of the records against the layouts: a change on one side only fails here.
 
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use super::super::settings::{Detail, Filter, Settings, Writes};
 use super::*;
 
 #[test]
-fn every_shared_struct_is_laid_out_as_the_objects_btf_and_watch_maps_h_say() {
+fn every_shared_struct_is_laid_out_as_the_objects_btf_and_watch_records_h_say() {
     let btf = object_btf();
     for layout in layouts() {
         let name = layout.c_name;
@@ -26,7 +26,7 @@ fn every_shared_struct_is_laid_out_as_the_objects_btf_and_watch_maps_h_say() {
             Some(found) => {
                 // The header's reading agrees with BTF where both describe a struct, which
                 // is how the structs BTF leaves out can be trusted to it.
-                assert_eq!(header, found, "struct {name}: watch_maps.h (left), BTF (right)");
+                assert_eq!(header, found, "struct {name}: watch_records.h (left), BTF (right)");
                 assert!(!NOT_IN_BTF.contains(&name), "struct {name} is in the BTF now");
                 found
             }
@@ -42,7 +42,7 @@ fn every_shared_struct_is_laid_out_as_the_objects_btf_and_watch_maps_h_say() {
 }
 
 #[test]
-fn the_numbers_user_space_uses_are_watch_maps_hs() {
+fn the_numbers_user_space_uses_are_watch_records_hs() {
     let kinds: BTreeMap<String, u64> = defines()
         .into_iter()
         .filter_map(|(name, n)| Some((name.strip_prefix("KIND_")?.to_string(), n)))

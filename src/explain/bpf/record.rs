@@ -74,7 +74,7 @@ pub(crate) struct ShortSleeps {
 }
 
 /// The kind of block request whose completion ended a sleep (COMPLETED_* in
-/// watch_maps.h).
+/// watch_records.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Completed {
     /// A cache flush (or a request that carried one).

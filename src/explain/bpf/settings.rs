@@ -1,4 +1,4 @@
-//! What the BPF program is told (`struct config` in watch_maps.h): whose calls it follows,
+//! What the BPF program is told (`struct config` in watch_records.h): whose calls it follows,
 //! which writes, and when it reports a call or takes a stack.
 
 use std::path::PathBuf;
@@ -29,7 +29,7 @@ pub(crate) enum Writes {
     Durable,
     /// Every write of thread `tid` and of the threads named `comm` (a run's measuring
     /// threads, whose writes the run times), and no write of any other thread (a run's
-    /// background writer's writes are its load, not its measure: watch_maps.h).
+    /// background writer's writes are its load, not its measure: watch_records.h).
     All { tid: u32, comm: String },
 }
 

@@ -37,7 +37,7 @@ impl SyncHooks {
         }
     }
 
-    /// Its value in the program's `struct config` (watch_maps.h: HOOKS_RAW_SYSCALLS,
+    /// Its value in the program's `struct config` (watch_records.h: HOOKS_RAW_SYSCALLS,
     /// HOOKS_FUNCTIONS).
     pub(crate) fn config_value(self) -> u32 {
         match self {
