@@ -15,6 +15,20 @@ use super::BpfTracer;
 /// commit record comes just before it; the whole set is dropped when it reaches this).
 const COMMITS_KEPT: usize = 1024;
 
+/// The kernel's `commit_detail` array (watch_records.h): JOURNAL_GROUPS groups of slots, a
+/// journal's device hashed to one, its commits taking the group's COMMITS_PER_GROUP slots in
+/// turn; a commit's record stays until a commit that many later of its journal (or of one in
+/// its group) takes its slot.
+pub(crate) const JOURNAL_GROUPS: u32 = 8;
+pub(crate) const COMMITS_PER_GROUP: u32 = 8;
+
+/// The slot of journal commit `dev_tid` (device << 32 | transaction), as watch_maps.h's
+/// commit_slot has it.
+fn commit_slot(dev_tid: u64) -> u32 {
+    let (dev, tid) = ((dev_tid >> 32) as u32, dev_tid as u32);
+    (dev ^ dev >> 20) % JOURNAL_GROUPS * COMMITS_PER_GROUP + tid % COMMITS_PER_GROUP
+}
+
 impl BpfTracer {
     /// Hands each slow call to `on_call` as the kernel sends it, until `go_on` says no
     /// (asked every `tick`). A record that does not parse is an error.
@@ -105,13 +119,42 @@ impl BpfTracer {
     }
 
     /// Where the time of journal commit `dev_tid` (device << 32 | transaction) went, if the
-    /// kernel still keeps it (the latest 256 commits of the machine).
+    /// kernel still keeps it (its slot not yet taken by a later commit).
     pub(crate) fn commit_detail(&self, dev_tid: u64) -> Option<SlowCall> {
         let value = self
             .map("commit_detail")
             .ok()?
-            .lookup(&dev_tid.to_ne_bytes(), MapFlags::ANY)
+            .lookup(&commit_slot(dev_tid).to_ne_bytes(), MapFlags::ANY)
             .ok()??;
-        SlowCall::parse(&value).ok()
+        let commit = SlowCall::parse(&value).ok()?;
+        let held = commit.last_commit.as_ref()?;
+        (u64::from(held.dev) << 32 | u64::from(held.tid) == dev_tid).then_some(commit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journals_consecutive_commits_take_its_groups_slots_in_turn() {
+        let slots = JOURNAL_GROUPS * COMMITS_PER_GROUP;
+        // ram (1:0), loop0 and loop1 (7:0, 7:1), sda1 (8:1), nvme0n1p3 (259:3), vda (254:0).
+        let devices = [1u64 << 20, 7 << 20, 7 << 20 | 1, 8 << 20 | 1, 259 << 20 | 3, 254 << 20];
+        for dev in devices {
+            let start = 1_000_003u64;
+            let turn: Vec<u32> = (start..start + u64::from(COMMITS_PER_GROUP))
+                .map(|tid| commit_slot(dev << 32 | tid))
+                .collect();
+            let distinct: std::collections::HashSet<&u32> = turn.iter().collect();
+            assert_eq!(distinct.len(), COMMITS_PER_GROUP as usize, "device {dev:#x}: {turn:?}");
+            assert!(turn.iter().all(|&s| s < slots), "{turn:?}");
+            let next = start + u64::from(COMMITS_PER_GROUP);
+            assert_eq!(commit_slot(dev << 32 | next), turn[0], "device {dev:#x}");
+        }
+        // Two loop devices' commits never share a slot, whatever their transactions.
+        for (a, b) in [(0u64, 0u64), (42, 42), (1_000, 1_003)] {
+            assert_ne!(commit_slot(7 << 52 | a), commit_slot((7 << 20 | 1) << 32 | b));
+        }
     }
 }

@@ -72,6 +72,8 @@ fn the_numbers_user_space_uses_are_watch_records_hs() {
         ("STACK_DEPTH", STACK_DEPTH),
         ("TASK_COMM_LEN", size_of::<Comm>()),
         ("FAILED_BUCKET", usize::from(FAILED_BUCKET)),
+        ("JOURNAL_GROUPS", super::super::follow::JOURNAL_GROUPS as usize),
+        ("COMMITS_PER_GROUP", super::super::follow::COMMITS_PER_GROUP as usize),
     ];
     for (name, ours) in counts {
         assert_eq!(define(name), ours as u64, "{name}");

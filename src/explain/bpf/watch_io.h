@@ -310,7 +310,8 @@ int BPF_PROG(on_commit_end, struct journal_s *journal, struct transaction_s *tr)
 		end_call(c, t, now - c->start_ns);
 		c->last_commit.start_ns = c->start_ns;
 		c->last_commit.end_ns = now;
-		bpf_map_update_elem(&commit_detail, &key, c, BPF_ANY);
+		u32 slot = commit_slot(key);
+		bpf_map_update_elem(&commit_detail, &slot, c, BPF_ANY);
 		set_ended(c);
 	}
 	return 0;

@@ -112,13 +112,24 @@ struct {
 
 /* The latest journal commits, each followed in the journal thread from its start to its
  * end as a call is (where its time went: on CPU, waiting for one, its sleeps with their
- * stacks), by (device << 32 | transaction). */
+ * stacks), in slot commit_slot(device << 32 | transaction); the record's last_commit names
+ * the commit it holds. An array of few slots, not a hash keyed by commit: the commit's end
+ * copies its record at every commit, for the few slow calls that will read it, and an
+ * array's update is a copy, without a hash's locks, allocation and eviction. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 256);
-	__type(key, u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, JOURNAL_GROUPS * COMMITS_PER_GROUP);
+	__type(key, u32);
 	__type(value, struct call);
 } commit_detail SEC(".maps");
+
+/* The group of the journal's device (MAJOR << 20 | MINOR: its major and minor folded), the
+ * slot in it by transaction. */
+static __always_inline u32 commit_slot(u64 dev_tid)
+{
+	u32 dev = dev_tid >> 32, tid = dev_tid;
+	return ((dev ^ dev >> 20) % JOURNAL_GROUPS) * COMMITS_PER_GROUP + tid % COMMITS_PER_GROUP;
+}
 
 /* The flusher's work per disk (MAJOR << 20 | MINOR), per reason (enum wb_reason; the
  * kernel has 8): how many of its work items run now, and when one last started or wrote.

@@ -179,6 +179,15 @@ struct commit {
 	u64 end_ns;
 };
 
+/* commit_detail's slots: JOURNAL_GROUPS groups of COMMITS_PER_GROUP, a journal's device
+ * hashed to a group, its commits taking the group's slots in turn (by transaction). Few on
+ * purpose: a slot is written at every commit, and one written again a few commits later is
+ * still in the CPU's cache (with 256 slots the copy was most of the commit end's time). A
+ * slow call reads its device's latest commit, just ended (explain/bpf/follow.rs:
+ * commit_slot). */
+#define JOURNAL_GROUPS 8
+#define COMMITS_PER_GROUP 8
+
 /* The dirty throttling a call met (writeback:balance_dirty_pages, made in the call's
  * task): the pauses the kernel chose and their sum in jiffies (user space knows HZ), and
  * the dirty pages and the limit at the last event; zeros when none. */

@@ -52,12 +52,13 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		if (c->at_entry.commits && last && last->end_ns >= c->start_ns) {
 			c->last_commit = *last;
 			/* The commit's own record goes first, while commit_detail still holds
-			 * it: at thousands of commits a second its entries last milliseconds,
+			 * it: at thousands of commits a second its slots last milliseconds,
 			 * less than user space may take to read this call. */
-			u64 dev_tid = last->dev_tid;
-			struct call *detail = bpf_map_lookup_elem(&commit_detail, &dev_tid);
-			if (detail && bpf_ringbuf_output(&events, detail, sizeof(*detail),
-							 wakeup_flags(&events, sizeof(*detail))))
+			u32 slot = commit_slot(last->dev_tid);
+			struct call *detail = bpf_map_lookup_elem(&commit_detail, &slot);
+			if (detail && detail->last_commit.dev_tid == last->dev_tid &&
+			    bpf_ringbuf_output(&events, detail, sizeof(*detail),
+					       wakeup_flags(&events, sizeof(*detail))))
 				count_lost(1);
 		}
 		c->flusher_reasons = flusher_reasons(c->disk, c->start_ns);
