@@ -20,8 +20,11 @@ old=$(realpath "${1:?usage: docs/bench/commit-programs.sh OLD_FSYNCLAB NEW_FSYNC
 new=$(realpath "${2:?usage: docs/bench/commit-programs.sh OLD_FSYNCLAB NEW_FSYNCLAB [ROUNDS]}")
 rounds=${3:-6}
 tmp=$(mktemp -d)
-watcher=
+# watched() runs in a $(...) subshell, out of this trap's reach: the watch's pid is kept in
+# $tmp/watcher while it runs, so that Ctrl-C or an error mid-round still stops it.
 cleanup() {
+  local watcher
+  watcher=$(cat "$tmp/watcher" 2>/dev/null || true)
   if [ -n "$watcher" ]; then
     kill -TERM "$watcher" 2>/dev/null || true
     while kill -0 "$watcher" 2>/dev/null; do sleep 0.1; done
@@ -33,7 +36,8 @@ trap cleanup EXIT
 # The commit programs' runs and ns a run while build $1 watches the appends.
 watched() {
   "$1" watch --no-store --bpf-stats --duration 10m >"$tmp/watch.out" 2>&1 &
-  watcher=$!
+  local watcher=$!
+  echo "$watcher" >"$tmp/watcher"
   until grep -q '^hooks:' "$tmp/watch.out"; do
     kill -0 "$watcher" 2>/dev/null || { echo "commit-programs: watch did not start:" >&2; cat "$tmp/watch.out" >&2; exit 1; }
     sleep 0.1
@@ -51,7 +55,7 @@ PY
   bpftool -j prog show >"$tmp/after.json"
   kill -TERM "$watcher"
   wait "$watcher" || true
-  watcher=
+  rm -f "$tmp/watcher"
   python3 - "$tmp/before.json" "$tmp/after.json" <<'PY'
 import json, sys
 def programs(path):

@@ -182,9 +182,9 @@ struct commit {
 /* commit_detail's slots: JOURNAL_GROUPS groups of COMMITS_PER_GROUP, a journal's device
  * hashed to a group, its commits taking the group's slots in turn (by transaction). Few on
  * purpose: a slot is written at every commit, and one written again a few commits later is
- * still in the CPU's cache (with 256 slots the copy was most of the commit end's time). A
- * slow call reads its device's latest commit, just ended (explain/bpf/follow.rs:
- * commit_slot). */
+ * still in the CPU's cache (with 256 cold slots the copy was a third of the commit end's
+ * time a run: docs/bench/commit-programs.sh). A slow call reads its device's latest commit,
+ * just ended (explain/bpf/follow.rs: commit_slot). */
 #define JOURNAL_GROUPS 8
 #define COMMITS_PER_GROUP 8
 
