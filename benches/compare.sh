@@ -20,6 +20,7 @@ tmpfs=$(mktemp -d /dev/shm/fsynclab-bench-XXXXXX)
 mkdir -p "$disk_dir"
 disk=$(mktemp -d "$disk_dir/fsynclab-bench-XXXXXX")
 trap 'rm -rf "$tmpfs" "$disk"' EXIT
+trap 'exit 130' INT TERM
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 

@@ -18,6 +18,7 @@ bin=$PWD/target/release/fsynclab
 mkdir -p "$base"
 dir=$(mktemp -d "$base/fsynclab-iozone-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
+trap 'exit 130' INT TERM
 out=$dir/rows
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "iozone:   iozone -s KB -e -i 0 -f $dir/iozone.tmp   (reclen 4 KiB by default)"

@@ -33,6 +33,7 @@ sources=("$dir/watch.bpf.c")
 for header in "$dir"/*.h; do sources+=("$header"); done
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+trap 'exit 130' INT TERM
 "$clang" "${flags[@]}" -c "$dir/watch.bpf.c" -o "$out"
 if [ "$check" -eq 1 ]; then
   recorded=$(sed -n 's/^clang: //p' "$record")

@@ -63,6 +63,7 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # libbpf-sys links libelf.a and libz.a into itself (its `static` feature) from the directories
 # LIBBPF_SYS_LIBRARY_PATH names: the C compiler's own, where libelf-dev and zlib1g-dev put them.

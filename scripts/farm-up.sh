@@ -32,6 +32,7 @@ done
 [ -d "$dir" ] || die "$dir is not a directory"
 here=$(dirname "$(realpath "$0")")
 trap 'status=$?; if [ $status -ne 0 ]; then "$here/farm-down.sh" "$dir" >&2 || true; fi' EXIT
+trap 'exit 130' INT TERM
 
 # The daemons' users must reach their directories under DIR.
 chmod 711 "$dir"

@@ -9,6 +9,7 @@ cargo clippy --all-targets --locked -- -D warnings
 log=$(mktemp)
 release=$(mktemp -d)
 trap 'rm -f "$log"; rm -rf "$release"' EXIT
+trap 'exit 130' INT TERM
 # The static binary and its package (scripts/build-release.sh), unoptimized so that the test
 # build's dependencies serve it too (only libbpf-sys, libbpf-rs and fsynclab are built again):
 # tests/install.rs runs it in an empty root and installs, upgrades and removes the package.

@@ -34,6 +34,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 clang -O2 -target bpf -c "$here/hook-cost/empty.bpf.c" -o "$tmp/empty.o"
 cc -O2 "$here/hook-cost/attach.c" -o "$tmp/attach" -lbpf
 

@@ -20,6 +20,7 @@ old=$(sysctl -n kernel.bpf_stats_enabled)
 made=
 [ -d "$dir" ] || made=$dir
 trap 'sysctl -q kernel.bpf_stats_enabled="$old"; rm -rf "$tmp" ${made:+"$made"}' EXIT
+trap 'exit 130' INT TERM
 mkdir -p "$dir"
 sysctl -q kernel.bpf_stats_enabled=1
 "$bin" run rndwr --dir "$dir" --explain --tracer bpf \

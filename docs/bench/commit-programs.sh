@@ -20,6 +20,12 @@ old=$(realpath "${1:?usage: docs/bench/commit-programs.sh OLD_FSYNCLAB NEW_FSYNC
 new=$(realpath "${2:?usage: docs/bench/commit-programs.sh OLD_FSYNCLAB NEW_FSYNCLAB [ROUNDS]}")
 rounds=${3:-6}
 tmp=$(mktemp -d)
+# Whether process $1 still runs: kill -0 also succeeds on a zombie, and a watch orphaned by
+# its subshell (Ctrl-C) is reaped by fsynclab exec only once this script has ended.
+running() {
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $state != Z* ]]
+}
 # watched() runs in a $(...) subshell, out of this trap's reach: the watch's pid is kept in
 # $tmp/watcher while it runs, so that Ctrl-C or an error mid-round still stops it.
 cleanup() {
@@ -27,11 +33,12 @@ cleanup() {
   watcher=$(cat "$tmp/watcher" 2>/dev/null || true)
   if [ -n "$watcher" ]; then
     kill -TERM "$watcher" 2>/dev/null || true
-    while kill -0 "$watcher" 2>/dev/null; do sleep 0.1; done
+    while running "$watcher"; do sleep 0.1; done
   fi
   rm -rf "$tmp" commit-programs.appended
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # The commit programs' runs and ns a run while build $1 watches the appends.
 watched() {

@@ -17,6 +17,7 @@ PROFILES=("$@")
 [ ${#PROFILES[@]} -gt 0 ] || PROFILES=(hdd-5400 hdd-7200 ssd-sata nvme san cache=64M)
 out=$(mktemp)
 trap 'rm -f "$out" "$out.fio" "$out.json"' EXIT
+trap 'exit 130' INT TERM
 for p in "${PROFILES[@]}"; do
   for job in seq-1m flush-after-256-random rand-4k; do
     "$FSYNCLAB" exec --scratch ext4 --scratch-size 2G --device "$p" --backing "$BACKING" \

@@ -22,6 +22,7 @@ seconds=${2:-10}
 fsynclab=${FSYNCLAB:-target/release/fsynclab}
 work=$(mktemp -d /var/tmp/fsynclab-exec-cost-XXXXXX)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 
 one() { # side round
   local side=$1 round=$2 flags=() binary=$fsynclab

@@ -16,6 +16,7 @@ rounds=${2:-5}
 d=$(mktemp -d /dev/shm/fsynclab-steady.XXXX)
 burners=()
 trap 'rm -rf "$d"; [ ${#burners[@]} -eq 0 ] || kill "${burners[@]}" 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
 median_fsync() {
   python3 -c "import json, statistics; r = json.load(open('$1'))
 print('%.2f' % statistics.median(s['latency_ns'] / 1e3 for s in r['samples'] if s['op'] == 'fsync'))"

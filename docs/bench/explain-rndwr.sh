@@ -20,6 +20,7 @@ made=
 mkdir -p "$dir"
 out=$(mktemp)
 trap 'rm -f "$out"; [ -z "$made" ] || rm -rf "$made"' EXIT
+trap 'exit 130' INT TERM
 
 # rate EXPLAIN-FLAG: one run's requests/s.
 rate() {

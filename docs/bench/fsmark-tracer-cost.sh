@@ -20,6 +20,7 @@ fsynclab=${FSYNCLAB:-target/release/fsynclab}
 baseline=${FSYNCLAB_BASELINE:?FSYNCLAB_BASELINE names the other build}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+trap 'exit 130' INT TERM
 sides=(none baseline-bpf bpf)
 for round in $(seq 1 "$rounds"); do
   for i in $("$(dirname "$0")"/balanced_orders.py 3 "$round"); do

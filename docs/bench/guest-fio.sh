@@ -13,6 +13,7 @@ job='fio --name=r --filename="$FSYNCLAB_DIR/f" --size=64m --rw=randread --bs=4k 
 iops() { awk -F';' 'NF > 50 {printf "%.1f\n", $8}'; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 cd "$work"
 echo "profile round host_iops guest_iops kernel"
 for round in $(seq "$rounds"); do

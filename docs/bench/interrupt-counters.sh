@@ -17,7 +17,8 @@ secs=${4:-10}
 exec 9>/tmp/fsynclab-bench.lock
 flock 9
 work=$(mktemp -d /var/tmp/interrupt-counters.XXXXXX)
-trap 'kill $b1 $b2 2>/dev/null || true; rm -rf "$work"' EXIT INT TERM
+trap 'kill $b1 $b2 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 ( while :; do :; done ) & b1=$!
 ( while :; do :; done ) & b2=$!
 cat > "$work/loop.py" <<'PY'

@@ -11,6 +11,7 @@ pg=$(ls /usr/lib/postgresql/*/bin/pg_test_fsync | head -n 1)
 kernel=$(ls /boot/vmlinuz-6.1.0-*-amd64 | sort -V | tail -n 1 | sed 's|/boot/vmlinuz-||')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 rate() { awk '/one 8kB write/ {one=1} one && $1 == "fdatasync" {print $2; exit}' "$1"; }
 for round in $(seq "$rounds"); do
   for profile in hdd-7200 ssd-sata; do

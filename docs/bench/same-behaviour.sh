@@ -15,6 +15,7 @@ for b in "$base" "$new"; do [ -x "$b" ] || { echo "$0: $b is not an executable" 
 [ "$(id -u)" -eq 0 ] || { echo "$0: the runs it stores need root" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 checks=0; differ=0
 
 # same NAME ARGS...: runs ARGS with each binary (in the same directory, the same store) and

@@ -24,6 +24,7 @@ PG_TEST_FSYNC=${PG_TEST_FSYNC:-$(ls /usr/lib/postgresql/*/bin/pg_test_fsync | ta
 W=$DIR/fsynclab-bench-$$
 mkdir -p "$W"
 trap 'rm -rf "$W"' EXIT
+trap 'exit 130' INT TERM
 
 py() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 out() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4"; }

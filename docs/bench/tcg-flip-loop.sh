@@ -26,7 +26,8 @@ esac
 # Where the guest sees it: its /tmp lies over the host's (readable by all: the guest reads it through 9p).
 work=$(mktemp -d /tmp/tcg-flip-loop.XXXXXX)
 chmod 755 "$work"
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT INT TERM
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 truncate -s 256M "$work/disk.img"
 mkfs.ext4 -q "$work/disk.img"
 cat > "$work/guest.sh" <<GUEST

@@ -15,6 +15,7 @@ k=$(ls /boot/vmlinuz-6.1.0-*-amd64 | sort -V | tail -n 1 | sed 's|/boot/vmlinuz-
 vng=$(command -v vng)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 mkdir "$work/multi"
 cat > "$work/multi/vng" <<WRAP
 #!/usr/bin/env bash

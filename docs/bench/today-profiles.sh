@@ -15,6 +15,7 @@ one_write() {
 }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 cd "$work"
 for round in $(seq "$rounds"); do
   # Samsung 990 Pro on xfs: Tanel Poder's pg_test_fsync (5 s a test there; 2 s here).

@@ -38,6 +38,12 @@ workloads=(${WORKLOADS:-dd pingpong fsync irq})
 tmp=$(mktemp -d)
 name=watch-program-share
 source "$here/watch-tax/workloads.sh"
+# Whether process $1 still runs: kill -0 also succeeds on a zombie, and a watch orphaned by
+# its subshell (Ctrl-C) is reaped by fsynclab exec only once this script has ended.
+running() {
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $state != Z* ]]
+}
 # watched() runs in a $(...) subshell, out of this trap's reach: the watch's pid is kept in
 # $tmp/watcher while it runs, so that Ctrl-C or an error mid-round still stops it.
 cleanup() {
@@ -45,11 +51,12 @@ cleanup() {
   watcher=$(cat "$tmp/watcher" 2>/dev/null || true)
   if [ -n "$watcher" ]; then
     kill -TERM "$watcher" 2>/dev/null || true
-    while kill -0 "$watcher" 2>/dev/null; do sleep 0.1; done
+    while running "$watcher"; do sleep 0.1; done
   fi
   rm -rf "$tmp" "${workload_files[@]}"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 prepare_workloads
 
 # Runs "$@" inside a watch --bpf-stats; prints the programs' runs and CPU time in us.

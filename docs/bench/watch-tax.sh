@@ -44,6 +44,7 @@ cleanup() {
   rm -rf "$tmp" "${workload_files[@]}"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 # bpftrace finds the trace points in tracefs (fsynclab's BPF tracer does not need it),
 # mounted before each of its starts: another program on the machine (a test of the tracefs
 # tracer) may unmount it meanwhile.
