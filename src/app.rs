@@ -28,7 +28,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             }),
             &common,
         ),
-        Command::Probe { common } => measure::command(Measured::Planned(&probe::Probe), &common),
+        Command::Probe { common } => measure::command(Measured::Planned(&probe::PROBE), &common),
         Command::Show { result, format, store } => show::show(&result, format, store.store.as_deref()),
         Command::Explain { result, store } => explain::explain(&result, store.store.as_deref()),
         Command::Exec(args) => exec::command(&args),

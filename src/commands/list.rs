@@ -9,7 +9,7 @@ use crate::scenario::{self, Scenario};
 use super::run::find;
 
 pub(crate) fn list(only: Option<&str>, format: ListFormat) -> Result<i32> {
-    let scenarios: Vec<&dyn Scenario> = match only {
+    let scenarios: Vec<&Scenario> = match only {
         Some(name) => vec![find(name)?],
         None => scenario::all(),
     };
@@ -20,11 +20,11 @@ pub(crate) fn list(only: Option<&str>, format: ListFormat) -> Result<i32> {
     crate::report::print(&out)
 }
 
-fn list_text(scenarios: &[&dyn Scenario]) -> String {
+fn list_text(scenarios: &[&Scenario]) -> String {
     let mut out = String::new();
     for s in scenarios {
         out.push_str(&format!("{}\n  {}\n  seed {}\n", s.name(), s.purpose(), s.seed()));
-        if !scenario::in_suite(*s) {
+        if !scenario::in_suite(s) {
             out.push_str(&format!(
                 "  not in `fsynclab suite`: run it with `fsynclab run {}`\n",
                 s.name()
@@ -50,7 +50,7 @@ fn list_text(scenarios: &[&dyn Scenario]) -> String {
     out
 }
 
-fn list_json(scenarios: &[&dyn Scenario]) -> serde_json::Value {
+fn list_json(scenarios: &[&Scenario]) -> serde_json::Value {
     let param = |p: &ParamSpec| {
         serde_json::json!({
             "name": p.name, "default": p.default, "seed": p.seed,
@@ -63,7 +63,7 @@ fn list_json(scenarios: &[&dyn Scenario]) -> serde_json::Value {
             .map(|s| {
                 serde_json::json!({
                     "name": s.name(), "purpose": s.purpose(), "seed": s.seed(),
-                    "in_suite": scenario::in_suite(*s),
+                    "in_suite": scenario::in_suite(s),
                     "params": s.params().iter().map(param).collect::<Vec<_>>(),
                 })
             })

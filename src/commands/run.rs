@@ -24,7 +24,7 @@ pub(crate) enum Measured<'a> {
     /// `run SCENARIO`: a scenario by name, found once the line is read.
     Scenario(&'a str),
     /// `load` and `probe`: their own scenario.
-    Planned(&'static dyn Scenario),
+    Planned(&'static Scenario),
 }
 
 /// `run`, `load` and `probe`: their line read ([`super::measuring`]), then [`measure`].
@@ -43,7 +43,7 @@ pub(crate) fn command(what: Measured, args: &RunArgs) -> Result<i32> {
 }
 
 /// The scenario `name` names, or a usage error listing the valid names.
-pub(crate) fn find(name: &str) -> Result<&'static dyn Scenario> {
+pub(crate) fn find(name: &str) -> Result<&'static Scenario> {
     scenario::find(name).ok_or_else(|| Usage(format!("unknown scenario '{name}'; valid: {}", scenario::names())).into())
 }
 
@@ -86,7 +86,7 @@ pub(crate) fn judge(expect: &[Expectation], result: &RunResult, code: i32) -> i3
 
 /// Runs one scenario as `args` say, prints it, writes `--output`, and picks the exit
 /// status: the run's own, or with `expect` the verdict on its figures ([`judge`]).
-pub(crate) fn measure(s: &'static dyn Scenario, args: &RunArgs, expect: &[Expectation]) -> Result<i32> {
+pub(crate) fn measure(s: &'static Scenario, args: &RunArgs, expect: &[Expectation]) -> Result<i32> {
     let mut planned = Planned::new(s, &args.sets)?;
     // On another kernel (`--kernel`), the whole command runs in a guest.
     if args.target.kernel.is_some() {

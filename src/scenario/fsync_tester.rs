@@ -286,13 +286,12 @@ pub(crate) fn iterations(samples: &[Sample]) -> Vec<(Sample, Option<Sample>)> {
 mod tests {
     use super::*;
     use crate::measure::OpKind;
-    use crate::scenario::overwrite_fsync::OverwriteFsync;
-    use crate::scenario::random_writeback::RandomWriteback;
-    use crate::scenario::Scenario;
+    use crate::scenario::overwrite_fsync::OVERWRITE_FSYNC;
+    use crate::scenario::random_writeback::RANDOM_WRITEBACK;
 
     #[test]
     fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        for scenario in [&OverwriteFsync as &dyn Scenario, &RandomWriteback] {
+        for scenario in [&OVERWRITE_FSYNC, &RANDOM_WRITEBACK] {
             crate::params::assert_declared_and_read::<TesterParams>(&scenario.params());
         }
     }

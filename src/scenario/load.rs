@@ -15,58 +15,45 @@ use crate::params::{Param, ParamError, ParamReader, ParamSpec, Params};
 use crate::role::writer::{RandomConfig, Setup, StreamConfig, WriterKind};
 use crate::scenario::Measured;
 
-pub(crate) struct Load {
-    kind: WriterKind,
-}
+pub(crate) static RANDOM: Scenario = Scenario {
+    name: "load-random",
+    purpose: PURPOSE,
+    seed: "003's random writer",
+    params: || params(WriterKind::Random),
+    plan: |p| plan(WriterKind::Random, p),
+};
 
-pub(crate) const RANDOM: Load = Load {
-    kind: WriterKind::Random,
+pub(crate) static STREAM: Scenario = Scenario {
+    name: "load-stream",
+    purpose: PURPOSE,
+    seed: "000's overwrite.c",
+    params: || params(WriterKind::Stream),
+    plan: |p| plan(WriterKind::Stream, p),
 };
-pub(crate) const STREAM: Load = Load {
-    kind: WriterKind::Stream,
-};
+
+const PURPOSE: &str = "the background writer alone, reporting its rate";
 
 const STARTING_RANDOM: &str = "starting random io!";
 
-impl Scenario for Load {
-    fn name(&self) -> &'static str {
-        match self.kind {
-            WriterKind::Random => "load-random",
-            WriterKind::Stream => "load-stream",
-        }
-    }
+fn params(kind: WriterKind) -> Vec<ParamSpec> {
+    let mut specs: Vec<ParamSpec> = match kind {
+        WriterKind::Random => background::random_params().to_vec(),
+        WriterKind::Stream => background::stream_params().to_vec(),
+    };
+    specs.push(DURATION.spec);
+    specs
+}
 
-    fn purpose(&self) -> &'static str {
-        "the background writer alone, reporting its rate"
-    }
-
-    fn seed(&self) -> &'static str {
-        match self.kind {
-            WriterKind::Random => "003's random writer",
-            WriterKind::Stream => "000's overwrite.c",
-        }
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        let mut specs: Vec<ParamSpec> = match self.kind {
-            WriterKind::Random => background::random_params().to_vec(),
-            WriterKind::Stream => background::stream_params().to_vec(),
-        };
-        specs.push(DURATION.spec);
-        specs
-    }
-
-    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        let p = self.read(&mut params.reader())?;
-        Ok(Box::new(Config {
-            kind: self.kind,
-            writer: match p.writer {
-                Writer::Stream(c) => BackgroundConfig::stream(c)?,
-                Writer::Random(c) => BackgroundConfig::random(c)?,
-            },
-            duration: p.duration,
-        }))
-    }
+fn plan(kind: WriterKind, params: &Params) -> Result<Box<dyn Plan>> {
+    let p = read(kind, &mut params.reader())?;
+    Ok(Box::new(Config {
+        kind,
+        writer: match p.writer {
+            Writer::Stream(c) => BackgroundConfig::stream(c)?,
+            Writer::Random(c) => BackgroundConfig::random(c)?,
+        },
+        duration: p.duration,
+    }))
 }
 
 const DURATION: Param<Duration> = Param::duration("duration", "10s", "how long to write (0 = until Ctrl-C)");
@@ -82,17 +69,15 @@ enum Writer {
     Random(RandomConfig),
 }
 
-impl Load {
-    /// Reads the parameters of this load's writer (the subcommand names which it is).
-    fn read(&self, r: &mut ParamReader<'_>) -> Result<LoadParams, ParamError> {
-        Ok(LoadParams {
-            writer: match self.kind {
-                WriterKind::Stream => Writer::Stream(background::read_stream(r)?),
-                WriterKind::Random => Writer::Random(background::read_random(r)?),
-            },
-            duration: r.get(&DURATION)?,
-        })
-    }
+/// Reads the parameters of this load's writer (the subcommand names which it is).
+fn read(kind: WriterKind, r: &mut ParamReader<'_>) -> Result<LoadParams, ParamError> {
+    Ok(LoadParams {
+        writer: match kind {
+            WriterKind::Stream => Writer::Stream(background::read_stream(r)?),
+            WriterKind::Random => Writer::Random(background::read_random(r)?),
+        },
+        duration: r.get(&DURATION)?,
+    })
 }
 
 struct Config {
@@ -202,10 +187,10 @@ mod params_tests {
 
     #[test]
     fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        for load in [RANDOM, STREAM] {
+        for (load, kind) in [(&RANDOM, WriterKind::Random), (&STREAM, WriterKind::Stream)] {
             let params = Params::resolve("load", &load.params(), &[]).unwrap();
             let mut reader = params.reader();
-            load.read(&mut reader).unwrap();
+            read(kind, &mut reader).unwrap();
             let mut read = reader.names_read().to_vec();
             let mut declared: Vec<&str> = load.params().iter().map(|s| s.name).collect();
             read.sort_unstable();

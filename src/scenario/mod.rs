@@ -72,17 +72,41 @@ pub(crate) struct Measured<'a> {
     pub(crate) background: Option<&'a BackgroundSummary>,
 }
 
-/// An experiment as `fsynclab list` shows it, and the factory of its plans.
-pub(crate) trait Scenario: Sync {
-    fn name(&self) -> &'static str;
+/// An experiment as `fsynclab list` shows it, and the factory of its plans: data, one
+/// static in each scenario's module (`rndwr::RNDWR`), listed by [`all`].
+pub(crate) struct Scenario {
+    name: &'static str,
     /// One line: what the experiment shows.
-    fn purpose(&self) -> &'static str;
+    purpose: &'static str,
     /// The seed it reproduces: `000 (Ts'o, ext3 latency fixes, 2009)`.
-    fn seed(&self) -> &'static str;
-    fn params(&self) -> Vec<ParamSpec>;
+    seed: &'static str,
+    /// The parameters `--set` takes, with their defaults and the seed's values.
+    params: fn() -> Vec<ParamSpec>,
     /// Reads the parameters once into the experiment's typed plan, refusing (as a usage
     /// error) any combination that cannot run.
-    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>>;
+    plan: fn(&Params) -> Result<Box<dyn Plan>>,
+}
+
+impl Scenario {
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    pub(crate) fn purpose(&self) -> &'static str {
+        self.purpose
+    }
+
+    pub(crate) fn seed(&self) -> &'static str {
+        self.seed
+    }
+
+    pub(crate) fn params(&self) -> Vec<ParamSpec> {
+        (self.params)()
+    }
+
+    pub(crate) fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
+        (self.plan)(params)
+    }
 }
 
 /// One experiment with every parameter decided.
@@ -216,33 +240,33 @@ pub(crate) fn default_headline(r: &Measured<'_>) -> String {
 }
 
 /// The scenarios the suite runs, in the order it runs them: the seeds' experiments.
-pub(crate) fn suite() -> Vec<&'static dyn Scenario> {
+pub(crate) fn suite() -> Vec<&'static Scenario> {
     vec![
-        &overwrite_fsync::OverwriteFsync,
-        &random_writeback::RandomWriteback,
-        &small_files::SmallFiles,
-        &fsync_tps::FsyncTps,
-        &datasync::Datasync,
-        &rndwr::Rndwr,
+        &overwrite_fsync::OVERWRITE_FSYNC,
+        &random_writeback::RANDOM_WRITEBACK,
+        &small_files::SMALL_FILES,
+        &fsync_tps::FSYNC_TPS,
+        &datasync::DATASYNC,
+        &rndwr::RNDWR,
     ]
 }
 
 /// Every scenario, in the order `list` shows them: the suite's, then `powercut`, which
 /// needs an emulated disk whose power it cuts, and `fsync-errors`, which makes its own
 /// scratch filesystems on emulated disks that fail.
-pub(crate) fn all() -> Vec<&'static dyn Scenario> {
+pub(crate) fn all() -> Vec<&'static Scenario> {
     let mut all = suite();
-    all.push(&powercut::Powercut);
-    all.push(&fsync_errors::FsyncErrors);
+    all.push(&powercut::POWERCUT);
+    all.push(&fsync_errors::FSYNC_ERRORS);
     all
 }
 
 /// Whether `fsynclab suite` runs `s`.
-pub(crate) fn in_suite(s: &dyn Scenario) -> bool {
+pub(crate) fn in_suite(s: &Scenario) -> bool {
     suite().iter().any(|x| x.name() == s.name())
 }
 
-pub(crate) fn find(name: &str) -> Option<&'static dyn Scenario> {
+pub(crate) fn find(name: &str) -> Option<&'static Scenario> {
     all().into_iter().find(|s| s.name() == name)
 }
 

@@ -15,8 +15,6 @@ use crate::role::prober::Iteration;
 use crate::role::writer::{BackgroundSummary, WriterKind};
 use crate::scenario::Measured;
 
-pub(crate) struct OverwriteFsync;
-
 /// `fsync time: 3.4732` — the fsync-tester's line (printf `%5.4f`). With another sync
 /// method the label names that call (`fdatasync time: ...`).
 pub(crate) fn seed_line(sync: &Sample) -> String {
@@ -30,32 +28,26 @@ fn stream_line(background: Option<&BackgroundSummary>) -> Option<String> {
         .map(seed_stream_line)
 }
 
-impl Scenario for OverwriteFsync {
-    fn name(&self) -> &'static str {
-        "overwrite-fsync"
-    }
+pub(crate) static OVERWRITE_FSYNC: Scenario = Scenario {
+    name: "overwrite-fsync",
+    purpose: "fsync latency of a 1 MiB overwrite behind a streaming writer, and what the writer loses for it",
+    seed: "000 (Ts'o, ext3 latency fixes, 2009)",
+    params,
+    plan,
+};
 
-    fn purpose(&self) -> &'static str {
-        "fsync latency of a 1 MiB overwrite behind a streaming writer, and what the writer loses for it"
-    }
+fn params() -> Vec<ParamSpec> {
+    let pace = Pace {
+        iterations: ITERATIONS.default("0"),
+        duration: DURATION.default("20s"),
+        sleep: SLEEP.default("1s").seed("1s"),
+    };
+    fsync_tester::params(pace, "stream")
+}
 
-    fn seed(&self) -> &'static str {
-        "000 (Ts'o, ext3 latency fixes, 2009)"
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        let pace = Pace {
-            iterations: ITERATIONS.default("0"),
-            duration: DURATION.default("20s"),
-            sleep: SLEEP.default("1s").seed("1s"),
-        };
-        fsync_tester::params(pace, "stream")
-    }
-
-    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        let details = |d| super::Details::OverwriteFsync(Details::new(d));
-        fsync_tester::plan(params, &Seed000, SPACE_HINT, details)
-    }
+fn plan(params: &Params) -> Result<Box<dyn Plan>> {
+    let details = |d| super::Details::OverwriteFsync(Details::new(d));
+    fsync_tester::plan(params, &Seed000, SPACE_HINT, details)
 }
 
 const SPACE_HINT: &str = "lower --set file_size (or random_file_size, write_size)";

@@ -10,7 +10,7 @@ use crate::params::Params;
 
 /// A scenario with its parameters decided.
 pub(crate) struct Planned {
-    pub(crate) scenario: &'static dyn Scenario,
+    pub(crate) scenario: &'static Scenario,
     pub(crate) params: Params,
     pub(crate) plan: Box<dyn Plan>,
     /// The timeline's interval and whether to trace (`run --explain`; the timeline only
@@ -20,7 +20,7 @@ pub(crate) struct Planned {
 
 impl Planned {
     /// Applies `--set` assignments over the scenario's defaults and reads them into its plan.
-    pub(crate) fn new(scenario: &'static dyn Scenario, sets: &[String]) -> Result<Planned> {
+    pub(crate) fn new(scenario: &'static Scenario, sets: &[String]) -> Result<Planned> {
         let params = Params::resolve(scenario.name(), &scenario.params(), sets)?;
         let plan = scenario.plan(&params)?;
         Ok(Planned {

@@ -15,40 +15,28 @@ use super::{Context, Outcome, Plan, Scenario, Views};
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Param, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Param, Params, ScenarioParams};
 use crate::scenario::Measured;
 use crate::sync::SyncMethod;
 use crate::sys::{self, AlignedBuf};
 use crate::units::format_latency_ns;
 
-pub(crate) struct Probe;
-
 const BLOCK: u64 = 4096;
 
-impl Scenario for Probe {
-    fn name(&self) -> &'static str {
-        "probe"
-    }
+pub(crate) static PROBE: Scenario = Scenario {
+    name: "probe",
+    purpose: "the cost of a bare flush on this filesystem: the floor of every other figure",
+    seed: "none (a calibration)",
+    params: ProbeParams::specs,
+    plan,
+};
 
-    fn purpose(&self) -> &'static str {
-        "the cost of a bare flush on this filesystem: the floor of every other figure"
+fn plan(params: &Params) -> Result<Box<dyn Plan>> {
+    let ProbeParams { iterations } = ProbeParams::from_params(params)?;
+    if iterations == 0 {
+        return Err(Usage("--set iterations=0: the probe needs at least one iteration".into()).into());
     }
-
-    fn seed(&self) -> &'static str {
-        "none (a calibration)"
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        ProbeParams::specs()
-    }
-
-    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        let ProbeParams { iterations } = ProbeParams::from_params(params)?;
-        if iterations == 0 {
-            return Err(Usage("--set iterations=0: the probe needs at least one iteration".into()).into());
-        }
-        Ok(Box::new(Config { iterations }))
-    }
+    Ok(Box::new(Config { iterations }))
 }
 
 struct Config {
@@ -181,6 +169,6 @@ mod params_tests {
 
     #[test]
     fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        crate::params::assert_declared_and_read::<ProbeParams>(&Probe.params());
+        crate::params::assert_declared_and_read::<ProbeParams>(&PROBE.params());
     }
 }

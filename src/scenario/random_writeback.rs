@@ -15,8 +15,6 @@ use crate::role::prober::Iteration;
 use crate::role::writer::{BackgroundSummary, WriterKind};
 use crate::scenario::Measured;
 
-pub(crate) struct RandomWriteback;
-
 /// `write time: 0.0009s fsync time: 2.0142s` — the seed's printf `%5.4fs` pair. With a
 /// sync method that has no separate call, only the write is printed.
 pub(crate) fn seed_line(write: &Sample, sync: Option<&Sample>) -> String {
@@ -38,33 +36,27 @@ pub(crate) fn seed_done_line(iterations: u64, background: Option<WriterKind>) ->
 const STARTING: &str = "starting fsync run";
 const STARTING_RANDOM: &str = "starting random io!";
 
-impl Scenario for RandomWriteback {
-    fn name(&self) -> &'static str {
-        "random-writeback"
-    }
+pub(crate) static RANDOM_WRITEBACK: Scenario = Scenario {
+    name: "random-writeback",
+    purpose: "write and fsync latency of a 1 MiB overwrite while random 4 KiB buffered writes flood writeback",
+    seed: "003 (Mason, buffered writeback torture, 2011)",
+    params,
+    plan,
+};
 
-    fn purpose(&self) -> &'static str {
-        "write and fsync latency of a 1 MiB overwrite while random 4 KiB buffered writes flood writeback"
-    }
+fn params() -> Vec<ParamSpec> {
+    let pace = Pace {
+        iterations: ITERATIONS.default("20").seed("60"),
+        duration: DURATION.default("20s").seed("60s"),
+        // Public copies of fsync-tester.c sleep 4 s, later ones 1 s.
+        sleep: SLEEP.default("1s").seed("1s"),
+    };
+    fsync_tester::params(pace, "random")
+}
 
-    fn seed(&self) -> &'static str {
-        "003 (Mason, buffered writeback torture, 2011)"
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        let pace = Pace {
-            iterations: ITERATIONS.default("20").seed("60"),
-            duration: DURATION.default("20s").seed("60s"),
-            // Public copies of fsync-tester.c sleep 4 s, later ones 1 s.
-            sleep: SLEEP.default("1s").seed("1s"),
-        };
-        fsync_tester::params(pace, "random")
-    }
-
-    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        let details = |d| super::Details::RandomWriteback(Details::new(d));
-        fsync_tester::plan(params, &Seed003, SPACE_HINT, details)
-    }
+fn plan(params: &Params) -> Result<Box<dyn Plan>> {
+    let details = |d| super::Details::RandomWriteback(Details::new(d));
+    fsync_tester::plan(params, &Seed003, SPACE_HINT, details)
 }
 
 const SPACE_HINT: &str = "lower --set random_file_size (or write_size)";

@@ -73,7 +73,7 @@ pub(super) fn plan(sets: &[String], full: bool) -> Result<Vec<Planned>> {
 
 /// The suite's scaled settings for `s`: its entry in [`SUITE_SETS`] and a `duration` no
 /// longer than [`SUITE_DURATION_CAP`], each only where the scenario declares the key.
-fn scaled_sets(s: &dyn Scenario) -> Vec<String> {
+fn scaled_sets(s: &Scenario) -> Vec<String> {
     let specs = s.params();
     let mut out = Vec::new();
     if let Some(d) = specs.iter().find(|p| p.name == "duration") {

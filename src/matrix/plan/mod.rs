@@ -156,7 +156,7 @@ pub(crate) fn split_values(key: &str, text: &str) -> Vec<String> {
 }
 
 impl Plan {
-    pub(crate) fn scenario(&self) -> Result<&'static dyn Scenario, Usage> {
+    pub(crate) fn scenario(&self) -> Result<&'static Scenario, Usage> {
         scenario::find(&self.scenario).ok_or_else(|| {
             Usage(format!(
                 "unknown scenario '{}'; valid: {}",

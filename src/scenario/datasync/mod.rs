@@ -28,7 +28,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Choice, Param, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Choice, Param, Params, ScenarioParams};
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 use crate::units::{format_size, Bytes};
@@ -39,8 +39,6 @@ mod details;
 pub(crate) use details::Details;
 
 use cells::{Cell, Files};
-
-pub(crate) struct Datasync;
 
 const METHODS: Param<Vec<SyncMethod>> = Param::choices(
     "methods",
@@ -116,27 +114,13 @@ pub(crate) fn seed_line(case: Case, method: SyncMethod, writes: u64, write_size:
     )
 }
 
-impl Scenario for Datasync {
-    fn name(&self) -> &'static str {
-        "datasync"
-    }
-
-    fn purpose(&self) -> &'static str {
-        "fsync vs fdatasync vs sync_file_range vs O_DSYNC on overwrite, append and timestamp-only writes"
-    }
-
-    fn seed(&self) -> &'static str {
-        "004 (Hifumi et al., fdatasync should skip metadata, 2007-2008)"
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        DatasyncParams::specs()
-    }
-
-    fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {
-        Ok(Box::new(Config::from_params(p)?))
-    }
-}
+pub(crate) static DATASYNC: Scenario = Scenario {
+    name: "datasync",
+    purpose: "fsync vs fdatasync vs sync_file_range vs O_DSYNC on overwrite, append and timestamp-only writes",
+    seed: "004 (Hifumi et al., fdatasync should skip metadata, 2007-2008)",
+    params: DatasyncParams::specs,
+    plan: |p| Ok(Box::new(Config::from_params(p)?)),
+};
 
 /// The validated parameters.
 #[derive(Clone, Debug)]
@@ -265,6 +249,6 @@ mod params_tests {
 
     #[test]
     fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        crate::params::assert_declared_and_read::<DatasyncParams>(&Datasync.params());
+        crate::params::assert_declared_and_read::<DatasyncParams>(&DATASYNC.params());
     }
 }

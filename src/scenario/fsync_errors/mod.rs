@@ -38,7 +38,7 @@ use super::{Context, GuestDisk, Outcome, Plan, Scenario};
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Param, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Param, Params, ScenarioParams};
 use crate::testbed::command::find_tool;
 use crate::testbed::device::DeviceProfile;
 use crate::testbed::scratch::{self, ScratchSpec};
@@ -76,58 +76,47 @@ scenario_params! {
     }
 }
 
-pub(crate) struct FsyncErrors;
-
 /// The filesystems of the published table.
 const DEFAULT_FS: &str = "ext4:data=ordered,ext4:data=journal,xfs,btrfs";
 /// A fast emulated disk: the sequence is a few requests, and the timing is not the point.
 const DEFAULT_DEVICE: &str = "nvme";
 
-impl Scenario for FsyncErrors {
-    fn name(&self) -> &'static str {
-        "fsync-errors"
-    }
+pub(crate) static FSYNC_ERRORS: Scenario = Scenario {
+    name: "fsync-errors",
+    purpose:
+        "what each filesystem tells an application after a failed writeback (fsyncgate), beside the published table",
+    seed: "none (Rebello et al., ATC 2020; PostgreSQL's fsyncgate, 2018)",
+    params: FsyncErrorsParams::specs,
+    plan,
+};
 
-    fn purpose(&self) -> &'static str {
-        "what each filesystem tells an application after a failed writeback (fsyncgate), beside the published table"
+fn plan(params: &Params) -> Result<Box<dyn Plan>> {
+    let p = FsyncErrorsParams::from_params(params)?;
+    let filesystems = filesystems(&p.fs).map_err(|e| Usage(format!("--set fs={}: {e}", p.fs)))?;
+    let device = device(&p.device).map_err(|e| Usage(format!("--set device={}: {e}", p.device)))?;
+    if !crate::sys::is_root() {
+        return Err(
+            Usage("fsync-errors makes scratch filesystems on emulated disks: run fsynclab as root".into()).into(),
+        );
     }
-
-    fn seed(&self) -> &'static str {
-        "none (Rebello et al., ATC 2020; PostgreSQL's fsyncgate, 2018)"
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        FsyncErrorsParams::specs()
-    }
-
-    fn plan(&self, params: &Params) -> Result<Box<dyn Plan>> {
-        let p = FsyncErrorsParams::from_params(params)?;
-        let filesystems = filesystems(&p.fs).map_err(|e| Usage(format!("--set fs={}: {e}", p.fs)))?;
-        let device = device(&p.device).map_err(|e| Usage(format!("--set device={}: {e}", p.device)))?;
-        if !crate::sys::is_root() {
-            return Err(
-                Usage("fsync-errors makes scratch filesystems on emulated disks: run fsynclab as root".into()).into(),
-            );
+    for spec in &filesystems {
+        if let Some(missing) = scratch::missing_tool(&spec.fstype, |t| find_tool(t).is_some()) {
+            let why = missing.split_once(": ").map_or(missing.as_str(), |(_, why)| why);
+            return Err(Usage(format!("--set fs={}: {why}", spec.fstype)).into());
         }
-        for spec in &filesystems {
-            if let Some(missing) = scratch::missing_tool(&spec.fstype, |t| find_tool(t).is_some()) {
-                let why = missing.split_once(": ").map_or(missing.as_str(), |(_, why)| why);
-                return Err(Usage(format!("--set fs={}: {why}", spec.fstype)).into());
-            }
-        }
-        if !std::path::Path::new("/dev/fuse").exists() {
-            return Err(Usage(
-                "fsync-errors needs FUSE for its emulated disks and /dev/fuse is missing; load it with `modprobe fuse`"
-                    .into(),
-            )
-            .into());
-        }
-        Ok(Box::new(Config {
-            filesystems,
-            scope: p.fault,
-            device,
-        }))
     }
+    if !std::path::Path::new("/dev/fuse").exists() {
+        return Err(Usage(
+            "fsync-errors needs FUSE for its emulated disks and /dev/fuse is missing; load it with `modprobe fuse`"
+                .into(),
+        )
+        .into());
+    }
+    Ok(Box::new(Config {
+        filesystems,
+        scope: p.fault,
+        device,
+    }))
 }
 
 /// `--set fs`: filesystems separated by commas, a piece that is not a filesystem continuing
@@ -284,6 +273,6 @@ mod params_tests {
 
     #[test]
     fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        crate::params::assert_declared_and_read::<FsyncErrorsParams>(&FsyncErrors.params());
+        crate::params::assert_declared_and_read::<FsyncErrorsParams>(&FSYNC_ERRORS.params());
     }
 }

@@ -30,7 +30,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::Event;
-use crate::params::{scenario_params, Choice, Param, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Choice, Param, Params, ScenarioParams};
 use crate::role::group_commit::{check_delay, parse_delay, Delay};
 use crate::role::prober::Placement;
 use crate::sync::SyncMethod;
@@ -99,8 +99,6 @@ scenario_params! {
     }
 }
 
-pub(crate) struct FsyncTps;
-
 /// How the durable step of a transaction is shared between workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -115,27 +113,13 @@ impl Choice for Coordination {
     const ALL: &'static [Coordination] = &[Coordination::None, Coordination::Syncfs, Coordination::Wal];
 }
 
-impl Scenario for FsyncTps {
-    fn name(&self) -> &'static str {
-        "fsync-tps"
-    }
-
-    fn purpose(&self) -> &'static str {
-        "transactions/s of many committing threads, each flushing alone or sharing flushes (group commit)"
-    }
-
-    fn seed(&self) -> &'static str {
-        "002 (Wong, fsync/flush coordination, 2010)"
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        FsyncTpsParams::specs()
-    }
-
-    fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {
-        Ok(Box::new(Config::from_params(p)?))
-    }
-}
+pub(crate) static FSYNC_TPS: Scenario = Scenario {
+    name: "fsync-tps",
+    purpose: "transactions/s of many committing threads, each flushing alone or sharing flushes (group commit)",
+    seed: "002 (Wong, fsync/flush coordination, 2010)",
+    params: FsyncTpsParams::specs,
+    plan: |p| Ok(Box::new(Config::from_params(p)?)),
+};
 
 /// The validated parameters of one run.
 #[derive(Clone, Debug)]
@@ -267,6 +251,6 @@ mod params_tests {
 
     #[test]
     fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        crate::params::assert_declared_and_read::<FsyncTpsParams>(&FsyncTps.params());
+        crate::params::assert_declared_and_read::<FsyncTpsParams>(&FSYNC_TPS.params());
     }
 }

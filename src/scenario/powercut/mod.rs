@@ -26,7 +26,7 @@ use super::{Context, Outcome, Plan, Scenario};
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Param, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Param, Params, ScenarioParams};
 use crate::rng::SplitMix64;
 use crate::sync::SyncMethod;
 use crate::testbed::device::{CutPlan, CutTrigger, Keep};
@@ -95,32 +95,16 @@ scenario_params! {
     }
 }
 
-pub(crate) struct Powercut;
-
 /// What survives of the drive's cache at a cut, as the `keep` parameter names it.
 const KEEPS: &[&str] = &["none", "prefix", "any", "torn"];
 
-impl Scenario for Powercut {
-    fn name(&self) -> &'static str {
-        "powercut"
-    }
-
-    fn purpose(&self) -> &'static str {
-        "what an fsync buys: acknowledged writes checked after a power cut on the emulated disk and the filesystem's own recovery"
-    }
-
-    fn seed(&self) -> &'static str {
-        "the seeds' speed tricks (barrier=0 in 002, data=writeback and rename in 000, fdatasync in 004, sync_file_range in 003) and what they cost in durability"
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        PowercutParams::specs()
-    }
-
-    fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {
-        Ok(Box::new(Config::from_params(p)?))
-    }
-}
+pub(crate) static POWERCUT: Scenario = Scenario {
+    name: "powercut",
+    purpose: "what an fsync buys: acknowledged writes checked after a power cut on the emulated disk and the filesystem's own recovery",
+    seed: "the seeds' speed tricks (barrier=0 in 002, data=writeback and rename in 000, fdatasync in 004, sync_file_range in 003) and what they cost in durability",
+    params: PowercutParams::specs,
+    plan: |p| Ok(Box::new(Config::from_params(p)?)),
+};
 
 /// The validated parameters.
 #[derive(Clone, Debug)]
@@ -311,6 +295,6 @@ mod params_tests {
 
     #[test]
     fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        crate::params::assert_declared_and_read::<PowercutParams>(&Powercut.params());
+        crate::params::assert_declared_and_read::<PowercutParams>(&POWERCUT.params());
     }
 }

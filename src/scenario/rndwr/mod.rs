@@ -34,7 +34,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Param, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Param, Params, ScenarioParams};
 use crate::role::pool::run_workers;
 use crate::sync::SyncMethod;
 use crate::units::{format_size, Bytes};
@@ -112,29 +112,13 @@ scenario_params! {
     }
 }
 
-pub(crate) struct Rndwr;
-
-impl Scenario for Rndwr {
-    fn name(&self) -> &'static str {
-        "rndwr"
-    }
-
-    fn purpose(&self) -> &'static str {
-        "sysbench fileio rndwr: random 16 KiB overwrites with periodic fdatasync sweeps over many files"
-    }
-
-    fn seed(&self) -> &'static str {
-        "004 (Hifumi et al., fdatasync skipping metadata, 2008)"
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        RndwrParams::specs()
-    }
-
-    fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {
-        Ok(Box::new(Config::from_params(p)?))
-    }
-}
+pub(crate) static RNDWR: Scenario = Scenario {
+    name: "rndwr",
+    purpose: "sysbench fileio rndwr: random 16 KiB overwrites with periodic fdatasync sweeps over many files",
+    seed: "004 (Hifumi et al., fdatasync skipping metadata, 2008)",
+    params: RndwrParams::specs,
+    plan: |p| Ok(Box::new(Config::from_params(p)?)),
+};
 
 /// The validated parameters.
 #[derive(Clone, Debug)]
@@ -292,6 +276,6 @@ mod params_tests {
 
     #[test]
     fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        crate::params::assert_declared_and_read::<RndwrParams>(&Rndwr.params());
+        crate::params::assert_declared_and_read::<RndwrParams>(&RNDWR.params());
     }
 }

@@ -223,11 +223,10 @@ pub(crate) fn seed_lines(s: &Summary) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::params::Params;
-    use crate::scenario::Scenario;
 
     fn config(sets: &[&str]) -> Config {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        let p = Params::resolve("rndwr", &super::super::Rndwr.params(), &sets).unwrap();
+        let p = Params::resolve("rndwr", &super::super::RNDWR.params(), &sets).unwrap();
         Config::from_params(&p).unwrap()
     }
 

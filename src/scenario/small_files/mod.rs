@@ -33,7 +33,7 @@ use super::{Context, Outcome, Plan, Scenario};
 use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
-use crate::params::{scenario_params, Choice, Param, ParamSpec, Params, ScenarioParams};
+use crate::params::{scenario_params, Choice, Param, Params, ScenarioParams};
 use crate::units::{format_size, Bytes};
 
 mod details;
@@ -79,8 +79,6 @@ scenario_params! {
     }
 }
 
-pub(crate) struct SmallFiles;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     Iozone,
@@ -93,27 +91,13 @@ impl Choice for Mode {
     const ALL: &'static [Mode] = &[Mode::Iozone, Mode::FsMark, Mode::Both];
 }
 
-impl Scenario for SmallFiles {
-    fn name(&self) -> &'static str {
-        "small-files"
-    }
-
-    fn purpose(&self) -> &'static str {
-        "write+fsync rate of small files (iozone -e -i 0, fs_mark -S 1), the figure an I/O scheduler changes"
-    }
-
-    fn seed(&self) -> &'static str {
-        "001 (Moyer/Goyal, CFQ yield for fsync, 2010)"
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        SmallFilesParams::specs()
-    }
-
-    fn plan(&self, p: &Params) -> Result<Box<dyn Plan>> {
-        Ok(Box::new(Config::from_params(p)?))
-    }
-}
+pub(crate) static SMALL_FILES: Scenario = Scenario {
+    name: "small-files",
+    purpose: "write+fsync rate of small files (iozone -e -i 0, fs_mark -S 1), the figure an I/O scheduler changes",
+    seed: "001 (Moyer/Goyal, CFQ yield for fsync, 2010)",
+    params: SmallFilesParams::specs,
+    plan: |p| Ok(Box::new(Config::from_params(p)?)),
+};
 
 /// The validated parameters.
 #[derive(Clone, Debug)]
@@ -242,6 +226,6 @@ mod params_tests {
 
     #[test]
     fn every_parameter_declared_is_read_and_every_one_read_is_declared() {
-        crate::params::assert_declared_and_read::<SmallFilesParams>(&SmallFiles.params());
+        crate::params::assert_declared_and_read::<SmallFilesParams>(&SMALL_FILES.params());
     }
 }
