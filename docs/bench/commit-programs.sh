@@ -13,28 +13,17 @@
 # The appends go to the working directory (exec's scratch filesystem).
 set -euo pipefail
 shopt -s inherit_errexit
-for tool in bpftool python3; do
+for tool in bpftool python3 ps; do
   command -v "$tool" >/dev/null || { echo "commit-programs: $tool not found: run scripts/setup.sh" >&2; exit 1; }
 done
 old=$(realpath "${1:?usage: docs/bench/commit-programs.sh OLD_FSYNCLAB NEW_FSYNCLAB [ROUNDS]}")
 new=$(realpath "${2:?usage: docs/bench/commit-programs.sh OLD_FSYNCLAB NEW_FSYNCLAB [ROUNDS]}")
 rounds=${3:-6}
 tmp=$(mktemp -d)
-# Whether process $1 still runs: kill -0 also succeeds on a zombie, and a watch orphaned by
-# its subshell (Ctrl-C) is reaped by fsynclab exec only once this script has ended.
-running() {
-  local state
-  state=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $state != Z* ]]
-}
-# watched() runs in a $(...) subshell, out of this trap's reach: the watch's pid is kept in
-# $tmp/watcher while it runs, so that Ctrl-C or an error mid-round still stops it.
+name=commit-programs
+source "$(dirname "$0")/watch-tax/watch.sh"
 cleanup() {
-  local watcher
-  watcher=$(cat "$tmp/watcher" 2>/dev/null || true)
-  if [ -n "$watcher" ]; then
-    kill -TERM "$watcher" 2>/dev/null || true
-    while running "$watcher"; do sleep 0.1; done
-  fi
+  stop_watch_at_exit
   rm -rf "$tmp" commit-programs.appended
 }
 trap cleanup EXIT
@@ -42,13 +31,7 @@ trap 'exit 130' INT TERM
 
 # The commit programs' runs and ns a run while build $1 watches the appends.
 watched() {
-  "$1" watch --no-store --bpf-stats --duration 10m >"$tmp/watch.out" 2>&1 &
-  local watcher=$!
-  echo "$watcher" >"$tmp/watcher"
-  until grep -q '^hooks:' "$tmp/watch.out"; do
-    kill -0 "$watcher" 2>/dev/null || { echo "commit-programs: watch did not start:" >&2; cat "$tmp/watch.out" >&2; exit 1; }
-    sleep 0.1
-  done
+  start_watch "$1" watch --no-store --bpf-stats --duration 10m
   bpftool -j prog show >"$tmp/before.json"
   python3 - <<'PY'
 import os
@@ -60,9 +43,7 @@ os.close(fd)
 os.unlink("commit-programs.appended")
 PY
   bpftool -j prog show >"$tmp/after.json"
-  kill -TERM "$watcher"
-  wait "$watcher" || true
-  rm -f "$tmp/watcher"
+  stop_watch
   python3 - "$tmp/before.json" "$tmp/after.json" <<'PY'
 import json, sys
 def programs(path):

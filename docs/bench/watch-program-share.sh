@@ -27,7 +27,7 @@
 # FSYNC_DIR and IRQ_DIR default to the working directory (exec's scratch filesystem).
 set -euo pipefail
 shopt -s inherit_errexit
-for tool in bpftool cc bc python3; do
+for tool in bpftool cc bc python3 ps; do
   command -v "$tool" >/dev/null || { echo "watch-program-share: $tool not found: run scripts/setup.sh and scripts/setup-bench.sh" >&2; exit 1; }
 done
 bin=$(realpath "${1:?usage: docs/bench/watch-program-share.sh FSYNCLAB [ROUNDS]}")
@@ -38,21 +38,9 @@ workloads=(${WORKLOADS:-dd pingpong fsync irq})
 tmp=$(mktemp -d)
 name=watch-program-share
 source "$here/watch-tax/workloads.sh"
-# Whether process $1 still runs: kill -0 also succeeds on a zombie, and a watch orphaned by
-# its subshell (Ctrl-C) is reaped by fsynclab exec only once this script has ended.
-running() {
-  local state
-  state=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $state != Z* ]]
-}
-# watched() runs in a $(...) subshell, out of this trap's reach: the watch's pid is kept in
-# $tmp/watcher while it runs, so that Ctrl-C or an error mid-round still stops it.
+source "$here/watch-tax/watch.sh"
 cleanup() {
-  local watcher
-  watcher=$(cat "$tmp/watcher" 2>/dev/null || true)
-  if [ -n "$watcher" ]; then
-    kill -TERM "$watcher" 2>/dev/null || true
-    while running "$watcher"; do sleep 0.1; done
-  fi
+  stop_watch_at_exit
   rm -rf "$tmp" "${workload_files[@]}"
 }
 trap cleanup EXIT
@@ -61,19 +49,11 @@ prepare_workloads
 
 # Runs "$@" inside a watch --bpf-stats; prints the programs' runs and CPU time in us.
 watched() {
-  "$bin" watch --no-store --bpf-stats "${detail[@]}" >"$tmp/watch.out" 2>&1 &
-  local watcher=$!
-  echo "$watcher" >"$tmp/watcher"
-  until grep -q '^hooks:' "$tmp/watch.out"; do
-    kill -0 "$watcher" 2>/dev/null || { echo "watch-program-share: watch did not start:" >&2; cat "$tmp/watch.out" >&2; exit 1; }
-    sleep 0.1
-  done
+  start_watch "$bin" watch --no-store --bpf-stats "${detail[@]}"
   [ -s "$tmp/hooks" ] || grep '^hooks:' "$tmp/watch.out" | tee "$tmp/hooks" >&2
   "$@" >/dev/null
   bpftool -j prog show >"$tmp/programs.json"
-  kill -TERM "$watcher"
-  wait "$watcher" || true
-  rm -f "$tmp/watcher"
+  stop_watch
   # "the BPF programs ran 803992 times for 55.038ms of CPU in all (...)"
   python3 - "$tmp/watch.out" <<'PY'
 import re, sys
