@@ -74,14 +74,27 @@ impl<'de> serde::Deserialize<'de> for SyncMethod {
     }
 }
 
-impl SyncMethod {
-    /// The `sync` parameter every scenario takes.
-    pub(crate) const fn param(default: &'static str) -> Param<SyncMethod> {
+impl Param<SyncMethod> {
+    /// The `sync` parameter (named `name`, a `scenario_params!` row `sync: SyncMethod =
+    /// sync("fsync")`), whose help is the same in every scenario: written here, so the row
+    /// has no doc comment, and `help` must be empty.
+    pub(crate) const fn sync(name: &'static str, default: &'static str, help: &'static str) -> Self {
+        assert!(
+            help.is_empty(),
+            "the sync parameter's help is written once, in sync.rs: give its row no doc comment"
+        );
         Param::choice(
-            "sync",
+            name,
             default,
             "how each write is made durable: fsync, fdatasync, sync_file_range, osync (O_SYNC), odsync (O_DSYNC), rwf_dsync (pwritev2 RWF_DSYNC), direct (O_DIRECT + fdatasync), none",
         )
+    }
+}
+
+impl SyncMethod {
+    /// The `sync` parameter every scenario takes.
+    pub(crate) const fn param(default: &'static str) -> Param<SyncMethod> {
+        Param::sync("sync", default, "")
     }
 
     /// The operation kind under which the write is recorded.

@@ -15,7 +15,7 @@ mod typed;
 
 #[cfg(test)]
 pub(crate) use typed::assert_declared_and_read;
-pub(crate) use typed::{scenario_params, Param, ParamReader, ScenarioParams};
+pub(crate) use typed::{help, scenario_params, Param, ParamReader, ScenarioParams};
 
 /// The type of a parameter, which decides how its text is parsed.
 #[derive(Clone, Copy, Debug)]

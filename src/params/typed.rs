@@ -1,7 +1,8 @@
-//! Parameters as types: a scenario declares each parameter once as a [`Param`] constant
-//! (name, kind, default, help), lists those constants as its specs, and reads them through
-//! a [`ParamReader`] into its own typed struct ([`ScenarioParams`]) — so a misspelt name is
-//! a compile error, and the declared list and the struct are checked against each other.
+//! Parameters as types: a scenario declares each parameter once, as a row of
+//! [`scenario_params!`] (name, type, kind, default, help) or as a [`Param`] constant shared
+//! by several, and reads them through a [`ParamReader`] into its own typed struct
+//! ([`ScenarioParams`]) — so a misspelt name is a compile error, and the declared list and
+//! the struct are checked against each other.
 
 use std::time::Duration;
 
@@ -36,6 +37,12 @@ impl<T> Param<T> {
     pub(crate) const fn name(&self) -> &'static str {
         self.spec.name
     }
+}
+
+/// A parameter's help as [`scenario_params!`] joins its doc comment's lines (each starts
+/// with the space after `///`).
+pub(crate) const fn help(doc: &'static str) -> &'static str {
+    doc.trim_ascii_start()
 }
 
 fn wrong_kind(name: &'static str, value: &Value, read: &'static str) -> ParamError {
@@ -195,32 +202,47 @@ impl<'a> ParamReader<'a> {
     }
 }
 
-/// A scenario's parameters as one typed struct whose fields are each read from the
-/// [`Param`] written beside it (`name: Type = PARAM,`): the struct and its
-/// [`ScenarioParams`] reader and the list of their specs (in the fields' order, as
-/// `Scenario::params` gives them), which would otherwise name every field three times,
-/// written once.
+/// A scenario's parameters declared once each, as a table: a row is the help (its doc
+/// comment, which `list` and `--help` show), the field and its type, and the [`Param`]
+/// constructor with the rest of its arguments (`block_size: Bytes = size("16k").seed("16k")`:
+/// the name is the field's). Makes the typed struct, each [`Param`] as a constant named as
+/// its field (`RndwrParams::block_size`), the [`ScenarioParams`] reader and the list of
+/// specs in the rows' order (as `Scenario::params` gives them).
 macro_rules! scenario_params {
     ($(#[$meta:meta])* $vis:vis struct $name:ident {
-        $($(#[$field_meta:meta])* $field_vis:vis $field:ident: $ty:ty = $param:expr),* $(,)?
+        $(
+            $(#[doc = $help:literal])*
+            $field:ident: $ty:ty = $kind:ident($($arg:expr),*) $(.$also:ident($($also_arg:expr),*))*
+        ),* $(,)?
     }) => {
         $(#[$meta])*
         $vis struct $name {
-            $($(#[$field_meta])* $field_vis $field: $ty,)*
+            $($field: $ty,)*
+        }
+
+        // Each parameter as a constant named as its field: `RndwrParams::block_size`.
+        #[allow(non_upper_case_globals)]
+        impl $name {
+            $(
+                $(#[doc = $help])*
+                pub(crate) const $field: $crate::params::Param<$ty> = $crate::params::Param::$kind(
+                    stringify!($field),
+                    $($arg,)*
+                    $crate::params::help(concat!($($help),*)),
+                )$(.$also($($also_arg),*))*;
+            )*
+
+            /// The parameters as the scenario declares them, in its fields' order.
+            fn specs() -> Vec<$crate::params::ParamSpec> {
+                vec![$($name::$field.spec),*]
+            }
         }
 
         impl $crate::params::ScenarioParams for $name {
             fn read(r: &mut $crate::params::ParamReader<'_>) -> Result<Self, $crate::params::ParamError> {
                 Ok($name {
-                    $($field: r.get(&$param)?,)*
+                    $($field: r.get(&$name::$field)?,)*
                 })
-            }
-        }
-
-        impl $name {
-            /// The parameters as the scenario declares them, in its fields' order.
-            fn specs() -> Vec<$crate::params::ParamSpec> {
-                vec![$($param.spec),*]
             }
         }
     };

@@ -273,3 +273,25 @@ pub(crate) fn find(name: &str) -> Option<&'static Scenario> {
 pub(crate) fn names() -> String {
     all().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every parameter says what it is for: a `scenario_params!` row without its doc comment
+    /// would declare an empty help, and the lines of one are joined by single spaces.
+    #[test]
+    fn every_parameter_of_every_scenario_has_its_help() {
+        let loads = [&super::load::RANDOM, &super::load::STREAM, &super::probe::PROBE];
+        for s in super::all().into_iter().chain(loads) {
+            for p in s.params() {
+                assert!(!p.help.is_empty(), "{}: {} has no help", s.name(), p.name);
+                assert!(
+                    p.help.trim() == p.help && !p.help.contains("  "),
+                    "{}: {}'s help is joined badly: {:?}",
+                    s.name(),
+                    p.name,
+                    p.help
+                );
+            }
+        }
+    }
+}

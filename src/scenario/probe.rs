@@ -15,7 +15,7 @@ use super::{Context, Outcome, Plan, Scenario, Views};
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Param, Params, ScenarioParams};
+use crate::params::{scenario_params, Params, ScenarioParams};
 use crate::scenario::Measured;
 use crate::sync::SyncMethod;
 use crate::sys::{self, AlignedBuf};
@@ -43,12 +43,11 @@ struct Config {
     iterations: u64,
 }
 
-const ITERATIONS: Param<u64> = Param::count("iterations", "100", "how many times each measurement is repeated");
-
 scenario_params! {
     /// The probe's parameters, as read.
     struct ProbeParams {
-        iterations: u64 = ITERATIONS,
+        /// how many times each measurement is repeated
+        iterations: u64 = count("100"),
     }
 }
 

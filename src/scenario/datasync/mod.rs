@@ -28,7 +28,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Choice, Param, Params, ScenarioParams};
+use crate::params::{scenario_params, Choice, Params, ScenarioParams};
 use crate::sync::SyncMethod;
 use crate::sys::AlignedBuf;
 use crate::units::{format_size, Bytes};
@@ -40,50 +40,23 @@ pub(crate) use details::Details;
 
 use cells::{Cell, Files};
 
-const METHODS: Param<Vec<SyncMethod>> = Param::choices(
-    "methods",
-    "fsync,fdatasync,sync_file_range,odsync",
-    "sync methods compared (see `sync` of other scenarios for each one)",
-)
-.seed("fdatasync");
-const CASES: Param<Vec<Case>> = Param::choices(
-    "cases",
-    "overwrite,append,mtime",
-    "overwrite (allocated blocks), append (file grows), mtime (same bytes: timestamps only)",
-)
-.seed("overwrite");
-const WRITE_SIZE: Param<Bytes> = Param::size("write_size", "8k", "bytes per write").seed("8k");
-const FILE_SIZE: Param<Bytes> = Param::size(
-    "file_size",
-    "8M",
-    "size of the preallocated file for overwrite; an append file is emptied when it reaches it",
-)
-.seed("8G");
-const ROUNDS: Param<u64> = Param::count(
-    "rounds",
-    "3",
-    "interleaved rounds: each (case, method) gets one slot per round",
-)
-.seed("1");
-const DURATION: Param<Duration> =
-    Param::duration("duration", "500ms", "length of one slot (0 = no limit: writes decides)").seed("0s");
-const WRITES: Param<u64> = Param::count(
-    "writes",
-    "0",
-    "write+sync operations per slot (0 = no limit: duration decides)",
-)
-.seed("1048576");
-
 scenario_params! {
     /// The scenario's parameters, as read.
     struct DatasyncParams {
-        methods: Vec<SyncMethod> = METHODS,
-        cases: Vec<Case> = CASES,
-        write_size: Bytes = WRITE_SIZE,
-        file_size: Bytes = FILE_SIZE,
-        rounds: u64 = ROUNDS,
-        duration: Duration = DURATION,
-        writes: u64 = WRITES,
+        /// sync methods compared (see `sync` of other scenarios for each one)
+        methods: Vec<SyncMethod> = choices("fsync,fdatasync,sync_file_range,odsync").seed("fdatasync"),
+        /// overwrite (allocated blocks), append (file grows), mtime (same bytes: timestamps only)
+        cases: Vec<Case> = choices("overwrite,append,mtime").seed("overwrite"),
+        /// bytes per write
+        write_size: Bytes = size("8k").seed("8k"),
+        /// size of the preallocated file for overwrite; an append file is emptied when it reaches it
+        file_size: Bytes = size("8M").seed("8G"),
+        /// interleaved rounds: each (case, method) gets one slot per round
+        rounds: u64 = count("3").seed("1"),
+        /// length of one slot (0 = no limit: writes decides)
+        duration: Duration = duration("500ms").seed("0s"),
+        /// write+sync operations per slot (0 = no limit: duration decides)
+        writes: u64 = count("0").seed("1048576"),
     }
 }
 
@@ -137,7 +110,7 @@ struct Config {
 impl Config {
     fn from_params(p: &Params) -> Result<Config> {
         let p = DatasyncParams::from_params(p)?;
-        check_fits_in_memory(WRITE_SIZE.name(), p.write_size.get())?;
+        check_fits_in_memory(DatasyncParams::write_size.name(), p.write_size.get())?;
         let c = Config {
             methods: p.methods,
             cases: p.cases,

@@ -38,7 +38,7 @@ use super::{Context, GuestDisk, Outcome, Plan, Scenario};
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Param, Params, ScenarioParams};
+use crate::params::{scenario_params, Params, ScenarioParams};
 use crate::testbed::command::find_tool;
 use crate::testbed::device::DeviceProfile;
 use crate::testbed::scratch::{self, ScratchSpec};
@@ -49,30 +49,16 @@ const BLOCK: usize = 4096;
 const OLD: u8 = b'o';
 const NEW: u8 = b'n';
 
-const FS: Param<String> = Param::text(
-    "fs",
-    check_filesystems,
-    DEFAULT_FS,
-    "the filesystems, one row each: FS[:MOUNT_OPTIONS] separated by commas",
-);
-const FAULT: Param<Scope> = Param::choice(
-    "fault",
-    "block",
-    "what fails: block (the writes of the file's data block, as published), disk (every write: journal and metadata too) or flush (one cache flush, then the power is cut)",
-);
-const DEVICE: Param<String> = Param::text(
-    "device",
-    check_device,
-    DEFAULT_DEVICE,
-    "the emulated disk under each filesystem (`fsynclab list-devices`); the scenario sets its faults",
-);
-
 scenario_params! {
     /// The scenario's parameters, as read.
     struct FsyncErrorsParams {
-        fs: String = FS,
-        fault: Scope = FAULT,
-        device: String = DEVICE,
+        /// the filesystems, one row each: FS[:MOUNT_OPTIONS] separated by commas
+        fs: String = text(check_filesystems, DEFAULT_FS),
+        /// what fails: block (the writes of the file's data block, as published), disk (every write: journal
+        /// and metadata too) or flush (one cache flush, then the power is cut)
+        fault: Scope = choice("block"),
+        /// the emulated disk under each filesystem (`fsynclab list-devices`); the scenario sets its faults
+        device: String = text(check_device, DEFAULT_DEVICE),
     }
 }
 

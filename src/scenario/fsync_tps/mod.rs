@@ -30,7 +30,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::Event;
-use crate::params::{scenario_params, Choice, Param, Params, ScenarioParams};
+use crate::params::{scenario_params, Choice, Params, ScenarioParams};
 use crate::role::group_commit::{check_delay, parse_delay, Delay};
 use crate::role::prober::Placement;
 use crate::sync::SyncMethod;
@@ -43,59 +43,30 @@ mod workers;
 
 pub(crate) use details::Details;
 
-const THREADS: Param<Vec<u64>> = Param::count_list(
-    "threads",
-    "1,2,4,8",
-    "worker threads; a list is a sweep, each count run for `duration` (the seed's counts are not known)",
-);
-const COORDINATION: Param<Vec<Coordination>> = Param::choices(
-    "coordination",
-    "none,syncfs,wal",
-    "how transactions become durable: none (each worker syncs its file), syncfs (a leader's syncfs covers all waiting), wal (shared log, a leader syncs the batch)",
-);
-const DELAY: Param<String> = Param::text(
-    "delay",
-    check_delay,
-    "0",
-    "syncfs/wal: how long a leader waits for others before it syncs: 0, microseconds (500, 500us, 2ms), or avg-flush (the seed's 'use avg sync time')",
-);
-const RECORD_SIZE: Param<Bytes> = Param::size("record_size", "4k", "bytes each transaction writes");
-const FILE_SIZE: Param<Bytes> = Param::size(
-    "file_size",
-    "16M",
-    "size of each worker's file and of the shared log; writes wrap around at this size",
-);
-const PLACEMENT: Param<Placement> = Param::choice(
-    "placement",
-    "overwrite",
-    "overwrite blocks written out beforehand, or append to files that start empty (each worker's file restarts when full; the wal log is circular)",
-);
-const DIRECTIO: Param<bool> = Param::flag(
-    "directio",
-    "0",
-    "1: open the files with O_DIRECT (the seed's directio=1)",
-);
-const SYNC: Param<SyncMethod> = Param::choice_among(
-    "sync",
-    &["fsync", "fdatasync"],
-    "fdatasync",
-    "the durable call of none and wal (syncfs uses syncfs)",
-)
-.seed("fsync");
-const DURATION: Param<Duration> = Param::duration("duration", "2s", "how long each thread count of each strategy runs");
-
 scenario_params! {
     /// The scenario's parameters, as read.
     struct FsyncTpsParams {
-        threads: Vec<u64> = THREADS,
-        coordination: Vec<Coordination> = COORDINATION,
-        delay: String = DELAY,
-        record_size: Bytes = RECORD_SIZE,
-        file_size: Bytes = FILE_SIZE,
-        placement: Placement = PLACEMENT,
-        directio: bool = DIRECTIO,
-        sync: SyncMethod = SYNC,
-        duration: Duration = DURATION,
+        /// worker threads; a list is a sweep, each count run for `duration` (the seed's counts are not known)
+        threads: Vec<u64> = count_list("1,2,4,8"),
+        /// how transactions become durable: none (each worker syncs its file), syncfs (a leader's syncfs covers
+        /// all waiting), wal (shared log, a leader syncs the batch)
+        coordination: Vec<Coordination> = choices("none,syncfs,wal"),
+        /// syncfs/wal: how long a leader waits for others before it syncs: 0, microseconds (500, 500us, 2ms),
+        /// or avg-flush (the seed's 'use avg sync time')
+        delay: String = text(check_delay, "0"),
+        /// bytes each transaction writes
+        record_size: Bytes = size("4k"),
+        /// size of each worker's file and of the shared log; writes wrap around at this size
+        file_size: Bytes = size("16M"),
+        /// overwrite blocks written out beforehand, or append to files that start empty (each worker's file
+        /// restarts when full; the wal log is circular)
+        placement: Placement = choice("overwrite"),
+        /// 1: open the files with O_DIRECT (the seed's directio=1)
+        directio: bool = flag("0"),
+        /// the durable call of none and wal (syncfs uses syncfs)
+        sync: SyncMethod = choice_among(&["fsync", "fdatasync"], "fdatasync").seed("fsync"),
+        /// how long each thread count of each strategy runs
+        duration: Duration = duration("2s"),
     }
 }
 
@@ -156,7 +127,7 @@ impl Config {
         if record_size == 0 {
             return usage("--set record_size=0: a transaction must write at least one byte".into());
         }
-        check_fits_in_memory(RECORD_SIZE.name(), record_size)?;
+        check_fits_in_memory(FsyncTpsParams::record_size.name(), record_size)?;
         if record_size > file_size {
             return usage(format!(
                 "--set record_size={}: larger than file_size={}; lower record_size or raise file_size",
@@ -186,7 +157,11 @@ impl Config {
             duration,
         };
         // Every worker holds a record buffer at once, and so does the calibration.
-        crate::environment::check_buffers_fit(RECORD_SIZE.name(), record_size, config.max_threads() + 1)?;
+        crate::environment::check_buffers_fit(
+            FsyncTpsParams::record_size.name(),
+            record_size,
+            config.max_threads() + 1,
+        )?;
         Ok(config)
     }
 

@@ -26,7 +26,7 @@ use super::{Context, Outcome, Plan, Scenario};
 use crate::error::Usage;
 use crate::measure::Recorder;
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Param, Params, ScenarioParams};
+use crate::params::{scenario_params, Params, ScenarioParams};
 use crate::rng::SplitMix64;
 use crate::sync::SyncMethod;
 use crate::testbed::device::{CutPlan, CutTrigger, Keep};
@@ -41,57 +41,34 @@ pub(crate) use details::{Cycle, Details};
 
 use pattern::{Ended, Pattern, Workload};
 
-const PATTERN: Param<Pattern> = Param::choice(
-    "pattern",
-    "append",
-    "append (a log), overwrite (versioned records in place), rename (write a new file, rename it over the old), create (a new file a record)",
-);
-const SYNC: Param<SyncMethod> = SyncMethod::param("fsync");
-const DIR_SYNC: Param<bool> = Param::flag(
-    "dir_sync",
-    "1",
-    "rename and create: 1 fsyncs the directory after the rename or the create",
-);
-const RECORD_SIZE: Param<Bytes> = Param::size("record_size", "4k", "bytes per record");
-const SLOTS: Param<u64> = Param::count("slots", "64", "overwrite: records in the file, overwritten in turn");
-const CUTS: Param<u64> = Param::count("cuts", "1", "power cuts, each on a fresh filesystem");
-const CUT_AFTER: Param<Duration> = Param::duration(
-    "cut_after",
-    "1s",
-    "the earliest moment of a cut, from the start of the writes",
-);
-const CUT_WITHIN: Param<Duration> = Param::duration(
-    "cut_within",
-    "1s",
-    "each cut comes at a moment drawn from seed within this long after cut_after (0: exactly at cut_after)",
-);
-const KEEP: Param<String> = Param::word(
-    "keep",
-    KEEPS,
-    "none",
-    "what survives of the drive's volatile cache: none, prefix (the first writes in drain order), any (a random subset), torn (a prefix and one write in part)",
-);
-const MAX_SIZE: Param<Bytes> = Param::size(
-    "max_size",
-    "256M",
-    "the most the pattern writes before it waits for the cut (a pattern without sync writes at memory speed)",
-);
-const SEED: Param<u64> = Param::count("seed", "1", "seed of the cut moments and of what survives");
-
 scenario_params! {
     /// The scenario's parameters, as read.
     struct PowercutParams {
-        pattern: Pattern = PATTERN,
-        sync: SyncMethod = SYNC,
-        dir_sync: bool = DIR_SYNC,
-        record_size: Bytes = RECORD_SIZE,
-        slots: u64 = SLOTS,
-        cuts: u64 = CUTS,
-        cut_after: Duration = CUT_AFTER,
-        cut_within: Duration = CUT_WITHIN,
-        keep: String = KEEP,
-        max_size: Bytes = MAX_SIZE,
-        seed: u64 = SEED,
+        /// append (a log), overwrite (versioned records in place), rename (write a new file, rename it over the
+        /// old), create (a new file a record)
+        pattern: Pattern = choice("append"),
+        sync: SyncMethod = sync("fsync"),
+        /// rename and create: 1 fsyncs the directory after the rename or the create
+        dir_sync: bool = flag("1"),
+        /// bytes per record
+        record_size: Bytes = size("4k"),
+        /// overwrite: records in the file, overwritten in turn
+        slots: u64 = count("64"),
+        /// power cuts, each on a fresh filesystem
+        cuts: u64 = count("1"),
+        /// the earliest moment of a cut, from the start of the writes
+        cut_after: Duration = duration("1s"),
+        /// each cut comes at a moment drawn from seed within this long after cut_after (0: exactly at
+        /// cut_after)
+        cut_within: Duration = duration("1s"),
+        /// what survives of the drive's volatile cache: none, prefix (the first writes in drain order), any (a
+        /// random subset), torn (a prefix and one write in part)
+        keep: String = word(KEEPS, "none"),
+        /// the most the pattern writes before it waits for the cut (a pattern without sync writes at memory
+        /// speed)
+        max_size: Bytes = size("256M"),
+        /// seed of the cut moments and of what survives
+        seed: u64 = count("1"),
     }
 }
 

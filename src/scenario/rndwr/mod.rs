@@ -34,7 +34,7 @@ use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::{OpKind, Recorder};
 use crate::observe::{Event, Unit};
-use crate::params::{scenario_params, Param, Params, ScenarioParams};
+use crate::params::{scenario_params, Params, ScenarioParams};
 use crate::role::pool::run_workers;
 use crate::sync::SyncMethod;
 use crate::units::{format_size, Bytes};
@@ -46,69 +46,29 @@ mod workers;
 pub(crate) use details::Details;
 use sysbench::{Generator, Summary};
 
-const FILES: Param<u64> = Param::count("files", "128", "number of files (sysbench --file-num)").seed("128");
-const TOTAL_SIZE: Param<Bytes> = Param::size(
-    "total_size",
-    "256M",
-    "size of all files together (sysbench --file-total-size)",
-)
-.seed("128G");
-const THREADS: Param<u64> = Param::count("threads", "16", "worker threads (sysbench --num-threads)").seed("128");
-const BLOCK_SIZE: Param<Bytes> = Param::size(
-    "block_size",
-    "16k",
-    "bytes per request, offsets aligned to it (sysbench --file-block-size)",
-)
-.seed("16k");
-const FSYNC_FREQ: Param<u64> = Param::count(
-    "fsync_freq",
-    "100",
-    "a sync sweep over all files after this many requests, 0 = never (sysbench --file-fsync-freq)",
-)
-.seed("100");
-const FSYNC_MODE: Param<SyncMethod> = Param::choice_among(
-    "fsync_mode",
-    &["fsync", "fdatasync"],
-    "fdatasync",
-    "the sync call of the sweeps (sysbench --file-fsync-mode)",
-)
-.seed("fdatasync");
-const FSYNC_END: Param<bool> = Param::flag(
-    "fsync_end",
-    "1",
-    "one more sync per file at the end (sysbench --file-fsync-end)",
-);
-const MAX_REQUESTS: Param<u64> = Param::count(
-    "max_requests",
-    "0",
-    "stop after this many writes, 0 = no limit (sysbench --max-requests)",
-)
-.seed("50000");
-const DURATION: Param<Duration> = Param::duration(
-    "duration",
-    "10s",
-    "stop after this long, 0 = no limit (sysbench --max-time)",
-)
-.seed("0");
-const SEED: Param<u64> = Param::count(
-    "seed",
-    "1",
-    "seed of the offset generator (fixed, so runs are repeatable)",
-);
-
 scenario_params! {
     /// The scenario's parameters, as read.
     struct RndwrParams {
-        files: u64 = FILES,
-        total_size: Bytes = TOTAL_SIZE,
-        threads: u64 = THREADS,
-        block_size: Bytes = BLOCK_SIZE,
-        fsync_freq: u64 = FSYNC_FREQ,
-        fsync_mode: SyncMethod = FSYNC_MODE,
-        fsync_end: bool = FSYNC_END,
-        max_requests: u64 = MAX_REQUESTS,
-        duration: Duration = DURATION,
-        seed: u64 = SEED,
+        /// number of files (sysbench --file-num)
+        files: u64 = count("128").seed("128"),
+        /// size of all files together (sysbench --file-total-size)
+        total_size: Bytes = size("256M").seed("128G"),
+        /// worker threads (sysbench --num-threads)
+        threads: u64 = count("16").seed("128"),
+        /// bytes per request, offsets aligned to it (sysbench --file-block-size)
+        block_size: Bytes = size("16k").seed("16k"),
+        /// a sync sweep over all files after this many requests, 0 = never (sysbench --file-fsync-freq)
+        fsync_freq: u64 = count("100").seed("100"),
+        /// the sync call of the sweeps (sysbench --file-fsync-mode)
+        fsync_mode: SyncMethod = choice_among(&["fsync", "fdatasync"], "fdatasync").seed("fdatasync"),
+        /// one more sync per file at the end (sysbench --file-fsync-end)
+        fsync_end: bool = flag("1"),
+        /// stop after this many writes, 0 = no limit (sysbench --max-requests)
+        max_requests: u64 = count("0").seed("50000"),
+        /// stop after this long, 0 = no limit (sysbench --max-time)
+        duration: Duration = duration("10s").seed("0"),
+        /// seed of the offset generator (fixed, so runs are repeatable)
+        seed: u64 = count("1"),
     }
 }
 
@@ -141,7 +101,7 @@ impl Config {
         let files = p.files;
         let threads = p.threads;
         let block_size = p.block_size.get();
-        check_fits_in_memory(BLOCK_SIZE.name(), block_size)?;
+        check_fits_in_memory(RndwrParams::block_size.name(), block_size)?;
         if files == 0 {
             bail!(Usage("--set files=0: sysbench needs at least one file".into()));
         }
@@ -156,7 +116,7 @@ impl Config {
                 "--set block_size=0: a request must write at least one byte".into()
             ));
         }
-        crate::environment::check_buffers_fit(BLOCK_SIZE.name(), block_size, threads)?;
+        crate::environment::check_buffers_fit(RndwrParams::block_size.name(), block_size, threads)?;
         // sysbench: file_size = total_size / num_files.
         let file_size = p.total_size.get() / files;
         if file_size < block_size {

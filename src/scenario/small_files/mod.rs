@@ -33,7 +33,7 @@ use super::{Context, Outcome, Plan, Scenario};
 use crate::environment::check_fits_in_memory;
 use crate::error::Usage;
 use crate::measure::Recorder;
-use crate::params::{scenario_params, Choice, Param, Params, ScenarioParams};
+use crate::params::{scenario_params, Choice, Params, ScenarioParams};
 use crate::units::{format_size, Bytes};
 
 mod details;
@@ -42,40 +42,25 @@ mod iozone;
 
 pub(crate) use details::Details;
 
-const MODE: Param<Mode> = Param::choice(
-    "mode",
-    "both",
-    "iozone (write+rewrite KB/s per file size), fs_mark (files/s), or both",
-);
-const SIZES: Param<Vec<Bytes>> = Param::size_list(
-    "sizes",
-    "4k,64k,1M,8M,16M",
-    "iozone: file sizes, each written then rewritten",
-)
-.seed("64k");
-const RUNS: Param<u64> = Param::count("runs", "5", "iozone: passes per file size, averaged").seed("5");
-const RECORD: Param<Bytes> = Param::size("record", "4k", "bytes per write(2): iozone's -r, fs_mark's -w").seed("4k");
-const FILES: Param<u64> = Param::count("files", "300", "fs_mark: files created (-n)").seed("1000");
-const FILE_SIZE: Param<Bytes> = Param::size("file_size", "64k", "fs_mark: size of each file (-s)").seed("64k");
-const DIRS: Param<u64> = Param::count("dirs", "10", "fs_mark: subdirectories (-D)").seed("100");
-const FILES_PER_DIR: Param<u64> = Param::count(
-    "files_per_dir",
-    "30",
-    "fs_mark: files in a subdirectory before moving to the next (-N)",
-)
-.seed("1000");
-
 scenario_params! {
     /// The scenario's parameters, as read.
     struct SmallFilesParams {
-        mode: Mode = MODE,
-        sizes: Vec<Bytes> = SIZES,
-        runs: u64 = RUNS,
-        record: Bytes = RECORD,
-        files: u64 = FILES,
-        file_size: Bytes = FILE_SIZE,
-        dirs: u64 = DIRS,
-        files_per_dir: u64 = FILES_PER_DIR,
+        /// iozone (write+rewrite KB/s per file size), fs_mark (files/s), or both
+        mode: Mode = choice("both"),
+        /// iozone: file sizes, each written then rewritten
+        sizes: Vec<Bytes> = size_list("4k,64k,1M,8M,16M").seed("64k"),
+        /// iozone: passes per file size, averaged
+        runs: u64 = count("5").seed("5"),
+        /// bytes per write(2): iozone's -r, fs_mark's -w
+        record: Bytes = size("4k").seed("4k"),
+        /// fs_mark: files created (-n)
+        files: u64 = count("300").seed("1000"),
+        /// fs_mark: size of each file (-s)
+        file_size: Bytes = size("64k").seed("64k"),
+        /// fs_mark: subdirectories (-D)
+        dirs: u64 = count("10").seed("100"),
+        /// fs_mark: files in a subdirectory before moving to the next (-N)
+        files_per_dir: u64 = count("30").seed("1000"),
     }
 }
 
@@ -116,7 +101,7 @@ struct Config {
 impl Config {
     fn from_params(p: &Params) -> Result<Config> {
         let p = SmallFilesParams::from_params(p)?;
-        check_fits_in_memory(RECORD.name(), p.record.get())?;
+        check_fits_in_memory(SmallFilesParams::record.name(), p.record.get())?;
         let c = Config {
             iozone: p.mode != Mode::FsMark,
             fs_mark: p.mode != Mode::Iozone,
