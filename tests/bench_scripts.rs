@@ -20,8 +20,10 @@ common::tests! {
 }
 
 /// Plays `fsynclab watch`: writes its pid where the test reads it, prints the hooks line the
-/// scripts wait for, and runs until it is ended (SIGTERM's default action).
-const FAKE_WATCH: &str = "#!/bin/sh\necho $$ > \"$FAKE_WATCH_PID.part\"\nmv \"$FAKE_WATCH_PID.part\" \"$FAKE_WATCH_PID\"\necho 'hooks: stand-in'\nwhile :; do sleep 0.1; done\n";
+/// scripts wait for, and runs until it is ended (SIGTERM's default action), or for 60 s at
+/// most, so that a failed test does not leave it running. The test asserts the script ended
+/// within 10 s of the signal, well before that.
+const FAKE_WATCH: &str = "#!/bin/sh\necho $$ > \"$FAKE_WATCH_PID.part\"\nmv \"$FAKE_WATCH_PID.part\" \"$FAKE_WATCH_PID\"\necho 'hooks: stand-in'\nn=0\nwhile [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done\n";
 
 /// Whether process `pid` still runs (a zombie has ended: it waits only to be reaped).
 fn running(pid: i32) -> bool {

@@ -8,8 +8,12 @@
 # alone (its seconds); then a watch --bpf-stats [--detail LEVEL] around it alone (the
 # programs' runs and CPU time); then the same watch around `sleep` for as long (the
 # machine's own runs, idle: timers, daemons). Prints one line per round and workload, then
-# per workload the medians and the programs' share of the workload's time:
-#     (program time during it - program time idle) / the workload's seconds alone,
+# per workload the medians and the programs' share of the workload's time, two ways:
+#     share        (program time during it - program time idle) / the workload's seconds alone
+#     same_window  P / (the watched workload's seconds - P), where P is the program time during
+#                  it less the idle programs' rate over as long: both counted in the watched
+#                  window's own seconds, so that a guest whose speed moves between windows
+#                  (TCG on a busy host) does not move it,
 # and the programs that took most of it (bpftool's run_time_ns of each, read before the
 # watch ends: the median over rounds of each program's microseconds).
 # That is the direct cost (the CPU the programs take, on whichever CPU); it leaves out the
@@ -45,28 +49,30 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-prepare_workloads
+prepare_workloads "${workloads[@]}"
 
-# Runs "$@" inside a watch --bpf-stats; prints the programs' runs and CPU time in us.
+# Runs "$@" inside a watch --bpf-stats; prints the programs' runs, their CPU time in us, and
+# the seconds "$@" took inside the watch.
 watched() {
+  local took
   start_watch "$bin" watch --no-store --bpf-stats "${detail[@]}"
   [ -s "$tmp/hooks" ] || grep '^hooks:' "$tmp/watch.out" | tee "$tmp/hooks" >&2
-  "$@" >/dev/null
+  took=$(seconds "$@")
   bpftool -j prog show >"$tmp/programs.json"
   stop_watch
   # "the BPF programs ran 803992 times for 55.038ms of CPU in all (...)"
-  python3 - "$tmp/watch.out" <<'PY'
+  python3 - "$tmp/watch.out" "$took" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 m = re.search(r"the BPF programs ran (\d+) times for ([\d.]+)(ns|us|ms|s) of CPU", text)
 if not m:
     sys.exit("watch-program-share: no program statistics in the watch's output:\n" + text)
 scale = {"ns": 1e-3, "us": 1, "ms": 1e3, "s": 1e6}[m.group(3)]
-print(m.group(1), f"{float(m.group(2)) * scale:.1f}")
+print(m.group(1), f"{float(m.group(2)) * scale:.1f}", sys.argv[2])
 PY
 }
 
-echo "round workload seconds runs program_us idle_runs idle_program_us"
+echo "round workload seconds runs program_us watched_seconds idle_runs idle_program_us idle_seconds"
 for r in $(seq 0 $((rounds - 1))); do
   for w in "${workloads[@]}"; do
     s=$(seconds workload "$w")
@@ -85,14 +91,25 @@ python3 - "$tmp/rounds" <<'PY'
 import collections, statistics, sys
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    r, w, s, runs, us, idle_runs, idle_us = line.split()
-    rows[w].append((float(s), int(runs), float(us), int(idle_runs), float(idle_us)))
-print("workload seconds_median runs_median program_us_median idle_us_median share_median shares")
+    r, w, s, runs, us, ws, idle_runs, idle_us, idle_s = line.split()
+    rows[w].append((float(s), int(runs), float(us), float(ws), float(idle_us), float(idle_s)))
+def pct(xs):
+    xs = sorted(xs)
+    return f"{100 * statistics.median(xs):.3f}%", ",".join(f"{100 * x:.3f}%" for x in xs)
+# share: the program time over the workload's seconds alone, in another window: a guest whose
+# speed moves between windows moves it. same_window: the program time over the rest of the
+# watched window's own seconds, the idle programs' rate taken off for as long: the guest's
+# speed cancels, as both are counted in the same seconds.
+print("workload seconds_median runs_median program_us_median idle_us_median share_median shares same_window_median same_windows")
 for w, got in rows.items():
-    shares = sorted((us - idle_us) / (s * 1e6) for s, _, us, _, idle_us in got)
+    shares = [(us - idle_us) / (s * 1e6) for s, _, us, _, idle_us, _ in got]
+    own = []
+    for _, _, us, ws, idle_us, idle_s in got:
+        p = us - idle_us * ws / idle_s
+        own.append(p / (ws * 1e6 - p))
     print(w, f"{statistics.median(g[0] for g in got):.3f}", int(statistics.median(g[1] for g in got)),
           f"{statistics.median(g[2] for g in got):.1f}", f"{statistics.median(g[4] for g in got):.1f}",
-          f"{100 * statistics.median(shares):.3f}%", ",".join(f"{100 * x:.3f}%" for x in shares))
+          *pct(shares), *pct(own))
 PY
 python3 - "$tmp/by-program" <<'PY'
 import collections, statistics, sys

@@ -13,12 +13,14 @@ fsyncs=${FSYNCS:-2000}
 irq_reads=${IRQ_READS:-5000}
 workload_files=("${FSYNC_DIR:-$PWD}/$name.file" "${IRQ_DIR:-$PWD}/$name.irq")
 
-# Builds the two programs and writes the file the reads read (once: it is kept between rounds).
+# Builds the two programs and writes the file the reads read (once: it is kept between rounds),
+# unless the workloads named in "$@" leave out irq.
 prepare_workloads() {
   local src
   src=$(dirname "${BASH_SOURCE[0]}")
   cc -O2 -o "$tmp/pingpong" "$src/pingpong.c"
   cc -O2 -o "$tmp/fsync-loop" "$src/fsync-loop.c"
+  [[ " ${*:-irq} " == *" irq "* ]] || return 0
   [ -s "${workload_files[1]}" ] ||
     dd if=/dev/urandom of="${workload_files[1]}" bs=1M count=64 status=none conv=fsync
 }
