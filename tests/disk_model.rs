@@ -334,15 +334,27 @@ fn probe_on_ext2(dir: &Path, iterations: &str, flags: &[&str]) -> ScratchRun {
 /// Issue 9: scheduler tunables are set recorded and refused when unknown.
 fn scheduler_tunables_are_set_recorded_and_refused_when_unknown() {
     let dir = backing();
-    let r = probe_on_ext2(dir.path(), "3", &["--scheduler", "bfq:slice_idle=0,low_latency=0"])
+    // bfq's, where the kernel has bfq (a kernel may be built without it); mq-deadline's else.
+    let (scheduler, spec, tunables) = if common::kernel_offers_scheduler("bfq") {
+        (
+            "bfq",
+            "bfq:slice_idle=0,low_latency=0",
+            serde_json::json!({"slice_idle": "0", "low_latency": "0"}),
+        )
+    } else {
+        eprintln!("bfq: not in this kernel; mq-deadline's tunables set instead");
+        (
+            "mq-deadline",
+            "mq-deadline:fifo_batch=8,front_merges=0",
+            serde_json::json!({"fifo_batch": "8", "front_merges": "0"}),
+        )
+    };
+    let r = probe_on_ext2(dir.path(), "3", &["--scheduler", spec])
         .json()
         .json_result();
-    assert_eq!(r["environment"]["device"]["scheduler"], "bfq");
-    assert_eq!(r["environment"]["scratch"]["scheduler"], "bfq");
-    assert_eq!(
-        r["environment"]["scratch"]["scheduler_tunables"],
-        serde_json::json!({"slice_idle": "0", "low_latency": "0"})
-    );
+    assert_eq!(r["environment"]["device"]["scheduler"], scheduler);
+    assert_eq!(r["environment"]["scratch"]["scheduler"], scheduler);
+    assert_eq!(r["environment"]["scratch"]["scheduler_tunables"], tunables);
     let out = probe_on_ext2(dir.path(), "1", &["--scheduler", "mq-deadline:slice_idle=8"])
         .command()
         .output()

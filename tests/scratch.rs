@@ -107,7 +107,27 @@ fn scratch_btrfs_runs_and_cleans_up() {
 /// Issue 4: scheduler is switched for the run.
 fn scheduler_is_switched_for_the_run() {
     let dir = backing();
-    for scheduler in ["mq-deadline", "bfq", "none"] {
+    for scheduler in ["mq-deadline", "bfq", "kyber", "none"] {
+        if scheduler != "mq-deadline" && scheduler != "none" && !common::kernel_offers_scheduler(scheduler) {
+            // A kernel built without it (CONFIG_IOSCHED_BFQ): the refusal is checked instead.
+            let out = fsynclab()
+                .args([
+                    "probe",
+                    "--scratch",
+                    "ext2",
+                    "--scratch-size",
+                    "128M",
+                    "--scheduler",
+                    scheduler,
+                ])
+                .arg("--backing")
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            common::assert_refused_in_one_line(&out, &format!("does not offer scheduler {scheduler}"));
+            eprintln!("{scheduler}: not in this kernel; its one-line refusal checked instead");
+            continue;
+        }
         let r = probe(
             dir.path(),
             &["--scratch", "ext2", "--scratch-size", "128M", "--scheduler", scheduler],

@@ -339,6 +339,21 @@ pub fn kernel_config_readable() -> bool {
     Path::new(&format!("/boot/config-{}", release.trim())).exists() || Path::new("/proc/config.gz").exists()
 }
 
+/// Whether the running kernel offers I/O scheduler `name` (bfq and kyber are config options a
+/// kernel may leave out: CONFIG_IOSCHED_BFQ): the schedulers a block device's
+/// queue/scheduler lists are the kernel's, the same for every blk-mq device, loop devices too.
+/// Tests that need one that is missing check the one-line refusal instead, and say so.
+pub fn kernel_offers_scheduler(name: &str) -> bool {
+    let Ok(devices) = std::fs::read_dir("/sys/block") else {
+        return false;
+    };
+    devices.flatten().any(|d| {
+        std::fs::read_to_string(d.path().join("queue/scheduler"))
+            .map(|text| text.split_whitespace().any(|s| s.trim_matches(['[', ']']) == name))
+            .unwrap_or(false)
+    })
+}
+
 /// A temporary directory for scratch images and work directories (`--backing`).
 pub fn backing() -> tempfile::TempDir {
     tempfile::Builder::new()
