@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -67,14 +67,11 @@ fn without_root_a_one_line_error_says_so() {
     assert!(stderr.contains("needs root"), "{stderr}");
 }
 
-/// Runs `reproduce SEED --smoke` as JSON into a store of its own, checks every row, and
-/// that the runs it names are the store's runs of the reproduction. Returns the rows.
-fn smoke(seed: &str, rows: usize) -> Vec<Value> {
-    // Seeds 000 and 003 set vm sysctls, which one run at a time may do.
-    let _turn = common::one_at_a_time();
-    let dir = backing();
-    let store = dir.path().join("results.sqlite");
-    let work = dir.path().join("work");
+/// `reproduce SEED --smoke --format json -q` into a store and a backing directory of its own
+/// under `dir`: its output, the store and the backing directory.
+fn reproduce_smoke(seed: &str, dir: &Path) -> (std::process::Output, PathBuf, PathBuf) {
+    let store = dir.join("results.sqlite");
+    let work = dir.join("work");
     std::fs::create_dir(&work).unwrap();
     let out = fsynclab()
         .args(["reproduce", seed, "--smoke", "--format", "json", "-q", "--store"])
@@ -84,6 +81,16 @@ fn smoke(seed: &str, rows: usize) -> Vec<Value> {
         .timeout(Duration::from_secs(600))
         .output()
         .unwrap();
+    (out, store, work)
+}
+
+/// Runs `reproduce SEED --smoke` as JSON into a store of its own, checks every row, and
+/// that the runs it names are the store's runs of the reproduction. Returns the rows.
+fn smoke(seed: &str, rows: usize) -> Vec<Value> {
+    // Seeds 000 and 003 set vm sysctls, which one run at a time may do.
+    let _turn = common::one_at_a_time();
+    let dir = backing();
+    let (out, store, work) = reproduce_smoke(seed, dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -192,16 +199,7 @@ fn seed001_rows_are_produced_and_well_formed() {
     if !common::kernel_offers_scheduler("bfq") {
         let _turn = common::one_at_a_time();
         let dir = backing();
-        let work = dir.path().join("work");
-        std::fs::create_dir(&work).unwrap();
-        let out = fsynclab()
-            .args(["reproduce", "001", "--smoke", "--format", "json", "-q", "--store"])
-            .arg(dir.path().join("results.sqlite"))
-            .arg("--backing")
-            .arg(&work)
-            .timeout(Duration::from_secs(600))
-            .output()
-            .unwrap();
+        let (out, _store, work) = reproduce_smoke("001", dir.path());
         assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
         let r: Value = serde_json::from_slice(&out.stdout).unwrap();
         let rows = r["seeds"][0]["rows"].as_array().unwrap();

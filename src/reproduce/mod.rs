@@ -261,7 +261,7 @@ pub(crate) fn reproduce(request: &Request<'_>) -> Result<i32> {
                 Size::Smoke => "smoke (seconds a run: the tests' configuration)",
             },
             match (choice.runs, size) {
-                (Some(n), _) => format!("{n} runs (--runs)"),
+                (Some(n), _) => format!("{n} run{} (--runs)", if n == 1 { "" } else { "s" }),
                 (None, Size::Full) => format!("{} runs", size.repeat()),
                 (None, Size::Quick) => "2 to 4 runs".to_string(),
                 (None, Size::Smoke) => "1 run".to_string(),
