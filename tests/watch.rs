@@ -22,7 +22,7 @@ use hooks::{
     a_kernel_that_refuses_the_hooks_asked_for_is_one_line_naming_them,
     a_watch_killed_at_any_moment_of_its_start_leaves_no_program_or_map,
     a_watch_says_in_a_line_which_hooks_it_attached_and_records_them,
-    each_detail_attaches_only_its_hooks_and_a_call_not_split_says_so,
+    each_detail_attaches_only_its_hooks_and_splits_each_call_its_own_way,
 };
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -43,7 +43,7 @@ common::tests! {
     a_watch_whose_reader_goes_away_stops_quietly_and_is_stored: [Root, Bpf, Tool("python3")],
     bad_watch_flags_are_refused_in_one_line,
     a_watch_says_in_a_line_which_hooks_it_attached_and_records_them: [Root, Bpf, Tool("python3")],
-    each_detail_attaches_only_its_hooks_and_a_call_not_split_says_so: [Root, Bpf, Tool("python3")],
+    each_detail_attaches_only_its_hooks_and_splits_each_call_its_own_way: [Root, Bpf, Tool("python3")],
     a_kernel_that_refuses_the_hooks_asked_for_is_one_line_naming_them: [Root, Bpf, Tool("bpftool")],
     a_watch_killed_at_any_moment_of_its_start_leaves_no_program_or_map: [Root, Bpf, Tool("bpftool")],
 }

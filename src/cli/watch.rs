@@ -67,7 +67,8 @@ pub struct WatchArgs {
     pub stack_over: String,
     /// How much of each call to split, for how much cost to every task of the machine:
     /// `latency` hooks the sync calls alone (and the journal's, writeback's and throttling's
-    /// few events): each call's latency, file and journal commits, not split into parts;
+    /// few events): each call's latency, file and journal commits, split by its task's
+    /// scheduler counters into time on a CPU, waiting for one, and asleep (not named);
     /// `sleeps` adds the scheduler's switches and wakeups, which every task pays for: the
     /// time on a CPU, waiting for one, and each sleep named by its stack and waker; `disk`
     /// adds the block requests: the cache flushes and writes that completed on the call's

@@ -3,6 +3,7 @@
 //! call it cannot split says so; a kernel that refuses every way asked for is one line naming
 //! what was tried; a watch killed at any moment of its start leaves no program or map.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,10 +92,11 @@ pub(crate) fn a_watch_says_in_a_line_which_hooks_it_attached_and_records_them() 
 }
 
 /// Issue 61: `--detail latency` attaches neither the scheduler's nor the block layer's
-/// hooks and prints each call as one part that says it was not split; `--detail sleeps`
-/// attaches the scheduler's (its calls split into time on a CPU and sleeps) and not the
-/// block layer's.
-pub(crate) fn each_detail_attaches_only_its_hooks_and_a_call_not_split_says_so() {
+/// hooks and splits each call by its task's scheduler counters (on a CPU, waiting for one,
+/// asleep and not named; on a kernel without CONFIG_SCHED_INFO, one part that says it was
+/// not split); `--detail sleeps` attaches the scheduler's (its calls split into time on a
+/// CPU and sleeps) and not the block layer's. Either way the parts add up to the latency.
+pub(crate) fn each_detail_attaches_only_its_hooks_and_splits_each_call_its_own_way() {
     for (detail, has_sched, has_block) in [("latency", false, false), ("sleeps", true, false)] {
         let dir = backing();
         let store = dir.path().join("results.sqlite");
@@ -113,11 +115,31 @@ pub(crate) fn each_detail_attaches_only_its_hooks_and_a_call_not_split_says_so()
         assert!(wait_at_most(&mut watch, Duration::from_secs(30)).success());
         let calls: Vec<&str> = out.lines().filter(|l| l.contains(" fsync(fd ")).collect();
         assert_eq!(calls.len(), 5, "{detail}:\n{out}");
+        // /proc/PID/schedstat is there where the kernel keeps sched_info.
+        let counted = !has_sched && Path::new("/proc/self/schedstat").exists();
         for call in calls {
-            assert_eq!(call.contains("not split"), !has_sched, "{detail}: {call}");
+            assert_eq!(call.contains("not split"), !has_sched && !counted, "{detail}: {call}");
+            assert!(call.contains(" on CPU"), "{detail}: {call}");
         }
         let shown = stored_run_1(&store);
         assert_eq!(shown["params"]["detail"], detail, "{shown}");
+        for call in shown["explain"]["calls"].as_array().unwrap() {
+            let parts = call["parts"].as_array().unwrap();
+            let sum: u64 = parts.iter().map(|p| p["ns"].as_u64().unwrap()).sum();
+            assert_eq!(sum, call["latency_ns"].as_u64().unwrap(), "{detail}: {call}");
+            if counted {
+                // On a CPU, waiting for one, and asleep: nothing named.
+                for part in parts {
+                    let cause = part["cause"].as_str().unwrap();
+                    let asleep = cause == "unattributed"
+                        && part["reason"]
+                            .as_str()
+                            .unwrap()
+                            .contains("split by the task's scheduler counters");
+                    assert!(cause == "on_cpu" || cause == "runnable" || asleep, "{detail}: {call}");
+                }
+            }
+        }
     }
 }
 

@@ -92,7 +92,7 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
         |call| {
             printed += 1;
             let explained = attribution(&call, &symbols, clock.origin_monotonic_ns(), stack_over);
-            let explained = unsplit_below(settings.detail, explained);
+            let explained = unsplit_below(settings.detail, call.counted, explained);
             out.line(&text::call_line(&call, &explained, started));
             slowest.offer(explained);
         },
@@ -204,16 +204,17 @@ impl Stdout {
     }
 }
 
-/// A call watched without the scheduler's hooks (`--detail latency`) as one part: the
-/// program saw no time off the CPU and would put all of it on the CPU, which it does not
-/// know.
-fn unsplit_below(detail: bpf::Detail, mut call: Attribution) -> Attribution {
-    if detail >= bpf::Detail::Sleeps {
+/// A call watched without the scheduler's hooks (`--detail latency`): split by its task's
+/// scheduler counters where the kernel keeps them (`counted`: on a CPU, waiting for one,
+/// and asleep, unnamed), else one part, as the program saw no time off the CPU and would
+/// put all of it on the CPU, which it does not know.
+fn unsplit_below(detail: bpf::Detail, counted: bool, mut call: Attribution) -> Attribution {
+    if detail >= bpf::Detail::Sleeps || counted {
         return call;
     }
     call.parts = vec![Part {
         cause: Cause::Unattributed {
-            reason: "not split: watched with --detail latency, without the scheduler's hooks".into(),
+            reason: "not split: watched with --detail latency, without the scheduler's hooks, and the task's scheduler counters could not be read (a kernel without CONFIG_SCHED_INFO, or a task outside the fair class)".into(),
         },
         ns: call.latency_ns,
         waits: 0,

@@ -23,6 +23,11 @@ use crate::units::{format_duration, format_latency_ns, human_size};
 /// `call` as an attribution, its start on the clock that began at `origin_ns`
 /// (CLOCK_MONOTONIC); `stack_over` is the program's stack threshold, named in the parts it
 /// left unnamed.
+/// A call split by its task's scheduler counters: its time off the CPU that was not a wait
+/// for one, which no hook named.
+pub(crate) const ASLEEP_UNNAMED: &str =
+    "asleep, not named: watched with --detail latency, split by the task's scheduler counters (--detail sleeps names each sleep)";
+
 pub(crate) fn attribution(
     call: &SlowCall,
     symbols: &KernelSymbols,
@@ -92,13 +97,12 @@ pub(crate) fn attribution(
     );
     let kept: u32 = call.sleeps.iter().map(|s| s.sleeps).sum();
     let beyond = call.long_sleeps.saturating_sub(kept);
-    add(
-        Cause::Unattributed {
-            reason: format!("{beyond} more long sleeps, beyond the longest the kernel keeps per call"),
-        },
-        call.other_sleep_ns,
-        beyond,
-    );
+    let reason = if call.counted {
+        ASLEEP_UNNAMED.to_string()
+    } else {
+        format!("{beyond} more long sleeps, beyond the longest the kernel keeps per call")
+    };
+    add(Cause::Unattributed { reason }, call.other_sleep_ns, beyond);
     parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
     if let Some(line) = meanwhile(call) {
         notes.push(line);

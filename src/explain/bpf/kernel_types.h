@@ -113,6 +113,22 @@ struct pcpu_hot {
 	int preempt_count;
 } __attribute__((preserve_access_index));
 
+/* What the scheduler counts of a task (the fair class's entity; CONFIG_SCHED_INFO's
+ * sched_info), for a call split without the scheduler's hooks (--detail latency). */
+struct sched_entity {
+	u64 sum_exec_runtime;      /* time on a CPU, updated at switches and ticks */
+	u64 prev_sum_exec_runtime; /* sum_exec_runtime at the task's last switch-in */
+} __attribute__((preserve_access_index));
+
+struct sched_info {
+	unsigned long long run_delay;    /* time spent waiting on a run queue */
+	unsigned long long last_arrival; /* rq clock at the task's last switch-in */
+} __attribute__((preserve_access_index));
+
+#define SCHED_NORMAL 0
+#define SCHED_BATCH 3
+#define SCHED_IDLE 5
+
 struct task_struct {
 	unsigned int flags;
 	pid_t pid;
@@ -122,6 +138,9 @@ struct task_struct {
 	struct files_struct *files;
 	void *worker_private; /* a kernel thread's struct kthread (5.17 on) */
 	int on_rq; /* TASK_ON_RQ_QUEUED while on its run queue */
+	unsigned int policy;
+	struct sched_entity se;
+	struct sched_info sched_info;
 } __attribute__((preserve_access_index));
 
 /* A workqueue's worker thread (PF_WQ_WORKER): its struct kthread's `data` is its struct

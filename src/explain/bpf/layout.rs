@@ -50,6 +50,8 @@ pub(super) struct Config {
     pub(super) other_nr: [i64; OTHER_CALLS.len()],
     pub(super) other_fd: u32,
     pub(super) sync_hooks: u32,
+    pub(super) split_by_counters: u32,
+    pub(super) split_pad: u32,
 }
 
 /// `struct latency_record`: one call in the ring `every` (record.rs reads it).
@@ -169,6 +171,10 @@ pub(super) struct Call {
     pub(super) seen_dev: u32,
     pub(super) seen_disk: u32,
     pub(super) seen_sb: u64,
+    pub(super) entry_runtime_base: u64,
+    pub(super) entry_run_delay: u64,
+    pub(super) counted: u32,
+    pub(super) counted_pad: u32,
 }
 
 /// `struct latency_key`: the key of the `latency` histogram map (histogram.rs reads it).
@@ -226,6 +232,7 @@ pub(super) fn layouts() -> Vec<Layout> {
         layout!(Config as "config" {
             filter, follow_tid, nr, report_threshold_ns, stack_threshold_ns, comm, every_call,
             writes, write_nr, write_tid, write_pad, write_comm, other_nr, other_fd, sync_hooks,
+            split_by_counters, split_pad,
         }),
         layout!(LatencyRecord as "latency_record" { start_ns, latency_ns, pid, tid, kind, ret, comm }),
         layout!(Totals as "totals" { flushes, flush_ns, write_bytes, commits, commit_ns }),
@@ -244,6 +251,7 @@ pub(super) fn layouts() -> Vec<Layout> {
             waker_pid, waker_comm, woken_by, woken_by_dev, waker_work, short_wakers, sleeps,
             last_commit, ino, dev, disk, throttle, fs_journal, flusher_reasons, woken_into,
             woken_early, seen_file, seen_inode, seen_ino, seen_dev, seen_disk, seen_sb,
+            entry_runtime_base, entry_run_delay, counted, counted_pad,
         }),
         layout!(LatencyKey as "latency_key" { pid, kind, bucket }),
     ]

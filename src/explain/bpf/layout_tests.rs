@@ -210,7 +210,8 @@ fn a_slow_calls_record_is_read_at_the_layouts_offsets() {
     .put(journal + offset_of!(FsJournal, btrfs_transaction), &77u64.to_ne_bytes())
     .put(journal + offset_of!(FsJournal, xfs_forces), &2u32.to_ne_bytes())
     .put(journal + offset_of!(FsJournal, btrfs_commits), &1u32.to_ne_bytes())
-    .put(offset_of!(Call, flusher_reasons), &0b1001u32.to_ne_bytes());
+    .put(offset_of!(Call, flusher_reasons), &0b1001u32.to_ne_bytes())
+    .put(offset_of!(Call, counted), &1u32.to_ne_bytes());
     let expected = SlowCall {
         start_ns: 1_001,
         latency_ns: 900_000_000,
@@ -253,6 +254,7 @@ fn a_slow_calls_record_is_read_at_the_layouts_offsets() {
         xfs_log_force: Some(1_234),
         btrfs_transaction: Some(77),
         flusher_reasons: 0b1001,
+        counted: true,
     };
     assert_eq!(SlowCall::parse(&r.0), Ok(expected));
 }
@@ -311,10 +313,13 @@ fn the_config_is_written_at_the_layouts_offsets() {
         (SyncHooks::RawSyscalls, "HOOKS_RAW_SYSCALLS"),
         (SyncHooks::Functions, "HOOKS_FUNCTIONS"),
     ];
-    for (((filter, filter_name), (writes, writes_name)), (sync_hooks, hooks_name)) in filters
+    // Only --detail latency, without the scheduler's hooks, splits by the counters.
+    let details = [(Detail::Disk, 0), (Detail::Latency, 1), (Detail::Sleeps, 0)];
+    for ((((filter, filter_name), (writes, writes_name)), (sync_hooks, hooks_name)), (detail, by_counters)) in filters
         .into_iter()
         .zip(writes.into_iter().cycle())
         .zip(hooks.into_iter().cycle())
+        .zip(details.into_iter().cycle())
     {
         let settings = Settings {
             filter: filter.clone(),
@@ -324,7 +329,7 @@ fn the_config_is_written_at_the_layouts_offsets() {
             follow_forks_of: Some(77),
             every_call: true,
             writes: writes.clone(),
-            detail: Detail::Disk,
+            detail,
         };
         let c = settings.config_bytes(sync_hooks);
         assert_eq!(c.len(), size_of::<Config>(), "{filter:?}");
@@ -366,5 +371,6 @@ fn the_config_is_written_at_the_layouts_offsets() {
         }
         assert_eq!(u32_at(offset_of!(Config, other_fd)), takes_fd);
         assert_eq!(u64::from(u32_at(offset_of!(Config, sync_hooks))), define(hooks_name));
+        assert_eq!(u32_at(offset_of!(Config, split_by_counters)), by_counters, "{detail:?}");
     }
 }

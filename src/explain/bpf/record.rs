@@ -18,8 +18,9 @@ const SHORT_WAKERS: usize = 4;
 const SHORT_WAKE_BYTES: usize = 48;
 /// sizeof(struct call): its fixed fields, the short sleeps per waker, the sleeps, the last
 /// commit, the inode and the device synced, the dirty throttling, xfs's and btrfs's journal,
-/// the flusher's reasons (and 4 bytes of padding), and the task's last file and filesystem
-/// remembered from call to call (40 bytes, not read here).
+/// the flusher's reasons (and 4 bytes of the program's own), the task's last file and
+/// filesystem remembered from call to call (40 bytes, not read here), and the scheduler's
+/// counters at entry with whether the call was split by them (24).
 pub(crate) const RECORD_BYTES: usize = 184
     + SHORT_WAKERS * SHORT_WAKE_BYTES
     + TOP_SLEEPS * SLEEP_BYTES
@@ -29,7 +30,8 @@ pub(crate) const RECORD_BYTES: usize = 184
     + THROTTLE_BYTES
     + FS_JOURNAL_BYTES
     + 8
-    + 40;
+    + 40
+    + 24;
 /// sizeof(struct throttle).
 const THROTTLE_BYTES: usize = 32;
 /// sizeof(struct fs_journal).
@@ -171,6 +173,10 @@ pub(crate) struct SlowCall {
     /// Why the flusher wrote back on the call's disk during the call: a bit per reason, as
     /// the kernel numbers them ([`flusher_reasons`]).
     pub(crate) flusher_reasons: u32,
+    /// Split by its task's scheduler counters (`--detail latency`, no scheduler hooks):
+    /// `runqueue_ns` its time waiting for a CPU, `other_sleep_ns` the rest of its time off
+    /// the CPU, its sleeps not named.
+    pub(crate) counted: bool,
 }
 
 /// The kernel's reasons for the flusher's work (include/linux/writeback.h, `enum
@@ -296,6 +302,7 @@ impl SlowCall {
             xfs_log_force: None,
             btrfs_transaction: None,
             flusher_reasons: 0,
+            counted: false,
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm, woken_by, woken_by_dev,
         // waker_work: the program's own bookkeeping.
@@ -362,6 +369,10 @@ impl SlowCall {
         call.xfs_log_force = (xfs_forces > 0).then_some(xfs_seq);
         call.btrfs_transaction = (btrfs_commits > 0).then_some(btrfs_transaction);
         call.flusher_reasons = r.u32();
+        // woken_into, woken_early, the last file and filesystem seen, and the entry's
+        // scheduler counters: the program's own bookkeeping.
+        r.at += 2 + 2 + 40 + 16;
+        call.counted = r.u32() != 0;
         Ok(call)
     }
 }

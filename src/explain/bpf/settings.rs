@@ -40,8 +40,9 @@ pub(crate) enum Writes {
 pub(crate) enum Detail {
     /// The sync calls' own hooks, and the journal's, writeback's and dirty throttling's
     /// events (a few a second): each call's latency (the percentiles, the slow calls with
-    /// their file), the journal commits it made, why the flusher wrote meanwhile; not split
-    /// into parts.
+    /// their file), the journal commits it made, why the flusher wrote meanwhile; a slow
+    /// call split by its task's scheduler counters (read at its entry and exit: no hook on
+    /// the scheduler) into time on a CPU, waiting for one, and asleep, its sleeps not named.
     Latency,
     /// And the scheduler's switches and wakeups (with, where the kernel hides the
     /// preemption count, the interrupts' entries and exits): the time on a CPU, waiting for
@@ -130,6 +131,9 @@ impl Settings {
         config.extend_from_slice(&takes_fd.to_ne_bytes());
         // HOOKS_RAW_SYSCALLS, HOOKS_FUNCTIONS.
         config.extend_from_slice(&sync_hooks.config_value().to_ne_bytes());
+        // Without the scheduler's hooks a slow call is split by its task's counters.
+        config.extend_from_slice(&u32::from(self.detail < Detail::Sleeps).to_ne_bytes());
+        config.extend_from_slice(&0u32.to_ne_bytes());
         config
     }
 }

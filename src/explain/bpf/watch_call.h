@@ -263,6 +263,53 @@ static __always_inline struct call *current_call(void)
 				    BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+/* The current task's scheduler counters, for a call split without the scheduler's hooks:
+ * `base`, its time on a CPU up to its last switch-in less that switch-in's time (rq clock),
+ * and `run_delay`, its time waiting on a run queue. At any moment while it runs, its time
+ * on a CPU is base + now, give or take a constant (the rq clock's offset from
+ * CLOCK_MONOTONIC, both counted from the same TSC), so the difference of two readings plus
+ * the time between them is the time on a CPU in between, exactly: every switch-in between
+ * moves both terms. False where the kernel has no sched_info (CONFIG_SCHED_INFO unset), or
+ * for a task outside the fair class, whose prev_sum_exec_runtime is not kept at switch-in. */
+static __always_inline bool scheduler_counters(u64 *base, u64 *run_delay)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	*base = 0;
+	*run_delay = 0;
+	if (!bpf_core_field_exists(t->sched_info))
+		return false;
+	u32 policy = t->policy;
+	if (policy != SCHED_NORMAL && policy != SCHED_BATCH && policy != SCHED_IDLE)
+		return false;
+	*base = t->se.prev_sum_exec_runtime - t->sched_info.last_arrival;
+	*run_delay = t->sched_info.run_delay;
+	return true;
+}
+
+/* A call that ends after `took`, its entry's counters kept (c->counted): its time waiting
+ * for a CPU in runqueue_ns and the rest off the CPU in other_sleep_ns, from the counters'
+ * differences; what is left is its time on a CPU (SlowCall::on_cpu_ns). */
+static __always_inline void split_by_counters(struct call *c, u64 took)
+{
+	if (!c->counted)
+		return;
+	u64 base = 0, run_delay = 0;
+	if (!scheduler_counters(&base, &run_delay)) {
+		c->counted = 0;
+		return;
+	}
+	s64 on = (s64)(base - c->entry_runtime_base) + (s64)took;
+	if (on < 0)
+		on = 0;
+	if ((u64)on > took)
+		on = took;
+	u64 waited = run_delay - c->entry_run_delay;
+	if (waited > took - on)
+		waited = took - on;
+	c->runqueue_ns = waited;
+	c->other_sleep_ns = took - on - waited;
+}
+
 /* The current task enters a followed call of `kind` on descriptor `fd` (of `file`, when
  * the caller has it already). */
 static __always_inline int start_call(u32 kind, s32 fd, struct file *file, u32 pid, u32 tid,
@@ -291,6 +338,11 @@ static __always_inline int start_call(u32 kind, s32 fd, struct file *file, u32 p
 	c->tid = tid;
 	c->fd = fd;
 	__builtin_memcpy(c->comm, comm, TASK_COMM_LEN);
+	c->counted = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (cfg && cfg->split_by_counters &&
+	    scheduler_counters(&c->entry_runtime_base, &c->entry_run_delay))
+		c->counted = 1;
 	set_started(c, bpf_ktime_get_ns(), was_started);
 	return 0;
 }

@@ -86,6 +86,10 @@ struct config {
 	 * them, and the raw_syscalls programs (attached only for a run's writes and calls on
 	 * names) leave them alone. */
 	u32 sync_hooks;
+	/* Not 0 (--detail latency, where the scheduler's hooks are not attached): a slow
+	 * call is split by its task's scheduler counters instead (struct call's counted). */
+	u32 split_by_counters;
+	u32 split_pad;
 };
 
 #define HOOKS_RAW_SYSCALLS 0
@@ -277,6 +281,15 @@ struct call {
 	u32 seen_dev;
 	u32 seen_disk;
 	u64 seen_sb; /* the filesystem (struct super_block) seen_dev and seen_disk are of */
+	/* Where config.split_by_counters asks for it, the task's scheduler counters at the
+	 * call's entry: its time on a CPU up to its last switch-in less that switch-in's
+	 * time, and its time waiting on a run queue (not read by user space). */
+	u64 entry_runtime_base;
+	u64 entry_run_delay;
+	/* In the record: 1 when runqueue_ns and other_sleep_ns are the differences of those
+	 * counters (the time on a CPU, waiting for one, and asleep, unnamed), 0 otherwise. */
+	u32 counted;
+	u32 counted_pad;
 };
 
 /* Latency histogram: log-linear buckets, 8 per power of two (a bucket's upper bound is at

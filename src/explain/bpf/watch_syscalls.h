@@ -44,6 +44,7 @@ static __always_inline int sync_exit(const struct config *cfg, s64 ret)
 		report_over = *own;
 	if (t && took >= report_over) {
 		end_call(c, t, took);
+		split_by_counters(c, took);
 		c->ret = ret;
 		/* The latest commit of the call's own filesystem: a commit of another one (the
 		 * root filesystem's, say) may have ended later. */
