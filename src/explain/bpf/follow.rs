@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context as _, Result};
 use libbpf_rs::{MapCore as _, MapFlags, RingBufferBuilder};
 
-use super::record::{CallLatency, SlowCall};
+use super::latency_record::CallLatency;
+use super::record::SlowCall;
 use super::BpfTracer;
 
 /// The commits' own records kept for the calls that follow them in the ring (a call's

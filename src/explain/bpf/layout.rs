@@ -4,7 +4,7 @@
 //! this side states the layouts. The tests beside it (layout_tests.rs) check the table against
 //! the BTF of the object build.rs compiled, so that a field moved, resized, added, removed or
 //! renamed on one side only fails; and check that the readers and the writer of the records
-//! (record.rs, settings.rs, histogram.rs), which go field by field, read and write at the
+//! (record.rs, latency_record.rs, settings.rs, histogram.rs), which go field by field, read and write at the
 //! mirrors' offsets, and that the numbers they use are watch_records.h's (`KIND_*`...).
 //!
 //! Below them, the other sides read the same way: a struct as the object's BTF lays it out, and
@@ -54,7 +54,7 @@ pub(super) struct Config {
     pub(super) split_pad: u32,
 }
 
-/// `struct latency_record`: one call in the ring `every` (record.rs reads it).
+/// `struct latency_record`: one call in the ring `every` (latency_record.rs reads it).
 #[repr(C)]
 pub(super) struct LatencyRecord {
     pub(super) start_ns: u64,

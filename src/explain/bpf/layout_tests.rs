@@ -9,9 +9,9 @@ use std::time::Duration;
 use super::super::histogram::{self, FAILED_BUCKET};
 use super::super::hooks::SyncHooks;
 use super::super::kind::{SyncKind, OTHER_CALLS, WRITE_CALLS};
+use super::super::latency_record::{CallLatency, LATENCY_BYTES};
 use super::super::record::{
-    self, CallLatency, Completed, EndedCommit, LongSleep, Meanwhile, ShortSleeps, SlowCall, LATENCY_BYTES,
-    RECORD_BYTES, TOP_SLEEPS,
+    self, Completed, EndedCommit, LongSleep, Meanwhile, ShortSleeps, SlowCall, RECORD_BYTES, TOP_SLEEPS,
 };
 use super::super::settings::{Detail, Filter, Settings, Writes};
 use super::*;
@@ -79,7 +79,11 @@ fn the_numbers_user_space_uses_are_watch_records_hs() {
         assert_eq!(define(name), ours as u64, "{name}");
     }
     assert_eq!(RECORD_BYTES, size_of::<Call>(), "record.rs's RECORD_BYTES");
-    assert_eq!(LATENCY_BYTES, size_of::<LatencyRecord>(), "record.rs's LATENCY_BYTES");
+    assert_eq!(
+        LATENCY_BYTES,
+        size_of::<LatencyRecord>(),
+        "latency_record.rs's LATENCY_BYTES"
+    );
 }
 
 /// A record's bytes, written field by field at the layouts' offsets over a filling that no

@@ -36,11 +36,13 @@ use libbpf_rs::{Link, Object};
 
 pub(crate) mod attribute;
 mod cost;
+mod cursor;
 pub(crate) mod ended;
 mod follow;
 pub(crate) mod histogram;
 pub(crate) mod hooks;
 mod kind;
+pub(crate) mod latency_record;
 #[cfg(test)]
 mod layout;
 mod load;

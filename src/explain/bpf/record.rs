@@ -1,11 +1,11 @@
 //! The record the BPF program sends for each slow sync call (`struct call` in
-//! watch.bpf.c), read field by field from the ring buffer's bytes.
-//!
-//! The layout is C's for that struct on a 64-bit machine: every field naturally aligned and
-//! in order, so a cursor reading each field at the next offset of its alignment reads it
-//! right; [`RECORD_BYTES`] is its size, checked against each record's length so that a
-//! program and a reader out of step are an error rather than garbage.
+//! watch.bpf.c), read field by field from the ring buffer's bytes (cursor.rs) with its
+//! parts: the sleeps, the short sleeps per waker, what completed meanwhile, the commit it
+//! waited for. [`RECORD_BYTES`] is its size, checked against each record's length so that
+//! a program and a reader out of step are an error rather than garbage. Every call of a
+//! traced command comes in a smaller record of its own (latency_record.rs).
 
+use super::cursor::Cursor;
 pub(crate) use super::kind::SyncKind;
 
 /// Frames of a kernel stack kept per long sleep (STACK_DEPTH).
@@ -269,7 +269,7 @@ impl SlowCall {
                 bytes.len()
             ));
         }
-        let mut r = Cursor { bytes, at: 0 };
+        let mut r = Cursor::new(bytes);
         let mut call = SlowCall {
             start_ns: r.u64(),
             latency_ns: r.u64(),
@@ -306,7 +306,7 @@ impl SlowCall {
         };
         // off_ns, woken_ns, off_state, waker_pid, waker_comm, woken_by, woken_by_dev,
         // waker_work: the program's own bookkeeping.
-        r.at += 8 + 8 + 4 + 4 + 16 + 4 + 4 + 8;
+        r.skip(8 + 8 + 4 + 4 + 16 + 4 + 4 + 8);
         for _ in 0..SHORT_WAKERS {
             let (ns, sleeps, waker_tid, waker_comm) = (r.u64(), r.u32(), r.u32(), r.comm());
             let (completed, disk, waker_work) = (r.u32(), r.u32(), r.u64());
@@ -329,7 +329,7 @@ impl SlowCall {
             let waker_comm = r.comm();
             let frames: Vec<u64> = (0..STACK_DEPTH).map(|_| r.u64()).collect();
             let sleeps = r.u32().max(1);
-            r.at += 4;
+            r.skip(4);
             if ns == 0 {
                 continue;
             }
@@ -364,90 +364,16 @@ impl SlowCall {
         };
         // A call the kernel throttled has a limit (at least one page).
         call.throttle = (throttle.limit_pages > 0).then_some(throttle);
-        r.at += 4;
+        r.skip(4);
         let (xfs_seq, btrfs_transaction, xfs_forces, btrfs_commits) = (r.u64(), r.u64(), r.u32(), r.u32());
         call.xfs_log_force = (xfs_forces > 0).then_some(xfs_seq);
         call.btrfs_transaction = (btrfs_commits > 0).then_some(btrfs_transaction);
         call.flusher_reasons = r.u32();
         // woken_into, woken_early, the last file and filesystem seen, and the entry's
         // scheduler counters: the program's own bookkeeping.
-        r.at += 2 + 2 + 40 + 16;
+        r.skip(2 + 2 + 40 + 16);
         call.counted = r.u32() != 0;
         Ok(call)
-    }
-}
-
-/// sizeof(struct latency_record).
-pub(crate) const LATENCY_BYTES: usize = 48;
-
-/// One call of a traced command as the ring `every` carries it (struct latency_record):
-/// every sync call's time, whatever its latency, where nothing else measures them.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct CallLatency {
-    /// CLOCK_MONOTONIC at entry.
-    pub(crate) start_ns: u64,
-    pub(crate) latency_ns: u64,
-    pub(crate) pid: u32,
-    pub(crate) tid: u32,
-    pub(crate) kind: Option<SyncKind>,
-    /// The call's -errno, or what a write wrote (at most i32::MAX), or 0.
-    pub(crate) ret: i32,
-    /// The calling task's name.
-    pub(crate) comm: String,
-}
-
-impl CallLatency {
-    /// Reads one record; an error says what did not fit.
-    pub(crate) fn parse(bytes: &[u8]) -> Result<CallLatency, String> {
-        if bytes.len() < LATENCY_BYTES {
-            return Err(format!(
-                "a latency record of {} bytes, expected {LATENCY_BYTES}: the BPF program and fsynclab disagree",
-                bytes.len()
-            ));
-        }
-        let mut r = Cursor { bytes, at: 0 };
-        Ok(CallLatency {
-            start_ns: r.u64(),
-            latency_ns: r.u64(),
-            pid: r.u32(),
-            tid: r.u32(),
-            kind: SyncKind::from_number(r.u32()),
-            ret: r.u32() as i32,
-            comm: r.comm(),
-        })
-    }
-}
-
-/// Reads native-endian fields one after the other, each at its alignment.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Cursor<'_> {
-    fn take<const N: usize>(&mut self) -> [u8; N] {
-        self.at = self.at.next_multiple_of(N.min(8));
-        let mut out = [0u8; N];
-        if let Some(b) = self.bytes.get(self.at..self.at + N) {
-            out.copy_from_slice(b);
-        }
-        self.at += N;
-        out
-    }
-
-    fn u64(&mut self) -> u64 {
-        u64::from_ne_bytes(self.take())
-    }
-
-    fn u32(&mut self) -> u32 {
-        u32::from_ne_bytes(self.take())
-    }
-
-    /// A task name: 16 bytes, NUL-terminated unless all 16 are used.
-    fn comm(&mut self) -> String {
-        let raw: [u8; 16] = self.take();
-        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-        String::from_utf8_lossy(&raw[..end]).into_owned()
     }
 }
 

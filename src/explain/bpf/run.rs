@@ -31,7 +31,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context as _, Result};
 
-use super::record::{CallLatency, SlowCall, SyncKind};
+use super::latency_record::CallLatency;
+use super::record::{SlowCall, SyncKind};
 use super::symbols::KernelSymbols;
 use super::{BpfTracer, Detail, Filter, Lost, RunTime, Settings, Writes};
 use crate::explain::attribution::Threshold;

@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::{process_of, tid_of, Tracer, Whom};
-use crate::explain::bpf::record::CallLatency;
+use crate::explain::bpf::latency_record::CallLatency;
 use crate::explain::bpf::run::{Followed, RunTracer, Traced};
 use crate::explain::explanation::{slow_calls, Explanation};
 use crate::measure::{OpKind, RunClock, Sample};
