@@ -117,8 +117,8 @@ pub fn exec_explain_works_on_the_hosts_own_filesystem() {
 /// named by the block request whose completion ended it (seen on the same CPU just before
 /// the wakeup), or by the work a workqueue's worker ran to end it. dd's O_SYNC writes on the
 /// host's own disk wait a few tens of microseconds for their pages, and `sync f`'s fsync for
-/// the disk's cache flush where the disk has a volatile cache: those waits are named so,
-/// not left unattributed.
+/// the disk's cache flush where the disk has a volatile cache and the fsync sleeps for it:
+/// those waits are named so, not left unattributed.
 pub fn the_bpf_tracer_names_a_short_wait_by_the_block_completion_that_ended_it() {
     let _one = one_at_a_time();
     let dir = temp();
@@ -158,8 +158,17 @@ pub fn the_bpf_tracer_names_a_short_wait_by_the_block_completion_that_ended_it()
         ))
     })
     .unwrap_or_default();
-    if cache.trim() == "write back" {
+    // A flush that completes before the fsync's task has gone to sleep is not waited for
+    // (seen once in CI: 345.9 us, all on a CPU): the call then has no sleep to name, and
+    // says so by having none. One that slept was waiting for the flush.
+    let fsync_slept = explained(&result, "fsync")
+        .into_iter()
+        .flat_map(parts)
+        .any(|p| p["cause"] != "on_cpu" && p["cause"] != "runnable");
+    if cache.trim() == "write back" && fsync_slept {
         assert!(named("fsync", "device_flush"), "the fsync named no cache flush: {text}");
+    } else if cache.trim() == "write back" {
+        eprintln!("the fsync did not sleep (its cache flush completed before it waited): no wait to name");
     }
     // The parts add up, leaving no more unattributed than tracefs does on the same command
     // (exec_explain_works_on_the_hosts_own_filesystem).

@@ -20,14 +20,14 @@ use crate::explain::attribution::{
 use crate::explain::stacks::{classify, top_frames, WaitKind};
 use crate::units::{format_duration, format_latency_ns, human_size};
 
+/// A call split by its task's scheduler counters: its time off the CPU that was not a wait
+/// for one, which no hook named.
+const ASLEEP_UNNAMED: &str =
+    "asleep, not named: watched with --detail latency, split by the task's scheduler counters (--detail sleeps names each sleep)";
+
 /// `call` as an attribution, its start on the clock that began at `origin_ns`
 /// (CLOCK_MONOTONIC); `stack_over` is the program's stack threshold, named in the parts it
 /// left unnamed.
-/// A call split by its task's scheduler counters: its time off the CPU that was not a wait
-/// for one, which no hook named.
-pub(crate) const ASLEEP_UNNAMED: &str =
-    "asleep, not named: watched with --detail latency, split by the task's scheduler counters (--detail sleeps names each sleep)";
-
 pub(crate) fn attribution(
     call: &SlowCall,
     symbols: &KernelSymbols,

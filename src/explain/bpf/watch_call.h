@@ -268,8 +268,10 @@ static __always_inline struct call *current_call(void)
  * and `run_delay`, its time waiting on a run queue. At any moment while it runs, its time
  * on a CPU is base + now, give or take a constant (the rq clock's offset from
  * CLOCK_MONOTONIC, both counted from the same TSC), so the difference of two readings plus
- * the time between them is the time on a CPU in between, exactly: every switch-in between
- * moves both terms. False where the kernel has no sched_info (CONFIG_SCHED_INFO unset), or
+ * the time between them is the time on a CPU in between: every switch-in between moves
+ * both terms. (Where the kernel accounts steal time, a virtual CPU the host did not run
+ * while the task was on it, prev_sum_exec_runtime leaves that out: it counts as asleep.)
+ * False where the kernel has no sched_info (CONFIG_SCHED_INFO unset), or
  * for a task outside the fair class, whose prev_sum_exec_runtime is not kept at switch-in. */
 static __always_inline bool scheduler_counters(u64 *base, u64 *run_delay)
 {
