@@ -22,6 +22,7 @@ use hooks::{
     a_kernel_that_refuses_the_hooks_asked_for_is_one_line_naming_them,
     a_watch_killed_at_any_moment_of_its_start_leaves_no_program_or_map,
     a_watch_says_in_a_line_which_hooks_it_attached_and_records_them,
+    a_whole_machine_watch_defaults_to_latency_and_a_watch_of_named_tasks_to_disk,
     each_detail_attaches_only_its_hooks_and_splits_each_call_its_own_way,
 };
 use nix::sys::signal::{kill, Signal};
@@ -44,6 +45,7 @@ common::tests! {
     bad_watch_flags_are_refused_in_one_line,
     a_watch_says_in_a_line_which_hooks_it_attached_and_records_them: [Root, Bpf, Tool("python3")],
     each_detail_attaches_only_its_hooks_and_splits_each_call_its_own_way: [Root, Bpf, Tool("python3")],
+    a_whole_machine_watch_defaults_to_latency_and_a_watch_of_named_tasks_to_disk: [Root, Bpf],
     a_kernel_that_refuses_the_hooks_asked_for_is_one_line_naming_them: [Root, Bpf, Tool("bpftool")],
     a_watch_killed_at_any_moment_of_its_start_leaves_no_program_or_map: [Root, Bpf, Tool("bpftool")],
 }

@@ -31,7 +31,7 @@ trap 'exit 130' INT TERM
 
 # The commit programs' runs and ns a run while build $1 watches the appends.
 watched() {
-  start_watch "$1" watch --no-store --bpf-stats --duration 10m
+  start_watch "$1" watch --no-store --bpf-stats --detail disk --duration 10m
   bpftool -j prog show >"$tmp/before.json"
   python3 - <<'PY'
 import os

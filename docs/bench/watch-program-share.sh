@@ -26,7 +26,8 @@
 #       --scratch ext4 --device ram --scratch-size 256M -- env DD_COUNT=400000 \
 #       PINGPONG=20000 FSYNCS=1000 IRQ_READS=4000 \
 #       $PWD/docs/bench/watch-program-share.sh $PWD/target/release/fsynclab 5
-# DETAIL=LEVEL watches with --detail LEVEL (default: watch's own, disk); WATCH_ARGS adds
+# DETAIL=LEVEL watches with --detail LEVEL (default: watch's own, for this
+# whole-machine watch latency since 4 Dec 2026, disk before); WATCH_ARGS adds
 # more of watch's options (--stack-over 1s); WORKLOADS picks some of the four ("fsync").
 # FSYNC_DIR and IRQ_DIR default to the working directory (exec's scratch filesystem).
 set -euo pipefail

@@ -5,7 +5,8 @@
 # its tracer attached the whole time (watch-tax/workloads.sh says what they are: dd,
 # pingpong, fsync and irq; the 64 MiB file the reads read is made at the start and removed
 # at the end):
-# Sides (SIDES, space-separated): none; watch (`fsynclab watch --no-store`, every process);
+# Sides (SIDES, space-separated): none; watch (`fsynclab watch --no-store`, every process,
+# at its default detail: latency since 4 Dec 2026, disk before);
 # watch:LEVEL (the same with --detail LEVEL); bpftrace, a minimal tracer on the same kind
 # of hooks: the sync calls' entry and exit filtered to fsync and fdatasync into a latency
 # histogram, and sched_switch timing their time off the CPU; at raw_syscalls

@@ -35,13 +35,17 @@ Where the kernel allows it, the sync calls are hooked by their own kernel functi
 writes), which no other call passes; where it refuses (no fentry), by the raw_syscalls trace
 points, which every system call of the machine passes. The line after the start says
 which. --detail chooses the other hooks, which every task pays for at each switch, wakeup
-or block request (`--detail latency` attaches none of them).
+or block request (`--detail latency` attaches none of them). A watch of the whole machine
+is at `latency` unless told: each call still split into time on a CPU, waiting for one and
+asleep, without taxing the machine's every switch; `--detail disk` names each sleep (the
+default of a watch of --pid, --comm or --cgroup).
 
 Examples:
   fsynclab watch --pid $(pidof postgres | tr ' ' ,)   PostgreSQL's slow WAL fdatasyncs
   fsynclab watch --comm etcd --threshold 50ms
   fsynclab watch --cgroup system.slice/postgresql.service   a service and what it starts
   fsynclab watch --duration 30s                       every process of the machine
+  fsynclab watch --duration 30s --detail disk         ... each sleep named, at a cost to all
 
 Set FSYNCLAB_NO_BPF=1 to make it refuse as where the kernel has no BPF.";
 
@@ -72,9 +76,10 @@ pub struct WatchArgs {
     /// `sleeps` adds the scheduler's switches and wakeups, which every task pays for: the
     /// time on a CPU, waiting for one, and each sleep named by its stack and waker; `disk`
     /// adds the block requests: the cache flushes and writes that completed on the call's
-    /// disk meanwhile, and which completion ended a sleep
-    #[arg(long, value_name = "LEVEL", default_value = "disk")]
-    pub detail: String,
+    /// disk meanwhile, and which completion ended a sleep. Default: `disk` for a watch of
+    /// --pid, --comm or --cgroup, `latency` for the whole machine
+    #[arg(long, value_name = "LEVEL")]
+    pub detail: Option<String>,
     /// End after this long (default: at Ctrl-C)
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,

@@ -155,6 +155,44 @@ pub(crate) fn each_detail_attaches_only_its_hooks_and_splits_each_call_its_own_w
     }
 }
 
+/// Issue 61: a watch not told its `--detail` is at `latency` for the whole machine (no
+/// scheduler or block hook: every task of a busy machine would pay them, a call being in
+/// flight nearly always), saying so and what `--detail disk` would add, and at `disk` for
+/// the tasks named; told, either takes the level given and says nothing more.
+pub(crate) fn a_whole_machine_watch_defaults_to_latency_and_a_watch_of_named_tasks_to_disk() {
+    let dir = backing();
+    let cases: [(&[&str], &str, bool); 4] = [
+        (&[], "latency", true),
+        (&["--comm", "no-such-task"], "disk", false),
+        (&["--detail", "disk"], "disk", false),
+        (&["--comm", "no-such-task", "--detail", "latency"], "latency", false),
+    ];
+    for (i, (args, detail, says_default)) in cases.into_iter().enumerate() {
+        let store = dir.path().join(format!("results-{i}.sqlite"));
+        let out = fsynclab()
+            .arg("watch")
+            .args(args)
+            .args(["--duration", "1s", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        let hooks = stderr.lines().find(|l| l.starts_with("hooks: ")).unwrap_or_default();
+        assert!(hooks.ends_with(&format!("(--detail {detail})")), "{args:?}: {hooks}");
+        assert_eq!(hooks.contains("sched_switch"), detail != "latency", "{args:?}: {hooks}");
+        let said = stderr.contains("detail: latency, the default for the whole machine");
+        assert_eq!(said, says_default, "{args:?}: {stderr}");
+        let shown = Command::new(bin())
+            .args(["show", "1", "--format", "json", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        assert_eq!(shown["params"]["detail"], detail, "{args:?}: {shown}");
+    }
+}
+
 /// Issue 61 (bad input): asked for the sync calls' functions alone (FSYNCLAB_BPF_HOOKS),
 /// a kernel that refuses fentry (this project's VM) is one line naming the functions tried,
 /// exit 1, and no program of that kind stays loaded; a kernel that allows them says so in

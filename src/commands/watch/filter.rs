@@ -96,16 +96,31 @@ pub(super) fn settings(args: &WatchArgs, threshold: Duration, stack_over: Durati
         Filter::All
     };
     Ok(Settings {
-        filter,
         report_threshold: threshold,
         stack_threshold: stack_over,
         run_time_stats: args.bpf_stats,
         follow_forks_of: None,
         every_call: false,
         writes: Writes::Durable,
-        detail: Detail::from_name(&args.detail)
-            .ok_or_else(|| Usage(format!("--detail {}: expected latency, sleeps or disk", args.detail)))?,
+        detail: detail(args.detail.as_deref(), &filter)?,
+        filter,
     })
+}
+
+/// The level `--detail` names, or where it is not given the watch's default: `disk` for
+/// the processes named (their calls split and each sleep named, at a cost to every switch,
+/// wakeup and block request of the machine while one of their calls is in flight),
+/// `latency` for the whole machine, whose calls are in flight nearly always on a busy
+/// server, so that every task would pay the scheduler's hooks (in Debian's 6.1, 9-12% of a
+/// 4 KiB fsync at `disk`, 3-4% at `latency`: BENCHMARKS.md).
+fn detail(given: Option<&str>, filter: &Filter) -> Result<Detail, Usage> {
+    match given {
+        Some(name) => {
+            Detail::from_name(name).ok_or_else(|| Usage(format!("--detail {name}: expected latency, sleeps or disk")))
+        }
+        None if *filter == Filter::All => Ok(Detail::Latency),
+        None => Ok(Detail::Disk),
+    }
 }
 
 /// The process a thread id belongs to (`Tgid:` of /proc/PID/status, Documentation/

@@ -54,6 +54,9 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32> {
     let started_at = crate::result::now_rfc3339();
     note!("{}", text::watching(&settings, duration));
     note!("{}", bpf::hooks::line(tracer.hooks()));
+    if args.detail.is_none() && settings.filter == bpf::Filter::All {
+        note!("{}", text::WHOLE_MACHINE_DETAIL);
+    }
 
     // Follow: each slow call printed as the kernel sends it, the slowest kept.
     let mut printed = 0u64;

@@ -28,6 +28,10 @@ pub(super) fn watching(settings: &Settings, duration: Option<Duration>) -> Strin
     )
 }
 
+/// Said by a watch of the whole machine not told its `--detail`: what its default level
+/// splits, and what the level that names the sleeps costs.
+pub(super) const WHOLE_MACHINE_DETAIL: &str = "detail: latency, the default for the whole machine: each call split into time on a CPU, waiting for one, and asleep; --detail disk also names each sleep, at a cost to every task's switches";
+
 /// Whom a watch follows: `process 812, 813`, `every task named etcd`, `every process`.
 pub(super) fn whom(filter: &Filter) -> String {
     match filter {
