@@ -24,6 +24,7 @@ common::tests! {
     exec_says_it_waits_for_the_command_and_a_second_signal_kills_it: [Root, MKFS_EXT2],
     exec_ends_what_the_command_left_running_before_undoing: [Root, MKFS_EXT2],
     exec_says_nothing_of_children_that_already_exited: [Root, MKFS_EXT2],
+    exec_reaps_the_orphans_its_command_leaves_while_it_runs: [Root, MKFS_EXT2],
 }
 
 /// `fsynclab COMMAND...` on a small scratch ext2 under `backing`, with its own state
@@ -221,5 +222,29 @@ fn exec_says_nothing_of_children_that_already_exited() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("left"), "{stderr}");
+    assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
+}
+
+/// A command that leaves background jobs behind (`sh -c "true &"`, a daemon's double fork)
+/// hands each to fsynclab, its subreaper; each that exits stayed a zombie of fsynclab's until
+/// the command ended, so an hour of them filled the process table. They are reaped while the
+/// command runs: the command itself counts fsynclab's zombie children (its parent's) and
+/// waits up to 10 s for none to be left.
+fn exec_reaps_the_orphans_its_command_leaves_while_it_runs() {
+    let backing = common::backing();
+    let work = tempfile::tempdir().unwrap();
+    let state = PrivateState::new();
+    let mut cmd = command(&["exec"], backing.path(), work.path(), &state);
+    let script = r#"for i in $(seq 20); do sh -c 'true &'; done
+zombies() { for s in /proc/[0-9]*/stat; do read -r _ _ st pp _ < "$s" 2>/dev/null && [ "$st" = Z ] && [ "$pp" = "$PPID" ] && echo; done | wc -l; }
+echo "left=$(zombies)" >&2
+for t in $(seq 100); do n=$(zombies); [ "$n" = 0 ] && break; sleep 0.1; done
+echo "zombies=$n" >&2"#;
+    cmd.args(["--", "sh", "-c", script]);
+    let out = cmd.output().expect("run fsynclab exec");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("zombies=0"), "{stderr}");
+    assert!(!stderr.contains("left sh"), "{stderr}");
     assert_eq!(traces_under(backing.path()), Vec::<String>::new(), "left behind");
 }

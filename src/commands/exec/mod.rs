@@ -16,6 +16,7 @@
 
 mod cut;
 mod explained;
+mod reaper;
 
 pub use cut::CutOptions;
 pub(crate) use explained::Request as ExplainRequest;
@@ -117,9 +118,12 @@ pub(crate) fn run(
     let watch = cut
         .map(|c| cut::Watch::start(target, c.plan, child.id(), &ours))
         .transpose()?;
+    let ours_pids: Vec<u32> = ours.iter().map(|(pid, _)| *pid).collect();
+    let reaper = reaper::Reaper::start(child.id(), ours_pids).context("cannot start reaping the command's orphans")?;
     let status = crate::child::wait_unreaped(child.id())
         .context("cannot wait for the command")
         .and_then(|()| {
+            reaper.stop();
             drop(forwarding);
             if let Some(w) = &watch {
                 w.forget_command();
@@ -243,7 +247,8 @@ fn end_what_it_left(ours: &[(u32, String)]) {
             .filter(|(pid, _)| !reap_if_exited(*pid))
             .collect()
     };
-    reap_ended(me);
+    // The orphans of the command a power cut killed, inherited as their subreaper.
+    reaper::reap_zombies(&[]);
     let first = left();
     if first.is_empty() {
         return;
@@ -281,16 +286,6 @@ fn end_what_it_left(ours: &[(u32, String)]) {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Reaps the children of `me` that have ended (orphans of the command a power cut killed,
-/// inherited as their subreaper).
-fn reap_ended(me: u32) {
-    for pid in process::pids() {
-        if process::stat(pid).is_some_and(|s| s.state == 'Z' && s.ppid == me) {
-            reap_if_exited(pid);
-        }
     }
 }
 
